@@ -1,0 +1,51 @@
+# ltr: `make train` runs the default experiment, `make test` the test suite. `make help` lists all.
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+ARGS ?=
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "ltr needs Python >= 3.11; run make PYTHON=python3.11 ...")'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+.PHONY: install
+install: $(STAMP) ## set up .venv from pyproject.toml (only when pyproject.toml changed)
+
+.PHONY: train
+train: $(STAMP) ## run the default experiment (extra Hydra overrides: make train ARGS="model.num_leaves=63")
+	$(BIN)/ltr train $(ARGS)
+
+.PHONY: test
+test: $(STAMP) ## run the test suite
+	$(BIN)/python -m pytest $(ARGS)
+
+.PHONY: test-fast
+test-fast: $(STAMP) ## run the tests not marked slow
+	$(BIN)/python -m pytest -m "not slow" $(ARGS)
+
+.PHONY: lint
+lint: $(STAMP) ## ruff and mypy
+	$(BIN)/ruff check ltr tests benchmarks
+	$(BIN)/mypy
+
+.PHONY: ui
+ui: $(STAMP) ## open the MLflow UI on http://127.0.0.1:5000 for the local store
+	$(BIN)/ltr ui $(ARGS)
+
+.PHONY: bench
+bench: $(STAMP) ## run the benchmarks (prints tables; see benchmarks/README.md)
+	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
+
+.PHONY: clean
+clean: ## remove outputs of runs (keeps the MLflow store)
+	rm -rf outputs multirun .pytest_cache .mypy_cache .ruff_cache
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'

@@ -1,0 +1,152 @@
+"""Structured configs of the ``data`` and ``split`` groups.
+
+Each option of the ``data`` group is a dataclass registered under ``group="data"`` by
+:func:`ltr.config.register_configs`; ``kind`` tells :func:`ltr.data.load.load_splits` which
+reader to use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class DataConfig:
+    """Fields every data option has."""
+
+    kind: str = "synthetic"
+    name: str = "synthetic"
+
+
+@dataclass
+class SyntheticDataConfig(DataConfig):
+    """The built-in seeded generator (``ltr.data.synthetic``); nothing is downloaded."""
+
+    kind: str = "synthetic"
+    name: str = "synthetic"
+    n_queries: int = 3000
+    n_informative: int = 8
+    n_noise: int = 8
+    # list lengths: share of queries in 1-10, 11-50 and 51-max_list_len (must sum to 1)
+    short_share: float = 0.45
+    medium_share: float = 0.40
+    long_share: float = 0.15
+    max_list_len: int = 200
+    all_zero_share: float = 0.08
+    noise: float = 1.0
+    seed: int | None = None  # None: use the experiment's seed
+
+
+@dataclass
+class FileDataConfig(DataConfig):
+    """Options every file-based data option shares: validation policies and the binary cache.
+
+    ``max_label``: grades above it are an error naming the fix (LightGBM's default label_gain
+    covers 0..30); null: no limit. ``integer_labels``: ranking objectives need integer grades.
+    ``max_list_len``: LightGBM's ndcg limit of 10,000 documents per query; null: no limit.
+    ``n_features``: fixed feature width (null: the largest index in any split).
+    ``cache``: keep parsed files in ``cache_dir`` (null: ``$LTR_CACHE_DIR`` or ``~/.cache/ltr/data``).
+    ``progress``: progress bar while parsing (null: only on a terminal, for large files).
+    """
+
+    integer_labels: bool = True
+    max_label: int | None = 30
+    max_list_len: int | None = 10000
+    n_features: int | None = None
+    cache: bool = True
+    cache_dir: str | None = None
+    progress: bool | None = None
+
+
+@dataclass
+class LetorDataConfig(FileDataConfig):
+    """A LETOR fold folder: ``train.txt``, ``vali.txt``, ``test.txt`` (``.gz`` allowed).
+
+    ``root`` is the folder; with ``fold: N`` the files are read from ``root/FoldN`` (the layout of
+    MSLR-WEB10K/30K, MQ2007/2008 and Istella). A missing ``vali`` or ``test`` file is replaced by a
+    query-level split of train (the ``split`` group's fractions).
+    """
+
+    kind: str = "letor"
+    name: str = "letor"
+    root: str = "???"
+    fold: int | None = None
+
+
+@dataclass
+class SvmlightDataConfig(FileDataConfig):
+    """Explicit split files in any supported format (LETOR/SVMlight text, LightGBM text + .query,
+    Parquet, CSV; chosen by extension and content). Only ``train`` is required; missing splits are
+    cut from train by query."""
+
+    kind: str = "svmlight"
+    name: str = "svmlight"
+    train: str = "???"
+    valid: str | None = None
+    test: str | None = None
+    format: str = "auto"  # auto, letor, svmlight, lightgbm, parquet, csv
+
+
+@dataclass
+class ParquetDataConfig(SvmlightDataConfig):
+    """Parquet or CSV tables with a qid column, a label column and feature columns.
+
+    ``feature_columns`` null: every column but the qid and label columns (all must be numeric).
+    """
+
+    kind: str = "parquet"
+    name: str = "parquet"
+    qid_column: str = "qid"
+    label_column: str = "label"
+    feature_columns: list[str] | None = None
+    delimiter: str | None = None  # CSV only; null: tab for .tsv, else comma
+
+
+def _mq_parts() -> list[str]:
+    return [f"S{i}.txt.gz" for i in range(1, 6)]
+
+
+@dataclass
+class LetorPartsDataConfig(FileDataConfig):
+    """A data set shipped as parts with a fold rotation (LETOR 4.0 MQ2007/MQ2008: S1..S5).
+
+    Fold ``k`` (1-based) of ``n`` parts: train = parts k, k+1, ..., k+n_train-1, vali = the next
+    part, test = the one after (indices mod n). For MQ2008 this is ``folds_readme.txt``:
+    Fold1 train = S1+S2+S3, vali = S4, test = S5; Fold2 train = S2+S3+S4, vali = S5, test = S1; ...
+    """
+
+    kind: str = "letor_parts"
+    name: str = "letor_parts"
+    root: str = "???"
+    fold: int = 1
+    parts: list[str] = field(default_factory=_mq_parts)
+    n_train_parts: int = 3
+
+
+@dataclass
+class SplitConfig:
+    """Query-level split of one pool of queries into train / valid / test (seeded).
+
+    With ``n_folds`` set, a seeded k-fold by query is used instead: fold ``fold`` (1-based) is the
+    test split, and ``valid_fraction`` of the remaining queries is held out for validation. When a
+    data option gives train and test but no valid file (or train and valid but no test), the
+    missing split is held out of train with ``valid_fraction`` (or ``test_fraction``).
+    """
+
+    valid_fraction: float = 0.2
+    test_fraction: float = 0.2
+    seed: int | None = None  # None: use the experiment's seed
+    n_folds: int | None = None
+    fold: int = 1
+
+
+#: Options of the ``data`` config group and their schemas; ``ltr.config.register_configs``
+#: stores each as ``{name}_schema``, and ``conf/data/{name}.yaml`` extends it.
+DATA_OPTIONS: dict[str, type[DataConfig]] = {
+    "synthetic": SyntheticDataConfig,
+    "letor": LetorDataConfig,
+    "svmlight": SvmlightDataConfig,
+    "parquet": ParquetDataConfig,
+    "mq2008": LetorPartsDataConfig,
+}
+

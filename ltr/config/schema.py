@@ -1,0 +1,87 @@
+"""Structured configs of the groups other than ``data`` / ``split`` (see :mod:`ltr.config.data`).
+
+Hydra validates every override against these dataclasses: a misspelt key or a wrong type fails
+before any work starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from omegaconf import MISSING
+
+
+@dataclass
+class ModelConfig:
+    """A LightGBM model. ``estimator`` picks ``LGBMRanker`` or ``LGBMRegressor`` (pointwise)."""
+
+    name: str = "lambdarank"
+    estimator: str = "ranker"  # ranker | regressor
+    objective: str = "lambdarank"
+    learning_rate: float = 0.05
+    num_leaves: int = 31
+    max_depth: int = -1
+    min_child_samples: int = 20
+    min_child_weight: float = 1e-3
+    subsample: float = 1.0
+    subsample_freq: int = 0
+    colsample_bytree: float = 1.0
+    reg_alpha: float = 0.0
+    reg_lambda: float = 0.0
+    max_bin: int = 255
+    lambdarank_truncation_level: int | None = None
+    lambdarank_norm: bool | None = None
+    label_gain: list[float] | None = None
+    # Any other LightGBM parameter by its LightGBM name, e.g. model.params.path_smooth=0.1
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class FitConfig:
+    """Boosting rounds and early stopping (on the validation split)."""
+
+    num_boost_round: int = 1000
+    early_stopping_rounds: int | None = 50  # None: no early stopping
+    early_stopping_metric: str = "ndcg@10"  # a LightGBM metric name as it appears in evals_result_
+    num_threads: int = 0  # 0: LightGBM's default (all cores)
+    show_progress: bool = True
+
+
+@dataclass
+class EvalConfig:
+    """Our metric conventions (DESIGN.md section 2); every value is logged with the run."""
+
+    k: list[int] = field(default_factory=lambda: [5, 10])
+    preset: str | None = None  # lightgbm | sklearn | trec_eval; explicit fields below win
+    gain: str = "exp"  # exp | linear
+    label_gain: list[float] | None = None
+    ties: str = "average"  # average | stable | pessimistic | optimistic
+    zero_idcg: str = "zero"  # zero | one | skip
+    rel_threshold: int = 1
+    strata: list[int] = field(default_factory=lambda: [1, 11, 51])  # lower edges of the strata
+    idcg_bins: int = 30
+    splits: list[str] = field(default_factory=lambda: ["valid", "test"])
+
+
+@dataclass
+class TrackingConfig:
+    """Where runs go. ``uri=None``: ``sqlite:///<cwd>/mlflow.db`` with artifacts beside it."""
+
+    enabled: bool = True
+    uri: str | None = None
+    experiment: str = "ltr"
+    run_name: str | None = None  # None: made from the overrides
+
+
+@dataclass
+class TrainConfig:
+    """The composed config of ``ltr train``."""
+
+    seed: int = 42
+    data: Any = MISSING
+    split: Any = MISSING
+    model: ModelConfig = MISSING
+    fit: FitConfig = MISSING
+    eval: EvalConfig = MISSING
+    tracking: TrackingConfig = MISSING

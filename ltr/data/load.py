@@ -1,0 +1,219 @@
+"""Turn a ``data`` config into train / valid / test `RankingData`, validated, before any run starts.
+
+``data_cfg.kind`` selects the source:
+
+- ``synthetic``: the seeded generator, cut by query with the ``split`` group;
+- ``letor``: a fold folder ``root[/FoldN]`` with ``train.txt``, ``vali.txt``, ``test.txt``;
+- ``svmlight`` / ``parquet``: explicit ``train`` / ``valid`` / ``test`` files (any format
+  :func:`ltr.data.readers.read_ranking_file` reads);
+- ``letor_parts``: parts with a fold rotation (MQ2007/MQ2008 ``S1..S5``).
+
+Sources with fewer files than splits are completed by query-level splits of train (seeded; a
+query never lands in two splits). All splits share one feature width, and a qid found in both
+train and test is warned about.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf.errors import MissingMandatoryValue
+
+from ltr.data.cache import default_cache_dir
+from ltr.data.ranking_data import RankingData
+from ltr.data.readers import read_split_files
+from ltr.data.splits import Splits, holdout_queries, kfold_split, split_queries
+from ltr.data.validate import check_split_set
+from ltr.errors import DataError
+
+logger = logging.getLogger(__name__)
+
+#: File names tried for each split of a LETOR fold folder (each also with ``.gz``).
+LETOR_FILES: dict[str, tuple[str, ...]] = {
+    "train": ("train.txt",),
+    "valid": ("vali.txt", "valid.txt", "validation.txt"),
+    "test": ("test.txt",),
+}
+
+
+def load_splits(data_cfg: Any, split_cfg: Any, *, seed: int) -> Splits:
+    """Read (or generate) the data named by ``data_cfg`` and return its three splits.
+
+    ``data_cfg.kind`` selects the reader. Sources with a single pool of queries are cut by
+    :func:`ltr.data.splits.split_queries` (or :func:`ltr.data.splits.kfold_split` when
+    ``split_cfg.n_folds`` is set); the split seed defaults to ``seed``.
+
+    Raises
+    ------
+    DataError
+        any problem with the files or the configuration, in one line.
+    """
+    split_seed = seed if split_cfg.seed is None else int(split_cfg.seed)
+    kind = data_cfg.kind
+    if kind == "synthetic":
+        from ltr.data.synthetic import generate_synthetic
+
+        data_seed = seed if data_cfg.seed is None else int(data_cfg.seed)
+        pool = generate_synthetic(data_cfg, seed=data_seed)
+        return _complete({"train": pool}, split_cfg, split_seed)
+    files: Mapping[str, str | Path | Sequence[str | Path] | None]
+    if kind == "letor":
+        files = letor_fold_files(_required(data_cfg, "root"), _get(data_cfg, "fold"))
+    elif kind in ("svmlight", "parquet"):
+        files = {
+            "train": _required(data_cfg, "train"),
+            "valid": _optional(data_cfg, "valid"),
+            "test": _optional(data_cfg, "test"),
+        }
+    elif kind == "letor_parts":
+        files = letor_parts_files(
+            _required(data_cfg, "root"), list(data_cfg.parts), fold=int(data_cfg.fold),
+            n_train_parts=int(getattr(data_cfg, "n_train_parts", 3)),
+        )
+    else:
+        raise DataError(
+            f"unknown data.kind {kind!r}; use synthetic, letor, svmlight, parquet or letor_parts"
+        )
+    splits = read_split_files(files, **reader_options(data_cfg))
+    return _complete(splits, split_cfg, split_seed, sources={k: str(v) for k, v in files.items() if v})
+
+
+def reader_options(data_cfg: Any) -> dict[str, Any]:
+    """Keyword options of :func:`ltr.data.readers.read_ranking_file` from a data config."""
+    opts: dict[str, Any] = {"name": str(getattr(data_cfg, "name", "data"))}
+    for key in ("integer_labels", "max_label", "max_list_len", "n_features", "progress",
+                "qid_column", "label_column", "delimiter"):
+        if hasattr(data_cfg, key):
+            opts[key] = getattr(data_cfg, key)
+    if getattr(data_cfg, "format", None) is not None:
+        opts["format"] = str(data_cfg.format)
+    columns = getattr(data_cfg, "feature_columns", None)
+    if columns is not None:
+        opts["feature_columns"] = [str(c) for c in columns]
+    if getattr(data_cfg, "cache", False):
+        cache_dir = getattr(data_cfg, "cache_dir", None)
+        opts["cache_dir"] = Path(cache_dir) if cache_dir else default_cache_dir()
+    return opts
+
+
+def letor_fold_files(root: str | Path, fold: int | None) -> dict[str, Path | None]:
+    """The train / valid / test files of a LETOR fold folder (None where a split has no file)."""
+    folder = Path(str(root)).expanduser()
+    if fold is not None:
+        folder = folder / f"Fold{int(fold)}"
+    if not folder.is_dir():
+        raise DataError(
+            f"data.root folder {folder} does not exist; point data.root at the folder holding "
+            "train.txt / vali.txt / test.txt (or its FoldN folders, with data.fold=N)"
+        )
+    out: dict[str, Path | None] = {}
+    for split, names in LETOR_FILES.items():
+        found = [folder / f"{n}{gz}" for n in names for gz in ("", ".gz") if (folder / f"{n}{gz}").is_file()]
+        out[split] = found[0] if found else None
+    if out["train"] is None:
+        raise DataError(f"no train.txt (or train.txt.gz) in {folder}; check data.root and data.fold")
+    return out
+
+
+def letor_parts_files(
+    root: str | Path, parts: Sequence[str], *, fold: int, n_train_parts: int = 3
+) -> dict[str, list[Path]]:
+    """The files of fold ``fold`` (1-based) of a parts-with-rotation data set (LETOR 4.0 MQ2008).
+
+    Raises
+    ------
+    DataError
+        a missing folder or part, or a fold outside ``1..len(parts)``.
+    """
+    order = letor_parts_rotation(len(parts), fold=fold, n_train_parts=n_train_parts)
+    folder = Path(str(root)).expanduser()
+    if not folder.is_dir():
+        raise DataError(
+            f"data.root folder {folder} does not exist; set data.root (or the LTR_SHARED_DATA "
+            "environment variable) to the folder holding the parts"
+        )
+    files = {split: [folder / parts[i] for i in idx] for split, idx in order.items()}
+    for paths in files.values():
+        for p in paths:
+            if not p.is_file():
+                raise DataError(f"data part {p} does not exist; check data.root and data.parts")
+    return files
+
+
+def letor_parts_rotation(n_parts: int, *, fold: int, n_train_parts: int = 3) -> dict[str, list[int]]:
+    """Part indices (0-based) of each split for fold ``fold`` of the LETOR rotation.
+
+    Examples
+    --------
+    >>> letor_parts_rotation(5, fold=1)
+    {'train': [0, 1, 2], 'valid': [3], 'test': [4]}
+    >>> letor_parts_rotation(5, fold=2)
+    {'train': [1, 2, 3], 'valid': [4], 'test': [0]}
+    """
+    if n_train_parts < 1 or n_train_parts + 2 > n_parts:
+        raise DataError(
+            f"{n_parts} parts cannot hold {n_train_parts} training parts plus one validation and "
+            "one test part; check data.parts and data.n_train_parts"
+        )
+    if not 1 <= fold <= n_parts:
+        raise DataError(f"data.fold={fold} must lie in 1..{n_parts}")
+    k = fold - 1
+    return {
+        "train": [(k + i) % n_parts for i in range(n_train_parts)],
+        "valid": [(k + n_train_parts) % n_parts],
+        "test": [(k + n_train_parts + 1) % n_parts],
+    }
+
+
+def _complete(
+    splits: Mapping[str, RankingData], split_cfg: Any, seed: int, *, sources: Mapping[str, str] | None = None
+) -> Splits:
+    """Fill in missing valid / test splits by query from train, then check the set."""
+    train = splits["train"]
+    valid, test = splits.get("valid"), splits.get("test")
+    n_folds = getattr(split_cfg, "n_folds", None)
+    if valid is None and test is None:
+        if n_folds is not None:
+            out = kfold_split(
+                train, n_folds=int(n_folds), fold=int(getattr(split_cfg, "fold", 1)),
+                valid_fraction=float(split_cfg.valid_fraction), seed=seed,
+            )
+        else:
+            out = split_queries(
+                train, valid_fraction=float(split_cfg.valid_fraction),
+                test_fraction=float(split_cfg.test_fraction), seed=seed,
+            )
+    else:
+        if valid is None:
+            train, valid = holdout_queries(train, fraction=float(split_cfg.valid_fraction), seed=seed, what="validation")
+            logger.info("no validation file: held out %d queries of train for validation", valid.n_queries)
+        if test is None:
+            train, test = holdout_queries(train, fraction=float(split_cfg.test_fraction), seed=seed, what="test")
+            logger.info("no test file: held out %d queries of train for test", test.n_queries)
+        out = Splits(train=train, valid=valid, test=test)
+    check_split_set(dict(out.items()), sources=sources)
+    return out
+
+
+def _get(cfg: Any, key: str) -> Any:
+    """``cfg.key``, or None if absent or a missing mandatory value (``???``)."""
+    try:
+        value = getattr(cfg, key, None)
+    except MissingMandatoryValue:
+        return None
+    return None if value == "???" else value
+
+
+def _required(cfg: Any, key: str) -> str:
+    value = _get(cfg, key)
+    if value in (None, ""):
+        raise DataError(f"data.{key} is not set; give it on the command line, e.g. data.{key}=PATH")
+    return str(value)
+
+
+def _optional(cfg: Any, key: str) -> str | None:
+    value = _get(cfg, key)
+    return None if value in (None, "") else str(value)

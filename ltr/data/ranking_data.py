@@ -1,0 +1,136 @@
+"""`RankingData`: the one in-memory form of a learning-to-rank data set.
+
+Layout (the same as LightGBM's query boundaries):
+
+- ``features``: float32, shape ``(n_rows, n_features)``, C-contiguous.
+- ``labels``: int32, shape ``(n_rows,)``, graded relevance (0 = not relevant).
+- ``qids``: int64, shape ``(n_queries,)``, one id per query, in row order.
+- ``offsets``: int64, shape ``(n_queries + 1,)``; the rows of query ``i`` are
+  ``offsets[i]:offsets[i + 1]``. ``offsets[0] == 0`` and ``offsets[-1] == n_rows``;
+  every query has at least one row, so ``offsets`` is strictly increasing.
+
+Rows of a query are contiguous by construction: a reader that meets interleaved rows must
+regroup them before building a ``RankingData``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+
+@dataclass(frozen=True, slots=True)
+class RankingData:
+    """Features, graded labels and query boundaries of one split.
+
+    Parameters
+    ----------
+    features : float32 array, shape (n_rows, n_features)
+    labels : int32 array, shape (n_rows,)
+    qids : int64 array, shape (n_queries,)
+    offsets : int64 array, shape (n_queries + 1,)
+    feature_names : names of the feature columns, length n_features
+    name : a short name of the data set (for tracking)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> d = RankingData.from_group_sizes(
+    ...     np.zeros((3, 1), np.float32), np.array([1, 0, 2]), np.array([7, 9]), np.array([2, 1]))
+    >>> d.offsets.tolist(), d.row_qids().tolist()
+    ([0, 2, 3], [7, 7, 9])
+    """
+
+    features: NDArray[np.float32]
+    labels: NDArray[np.int32]
+    qids: NDArray[np.int64]
+    offsets: NDArray[np.int64]
+    feature_names: tuple[str, ...] = field(default=())
+    name: str = "data"
+
+    def __post_init__(self) -> None:
+        if self.features.ndim != 2:
+            raise ValueError(f"features must be 2-D, got shape {self.features.shape}")
+        n_rows = self.features.shape[0]
+        if self.labels.shape != (n_rows,):
+            raise ValueError(f"labels have shape {self.labels.shape}, expected ({n_rows},)")
+        if self.offsets.shape != (self.qids.shape[0] + 1,):
+            raise ValueError(
+                f"offsets have {self.offsets.shape[0]} entries for {self.qids.shape[0]} queries; "
+                "expected n_queries + 1"
+            )
+        if self.offsets[0] != 0 or self.offsets[-1] != n_rows:
+            raise ValueError(
+                f"offsets must run from 0 to n_rows={n_rows}, got {self.offsets[0]}..{self.offsets[-1]}"
+            )
+        if np.any(np.diff(self.offsets) <= 0):
+            raise ValueError("every query must have at least one row (offsets strictly increasing)")
+        if self.feature_names and len(self.feature_names) != self.features.shape[1]:
+            raise ValueError(
+                f"{len(self.feature_names)} feature names for {self.features.shape[1]} features"
+            )
+
+    @classmethod
+    def from_group_sizes(
+        cls,
+        features: NDArray[np.floating],
+        labels: NDArray[np.integer],
+        qids: NDArray[np.integer],
+        group_sizes: NDArray[np.integer],
+        *,
+        feature_names: tuple[str, ...] = (),
+        name: str = "data",
+    ) -> RankingData:
+        """Build from per-query group sizes (LightGBM's ``group``), converting dtypes."""
+        offsets = np.zeros(len(group_sizes) + 1, dtype=np.int64)
+        np.cumsum(group_sizes, out=offsets[1:])
+        return cls(
+            features=np.ascontiguousarray(features, dtype=np.float32),
+            labels=np.asarray(labels, dtype=np.int32),
+            qids=np.asarray(qids, dtype=np.int64),
+            offsets=offsets,
+            feature_names=feature_names,
+            name=name,
+        )
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.features.shape[0])
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.qids.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return int(self.features.shape[1])
+
+    @property
+    def group_sizes(self) -> NDArray[np.int64]:
+        """Rows per query, shape (n_queries,): LightGBM's ``group`` argument."""
+        return np.diff(self.offsets)
+
+    def row_qids(self) -> NDArray[np.int64]:
+        """The qid of every row, shape (n_rows,)."""
+        return np.repeat(self.qids, self.group_sizes)
+
+    def take_queries(self, query_index: NDArray[np.integer], *, name: str | None = None) -> RankingData:
+        """A new `RankingData` with the queries at ``query_index``, in that order."""
+        query_index = np.asarray(query_index, dtype=np.int64)
+        sizes = self.group_sizes[query_index]
+        starts = self.offsets[query_index]
+        # Row index of every kept row, without a per-query loop: start of its query plus rank within.
+        new_offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=new_offsets[1:])
+        within = np.arange(new_offsets[-1], dtype=np.int64) - np.repeat(new_offsets[:-1], sizes)
+        rows = np.repeat(starts, sizes) + within
+        return RankingData(
+            features=self.features[rows],
+            labels=self.labels[rows],
+            qids=self.qids[query_index],
+            offsets=new_offsets,
+            feature_names=self.feature_names,
+            name=self.name if name is None else name,
+        )

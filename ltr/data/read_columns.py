@@ -1,0 +1,171 @@
+"""Read Parquet and CSV / TSV tables with a qid column, a label column and feature columns.
+
+Columns are chosen by name: ``qid_column`` and ``label_column`` (required), and
+``feature_columns`` (None: every other column, which must then all be numeric). Nulls in a
+feature column become NaN (LightGBM's "missing"); a null label is reported as an error.
+String qids are accepted and numbered 0, 1, ... in order of first appearance (logged).
+CSV is read with pyarrow (multithreaded); ``.gz`` / ``.bz2`` / ``.zst`` compression follows the
+file name. Messages name CSV rows by their line in the file (the header is line 1) and Parquet
+rows by their 1-based row number.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.compute as pc  # type: ignore[import-untyped]
+
+from ltr.data.validate import RawTable
+from ltr.errors import DataError
+
+logger = logging.getLogger(__name__)
+
+
+def read_table(
+    path: str | Path,
+    *,
+    kind: str,
+    qid_column: str = "qid",
+    label_column: str = "label",
+    feature_columns: Sequence[str] | None = None,
+    delimiter: str | None = None,
+    n_features: int | None = None,
+) -> RawTable:
+    """Read a Parquet (``kind="parquet"``) or CSV (``kind="csv"``) file into a `RawTable`.
+
+    Parameters
+    ----------
+    path : the file
+    kind : ``"parquet"`` or ``"csv"``
+    qid_column, label_column : names of the query id and graded label columns
+    feature_columns : feature column names in order; None: all other columns
+    delimiter : CSV field separator; None: tab for ``.tsv`` files, else comma
+    n_features : if given, the number of feature columns must equal it
+
+    Raises
+    ------
+    DataError
+        a missing file or column, a non-numeric feature column or label, a bad qid column.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"data file {path} does not exist; check the path")
+    table = _read_arrow(path, kind, delimiter, qid_column, label_column, feature_columns)
+    names = list(table.column_names)
+    for role, col in (("qid", qid_column), ("label", label_column)):
+        if col not in names:
+            raise DataError(
+                f"{path} has no {role} column {col!r} (columns: {', '.join(names[:20])}); "
+                f"set data.{role}_column=<name>"
+            )
+    if feature_columns is None:
+        feature_columns = [c for c in names if c not in (qid_column, label_column)]
+    else:
+        missing = [c for c in feature_columns if c not in names]
+        if missing:
+            raise DataError(
+                f"{path} has no feature column(s) {', '.join(map(repr, missing[:5]))}; "
+                "fix data.feature_columns"
+            )
+    if not feature_columns:
+        raise DataError(f"{path} has no feature columns besides {qid_column!r} and {label_column!r}")
+    if n_features is not None and len(feature_columns) != n_features:
+        raise DataError(f"{path} has {len(feature_columns)} feature columns, expected n_features={n_features}")
+    first_line = 2 if kind == "csv" else 1
+    where = "line" if kind == "csv" else "row"
+    n = table.num_rows
+    row_lines = np.arange(first_line, first_line + n, dtype=np.int64)
+
+    features = np.empty((n, len(feature_columns)), dtype=np.float32)
+    for j, col in enumerate(feature_columns):
+        arr = table.column(col)
+        if not (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type) or pa.types.is_boolean(arr.type) or pa.types.is_null(arr.type)):
+            raise DataError(
+                f"feature column {col!r} of {path} is not numeric (type {arr.type}); convert it, or "
+                "leave it out of data.feature_columns"
+            )
+        features[:, j] = arr.cast(pa.float64()).to_numpy(zero_copy_only=False)
+
+    label_arr = table.column(label_column)
+    if not (pa.types.is_integer(label_arr.type) or pa.types.is_floating(label_arr.type)):
+        bad = _first_non_numeric(label_arr)
+        raise DataError(
+            f"label {bad!r} at {where} {first_line + _index_of(label_arr, bad)} of {path} is not a "
+            f"number (column {label_column!r} has type {label_arr.type}); labels must be grades 0, 1, 2, ..."
+        )
+    labels = label_arr.cast(pa.float64()).to_numpy(zero_copy_only=False)  # nulls become NaN
+
+    qid_arr = table.column(qid_column)
+    if qid_arr.null_count:
+        i = int(np.argmax(qid_arr.is_null().to_numpy(zero_copy_only=False)))
+        raise DataError(f"qid missing at {where} {first_line + i} of {path}; give every row a qid")
+    if pa.types.is_integer(qid_arr.type):
+        row_qids = qid_arr.cast(pa.int64()).to_numpy(zero_copy_only=False)
+    elif pa.types.is_floating(qid_arr.type):
+        values = qid_arr.to_numpy(zero_copy_only=False)
+        frac = values != np.floor(values)
+        if frac.any():
+            i = int(np.argmax(frac))
+            raise DataError(f"qid {values[i]} at {where} {first_line + i} of {path} is not an integer")
+        row_qids = values.astype(np.int64)
+    else:
+        encoded = pc.dictionary_encode(qid_arr.cast(pa.string())).combine_chunks()
+        row_qids = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        logger.info("%s: %d string qids numbered 0.. in order of first appearance", path, len(encoded.dictionary))
+    return RawTable(
+        features=features,
+        labels=np.asarray(labels, dtype=np.float64),
+        row_qids=np.asarray(row_qids, dtype=np.int64),
+        row_lines=row_lines,
+        source=str(path),
+        where=where,
+        feature_names=tuple(feature_columns),
+    )
+
+
+def _read_arrow(
+    path: Path,
+    kind: str,
+    delimiter: str | None,
+    qid_column: str,
+    label_column: str,
+    feature_columns: Sequence[str] | None,
+) -> pa.Table:
+    columns = None if feature_columns is None else [qid_column, label_column, *feature_columns]
+    try:
+        if kind == "parquet":
+            import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+            names = pq.read_schema(path).names
+            if columns is not None:
+                columns = [c for c in columns if c in names]  # missing ones are reported by name
+            return pq.read_table(path, columns=columns)
+        import pyarrow.csv as pcsv  # type: ignore[import-untyped]
+
+        if delimiter is None:
+            stem = path.name.lower().removesuffix(".gz").removesuffix(".bz2").removesuffix(".zst")
+            delimiter = "\t" if stem.endswith(".tsv") else ","
+        return pcsv.read_csv(path, parse_options=pcsv.ParseOptions(delimiter=delimiter))
+    except (pa.ArrowInvalid, OSError) as exc:
+        detail = " ".join(str(exc).split())
+        raise DataError(f"cannot read {path} as {kind}: {detail}") from None
+
+
+def _first_non_numeric(arr: pa.ChunkedArray) -> str:
+    for v in arr.to_pylist():
+        try:
+            float(v)
+        except (TypeError, ValueError):
+            return str(v)
+    return str(arr[0])
+
+
+def _index_of(arr: pa.ChunkedArray, value: str) -> int:
+    for i, v in enumerate(arr.to_pylist()):
+        if str(v) == value:
+            return i
+    return 0

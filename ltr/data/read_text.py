@@ -1,0 +1,585 @@
+"""Parse LETOR / SVMlight / LightGBM sparse text into dense arrays, fast.
+
+Format, one data row per line::
+
+    <label> [qid:<int>] <index>:<value> <index>:<value> ... [# comment]
+
+- Indices are 1-based; index ``j`` lands in column ``j - 1``; a missing index means 0.
+- ``#`` starts a comment that runs to the end of the line; blank and comment-only lines are
+  skipped (but counted, so messages name the real line number).
+- Tokens are separated by spaces or tabs; ``\\r\\n`` line ends are accepted.
+- Values are decimal numbers (``1``, ``-0.5``, ``3e-4``), or ``nan`` / ``inf`` (features only;
+  a NaN feature is LightGBM's "missing").
+
+The parse is a numba kernel over the raw bytes, one chunk (32 MiB) at a time, so memory stays
+near the size of the output and a progress bar can follow the bytes. Numbers are read with
+Clinger's fast path (exact for up to 19 significant digits and exponents within +-22, which covers
+every file of the field), then rounded to float32.
+
+Errors are raised as :class:`ltr.errors.DataError`, naming the file and line.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any, cast
+
+import numba
+import numpy as np
+from numpy.typing import NDArray
+
+from ltr.data.validate import RawTable
+from ltr.errors import DataError
+
+CHUNK_BYTES = 32 << 20
+#: Files at least this large get a progress bar (when stderr is a terminal).
+PROGRESS_MIN_BYTES = 16 << 20
+
+# Kernel status codes.
+_OK = 0
+_NEED_ROWS = 1
+_NEED_WIDTH = 2
+_MALFORMED = 10
+_BAD_LABEL = 11
+_MISSING_QID = 12
+_BAD_QID = 13
+_BAD_INDEX = 14
+_DUPLICATE_INDEX = 15
+_BAD_VALUE = 16
+_UNEXPECTED_QID = 17
+_DUPLICATE_QID = 18
+
+_POW10 = np.array([10.0**i for i in range(23)], dtype=np.float64)
+
+_SPACE, _TAB, _CR, _LF, _HASH, _COLON = 32, 9, 13, 10, 35, 58
+
+
+@numba.njit(cache=True, inline="always")
+def _is_sep(c: int) -> bool:  # pragma: no cover - compiled
+    return c == 32 or c == 9 or c == 13
+
+
+@numba.njit(cache=True)
+def _parse_float(buf: Any, a: int, b: int, pow10: Any) -> tuple[float, bool]:  # pragma: no cover - compiled
+    """Parse ``buf[a:b]`` as a decimal float; returns (value, ok)."""
+    i = a
+    neg = False
+    if i < b and (buf[i] == 45 or buf[i] == 43):  # - +
+        neg = buf[i] == 45
+        i += 1
+    if i >= b:
+        return 0.0, False
+    c = buf[i] | 32
+    if c == 110 or c == 105:  # n i: nan, inf, infinity (any case)
+        n = b - i
+        if n == 3 and c == 110 and (buf[i + 1] | 32) == 97 and (buf[i + 2] | 32) == 110:
+            return np.nan, True
+        if c == 105 and (n == 3 or n == 8) and (buf[i + 1] | 32) == 110 and (buf[i + 2] | 32) == 102:
+            if n == 8:
+                word = (105, 110, 105, 116, 121)  # "inity"
+                for k in range(5):
+                    if (buf[i + 3 + k] | 32) != word[k]:
+                        return 0.0, False
+            return (-np.inf if neg else np.inf), True
+        return 0.0, False
+    mant = 0
+    nd = 0
+    exp10 = 0
+    any_digit = False
+    while i < b and 48 <= buf[i] <= 57:
+        any_digit = True
+        if nd < 19:
+            mant = mant * 10 + (buf[i] - 48)
+            if mant > 0:
+                nd += 1
+        else:
+            exp10 += 1
+        i += 1
+    if i < b and buf[i] == 46:  # .
+        i += 1
+        while i < b and 48 <= buf[i] <= 57:
+            any_digit = True
+            if nd < 19:
+                mant = mant * 10 + (buf[i] - 48)
+                if mant > 0:
+                    nd += 1
+                exp10 -= 1
+            i += 1
+    if not any_digit:
+        return 0.0, False
+    if i < b and (buf[i] | 32) == 101:  # e E
+        i += 1
+        eneg = False
+        if i < b and (buf[i] == 45 or buf[i] == 43):
+            eneg = buf[i] == 45
+            i += 1
+        if i >= b:
+            return 0.0, False
+        e = 0
+        while i < b and 48 <= buf[i] <= 57:
+            if e < 100000:
+                e = e * 10 + (buf[i] - 48)
+            i += 1
+        exp10 += -e if eneg else e
+    if i != b:
+        return 0.0, False
+    v = float(mant)
+    if exp10 < 0:
+        v = v / pow10[-exp10] if exp10 >= -22 else v / 10.0 ** (-exp10)
+    elif exp10 > 0:
+        v = v * pow10[exp10] if exp10 <= 22 else v * 10.0**exp10
+    return (-v if neg else v), True
+
+
+@numba.njit(cache=True)
+def _parse_int(buf: Any, a: int, b: int) -> tuple[int, bool]:  # pragma: no cover - compiled
+    """Parse ``buf[a:b]`` as a (signed) integer of at most 18 digits; returns (value, ok)."""
+    i = a
+    neg = False
+    if i < b and (buf[i] == 45 or buf[i] == 43):
+        neg = buf[i] == 45
+        i += 1
+    if i >= b or b - i > 18:
+        return 0, False
+    v = 0
+    while i < b:
+        d = buf[i] - 48
+        if d < 0 or d > 9:
+            return 0, False
+        v = v * 10 + d
+        i += 1
+    return (-v if neg else v), True
+
+
+@numba.njit(cache=True, nogil=True)
+def _parse_chunk(  # pragma: no cover - compiled
+    buf: Any,
+    pos: int,
+    line_no: int,
+    row: int,
+    features: Any,
+    labels: Any,
+    qids: Any,
+    lines: Any,
+    seen: Any,
+    qid_mode: int,
+    max_index: int,
+    pow10: Any,
+) -> tuple[int, int, int, int, int, int, int]:
+    """Parse whole lines of ``buf`` from ``pos`` into row ``row`` onwards.
+
+    ``qid_mode``: 1 = every line needs ``qid:``, 0 = no line may have one. ``line_no`` is the
+    number of lines before ``pos``. Returns ``(status, pos, line_no, row, token_start, info,
+    max_index)``: on ``_NEED_ROWS`` / ``_NEED_WIDTH`` call again from the returned ``pos`` (the
+    start of the line) after growing the arrays; on an error, ``token_start`` and ``info`` locate it.
+    """
+    n = buf.shape[0]
+    cap = features.shape[0]
+    width = features.shape[1]
+    while pos < n:
+        line_start = pos
+        while pos < n and _is_sep(buf[pos]):
+            pos += 1
+        if pos >= n:
+            break
+        c = buf[pos]
+        if c == 10:
+            pos += 1
+            line_no += 1
+            continue
+        if c == 35:
+            while pos < n and buf[pos] != 10:
+                pos += 1
+            pos += 1
+            line_no += 1
+            continue
+        this_line = line_no + 1
+        if row >= cap:
+            return 1, line_start, line_no, row, line_start, 0, max_index
+        # label
+        a = pos
+        while pos < n and not _is_sep(buf[pos]) and buf[pos] != 10 and buf[pos] != 35:
+            pos += 1
+        v, ok = _parse_float(buf, a, pos, pow10)
+        if not ok:
+            return 11, line_start, this_line, row, a, 0, max_index
+        labels[row] = v
+        has_qid = False
+        while True:
+            while pos < n and _is_sep(buf[pos]):
+                pos += 1
+            if pos >= n or buf[pos] == 10:
+                break
+            if buf[pos] == 35:
+                while pos < n and buf[pos] != 10:
+                    pos += 1
+                break
+            a = pos
+            colon = -1
+            while pos < n and not _is_sep(buf[pos]) and buf[pos] != 10 and buf[pos] != 35:
+                if buf[pos] == 58 and colon < 0:
+                    colon = pos
+                pos += 1
+            if colon < 0:
+                return 10, line_start, this_line, row, a, 0, max_index
+            if colon - a == 3 and buf[a] == 113 and buf[a + 1] == 105 and buf[a + 2] == 100:  # qid
+                if qid_mode == 0:
+                    return 17, line_start, this_line, row, a, 0, max_index
+                if has_qid:
+                    return 18, line_start, this_line, row, a, 0, max_index
+                q, ok = _parse_int(buf, colon + 1, pos)
+                if not ok:
+                    return 13, line_start, this_line, row, a, 0, max_index
+                qids[row] = q
+                has_qid = True
+                continue
+            idx, ok = _parse_int(buf, a, colon)
+            if not ok:
+                return 10, line_start, this_line, row, a, 0, max_index
+            if idx <= 0:
+                return 14, line_start, this_line, row, a, idx, max_index
+            if idx > width:
+                return 2, line_start, line_no, row, a, idx, max_index
+            col = idx - 1
+            if seen[col] == row:
+                return 15, line_start, this_line, row, a, idx, max_index
+            seen[col] = row
+            v, ok = _parse_float(buf, colon + 1, pos, pow10)
+            if not ok:
+                return 16, line_start, this_line, row, colon + 1, idx, max_index
+            features[row, col] = v
+            if idx > max_index:
+                max_index = idx
+        if qid_mode == 1 and not has_qid:
+            return 12, line_start, this_line, row, line_start, 0, max_index
+        lines[row] = this_line
+        row += 1
+        pos += 1  # the newline (or one past the end)
+        line_no += 1
+    return 0, n, line_no, row, n, 0, max_index
+
+
+@numba.njit(cache=True)
+def _scan_head(buf: Any, max_lines: int) -> tuple[int, int, int]:  # pragma: no cover - compiled
+    """Over the first ``max_lines`` data lines: (largest index, data lines, bytes they span).
+
+    Also tells whether the first data line has ``qid:`` (returned as the sign of the bytes:
+    negative = no qid). Malformed tokens are ignored here; the real parse reports them.
+    """
+    n = buf.shape[0]
+    pos = 0
+    lines = 0
+    best = 0
+    first_has_qid = -1
+    while pos < n and lines < max_lines:
+        while pos < n and _is_sep(buf[pos]):
+            pos += 1
+        if pos >= n:
+            break
+        if buf[pos] == 10 or buf[pos] == 35:
+            while pos < n and buf[pos] != 10:
+                pos += 1
+            pos += 1
+            continue
+        has_qid = 0
+        while pos < n and buf[pos] != 10 and buf[pos] != 35:
+            a = pos
+            colon = -1
+            while pos < n and not _is_sep(buf[pos]) and buf[pos] != 10 and buf[pos] != 35:
+                if buf[pos] == 58 and colon < 0:
+                    colon = pos
+                pos += 1
+            if colon > a:
+                if colon - a == 3 and buf[a] == 113 and buf[a + 1] == 105 and buf[a + 2] == 100:
+                    has_qid = 1
+                else:
+                    idx, ok = _parse_int(buf, a, colon)
+                    if ok and idx > best:
+                        best = idx
+            while pos < n and _is_sep(buf[pos]):
+                pos += 1
+        while pos < n and buf[pos] != 10:
+            pos += 1
+        pos += 1
+        if first_has_qid < 0:
+            first_has_qid = has_qid
+        lines += 1
+    span = min(pos, n)
+    return best, lines, span if first_has_qid == 1 else -span - 1
+
+
+@contextmanager
+def open_bytes(path: Path) -> Iterator[tuple[IO[bytes], IO[bytes]]]:
+    """Open ``path`` for reading bytes, gunzipping ``.gz`` (by magic number, not only name).
+
+    Yields ``(stream, raw)``: read data from ``stream``; ``raw.tell()`` is the position in the file
+    on disk (for progress).
+    """
+    try:
+        raw = open(path, "rb")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        raise DataError(f"data file {path} does not exist; check the path") from None
+    except IsADirectoryError:
+        raise DataError(f"data file {path} is a directory, not a file") from None
+    try:
+        magic = raw.peek(2)[:2] if isinstance(raw, io.BufferedReader) else b""
+        if magic == b"\x1f\x8b":
+            with gzip.GzipFile(fileobj=raw, mode="rb") as stream:
+                yield cast(IO[bytes], stream), raw
+        else:
+            yield raw, raw
+    finally:
+        raw.close()
+
+
+def read_head(path: Path, n_bytes: int = 1 << 20) -> bytes:
+    """The first ``n_bytes`` of the (decompressed) file."""
+    with open_bytes(path) as (stream, _):
+        try:
+            return stream.read(n_bytes)
+        except (OSError, EOFError) as exc:
+            raise DataError(f"cannot read {path}: {exc}") from None
+
+
+def head_has_qid(head: bytes) -> bool | None:
+    """Whether the first data line of ``head`` has a ``qid:`` token (None: no data line)."""
+    buf = np.frombuffer(head, dtype=np.uint8)
+    _, n_lines, span = _scan_head(buf, 1)
+    if n_lines == 0:
+        return None
+    return bool(span >= 0)
+
+
+class _Progress:
+    """A rich progress bar over the bytes of a file; silent when stderr is not a terminal."""
+
+    def __init__(self, path: Path, total: int, enabled: bool | None) -> None:
+        if enabled is None:
+            enabled = total >= PROGRESS_MIN_BYTES and sys.stderr.isatty()
+        self._bar: Any = None
+        if enabled:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                DownloadColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+                TransferSpeedColumn,
+            )
+
+            self._bar = Progress(
+                TextColumn("parsing {task.description}"),
+                BarColumn(),
+                DownloadColumn(),
+                TransferSpeedColumn(),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self._task = self._bar.add_task(path.name, total=total)
+            self._bar.start()
+
+    def update(self, done: int) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, completed=done)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+def parse_svmlight(
+    path: str | Path,
+    *,
+    qid_required: bool = True,
+    n_features: int | None = None,
+    progress: bool | None = None,
+) -> RawTable:
+    """Parse a LETOR / SVMlight / LightGBM text file (optionally gzipped) into a `RawTable`.
+
+    Parameters
+    ----------
+    path : the file; gzip is recognised by its magic bytes
+    qid_required : True: every data line needs ``qid:<id>`` (LETOR); False: no line may have one
+        (LightGBM form, groups come from a ``.query`` file); the returned ``row_qids`` are then -1
+    n_features : fixed width; an index above it is an error. None: the largest index seen
+    progress : show a progress bar; None = when stderr is a terminal and the file is large
+
+    Returns
+    -------
+    RawTable
+        features float32 (n_rows, width), raw float64 labels, per-row qids and line numbers.
+
+    Raises
+    ------
+    DataError
+        naming the file and line: a missing file, malformed token, non-numeric label, missing
+        (or unexpected) ``qid:``, feature index < 1 or above ``n_features``, a duplicate index
+        in a line, or a non-numeric feature value.
+    """
+    path = Path(path)
+    source = str(path)
+    try:
+        total = os.stat(path).st_size
+    except FileNotFoundError:
+        raise DataError(f"data file {path} does not exist; check the path") from None
+    qid_mode = 1 if qid_required else 0
+    bar = _Progress(path, total, progress)
+    try:
+        with open_bytes(path) as (stream, raw):
+            return _parse_stream(stream, raw, total, source, qid_mode, n_features, bar)
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise DataError(f"cannot read {path}: {exc}") from None
+    finally:
+        bar.close()
+
+
+def _parse_stream(
+    stream: IO[bytes],
+    raw: IO[bytes],
+    total: int,
+    source: str,
+    qid_mode: int,
+    n_features: int | None,
+    bar: _Progress,
+) -> RawTable:
+    features = np.zeros((0, 0), np.float32)
+    labels = np.zeros(0, np.float64)
+    qids = np.full(0, -1, np.int64)
+    lines = np.zeros(0, np.int64)
+    seen = np.full(0, -1, np.int64)
+    row = 0
+    line_no = 0
+    max_index = 0
+    leftover = b""
+    first = True
+    eof = False
+    while not eof:
+        chunk = stream.read(CHUNK_BYTES)
+        eof = not chunk
+        data = leftover + chunk if leftover else chunk
+        if eof:
+            cut = len(data)
+        else:
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:  # no line end yet (a line longer than the chunk): read on
+                leftover = data
+                continue
+        leftover = data[cut:]
+        buf = np.frombuffer(data, dtype=np.uint8, count=cut)
+        if first:
+            first = False
+            head_max, head_lines, span = _scan_head(buf, 2000)
+            width = n_features if n_features is not None else max(head_max, 1)
+            span = span if span >= 0 else -span - 1
+            # Estimate the row count from the bytes per line of the head (on disk, for gzip).
+            ratio = raw.tell() / len(data) if len(data) else 1.0
+            disk_per_line = max(ratio * span / max(head_lines, 1), 1.0)
+            est_rows = int(total / disk_per_line * 1.1) + 1024
+            features = np.zeros((est_rows, width), np.float32)
+            labels = np.zeros(est_rows, np.float64)
+            qids = np.full(est_rows, -1, np.int64)
+            lines = np.zeros(est_rows, np.int64)
+            seen = np.full(width, -1, np.int64)
+        pos = 0
+        while True:
+            status, pos, line_no, row, tok, info, max_index = _parse_chunk(
+                buf, pos, line_no, row, features, labels, qids, lines, seen, qid_mode, max_index, _POW10
+            )
+            if status == _OK:
+                break
+            if status == _NEED_ROWS:
+                cap = max(2 * features.shape[0], 1024)
+                features = _grow(features, (cap, features.shape[1]))
+                labels = _grow(labels, (cap,))
+                qids = _grow(qids, (cap,), fill=-1)
+                lines = _grow(lines, (cap,))
+            elif status == _NEED_WIDTH:
+                if n_features is not None:
+                    raise DataError(
+                        f"feature index {info} at line {line_no + 1} of {source} is above "
+                        f"n_features={n_features}; raise n_features or fix the index"
+                    )
+                new_width = max(info, int(features.shape[1] * 1.5))
+                features = _grow(features, (features.shape[0], new_width))
+                seen = np.full(new_width, -1, np.int64)
+            else:
+                raise DataError(_message(status, buf, tok, line_no, info, source))
+        bar.update(raw.tell())
+    width = max_index if n_features is None else n_features
+    if row == 0:
+        width = n_features or 0
+    out = features[:row]
+    if out.shape[1] != width:
+        out = np.ascontiguousarray(out[:, :width])
+    return RawTable(
+        features=out,
+        labels=labels[:row].copy(),
+        row_qids=qids[:row].copy(),
+        row_lines=lines[:row].copy(),
+        source=source,
+    )
+
+
+def _grow(a: NDArray[Any], shape: tuple[int, ...], fill: int = 0) -> NDArray[Any]:
+    out = np.full(shape, fill, a.dtype) if fill else np.zeros(shape, a.dtype)
+    out[tuple(slice(0, s) for s in a.shape)] = a
+    return out
+
+
+def _token(buf: NDArray[np.uint8], start: int) -> str:
+    end = start
+    n = buf.shape[0]
+    while end < n and buf[end] not in (_SPACE, _TAB, _CR, _LF, _HASH) and end - start < 60:
+        end += 1
+    return bytes(buf[start:end]).decode("utf-8", errors="replace")
+
+
+def _message(status: int, buf: NDArray[np.uint8], tok: int, line: int, info: int, source: str) -> str:
+    t = _token(buf, tok)
+    at = f"at line {line} of {source}"
+    if status == _MALFORMED:
+        return (
+            f"malformed token {t!r} {at}: expected <index>:<value>, qid:<id> or a # comment; "
+            "fix or remove the line"
+        )
+    if status == _BAD_LABEL:
+        return (
+            f"label {t!r} {at} is not a number; each line must start with its relevance grade "
+            "(0, 1, 2, ...)"
+        )
+    if status == _MISSING_QID:
+        return (
+            f"line {line} of {source} has no qid:<id>; every line of a LETOR / SVMlight ranking "
+            "file needs one after the label (for a file without qids, put the group sizes in a "
+            ".query file beside it)"
+        )
+    if status == _BAD_QID:
+        return f"{t!r} {at} is not an integer qid; write qid:<integer>"
+    if status == _DUPLICATE_QID:
+        return f"a second qid {t!r} {at}; give each line one qid:<id>"
+    if status == _UNEXPECTED_QID:
+        return (
+            f"{t!r} {at}, but the groups come from a .query file and the first line has no qid; "
+            "use qid: on every line or a .query file, not both"
+        )
+    if status == _BAD_INDEX:
+        return (
+            f"feature index {info} {at} is not positive; indices are 1-based (1:<value> is the "
+            "first feature): renumber the features"
+        )
+    if status == _DUPLICATE_INDEX:
+        return f"feature index {info} appears twice {at}; keep one value per feature in a line"
+    if status == _BAD_VALUE:
+        return (
+            f"feature {info} has non-numeric value {t!r} {at}; write a number (nan for a "
+            "missing value)"
+        )
+    return f"cannot parse {t!r} {at} (status {status})"

@@ -1,0 +1,317 @@
+"""Public entry points: read one ranking file, or a set of split files with one common width.
+
+:func:`read_ranking_file` picks the reader by extension and content:
+
+- ``.parquet`` / ``.pq``: Parquet table (:mod:`ltr.data.read_columns`);
+- ``.csv`` / ``.tsv`` (optionally ``.gz``): CSV table with a header;
+- anything else is sparse text (:mod:`ltr.data.read_text`), gzipped or not. If its first data
+  line has ``qid:``, it is LETOR / SVMlight and every line needs a qid. If not, it is LightGBM's
+  form and the groups come from the ``.query`` side file (``rank.train`` or ``rank.train.gz`` ->
+  ``rank.train.query``); its qids are then numbered 0, 1, ... in file order.
+
+Every read is validated (:mod:`ltr.data.validate`) and, with a ``cache_dir``, cached
+(:mod:`ltr.data.cache`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ltr.data.cache import load_cached, store_cached
+from ltr.data.ranking_data import RankingData
+from ltr.data.read_columns import read_table
+from ltr.data.read_text import head_has_qid, parse_svmlight, read_head
+from ltr.data.validate import (
+    LIGHTGBM_MAX_DEFAULT_LABEL,
+    LIGHTGBM_MAX_LIST_LEN,
+    RawTable,
+    check_group_sizes,
+    group_rows,
+    to_ranking_data,
+)
+from ltr.errors import DataError
+
+logger = logging.getLogger(__name__)
+
+FORMATS = ("auto", "letor", "svmlight", "lightgbm", "parquet", "csv")
+
+
+def detect_format(path: Path, *, query_file: Path | None = None) -> str:
+    """``"parquet"``, ``"csv"``, ``"letor"`` (text with ``qid:``) or ``"lightgbm"`` (text + ``.query``).
+
+    Raises
+    ------
+    DataError
+        a missing file, an empty text file, or text without ``qid:`` and without a ``.query`` file.
+    """
+    if not path.exists():
+        raise DataError(f"data file {path} does not exist; check the path")
+    if path.is_dir():
+        raise DataError(f"data file {path} is a directory, not a file")
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] in (".gz", ".bz2", ".zst"):
+        suffixes = suffixes[:-1]
+    last = suffixes[-1] if suffixes else ""
+    if last in (".parquet", ".pq"):
+        return "parquet"
+    if last in (".csv", ".tsv"):
+        return "csv"
+    has_qid = head_has_qid(read_head(path))
+    if has_qid is None:
+        raise DataError(
+            f"{path} has no data rows (an empty file, or only blank lines and comments); check "
+            "the path, or regenerate the file"
+        )
+    if has_qid:
+        return "letor"
+    if query_file is not None or find_query_file(path) is not None:
+        return "lightgbm"
+    line = _first_data_line(path)
+    raise DataError(
+        f"line {line} of {path} has no qid:<id>; every line of a LETOR / SVMlight ranking file "
+        f"needs one after the label (or put the group sizes in {_query_candidates(path)[0].name} "
+        "beside it, LightGBM's form)"
+    )
+
+
+def find_query_file(path: Path) -> Path | None:
+    """LightGBM's group-size side file of ``path``, if one exists."""
+    for candidate in _query_candidates(path):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def read_query_file(path: Path) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """Group sizes from a LightGBM ``.query`` file (one integer per line)."""
+    if not path.is_file():
+        raise DataError(f"group-size file {path} does not exist; check the path")
+    sizes: list[int] = []
+    for n, line in enumerate(path.read_text().splitlines(), start=1):
+        token = line.strip()
+        if not token:
+            continue
+        try:
+            sizes.append(int(token))
+        except ValueError:
+            raise DataError(
+                f"group size {token!r} at line {n} of {path} is not an integer; a .query file has "
+                "one row count per line"
+            ) from None
+    return np.asarray(sizes, dtype=np.int64)
+
+
+def read_ranking_file(
+    path: str | Path,
+    *,
+    n_features: int | None = None,
+    format: str = "auto",
+    name: str | None = None,
+    query_file: str | Path | None = None,
+    qid_column: str = "qid",
+    label_column: str = "label",
+    feature_columns: Sequence[str] | None = None,
+    delimiter: str | None = None,
+    integer_labels: bool = True,
+    max_label: int | None = LIGHTGBM_MAX_DEFAULT_LABEL,
+    max_list_len: int | None = LIGHTGBM_MAX_LIST_LEN,
+    cache_dir: str | Path | None = None,
+    progress: bool | None = None,
+) -> RankingData:
+    """Read one ranking file into a validated `RankingData`.
+
+    Parameters
+    ----------
+    path : the data file (``.gz`` allowed)
+    n_features : fixed width of the feature matrix (text: an index above it is an error; tables:
+        the number of feature columns must match). None: the largest index seen.
+    format : ``auto`` (by extension and content), ``letor`` / ``svmlight`` (text with ``qid:``),
+        ``lightgbm`` (text + ``.query``), ``parquet`` or ``csv``
+    name : the data set's name in `RankingData` (default: the file name)
+    query_file : LightGBM group-size file (default: found beside ``path``)
+    qid_column, label_column, feature_columns, delimiter : table options (Parquet / CSV)
+    integer_labels, max_label, max_list_len : validation policies (:mod:`ltr.data.validate`)
+    cache_dir : a directory for the binary cache; None: no cache
+    progress : show a progress bar (None: when stderr is a terminal and the file is large)
+
+    Returns
+    -------
+    RankingData
+        rows contiguous per query (regrouped stably, with a warning, if they were not).
+
+    Raises
+    ------
+    DataError
+        any problem with the file, in one line naming the file and line or qid.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "toy.txt"
+    >>> _ = p.write_text("2 qid:7 1:0.5 3:1 # doc a\\n0 qid:7 2:1.5\\n1 qid:9 1:2\\n")
+    >>> d = read_ranking_file(p)
+    >>> d.features.shape, d.qids.tolist(), d.offsets.tolist(), d.labels.tolist()
+    ((3, 3), [7, 9], [0, 2, 3], [2, 0, 1])
+    """
+    path = Path(path).expanduser()
+    if format not in FORMATS:
+        raise DataError(f"unknown data format {format!r}; use one of {', '.join(FORMATS)}")
+    qfile = Path(query_file).expanduser() if query_file is not None else None
+    fmt = detect_format(path, query_file=qfile) if format == "auto" else format
+    if fmt == "svmlight":
+        fmt = "letor"
+    if fmt == "lightgbm" and qfile is None:
+        qfile = find_query_file(path)
+        if qfile is None:
+            raise DataError(
+                f"no group-size file for {path} (looked for "
+                f"{', '.join(p.name for p in _query_candidates(path))}); give data.query_file or "
+                "use qid: in the data"
+            )
+    display_name = name if name is not None else _stem(path)
+    options: dict[str, Any] = {
+        "format": fmt, "n_features": n_features, "qid_column": qid_column,
+        "label_column": label_column,
+        "feature_columns": None if feature_columns is None else list(feature_columns),
+        "delimiter": delimiter, "integer_labels": integer_labels, "max_label": max_label,
+        "max_list_len": max_list_len,
+    }
+    if not path.is_file():
+        raise DataError(f"data file {path} does not exist; check the path")
+    sources = [path] if qfile is None or fmt != "lightgbm" else [path, qfile]
+    cache = Path(cache_dir).expanduser() if cache_dir is not None else None
+    if cache is not None:
+        t0 = time.perf_counter()
+        hit = load_cached(cache, sources, options)
+        if hit is not None:
+            logger.info("read %s from the cache in %.2f s", path, time.perf_counter() - t0)
+            return dataclasses.replace(hit, name=display_name)
+    t0 = time.perf_counter()
+    table = _parse(path, fmt, qfile, options, progress)
+    data = to_ranking_data(
+        table, name=display_name, integer_labels=integer_labels, max_label=max_label,
+        max_list_len=max_list_len,
+    )
+    logger.info(
+        "parsed %s: %d rows, %d queries, %d features in %.2f s",
+        path, data.n_rows, data.n_queries, data.n_features, time.perf_counter() - t0,
+    )
+    if cache is not None:
+        store_cached(cache, sources, options, data)
+    return data
+
+
+def read_split_files(
+    paths: Mapping[str, str | Path | Sequence[str | Path] | None],
+    **options: Any,
+) -> dict[str, RankingData]:
+    """Read the files of several splits (None: absent) with one common feature width.
+
+    A split given as a list of files is their concatenation (e.g. MQ2008 S1+S2+S3). Sparse
+    text files are widened with zero columns to the largest feature index seen in any file.
+    Options are those of :func:`read_ranking_file`.
+    """
+    out: dict[str, RankingData] = {}
+    for split, spec in paths.items():
+        if spec is None:
+            continue
+        files = [spec] if isinstance(spec, str | Path) else list(spec)
+        if not files:
+            raise DataError(f"no files given for the {split} split")
+        parts = [read_ranking_file(f, **options) for f in files]
+        name = options.get("name")
+        out[split] = concat_ranking_data(parts, name=name if name is not None else parts[0].name)
+    if out:
+        width = max(d.n_features for d in out.values())
+        out = {s: widen(d, width) for s, d in out.items()}
+    return out
+
+
+def widen(data: RankingData, width: int) -> RankingData:
+    """``data`` with zero feature columns appended up to ``width`` (unchanged if already that wide)."""
+    if data.n_features == width:
+        return data
+    if data.feature_names:
+        raise DataError(
+            f"{data.name} has {data.n_features} named feature columns but another split has "
+            f"{width}; give every split the same feature columns"
+        )
+    features = np.zeros((data.n_rows, width), dtype=np.float32)
+    features[:, : data.n_features] = data.features
+    return dataclasses.replace(data, features=features)
+
+
+def concat_ranking_data(parts: Sequence[RankingData], *, name: str) -> RankingData:
+    """Stack the rows of several `RankingData`; a qid found in two parts is regrouped (warned)."""
+    if len(parts) == 1:
+        return dataclasses.replace(parts[0], name=name)
+    width = max(p.n_features for p in parts)
+    parts = [widen(p, width) for p in parts]
+    row_qids = np.concatenate([p.row_qids() for p in parts])
+    table = RawTable(
+        features=np.concatenate([p.features for p in parts]),
+        labels=np.concatenate([p.labels for p in parts]).astype(np.float64),
+        row_qids=row_qids,
+        row_lines=np.arange(1, row_qids.shape[0] + 1, dtype=np.int64),
+        source=" + ".join(p.name for p in parts),
+        where="row",
+        feature_names=parts[0].feature_names,
+    )
+    qids, offsets, order = group_rows(table)
+    features, labels = table.features, np.concatenate([p.labels for p in parts])
+    if order is not None:
+        features, labels = features[order], labels[order]
+    return RankingData(
+        features=features, labels=labels, qids=qids, offsets=offsets,
+        feature_names=table.feature_names, name=name,
+    )
+
+
+def _parse(path: Path, fmt: str, qfile: Path | None, options: Mapping[str, Any], progress: bool | None) -> RawTable:
+    if fmt in ("parquet", "csv"):
+        return read_table(
+            path, kind=fmt, qid_column=options["qid_column"], label_column=options["label_column"],
+            feature_columns=options["feature_columns"], delimiter=options["delimiter"],
+            n_features=options["n_features"],
+        )
+    if fmt == "letor":
+        return parse_svmlight(path, qid_required=True, n_features=options["n_features"], progress=progress)
+    if fmt == "lightgbm":
+        assert qfile is not None
+        sizes = read_query_file(qfile)
+        table = parse_svmlight(path, qid_required=False, n_features=options["n_features"], progress=progress)
+        if table.n_rows == 0:
+            return table
+        check_group_sizes(sizes, table.n_rows, query_path=str(qfile), data_path=str(path))
+        return dataclasses.replace(table, row_qids=np.repeat(np.arange(sizes.shape[0], dtype=np.int64), sizes))
+    raise DataError(f"unknown data format {fmt!r}; use one of {', '.join(FORMATS)}")
+
+
+def _query_candidates(path: Path) -> list[Path]:
+    plain = path.with_suffix("") if path.suffix.lower() == ".gz" else path
+    out = [plain.with_name(plain.name + ".query")]
+    if plain != path:
+        out.append(path.with_name(path.name + ".query"))
+    return out
+
+
+def _stem(path: Path) -> str:
+    name = path.name
+    for suffix in (".gz", ".bz2", ".zst"):
+        name = name.removesuffix(suffix)
+    return name.rsplit(".", 1)[0] if "." in name else name
+
+
+def _first_data_line(path: Path) -> int:
+    for n, line in enumerate(read_head(path).decode("utf-8", errors="replace").splitlines(), start=1):
+        s = line.strip()
+        if s and not s.startswith("#"):
+            return n
+    return 1

@@ -1,0 +1,81 @@
+"""Ranking metrics over flat arrays and query offsets: one grouped kernel, explicit conventions.
+
+Data layout
+-----------
+``labels`` and ``scores`` are flat per-row arrays; the rows of query ``i`` are
+``offsets[i]:offsets[i + 1]`` (int64, ``n_queries + 1`` entries, from 0 to ``n_rows``,
+non-decreasing). A query with no rows is *empty*: judged, nothing ranked.
+
+Conventions (written once, here)
+--------------------------------
+Positions are 1-based; the discount at position ``p`` is ``1 / log2(p + 1)``.
+
+Gain
+    ``exp``: ``2**label - 1`` (default, LightGBM); ``linear``: ``label`` (sklearn, trec_eval);
+    or an explicit ``label_gain`` table indexed by label (labels above 30 need one). Negative
+    labels (trec_eval's -1 "judged junk") have gain 0 under every convention.
+DCG@k, IDCG@k, NDCG@k
+    ``DCG@k = sum_{p <= min(k, n)} gain(p) / log2(p + 1)`` over the ranked list of length ``n``.
+    ``IDCG@k`` is the DCG@k of the ideal order of *all* judgments of the query (``ideal_labels``;
+    by default the ranked rows' labels; trec_eval: every judged doc, retrieved or not), so
+    ``k > n`` truncates both. ``NDCG@k = DCG@k / IDCG@k``.
+Zero IDCG (``zero_idcg``)
+    A query with IDCG@k = 0 scores ``zero`` (0, kept in the mean; default), ``one`` (1,
+    LightGBM) or ``skip`` (NaN: left out of means, counted as ``n_skipped_zero_idcg``).
+Empty lists
+    A query with no ranked rows scores 0 on every measure, whatever ``zero_idcg`` says, and is
+    counted in ``no_result_rate``. It belongs to no length stratum (see `Strata`).
+Binary relevance
+    P@k, RR and ``n_relevant`` use ``label >= rel_threshold`` (default 1). ``n_relevant`` counts
+    the judgments (ideal labels). ``P@k = (relevant rows in the top k) / k``, also when
+    ``k > n`` (as trec_eval). ``RR = 1 / rank`` of the first relevant row of the whole list
+    (0 if none).
+ERR@k
+    ``ERR@k = sum_{p <= k} (1/p) R_p prod_{i < p} (1 - R_i)`` with the stop probability
+    ``R = gain / (g_max + 1)``, ``g_max`` the largest gain in the evaluated data (labels and
+    ideal labels of all queries). With exp gain this is Chapelle et al.'s
+    ``(2**l - 1) / 2**l_max``; with linear gain it is ``l / (l_max + 1)``.
+Ties (``ties``): the order of rows with equal scores
+    ``average`` (default): every measure is its expected value over all orders of each tied
+    block, each order equally likely (sklearn's ``ndcg_score`` for DCG). Closed forms: DCG and
+    P@k give every position of a block the block's mean gain (relevance); RR uses the exact
+    distribution of the first relevant row's position in its block
+    (``P(j) = C(m-j-1, r-1) / C(m, r)`` for ``m`` rows, ``r`` relevant); ERR uses the exact
+    expectation too, through elementary symmetric means of ``1 - R`` over the block (no
+    sampling, no approximation). ``stable``: input row order (LightGBM's ``std::stable_sort``).
+    ``pessimistic`` / ``optimistic``: lower / higher gain first within a tie (relevant rows last
+    / first), then input order. ``docno_desc``: larger ``tie_keys`` first (trec_eval sorts ties
+    by docno descending; pass docno ranks).
+Presets (`PRESETS`)
+    ``lightgbm`` = exp, stable, one; ``sklearn`` = linear, average, zero; ``trec_eval`` =
+    linear, docno_desc, zero, with IDCG from all judged docs (``ideal_labels``) and negative
+    labels as 0. Each is proven against its tool in ``tests/metrics``.
+
+Hand-checked reference: labels ``[2, 3, 1, 0, 2]`` in that ranked order give NDCG@5 = 0.838647
+(exp) and 0.907591 (linear); the reversed order gives 0.566448 (exp).
+
+Output
+------
+`per_query_table` returns one row per query (``qid, list_len, stratum, n_relevant``, then per
+``k``: ``idcg_at_k, dcg_at_k, ndcg_at_k, err_at_k, p_at_k``, then ``rr``); `summarize`,
+`idcg_report` and the plots are derived from that table only.
+"""
+
+from __future__ import annotations
+
+from ltr.metrics.conventions import PRESETS, MetricConventions, resolve_conventions
+from ltr.metrics.idcg_report import IdcgReport, idcg_report
+from ltr.metrics.strata import Strata
+from ltr.metrics.summary import summarize
+from ltr.metrics.table import per_query_table
+
+__all__ = [
+    "PRESETS",
+    "IdcgReport",
+    "MetricConventions",
+    "Strata",
+    "idcg_report",
+    "per_query_table",
+    "resolve_conventions",
+    "summarize",
+]

@@ -1,0 +1,144 @@
+"""`MetricConventions`: every choice that changes an NDCG number, as one frozen value.
+
+See the package docstring of :mod:`ltr.metrics` for what each knob means.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+GAINS: tuple[str, ...] = ("exp", "linear")
+TIES: tuple[str, ...] = ("average", "stable", "pessimistic", "optimistic", "docno_desc")
+ZERO_IDCG: tuple[str, ...] = ("zero", "one", "skip")
+
+
+@dataclass(frozen=True, slots=True)
+class MetricConventions:
+    """How labels become gains, how tied scores are ordered, what a query without gain scores.
+
+    Parameters
+    ----------
+    gain : {"exp", "linear"}
+        ``exp``: gain ``2**label - 1`` (LightGBM); ``linear``: gain ``label`` (sklearn, trec_eval).
+    label_gain : tuple of float, optional
+        Explicit gain of label value ``0, 1, 2, ...``; overrides ``gain`` when set. Labels at or
+        above ``len(label_gain)`` are an error.
+    ties : {"average", "stable", "pessimistic", "optimistic", "docno_desc"}
+        Order within a block of equal scores. ``docno_desc`` needs ``tie_keys``.
+    zero_idcg : {"zero", "one", "skip"}
+        NDCG of a query whose IDCG@k is 0: 0, 1, or NaN (left out of means, counted).
+    rel_threshold : int
+        Binary relevance for P@k, RR and ``n_relevant``: ``label >= rel_threshold``.
+
+    Examples
+    --------
+    >>> MetricConventions(gain="linear").ties
+    'average'
+    >>> MetricConventions(ties="random")
+    Traceback (most recent call last):
+    ...
+    ValueError: ties='random' is not one of 'average', 'stable', 'pessimistic', 'optimistic', 'docno_desc'
+    """
+
+    gain: str = "exp"
+    label_gain: tuple[float, ...] | None = None
+    ties: str = "average"
+    zero_idcg: str = "zero"
+    rel_threshold: int = 1
+
+    def __post_init__(self) -> None:
+        _check_choice("gain", self.gain, GAINS)
+        _check_choice("ties", self.ties, TIES)
+        _check_choice("zero_idcg", self.zero_idcg, ZERO_IDCG)
+        if self.label_gain is not None:
+            if not isinstance(self.label_gain, tuple):
+                # a list from a config is fine; store it as a tuple so the value stays hashable
+                object.__setattr__(self, "label_gain", tuple(float(g) for g in self.label_gain))
+            assert self.label_gain is not None  # for mypy; set just above
+            if len(self.label_gain) == 0:
+                raise ValueError("label_gain=() is empty; give one gain per label value 0, 1, ...")
+            bad = [g for g in self.label_gain if not (np.isfinite(g) and g >= 0)]
+            if bad:
+                raise ValueError(
+                    f"label_gain has {bad[0]!r}; every gain must be finite and >= 0"
+                )
+        if isinstance(self.rel_threshold, bool) or not isinstance(self.rel_threshold, int | np.integer):
+            raise ValueError(f"rel_threshold={self.rel_threshold!r} must be an int")
+
+    def gains_of(self, labels: NDArray[np.integer]) -> NDArray[np.float64]:
+        """Gain of every label (negative labels have gain 0).
+
+        Examples
+        --------
+        >>> MetricConventions().gains_of(np.array([0, 1, 3, -1])).tolist()
+        [0.0, 1.0, 7.0, 0.0]
+        """
+        labels = np.asarray(labels)
+        if self.label_gain is not None:
+            table = np.asarray(self.label_gain, dtype=np.float64)
+            if labels.size and int(labels.max()) >= table.shape[0]:
+                bad = int(labels.max())
+                raise ValueError(
+                    f"label {bad} has no entry in label_gain (it has {table.shape[0]} entries, "
+                    f"for labels 0..{table.shape[0] - 1})"
+                )
+            out: NDArray[np.float64] = table[np.clip(labels, 0, None)]
+            out[labels < 0] = 0.0
+            return out
+        clipped: NDArray[np.float64] = np.clip(labels, 0, None).astype(np.float64)
+        if self.gain == "exp":
+            gains: NDArray[np.float64] = np.exp2(clipped) - 1.0
+            return gains
+        return clipped
+
+    def describe(self) -> dict[str, Any]:
+        """The conventions as a flat dict (for logging with a run)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def _check_choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        choices = ", ".join(repr(a) for a in allowed)
+        raise ValueError(f"{name}={value!r} is not one of {choices}")
+
+
+PRESETS: dict[str, MetricConventions] = {
+    # LightGBM's ndcg@k: label_gain 2**i - 1, std::stable_sort by score (input order in ties),
+    # a query whose max DCG is 0 scores 1.
+    "lightgbm": MetricConventions(gain="exp", ties="stable", zero_idcg="one"),
+    # sklearn.metrics.ndcg_score: y_true is the gain, ties averaged (ignore_ties=False), 0 for
+    # an all-irrelevant query.
+    "sklearn": MetricConventions(gain="linear", ties="average", zero_idcg="zero"),
+    # trec_eval ndcg / ndcg_cut: gain = relevance level, negative levels count as 0, ties by
+    # docno descending, ideal ranking from all judged docs (pass ideal_labels for that).
+    "trec_eval": MetricConventions(gain="linear", ties="docno_desc", zero_idcg="zero"),
+}
+
+
+def resolve_conventions(preset: str | None, **overrides: Any) -> MetricConventions:
+    """The conventions of ``preset`` (or the defaults), then ``overrides`` that are not None.
+
+    Examples
+    --------
+    >>> resolve_conventions("lightgbm", zero_idcg="zero")
+    MetricConventions(gain='exp', label_gain=None, ties='stable', zero_idcg='zero', rel_threshold=1)
+    """
+    if preset is None:
+        base = MetricConventions()
+    elif preset in PRESETS:
+        base = PRESETS[preset]
+    else:
+        choices = ", ".join(repr(p) for p in PRESETS)
+        raise ValueError(f"preset={preset!r} is not one of {choices}")
+    names = {f.name for f in fields(MetricConventions)}
+    unknown = sorted(set(overrides) - names)
+    if unknown:
+        raise ValueError(f"unknown convention {unknown[0]!r}; known: {', '.join(sorted(names))}")
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if "label_gain" in given:
+        given["label_gain"] = tuple(float(g) for g in given["label_gain"])
+    return replace(base, **given)

@@ -1,0 +1,40 @@
+"""Figures of the metrics package (matplotlib imported lazily, no pyplot global state)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ltr.metrics.idcg_report import IdcgReport
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def plot_idcg_histogram(report: IdcgReport, *, title: str) -> Figure:
+    """Bar chart of the IDCG@k histogram, with the zero / <= 1 / shorter-than-k shares.
+
+    Save it with ``fig.savefig(path)``; it needs no display and no pyplot.
+    """
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.4, 4.0), layout="constrained")
+    ax = fig.add_subplot()
+    edges = report.bin_edges
+    widths = edges[1:] - edges[:-1]
+    ax.bar(edges[:-1], report.counts, width=widths, align="edge", edgecolor="white")
+    ax.set_xlabel(f"IDCG@{report.k}")
+    ax.set_ylabel("queries")
+    ax.set_title(title)
+    ax.text(
+        0.98,
+        0.95,
+        f"n = {report.n_queries}\n"
+        f"IDCG = 0: {report.share_zero:.1%}\n"
+        f"IDCG <= 1: {report.share_le_one:.1%}\n"
+        f"shorter than {report.k}: {report.share_shorter_than_k:.1%}",
+        transform=ax.transAxes,
+        ha="right",
+        va="top",
+        fontsize="small",
+    )
+    return fig

@@ -1,0 +1,66 @@
+"""`summarize`: means of the per-query table, overall and per stratum, keyed like MLflow keys."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ltr.metrics.strata import EMPTY, EMPTY_KEY, Strata
+
+_DEFAULT_STRATA = Strata()
+_METRIC_PREFIXES = ("idcg_at_", "dcg_at_", "ndcg_at_", "err_at_", "p_at_")
+
+
+def is_metric_column(name: str) -> bool:
+    """True for the columns `summarize` averages (``*_at_k`` measures and ``rr``)."""
+    return name == "rr" or name.startswith(_METRIC_PREFIXES)
+
+
+def summarize(table: pd.DataFrame, *, strata: Strata = _DEFAULT_STRATA) -> dict[str, float]:
+    """Mean of every metric column, overall and per stratum, plus counts.
+
+    Keys (the MLflow keys without the split prefix): ``ndcg_at_10``, ``ndcg_at_10/len_1-10``,
+    ..., ``n_queries``, ``n_queries/len_1-10``, ..., ``no_result_rate`` (share of queries with
+    nothing ranked), ``n_skipped_zero_idcg`` (queries whose NDCG is NaN under
+    ``zero_idcg="skip"``). NaN values are left out of means; a mean over no values is not
+    emitted. Every stratum of ``strata`` gets its ``n_queries/...`` key, 0 included. Queries with
+    an empty list belong to no stratum; when there are any they are reported under
+    ``.../len_empty``, so that the count-weighted mean of the strata is the overall mean.
+    The stratum of a query is recomputed from ``list_len`` with ``strata``.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"list_len": [3, 20], "ndcg_at_10": [0.5, 1.0]})
+    >>> summarize(t)["ndcg_at_10/len_11-50"], summarize(t)["n_queries/len_51_plus"]
+    (1.0, 0.0)
+    """
+    lens = table["list_len"].to_numpy()
+    n = int(lens.shape[0])
+    idx = strata.assign(lens) + 1  # 0 = empty, 1.. = strata
+    n_bins = strata.n_strata + 1
+    counts = np.bincount(idx, minlength=n_bins)
+    keys = (EMPTY_KEY, *strata.keys)
+    show = [b for b in range(n_bins) if b != EMPTY + 1 or counts[b] > 0]
+
+    out: dict[str, float] = {"n_queries": float(n)}
+    for b in show:
+        out[f"n_queries/{keys[b]}"] = float(counts[b])
+    out["no_result_rate"] = float(counts[0] / n) if n else 0.0
+    ndcg_cols = [c for c in table.columns if c.startswith("ndcg_at_")]
+    if ndcg_cols:
+        nan_any = np.isnan(table[ndcg_cols].to_numpy(dtype=np.float64)).any(axis=1)
+        out["n_skipped_zero_idcg"] = float(nan_any.sum())
+    else:
+        out["n_skipped_zero_idcg"] = 0.0
+
+    for col in (c for c in table.columns if is_metric_column(str(c))):
+        v = table[col].to_numpy(dtype=np.float64)
+        ok = ~np.isnan(v)
+        if ok.any():
+            out[str(col)] = float(v[ok].mean())
+        sums = np.bincount(idx[ok], weights=v[ok], minlength=n_bins)
+        cnts = np.bincount(idx[ok], minlength=n_bins)
+        for b in show:
+            if cnts[b] > 0:
+                out[f"{col}/{keys[b]}"] = float(sums[b] / cnts[b])
+    return out

@@ -1,0 +1,253 @@
+"""``run(cfg)``: load -> split -> fit -> predict -> evaluate -> track, as one plain function.
+
+Hydra only composes the config (``ltr.app``); everything here is testable with a composed config.
+Data is read and validated before a tracking run exists, so bad input never leaves a run behind;
+once a run exists it always ends FINISHED, FAILED or KILLED.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+
+from ltr.data.load import load_splits
+from ltr.data.ranking_data import RankingData
+from ltr.data.splits import Splits
+from ltr.metrics import MetricConventions, Strata, idcg_report, per_query_table, summarize
+from ltr.tracking import NullTracker, RunStatus, Tracker, make_tracker
+
+log = logging.getLogger(__name__)
+
+
+class Terminated(BaseException):
+    """Raised by the SIGTERM handler so the run ends KILLED, like Ctrl-C."""
+
+
+@dataclass
+class RunOutcome:
+    """What one job produced: summaries per split (keys without the split prefix) and the run id."""
+
+    summaries: dict[str, dict[str, float]]
+    tables: dict[str, pd.DataFrame]
+    metrics: dict[str, float]
+    run_id: str | None
+    best_iteration: int
+    objective_value: float
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def conventions_from(eval_cfg: Any) -> MetricConventions:
+    """The metric conventions an ``eval`` config asks for."""
+    return MetricConventions(
+        gain=eval_cfg.gain,
+        label_gain=None if eval_cfg.label_gain is None else tuple(float(g) for g in eval_cfg.label_gain),
+        ties=eval_cfg.ties,
+        zero_idcg=eval_cfg.zero_idcg,
+        rel_threshold=int(eval_cfg.rel_threshold),
+    )
+
+
+def flatten(cfg: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested dicts to ``{"model.num_leaves": 31, ...}``; lists stay values."""
+    out: dict[str, Any] = {}
+    for key, value in cfg.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(flatten(value, f"{name}."))
+        else:
+            out[name] = value
+    return out
+
+
+def run_name_from(overrides: Sequence[str], model_name: str) -> str:
+    """A run name that says what differs: the model and the overrides that are not tracking's."""
+    shown = [o for o in overrides if not o.lstrip("+~").startswith(("tracking", "hydra"))]
+    return model_name if not shown else f"{model_name} " + " ".join(shown)
+
+
+def evaluate_split(
+    data: RankingData, scores: np.ndarray, *, ks: Sequence[int], conventions: MetricConventions, strata: Strata
+) -> tuple[pd.DataFrame, dict[str, float]]:
+    """Per-query table and its summary for one split."""
+    table = per_query_table(
+        data.labels, scores, data.offsets, data.qids, ks=ks, conventions=conventions, strata=strata
+    )
+    return table, summarize(table, strata=strata)
+
+
+def run(
+    cfg: DictConfig,
+    *,
+    overrides: Sequence[str] = (),
+    tracker: Tracker | None = None,
+    parent_run_id: str | None = None,
+    extra_tags: dict[str, str] | None = None,
+) -> RunOutcome:
+    """Run one experiment described by a composed ``ltr train`` config.
+
+    Returns the summaries and the value a sweeper maximises (valid NDCG@10 by our conventions).
+    """
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    seed = int(cfg.seed)
+    ks = [int(k) for k in cfg.eval.k]
+    strata = Strata(tuple(int(e) for e in cfg.eval.strata))
+    conventions = conventions_from(cfg.eval)
+
+    splits = load_splits(cfg.data, cfg.split, seed=seed)
+    timings["load"] = time.perf_counter() - t0
+    for name, part in splits.items():
+        log.info("%s: %d queries, %d rows, %d features", name, part.n_queries, part.n_rows, part.n_features)
+
+    if tracker is None:
+        tracker = make_tracker(cfg.tracking.enabled, cfg.tracking.uri, cfg.tracking.experiment)
+    container = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(container, dict)
+    run_name = cfg.tracking.run_name or run_name_from(overrides, str(cfg.model.name))
+    tags = _tags(cfg, splits, overrides, conventions, strata) | (extra_tags or {})
+    run_id = tracker.start_run(run_name, tags, parent_run_id=parent_run_id) or None
+    try:
+        outcome = _train_evaluate_log(cfg, container, splits, tracker, ks=ks, strata=strata, conventions=conventions)
+    except (KeyboardInterrupt, Terminated) as exc:
+        tracker.end_run(RunStatus.KILLED, error=f"{type(exc).__name__}: interrupted")
+        raise
+    except BaseException as exc:
+        tracker.end_run(RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
+        raise
+    tracker.end_run(RunStatus.FINISHED)
+    outcome.run_id = run_id
+    outcome.timings = timings | outcome.timings
+    outcome.timings["total"] = time.perf_counter() - t0
+    return outcome
+
+
+def _tags(
+    cfg: DictConfig, splits: Splits, overrides: Sequence[str], conventions: MetricConventions, strata: Strata
+) -> dict[str, str]:
+    from ltr.gitinfo import git_state
+
+    commit, dirty = git_state(Path(__file__).resolve().parent)
+    label_gain = "" if conventions.label_gain is None else ",".join(map(str, conventions.label_gain))
+    return {
+        "ltr.objective": str(cfg.model.objective),
+        "ltr.model": str(cfg.model.name),
+        "ltr.data.name": str(cfg.data.name),
+        "ltr.data.fingerprint": _fingerprint(splits),
+        "ltr.git.commit": commit,
+        "ltr.git.dirty": str(dirty).lower(),
+        "ltr.overrides": " ".join(overrides),
+        "ltr.eval.gain": label_gain or conventions.gain,
+        "ltr.eval.ties": conventions.ties,
+        "ltr.eval.zero_idcg": conventions.zero_idcg,
+        "ltr.eval.strata": ",".join(strata.labels),
+        "ltr.eval.k": ",".join(str(k) for k in cfg.eval.k),
+        "ltr.seed": str(cfg.seed),
+    }
+
+
+def _fingerprint(splits: Splits) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    for _, part in splits.items():
+        for array in (part.features, part.labels, part.qids, part.offsets):
+            digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()[:16]
+
+
+def _train_evaluate_log(
+    cfg: DictConfig,
+    container: dict[Any, Any],
+    splits: Splits,
+    tracker: Tracker,
+    *,
+    ks: list[int],
+    strata: Strata,
+    conventions: MetricConventions,
+) -> RunOutcome:
+    from ltr.training import fit_ranker
+
+    timings: dict[str, float] = {}
+    tracker.log_params(flatten(container))
+    tracker.log_text(OmegaConf.to_yaml(cfg), "config/config.yaml")
+
+    t = time.perf_counter()
+    result = fit_ranker(splits, cfg.model, cfg.fit, eval_at=ks, seed=int(cfg.seed))
+    timings["train"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    metrics: dict[str, float] = {"best_iteration": float(result.best_iteration), "n_rounds": float(result.n_rounds)}
+    curves = {
+        f"iter/{split}/{name.replace('@', '_at_')}": values
+        for split, by_metric in result.evals_result.items()
+        for name, values in by_metric.items()
+    }
+    summaries: dict[str, dict[str, float]] = {}
+    tables: dict[str, pd.DataFrame] = {}
+    reports = {}
+    for split in cfg.eval.splits:
+        data: RankingData = getattr(splits, split)
+        table, summary = evaluate_split(
+            data, result.predict(data.features), ks=ks, conventions=conventions, strata=strata
+        )
+        tables[split], summaries[split] = table, summary
+        metrics.update({f"{split}/{key}": value for key, value in summary.items()})
+        for k in ks:
+            report = idcg_report(table, k, bins=int(cfg.eval.idcg_bins))
+            reports[(split, k)] = report
+            metrics[f"{split}/idcg_at_{k}/share_zero"] = report.share_zero
+            metrics[f"{split}/idcg_at_{k}/share_le_one"] = report.share_le_one
+            metrics[f"{split}/share_shorter_than_{k}"] = report.share_shorter_than_k
+        if split in result.evals_result:
+            for name, values in result.evals_result[split].items():
+                metrics[f"{split}/lightgbm/{name.replace('@', '_at_')}"] = values[result.best_iteration - 1]
+    timings["evaluate"] = time.perf_counter() - t
+
+    objective_value = summaries["valid"]["ndcg_at_10"] if "valid" in summaries and "ndcg_at_10" in summaries["valid"] else float("nan")
+    outcome = RunOutcome(summaries, tables, metrics, None, result.best_iteration, objective_value, timings)
+
+    from ltr.report import print_table, summary_rows, to_markdown
+
+    header, rows = summary_rows(summaries, ks=ks, strata=strata)
+    if not isinstance(tracker, NullTracker):
+        t = time.perf_counter()
+        tracker.log_metrics(metrics)
+        tracker.log_curves(curves)
+        _log_artifacts(tracker, tables, reports, result, to_markdown(header, rows))
+        timings["log"] = time.perf_counter() - t
+    title = f"{cfg.model.name} on {cfg.data.name}: our NDCG ({conventions.gain} gain, ties={conventions.ties}, zero_idcg={conventions.zero_idcg})"
+    print_table(header, rows, title=title)
+    return outcome
+
+
+def _log_artifacts(
+    tracker: Tracker,
+    tables: dict[str, pd.DataFrame],
+    reports: dict[tuple[str, int], Any],
+    result: Any,
+    summary_md: str,
+) -> None:
+    from ltr.metrics.plots import plot_idcg_histogram
+
+    for (split, k), report in reports.items():
+        figure = plot_idcg_histogram(report, title=f"{split}: IDCG@{k} per query")
+        tracker.log_figure(figure, f"idcg/{split}/hist_at_{k}.png")
+        tracker.log_dict(report.to_dict(), f"idcg/{split}/hist_at_{k}.json")
+    tracker.log_text(summary_md, "report/summary.md")
+    with tempfile.TemporaryDirectory() as tmp:
+        for split, table in tables.items():
+            path = Path(tmp) / f"{split}.parquet"
+            table.to_parquet(path, index=False)
+            tracker.log_file(path, "per_query")
+        model_path = Path(tmp) / "model.txt"
+        result.booster.save_model(str(model_path), num_iteration=result.best_iteration)
+        tracker.log_file(model_path, "model_text")

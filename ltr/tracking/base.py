@@ -1,0 +1,90 @@
+"""The tracker interface the pipeline logs through, and a tracker that logs nothing."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+
+class RunStatus(enum.Enum):
+    """How a run ended (MLflow's terminal states)."""
+
+    FINISHED = "FINISHED"
+    FAILED = "FAILED"
+    KILLED = "KILLED"
+
+
+class Tracker(Protocol):
+    """What the pipeline needs from a tracking backend. Keys follow DESIGN.md section 4."""
+
+    run_id: str | None
+
+    def start_run(self, run_name: str, tags: Mapping[str, str], *, parent_run_id: str | None = None) -> str: ...
+
+    def log_params(self, params: Mapping[str, Any]) -> None: ...
+
+    def log_metrics(self, metrics: Mapping[str, float], *, step: int | None = None) -> None: ...
+
+    def log_curves(self, curves: Mapping[str, Sequence[float]]) -> None:
+        """Per-iteration curves: ``values[i]`` is logged with ``step=i + 1`` (boosting round)."""
+        ...
+
+    def set_tags(self, tags: Mapping[str, str]) -> None: ...
+
+    def log_figure(self, figure: Any, artifact_file: str) -> None: ...
+
+    def log_dict(self, data: Any, artifact_file: str) -> None: ...
+
+    def log_text(self, text: str, artifact_file: str) -> None: ...
+
+    def log_file(self, local_path: Path, artifact_dir: str | None = None) -> None: ...
+
+    def log_model(self, booster: Any, feature_names: Sequence[str]) -> None: ...
+
+    def end_run(self, status: RunStatus, *, error: str | None = None) -> None: ...
+
+    def run_url(self) -> str | None: ...
+
+
+class NullTracker:
+    """Logs nothing; every method is a no-op."""
+
+    run_id: str | None = None
+
+    def start_run(self, run_name: str, tags: Mapping[str, str], *, parent_run_id: str | None = None) -> str:
+        return ""
+
+    def log_params(self, params: Mapping[str, Any]) -> None:
+        pass
+
+    def log_metrics(self, metrics: Mapping[str, float], *, step: int | None = None) -> None:
+        pass
+
+    def log_curves(self, curves: Mapping[str, Sequence[float]]) -> None:
+        pass
+
+    def set_tags(self, tags: Mapping[str, str]) -> None:
+        pass
+
+    def log_figure(self, figure: Any, artifact_file: str) -> None:
+        pass
+
+    def log_dict(self, data: Any, artifact_file: str) -> None:
+        pass
+
+    def log_text(self, text: str, artifact_file: str) -> None:
+        pass
+
+    def log_file(self, local_path: Path, artifact_dir: str | None = None) -> None:
+        pass
+
+    def log_model(self, booster: Any, feature_names: Sequence[str]) -> None:
+        pass
+
+    def end_run(self, status: RunStatus, *, error: str | None = None) -> None:
+        pass
+
+    def run_url(self) -> str | None:
+        return None

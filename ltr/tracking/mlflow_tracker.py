@@ -1,0 +1,146 @@
+"""The MLflow tracker: one run per job, logged through ``MlflowClient`` in batches.
+
+The run's status always ends terminal: the pipeline calls :meth:`MlflowTracker.end_run` with
+FINISHED, FAILED (exception) or KILLED (Ctrl-C / SIGTERM), and the error as the ``ltr.error`` tag.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import mlflow
+from mlflow.entities import Metric, Param, RunTag
+from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
+
+from ltr.errors import LtrUserError
+from ltr.tracking.base import RunStatus
+from ltr.tracking.uri import artifact_root_for
+
+log = logging.getLogger(__name__)
+
+# MLflow's limits per log_batch request (metrics, params, tags; 1000 entities in all).
+_BATCH_METRICS = 1000
+_BATCH_PARAMS = 100
+_PARAM_VALUE_MAX = 6000
+
+
+def _chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+class MlflowTracker:
+    """Logs one run to the store at ``uri`` under ``experiment`` (created when missing)."""
+
+    def __init__(self, uri: str, experiment: str) -> None:
+        self.uri = uri
+        self.experiment_name = experiment
+        self.client = MlflowClient(tracking_uri=uri)
+        self.run_id: str | None = None
+        self.experiment_id = self._experiment_id()
+
+    def _experiment_id(self) -> str:
+        try:
+            found = self.client.get_experiment_by_name(self.experiment_name)
+            if found is not None:
+                return str(found.experiment_id)
+            try:
+                return str(
+                    self.client.create_experiment(
+                        self.experiment_name, artifact_location=artifact_root_for(self.uri)
+                    )
+                )
+            except MlflowException:
+                # Another job created it between our look-up and create: use theirs.
+                found = self.client.get_experiment_by_name(self.experiment_name)
+                if found is None:
+                    raise
+                return str(found.experiment_id)
+        except MlflowException as exc:
+            raise LtrUserError(f"cannot use the MLflow store {self.uri}: {exc.message.splitlines()[0]}") from exc
+
+    def start_run(self, run_name: str, tags: Mapping[str, str], *, parent_run_id: str | None = None) -> str:
+        all_tags = dict(tags)
+        if parent_run_id:
+            all_tags["mlflow.parentRunId"] = parent_run_id
+        run = self.client.create_run(self.experiment_id, run_name=run_name, tags=all_tags)
+        self.run_id = run.info.run_id
+        return self.run_id
+
+    def _require_run(self) -> str:
+        if self.run_id is None:
+            raise RuntimeError("no active run: call start_run first")
+        return self.run_id
+
+    def log_params(self, params: Mapping[str, Any]) -> None:
+        run_id = self._require_run()
+        entries = [Param(k, str(v)[:_PARAM_VALUE_MAX]) for k, v in params.items()]
+        for chunk in _chunks(entries, _BATCH_PARAMS):
+            self.client.log_batch(run_id, params=chunk, synchronous=True)
+
+    def log_metrics(self, metrics: Mapping[str, float], *, step: int | None = None) -> None:
+        run_id = self._require_run()
+        now = int(time.time() * 1000)
+        entries = [Metric(k, float(v), now, step or 0) for k, v in metrics.items()]
+        for chunk in _chunks(entries, _BATCH_METRICS):
+            self.client.log_batch(run_id, metrics=chunk, synchronous=True)
+
+    def log_curves(self, curves: Mapping[str, Sequence[float]]) -> None:
+        run_id = self._require_run()
+        now = int(time.time() * 1000)
+        entries = [
+            Metric(key, float(value), now, step)
+            for key, values in curves.items()
+            for step, value in enumerate(values, start=1)
+        ]
+        for chunk in _chunks(entries, _BATCH_METRICS):
+            self.client.log_batch(run_id, metrics=chunk, synchronous=True)
+
+    def set_tags(self, tags: Mapping[str, str]) -> None:
+        run_id = self._require_run()
+        entries = [RunTag(k, str(v)) for k, v in tags.items()]
+        for chunk in _chunks(entries, _BATCH_PARAMS):
+            self.client.log_batch(run_id, tags=chunk, synchronous=True)
+
+    def log_figure(self, figure: Any, artifact_file: str) -> None:
+        self.client.log_figure(self._require_run(), figure, artifact_file)
+
+    def log_dict(self, data: Any, artifact_file: str) -> None:
+        self.client.log_dict(self._require_run(), data, artifact_file)
+
+    def log_text(self, text: str, artifact_file: str) -> None:
+        self.client.log_text(self._require_run(), text, artifact_file)
+
+    def log_file(self, local_path: Path, artifact_dir: str | None = None) -> None:
+        self.client.log_artifact(self._require_run(), str(local_path), artifact_dir)
+
+    def log_model(self, booster: Any, feature_names: Sequence[str]) -> None:
+        """The booster as an MLflow LightGBM model (pyfunc-loadable) named ``model``."""
+        import lightgbm
+
+        run_id = self._require_run()
+        mlflow.set_tracking_uri(self.uri)
+        with mlflow.start_run(run_id=run_id, experiment_id=self.experiment_id):
+            mlflow.lightgbm.log_model(
+                booster,
+                name="model",
+                pip_requirements=[f"lightgbm=={lightgbm.__version__}"],
+            )
+
+    def end_run(self, status: RunStatus, *, error: str | None = None) -> None:
+        if self.run_id is None:
+            return
+        if error:
+            self.client.set_tag(self.run_id, "ltr.error", error[:_PARAM_VALUE_MAX])
+        self.client.set_terminated(self.run_id, status=status.value)
+
+    def run_url(self) -> str | None:
+        if self.run_id is None:
+            return None
+        if self.uri.startswith("http"):
+            return f"{self.uri.rstrip('/')}/#/experiments/{self.experiment_id}/runs/{self.run_id}"
+        return None

@@ -1,0 +1,235 @@
+"""Fit a LightGBM ranker with early stopping on one validation metric and a progress display.
+
+LightGBM sorts ``eval_at``, so its ``first_metric_only`` early stopping would watch NDCG@5;
+:class:`EarlyStopOnMetric` watches exactly the configured metric (``ndcg@10``) on ``valid``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import lightgbm as lgb
+import numpy as np
+from numpy.typing import NDArray
+
+from ltr.config.schema import FitConfig, ModelConfig
+from ltr.data.splits import Splits
+from ltr.errors import LtrUserError
+
+log = logging.getLogger(__name__)
+
+# ModelConfig fields that are not LightGBM parameters.
+_NON_LGBM_FIELDS = frozenset({"name", "estimator", "params"})
+
+
+@dataclass(frozen=True, slots=True)
+class TrainResult:
+    """A fitted model and what its training recorded.
+
+    ``evals_result`` maps split name -> LightGBM metric name (``ndcg@10``) -> one value per round
+    (LightGBM's own conventions). ``best_iteration`` is 1-based, as LightGBM's ``best_iteration_``.
+    """
+
+    model: lgb.LGBMRanker
+    params: dict[str, Any]
+    evals_result: dict[str, dict[str, list[float]]]
+    best_iteration: int
+    n_rounds: int
+    seconds: float
+
+    @property
+    def booster(self) -> lgb.Booster:
+        return self.model.booster_
+
+    def predict(self, features: NDArray[np.float32]) -> NDArray[np.float64]:
+        """Scores of the best iteration, shape (n_rows,)."""
+        return np.asarray(
+            self.booster.predict(features, num_iteration=self.best_iteration), dtype=np.float64
+        )
+
+
+class EarlyStopOnMetric:
+    """Stop when ``metric`` on ``data_name`` has not improved for ``rounds`` rounds.
+
+    At the last round it also stops, so LightGBM records the best iteration either way.
+    ``rounds=None`` only records the best iteration.
+    """
+
+    order = 30  # after LightGBM's own logging callbacks
+
+    def __init__(self, data_name: str, metric: str, rounds: int | None) -> None:
+        self.data_name = data_name
+        self.metric = metric
+        self.rounds = rounds
+        self.best_iteration = -1
+        self.best_value = -np.inf
+        self.best_results: list[Any] = []
+        self.last_iteration = -1
+
+    def __call__(self, env: lgb.callback.CallbackEnv) -> None:
+        self.last_iteration = env.iteration
+        value = _find_metric(env.evaluation_result_list, self.data_name, self.metric)
+        if value > self.best_value:
+            self.best_value = value
+            self.best_iteration = env.iteration
+            self.best_results = list(env.evaluation_result_list or [])
+        stalled = self.rounds is not None and env.iteration - self.best_iteration >= self.rounds
+        if stalled or env.iteration == env.end_iteration - 1:
+            raise lgb.callback.EarlyStopException(self.best_iteration, self.best_results)
+
+
+class ProgressDisplay:
+    """One progress line per boosting round with the watched validation metric.
+
+    On a terminal a rich progress bar; otherwise a log line every ``log_every`` rounds.
+    """
+
+    order = 20
+
+    def __init__(self, total: int, data_name: str, metric: str, *, log_every: int = 50) -> None:
+        self.total = total
+        self.data_name = data_name
+        self.metric = metric
+        self.log_every = log_every
+        self._progress: Any = None
+        self._task: Any = None
+        self._best = -np.inf
+        if sys.stderr.isatty():
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
+            self._progress = Progress(
+                TextColumn("boosting"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[status]}"),
+                TimeElapsedColumn(),
+                transient=False,
+            )
+            self._task = self._progress.add_task("boosting", total=total, status="")
+            self._progress.start()
+
+    def __call__(self, env: lgb.callback.CallbackEnv) -> None:
+        value = _find_metric(env.evaluation_result_list, self.data_name, self.metric)
+        self._best = max(self._best, value)
+        status = f"{self.data_name} {self.metric} {value:.5f} (best {self._best:.5f})"
+        if self._progress is not None:
+            self._progress.update(self._task, completed=env.iteration + 1, status=status)
+        elif (env.iteration + 1) % self.log_every == 0 or env.iteration == 0:
+            log.info("round %d/%d: %s", env.iteration + 1, self.total, status)
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+
+def _find_metric(results: list[Any] | None, data_name: str, metric: str) -> float:
+    for entry in results or []:
+        if entry[0] == data_name and entry[1] == metric:
+            return float(entry[2])
+    available = ", ".join(f"{e[0]}:{e[1]}" for e in results or [])
+    raise LtrUserError(
+        f"fit.early_stopping_metric={metric!r} is not computed on {data_name!r}; available: {available}"
+    )
+
+
+def lightgbm_params(model: ModelConfig, *, seed: int, num_threads: int) -> dict[str, Any]:
+    """LightGBM parameters from the model config: explicit fields, then ``model.params``.
+
+    Always deterministic for a seed: ``deterministic=True``, ``force_col_wise=True``, and
+    ``seed`` for every random source LightGBM has.
+    """
+    params: dict[str, Any] = {
+        "objective": model.objective,
+        "learning_rate": model.learning_rate,
+        "num_leaves": model.num_leaves,
+        "max_depth": model.max_depth,
+        "min_child_samples": model.min_child_samples,
+        "min_child_weight": model.min_child_weight,
+        "subsample": model.subsample,
+        "subsample_freq": model.subsample_freq,
+        "colsample_bytree": model.colsample_bytree,
+        "reg_alpha": model.reg_alpha,
+        "reg_lambda": model.reg_lambda,
+        "max_bin": model.max_bin,
+    }
+    if model.lambdarank_truncation_level is not None:
+        params["lambdarank_truncation_level"] = model.lambdarank_truncation_level
+    if model.lambdarank_norm is not None:
+        params["lambdarank_norm"] = model.lambdarank_norm
+    if model.label_gain is not None:
+        params["label_gain"] = list(model.label_gain)
+    params.update(dict(model.params))
+    params.update(
+        {
+            "random_state": seed,
+            "deterministic": True,
+            "force_col_wise": True,
+            "n_jobs": num_threads if num_threads > 0 else None,
+            "verbosity": -1,
+        }
+    )
+    return params
+
+
+def fit_ranker(
+    splits: Splits, model: ModelConfig, fit: FitConfig, *, eval_at: list[int], seed: int
+) -> TrainResult:
+    """Train on ``splits.train``; LightGBM evaluates ``valid`` and ``test`` every round.
+
+    Early stopping watches ``fit.early_stopping_metric`` on ``valid`` only; ``test`` is recorded
+    for the curves and for LightGBM's own value beside ours, never for a decision.
+    """
+    if model.estimator != "ranker":
+        raise LtrUserError(f"model.estimator={model.estimator!r} is not supported; use 'ranker'")
+    params = lightgbm_params(model, seed=seed, num_threads=fit.num_threads)
+    ranker = lgb.LGBMRanker(n_estimators=fit.num_boost_round, **params)
+    stopper = EarlyStopOnMetric("valid", fit.early_stopping_metric, fit.early_stopping_rounds)
+    callbacks: list[Any] = [stopper]
+    progress = None
+    if fit.show_progress:
+        progress = ProgressDisplay(fit.num_boost_round, "valid", fit.early_stopping_metric)
+        callbacks.append(progress)
+    train, valid, test = splits.train, splits.valid, splits.test
+    log.info(
+        "training %s on %d queries / %d rows, %d features",
+        model.objective, train.n_queries, train.n_rows, train.n_features,
+    )
+    start = time.perf_counter()
+    try:
+        ranker.fit(
+            train.features,
+            train.labels,
+            group=train.group_sizes,
+            eval_X=(valid.features, test.features),
+            # LightGBM 4.7 annotates eval_y as a 1-tuple; any number of sets is accepted at run time.
+            eval_y=(valid.labels, test.labels),  # type: ignore[arg-type]
+            eval_group=[valid.group_sizes, test.group_sizes],
+            eval_names=["valid", "test"],
+            eval_at=sorted(set(eval_at)),
+            feature_name=list(train.feature_names) if train.feature_names else "auto",
+            callbacks=callbacks,
+        )
+    except lgb.basic.LightGBMError as exc:
+        raise LtrUserError(f"LightGBM rejected the training setup: {exc}") from exc
+    finally:
+        if progress is not None:
+            progress.close()
+    seconds = time.perf_counter() - start
+    evals = {name: {m: list(v) for m, v in metrics.items()} for name, metrics in ranker.evals_result_.items()}
+    n_rounds = stopper.last_iteration + 1
+    best = int(ranker.best_iteration_)
+    log.info(
+        "stopped after %d rounds; best round %d with valid %s = %.6f (LightGBM's conventions)",
+        n_rounds, best, fit.early_stopping_metric, stopper.best_value,
+    )
+    return TrainResult(ranker, params, evals, best, n_rounds, seconds)

@@ -1,0 +1,109 @@
+"""The sparse-text parser: LETOR / SVMlight / LightGBM lines into dense float32."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ltr.data import read_text
+from ltr.data.read_text import parse_svmlight
+from ltr.data.readers import read_ranking_file
+from tests.data.conftest import WriteFile
+
+
+def test_sparse_to_dense_with_comments_blank_lines_and_crlf(write: WriteFile) -> None:
+    text = (
+        "# a header comment\n"
+        "2 qid:7 1:0.5 3:1 #docid = GX-1 inc = 1\n"
+        "\n"
+        "0\tqid:7\t2:1.5e1\r\n"
+        "   \n"
+        "1 qid:9 4:-2 # trailing\n"
+        "3 qid:9 1:nan 2:+.25 3:INF"  # no final newline
+    )
+    table = parse_svmlight(write(text))
+    assert table.features.dtype == np.float32
+    assert table.features.shape == (4, 4)
+    np.testing.assert_array_equal(
+        table.features,
+        np.array(
+            [[0.5, 0, 1, 0], [0, 15, 0, 0], [0, 0, 0, -2], [np.nan, 0.25, np.inf, 0]], np.float32
+        ),
+    )
+    assert table.labels.tolist() == [2, 0, 1, 3]
+    assert table.row_qids.tolist() == [7, 7, 9, 9]
+    assert table.row_lines.tolist() == [2, 4, 6, 7]
+
+
+def test_width_is_the_largest_index_and_missing_is_zero(write: WriteFile) -> None:
+    table = parse_svmlight(write("0 qid:1 2:1\n1 qid:1 130:2\n"))
+    assert table.features.shape == (2, 130)
+    assert table.features[1, 129] == 2
+    assert table.features[0].sum() == 1
+
+
+def test_fixed_width(write: WriteFile) -> None:
+    table = parse_svmlight(write("0 qid:1 2:1\n"), n_features=5)
+    assert table.features.shape == (1, 5)
+
+
+def test_gzip_is_read_by_magic_bytes(write: WriteFile) -> None:
+    plain = parse_svmlight(write("1 qid:3 1:0.1 2:0.2\n", "a.txt"))
+    gz = parse_svmlight(write("1 qid:3 1:0.1 2:0.2\n", "a.txt.gz"))
+    np.testing.assert_array_equal(plain.features, gz.features)
+
+
+def test_small_chunks_and_row_growth_give_the_same_result(write: WriteFile, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(0)
+    lines = []
+    for i in range(3000):
+        idx = np.sort(rng.choice(np.arange(1, 400), size=rng.integers(1, 30), replace=False))
+        feats = " ".join(f"{j}:{rng.normal():.6g}" for j in idx)
+        lines.append(f"{rng.integers(0, 5)} qid:{i // 7} {feats} # row {i}")
+    path = write("\n".join(lines) + "\n")
+    whole = parse_svmlight(path)
+    monkeypatch.setattr(read_text, "CHUNK_BYTES", 4096)
+    chunked = parse_svmlight(path)
+    np.testing.assert_array_equal(whole.features, chunked.features)
+    np.testing.assert_array_equal(whole.labels, chunked.labels)
+    np.testing.assert_array_equal(whole.row_lines, chunked.row_lines)
+    assert whole.row_lines[-1] == 3000
+
+
+def test_matches_sklearn_on_a_random_file(write: WriteFile) -> None:
+    from sklearn.datasets import load_svmlight_file
+
+    rng = np.random.default_rng(1)
+    lines = [
+        f"{rng.integers(0, 3)} qid:{i // 5} "
+        + " ".join(f"{j}:{rng.random() * 10.0 ** rng.integers(-8, 8):.9g}" for j in range(1, 21))
+        for i in range(500)
+    ]
+    path = write("\n".join(lines) + "\n")
+    x, y, q = load_svmlight_file(str(path), query_id=True)
+    data = read_ranking_file(path)
+    np.testing.assert_array_equal(data.features, x.toarray().astype(np.float32))
+    np.testing.assert_array_equal(data.labels, y.astype(np.int32))
+    np.testing.assert_array_equal(data.row_qids(), q)
+
+
+finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(finite, min_size=1, max_size=20), fmt=st.sampled_from(["{!r}", "{:.6f}", "{:.17g}", "{:e}"]))
+def test_numbers_round_like_python_float_then_float32(values: list[float], fmt: str) -> None:
+    line = "0 qid:1 " + " ".join(f"{j + 1}:{fmt.format(v)}" for j, v in enumerate(values))
+    buf = np.frombuffer(line.encode(), dtype=np.uint8)
+    n = len(values)
+    features = np.zeros((1, n), np.float32)
+    status = read_text._parse_chunk(
+        buf, 0, 0, 0, features, np.zeros(1), np.zeros(1, np.int64), np.zeros(1, np.int64),
+        np.full(n, -1, np.int64), 1, 0, read_text._POW10,
+    )[0]
+    assert status == 0
+    with np.errstate(over="ignore"):
+        expected = np.array([np.float32(float(fmt.format(v))) for v in values], np.float32)
+    np.testing.assert_array_equal(features[0], expected)

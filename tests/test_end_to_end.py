@@ -1,0 +1,134 @@
+"""The default experiment end to end: real configs, real LightGBM, a real sqlite MLflow store."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import lightgbm as lgb
+import numpy as np
+import pytest
+from mlflow.tracking import MlflowClient
+from omegaconf import DictConfig
+
+from ltr import pipeline
+from ltr.data.load import load_splits
+from tests.reference import ndcg_at_k
+
+STRATA = {"len_1-10": (1, 10), "len_11-50": (11, 50), "len_51_plus": (51, 10**9)}
+
+
+def _only_run(uri: str) -> tuple[MlflowClient, object]:
+    client = MlflowClient(uri)
+    experiment = client.get_experiment_by_name("ltr")
+    assert experiment is not None
+    runs = client.search_runs([experiment.experiment_id])
+    assert len(runs) == 1
+    return client, runs[0]
+
+
+def test_logged_metrics_equal_an_independent_recomputation(
+    small_cfg: Callable[..., DictConfig], tracking_uri: str, tmp_path: Path
+) -> None:
+    cfg = small_cfg()
+    outcome = pipeline.run(cfg, overrides=["data.n_queries=300"])
+    client, run = _only_run(tracking_uri)
+    assert run.info.status == "FINISHED"
+    assert run.info.run_id == outcome.run_id
+    metrics = run.data.metrics
+
+    # Re-create the data and score it with the model the run logged, then recompute NDCG with
+    # the plain reference implementation, query by query.
+    splits = load_splits(cfg.data, cfg.split, seed=cfg.seed)
+    model_file = client.download_artifacts(run.info.run_id, "model_text/model.txt", str(tmp_path))
+    booster = lgb.Booster(model_file=model_file)
+    for split in ("valid", "test"):
+        data = getattr(splits, split)
+        scores = booster.predict(data.features)
+        lengths = data.group_sizes
+        for k in (5, 10):
+            per_query = np.array(
+                [
+                    ndcg_at_k(data.labels[a:b].tolist(), scores[a:b].tolist(), k)
+                    for a, b in zip(data.offsets[:-1], data.offsets[1:], strict=True)
+                ]
+            )
+            assert metrics[f"{split}/ndcg_at_{k}"] == pytest.approx(per_query.mean(), abs=1e-12)
+            for key, (low, high) in STRATA.items():
+                in_stratum = (lengths >= low) & (lengths <= high)
+                assert metrics[f"{split}/n_queries/{key}"] == in_stratum.sum()
+                assert metrics[f"{split}/ndcg_at_{k}/{key}"] == pytest.approx(
+                    per_query[in_stratum].mean(), abs=1e-12
+                )
+        assert metrics[f"{split}/n_queries"] == data.n_queries
+
+    artifacts = {a.path for a in client.list_artifacts(run.info.run_id, "idcg/test")}
+    assert {"idcg/test/hist_at_10.png", "idcg/test/hist_at_10.json"} <= artifacts
+    assert {a.path for a in client.list_artifacts(run.info.run_id, "config")} == {"config/config.yaml"}
+    assert run.data.params["model.num_leaves"] == "7"
+    assert run.data.tags["ltr.eval.ties"] == "average"
+    assert run.data.tags["ltr.objective"] == "lambdarank"
+    # iteration curve: one point per boosting round up to where training stopped
+    history = client.get_metric_history(run.info.run_id, "iter/valid/ndcg_at_10")
+    assert [m.step for m in history] == list(range(1, len(history) + 1))
+    assert len(history) >= outcome.best_iteration
+
+
+def test_same_config_twice_gives_bit_identical_metrics(small_cfg: Callable[..., DictConfig]) -> None:
+    first = pipeline.run(small_cfg("tracking=none"))
+    second = pipeline.run(small_cfg("tracking=none"))
+    assert first.metrics == second.metrics  # exact float equality, every key
+    assert first.run_id is None
+
+
+def test_failure_after_run_start_marks_run_failed(small_cfg: Callable[..., DictConfig], tracking_uri: str) -> None:
+    from ltr.errors import LtrUserError
+
+    cfg = small_cfg("fit.early_stopping_metric=ndcg@7")  # not computed: fails inside training
+    with pytest.raises(LtrUserError, match="ndcg@7"):
+        pipeline.run(cfg)
+    _, run = _only_run(tracking_uri)
+    assert run.info.status == "FAILED"
+    assert "ndcg@7" in run.data.tags["ltr.error"]
+
+
+@pytest.mark.slow
+def test_cli_typo_fails_clearly_and_logs_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "mlflow.db"
+    proc = subprocess.run(
+        [sys.executable, "-m", "ltr", "train", "model.num_leafs=7", f"tracking.uri=sqlite:///{db}"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+    )
+    assert proc.returncode != 0
+    assert "num_leafs" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not db.exists(), "no MLflow store (so no run) may be created"
+
+
+@pytest.mark.slow
+def test_cli_debug_run_prints_table_and_run_id(tmp_path: Path) -> None:
+    db = tmp_path / "mlflow.db"
+    proc = subprocess.run(
+        [sys.executable, "-m", "ltr", "train", "debug=default", f"tracking.uri=sqlite:///{db}"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "nDCG@10" in proc.stdout
+    assert "51+" in proc.stdout
+    _, run = _only_run(f"sqlite:///{db}")
+    assert run.info.run_id in proc.stdout
+    assert run.info.status == "FINISHED"
+
+
+def test_eval_lightgbm_preset_reproduces_lightgbm_own_metric(small_cfg: Callable[..., DictConfig]) -> None:
+    """With LightGBM's conventions our value equals the one LightGBM recorded at the best round."""
+    outcome = pipeline.run(small_cfg("eval=lightgbm", "tracking=none"))
+    for split in ("valid", "test"):
+        for k in (5, 10):
+            ours = outcome.metrics[f"{split}/ndcg_at_{k}"]
+            theirs = outcome.metrics[f"{split}/lightgbm/ndcg_at_{k}"]
+            assert ours == pytest.approx(theirs, abs=1e-9)
+    default = pipeline.run(small_cfg("tracking=none"))
+    assert default.metrics["test/ndcg_at_10"] < outcome.metrics["test/ndcg_at_10"]
