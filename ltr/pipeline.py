@@ -17,13 +17,22 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 from omegaconf import DictConfig, OmegaConf
 
+from ltr.data.fingerprint import fingerprint
 from ltr.data.load import load_splits
 from ltr.data.ranking_data import RankingData
 from ltr.data.splits import Splits
-from ltr.metrics import MetricConventions, Strata, idcg_report, per_query_table, summarize
-from ltr.tracking import NullTracker, RunStatus, Tracker, make_tracker
+from ltr.metrics import (
+    IdcgReport,
+    MetricConventions,
+    Strata,
+    idcg_report,
+    per_query_table,
+    summarize,
+)
+from ltr.tracking import RunStatus, Tracker, make_tracker
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +52,17 @@ class RunOutcome:
     best_iteration: int
     objective_value: float
     timings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Evaluation:
+    """Everything computed from one trained model, before anything is logged."""
+
+    summaries: dict[str, dict[str, float]]
+    tables: dict[str, pd.DataFrame]
+    reports: dict[tuple[str, int], IdcgReport]
+    metrics: dict[str, float]
+    gap_notes: list[str]
 
 
 def conventions_from(eval_cfg: Any) -> MetricConventions:
@@ -74,16 +94,6 @@ def run_name_from(overrides: Sequence[str], model_name: str) -> str:
     return model_name if not shown else f"{model_name} " + " ".join(shown)
 
 
-def evaluate_split(
-    data: RankingData, scores: np.ndarray, *, ks: Sequence[int], conventions: MetricConventions, strata: Strata
-) -> tuple[pd.DataFrame, dict[str, float]]:
-    """Per-query table and its summary for one split."""
-    table = per_query_table(
-        data.labels, scores, data.offsets, data.qids, ks=ks, conventions=conventions, strata=strata
-    )
-    return table, summarize(table, strata=strata)
-
-
 def run(
     cfg: DictConfig,
     *,
@@ -96,7 +106,6 @@ def run(
 
     Returns the summaries and the value a sweeper maximises (valid NDCG@10 by our conventions).
     """
-    timings: dict[str, float] = {}
     t0 = time.perf_counter()
     seed = int(cfg.seed)
     ks = [int(k) for k in cfg.eval.k]
@@ -104,19 +113,20 @@ def run(
     conventions = conventions_from(cfg.eval)
 
     splits = load_splits(cfg.data, cfg.split, seed=seed)
-    timings["load"] = time.perf_counter() - t0
+    timings = {"load": time.perf_counter() - t0}
     for name, part in splits.items():
         log.info("%s: %d queries, %d rows, %d features", name, part.n_queries, part.n_rows, part.n_features)
+    data_fingerprint = fingerprint(splits)
 
     if tracker is None:
         tracker = make_tracker(cfg.tracking.enabled, cfg.tracking.uri, cfg.tracking.experiment)
-    container = OmegaConf.to_container(cfg, resolve=True)
-    assert isinstance(container, dict)
     run_name = cfg.tracking.run_name or run_name_from(overrides, str(cfg.model.name))
-    tags = _tags(cfg, splits, overrides, conventions, strata) | (extra_tags or {})
+    tags = _tags(cfg, str(data_fingerprint["sha256"]), overrides, conventions, strata) | (extra_tags or {})
     run_id = tracker.start_run(run_name, tags, parent_run_id=parent_run_id) or None
     try:
-        outcome = _train_evaluate_log(cfg, container, splits, tracker, ks=ks, strata=strata, conventions=conventions)
+        outcome = _fit_evaluate_log(
+            cfg, overrides, splits, data_fingerprint, tracker, ks=ks, strata=strata, conventions=conventions
+        )
     except (KeyboardInterrupt, Terminated) as exc:
         tracker.end_run(RunStatus.KILLED, error=f"{type(exc).__name__}: interrupted")
         raise
@@ -131,7 +141,7 @@ def run(
 
 
 def _tags(
-    cfg: DictConfig, splits: Splits, overrides: Sequence[str], conventions: MetricConventions, strata: Strata
+    cfg: DictConfig, data_sha: str, overrides: Sequence[str], conventions: MetricConventions, strata: Strata
 ) -> dict[str, str]:
     from ltr.gitinfo import git_state
 
@@ -141,64 +151,49 @@ def _tags(
         "ltr.objective": str(cfg.model.objective),
         "ltr.model": str(cfg.model.name),
         "ltr.data.name": str(cfg.data.name),
-        "ltr.data.fingerprint": _fingerprint(splits),
+        "ltr.data.fingerprint": data_sha,
         "ltr.git.commit": commit,
         "ltr.git.dirty": str(dirty).lower(),
         "ltr.overrides": " ".join(overrides),
         "ltr.eval.gain": label_gain or conventions.gain,
         "ltr.eval.ties": conventions.ties,
         "ltr.eval.zero_idcg": conventions.zero_idcg,
+        "ltr.eval.rel_threshold": str(conventions.rel_threshold),
         "ltr.eval.strata": ",".join(strata.labels),
         "ltr.eval.k": ",".join(str(k) for k in cfg.eval.k),
         "ltr.seed": str(cfg.seed),
     }
 
 
-def _fingerprint(splits: Splits) -> str:
-    import hashlib
-
-    digest = hashlib.sha256()
-    for _, part in splits.items():
-        for array in (part.features, part.labels, part.qids, part.offsets):
-            digest.update(np.ascontiguousarray(array).tobytes())
-    return digest.hexdigest()[:16]
-
-
-def _train_evaluate_log(
+def evaluate_model(
     cfg: DictConfig,
-    container: dict[Any, Any],
     splits: Splits,
-    tracker: Tracker,
+    scores_by_split: dict[str, NDArray[np.float64]],
+    lightgbm_values: dict[str, dict[str, float]],
     *,
     ks: list[int],
     strata: Strata,
     conventions: MetricConventions,
-) -> RunOutcome:
-    from ltr.training import fit_ranker
+) -> Evaluation:
+    """Per-query tables, summaries, IDCG reports and flat metric keys for every evaluated split.
 
-    timings: dict[str, float] = {}
-    tracker.log_params(flatten(container))
-    tracker.log_text(OmegaConf.to_yaml(cfg), "config/config.yaml")
+    ``lightgbm_values[split]["ndcg@10"]`` is LightGBM's own value at the best round; it is logged
+    beside ours as ``{split}/lightgbm/ndcg_at_10`` and the difference is decomposed.
+    """
+    from ltr.gap import lightgbm_gap
 
-    t = time.perf_counter()
-    result = fit_ranker(splits, cfg.model, cfg.fit, eval_at=ks, seed=int(cfg.seed))
-    timings["train"] = time.perf_counter() - t
-
-    t = time.perf_counter()
-    metrics: dict[str, float] = {"best_iteration": float(result.best_iteration), "n_rounds": float(result.n_rounds)}
-    curves = {
-        f"iter/{split}/{name.replace('@', '_at_')}": values
-        for split, by_metric in result.evals_result.items()
-        for name, values in by_metric.items()
-    }
     summaries: dict[str, dict[str, float]] = {}
     tables: dict[str, pd.DataFrame] = {}
-    reports = {}
+    reports: dict[tuple[str, int], IdcgReport] = {}
+    metrics: dict[str, float] = {}
+    notes: list[str] = []
     for split in cfg.eval.splits:
         data: RankingData = getattr(splits, split)
-        table, summary = evaluate_split(
-            data, result.predict(data.features), ks=ks, conventions=conventions, strata=strata
+        scores = scores_by_split[split]
+        table = per_query_table(
+            data.labels, scores, data.offsets, data.qids, ks=ks, conventions=conventions, strata=strata
         )
+        summary = summarize(table, strata=strata)
         tables[split], summaries[split] = table, summary
         metrics.update({f"{split}/{key}": value for key, value in summary.items()})
         for k in ks:
@@ -207,47 +202,134 @@ def _train_evaluate_log(
             metrics[f"{split}/idcg_at_{k}/share_zero"] = report.share_zero
             metrics[f"{split}/idcg_at_{k}/share_le_one"] = report.share_le_one
             metrics[f"{split}/share_shorter_than_{k}"] = report.share_shorter_than_k
-        if split in result.evals_result:
-            for name, values in result.evals_result[split].items():
-                metrics[f"{split}/lightgbm/{name.replace('@', '_at_')}"] = values[result.best_iteration - 1]
+        for name, value in lightgbm_values.get(split, {}).items():
+            metrics[f"{split}/lightgbm/{name.replace('@', '_at_')}"] = value
+        gap = lightgbm_gap(data, scores, max(ks), conventions)
+        metrics[f"{split}/lightgbm_gap/ndcg_at_{gap.k}/zero_idcg"] = gap.from_zero_idcg
+        metrics[f"{split}/lightgbm_gap/ndcg_at_{gap.k}/ties"] = gap.from_ties
+        notes.append(gap.explain(split))
+    return Evaluation(summaries, tables, reports, metrics, notes)
+
+
+def _fit_evaluate_log(
+    cfg: DictConfig,
+    overrides: Sequence[str],
+    splits: Splits,
+    data_fingerprint: dict[str, Any],
+    tracker: Tracker,
+    *,
+    ks: list[int],
+    strata: Strata,
+    conventions: MetricConventions,
+) -> RunOutcome:
+    from ltr.report import print_table, summary_rows, to_markdown
+    from ltr.training import fit_ranker
+
+    timings: dict[str, float] = {}
+    t = time.perf_counter()
+    container = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(container, dict)
+    tracker.log_params(flatten(container))
+    for split, part in splits.items():
+        tracker.log_dataset(
+            f"{cfg.data.name}/{split}", str(data_fingerprint[split]["sha256"]),
+            part.features, part.labels, context=split,
+        )
+    timings["log_start"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    result = fit_ranker(splits, cfg.model, cfg.fit, eval_at=ks, seed=int(cfg.seed))
+    timings["train"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    scores = {split: result.predict(getattr(splits, split).features) for split in cfg.eval.splits}
+    lightgbm_values = {
+        split: {name: values[result.best_iteration - 1] for name, values in by_metric.items()}
+        for split, by_metric in result.evals_result.items()
+    }
+    evaluation = evaluate_model(
+        cfg, splits, scores, lightgbm_values, ks=ks, strata=strata, conventions=conventions
+    )
+    metrics = evaluation.metrics | {
+        "best_iteration": float(result.best_iteration),
+        "n_rounds": float(result.n_rounds),
+        "train_seconds": result.seconds,
+    }
     timings["evaluate"] = time.perf_counter() - t
 
-    objective_value = summaries["valid"]["ndcg_at_10"] if "valid" in summaries and "ndcg_at_10" in summaries["valid"] else float("nan")
-    outcome = RunOutcome(summaries, tables, metrics, None, result.best_iteration, objective_value, timings)
+    header, rows = summary_rows(evaluation.summaries, ks=ks, strata=strata)
+    title = (
+        f"{cfg.model.name} on {cfg.data.name}: our nDCG "
+        f"({conventions.gain} gain, ties={conventions.ties}, zero_idcg={conventions.zero_idcg})"
+    )
+    summary_md = (
+        f"# {title}\n\n" + to_markdown(header, rows)
+        + f"\nBest round {result.best_iteration} of {result.n_rounds}.\n\n## Beside LightGBM's own metric\n\n"
+        + "\n\n".join(evaluation.gap_notes) + "\n"
+    )
 
-    from ltr.report import print_table, summary_rows, to_markdown
+    t = time.perf_counter()
+    curves = {
+        f"iter/{split}/{name.replace('@', '_at_')}": values
+        for split, by_metric in result.evals_result.items()
+        for name, values in by_metric.items()
+    }
+    tracker.log_metrics(metrics)
+    tracker.log_curves(curves)
+    _log_artifacts(tracker, cfg, overrides, evaluation, result, data_fingerprint, summary_md, ks=ks, strata=strata)
+    timings["log"] = time.perf_counter() - t
 
-    header, rows = summary_rows(summaries, ks=ks, strata=strata)
-    if not isinstance(tracker, NullTracker):
-        t = time.perf_counter()
-        tracker.log_metrics(metrics)
-        tracker.log_curves(curves)
-        _log_artifacts(tracker, tables, reports, result, to_markdown(header, rows))
-        timings["log"] = time.perf_counter() - t
-    title = f"{cfg.model.name} on {cfg.data.name}: our NDCG ({conventions.gain} gain, ties={conventions.ties}, zero_idcg={conventions.zero_idcg})"
     print_table(header, rows, title=title)
-    return outcome
+    for note in evaluation.gap_notes:
+        log.info(note)
+    valid = evaluation.summaries.get("valid", {})
+    objective_value = valid.get("ndcg_at_10", float("nan"))
+    return RunOutcome(
+        evaluation.summaries, evaluation.tables, metrics, None, result.best_iteration, objective_value, timings
+    )
 
 
 def _log_artifacts(
     tracker: Tracker,
-    tables: dict[str, pd.DataFrame],
-    reports: dict[tuple[str, int], Any],
+    cfg: DictConfig,
+    overrides: Sequence[str],
+    evaluation: Evaluation,
     result: Any,
+    data_fingerprint: dict[str, Any],
     summary_md: str,
+    *,
+    ks: list[int],
+    strata: Strata,
 ) -> None:
+    if not tracker.enabled:
+        return
+    from ltr.charts import plot_feature_importance, plot_ndcg_by_stratum
     from ltr.metrics.plots import plot_idcg_histogram
 
-    for (split, k), report in reports.items():
-        figure = plot_idcg_histogram(report, title=f"{split}: IDCG@{k} per query")
-        tracker.log_figure(figure, f"idcg/{split}/hist_at_{k}.png")
+    tracker.log_text(OmegaConf.to_yaml(cfg), "config/config.yaml")
+    tracker.log_text("".join(f"- {o}\n" for o in overrides) or "[]\n", "config/overrides.yaml")
+    tracker.log_dict(data_fingerprint, "data/fingerprint.json")
+    for (split, k), report in evaluation.reports.items():
+        tracker.log_figure(plot_idcg_histogram(report, title=f"{split}: IDCG@{k} per query"), f"idcg/{split}/hist_at_{k}.png")
         tracker.log_dict(report.to_dict(), f"idcg/{split}/hist_at_{k}.json")
+    tracker.log_figure(
+        plot_ndcg_by_stratum(evaluation.summaries, ks=ks, strata=strata, title="nDCG by list length"),
+        "report/ndcg_by_stratum.png",
+    )
+    importance = np.asarray(result.booster.feature_importance(importance_type="gain"), dtype=np.float64)
+    names = list(result.booster.feature_name())
+    tracker.log_figure(
+        plot_feature_importance(importance, names, title="feature importance (gain)"), "feature_importance.png"
+    )
+    tracker.log_dict(dict(zip(names, importance.tolist(), strict=True)), "feature_importance.json")
     tracker.log_text(summary_md, "report/summary.md")
     with tempfile.TemporaryDirectory() as tmp:
-        for split, table in tables.items():
+        for split, table in evaluation.tables.items():
             path = Path(tmp) / f"{split}.parquet"
             table.to_parquet(path, index=False)
             tracker.log_file(path, "per_query")
         model_path = Path(tmp) / "model.txt"
         result.booster.save_model(str(model_path), num_iteration=result.best_iteration)
         tracker.log_file(model_path, "model_text")
+    if cfg.tracking.log_model:
+        tracker.log_model(result.booster, names)

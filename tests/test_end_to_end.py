@@ -66,7 +66,7 @@ def test_logged_metrics_equal_an_independent_recomputation(
 
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id, "idcg/test")}
     assert {"idcg/test/hist_at_10.png", "idcg/test/hist_at_10.json"} <= artifacts
-    assert {a.path for a in client.list_artifacts(run.info.run_id, "config")} == {"config/config.yaml"}
+    assert {a.path for a in client.list_artifacts(run.info.run_id, "config")} == {"config/config.yaml", "config/overrides.yaml"}
     assert run.data.params["model.num_leaves"] == "7"
     assert run.data.tags["ltr.eval.ties"] == "average"
     assert run.data.tags["ltr.objective"] == "lambdarank"
@@ -79,7 +79,11 @@ def test_logged_metrics_equal_an_independent_recomputation(
 def test_same_config_twice_gives_bit_identical_metrics(small_cfg: Callable[..., DictConfig]) -> None:
     first = pipeline.run(small_cfg("tracking=none"))
     second = pipeline.run(small_cfg("tracking=none"))
-    assert first.metrics == second.metrics  # exact float equality, every key
+    def results(metrics: dict[str, float]) -> dict[str, float]:  # every metric but wall-clock times
+        return {k: v for k, v in metrics.items() if not k.endswith("_seconds")}
+
+    assert results(first.metrics) == results(second.metrics)  # exact float equality, every key
+    assert len(results(first.metrics)) > 100
     assert first.run_id is None
 
 

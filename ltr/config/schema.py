@@ -72,6 +72,7 @@ class TrackingConfig:
     uri: str | None = None
     experiment: str = "ltr"
     run_name: str | None = None  # None: made from the overrides
+    log_model: bool = True  # also log the booster as an MLflow model (mlflow.pyfunc.load_model)
 
 
 @dataclass

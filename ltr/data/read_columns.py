@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa  # type: ignore[import-untyped]
-import pyarrow.compute as pc  # type: ignore[import-untyped]
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ltr.data.validate import RawTable
 from ltr.errors import DataError
@@ -138,13 +138,13 @@ def _read_arrow(
     columns = None if feature_columns is None else [qid_column, label_column, *feature_columns]
     try:
         if kind == "parquet":
-            import pyarrow.parquet as pq  # type: ignore[import-untyped]
+            import pyarrow.parquet as pq
 
             names = pq.read_schema(path).names
             if columns is not None:
                 columns = [c for c in columns if c in names]  # missing ones are reported by name
             return pq.read_table(path, columns=columns)
-        import pyarrow.csv as pcsv  # type: ignore[import-untyped]
+        import pyarrow.csv as pcsv
 
         if delimiter is None:
             stem = path.name.lower().removesuffix(".gz").removesuffix(".bz2").removesuffix(".zst")

@@ -13,7 +13,7 @@ Format, one data row per line::
 
 The parse is a numba kernel over the raw bytes, one chunk (32 MiB) at a time, so memory stays
 near the size of the output and a progress bar can follow the bytes. Numbers are read with
-Clinger's fast path (exact for up to 19 significant digits and exponents within +-22, which covers
+Clinger's fast path (exact for up to 18 significant digits and exponents within +-22, which covers
 every file of the field), then rounded to float32.
 
 Errors are raised as :class:`ltr.errors.DataError`, naming the file and line.
@@ -94,7 +94,7 @@ def _parse_float(buf: Any, a: int, b: int, pow10: Any) -> tuple[float, bool]:  #
     any_digit = False
     while i < b and 48 <= buf[i] <= 57:
         any_digit = True
-        if nd < 19:
+        if nd < 18:
             mant = mant * 10 + (buf[i] - 48)
             if mant > 0:
                 nd += 1
@@ -105,7 +105,7 @@ def _parse_float(buf: Any, a: int, b: int, pow10: Any) -> tuple[float, bool]:  #
         i += 1
         while i < b and 48 <= buf[i] <= 57:
             any_digit = True
-            if nd < 19:
+            if nd < 18:
                 mant = mant * 10 + (buf[i] - 48)
                 if mant > 0:
                     nd += 1
@@ -221,6 +221,60 @@ def _parse_chunk(  # pragma: no cover - compiled
                     pos += 1
                 break
             a = pos
+            c = buf[pos]
+            if 48 <= c <= 57:
+                # Fast path, one pass: <digits>:<number>
+                idx = 0
+                while pos < n and 48 <= buf[pos] <= 57 and pos - a < 18:
+                    idx = idx * 10 + (buf[pos] - 48)
+                    pos += 1
+                if pos >= n or buf[pos] != 58:
+                    return 10, line_start, this_line, row, a, 0, max_index
+                pos += 1
+                if idx == 0:
+                    return 14, line_start, this_line, row, a, 0, max_index
+                if idx > width:
+                    return 2, line_start, line_no, row, a, idx, max_index
+                col = idx - 1
+                if seen[col] == row:
+                    return 15, line_start, this_line, row, a, idx, max_index
+                seen[col] = row
+                v0 = pos
+                neg = False
+                if pos < n and (buf[pos] == 45 or buf[pos] == 43):
+                    neg = buf[pos] == 45
+                    pos += 1
+                mant = 0
+                d0 = pos
+                while pos < n and 48 <= buf[pos] <= 57:
+                    mant = mant * 10 + (buf[pos] - 48)
+                    pos += 1
+                digits = pos - d0
+                n_frac = 0
+                if pos < n and buf[pos] == 46:
+                    pos += 1
+                    f0 = pos
+                    while pos < n and 48 <= buf[pos] <= 57:
+                        mant = mant * 10 + (buf[pos] - 48)
+                        pos += 1
+                    n_frac = pos - f0
+                    digits += n_frac
+                if 0 < digits <= 18 and (pos >= n or _is_sep(buf[pos]) or buf[pos] == 10 or buf[pos] == 35):
+                    v = float(mant)
+                    if n_frac > 0:
+                        v = v / pow10[n_frac]
+                    features[row, col] = -v if neg else v
+                else:
+                    # exponent, nan / inf, or an error: the general parser decides
+                    while pos < n and not _is_sep(buf[pos]) and buf[pos] != 10 and buf[pos] != 35:
+                        pos += 1
+                    v, ok = _parse_float(buf, v0, pos, pow10)
+                    if not ok:
+                        return 16, line_start, this_line, row, v0, idx, max_index
+                    features[row, col] = v
+                if idx > max_index:
+                    max_index = idx
+                continue
             colon = -1
             while pos < n and not _is_sep(buf[pos]) and buf[pos] != 10 and buf[pos] != 35:
                 if buf[pos] == 58 and colon < 0:
@@ -240,22 +294,9 @@ def _parse_chunk(  # pragma: no cover - compiled
                 has_qid = True
                 continue
             idx, ok = _parse_int(buf, a, colon)
-            if not ok:
-                return 10, line_start, this_line, row, a, 0, max_index
-            if idx <= 0:
+            if ok and idx <= 0:
                 return 14, line_start, this_line, row, a, idx, max_index
-            if idx > width:
-                return 2, line_start, line_no, row, a, idx, max_index
-            col = idx - 1
-            if seen[col] == row:
-                return 15, line_start, this_line, row, a, idx, max_index
-            seen[col] = row
-            v, ok = _parse_float(buf, colon + 1, pos, pow10)
-            if not ok:
-                return 16, line_start, this_line, row, colon + 1, idx, max_index
-            features[row, col] = v
-            if idx > max_index:
-                max_index = idx
+            return 10, line_start, this_line, row, a, 0, max_index
         if qid_mode == 1 and not has_qid:
             return 12, line_start, this_line, row, line_start, 0, max_index
         lines[row] = this_line

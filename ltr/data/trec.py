@@ -174,13 +174,12 @@ def align_run(
         raise ValueError(f"unknown_topics={unknown_topics!r} is not one of 'drop', 'error'")
     judged_topics = np.unique(qrels.topics)
     known = np.isin(run.topics, judged_topics)
-    if not known.all():
-        if unknown_topics == "error":
-            i = int(np.flatnonzero(~known)[0])
-            raise DataError(
-                f"topic {run.topics[i]} of run {run.path} (docno {run.docnos[i]}) has no "
-                f"judgments in qrels {qrels.path}"
-            )
+    if not known.all() and unknown_topics == "error":
+        i = int(np.flatnonzero(~known)[0])
+        raise DataError(
+            f"topic {run.topics[i]} of run {run.path} (docno {run.docnos[i]}) has no "
+            f"judgments in qrels {qrels.path}"
+        )
     r_topics, r_docnos, r_scores = run.topics[known], run.docnos[known], run.scores[known]
     topics = judged_topics if missing_topics == "empty" else np.unique(r_topics)
 

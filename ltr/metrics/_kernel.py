@@ -5,10 +5,14 @@ reused by later processes), parallel over queries. No per-query Python, no dense
 each query works on its own slice ``offsets[q]:offsets[q + 1]`` of the flat arrays.
 
 Ordering. Row ``i`` ranks before row ``j`` when ``score[i] > score[j]``, or the scores are equal
-and ``tkey[i] > tkey[j]``, or both are equal and ``i < j``. The caller encodes the tie policy in
-``tkey`` (zeros: input order; ``-gain``: pessimistic; ``gain``: optimistic; docno ranks:
-docno descending). With ``average=True`` the order inside a block of equal scores is not used:
-measures are expected values over all orders of the block (see the package docstring).
+and the tie key of ``i`` is larger, or both are equal and ``i < j``. The tie key depends on
+``mode``: `MODE_INPUT` none (input order: ``stable``, and ``average``, which does not use the
+order inside a tied block), `MODE_PESSIMISTIC` ``-gain``, `MODE_OPTIMISTIC` ``gain``,
+`MODE_TIE_KEYS` ``tie_keys[i]`` (docno ranks: docno descending).
+
+Gains come from a lookup table ``lut`` indexed by label (negative labels: gain 0), so the kernel
+reads the caller's label array as is and allocates nothing per row: peak extra memory is the
+per-query work buffers.
 """
 
 from __future__ import annotations
@@ -24,43 +28,74 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _jit(fn: F) -> F:
-    return cast(F, numba.njit(cache=True, nogil=True, inline="always")(fn))
+    return cast(F, numba.njit(cache=True, nogil=True)(fn))
 
 
 def _jit_parallel(fn: F) -> F:
     return cast(F, numba.njit(cache=True, nogil=True, parallel=True)(fn))
 
 
+MODE_INPUT = 0
+MODE_PESSIMISTIC = 1
+MODE_OPTIMISTIC = 2
+MODE_TIE_KEYS = 3
+
+
 @_jit
-def _before(s: Any, t: Any, i: int, j: int) -> bool:
+def _gain(labels: Any, lut: Any, i: int) -> float:
+    lab = labels[i]
+    return float(lut[lab]) if lab >= 0 else 0.0
+
+
+@_jit
+def _before(s: Any, labels: Any, lut: Any, tie_keys: Any, mode: int, i: int, j: int) -> bool:
     """True when row i ranks before row j (a strict total order)."""
     if s[i] != s[j]:
         return bool(s[i] > s[j])
-    if t[i] != t[j]:
-        return bool(t[i] > t[j])
+    if mode == MODE_PESSIMISTIC:
+        gi = _gain(labels, lut, i)
+        gj = _gain(labels, lut, j)
+        if gi != gj:
+            return gi < gj
+    elif mode == MODE_OPTIMISTIC:
+        gi = _gain(labels, lut, i)
+        gj = _gain(labels, lut, j)
+        if gi != gj:
+            return gi > gj
+    elif mode == MODE_TIE_KEYS and tie_keys[i] != tie_keys[j]:
+        return bool(tie_keys[i] > tie_keys[j])
     return i < j
 
 
 @_jit
-def _sift_down(heap: Any, size: int, pos: int, s: Any, t: Any) -> None:
-    # min-heap by rank order: the root is the row that ranks last among those kept
+def _sift_down(
+    heap: Any, size: int, pos: int, s: Any, labels: Any, lut: Any, tk: Any, mode: int
+) -> None:
+    # min-heap by rank order: the root is the row that ranks last among those kept.
+    # Scores are compared inline; `_before` (a call) only settles equal scores.
     while True:
         c = 2 * pos + 1
         if c >= size:
             return
-        if c + 1 < size and _before(s, t, heap[c], heap[c + 1]):
-            c += 1
-        if _before(s, t, heap[pos], heap[c]):
-            tmp = heap[pos]
-            heap[pos] = heap[c]
-            heap[c] = tmp
+        if c + 1 < size:
+            x = heap[c]
+            y = heap[c + 1]
+            if s[x] > s[y] or (s[x] == s[y] and _before(s, labels, lut, tk, mode, x, y)):
+                c += 1
+        x = heap[pos]
+        y = heap[c]
+        if s[x] > s[y] or (s[x] == s[y] and _before(s, labels, lut, tk, mode, x, y)):
+            heap[pos] = y
+            heap[c] = x
             pos = c
         else:
             return
 
 
 @_jit
-def _top_k(s: Any, t: Any, lo: int, hi: int, k: int, heap: Any) -> int:
+def _top_k(
+    s: Any, labels: Any, lut: Any, tk: Any, mode: int, lo: int, hi: int, k: int, heap: Any
+) -> int:
     """Write the first ``min(k, hi - lo)`` rows of ``lo:hi`` in rank order into ``heap``."""
     size = 0
     for i in range(lo, hi):
@@ -70,16 +105,23 @@ def _top_k(s: Any, t: Any, lo: int, hi: int, k: int, heap: Any) -> int:
             size += 1
             while c > 0:
                 p = (c - 1) // 2
-                if _before(s, t, heap[p], heap[c]):
-                    tmp = heap[p]
-                    heap[p] = heap[c]
-                    heap[c] = tmp
+                x = heap[p]
+                y = heap[c]
+                if s[x] > s[y] or (s[x] == s[y] and _before(s, labels, lut, tk, mode, x, y)):
+                    heap[p] = y
+                    heap[c] = x
                     c = p
                 else:
                     break
-        elif _before(s, t, i, heap[0]):
-            heap[0] = i
-            _sift_down(heap, size, 0, s, t)
+        else:
+            # most rows score below the last kept one: reject them without a call
+            si = s[i]
+            sr = s[heap[0]]
+            if si < sr:
+                continue
+            if si > sr or _before(s, labels, lut, tk, mode, i, heap[0]):
+                heap[0] = i
+                _sift_down(heap, size, 0, s, labels, lut, tk, mode)
     # heap sort: pop the last-ranked row to the back until the array is in rank order
     n = size
     while n > 1:
@@ -87,7 +129,7 @@ def _top_k(s: Any, t: Any, lo: int, hi: int, k: int, heap: Any) -> int:
         tmp = heap[0]
         heap[0] = heap[n]
         heap[n] = tmp
-        _sift_down(heap, n, 0, s, t)
+        _sift_down(heap, n, 0, s, labels, lut, tk, mode)
     return size
 
 
@@ -133,20 +175,274 @@ def _block_stop_probs(
         out[out_start + j] = surv * acc[j] / m
 
 
+@_jit
+def _expected_rr(above: int, m: int, r: int) -> float:
+    """E[1 / rank of the first relevant row] for a random order of a tied block.
+
+    The block follows ``above`` rows and holds ``m`` rows, ``r >= 1`` of them relevant. The first
+    relevant row is at block position ``j`` (0-based) with ``P(j) = C(m-j-1, r-1) / C(m, r)``:
+    ``P(0) = r/m`` and ``P(j+1) / P(j) = (m-j-r) / (m-j-1)``.
+    """
+    pj = r / m
+    acc = 0.0
+    for j in range(m - r + 1):
+        acc += pj / (above + 1 + j)
+        if m - j - 1 > 0:
+            pj *= (m - j - r) / (m - j - 1)
+    return acc
+
+
+@_jit
+def _one_query(
+    q: int,
+    labels: Any,
+    scores: Any,
+    offsets: Any,
+    ideal_labels: Any,
+    ideal_offsets: Any,
+    tie_keys: Any,
+    lut: Any,
+    label_order: Any,
+    use_hist: bool,
+    rel_threshold: int,
+    stop_scale: float,
+    mode: int,
+    average: bool,
+    ks: Any,
+    discount: Any,
+    idcg: Any,
+    dcg: Any,
+    err: Any,
+    prec: Any,
+    rr: Any,
+    n_rel: Any,
+    buf: Any,
+    eg: Any,
+    er: Any,
+    es: Any,
+    ig: Any,
+    hist: Any,
+) -> None:
+    """Every measure of query ``q``; ``buf, eg, er, es, ig`` (>= min(k_max, list length)) and
+    ``hist`` (n_labels) are scratch space reused across queries."""
+    n_k = ks.shape[0]
+    k_max = ks[n_k - 1]
+    n_labels = lut.shape[0]
+    lo = offsets[q]
+    hi = offsets[q + 1]
+    n = hi - lo
+    # ---- ideal: the top k_max gains of the judged docs, into ig -----------------------------
+    ilo = ideal_offsets[q]
+    ihi = ideal_offsets[q + 1]
+    m_ideal = ihi - ilo
+    n_ideal = min(k_max, m_ideal)
+    cnt = 0
+    if use_hist:
+        # counting sort of the judged labels; gains come out in label_order (gain descending)
+        hist[:] = 0
+        for i in range(ilo, ihi):
+            lab = ideal_labels[i]
+            if lab >= 0:
+                hist[lab] += 1
+            elif lab >= rel_threshold:
+                cnt += 1
+        for lab in range(max(rel_threshold, 0), n_labels):
+            cnt += hist[lab]
+        p = 0
+        for o in range(n_labels):
+            lab = label_order[o]
+            c = hist[lab]
+            while c > 0 and p < n_ideal:
+                ig[p] = lut[lab]
+                p += 1
+                c -= 1
+            if p == n_ideal:
+                break
+        for j in range(p, n_ideal):  # negative labels: gain 0, ranked last
+            ig[j] = 0.0
+    else:
+        gains = np.empty(m_ideal)
+        for i in range(m_ideal):
+            lab = ideal_labels[ilo + i]
+            gains[i] = float(lut[lab]) if lab >= 0 else 0.0
+            if lab >= rel_threshold:
+                cnt += 1
+        ibuf = np.empty(n_ideal, dtype=np.int64)
+        _top_k(gains, ideal_labels, lut, tie_keys, MODE_INPUT, 0, m_ideal, k_max, ibuf)
+        for p in range(n_ideal):
+            ig[p] = gains[ibuf[p]]
+    n_rel[q] = cnt
+    run = 0.0
+    ki = 0
+    for p in range(k_max):
+        if p >= n_ideal:  # nothing left to add: the remaining cut-offs keep this value
+            while ki < n_k:
+                idcg[q, ki] = run
+                ki += 1
+            break
+        run += ig[p] * discount[p]
+        while ki < n_k and ks[ki] == p + 1:
+            idcg[q, ki] = run
+            ki += 1
+    if n == 0:
+        for ki in range(n_k):
+            dcg[q, ki] = 0.0
+            err[q, ki] = 0.0
+            prec[q, ki] = 0.0
+        rr[q] = 0.0
+        return
+    # ---- ranked: the top k_max rows in rank order, expected gain / relevance / stop ---------
+    n_top = _top_k(scores, labels, lut, tie_keys, mode, lo, hi, k_max, buf)
+    surv = 1.0
+    if not average:
+        for p in range(n_top):
+            i = buf[p]
+            g = _gain(labels, lut, i)
+            eg[p] = g
+            er[p] = 1.0 if labels[i] >= rel_threshold else 0.0
+            es[p] = surv * g * stop_scale
+            surv *= 1.0 - g * stop_scale
+    else:
+        a = 0
+        while a < n_top:
+            sa = scores[buf[a]]
+            b = a
+            while b < n_top and scores[buf[b]] == sa:
+                b += 1
+            # block = positions a..b-1 of the top; it may continue past the top if b == n_top
+            m = b - a
+            if b == n_top and n > n_top:
+                m = 0
+                for i in range(lo, hi):
+                    if scores[i] == sa:
+                        m += 1
+            if m == 1:  # no tie: the common case, without allocations
+                i = buf[a]
+                g = _gain(labels, lut, i)
+                eg[a] = g
+                er[a] = 1.0 if labels[i] >= rel_threshold else 0.0
+                es[a] = surv * g * stop_scale
+                surv *= 1.0 - g * stop_scale
+                a = b
+                continue
+            if m > b - a:
+                members = np.empty(m, dtype=np.int64)
+                c = 0
+                for i in range(lo, hi):
+                    if scores[i] == sa:
+                        members[c] = i
+                        c += 1
+            else:
+                members = buf[a:b].copy()
+            gsum = 0.0
+            rsum = 0.0
+            rv = np.empty(m)
+            for c in range(m):
+                g = _gain(labels, lut, members[c])
+                gsum += g
+                rsum += 1.0 if labels[members[c]] >= rel_threshold else 0.0
+                rv[c] = g * stop_scale
+            for p in range(a, b):
+                eg[p] = gsum / m
+                er[p] = rsum / m
+            _block_stop_probs(rv, m, b - a, surv, es, a)
+            for c in range(m):
+                surv *= 1.0 - rv[c]
+            a = b
+    run_g = 0.0
+    run_r = 0.0
+    run_e = 0.0
+    ki = 0
+    for p in range(k_max):
+        if p >= n_top:  # nothing left to add: the remaining cut-offs keep these values
+            while ki < n_k:
+                dcg[q, ki] = run_g
+                prec[q, ki] = run_r / ks[ki]
+                err[q, ki] = run_e
+                ki += 1
+            break
+        run_g += eg[p] * discount[p]
+        run_r += er[p]
+        run_e += es[p] / (p + 1)
+        while ki < n_k and ks[ki] == p + 1:
+            dcg[q, ki] = run_g
+            prec[q, ki] = run_r / ks[ki]
+            err[q, ki] = run_e
+            ki += 1
+    # ---- reciprocal rank of the first relevant row (whole list) ----------------------------
+    # from the top when a relevant row is there (and, for average, its tie block ends inside
+    # the top); else by passes over the whole list
+    first = -1
+    for p in range(n_top):
+        if labels[buf[p]] >= rel_threshold:
+            first = p
+            break
+    if first >= 0 and not average:
+        rr[q] = 1.0 / (first + 1)
+        return
+    if first >= 0:
+        sb = scores[buf[first]]
+        a = first
+        while a > 0 and scores[buf[a - 1]] == sb:
+            a -= 1
+        b = first
+        while b < n_top and scores[buf[b]] == sb:
+            b += 1
+        if b < n_top or n == n_top:
+            r = 0
+            for p in range(a, b):
+                if labels[buf[p]] >= rel_threshold:
+                    r += 1
+            rr[q] = _expected_rr(a, b - a, r)
+            return
+    best = -1
+    for i in range(lo, hi):
+        if labels[i] >= rel_threshold and (
+            best < 0 or _before(scores, labels, lut, tie_keys, mode, i, best)
+        ):
+            best = i
+    if best < 0:
+        rr[q] = 0.0
+    elif not average:
+        rank = 1
+        for i in range(lo, hi):
+            if i != best and _before(scores, labels, lut, tie_keys, mode, i, best):
+                rank += 1
+        rr[q] = 1.0 / rank
+    else:
+        sb = scores[best]
+        above = 0
+        m = 0
+        r = 0
+        for i in range(lo, hi):
+            if scores[i] > sb:
+                above += 1
+            elif scores[i] == sb:
+                m += 1
+                if labels[i] >= rel_threshold:
+                    r += 1
+        rr[q] = _expected_rr(above, m, r)
+
+
 @_jit_parallel
 def grouped_kernel(
+    labels: NDArray[np.int64],
     scores: NDArray[np.float64],
-    tkey: NDArray[np.float64],
-    gains: NDArray[np.float64],
-    rels: NDArray[np.float64],
-    stop_r: NDArray[np.float64],
     offsets: NDArray[np.int64],
-    ideal_gains: NDArray[np.float64],
-    ideal_rels: NDArray[np.float64],
+    ideal_labels: NDArray[np.int64],
     ideal_offsets: NDArray[np.int64],
+    tie_keys: NDArray[np.float64],
+    lut: NDArray[np.float64],
+    label_order: NDArray[np.int64],
+    use_hist: bool,
+    rel_threshold: int,
+    stop_scale: float,
+    mode: int,
+    average: bool,
     ks: NDArray[np.int64],
     discount: NDArray[np.float64],
-    average: bool,
+    n_chunks: int,
+    scratch_len: int,
     idcg: NDArray[np.float64],
     dcg: NDArray[np.float64],
     err: NDArray[np.float64],
@@ -156,139 +452,26 @@ def grouped_kernel(
 ) -> None:
     """Fill ``idcg, dcg, err, prec`` (n_queries x len(ks)), ``rr`` and ``n_rel`` per query.
 
-    ``ks`` ascending; ``discount[p] = 1 / log2(p + 2)`` for ``p < max(ks)``.
+    ``ks`` ascending; ``discount[p] = 1 / log2(p + 2)`` for ``p < max(ks)``; ``lut[label]`` the
+    gain of a label >= 0 and ``label_order`` the labels by gain descending (``use_hist``: the
+    ideal order comes from a counting sort over labels, else from a top-k heap); ERR's stop
+    probability of a row is ``gain * stop_scale``; ``tie_keys`` is read only in
+    `MODE_TIE_KEYS`. Queries are cut into ``n_chunks`` contiguous chunks run in parallel, each
+    with its own scratch space of ``scratch_len >= min(max(ks), longest list)``.
     """
     n_q = offsets.shape[0] - 1
-    n_k = ks.shape[0]
-    k_max = ks[n_k - 1]
-    for q in numba.prange(n_q):
-        lo = offsets[q]
-        hi = offsets[q + 1]
-        n = hi - lo
-        # ---- ideal: top k_max gains of the judged docs -------------------------------------
-        ilo = ideal_offsets[q]
-        ihi = ideal_offsets[q + 1]
-        cnt = 0
-        for i in range(ilo, ihi):
-            if ideal_rels[i] > 0.0:
-                cnt += 1
-        n_rel[q] = cnt
-        ibuf = np.empty(min(k_max, ihi - ilo), dtype=np.int64)
-        n_ideal = _top_k(ideal_gains, ideal_gains, ilo, ihi, k_max, ibuf)
-        run = 0.0
-        ki = 0
-        for p in range(k_max):
-            if p < n_ideal:
-                run += ideal_gains[ibuf[p]] * discount[p]
-            while ki < n_k and ks[ki] == p + 1:
-                idcg[q, ki] = run
-                ki += 1
-        if n == 0:
-            for ki in range(n_k):
-                dcg[q, ki] = 0.0
-                err[q, ki] = 0.0
-                prec[q, ki] = 0.0
-            rr[q] = 0.0
-            continue
-        # ---- ranked: top k_max rows in rank order --------------------------------------------
-        buf = np.empty(min(k_max, n), dtype=np.int64)
-        n_top = _top_k(scores, tkey, lo, hi, k_max, buf)
-        eg = np.empty(n_top)  # expected gain at each position
-        er = np.empty(n_top)  # expected binary relevance
-        es = np.empty(n_top)  # expected ERR stop probability
-        if not average:
-            surv = 1.0
-            for p in range(n_top):
-                i = buf[p]
-                eg[p] = gains[i]
-                er[p] = rels[i]
-                es[p] = surv * stop_r[i]
-                surv *= 1.0 - stop_r[i]
-        else:
-            surv = 1.0
-            a = 0
-            while a < n_top:
-                sa = scores[buf[a]]
-                b = a
-                while b < n_top and scores[buf[b]] == sa:
-                    b += 1
-                # block = positions a..b-1 of the top; it may continue past the top if b == n_top
-                m = b - a
-                boundary = b == n_top and n > n_top
-                if boundary:
-                    m = 0
-                    for i in range(lo, hi):
-                        if scores[i] == sa:
-                            m += 1
-                    members = np.empty(m, dtype=np.int64)
-                    c = 0
-                    for i in range(lo, hi):
-                        if scores[i] == sa:
-                            members[c] = i
-                            c += 1
-                else:
-                    members = buf[a:b].copy()
-                gsum = 0.0
-                rsum = 0.0
-                rv = np.empty(m)
-                for c in range(m):
-                    gsum += gains[members[c]]
-                    rsum += rels[members[c]]
-                    rv[c] = stop_r[members[c]]
-                for p in range(a, b):
-                    eg[p] = gsum / m
-                    er[p] = rsum / m
-                if m == 1:
-                    es[a] = surv * rv[0]
-                else:
-                    _block_stop_probs(rv, m, b - a, surv, es, a)
-                for c in range(m):
-                    surv *= 1.0 - rv[c]
-                a = b
-        run_g = 0.0
-        run_r = 0.0
-        run_e = 0.0
-        ki = 0
-        for p in range(k_max):
-            if p < n_top:
-                run_g += eg[p] * discount[p]
-                run_r += er[p]
-                run_e += es[p] / (p + 1)
-            while ki < n_k and ks[ki] == p + 1:
-                dcg[q, ki] = run_g
-                prec[q, ki] = run_r / ks[ki]
-                err[q, ki] = run_e
-                ki += 1
-        # ---- reciprocal rank of the first relevant row (whole list) ------------------------
-        best = -1
-        for i in range(lo, hi):
-            if rels[i] > 0.0 and (best < 0 or _before(scores, tkey, i, best)):
-                best = i
-        if best < 0:
-            rr[q] = 0.0
-        elif not average:
-            rank = 1
-            for i in range(lo, hi):
-                if i != best and _before(scores, tkey, i, best):
-                    rank += 1
-            rr[q] = 1.0 / rank
-        else:
-            sb = scores[best]
-            above = 0
-            m = 0
-            r = 0
-            for i in range(lo, hi):
-                if scores[i] > sb:
-                    above += 1
-                elif scores[i] == sb:
-                    m += 1
-                    if rels[i] > 0.0:
-                        r += 1
-            # first relevant row of the block at block position j: P(j) = C(m-j-1, r-1) / C(m, r)
-            pj = r / m
-            acc = 0.0
-            for j in range(m - r + 1):
-                acc += pj / (above + 1 + j)
-                if m - j - 1 > 0:
-                    pj *= (m - j - r) / (m - j - 1)
-            rr[q] = acc
+    for chunk in numba.prange(n_chunks):
+        q0 = chunk * n_q // n_chunks
+        q1 = (chunk + 1) * n_q // n_chunks
+        buf = np.empty(scratch_len, dtype=np.int64)
+        eg = np.empty(scratch_len)
+        er = np.empty(scratch_len)
+        es = np.empty(scratch_len)
+        ig = np.empty(scratch_len)
+        hist = np.zeros(lut.shape[0], dtype=np.int64)
+        for q in range(q0, q1):
+            _one_query(
+                q, labels, scores, offsets, ideal_labels, ideal_offsets, tie_keys, lut,
+                label_order, use_hist, rel_threshold, stop_scale, mode, average, ks, discount,
+                idcg, dcg, err, prec, rr, n_rel, buf, eg, er, es, ig, hist,
+            )  # fmt: skip

@@ -63,10 +63,10 @@ class MetricConventions:
                 raise ValueError("label_gain=() is empty; give one gain per label value 0, 1, ...")
             bad = [g for g in self.label_gain if not (np.isfinite(g) and g >= 0)]
             if bad:
-                raise ValueError(
-                    f"label_gain has {bad[0]!r}; every gain must be finite and >= 0"
-                )
-        if isinstance(self.rel_threshold, bool) or not isinstance(self.rel_threshold, int | np.integer):
+                raise ValueError(f"label_gain has {bad[0]!r}; every gain must be finite and >= 0")
+        if isinstance(self.rel_threshold, bool) or not isinstance(
+            self.rel_threshold, int | np.integer
+        ):
             raise ValueError(f"rel_threshold={self.rel_threshold!r} must be an int")
 
     def gains_of(self, labels: NDArray[np.integer]) -> NDArray[np.float64]:

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numba
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from ltr.metrics._kernel import grouped_kernel
+from ltr.metrics._kernel import (
+    MODE_INPUT,
+    MODE_OPTIMISTIC,
+    MODE_PESSIMISTIC,
+    MODE_TIE_KEYS,
+    grouped_kernel,
+)
 from ltr.metrics.conventions import MetricConventions
 from ltr.metrics.strata import Strata
 
@@ -106,30 +113,33 @@ def per_query_table(
             )
 
     c = conventions
-    gains = c.gains_of(labels_a)
-    ideal_gains = gains if ideal_a is labels_a else c.gains_of(ideal_a)
-    rels = (labels_a >= c.rel_threshold).astype(np.float64)
-    ideal_rels = rels if ideal_a is labels_a else (ideal_a >= c.rel_threshold).astype(np.float64)
-    # ERR stop probability R = gain / (g_max + 1), g_max the largest gain in the data
-    g_max = max(float(gains.max(initial=0.0)), float(ideal_gains.max(initial=0.0)))
-    stop_r = gains / (g_max + 1.0)
-
+    lut, stop_scale = _gain_table(c, labels_a, ideal_a)
+    label_order = np.argsort(-lut, kind="stable").astype(np.int64)
+    mode = {
+        "average": MODE_INPUT,
+        "stable": MODE_INPUT,
+        "pessimistic": MODE_PESSIMISTIC,
+        "optimistic": MODE_OPTIMISTIC,
+        "docno_desc": MODE_TIE_KEYS,
+    }[c.ties]
     if c.ties == "docno_desc":
         if tie_keys is None:
             raise ValueError('ties="docno_desc" needs tie_keys (e.g. the rank of each docno)')
         tkey = np.ascontiguousarray(tie_keys, dtype=np.float64)
         if tkey.shape != labels_a.shape:
             raise ValueError(f"tie_keys have shape {tkey.shape}, labels {labels_a.shape}")
-    elif c.ties == "pessimistic":
-        tkey = -gains
-    elif c.ties == "optimistic":
-        tkey = gains
-    else:  # stable, average: input order (average does not use it)
-        tkey = np.zeros_like(scores_a)
+    else:
+        tkey = np.zeros(1)
 
     ks_sorted = np.array(sorted(k_list), dtype=np.int64)
     k_max = int(ks_sorted[-1])
     discount = 1.0 / np.log2(np.arange(2, k_max + 2, dtype=np.float64))
+    longest = 0
+    if n_q:
+        longest = max(int(np.diff(offsets_a).max()), int(np.diff(ideal_off).max()))
+    scratch_len = max(1, min(k_max, longest))
+    # many small chunks balance the load (list lengths vary a lot); scratch is per chunk
+    n_chunks = min(n_q, 64 * numba.get_num_threads())
     shape = (n_q, ks_sorted.shape[0])
     idcg = np.empty(shape)
     dcg = np.empty(shape)
@@ -138,10 +148,9 @@ def per_query_table(
     rr = np.empty(n_q)
     n_rel = np.empty(n_q, dtype=np.int64)
     grouped_kernel(
-        scores_a, tkey, gains, rels, stop_r, offsets_a,
-        ideal_gains, ideal_rels, ideal_off,
-        ks_sorted, discount, c.ties == "average",
-        idcg, dcg, err, prec, rr, n_rel,
+        labels_a, scores_a, offsets_a, ideal_a, ideal_off, tkey,
+        lut, label_order, lut.shape[0] <= HIST_MAX_LABELS, int(c.rel_threshold), stop_scale, mode, c.ties == "average",
+        ks_sorted, discount, n_chunks, scratch_len, idcg, dcg, err, prec, rr, n_rel,
     )  # fmt: skip
 
     list_len = np.diff(offsets_a)
@@ -169,7 +178,36 @@ def per_query_table(
     return pd.DataFrame(data)
 
 
+#: Up to this many label values, the ideal order is a counting sort (else a top-k heap).
+HIST_MAX_LABELS = 256
+
+#: Largest label value the gain lookup table covers (labels index it directly).
+MAX_LABEL = 1_000_000
+
+
+def _gain_table(
+    c: MetricConventions, labels: NDArray[np.integer], ideal: NDArray[np.integer]
+) -> tuple[NDArray[np.float64], float]:
+    """Gain per label value ``0..max label`` and ERR's ``1 / (g_max + 1)``."""
+    l_max = 0
+    for arr in (labels, ideal):
+        if arr.size:
+            l_max = max(l_max, int(arr.max()))
+    if l_max > MAX_LABEL:
+        raise ValueError(f"label {l_max} is above the supported maximum {MAX_LABEL}")
+    lut = c.gains_of(np.arange(l_max + 1, dtype=np.int64))
+    if c.label_gain is None:
+        g_max = float(lut[-1])  # exp and linear gains grow with the label
+    else:  # explicit gains need not grow: take the largest gain of a label that occurs
+        present = np.zeros(l_max + 1, dtype=bool)
+        for arr in (labels, ideal):
+            present |= np.bincount(np.clip(arr, 0, None), minlength=l_max + 1) > 0
+        g_max = float(lut[present].max(initial=0.0))
+    return np.ascontiguousarray(lut, dtype=np.float64), 1.0 / (g_max + 1.0)
+
+
 def _as_int_labels(labels: NDArray[np.generic], name: str) -> NDArray[np.int64]:
+    # one dtype for the kernel: every extra dtype is another (slow) numba compile
     arr = np.asarray(labels)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")

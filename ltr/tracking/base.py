@@ -20,6 +20,7 @@ class Tracker(Protocol):
     """What the pipeline needs from a tracking backend. Keys follow DESIGN.md section 4."""
 
     run_id: str | None
+    enabled: bool
 
     def start_run(self, run_name: str, tags: Mapping[str, str], *, parent_run_id: str | None = None) -> str: ...
 
@@ -43,6 +44,10 @@ class Tracker(Protocol):
 
     def log_model(self, booster: Any, feature_names: Sequence[str]) -> None: ...
 
+    def log_dataset(self, name: str, digest: str, features: Any, labels: Any, *, context: str) -> None:
+        """Record a split as an MLflow dataset input (name, our content digest, schema)."""
+        ...
+
     def end_run(self, status: RunStatus, *, error: str | None = None) -> None: ...
 
     def run_url(self) -> str | None: ...
@@ -52,6 +57,7 @@ class NullTracker:
     """Logs nothing; every method is a no-op."""
 
     run_id: str | None = None
+    enabled: bool = False
 
     def start_run(self, run_name: str, tags: Mapping[str, str], *, parent_run_id: str | None = None) -> str:
         return ""
@@ -81,6 +87,9 @@ class NullTracker:
         pass
 
     def log_model(self, booster: Any, feature_names: Sequence[str]) -> None:
+        pass
+
+    def log_dataset(self, name: str, digest: str, features: Any, labels: Any, *, context: str) -> None:
         pass
 
     def end_run(self, status: RunStatus, *, error: str | None = None) -> None:

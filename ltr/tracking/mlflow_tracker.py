@@ -19,6 +19,7 @@ from mlflow.tracking import MlflowClient
 
 from ltr.errors import LtrUserError
 from ltr.tracking.base import RunStatus
+from ltr.tracking.store_lock import sqlite_store_lock
 from ltr.tracking.uri import artifact_root_for
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,9 @@ class MlflowTracker:
         self.experiment_name = experiment
         self.client = MlflowClient(tracking_uri=uri)
         self.run_id: str | None = None
-        self.experiment_id = self._experiment_id()
+        self.enabled = True
+        with sqlite_store_lock(uri):
+            self.experiment_id = self._experiment_id()
 
     def _experiment_id(self) -> str:
         try:
@@ -130,6 +133,14 @@ class MlflowTracker:
                 name="model",
                 pip_requirements=[f"lightgbm=={lightgbm.__version__}"],
             )
+
+    def log_dataset(self, name: str, digest: str, features: Any, labels: Any, *, context: str) -> None:
+        from mlflow.data.numpy_dataset import from_numpy
+        from mlflow.entities import DatasetInput, InputTag
+
+        dataset = from_numpy(features, targets=labels, name=name, digest=digest)
+        entry = DatasetInput(dataset._to_mlflow_entity(), tags=[InputTag("mlflow.data.context", context)])
+        self.client.log_inputs(self._require_run(), datasets=[entry])
 
     def end_run(self, status: RunStatus, *, error: str | None = None) -> None:
         if self.run_id is None:

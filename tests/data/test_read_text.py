@@ -107,3 +107,60 @@ def test_numbers_round_like_python_float_then_float32(values: list[float], fmt: 
     with np.errstate(over="ignore"):
         expected = np.array([np.float32(float(fmt.format(v))) for v in values], np.float32)
     np.testing.assert_array_equal(features[0], expected)
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["9223372036854776.000000", "123456789012345678901234", "1e-45", "3.4028236e38", "-0", "00012",
+     ".5", "5.", "1E5", "+7", "1e+400", "0.000000000000000000000001", "-Infinity", "NaN"],
+)
+def test_edge_numbers(write: WriteFile, token: str) -> None:
+    table = parse_svmlight(write(f"0 qid:1 1:{token}\n"))
+    with np.errstate(over="ignore"):
+        expected = np.float32(float(token))
+    np.testing.assert_array_equal(table.features[0, 0], expected)
+
+
+@pytest.mark.parametrize("token", ["1e", "1.2.3", "--1", ".", "e5", "0x10", "1,5", "nanx", "inf5"])
+def test_malformed_numbers_are_errors(write: WriteFile, token: str) -> None:
+    from ltr.errors import DataError
+
+    with pytest.raises(DataError, match=r"feature 1 has non-numeric value"):
+        parse_svmlight(write(f"0 qid:1 1:{token}\n"))
+
+
+def test_progress_bar_can_be_forced_on(write: WriteFile) -> None:
+    table = parse_svmlight(write("1 qid:1 1:1\n"), progress=True)
+    assert table.n_rows == 1
+
+
+def test_docstring_examples_run() -> None:
+    import doctest
+
+    from ltr.data import fingerprint, load, readers
+
+    for module in (readers, fingerprint, load):
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert result.failed == 0, module.__name__
+
+
+def test_row_estimate_too_low_grows(write: WriteFile, monkeypatch: pytest.MonkeyPatch) -> None:
+    long = "".join(f"1 qid:1 {' '.join(f'{j}:{j}.5' for j in range(1, 301))}\n" for _ in range(50))
+    short = "".join(f"0 qid:{2 + i // 10} 1:{i}\n" for i in range(5000))
+    path = write(long + short)
+    monkeypatch.setattr(read_text, "CHUNK_BYTES", 4096)
+    grown: list[tuple[int, ...]] = []
+    real_grow = read_text._grow
+
+    def spy(a: np.ndarray, shape: tuple[int, ...], fill: int = 0) -> np.ndarray:
+        grown.append(shape)
+        return real_grow(a, shape, fill)
+
+    monkeypatch.setattr(read_text, "_grow", spy)
+    table = parse_svmlight(path)
+    assert grown  # both the rows and the width had to grow
+    assert table.n_rows == 5050
+    assert table.features.shape == (5050, 300)
+    assert table.features[-1, 0] == 4999
+    assert table.features[0, 299] == 300.5
+    assert table.row_lines[-1] == 5050

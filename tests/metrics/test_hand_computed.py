@@ -23,7 +23,11 @@ NDCG_CASES = [
     pytest.param([0, 1, 2, 2, 3], "exp", 5, 0.566448, id="reference-anti-ideal-exp"),
     # the reverse of the given order, [2,0,1,3,2]: (3 + 1/2 + 7/log2 5 + 3/log2 6) / IDCG
     pytest.param(
-        [2, 0, 1, 3, 2], "exp", 5, (3 + 1 / 2 + 7 / LOG2_5 + 3 / LOG2_6) / IDCG_EXP, id="reversed-exp"
+        [2, 0, 1, 3, 2],
+        "exp",
+        5,
+        (3 + 1 / 2 + 7 / LOG2_5 + 3 / LOG2_6) / IDCG_EXP,
+        id="reversed-exp",
     ),
     # [2,3,1] at k=3: (3 + 7/log2 3 + 1/2) / (7 + 3/log2 3 + 3/2)
     pytest.param(
@@ -54,9 +58,7 @@ def test_dcg_and_idcg_columns() -> None:
     assert row["stratum"] == "1-10"
 
 
-@pytest.mark.parametrize(
-    ("policy", "expected"), [("zero", 0.0), ("one", 1.0), ("skip", math.nan)]
-)
+@pytest.mark.parametrize(("policy", "expected"), [("zero", 0.0), ("one", 1.0), ("skip", math.nan)])
 def test_all_zero_query(policy: str, expected: float) -> None:
     # [0,0,0]: IDCG = 0, NDCG is the policy's value
     row = one_query([0, 0, 0], zero_idcg=policy)
@@ -108,7 +110,10 @@ def test_average_tie_block_crossing_k() -> None:
 
 def test_tie_policies_agree_without_ties() -> None:
     labels = [2, 3, 1, 0, 2]
-    values = {t: one_query(labels, ties=t)["ndcg_at_5"] for t in ("average", "stable", "pessimistic", "optimistic")}
+    values = {
+        t: one_query(labels, ties=t)["ndcg_at_5"]
+        for t in ("average", "stable", "pessimistic", "optimistic")
+    }
     assert len(set(values.values())) == 1
 
 
@@ -139,7 +144,13 @@ ERR_CASES = [
     # ERR@3 = 3/4 + 0 + (1/3)(1/4)(1 - 3/4)
     pytest.param([2, 0, 1], None, 3, 3 / 4 + (1 / 3) * (1 / 4) * (1 / 4), id="plain"),
     # tied [2,1]: R = a, b = 3/4, 1/4; E = (a+b)/2 + (1/2)((1-a)b + (1-b)a)/2
-    pytest.param([2, 1], [1.0, 1.0], 2, 0.5 + (1 / 2) * ((1 / 4) * (1 / 4) + (3 / 4) * (3 / 4)) / 2, id="tied-pair"),
+    pytest.param(
+        [2, 1],
+        [1.0, 1.0],
+        2,
+        0.5 + (1 / 2) * ((1 / 4) * (1 / 4) + (3 / 4) * (3 / 4)) / 2,
+        id="tied-pair",
+    ),
     # [0,0]: 0
     pytest.param([0, 0], None, 2, 0.0, id="nothing-relevant"),
 ]
@@ -242,7 +253,11 @@ def test_summarize_keys_and_strata() -> None:
     t = per_query_table(labels, rng.random(offsets[-1]), offsets, np.arange(3), ks=[10])
     s = summarize(t)
     assert s["n_queries"] == 3
-    assert (s["n_queries/len_1-10"], s["n_queries/len_11-50"], s["n_queries/len_51_plus"]) == (1, 2, 0)
+    assert (s["n_queries/len_1-10"], s["n_queries/len_11-50"], s["n_queries/len_51_plus"]) == (
+        1,
+        2,
+        0,
+    )
     assert "ndcg_at_10/len_51_plus" not in s
     assert "n_queries/len_empty" not in s
     assert s["ndcg_at_10/len_1-10"] == 1.0
@@ -284,7 +299,8 @@ def test_convention_validation(kwargs: dict[str, object], message: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("edges", "message"), [((0, 10), "first lower edge must be 1"), ((1, 5, 5), "strictly increasing")]
+    ("edges", "message"),
+    [((0, 10), "first lower edge must be 1"), ((1, 5, 5), "strictly increasing")],
 )
 def test_strata_validation(edges: tuple[int, ...], message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -300,6 +316,8 @@ def test_input_validation() -> None:
     with pytest.raises(ValueError, match="ks="):
         per_query_table(lab, np.array([1.0, 2.0]), off, q, ks=[0])
     with pytest.raises(ValueError, match="docno_desc"):
-        per_query_table(lab, np.array([1.0, 2.0]), off, q, conventions=MetricConventions(ties="docno_desc"))
+        per_query_table(
+            lab, np.array([1.0, 2.0]), off, q, conventions=MetricConventions(ties="docno_desc")
+        )
     with pytest.raises(ValueError, match="not an integer label"):
         per_query_table(np.array([0.5, 1.0]), np.array([1.0, 2.0]), off, q)

@@ -13,7 +13,9 @@ lgb = pytest.importorskip("lightgbm")
 EVAL_AT = (1, 3, 5, 10, 20)
 
 
-def _synthetic(seed: int, n_queries: int) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64]]:
+def _synthetic(
+    seed: int, n_queries: int
+) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64]]:
     """Features, labels 0-4 and group sizes with all-zero queries, single-doc lists, long lists."""
     rng = np.random.default_rng(seed)
     sizes = rng.integers(1, 40, n_queries)
@@ -29,7 +31,13 @@ def _synthetic(seed: int, n_queries: int) -> tuple[NDArray[np.float64], NDArray[
     return x, labels, sizes
 
 
-def _lgb_ndcg(params: dict[str, object], rounds: int) -> tuple[dict[str, dict[str, list[float]]], list[NDArray[np.float64]], list[tuple[NDArray[np.int64], NDArray[np.int64]]]]:
+def _lgb_ndcg(
+    params: dict[str, object], rounds: int
+) -> tuple[
+    dict[str, dict[str, list[float]]],
+    list[NDArray[np.float64]],
+    list[tuple[NDArray[np.int64], NDArray[np.int64]]],
+]:
     x_tr, y_tr, g_tr = _synthetic(1, 60)
     x_va, y_va, g_va = _synthetic(2, 40)
     train = lgb.Dataset(x_tr, y_tr, group=g_tr)
@@ -55,7 +63,9 @@ def _lgb_ndcg(params: dict[str, object], rounds: int) -> tuple[dict[str, dict[st
     return record, scores, [(y_tr, g_tr), (y_va, g_va)]
 
 
-def _ours(labels: NDArray[np.int64], sizes: NDArray[np.int64], scores: NDArray[np.float64]) -> dict[str, float]:
+def _ours(
+    labels: NDArray[np.int64], sizes: NDArray[np.int64], scores: NDArray[np.float64]
+) -> dict[str, float]:
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     table = per_query_table(
         labels, scores, offsets, np.arange(len(sizes)), ks=EVAL_AT, conventions=PRESETS["lightgbm"]
@@ -66,7 +76,9 @@ def _ours(labels: NDArray[np.int64], sizes: NDArray[np.int64], scores: NDArray[n
 @pytest.mark.parametrize(
     ("params", "rounds"),
     [
-        pytest.param({"num_leaves": 4, "learning_rate": 0.3, "min_data_in_leaf": 5}, 8, id="trained"),
+        pytest.param(
+            {"num_leaves": 4, "learning_rate": 0.3, "min_data_in_leaf": 5}, 8, id="trained"
+        ),
         # a single-leaf tree: every score equal, LightGBM keeps input order (stable sort)
         pytest.param({"min_data_in_leaf": 100_000, "min_data_in_bin": 1}, 1, id="constant-score"),
     ],

@@ -17,7 +17,9 @@ MQ = SHARED_DATA / "mq2008"
 pytestmark = pytest.mark.skipif(not MQ.is_dir(), reason=f"{MQ} is absent")
 
 
-def _read_mq2008() -> tuple[NDArray[np.int64], NDArray[np.str_], NDArray[np.str_], NDArray[np.float64]]:
+def _read_mq2008() -> tuple[
+    NDArray[np.int64], NDArray[np.str_], NDArray[np.str_], NDArray[np.float64]
+]:
     """Labels, qids, docids and feature 1 of S1..S5 (LETOR: ``label qid:q 1:v ... #docid = X``)."""
     labels, qids, docids, feat = [], [], [], []
     for i in range(1, 6):
@@ -44,7 +46,9 @@ def test_trec_eval_preset_matches_pytrec_eval_on_mq2008() -> None:
     qrels = {str(q): {} for q in uq}
     for q, d, lab in zip(qids, docids, labels, strict=True):
         qrels[str(q)][str(d)] = int(lab)
-    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.5,10", "ndcg", "P.5,10", "recip_rank"})
+    evaluator = pytrec_eval.RelevanceEvaluator(
+        qrels, {"ndcg_cut.5,10", "ndcg", "P.5,10", "recip_rank"}
+    )
     _, docno_rank = np.unique(docids, return_inverse=True)
     # feature 1 (many exact ties, broken by docno) and random scores
     for scores in (feature, np.round(rng.random(len(labels)), 2)):
@@ -61,4 +65,6 @@ def test_trec_eval_preset_matches_pytrec_eval_on_mq2008() -> None:
         assert set(cols) == measures
         for measure, col in cols.items():
             expected = np.array([theirs[str(q)][measure] for q in uq])
-            np.testing.assert_allclose(table[col].to_numpy(), expected, rtol=0, atol=1e-12, err_msg=measure)
+            np.testing.assert_allclose(
+                table[col].to_numpy(), expected, rtol=0, atol=1e-12, err_msg=measure
+            )

@@ -21,7 +21,9 @@ def test_sklearn_preset_matches_ndcg_score(seed: int) -> None:
     scores = np.round(rng.normal(size=n), 1)  # coarse: many ties inside and across the cut
     scores[offsets[1] : offsets[2]] = 0.5  # one query entirely tied
     ks = (1, 3, 5, 10, 50)
-    table = per_query_table(labels, scores, offsets, np.arange(80), ks=ks, conventions=PRESETS["sklearn"])
+    table = per_query_table(
+        labels, scores, offsets, np.arange(80), ks=ks, conventions=PRESETS["sklearn"]
+    )
     for q in range(80):
         y = labels[offsets[q] : offsets[q + 1]][None, :]
         s = scores[offsets[q] : offsets[q + 1]][None, :]

@@ -24,7 +24,9 @@ FULL = 100_000  # longer than any ranking and any judgment list: trec_eval's unc
         pytest.param("qrels.test", "results.test", "out.test.a", 1, "skip", id="a-binary"),
         pytest.param("qrels.test", "results.test", "out.test.aq", 1, "skip", id="aq-per-query"),
         # -c with a truncated run missing topic 302: 302 is an empty query scoring 0
-        pytest.param("qrels.test", "results.trunc", "out.test.aqc", 1, "empty", id="aqc-missing-topic"),
+        pytest.param(
+            "qrels.test", "results.trunc", "out.test.aqc", 1, "empty", id="aqc-missing-topic"
+        ),
     ],
 )
 def test_trec_eval_outputs(
@@ -61,9 +63,28 @@ def test_trec_eval_outputs(
 def test_ties_by_docno_matter_only_in_6th_decimal() -> None:
     # results.test has tied scores; docno order vs input order moves topic 301 by < 1e-5 only
     inp = align_run(read_run(TREC / "results.test"), read_qrels(TREC / "qrels.rel_level"))
-    kw = {"ideal_labels": inp.ideal_labels, "ideal_offsets": inp.ideal_offsets, "tie_keys": inp.tie_keys}
-    a = per_query_table(inp.labels, inp.scores, inp.offsets, inp.qids, ks=[FULL], conventions=PRESETS["trec_eval"], **kw)  # type: ignore[arg-type]
-    b = per_query_table(inp.labels, inp.scores, inp.offsets, inp.qids, ks=[FULL], conventions=resolve_conventions("trec_eval", ties="stable"), **kw)  # type: ignore[arg-type]
+    kw = {
+        "ideal_labels": inp.ideal_labels,
+        "ideal_offsets": inp.ideal_offsets,
+        "tie_keys": inp.tie_keys,
+    }
+    a = per_query_table(
+        inp.labels,
+        inp.scores,
+        inp.offsets,
+        inp.qids,
+        ks=[FULL],
+        conventions=PRESETS["trec_eval"],
+        **kw,
+    )  # type: ignore[arg-type]
+    b = per_query_table(
+        inp.labels,
+        inp.scores,
+        inp.offsets,
+        inp.qids,
+        ks=[FULL],
+        conventions=resolve_conventions("trec_eval", ties="stable"),
+        **kw,
+    )  # type: ignore[arg-type]
     diff = (a[f"ndcg_at_{FULL}"] - b[f"ndcg_at_{FULL}"]).abs()
     assert diff.max() < 1e-5
-

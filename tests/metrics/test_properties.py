@@ -19,7 +19,9 @@ TIES = ("average", "stable", "pessimistic", "optimistic")
 
 
 @st.composite
-def ranked_queries(draw: st.DrawFn, max_queries: int = 8, max_len: int = 12, allow_empty: bool = False) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]]:
+def ranked_queries(
+    draw: st.DrawFn, max_queries: int = 8, max_len: int = 12, allow_empty: bool = False
+) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]]:
     """Labels 0-4, coarse scores (ties are common) and offsets of a few queries."""
     lo = 0 if allow_empty else 1
     sizes = draw(st.lists(st.integers(lo, max_len), min_size=1, max_size=max_queries))
@@ -30,17 +32,26 @@ def ranked_queries(draw: st.DrawFn, max_queries: int = 8, max_len: int = 12, all
     return np.array(labels, dtype=np.int64), np.array(scores, dtype=np.float64), offsets
 
 
-def _table(labels: NDArray[np.int64], scores: NDArray[np.float64], offsets: NDArray[np.int64], **conv: object) -> object:
+def _table(
+    labels: NDArray[np.int64],
+    scores: NDArray[np.float64],
+    offsets: NDArray[np.int64],
+    **conv: object,
+) -> object:
     return per_query_table(
         labels, scores, offsets, np.arange(len(offsets) - 1), ks=KS,
         conventions=MetricConventions(**conv),  # type: ignore[arg-type]
     )  # fmt: skip
 
 
-def _reference(labels: list[int], scores: list[float], k: int, gain: str, g_max: float) -> dict[str, float]:
+def _reference(
+    labels: list[int], scores: list[float], k: int, gain: str, g_max: float
+) -> dict[str, float]:
     """Plain-Python measures of one query in stable order (score desc, then input order)."""
     order = sorted(range(len(labels)), key=lambda i: (-scores[i], i))
-    g = [(2.0 ** max(labels[i], 0) - 1) if gain == "exp" else float(max(labels[i], 0)) for i in order]
+    g = [
+        (2.0 ** max(labels[i], 0) - 1) if gain == "exp" else float(max(labels[i], 0)) for i in order
+    ]
     ideal = sorted(g, reverse=True)
     dcg = sum(x / math.log2(p + 2) for p, x in enumerate(g[:k]))
     idcg = sum(x / math.log2(p + 2) for p, x in enumerate(ideal[:k]))
@@ -56,7 +67,9 @@ def _reference(labels: list[int], scores: list[float], k: int, gain: str, g_max:
 
 @SETTINGS
 @given(ranked_queries(), st.sampled_from(("exp", "linear")))
-def test_matches_plain_reference_in_stable_order(data: tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]], gain: str) -> None:
+def test_matches_plain_reference_in_stable_order(
+    data: tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]], gain: str
+) -> None:
     labels, scores, offsets = data
     t = _table(labels, scores, offsets, gain=gain, ties="stable")
     gains = MetricConventions(gain=gain).gains_of(labels)
@@ -77,7 +90,9 @@ def test_matches_plain_reference_in_stable_order(data: tuple[NDArray[np.int64], 
     st.lists(st.integers(0, 2), min_size=6, max_size=6),
     st.sampled_from(("exp", "linear")),
 )
-def test_average_ties_equal_mean_over_all_orders(labels: list[int], raw_scores: list[int], gain: str) -> None:
+def test_average_ties_equal_mean_over_all_orders(
+    labels: list[int], raw_scores: list[int], gain: str
+) -> None:
     """ties="average" is the exact mean over every order of the tied blocks (brute force)."""
     n = len(labels)
     scores = [float(s) for s in raw_scores[:n]]
@@ -105,7 +120,11 @@ def test_average_ties_equal_mean_over_all_orders(labels: list[int], raw_scores: 
 
 @SETTINGS
 @given(ranked_queries(), st.sampled_from(TIES), st.sampled_from(("zero", "one", "skip")))
-def test_ndcg_between_zero_and_one(data: tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]], ties: str, zero_idcg: str) -> None:
+def test_ndcg_between_zero_and_one(
+    data: tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]],
+    ties: str,
+    zero_idcg: str,
+) -> None:
     t = _table(*data, ties=ties, zero_idcg=zero_idcg)
     for k in KS:
         v = t[f"ndcg_at_{k}"].to_numpy()  # type: ignore[attr-defined]
@@ -117,7 +136,9 @@ def test_ndcg_between_zero_and_one(data: tuple[NDArray[np.int64], NDArray[np.flo
 
 @SETTINGS
 @given(ranked_queries(), st.sampled_from(TIES))
-def test_ideal_order_gives_one(data: tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]], ties: str) -> None:
+def test_ideal_order_gives_one(
+    data: tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]], ties: str
+) -> None:
     labels, _, offsets = data
     # scores = labels: the ideal order; ties in score are ties in gain, so any policy gives 1
     t = _table(labels, labels.astype(np.float64), offsets, ties=ties)
@@ -128,7 +149,9 @@ def test_ideal_order_gives_one(data: tuple[NDArray[np.int64], NDArray[np.float64
 
 @SETTINGS
 @given(ranked_queries(), st.sampled_from(TIES), st.sampled_from(("cube", "exp", "affine")))
-def test_invariant_under_increasing_transform(data: tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]], ties: str, how: str) -> None:
+def test_invariant_under_increasing_transform(
+    data: tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]], ties: str, how: str
+) -> None:
     labels, scores, offsets = data
     transformed = {"cube": scores**3, "exp": np.exp(scores), "affine": 3.0 * scores - 7.0}[how]
     a = _table(labels, scores, offsets, ties=ties)
@@ -138,8 +161,14 @@ def test_invariant_under_increasing_transform(data: tuple[NDArray[np.int64], NDA
 
 
 @SETTINGS
-@given(ranked_queries(), st.sampled_from(("average", "pessimistic", "optimistic")), st.randoms(use_true_random=False))
-def test_invariant_under_row_reordering(data: tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]], ties: str, rnd: object) -> None:
+@given(
+    ranked_queries(),
+    st.sampled_from(("average", "pessimistic", "optimistic")),
+    st.randoms(use_true_random=False),
+)
+def test_invariant_under_row_reordering(
+    data: tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]], ties: str, rnd: object
+) -> None:
     labels, scores, offsets = data
     seed = rnd.randint(0, 2**32 - 1)  # type: ignore[attr-defined]
     rng = np.random.default_rng(seed)
@@ -149,26 +178,40 @@ def test_invariant_under_row_reordering(data: tuple[NDArray[np.int64], NDArray[n
     a = _table(labels, scores, offsets, ties=ties)
     b = _table(labels[perm], scores[perm], offsets, ties=ties)
     cols = [c for c in a.columns if c not in ("qid", "stratum")]  # type: ignore[attr-defined]
-    np.testing.assert_allclose(a[cols].to_numpy(float), b[cols].to_numpy(float), rtol=1e-9, atol=1e-12)  # type: ignore[index]
+    np.testing.assert_allclose(
+        a[cols].to_numpy(float), b[cols].to_numpy(float), rtol=1e-9, atol=1e-12
+    )  # type: ignore[index]
 
 
 @SETTINGS
-@given(ranked_queries(max_queries=30, max_len=70, allow_empty=True), st.sampled_from(("zero", "one")))
-def test_strata_recombine_to_overall_mean(data: tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]], zero_idcg: str) -> None:
+@given(
+    ranked_queries(max_queries=30, max_len=70, allow_empty=True), st.sampled_from(("zero", "one"))
+)
+def test_strata_recombine_to_overall_mean(
+    data: tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]], zero_idcg: str
+) -> None:
     t = _table(*data, zero_idcg=zero_idcg)
     strata = Strata()
     s = summarize(t, strata=strata)  # type: ignore[arg-type]
     keys = [*strata.keys, "len_empty"]
     assert sum(s.get(f"n_queries/{k}", 0.0) for k in keys) == s["n_queries"]
     for col in ("ndcg_at_10", "err_at_5", "rr", "p_at_3"):
-        total = sum(s[f"n_queries/{k}"] * s[f"{col}/{k}"] for k in keys if s.get(f"n_queries/{k}", 0) > 0)
+        total = sum(
+            s[f"n_queries/{k}"] * s[f"{col}/{k}"] for k in keys if s.get(f"n_queries/{k}", 0) > 0
+        )
         assert total / s["n_queries"] == pytest.approx(s[col], rel=1e-9, abs=1e-12)
     assert not any(math.isnan(v) for v in s.values())
 
 
 @SETTINGS
-@given(ranked_queries(max_queries=30, max_len=30, allow_empty=True), st.integers(1, 40), st.sampled_from(KS))
-def test_histogram_counts_sum_to_queries(data: tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]], bins: int, k: int) -> None:
+@given(
+    ranked_queries(max_queries=30, max_len=30, allow_empty=True),
+    st.integers(1, 40),
+    st.sampled_from(KS),
+)
+def test_histogram_counts_sum_to_queries(
+    data: tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]], bins: int, k: int
+) -> None:
     t = _table(*data)
     r = idcg_report(t, k, bins=bins)  # type: ignore[arg-type]
     assert int(r.counts.sum()) == r.n_queries == len(data[2]) - 1

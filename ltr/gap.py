@@ -1,0 +1,88 @@
+"""Why our NDCG differs from LightGBM's for the same scores: an exact decomposition.
+
+LightGBM's ``ndcg@k`` = our NDCG with ``zero_idcg="one"`` and ``ties="stable"``. Going from our
+conventions to LightGBM's one knob at a time splits the difference into two parts:
+
+- ``zero_idcg``: queries with nothing relevant (IDCG@k = 0) score 1 instead of 0 (or instead of
+  being skipped);
+- ``ties``: tied scores are broken by input row order instead of our tie policy.
+
+Gain is not a factor when both use the same gain; if ours is ``linear`` the remainder is shown
+as ``gain``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ltr.data.ranking_data import RankingData
+from ltr.metrics import MetricConventions, per_query_table
+
+
+@dataclass(frozen=True, slots=True)
+class LightgbmGap:
+    """Mean NDCG@k under ours and LightGBM's conventions, and the parts of the difference."""
+
+    k: int
+    ours: float
+    lightgbm: float
+    from_zero_idcg: float
+    from_ties: float
+    from_gain: float
+    n_queries: int
+    n_zero_idcg: int
+    n_single_doc: int
+    n_tied_queries: int
+
+    def explain(self, split: str) -> str:
+        return (
+            f"{split} nDCG@{self.k}: ours {self.ours:.4f}, LightGBM's conventions {self.lightgbm:.4f} "
+            f"(difference {self.lightgbm - self.ours:+.4f}). "
+            f"{self.n_zero_idcg} of {self.n_queries} queries have nothing relevant in their labels "
+            f"(LightGBM scores them 1): {self.from_zero_idcg:+.4f}. "
+            f"{self.n_tied_queries} queries have tied scores (LightGBM keeps row order): {self.from_ties:+.4f}. "
+            + (f"Gain: {self.from_gain:+.4f}. " if self.from_gain else "")
+            + f"{self.n_single_doc} single-document queries score 1 under both if relevant."
+        )
+
+
+def _mean(data: RankingData, scores: NDArray[np.float64], k: int, conventions: MetricConventions) -> float:
+    table = per_query_table(data.labels, scores, data.offsets, data.qids, ks=(k,), conventions=conventions)
+    return float(np.nanmean(table[f"ndcg_at_{k}"].to_numpy(dtype=np.float64)))
+
+
+def tied_query_count(scores: NDArray[np.float64], offsets: NDArray[np.int64]) -> int:
+    """Number of queries with at least two rows of equal score (vectorised, no per-query loop)."""
+    sizes = np.diff(offsets)
+    query = np.repeat(np.arange(len(sizes)), sizes)
+    order = np.lexsort((scores, query))
+    same = (query[order][1:] == query[order][:-1]) & (scores[order][1:] == scores[order][:-1])
+    return int(np.unique(query[order][1:][same]).size)
+
+
+def lightgbm_gap(
+    data: RankingData, scores: NDArray[np.float64], k: int, ours: MetricConventions
+) -> LightgbmGap:
+    """Decompose LightGBM-convention NDCG@k minus ours for ``scores`` on ``data``."""
+    theirs = MetricConventions(gain="exp", ties="stable", zero_idcg="one", rel_threshold=ours.rel_threshold)
+    same_gain = replace(theirs, gain=ours.gain, label_gain=ours.label_gain)
+    value_ours = _mean(data, scores, k, ours)
+    value_one = _mean(data, scores, k, replace(ours, zero_idcg="one"))
+    value_stable = _mean(data, scores, k, same_gain)
+    value_theirs = _mean(data, scores, k, theirs)
+    table = per_query_table(data.labels, scores, data.offsets, data.qids, ks=(k,), conventions=theirs)
+    return LightgbmGap(
+        k=k,
+        ours=value_ours,
+        lightgbm=value_theirs,
+        from_zero_idcg=value_one - value_ours,
+        from_ties=value_stable - value_one,
+        from_gain=value_theirs - value_stable,
+        n_queries=data.n_queries,
+        n_zero_idcg=int((table[f"idcg_at_{k}"].to_numpy() == 0).sum()),
+        n_single_doc=int((data.group_sizes == 1).sum()),
+        n_tied_queries=tied_query_count(scores, data.offsets),
+    )

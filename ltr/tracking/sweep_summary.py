@@ -1,0 +1,66 @@
+"""Summary of a sweep's child runs, read back from the store: best value, failures, a table."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class SweepSummary:
+    """The children of one parent run and what they reached on ``objective``."""
+
+    n_jobs: int
+    n_failed: int
+    n_killed: int
+    best_run_id: str | None
+    best_value: float | None
+    failures: list[str] = field(default_factory=list)
+    text: str = ""
+    markdown: str = ""
+
+
+def child_summary(tracker: Any, objective: str) -> SweepSummary:
+    """Read the children of ``tracker``'s current run (an :class:`MlflowTracker`)."""
+    client, parent = tracker.client, tracker.run_id
+    runs = client.search_runs(
+        [tracker.experiment_id],
+        filter_string=f"tags.mlflow.parentRunId = '{parent}'",
+        max_results=10_000,
+    )
+    runs = sorted(runs, key=lambda r: int(r.data.tags.get("ltr.job_num", "0")))
+    rows: list[tuple[str, str, str, str]] = []
+    failures: list[str] = []
+    best_id, best_value = None, -math.inf
+    n_failed = n_killed = 0
+    for r in runs:
+        status = r.info.status
+        value = r.data.metrics.get(objective)
+        if status == "FAILED":
+            n_failed += 1
+        if status == "KILLED":
+            n_killed += 1
+        if status != "FINISHED":
+            failures.append(f"job {r.data.tags.get('ltr.job_num', '?')} ({r.info.run_name}): {r.data.tags.get('ltr.error', status)}")
+        if value is not None and status == "FINISHED" and value > best_value:
+            best_id, best_value = r.info.run_id, value
+        rows.append((r.data.tags.get("ltr.job_num", "?"), r.info.run_name or "", status, "-" if value is None else f"{value:.4f}"))
+    header = ("job", "run name", "status", objective)
+    md = "| " + " | ".join(header) + " |\n|---|---|---|---|\n" + "".join(f"| {' | '.join(row)} |\n" for row in rows)
+    width = max([len(r[1]) for r in rows] + [8])
+    text = "\n".join(
+        [f"sweep: {len(runs)} jobs, {n_failed} failed, {n_killed} killed"]
+        + [f"  {row[0]:>3}  {row[1]:<{width}}  {row[2]:<8}  {row[3]}" for row in rows]
+        + [f"  failed: {f}" for f in failures]
+    )
+    return SweepSummary(
+        n_jobs=len(runs),
+        n_failed=n_failed,
+        n_killed=n_killed,
+        best_run_id=best_id,
+        best_value=None if best_id is None else best_value,
+        failures=failures,
+        text=text,
+        markdown=md,
+    )

@@ -1,0 +1,106 @@
+"""Run states never lie: SIGTERM -> KILLED, a failing sweep job -> FAILED, parents and children."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from ltr.tracking.mlflow_tracker import MlflowTracker
+
+pytestmark = pytest.mark.slow
+
+
+def _runs(uri: str) -> list:  # type: ignore[type-arg]
+    client = MlflowClient(uri)
+    experiment = client.get_experiment_by_name("ltr")
+    return [] if experiment is None else client.search_runs([experiment.experiment_id])
+
+
+def _ltr(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ltr", "train", *args], capture_output=True, text=True, cwd=cwd, timeout=600
+    )
+
+
+def test_sigterm_mid_training_marks_run_killed(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    MlflowTracker(uri, "ltr")  # create the store first, so polling it never races its creation
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ltr", "train", f"tracking.uri={uri}", "fit.num_boost_round=100000",
+         "fit.early_stopping_rounds=null", "model.learning_rate=0.001"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # wait until the run exists and training is under way
+            runs = _runs(uri)
+            if runs and runs[0].info.status == "RUNNING":
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail("the run never started")
+        time.sleep(2.0)
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, stderr[-2000:]
+    assert "KILLED" in stderr
+    assert "Traceback" not in stderr
+    (run,) = _runs(uri)
+    assert run.info.status == "KILLED"
+    assert "Terminated" in run.data.tags["ltr.error"]
+
+
+def test_multirun_parent_with_children_and_best_value(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    proc = _ltr("-m", "debug=default", "model.num_leaves=3,7", f"tracking.uri={uri}", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    runs = _runs(uri)
+    parents = [r for r in runs if r.data.tags.get("ltr.role") == "sweep"]
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert len(parents) == 1
+    assert len(children) == 2
+    parent = parents[0]
+    assert {c.data.tags["mlflow.parentRunId"] for c in children} == {parent.info.run_id}
+    assert {c.data.params["model.num_leaves"] for c in children} == {"3", "7"}
+    assert all(r.info.status == "FINISHED" for r in runs)
+    best = max(c.data.metrics["valid/ndcg_at_10"] for c in children)
+    assert parent.data.metrics["sweep/best/valid/ndcg_at_10"] == best
+    assert parent.data.metrics["sweep/n_jobs"] == 2
+
+
+def test_failing_job_does_not_hide_the_others(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    proc = _ltr("-m", "debug=default", "fit.early_stopping_metric=ndcg@10,ndcg@7", f"tracking.uri={uri}", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "1 of 2 jobs failed" in proc.stderr
+    assert "ndcg@7" in proc.stdout + proc.stderr
+    runs = _runs(uri)
+    by_status = sorted(r.info.status for r in runs if "mlflow.parentRunId" in r.data.tags)
+    assert by_status == ["FAILED", "FINISHED"]
+    (parent,) = [r for r in runs if r.data.tags.get("ltr.role") == "sweep"]
+    assert parent.info.status == "FAILED"
+    assert "ndcg@7" in parent.data.tags["ltr.error"]
+    assert not any(r.info.status == "RUNNING" for r in runs)
+
+
+def test_old_file_store_mlruns_in_cwd_does_not_break_a_run(tmp_path: Path) -> None:
+    (tmp_path / "mlruns" / "0").mkdir(parents=True)
+    (tmp_path / "mlruns" / "0" / "meta.yaml").write_text("artifact_location: mlruns/0\nname: Default\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "ltr", "train", "debug=default"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=600,
+        env={**os.environ, "MLFLOW_TRACKING_URI": ""},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run,) = _runs(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert run.info.status == "FINISHED"

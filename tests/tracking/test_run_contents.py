@@ -1,0 +1,98 @@
+"""What every run holds: names, params, tags, artifacts, the model, the dataset inputs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import lightgbm as lgb
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+from omegaconf import DictConfig
+
+from ltr import pipeline
+from ltr.data.load import load_splits
+from ltr.metrics import Strata, summarize
+
+
+@pytest.fixture
+def finished_run(small_cfg: Callable[..., DictConfig], tracking_uri: str) -> tuple[MlflowClient, str, DictConfig, pipeline.RunOutcome]:
+    cfg = small_cfg()
+    outcome = pipeline.run(cfg, overrides=["model.num_leaves=7"])
+    assert outcome.run_id is not None
+    return MlflowClient(tracking_uri), outcome.run_id, cfg, outcome
+
+
+def _paths(client: MlflowClient, run_id: str, path: str | None = None) -> set[str]:
+    out: set[str] = set()
+    for item in client.list_artifacts(run_id, path):
+        out |= _paths(client, run_id, item.path) if item.is_dir else {item.path}
+    return out
+
+
+def test_artifacts_params_tags_and_names(finished_run: tuple[MlflowClient, str, DictConfig, pipeline.RunOutcome]) -> None:
+    client, run_id, cfg, _ = finished_run
+    run = client.get_run(run_id)
+    assert run.info.run_name == "lambdarank model.num_leaves=7"
+    expected = {
+        "config/config.yaml", "config/overrides.yaml", "data/fingerprint.json",
+        "report/summary.md", "report/ndcg_by_stratum.png", "feature_importance.png",
+        "feature_importance.json", "per_query/valid.parquet", "per_query/test.parquet",
+        "model_text/model.txt",
+    } | {f"idcg/{s}/hist_at_{k}.{ext}" for s in ("valid", "test") for k in (5, 10) for ext in ("png", "json")}
+    assert expected <= _paths(client, run_id)
+    # params: the flattened composed config, every leaf
+    assert run.data.params["fit.early_stopping_metric"] == "ndcg@10"
+    assert run.data.params["eval.ties"] == "average"
+    assert run.data.params["seed"] == str(cfg.seed)
+    tags = run.data.tags
+    assert tags["ltr.eval.gain"] == "exp"
+    assert tags["ltr.eval.zero_idcg"] == "zero"
+    assert tags["ltr.eval.strata"] == "1-10,11-50,51+"
+    assert len(tags["ltr.data.fingerprint"]) == 16
+    assert tags["ltr.git.dirty"] in {"true", "false"}
+    assert run.data.metrics["best_iteration"] >= 1
+    # the dataset inputs: one per split, digest = our content hash of that split
+    fingerprint = json.loads(Path(client.download_artifacts(run_id, "data/fingerprint.json")).read_text())
+    inputs = {d.dataset.name: d for d in run.inputs.dataset_inputs}
+    assert set(inputs) == {"synthetic/train", "synthetic/valid", "synthetic/test"}
+    assert inputs["synthetic/test"].dataset.digest == fingerprint["test"]["sha256"]
+
+
+def test_per_query_parquet_reproduces_logged_summary_exactly(
+    finished_run: tuple[MlflowClient, str, DictConfig, pipeline.RunOutcome],
+) -> None:
+    client, run_id, _, _ = finished_run
+    metrics = client.get_run(run_id).data.metrics
+    for split in ("valid", "test"):
+        table = pd.read_parquet(client.download_artifacts(run_id, f"per_query/{split}.parquet"))
+        recomputed = summarize(table, strata=Strata())
+        for key, value in recomputed.items():
+            assert metrics[f"{split}/{key}"] == value, key  # exact, not approximate
+
+
+def test_logged_mlflow_model_predicts_like_the_in_process_model(
+    finished_run: tuple[MlflowClient, str, DictConfig, pipeline.RunOutcome], tracking_uri: str, tmp_path: Path
+) -> None:
+    client, run_id, cfg, _ = finished_run
+    splits = load_splits(cfg.data, cfg.split, seed=cfg.seed)
+    booster = lgb.Booster(model_file=client.download_artifacts(run_id, "model_text/model.txt", str(tmp_path)))
+    expected = booster.predict(splits.test.features)
+    mlflow.set_tracking_uri(tracking_uri)
+    loaded = mlflow.pyfunc.load_model(f"runs:/{run_id}/model")
+    got = np.asarray(loaded.predict(pd.DataFrame(splits.test.features, columns=list(splits.test.feature_names))))
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_lightgbm_gap_is_explained_exactly(finished_run: tuple[MlflowClient, str, DictConfig, pipeline.RunOutcome]) -> None:
+    """ours + zero_idcg part + ties part (+ gain part, 0 here) = LightGBM's own value."""
+    _, _, _, outcome = finished_run
+    m = outcome.metrics
+    for split in ("valid", "test"):
+        total = m[f"{split}/ndcg_at_10"] + m[f"{split}/lightgbm_gap/ndcg_at_10/zero_idcg"] + m[f"{split}/lightgbm_gap/ndcg_at_10/ties"]
+        assert total == pytest.approx(m[f"{split}/lightgbm/ndcg_at_10"], abs=1e-9)
+        assert m[f"{split}/lightgbm_gap/ndcg_at_10/zero_idcg"] > 0  # the data has all-zero queries
