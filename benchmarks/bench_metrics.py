@@ -70,7 +70,9 @@ def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     return best, out
 
 
-def run_ours(labels: NDArray[np.int32], scores: NDArray[np.float64], offsets: NDArray[np.int64]) -> dict[str, float]:
+def run_ours(
+    labels: NDArray[np.int32], scores: NDArray[np.float64], offsets: NDArray[np.int64]
+) -> dict[str, float]:
     from ltr.metrics import per_query_table, summarize
 
     table = per_query_table(labels, scores, offsets, np.arange(offsets.shape[0] - 1), ks=(5, 10))
@@ -150,7 +152,9 @@ def bench_ranx(data: Arrays) -> float:
     t = time.perf_counter()
     # ranx wants object (str) id columns
     qid = pd.Series(np.repeat(np.arange(lens.shape[0]), lens).astype(str), dtype=object)
-    doc = pd.Series((np.arange(labels.shape[0]) - np.repeat(offsets[:-1], lens)).astype(str), dtype=object)
+    doc = pd.Series(
+        (np.arange(labels.shape[0]) - np.repeat(offsets[:-1], lens)).astype(str), dtype=object
+    )
     qrels = Qrels.from_df(
         pd.DataFrame({"q_id": qid, "doc_id": doc, "score": labels.astype(np.int64)}),
         q_id_col="q_id", doc_id_col="doc_id", score_col="score",
@@ -256,7 +260,9 @@ def main() -> int:
     try:
         t_lgb, lgb_setup, lgb_ndcg = bench_lightgbm(data, args.threads, args.repeat)
         rows["LightGBM built-in ndcg@10 (eval only)"] = t_lgb
-        notes["LightGBM built-in ndcg@10 (eval only)"] = f"setup (Dataset+Booster, caches IDCG) {lgb_setup:.2f} s"
+        notes["LightGBM built-in ndcg@10 (eval only)"] = (
+            f"setup (Dataset+Booster, caches IDCG) {lgb_setup:.2f} s"
+        )
         # same number as the lightgbm preset: a check that both measured the same thing
         from ltr.metrics import PRESETS, per_query_table
 
@@ -315,8 +321,14 @@ def main() -> int:
     if args.json:
         args.json.write_text(
             json.dumps(
-                {"times_s": rows, "notes": notes, "compile_s": compile_s, "cache_load_s": cached_s,
-                 "peak_extra_bytes": peak, "input_bytes": input_bytes},  # fmt: skip
+                {
+                    "times_s": rows,
+                    "notes": notes,
+                    "compile_s": compile_s,
+                    "cache_load_s": cached_s,
+                    "peak_extra_bytes": peak,
+                    "input_bytes": input_bytes,
+                },
                 indent=2,
             )
         )

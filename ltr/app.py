@@ -39,7 +39,12 @@ def _raise_terminated(signum: int, frame: FrameType | None) -> None:
 
 
 def _install_sigterm_handler() -> None:
-    # Outside the main thread (some launchers) signal() raises ValueError: leave SIGTERM as is.
+    """SIGTERM -> :class:`Terminated`, in the launching process only (not in launcher workers)."""
+    import multiprocessing
+
+    if multiprocessing.parent_process() is not None:
+        return
+    # Outside the main thread signal() raises ValueError: leave SIGTERM as is.
     with contextlib.suppress(ValueError):
         signal.signal(signal.SIGTERM, _raise_terminated)
 

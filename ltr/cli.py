@@ -13,6 +13,7 @@ USAGE = """usage: ltr <command> [args...]
 commands:
   train [overrides...]   train and evaluate one experiment (Hydra app; -m for multirun, --help for config)
   evaluate ...           evaluate rankings made elsewhere (TREC run, or data + scores); --help for options
+  compare RUN [RUN ...]  compare runs per query and per stratum with paired significance tests; --help
   ui [--port N]          open the MLflow UI on 127.0.0.1 against the default local store
 """
 
@@ -49,6 +50,10 @@ def main(argv: list[str] | None = None) -> int:
             from ltr.evaluate import main as evaluate_main
 
             return int(evaluate_main(rest))
+        if verb == "compare":
+            from ltr.compare_cli import main as compare_main
+
+            return int(compare_main(rest))
         if verb == "ui":
             return _ui(rest)
     except LtrUserError as exc:

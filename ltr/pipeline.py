@@ -112,6 +112,9 @@ def run(
     strata = Strata(tuple(int(e) for e in cfg.eval.strata))
     conventions = conventions_from(cfg.eval)
 
+    from ltr.training import check_model_config
+
+    check_model_config(cfg.model)
     splits = load_splits(cfg.data, cfg.split, seed=seed)
     timings = {"load": time.perf_counter() - t0}
     for name, part in splits.items():
@@ -211,6 +214,21 @@ def evaluate_model(
     return Evaluation(summaries, tables, reports, metrics, notes)
 
 
+def _fit(cfg: DictConfig, splits: Splits, ks: list[int]) -> Any:
+    """Train with the configured trainer; every trainer returns a :class:`ltr.training.TrainResult`."""
+    if cfg.trainer.kind == "dask":
+        from ltr.training_dask import fit_dask
+
+        return fit_dask(splits, cfg.model, cfg.fit, cfg.trainer, eval_at=ks, seed=int(cfg.seed))
+    if cfg.trainer.kind != "local":
+        from ltr.errors import LtrUserError
+
+        raise LtrUserError(f"trainer.kind={cfg.trainer.kind!r} is not one of: local, dask")
+    from ltr.training import fit_ranker
+
+    return fit_ranker(splits, cfg.model, cfg.fit, eval_at=ks, seed=int(cfg.seed))
+
+
 def _fit_evaluate_log(
     cfg: DictConfig,
     overrides: Sequence[str],
@@ -223,7 +241,6 @@ def _fit_evaluate_log(
     conventions: MetricConventions,
 ) -> RunOutcome:
     from ltr.report import print_table, summary_rows, to_markdown
-    from ltr.training import fit_ranker
 
     timings: dict[str, float] = {}
     t = time.perf_counter()
@@ -238,7 +255,7 @@ def _fit_evaluate_log(
     timings["log_start"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    result = fit_ranker(splits, cfg.model, cfg.fit, eval_at=ks, seed=int(cfg.seed))
+    result = _fit(cfg, splits, ks)
     timings["train"] = time.perf_counter() - t
 
     t = time.perf_counter()

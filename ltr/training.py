@@ -34,7 +34,7 @@ class TrainResult:
     (LightGBM's own conventions). ``best_iteration`` is 1-based, as LightGBM's ``best_iteration_``.
     """
 
-    model: lgb.LGBMRanker
+    model: lgb.LGBMModel
     params: dict[str, Any]
     evals_result: dict[str, dict[str, list[float]]]
     best_iteration: int
@@ -59,9 +59,10 @@ class EarlyStopOnMetric:
     ``rounds=None`` only records the best iteration.
     """
 
-    order = 30  # after LightGBM's own logging callbacks
-
     def __init__(self, data_name: str, metric: str, rounds: int | None) -> None:
+        # An instance attribute: LightGBM overwrites a missing one in the instance __dict__.
+        # 30 runs after record_evaluation (20), so the stopping round is recorded too.
+        self.order = 30
         self.data_name = data_name
         self.metric = metric
         self.rounds = rounds
@@ -88,9 +89,8 @@ class ProgressDisplay:
     On a terminal a rich progress bar; otherwise a log line every ``log_every`` rounds.
     """
 
-    order = 20
-
     def __init__(self, total: int, data_name: str, metric: str, *, log_every: int = 50) -> None:
+        self.order = 25
         self.total = total
         self.data_name = data_name
         self.metric = metric
@@ -142,6 +142,45 @@ def _find_metric(results: list[Any] | None, data_name: str, metric: str) -> floa
     )
 
 
+RANKING_OBJECTIVES = frozenset({"lambdarank", "rank_xendcg"})
+# Set by ltr itself (from fit.* and seed); overriding them through model.params is refused.
+_RESERVED = frozenset({"num_iterations", "seed", "deterministic", "num_threads", "verbosity", "metric", "eval_at"})
+
+
+def check_extra_params(params: dict[str, Any]) -> None:
+    """Refuse keys of ``model.params`` that LightGBM does not know (it only warns on typos)."""
+    import difflib
+
+    known = lgb.basic._ConfigAliases._get_all_param_aliases()
+    canonical = {alias: name for name, aliases in known.items() for alias in (name, *aliases)}
+    for key in params:
+        if key not in canonical:
+            close = difflib.get_close_matches(key, canonical, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise LtrUserError(f"model.params.{key} is not a LightGBM parameter{hint}")
+        if canonical[key] in _RESERVED:
+            raise LtrUserError(
+                f"model.params.{key} is set by ltr (fit.num_boost_round, fit.num_threads, seed, eval.k); "
+                "override those settings instead"
+            )
+
+
+def check_model_config(model: ModelConfig) -> None:
+    """Refuse, before any work, an estimator / objective mismatch or an unknown LightGBM key."""
+    if model.estimator == "ranker":
+        if model.objective not in RANKING_OBJECTIVES:
+            raise LtrUserError(
+                f"model.objective={model.objective!r} is not a ranking objective "
+                f"({', '.join(sorted(RANKING_OBJECTIVES))}); for a pointwise model use model=pointwise"
+            )
+    elif model.estimator == "regressor":
+        if model.objective in RANKING_OBJECTIVES:
+            raise LtrUserError(f"model.objective={model.objective!r} needs model.estimator=ranker")
+    else:
+        raise LtrUserError(f"model.estimator={model.estimator!r} is not one of: ranker, regressor")
+    check_extra_params(dict(model.params))
+
+
 def lightgbm_params(model: ModelConfig, *, seed: int, num_threads: int) -> dict[str, Any]:
     """LightGBM parameters from the model config: explicit fields, then ``model.params``.
 
@@ -168,7 +207,9 @@ def lightgbm_params(model: ModelConfig, *, seed: int, num_threads: int) -> dict[
         params["lambdarank_norm"] = model.lambdarank_norm
     if model.label_gain is not None:
         params["label_gain"] = list(model.label_gain)
-    params.update(dict(model.params))
+    extra = dict(model.params)
+    check_extra_params(extra)
+    params.update(extra)
     params.update(
         {
             "random_state": seed,
@@ -189,10 +230,14 @@ def fit_ranker(
     Early stopping watches ``fit.early_stopping_metric`` on ``valid`` only; ``test`` is recorded
     for the curves and for LightGBM's own value beside ours, never for a decision.
     """
-    if model.estimator != "ranker":
-        raise LtrUserError(f"model.estimator={model.estimator!r} is not supported; use 'ranker'")
+    check_model_config(model)
     params = lightgbm_params(model, seed=seed, num_threads=fit.num_threads)
-    ranker = lgb.LGBMRanker(n_estimators=fit.num_boost_round, **params)
+    if model.estimator == "ranker":
+        ranker: lgb.LGBMModel = lgb.LGBMRanker(n_estimators=fit.num_boost_round, **params)
+    else:
+        # A pointwise regressor on the labels; queries are passed only so LightGBM can report
+        # NDCG on the evaluation sets (the regression objective ignores them).
+        ranker = lgb.LGBMModel(n_estimators=fit.num_boost_round, eval_at=sorted(set(eval_at)), **params)
     stopper = EarlyStopOnMetric("valid", fit.early_stopping_metric, fit.early_stopping_rounds)
     callbacks: list[Any] = [stopper]
     progress = None
@@ -215,7 +260,7 @@ def fit_ranker(
             eval_y=(valid.labels, test.labels),  # type: ignore[arg-type]
             eval_group=[valid.group_sizes, test.group_sizes],
             eval_names=["valid", "test"],
-            eval_at=sorted(set(eval_at)),
+            **({"eval_at": sorted(set(eval_at))} if model.estimator == "ranker" else {"eval_metric": "ndcg"}),
             feature_name=list(train.feature_names) if train.feature_names else "auto",
             callbacks=callbacks,
         )
@@ -227,6 +272,7 @@ def fit_ranker(
     seconds = time.perf_counter() - start
     evals = {name: {m: list(v) for m, v in metrics.items()} for name, metrics in ranker.evals_result_.items()}
     n_rounds = stopper.last_iteration + 1
+    assert len(evals["valid"][fit.early_stopping_metric]) == n_rounds
     best = int(ranker.best_iteration_)
     log.info(
         "stopped after %d rounds; best round %d with valid %s = %.6f (LightGBM's conventions)",

@@ -5,7 +5,14 @@ from __future__ import annotations
 from hydra.core.config_store import ConfigStore
 
 from ltr.config.data import DATA_OPTIONS, SplitConfig
-from ltr.config.schema import EvalConfig, FitConfig, ModelConfig, TrackingConfig, TrainConfig
+from ltr.config.schema import (
+    EvalConfig,
+    FitConfig,
+    ModelConfig,
+    TrackingConfig,
+    TrainConfig,
+    TrainerConfig,
+)
 
 __all__ = ["TrainConfig", "register_configs"]
 
@@ -21,3 +28,4 @@ def register_configs() -> None:
     cs.store(group="fit", name="fit_schema", node=FitConfig)
     cs.store(group="eval", name="eval_schema", node=EvalConfig)
     cs.store(group="tracking", name="tracking_schema", node=TrackingConfig)
+    cs.store(group="trainer", name="trainer_schema", node=TrainerConfig)

@@ -76,6 +76,18 @@ class TrackingConfig:
 
 
 @dataclass
+class TrainerConfig:
+    """Where training runs: ``local`` (one process) or ``dask`` (lightgbm.dask on a cluster)."""
+
+    kind: str = "local"  # local | dask
+    # dask only: a scheduler address (tcp://host:8786), or None for a LocalCluster on this machine
+    scheduler_address: str | None = None
+    n_workers: int = 2
+    threads_per_worker: int = 1
+    n_partitions: int | None = None  # partitions of whole queries per split; None: one per worker
+
+
+@dataclass
 class TrainConfig:
     """The composed config of ``ltr train``."""
 
@@ -86,3 +98,4 @@ class TrainConfig:
     fit: FitConfig = MISSING
     eval: EvalConfig = MISSING
     tracking: TrackingConfig = MISSING
+    trainer: TrainerConfig = MISSING

@@ -59,8 +59,11 @@ def cache_key(paths: Sequence[Path], options: Mapping[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
-def load_cached(cache_dir: Path, paths: Sequence[Path], options: Mapping[str, Any]) -> RankingData | None:
-    """The cached `RankingData` of ``paths`` read with ``options``, or None on a miss."""
+def load_cached(
+    cache_dir: Path, paths: Sequence[Path], options: Mapping[str, Any]
+) -> tuple[RankingData, list[str]] | None:
+    """The cached `RankingData` of ``paths`` read with ``options`` and the warnings its parse
+    gave, or None on a miss."""
     key = cache_key(paths, options)
     entry = cache_dir / key
     if not (entry / "meta.json").is_file():
@@ -82,11 +85,19 @@ def load_cached(cache_dir: Path, paths: Sequence[Path], options: Mapping[str, An
     if cache_key(paths, options) != key:  # the file changed while we read the entry
         return None
     logger.debug("cache hit for %s: %s", [str(p) for p in paths], entry)
-    return data
+    return data, [str(n) for n in meta.get("notes", [])]
 
 
-def store_cached(cache_dir: Path, paths: Sequence[Path], options: Mapping[str, Any], data: RankingData) -> None:
-    """Store ``data`` under the key of ``paths`` and ``options``; failures only log a warning."""
+def store_cached(
+    cache_dir: Path,
+    paths: Sequence[Path],
+    options: Mapping[str, Any],
+    data: RankingData,
+    *,
+    notes: Sequence[str] = (),
+) -> None:
+    """Store ``data`` (and the warnings of its parse, ``notes``) under the key of ``paths`` and
+    ``options``; failures only log a warning."""
     key = cache_key(paths, options)
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
@@ -95,7 +106,8 @@ def store_cached(cache_dir: Path, paths: Sequence[Path], options: Mapping[str, A
             for name in _ARRAYS:
                 np.save(tmp / f"{name}.npy", getattr(data, name), allow_pickle=False)
             meta = {"files": file_state(paths), "options": dict(options), "name": data.name,
-                    "feature_names": list(data.feature_names), "version": CACHE_VERSION}
+                    "feature_names": list(data.feature_names), "version": CACHE_VERSION,
+                    "notes": list(notes)}
             (tmp / "meta.json").write_text(json.dumps(meta, default=str))
             try:
                 tmp.rename(cache_dir / key)

@@ -62,7 +62,8 @@ def fingerprint(data: RankingData | Splits, *, strata_edges: Sequence[int] = STR
     Returns
     -------
     dict
-        ``sha256`` (16 hex digits), ``n_rows``, ``n_queries``, ``n_features``, ``labels``
+        ``sha256`` (16 hex digits), ``shape`` ([n_rows, n_features]), ``n_rows``, ``n_queries``,
+        ``n_features``, ``labels``
         (label -> rows), ``strata`` (stratum -> queries); for `Splits` also ``train``, ``valid``,
         ``test`` with the same keys each. JSON-serialisable and deterministic.
 
@@ -92,6 +93,7 @@ def fingerprint(data: RankingData | Splits, *, strata_edges: Sequence[int] = STR
             strata[k] += v
     return {
         "sha256": h.hexdigest()[:HASH_HEX_DIGITS],
+        "shape": [sum(p["n_rows"] for p in parts.values()), data.train.n_features],
         "n_rows": sum(p["n_rows"] for p in parts.values()),
         "n_queries": sum(p["n_queries"] for p in parts.values()),
         "n_features": data.train.n_features,
@@ -104,6 +106,7 @@ def fingerprint(data: RankingData | Splits, *, strata_edges: Sequence[int] = STR
 def _one(data: RankingData, edges: Sequence[int], digest: str) -> dict[str, Any]:
     return {
         "sha256": digest,
+        "shape": [data.n_rows, data.n_features],
         "n_rows": data.n_rows,
         "n_queries": data.n_queries,
         "n_features": data.n_features,

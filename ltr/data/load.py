@@ -78,7 +78,12 @@ def load_splits(data_cfg: Any, split_cfg: Any, *, seed: int) -> Splits:
             f"unknown data.kind {kind!r}; use synthetic, letor, svmlight, parquet or letor_parts"
         )
     splits = read_split_files(files, **reader_options(data_cfg))
-    return _complete(splits, split_cfg, split_seed, sources={k: str(v) for k, v in files.items() if v})
+    sources = {
+        split: " + ".join(str(p) for p in ([spec] if isinstance(spec, str | Path) else spec))
+        for split, spec in files.items()
+        if spec
+    }
+    return _complete(splits, split_cfg, split_seed, sources=sources)
 
 
 def reader_options(data_cfg: Any) -> dict[str, Any]:

@@ -191,20 +191,24 @@ def read_ranking_file(
         t0 = time.perf_counter()
         hit = load_cached(cache, sources, options)
         if hit is not None:
+            cached, cached_notes = hit
+            for note in cached_notes:
+                logger.warning("%s", note)
             logger.info("read %s from the cache in %.2f s", path, time.perf_counter() - t0)
-            return dataclasses.replace(hit, name=display_name)
+            return dataclasses.replace(cached, name=display_name)
     t0 = time.perf_counter()
     table = _parse(path, fmt, qfile, options, progress)
+    notes: list[str] = []
     data = to_ranking_data(
         table, name=display_name, integer_labels=integer_labels, max_label=max_label,
-        max_list_len=max_list_len,
+        max_list_len=max_list_len, notes=notes,
     )
     logger.info(
         "parsed %s: %d rows, %d queries, %d features in %.2f s",
         path, data.n_rows, data.n_queries, data.n_features, time.perf_counter() - t0,
     )
     if cache is not None:
-        store_cached(cache, sources, options, data)
+        store_cached(cache, sources, options, data, notes=notes)
     return data
 
 
@@ -216,16 +220,24 @@ def read_split_files(
 
     A split given as a list of files is their concatenation (e.g. MQ2008 S1+S2+S3). Sparse
     text files are widened with zero columns to the largest feature index seen in any file.
-    Options are those of :func:`read_ranking_file`.
+    Queries of LightGBM's ``.query`` form have no ids; they are numbered 0, 1, ... on across
+    the files, so no two splits share one. Options are those of :func:`read_ranking_file`.
     """
     out: dict[str, RankingData] = {}
+    next_qid = 0  # queries of LightGBM's .query form are numbered on across all files
     for split, spec in paths.items():
         if spec is None:
             continue
         files = [spec] if isinstance(spec, str | Path) else list(spec)
         if not files:
             raise DataError(f"no files given for the {split} split")
-        parts = [read_ranking_file(f, **options) for f in files]
+        parts = []
+        for f in files:
+            part = read_ranking_file(f, **options)
+            if _format_of(Path(f), options) == "lightgbm":
+                part = dataclasses.replace(part, qids=part.qids + next_qid)
+                next_qid += part.n_queries
+            parts.append(part)
         name = options.get("name")
         out[split] = concat_ranking_data(parts, name=name if name is not None else parts[0].name)
     if out:
@@ -292,6 +304,14 @@ def _parse(path: Path, fmt: str, qfile: Path | None, options: Mapping[str, Any],
         check_group_sizes(sizes, table.n_rows, query_path=str(qfile), data_path=str(path))
         return dataclasses.replace(table, row_qids=np.repeat(np.arange(sizes.shape[0], dtype=np.int64), sizes))
     raise DataError(f"unknown data format {fmt!r}; use one of {', '.join(FORMATS)}")
+
+
+def _format_of(path: Path, options: Mapping[str, Any]) -> str:
+    fmt = str(options.get("format", "auto"))
+    if fmt != "auto":
+        return fmt
+    query_file = options.get("query_file")
+    return detect_format(path.expanduser(), query_file=None if query_file is None else Path(query_file))
 
 
 def _query_candidates(path: Path) -> list[Path]:

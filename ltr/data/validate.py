@@ -126,7 +126,9 @@ def check_labels(
     return labels.astype(np.int32)
 
 
-def group_rows(table: RawTable) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64] | None]:
+def group_rows(
+    table: RawTable, *, notes: list[str] | None = None
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64] | None]:
     """Find the query boundaries; regroup stably if the rows of a query are not contiguous.
 
     Returns
@@ -135,7 +137,8 @@ def group_rows(table: RawTable) -> tuple[NDArray[np.int64], NDArray[np.int64], N
     offsets : int64 (n_queries + 1,)
     order : row permutation to apply (``None`` when the rows are already contiguous)
 
-    A regrouping logs one warning with the number of queries whose rows were split.
+    A regrouping logs one warning with the number of queries whose rows were split (and appends
+    it to ``notes``, if given, so a cache can repeat it).
     """
     row_qids = table.row_qids
     n = row_qids.shape[0]
@@ -153,12 +156,14 @@ def group_rows(table: RawTable) -> tuple[NDArray[np.int64], NDArray[np.int64], N
     runs_of_q = starts[run_qids == q]
     first_line = int(table.row_lines[runs_of_q[0]])
     again_line = int(table.row_lines[runs_of_q[1]])
-    logger.warning(
-        "%s: rows of %d of %d queries are not contiguous (qid %d at %s %d comes back at %s %d); "
-        "regrouped them stably by qid, in order of first appearance",
-        table.source, split_q.shape[0], uniq.shape[0], int(q), table.where, first_line,
-        table.where, again_line,
+    note = (
+        f"{table.source}: rows of {split_q.shape[0]} of {uniq.shape[0]} queries are not contiguous "
+        f"(qid {int(q)} at {table.where} {first_line} comes back at {table.where} {again_line}); "
+        "regrouped them stably by qid, in order of first appearance"
     )
+    logger.warning("%s", note)
+    if notes is not None:
+        notes.append(note)
     _, first_row, inverse = np.unique(row_qids, return_index=True, return_inverse=True)
     rank = np.empty_like(first_row)
     rank[np.argsort(first_row, kind="stable")] = np.arange(first_row.shape[0])
@@ -200,8 +205,11 @@ def to_ranking_data(
     integer_labels: bool = True,
     max_label: int | None = LIGHTGBM_MAX_DEFAULT_LABEL,
     max_list_len: int | None = LIGHTGBM_MAX_LIST_LEN,
+    notes: list[str] | None = None,
 ) -> RankingData:
     """Validate a parsed table and build its `RankingData` (rows contiguous per query).
+
+    Warnings (a regrouping) are logged and appended to ``notes`` if given.
 
     Raises
     ------
@@ -214,7 +222,7 @@ def to_ranking_data(
             "check the path, or regenerate the file"
         )
     labels = check_labels(table, integer_labels=integer_labels, max_label=max_label)
-    qids, offsets, order = group_rows(table)
+    qids, offsets, order = group_rows(table, notes=notes)
     check_list_lengths(table, qids, offsets, max_list_len=max_list_len, order=order)
     features = table.features
     if order is not None:

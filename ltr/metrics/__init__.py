@@ -44,7 +44,7 @@ Ties (``ties``): the order of rows with equal scores
     expectation too, through elementary symmetric means of ``1 - R`` over the block (no
     sampling, no approximation). ``stable``: input row order (LightGBM's ``std::stable_sort``).
     ``pessimistic`` / ``optimistic``: lower / higher gain first within a tie (relevant rows last
-    / first), then input order. ``docno_desc``: larger ``tie_keys`` first (trec_eval sorts ties
+    / first, for gains that grow with the label), then input order. ``docno_desc``: larger ``tie_keys`` first (trec_eval sorts ties
     by docno descending; pass docno ranks).
 Presets (`PRESETS`)
     ``lightgbm`` = exp, stable, one; ``sklearn`` = linear, average, zero; ``trec_eval`` =
@@ -57,14 +57,27 @@ Hand-checked reference: labels ``[2, 3, 1, 0, 2]`` in that ranked order give NDC
 Output
 ------
 `per_query_table` returns one row per query (``qid, list_len, stratum, n_relevant``, then per
-``k``: ``idcg_at_k, dcg_at_k, ndcg_at_k, err_at_k, p_at_k``, then ``rr``); `summarize`,
-`idcg_report` and the plots are derived from that table only.
+``k``: ``idcg_at_k, dcg_at_k, ndcg_at_k, err_at_k, p_at_k``, then ``rr``); ``stratum`` is a
+categorical of the display labels (``"1-10"``, ..., ``"empty"`` for an empty list).
+`summarize`, `idcg_report` and the plots are derived from that table only.
+
+Speed
+-----
+One numba kernel (``_kernel.grouped_kernel``), parallel over chunks of queries, serves every
+measure: per query a top-``max(ks)`` heap selection by score (no full sort), a counting sort of
+the judged labels for the ideal order, and the measures from those. Its one-time compile
+(about 15 s) is cached beside the module (``__pycache__``); later processes load it in about 1 s.
+Threads: numba's (``NUMBA_NUM_THREADS`` / ``numba.set_num_threads``). Labels are read as int64
+(other integer dtypes are cast), scores as float64; gains come from a per-label lookup table,
+so labels above 1,000,000 are rejected. numba is imported on the first `per_query_table`
+call, not by ``import ltr.metrics``.
 """
 
 from __future__ import annotations
 
 from ltr.metrics.conventions import PRESETS, MetricConventions, resolve_conventions
 from ltr.metrics.idcg_report import IdcgReport, idcg_report
+from ltr.metrics.measures import Measure
 from ltr.metrics.strata import Strata
 from ltr.metrics.summary import summarize
 from ltr.metrics.table import per_query_table
@@ -72,6 +85,7 @@ from ltr.metrics.table import per_query_table
 __all__ = [
     "PRESETS",
     "IdcgReport",
+    "Measure",
     "MetricConventions",
     "Strata",
     "idcg_report",

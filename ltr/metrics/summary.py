@@ -53,14 +53,22 @@ def summarize(table: pd.DataFrame, *, strata: Strata = _DEFAULT_STRATA) -> dict[
     else:
         out["n_skipped_zero_idcg"] = 0.0
 
-    for col in (c for c in table.columns if is_metric_column(str(c))):
-        v = table[col].to_numpy(dtype=np.float64)
-        ok = ~np.isnan(v)
-        if ok.any():
-            out[str(col)] = float(v[ok].mean())
-        sums = np.bincount(idx[ok], weights=v[ok], minlength=n_bins)
-        cnts = np.bincount(idx[ok], minlength=n_bins)
+    cols = [str(c) for c in table.columns if is_metric_column(str(c))]
+    if not cols:
+        return out
+    values = table[cols].to_numpy(dtype=np.float64)
+    ok = ~np.isnan(values)
+    # per-stratum sums and counts of all columns at once: one-hot (n, bins) times values (n, cols)
+    onehot = np.zeros((n, n_bins))
+    onehot[np.arange(n), idx] = 1.0
+    sums = onehot.T @ np.where(ok, values, 0.0)
+    cnts = onehot.T @ ok.astype(np.float64)
+    total_sums = sums.sum(axis=0)
+    total_cnts = cnts.sum(axis=0)
+    for j, col in enumerate(cols):
+        if total_cnts[j] > 0:
+            out[col] = float(total_sums[j] / total_cnts[j])
         for b in show:
-            if cnts[b] > 0:
-                out[f"{col}/{keys[b]}"] = float(sums[b] / cnts[b])
+            if cnts[b, j] > 0:
+                out[f"{col}/{keys[b]}"] = float(sums[b, j] / cnts[b, j])
     return out

@@ -4,20 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numba
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from ltr.metrics._kernel import (
-    MODE_INPUT,
-    MODE_OPTIMISTIC,
-    MODE_PESSIMISTIC,
-    MODE_TIE_KEYS,
-    grouped_kernel,
-)
 from ltr.metrics.conventions import MetricConventions
-from ltr.metrics.strata import Strata
+from ltr.metrics.strata import EMPTY_LABEL, Strata
 
 _DEFAULT_CONVENTIONS = MetricConventions()
 _DEFAULT_STRATA = Strata()
@@ -73,7 +65,8 @@ def per_query_table(
     Returns
     -------
     pandas.DataFrame
-        Columns ``qid, list_len, stratum, n_relevant``, then per ``k``
+        Columns ``qid, list_len, stratum`` (categorical of the stratum display labels, e.g.
+        ``"11-50"``; ``"empty"`` for an empty list), ``n_relevant``, then per ``k``
         ``idcg_at_k, dcg_at_k, ndcg_at_k, err_at_k, p_at_k``, then ``rr``; rows in input order.
 
     Examples
@@ -111,6 +104,16 @@ def per_query_table(
             raise ValueError(
                 f"ideal_offsets describe {ideal_off.shape[0] - 1} queries, offsets {n_q}"
             )
+
+    import numba  # here, not at module import: numba loads in about 0.5 s
+
+    from ltr.metrics._kernel import (
+        MODE_INPUT,
+        MODE_OPTIMISTIC,
+        MODE_PESSIMISTIC,
+        MODE_TIE_KEYS,
+        grouped_kernel,
+    )
 
     c = conventions
     lut, stop_scale = _gain_table(c, labels_a, ideal_a)
@@ -164,7 +167,10 @@ def per_query_table(
     data: dict[str, object] = {
         "qid": qids_a,
         "list_len": list_len,
-        "stratum": strata.label_of(strata.assign(list_len)),
+        # categorical of the display labels: str values, built from codes without string copies
+        "stratum": pd.Categorical.from_codes(
+            strata.assign(list_len) + 1, categories=pd.Index([EMPTY_LABEL, *strata.labels])
+        ),
         "n_relevant": n_rel,
     }
     for k in k_list:

@@ -64,13 +64,22 @@ class MlflowTracker:
                     raise
                 return str(found.experiment_id)
         except MlflowException as exc:
-            raise LtrUserError(f"cannot use the MLflow store {self.uri}: {exc.message.splitlines()[0]}") from exc
+            raise LtrUserError(
+                f"cannot use the MLflow store {self.uri}: {exc.message.splitlines()[0]}"
+            ) from exc
 
-    def start_run(self, run_name: str, tags: Mapping[str, str], *, parent_run_id: str | None = None) -> str:
+    def _locked(self) -> Any:
+        """Writes to a sqlite store are serialised across processes (parallel sweep jobs)."""
+        return sqlite_store_lock(self.uri)
+
+    def start_run(
+        self, run_name: str, tags: Mapping[str, str], *, parent_run_id: str | None = None
+    ) -> str:
         all_tags = dict(tags)
         if parent_run_id:
             all_tags["mlflow.parentRunId"] = parent_run_id
-        run = self.client.create_run(self.experiment_id, run_name=run_name, tags=all_tags)
+        with self._locked():
+            run = self.client.create_run(self.experiment_id, run_name=run_name, tags=all_tags)
         self.run_id = run.info.run_id
         return self.run_id
 
@@ -83,14 +92,16 @@ class MlflowTracker:
         run_id = self._require_run()
         entries = [Param(k, str(v)[:_PARAM_VALUE_MAX]) for k, v in params.items()]
         for chunk in _chunks(entries, _BATCH_PARAMS):
-            self.client.log_batch(run_id, params=chunk, synchronous=True)
+            with self._locked():
+                self.client.log_batch(run_id, params=chunk, synchronous=True)
 
     def log_metrics(self, metrics: Mapping[str, float], *, step: int | None = None) -> None:
         run_id = self._require_run()
         now = int(time.time() * 1000)
         entries = [Metric(k, float(v), now, step or 0) for k, v in metrics.items()]
         for chunk in _chunks(entries, _BATCH_METRICS):
-            self.client.log_batch(run_id, metrics=chunk, synchronous=True)
+            with self._locked():
+                self.client.log_batch(run_id, metrics=chunk, synchronous=True)
 
     def log_curves(self, curves: Mapping[str, Sequence[float]]) -> None:
         run_id = self._require_run()
@@ -101,13 +112,15 @@ class MlflowTracker:
             for step, value in enumerate(values, start=1)
         ]
         for chunk in _chunks(entries, _BATCH_METRICS):
-            self.client.log_batch(run_id, metrics=chunk, synchronous=True)
+            with self._locked():
+                self.client.log_batch(run_id, metrics=chunk, synchronous=True)
 
     def set_tags(self, tags: Mapping[str, str]) -> None:
         run_id = self._require_run()
         entries = [RunTag(k, str(v)) for k, v in tags.items()]
         for chunk in _chunks(entries, _BATCH_PARAMS):
-            self.client.log_batch(run_id, tags=chunk, synchronous=True)
+            with self._locked():
+                self.client.log_batch(run_id, tags=chunk, synchronous=True)
 
     def log_figure(self, figure: Any, artifact_file: str) -> None:
         self.client.log_figure(self._require_run(), figure, artifact_file)
@@ -127,27 +140,34 @@ class MlflowTracker:
 
         run_id = self._require_run()
         mlflow.set_tracking_uri(self.uri)
-        with mlflow.start_run(run_id=run_id, experiment_id=self.experiment_id):
+        with self._locked(), mlflow.start_run(run_id=run_id, experiment_id=self.experiment_id):
             mlflow.lightgbm.log_model(
                 booster,
                 name="model",
                 pip_requirements=[f"lightgbm=={lightgbm.__version__}"],
             )
 
-    def log_dataset(self, name: str, digest: str, features: Any, labels: Any, *, context: str) -> None:
+    def log_dataset(
+        self, name: str, digest: str, features: Any, labels: Any, *, context: str
+    ) -> None:
         from mlflow.data.numpy_dataset import from_numpy
         from mlflow.entities import DatasetInput, InputTag
 
         dataset = from_numpy(features, targets=labels, name=name, digest=digest)
-        entry = DatasetInput(dataset._to_mlflow_entity(), tags=[InputTag("mlflow.data.context", context)])
-        self.client.log_inputs(self._require_run(), datasets=[entry])
+        entry = DatasetInput(
+            dataset._to_mlflow_entity(), tags=[InputTag("mlflow.data.context", context)]
+        )
+        with self._locked():
+            self.client.log_inputs(self._require_run(), datasets=[entry])
 
     def end_run(self, status: RunStatus, *, error: str | None = None) -> None:
         if self.run_id is None:
             return
         if error:
-            self.client.set_tag(self.run_id, "ltr.error", error[:_PARAM_VALUE_MAX])
-        self.client.set_terminated(self.run_id, status=status.value)
+            with self._locked():
+                self.client.set_tag(self.run_id, "ltr.error", error[:_PARAM_VALUE_MAX])
+        with self._locked():
+            self.client.set_terminated(self.run_id, status=status.value)
 
     def run_url(self) -> str | None:
         if self.run_id is None:

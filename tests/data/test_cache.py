@@ -65,3 +65,16 @@ def test_an_unwritable_cache_only_warns(write: WriteFile, tmp_path: Path) -> Non
     blocker = tmp_path / "file"
     blocker.write_text("")
     assert read_ranking_file(path, cache_dir=blocker / "sub").labels.tolist() == [2]
+
+
+def test_a_cache_hit_repeats_the_regrouping_warning(
+    write: WriteFile, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = write("0 qid:1 1:1\n0 qid:2 1:2\n1 qid:1 1:3\n")
+    cache = tmp_path / "cache"
+    read_ranking_file(path, cache_dir=cache)
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        data = read_ranking_file(path, cache_dir=cache)
+    assert data.features[:, 0].tolist() == [1, 3, 2]
+    assert any("rows of 1 of 2 queries are not contiguous" in r.getMessage() for r in caplog.records)

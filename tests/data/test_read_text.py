@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -164,3 +166,62 @@ def test_row_estimate_too_low_grows(write: WriteFile, monkeypatch: pytest.Monkey
     assert table.features[-1, 0] == 4999
     assert table.features[0, 299] == 300.5
     assert table.row_lines[-1] == 5050
+
+
+def test_utf8_byte_order_mark_is_skipped(write: WriteFile) -> None:
+    data = read_ranking_file(write("\ufeff1 qid:1 1:2\n"))
+    assert data.labels.tolist() == [1]
+
+
+def test_truncated_gzip_is_a_data_error(write: WriteFile) -> None:
+    import gzip
+
+    from ltr.errors import DataError
+
+    path = write("", "t.txt.gz")
+    path.write_bytes(gzip.compress(b"1 qid:1 1:2\n" * 1000)[:-20])
+    with pytest.raises(DataError, match=r"cannot read .*t.txt.gz: "):
+        read_ranking_file(path)
+
+
+def _messy_file(write: WriteFile, n: int = 2000) -> Path:
+    rng = np.random.default_rng(5)
+    lines = []
+    for i in range(n):
+        if i % 97 == 0:
+            lines.append("# a comment line")
+        if i % 89 == 0:
+            lines.append("")
+        idx = np.sort(rng.choice(np.arange(1, 60 + i // 10), size=rng.integers(1, 12), replace=False))
+        feats = " ".join(f"{j}:{rng.normal():.5g}" for j in idx)
+        lines.append(f"{rng.integers(0, 5)} qid:{i // 9} {feats}")
+    return write("\n".join(lines))  # no final newline
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("chunk", [1 << 12, 1 << 25])
+def test_parallel_parse_equals_sequential(
+    write: WriteFile, monkeypatch: pytest.MonkeyPatch, threads: int, chunk: int
+) -> None:
+    path = _messy_file(write)
+    monkeypatch.setattr(read_text, "PARSE_THREADS", 1)
+    sequential = parse_svmlight(path)
+    monkeypatch.setattr(read_text, "PARSE_THREADS", threads)
+    monkeypatch.setattr(read_text, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(read_text, "CHUNK_BYTES", chunk)
+    parallel = parse_svmlight(path)
+    for field in ("features", "labels", "row_qids", "row_lines"):
+        np.testing.assert_array_equal(getattr(parallel, field), getattr(sequential, field))
+    assert sequential.features.shape[1] == parallel.features.shape[1] > 200
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_parallel_parse_reports_the_right_line(write: WriteFile, monkeypatch: pytest.MonkeyPatch, threads: int) -> None:
+    from ltr.errors import DataError
+
+    text = "".join(f"1 qid:{i} 1:{i}\n" if i != 1500 else "# c\n\n1 qid:3 2:1 2:2\n" for i in range(3000))
+    path = write(text)
+    monkeypatch.setattr(read_text, "PARSE_THREADS", threads)
+    monkeypatch.setattr(read_text, "PARALLEL_MIN_BYTES", 0)
+    with pytest.raises(DataError, match=rf"feature index 2 appears twice at line 1503 of {path}"):
+        parse_svmlight(path)

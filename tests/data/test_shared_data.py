@@ -96,3 +96,15 @@ def test_mq2008_fold_rotation(fold: int, train: str, valid: str, test: str, tmp_
     assert fp["n_queries"] == 784
     assert fp["labels"] == {"0": 12279, "1": 2001, "2": 931}
     assert fp["strata"] == {"1-10": 403, "11-50": 307, "51+": 74}
+
+
+def test_yahoo_query_form_split_set_numbers_queries_on(caplog: pytest.LogCaptureFixture) -> None:
+    from ltr.data.validate import check_split_set
+
+    folder = SHARED_DATA / "lightgbm_yahoo_sample"
+    splits = read_split_files({"train": folder / "rank.train.gz", "test": folder / "rank.test.gz"})
+    assert splits["train"].qids.tolist() == list(range(201))
+    assert splits["test"].qids.tolist() == list(range(201, 251))
+    with caplog.at_level("WARNING"):
+        check_split_set(splits)
+    assert not caplog.records

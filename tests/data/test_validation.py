@@ -8,10 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ltr.data.ranking_data import RankingData
 from ltr.data.readers import read_ranking_file, read_split_files
-from ltr.data.validate import check_label_gain, check_split_set
+from ltr.data.validate import RawTable, check_label_gain, check_split_set, to_ranking_data
 from ltr.errors import DataError, LtrUserError
 from tests.data.conftest import WriteFile
 
@@ -172,3 +174,25 @@ def test_empty_split_is_an_error() -> None:
     good = RankingData.from_group_sizes(np.ones((2, 2)), np.array([0, 1]), np.array([1]), np.array([2]))
     with pytest.raises(DataError, match=r"the valid split \(vali.txt\) has no queries"):
         check_split_set({"train": good, "valid": empty}, sources={"valid": "vali.txt"})
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=60))
+def test_regrouping_property(row_qids: list[int]) -> None:
+    n = len(row_qids)
+    table = RawTable(
+        features=np.arange(n, dtype=np.float32)[:, None],
+        labels=np.zeros(n),
+        row_qids=np.asarray(row_qids, dtype=np.int64),
+        row_lines=np.arange(1, n + 1, dtype=np.int64),
+        source="prop.txt",
+    )
+    data = to_ranking_data(table)
+    original = data.features[:, 0].astype(np.int64)
+    assert sorted(original.tolist()) == list(range(n))  # every row once
+    np.testing.assert_array_equal(np.asarray(row_qids)[original], data.row_qids())  # right query
+    assert len(set(data.qids.tolist())) == data.n_queries  # each query in one block
+    first_seen = list(dict.fromkeys(row_qids))
+    assert data.qids.tolist() == first_seen  # queries in order of first appearance
+    for q in range(data.n_queries):  # rows of a query keep file order
+        assert (np.diff(original[data.offsets[q] : data.offsets[q + 1]]) > 0).all()

@@ -321,3 +321,34 @@ def test_input_validation() -> None:
         )
     with pytest.raises(ValueError, match="not an integer label"):
         per_query_table(np.array([0.5, 1.0]), np.array([1.0, 2.0]), off, q)
+
+
+@pytest.mark.parametrize(
+    ("ties", "expected"),
+    [
+        # rows 28, 29, 30 (1-based) tie; the relevant one is the middle row of the block
+        ("stable", 1 / 29),
+        ("pessimistic", 1 / 30),
+        ("optimistic", 1 / 28),
+        # average: m = 3, r = 1 -> uniform over ranks 28..30
+        ("average", (1 / 28 + 1 / 29 + 1 / 30) / 3),
+    ],
+)
+def test_rr_in_a_tie_below_the_top(ties: str, expected: float) -> None:
+    scores = [float(40 - i) for i in range(40)]
+    scores[27] = scores[28] = scores[29] = 0.5 + 40 - 30
+    labels = [0] * 40
+    labels[28] = 1
+    row = one_query(labels, scores, k=5, ties=ties)
+    assert row["rr"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_no_queries() -> None:
+    t = per_query_table(
+        np.array([], dtype=np.int64), np.array([]), np.array([0]), np.array([], dtype=np.int64)
+    )
+    assert len(t) == 0
+    s = summarize(t)
+    assert s["n_queries"] == 0
+    assert s["no_result_rate"] == 0.0
+    assert "ndcg_at_10" not in s

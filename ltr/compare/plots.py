@@ -1,0 +1,103 @@
+"""Figures of a comparison (matplotlib imported lazily, no pyplot global state).
+
+Both functions return a `matplotlib.figure.Figure`; save it with ``fig.savefig(path)`` or let a
+notebook display it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ltr.compare.comparison import ALL, Comparison
+from ltr.compare.render import display_name
+from ltr.metrics import IdcgReport
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def plot_strata(comparison: Comparison, metric: str = "ndcg_at_10") -> Figure:
+    """Per stratum (and ``all``): each run's mean with its CI (left), each delta with its CI (right).
+
+    Error bars are the bootstrap percentile intervals of `Comparison` (level
+    ``comparison.confidence``); a hollow delta marker means not significant (Holm-adjusted
+    randomisation p >= 0.05).
+    """
+    from matplotlib.figure import Figure
+
+    if metric not in comparison.metrics:
+        raise ValueError(f"{metric!r} is not in the comparison; it has {', '.join(comparison.metrics)}")
+    groups = [ALL, *comparison.strata]
+    x = np.arange(len(groups), dtype=np.float64)
+    n_runs = len(comparison.labels)
+    width = 0.8 / n_runs
+    fig = Figure(figsize=(11.0, 4.2), layout="constrained")
+    ax_mean, ax_delta = fig.subplots(1, 2)
+    name = display_name(metric)
+    others = [lab for lab in comparison.labels if lab != comparison.baseline]
+    d_width = 0.8 / max(len(others), 1)
+    for j, label in enumerate(comparison.labels):
+        rows = {r.stratum: r for r in comparison.rows_for(metric) if r.run == label}
+        mean = np.array([rows[g].mean for g in groups])
+        low = np.array([rows[g].mean_ci_low for g in groups])
+        high = np.array([rows[g].mean_ci_high for g in groups])
+        offset = x + (j - (n_runs - 1) / 2) * width
+        drawn = ax_mean.errorbar(offset, mean, yerr=[mean - low, high - mean], fmt="o", capsize=3, label=label)
+        if label == comparison.baseline:
+            continue
+        colour = drawn[0].get_color()
+        i = others.index(label)
+        d_offset = x + (i - (len(others) - 1) / 2) * d_width
+        delta = np.array([rows[g].delta for g in groups])
+        d_low = np.array([rows[g].delta_ci_low for g in groups])
+        d_high = np.array([rows[g].delta_ci_high for g in groups])
+        significant = np.array([rows[g].p_rand_holm < 0.05 for g in groups])
+        ax_delta.errorbar(d_offset, delta, yerr=[delta - d_low, d_high - delta], fmt="none", capsize=3, ecolor=colour)
+        ax_delta.scatter(d_offset[significant], delta[significant], color=colour, label=label)
+        ax_delta.scatter(d_offset[~significant], delta[~significant], facecolors="none", edgecolors=colour)
+    counts = {r.stratum: r.n for r in comparison.rows_for(metric, baseline=True)}
+    ticks = [f"{g}\n(n={counts[g]})" for g in groups]
+    for ax in (ax_mean, ax_delta):
+        ax.set_xticks(x, ticks)
+        ax.set_xlabel("list length")
+    ax_mean.set_ylabel(f"mean {name}")
+    ax_mean.set_title(f"{name} per stratum, {comparison.confidence:.0%} CI")
+    ax_mean.legend(fontsize="small")
+    ax_delta.axhline(0.0, color="grey", linewidth=0.8)
+    ax_delta.set_ylabel(f"delta {name} vs {comparison.baseline}")
+    ax_delta.set_title("paired delta (hollow: not significant after Holm)")
+    ax_delta.legend(fontsize="small")
+    return fig
+
+
+def plot_idcg_side_by_side(reports: Sequence[tuple[str, IdcgReport]]) -> Figure:
+    """The IDCG@k histograms of several runs side by side, on shared axes.
+
+    ``reports`` pairs a run label with its `IdcgReport` (e.g. from
+    `ltr.tracking.runs.RunStore.idcg_report`).
+    """
+    from matplotlib.figure import Figure
+
+    if not reports:
+        raise ValueError("no IDCG report to plot")
+    fig = Figure(figsize=(5.0 * len(reports), 3.8), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(reports), sharex=True, sharey=True))
+    for ax, (label, report) in zip(axes, reports, strict=True):
+        edges = report.bin_edges
+        ax.bar(edges[:-1], report.counts, width=edges[1:] - edges[:-1], align="edge", edgecolor="white")
+        ax.set_title(f"{label}: IDCG@{report.k}")
+        ax.set_xlabel(f"IDCG@{report.k}")
+        ax.text(
+            0.98,
+            0.95,
+            f"n = {report.n_queries}\nIDCG = 0: {report.share_zero:.1%}\nIDCG <= 1: {report.share_le_one:.1%}",
+            transform=ax.transAxes,
+            ha="right",
+            va="top",
+            fontsize="small",
+        )
+    axes[0].set_ylabel("queries")
+    return fig

@@ -1,0 +1,262 @@
+"""``ltr evaluate``: the metrics of ``ltr`` for rankings made elsewhere.
+
+Inputs: a TREC qrels file and a TREC run (``--qrels Q --run R``), or a data file in any format
+``ltr`` reads plus a scores file with one score per row (``--data D --scores S``, as LightGBM's
+``predict`` writes). Prints the overall and per-stratum table (``--json``: the same numbers as
+JSON, keyed like the MLflow keys); ``--per-query FILE`` writes the per-query table.
+
+Examples
+--------
+::
+
+    ltr evaluate --qrels qrels.txt --run run.txt --preset trec_eval --k 10 --k 100
+    ltr evaluate --data test.txt --scores preds.txt --ties average --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ltr.errors import DataError, LtrUserError
+from ltr.metrics import PRESETS, Strata, per_query_table, resolve_conventions, summarize
+from ltr.metrics.conventions import GAINS, TIES, ZERO_IDCG
+from ltr.metrics.measures import table_measures
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="ltr evaluate",
+        description="Evaluate rankings made elsewhere: nDCG/ERR/P@k and MRR, overall and per list-length stratum.",
+    )
+    src = p.add_argument_group("input (either --qrels and --run, or --data and --scores)")
+    src.add_argument("--qrels", type=Path, help="TREC qrels: topic iter docno relevance")
+    src.add_argument("--run", type=Path, help="TREC run: topic Q0 docno rank score tag")
+    src.add_argument("--data", type=Path, help="a ranking data file in any format ltr reads")
+    src.add_argument("--scores", type=Path, help="one score per row of --data")
+    src.add_argument(
+        "--missing-topics",
+        choices=("empty", "skip"),
+        default="empty",
+        help="qrels topics absent from the run: 'empty' (score 0, counted in no_result_rate; "
+        "trec_eval -c) or 'skip' (trec_eval's default). Default: empty",
+    )
+    conv = p.add_argument_group("conventions (a --preset first, then these override it)")
+    conv.add_argument("--preset", choices=sorted(PRESETS), help="reproduce a peer tool exactly")
+    conv.add_argument(
+        "--k", type=int, action="append", help="cut-off, repeatable (default 5 and 10)"
+    )
+    conv.add_argument("--gain", choices=GAINS)
+    conv.add_argument("--label-gain", help="explicit gain per label 0,1,2,...: comma-separated")
+    conv.add_argument("--ties", choices=TIES)
+    conv.add_argument("--zero-idcg", choices=ZERO_IDCG)
+    conv.add_argument(
+        "--rel-threshold", type=int, help="binary relevance: label >= this (default 1)"
+    )
+    conv.add_argument(
+        "--strata",
+        default="1,11,51",
+        help="lower edges of the list-length strata (default 1,11,51)",
+    )
+    out = p.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="print the summary as JSON")
+    out.add_argument("--per-query", type=Path, help="write the per-query table (.csv or .parquet)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``ltr evaluate``; returns the exit code. User errors raise `LtrUserError`."""
+    args = build_parser().parse_args(argv)
+    ks = args.k or [5, 10]
+    if len(set(ks)) != len(ks) or min(ks) < 1:
+        raise LtrUserError(f"--k values must be distinct integers >= 1, got {ks}")
+    strata = _parse_strata(args.strata)
+    label_gain = None
+    if args.label_gain is not None:
+        try:
+            label_gain = tuple(float(g) for g in args.label_gain.split(","))
+        except ValueError:
+            raise LtrUserError(
+                f"--label-gain {args.label_gain!r} is not a comma-separated list of numbers"
+            ) from None
+    try:
+        conventions = resolve_conventions(
+            args.preset,
+            gain=args.gain,
+            label_gain=label_gain,
+            ties=args.ties,
+            zero_idcg=args.zero_idcg,
+            rel_threshold=args.rel_threshold,
+        )
+    except ValueError as exc:
+        raise LtrUserError(str(exc)) from None
+
+    trec = args.qrels is not None or args.run is not None
+    table_input = args.data is not None or args.scores is not None
+    if (
+        trec == table_input
+        or (trec and (args.qrels is None or args.run is None))
+        or (table_input and (args.data is None or args.scores is None))
+    ):
+        raise LtrUserError("give either --qrels and --run, or --data and --scores")
+    if args.per_query is not None and args.per_query.suffix.lower() not in (
+        ".csv",
+        ".parquet",
+        ".pq",
+    ):
+        raise LtrUserError(f"--per-query {args.per_query}: the name must end in .csv or .parquet")
+
+    try:
+        if trec:
+            table = _evaluate_trec(args, ks, conventions, strata)
+        else:
+            table = _evaluate_data(args, ks, conventions, strata)
+    except ValueError as exc:  # a convention that does not fit the data (e.g. label_gain)
+        raise LtrUserError(str(exc)) from None
+    summary = summarize(table, strata=strata)
+
+    if args.per_query is not None:
+        _write_table(table, args.per_query)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        _print_table(summary, ks, strata, conventions.describe(), args.preset)
+    return 0
+
+
+def _parse_strata(text: str) -> Strata:
+    try:
+        edges = tuple(int(e) for e in text.split(","))
+        return Strata(edges)
+    except ValueError as exc:
+        raise LtrUserError(f"--strata {text!r}: {exc}") from None
+
+
+def _evaluate_trec(
+    args: argparse.Namespace, ks: list[int], conventions: Any, strata: Strata
+) -> pd.DataFrame:
+    from ltr.data.trec import align_run, read_qrels, read_run
+
+    qrels = read_qrels(args.qrels)
+    run = read_run(args.run)
+    inp = align_run(run, qrels, missing_topics=args.missing_topics, unknown_topics="error")
+    return per_query_table(
+        inp.labels, inp.scores, inp.offsets, inp.qids, ks=ks, conventions=conventions,
+        strata=strata, ideal_labels=inp.ideal_labels, ideal_offsets=inp.ideal_offsets,
+        tie_keys=inp.tie_keys,
+    )  # fmt: skip
+
+
+def _evaluate_data(
+    args: argparse.Namespace, ks: list[int], conventions: Any, strata: Strata
+) -> pd.DataFrame:
+    from ltr.data.readers import read_ranking_file
+
+    if conventions.ties == "docno_desc":
+        raise LtrUserError("--ties docno_desc needs docnos: use it with --qrels and --run")
+    data = read_ranking_file(args.data, max_label=None)
+    scores = read_scores(args.scores)
+    if scores.shape[0] != data.n_rows:
+        raise DataError(
+            f"scores file {args.scores} has {scores.shape[0]} scores; data file {args.data} has "
+            f"{data.n_rows} rows (one score per row, in row order)"
+        )
+    return per_query_table(
+        data.labels, scores, data.offsets, data.qids, ks=ks, conventions=conventions, strata=strata
+    )
+
+
+def read_scores(path: Path) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """One finite float per line (LightGBM's predict output).
+
+    Raises
+    ------
+    DataError
+        Unreadable file, a line that is not exactly one number, NaN or infinite scores; the
+        message names the file and line.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DataError(f"cannot read scores file {path}: {exc.strerror or exc}") from None
+    lines = text.splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines:
+        raise DataError(f"scores file {path} is empty")
+    col = pd.Series(lines, dtype=object).str.strip()
+    values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        what = (
+            "is not a finite number"
+            if not math.isnan(values[i]) or col[i].lower() == "nan"
+            else "is not a number"
+        )
+        raise DataError(f"line {i + 1} of {path}: score {col[i]!r} {what}")
+    return values
+
+
+def _write_table(table: pd.DataFrame, path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.suffix.lower() == ".csv":
+            table.to_csv(path, index=False)
+        else:
+            table.to_parquet(path, index=False)
+    except OSError as exc:
+        raise LtrUserError(f"cannot write --per-query {path}: {exc.strerror or exc}") from None
+
+
+def _print_table(
+    summary: dict[str, float],
+    ks: list[int],
+    strata: Strata,
+    conv: dict[str, Any],
+    preset: str | None,
+) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    keys = [*strata.keys]
+    labels = [*strata.labels]
+    if "n_queries/len_empty" in summary:
+        keys.append("len_empty")
+        labels.append("empty")
+    conv_text = ", ".join(f"{k}={v}" for k, v in conv.items() if v is not None)
+    title = f"ltr evaluate ({'preset ' + preset + ': ' if preset else ''}{conv_text})"
+    table = Table(title=title, title_justify="left")
+    table.add_column("measure")
+    table.add_column("all", justify="right")
+    for lab in labels:
+        table.add_column(f"len {lab}", justify="right")
+    table.add_row(
+        "queries",
+        f"{summary['n_queries']:.0f}",
+        *(f"{summary[f'n_queries/{k}']:.0f}" for k in keys),
+    )
+    for m in table_measures(ks):
+        cells = [_fmt(summary.get(m.key))] + [_fmt(summary.get(f"{m.key}/{k}")) for k in keys]
+        table.add_row(m.display, *cells)
+    console = Console()
+    console.print(table)
+    console.print(
+        f"no-result rate {summary['no_result_rate']:.4f}; "
+        f"queries skipped for IDCG = 0: {summary['n_skipped_zero_idcg']:.0f}"
+    )
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

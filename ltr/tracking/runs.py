@@ -1,0 +1,279 @@
+"""Read runs back from an MLflow store, and log a comparison of runs as a run of its own.
+
+Run references
+--------------
+A reference is tried, in this order, as: a run id (32 hex digits, any experiment of the store);
+a run name (``mlflow.runName``) within the experiment; a run-id prefix of at least 6 hex digits
+within the experiment (the ``ltr train`` summary prints ids shortened). Deleted runs are not
+found. A name that matches several runs, only one of them FINISHED, means that one; otherwise a
+name or prefix that matches several runs is an error that lists them.
+
+Everything that can go wrong because of what the user typed raises `ltr.errors.LtrUserError`
+with a one-line message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from mlflow.entities import Run, ViewType
+from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
+
+from ltr.errors import LtrUserError
+from ltr.metrics import IdcgReport
+from ltr.tracking.base import RunStatus
+from ltr.tracking.mlflow_tracker import MlflowTracker
+
+_RUN_ID = re.compile(r"[0-9a-f]{32}")
+_ID_PREFIX = re.compile(r"[0-9a-f]{6,31}")
+#: MLflow's tag value limit is larger, but the UI note only needs the table's head.
+_NOTE_MAX = 5000
+
+#: Tags of a comparison run.
+TAG_KIND = "ltr.kind"
+TAG_COMPARED = "ltr.compare.run_ids"
+TAG_BASELINE = "ltr.compare.baseline_run_id"
+TAG_SPLIT = "ltr.compare.split"
+TAG_METRICS = "ltr.compare.metrics"
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """A run as read from the store: identity, status and tags."""
+
+    run_id: str
+    run_name: str
+    experiment_id: str
+    status: str
+    tags: Mapping[str, str]
+
+    @property
+    def short_id(self) -> str:
+        return self.run_id[:8]
+
+
+@contextlib.contextmanager
+def _no_progress_bar() -> Iterator[None]:
+    """MLflow draws a progress bar on stderr per download; a comparison reads a few small files."""
+    key = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
+    before = os.environ.get(key)
+    os.environ[key] = "false"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = before
+
+
+def _record(run: Run) -> RunRecord:
+    return RunRecord(
+        run_id=run.info.run_id,
+        run_name=run.info.run_name or run.data.tags.get("mlflow.runName", ""),
+        experiment_id=str(run.info.experiment_id),
+        status=str(run.info.status),
+        tags=dict(run.data.tags),
+    )
+
+
+def _first_line(exc: MlflowException) -> str:
+    return str(exc.message).splitlines()[0] if exc.message else type(exc).__name__
+
+
+def _describe(runs: Sequence[Run]) -> str:
+    return ", ".join(f"{r.info.run_id} ({r.info.run_name})" for r in runs[:5]) + (
+        f" and {len(runs) - 5} more" if len(runs) > 5 else ""
+    )
+
+
+class RunStore:
+    """Read access to the runs of one tracking store.
+
+    Parameters
+    ----------
+    uri : str
+        A resolved tracking URI (`ltr.tracking.resolve_tracking_uri`). A ``sqlite:///`` URI
+        whose database file does not exist is refused (MLflow would create an empty store).
+    """
+
+    def __init__(self, uri: str) -> None:
+        if uri.startswith("sqlite:///"):
+            db = Path(uri.removeprefix("sqlite:///"))
+            if not db.is_file():
+                raise LtrUserError(f"no MLflow store at {db} (from {uri}); train a run first or pass --tracking-uri")
+        self.uri = uri
+        self.client = MlflowClient(tracking_uri=uri)
+
+    def experiment_id(self, experiment: str) -> str:
+        """Id of the experiment named ``experiment``; an error naming the ones that exist."""
+        try:
+            found = self.client.get_experiment_by_name(experiment)
+            if found is None:
+                names = [e.name for e in self.client.search_experiments()]
+                raise LtrUserError(
+                    f"no experiment {experiment!r} in {self.uri}; experiments: {', '.join(names) or 'none'}"
+                )
+        except MlflowException as exc:
+            raise LtrUserError(f"cannot read the MLflow store {self.uri}: {_first_line(exc)}") from exc
+        return str(found.experiment_id)
+
+    def _search(self, experiment_id: str, filter_string: str = "") -> list[Run]:
+        runs: list[Run] = []
+        token = None
+        while True:
+            page = self.client.search_runs(
+                [experiment_id], filter_string, run_view_type=ViewType.ACTIVE_ONLY, max_results=1000, page_token=token
+            )
+            runs += list(page)
+            token = page.token
+            if not token:
+                return runs
+
+    def resolve(self, ref: str, *, experiment: str) -> RunRecord:
+        """The run ``ref`` names: run id, else run name in ``experiment``, else id prefix."""
+        ref = ref.strip()
+        if not ref:
+            raise LtrUserError("an empty run reference was given")
+        if _RUN_ID.fullmatch(ref):
+            try:
+                run = self.client.get_run(ref)
+            except MlflowException:
+                run = None
+            if run is not None and run.info.lifecycle_stage != "deleted":
+                return _record(run)
+        experiment_id = self.experiment_id(experiment)
+        if "'" not in ref:
+            by_name = self._search(experiment_id, f"attributes.run_name = '{ref}'")
+        else:
+            by_name = [r for r in self._search(experiment_id) if r.info.run_name == ref]
+        finished = [r for r in by_name if r.info.status == "FINISHED"]
+        if len(by_name) > 1 and len(finished) == 1:
+            by_name = finished
+        if len(by_name) == 1:
+            return _record(by_name[0])
+        if len(by_name) > 1:
+            raise LtrUserError(
+                f"run name {ref!r} matches {len(by_name)} runs in experiment {experiment!r}: "
+                f"{_describe(by_name)}; pass a run id"
+            )
+        if _ID_PREFIX.fullmatch(ref):
+            by_prefix = [r for r in self._search(experiment_id) if r.info.run_id.startswith(ref)]
+            if len(by_prefix) == 1:
+                return _record(by_prefix[0])
+            if len(by_prefix) > 1:
+                raise LtrUserError(
+                    f"run id prefix {ref!r} matches {len(by_prefix)} runs: {_describe(by_prefix)}; pass more digits"
+                )
+        raise LtrUserError(
+            f"no run {ref!r} in experiment {experiment!r} of {self.uri} (tried run id, run name, id prefix)"
+        )
+
+    def latest_runs(self, *, experiment: str, n: int = 2) -> list[RunRecord]:
+        """The ``n`` most recently started FINISHED runs of ``experiment`` that are not
+        comparisons (``ltr.kind=comparison``), newest first."""
+        runs = self.client.search_runs(
+            [self.experiment_id(experiment)],
+            "attributes.status = 'FINISHED'",
+            run_view_type=ViewType.ACTIVE_ONLY,
+            max_results=n + 100,
+            order_by=["attributes.start_time DESC"],
+        )
+        return [_record(r) for r in runs if r.data.tags.get(TAG_KIND) != "comparison"][:n]
+
+    def _download(self, run: RunRecord, path: str, dst: str) -> Path:
+        try:
+            with _no_progress_bar():
+                return Path(self.client.download_artifacts(run.run_id, path, dst))
+        except (MlflowException, OSError) as exc:
+            folder = path.rsplit("/", 1)[0]
+            try:
+                have = [Path(a.path).name for a in self.client.list_artifacts(run.run_id, folder)]
+            except (MlflowException, OSError):
+                have = []
+            raise LtrUserError(
+                f"run {run.run_id} ({run.run_name!r}) has no artifact {path}"
+                + (f"; {folder}/ holds {', '.join(have)}" if have else f" and no {folder}/ artifacts")
+            ) from exc
+
+    def per_query_table(self, run: RunRecord, split: str) -> pd.DataFrame:
+        """The run's per-query table of ``split`` (artifact ``per_query/{split}.parquet``)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            path = self._download(run, f"per_query/{split}.parquet", tmp)
+            return pd.read_parquet(path)
+
+    def idcg_report(self, run: RunRecord, split: str, k: int) -> IdcgReport:
+        """The run's IDCG@k histogram of ``split`` (artifact ``idcg/{split}/hist_at_{k}.json``)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            path = self._download(run, f"idcg/{split}/hist_at_{k}.json", tmp)
+            data = json.loads(path.read_text())
+        return idcg_report_from_dict(data)
+
+    def log_comparison(
+        self,
+        *,
+        experiment: str,
+        run_name: str,
+        runs: Sequence[RunRecord],
+        baseline: RunRecord,
+        split: str,
+        metrics: Sequence[str],
+        markdown: str,
+        data: Mapping[str, Any],
+        params: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Log a comparison as its own FINISHED run in ``experiment``; returns its run id.
+
+        Tags link it to the compared runs (``ltr.compare.run_ids``, comma-separated, baseline
+        first; ``ltr.compare.baseline_run_id``) and carry ``ltr.kind=comparison``, the split,
+        the metrics and the baseline's data fingerprint; the markdown table is also the run's
+        description in the MLflow UI. Artifacts: ``comparison/summary.md`` (the table) and
+        ``comparison/comparison.json`` (every number).
+        """
+        tracker = MlflowTracker(self.uri, experiment)
+        tags = {
+            TAG_KIND: "comparison",
+            TAG_COMPARED: ",".join(r.run_id for r in runs),
+            TAG_BASELINE: baseline.run_id,
+            TAG_SPLIT: split,
+            TAG_METRICS: ",".join(metrics),
+            "mlflow.note.content": markdown[:_NOTE_MAX],
+        }
+        for key in ("ltr.data.fingerprint", "ltr.data.name"):
+            if key in baseline.tags:
+                tags[key] = baseline.tags[key]
+        run_id = tracker.start_run(run_name, tags)
+        try:
+            if params:
+                tracker.log_params(params)
+            tracker.log_text(markdown, "comparison/summary.md")
+            tracker.log_dict(dict(data), "comparison/comparison.json")
+        except BaseException as exc:
+            tracker.end_run(RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
+            raise
+        tracker.end_run(RunStatus.FINISHED)
+        return run_id
+
+
+def idcg_report_from_dict(data: Mapping[str, Any]) -> IdcgReport:
+    """Rebuild an `IdcgReport` from `IdcgReport.to_dict` output (the logged JSON)."""
+    return IdcgReport(
+        k=int(data["k"]),
+        bin_edges=np.asarray(data["bin_edges"], dtype=np.float64),
+        counts=np.asarray(data["counts"], dtype=np.int64),
+        share_zero=float(data["share_zero"]),
+        share_le_one=float(data["share_le_one"]),
+        share_shorter_than_k=float(data["share_shorter_than_k"]),
+        n_queries=int(data["n_queries"]),
+    )

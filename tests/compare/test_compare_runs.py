@@ -1,0 +1,168 @@
+"""``ltr compare`` on real runs in a tmp MLflow store (built once, see ``conftest.py``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+
+from ltr.compare_cli import (
+    CONVENTION_TAGS,
+    LoadedComparison,
+    check_compatible,
+    load_comparison,
+    main,
+)
+from ltr.errors import LtrUserError
+from ltr.tracking.runs import RunRecord, RunStore
+from tests.compare.conftest import Store
+
+N_RESAMPLES = 4000
+
+
+def _compare(store: Store, *refs: str, metrics: tuple[str, ...] = ("ndcg_at_10",)) -> LoadedComparison:
+    return load_comparison(list(refs), tracking_uri=store.uri, n_resamples=N_RESAMPLES, metrics=metrics)
+
+
+def _logged_table(store: Store, name: str, tmp_path: Path) -> pd.DataFrame:
+    """The per-query test table of a run, read with MLflow directly (not through ltr)."""
+    client = MlflowClient(store.uri)
+    path = client.download_artifacts(store.run_ids[name], "per_query/test.parquet", str(tmp_path / name))
+    return pd.read_parquet(path)
+
+
+def test_runs_differing_only_in_seed_show_no_significant_difference(store: Store, tmp_path: Path) -> None:
+    """base vs seed2 (same data, config and split; seed 1 vs 2, subsampling on).
+
+    Asserted: the runs really differ on some queries; on nDCG@5 and @10, overall and in every
+    stratum, both Holm-adjusted p-values are >= 0.05; the overall 95% CIs of the deltas
+    contain 0.
+    """
+    comparison = _compare(store, "base", "seed2", metrics=("ndcg_at_5", "ndcg_at_10")).comparison
+    tested = [r for r in comparison.rows if not r.is_baseline]
+    assert len(tested) == 2 * 4
+    assert any(r.wins + r.losses > 0 for r in tested), "the seed should change the model"
+    for row in tested:
+        assert row.p_t_holm >= 0.05, row
+        assert row.p_rand_holm >= 0.05, row
+    for row in (r for r in tested if r.stratum == "all"):
+        assert row.delta_ci_low < 0.0 < row.delta_ci_high, row
+    base, seed2 = _logged_table(store, "base", tmp_path), _logged_table(store, "seed2", tmp_path)
+    assert not base["ndcg_at_10"].equals(seed2["ndcg_at_10"])
+
+
+def test_degraded_run_is_significantly_worse_and_wins_losses_are_a_direct_count(
+    store: Store, tmp_path: Path
+) -> None:
+    """weak (1 round, 2 leaves) vs base: overall delta < 0 with the whole CI below 0 and both
+    Holm-adjusted p-values < 0.01; W/T/L in every group equal a count on the logged tables."""
+    comparison = _compare(store, "base", "weak").comparison
+    rows = {r.stratum: r for r in comparison.rows_for("ndcg_at_10", baseline=False)}
+    overall = rows["all"]
+    assert overall.delta < 0
+    assert overall.delta_ci_high < 0
+    assert overall.p_t_holm < 0.01
+    assert overall.p_rand_holm < 0.01
+
+    base, weak = _logged_table(store, "base", tmp_path), _logged_table(store, "weak", tmp_path)
+    pairs = base.merge(weak, on="qid", suffixes=("_base", "_weak"))
+    assert len(pairs) == len(base) == overall.n
+    groups = {"all": pairs, **{str(s): g for s, g in pairs.groupby("stratum_base")}}
+    assert set(groups) == set(rows)
+    for stratum, group in groups.items():
+        w, b = group["ndcg_at_10_weak"], group["ndcg_at_10_base"]
+        assert (rows[stratum].wins, rows[stratum].ties, rows[stratum].losses) == (
+            int((w > b).sum()), int((w == b).sum()), int((w < b).sum())
+        ), stratum
+        assert rows[stratum].mean == pytest.approx(w.mean())
+
+
+def test_mismatched_fingerprints_are_refused_in_one_line(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(LtrUserError) as info:
+        main(["base", "other-data", "--tracking-uri", store.uri])
+    message = str(info.value)
+    assert "\n" not in message
+    assert "ltr.data.fingerprint" in message
+    assert "different data" in message
+    assert "--force" in message
+    assert main(["base", "other-data", "--tracking-uri", store.uri, "--force", "--json", "--n-resamples", "200"]) == 0
+    out, err = capsys.readouterr()
+    assert "--force" in err
+    assert "ltr.data.fingerprint" in err
+    data = json.loads(out)
+    assert data["n_queries"] < 60
+    assert data["n_dropped"]["other-data"] > 0
+
+
+def test_different_conventions_are_refused_unless_forced() -> None:
+    tags = {"ltr.data.fingerprint": "0123456789abcdef", **dict.fromkeys(CONVENTION_TAGS, "x")}
+    a = RunRecord("a" * 32, "a", "1", "FINISHED", tags)
+    b = RunRecord("b" * 32, "b", "1", "FINISHED", tags | {"ltr.eval.ties": "stable"})
+    with pytest.raises(LtrUserError, match=r"different metric conventions: ltr.eval.ties differs \('a'=x, 'b'=stable\)"):
+        check_compatible([a, b], ["a", "b"], force=False)
+    assert check_compatible([a, b], ["a", "b"], force=True)
+    assert check_compatible([a, a], ["a", "a2"], force=False) == []
+
+
+def test_run_references_by_id_name_and_prefix(store: Store) -> None:
+    runs = RunStore(store.uri)
+    weak_id = store.run_ids["weak"]
+    for ref in (weak_id, "weak", weak_id[:10]):
+        assert runs.resolve(ref, experiment="ltr").run_id == weak_id
+    with pytest.raises(LtrUserError, match="no run 'nope' in experiment 'ltr'"):
+        runs.resolve("nope", experiment="ltr")
+    with pytest.raises(LtrUserError, match="no experiment 'other'"):
+        runs.resolve("weak", experiment="other")
+    with pytest.raises(LtrUserError, match="no MLflow store"):
+        RunStore(f"sqlite:///{store.root / 'missing.db'}")
+
+
+def test_terminal_markdown_and_json_outputs(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
+    common = ["--tracking-uri", store.uri, "--n-resamples", "500"]
+    assert main(["base", "weak", "seed2", "--metric", "ndcg_at_10", "--metric", "err_at_10", *common]) == 0
+    terminal = capsys.readouterr().out
+    for text in ("nDCG@10 on test", "ERR@10 on test", "51+", "11-50", "weak", "seed2", "Holm over the 16"):
+        assert text in terminal
+    assert main(["weak", "--baseline", "base", "--markdown", *common]) == 0
+    markdown = capsys.readouterr().out
+    assert "| stratum | n | run |" in markdown
+    assert "| all | 60 | base |" in markdown
+    assert main(["base", "weak", "--json", "--split", "valid", *common]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["split"] == "valid"
+    assert data["baseline"] == "base"
+    assert [r["run_id"] for r in data["runs"]] == [store.run_ids["base"], store.run_ids["weak"]]
+    assert len(data["rows"]) == 4 * 2
+
+
+def test_default_store_is_the_one_ltr_train_uses(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(store.root)  # ltr train's default: sqlite:///<cwd>/mlflow.db
+    assert main(["base", "seed2", "--json", "--n-resamples", "100"]) == 0
+
+
+def test_log_records_the_comparison_as_a_linked_run(
+    store: Store, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    args = ["base", "weak", "--tracking-uri", store.uri, "--n-resamples", "300", "--json", "--log"]
+    assert main(args) == 0
+    out, err = capsys.readouterr()
+    run_id = err.strip().split("MLflow run ")[1].split()[0]
+    client = MlflowClient(store.uri)
+    run = client.get_run(run_id)
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["ltr.kind"] == "comparison"
+    assert run.data.tags["ltr.compare.run_ids"] == f"{store.run_ids['base']},{store.run_ids['weak']}"
+    assert run.data.tags["ltr.compare.baseline_run_id"] == store.run_ids["base"]
+    assert {a.path for a in client.list_artifacts(run_id, "comparison")} == {
+        "comparison/summary.md", "comparison/comparison.json",
+    }
+    logged = client.download_artifacts(run_id, "comparison/comparison.json", str(tmp_path))
+    assert json.loads(Path(logged).read_text()) == json.loads(out)
+    # Two comparisons of the same runs share a name: the name is then ambiguous.
+    assert main(args) == 0
+    capsys.readouterr()
+    with pytest.raises(LtrUserError, match="matches 2 runs"):
+        RunStore(store.uri).resolve(run.info.run_name, experiment="ltr")

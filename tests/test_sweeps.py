@@ -1,0 +1,92 @@
+"""Multirun sweeps, the joblib launcher and the Optuna sweeper, into real sqlite stores."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+pytestmark = pytest.mark.slow
+
+GRID = ["model=lambdarank,rank_xendcg", "model.num_leaves=3,7"]
+
+
+def _ltr(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "ltr", "train", *args], capture_output=True, text=True, cwd=cwd, timeout=900
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def _runs(db: Path) -> tuple[Any, list[Any]]:
+    client = MlflowClient(f"sqlite:///{db}")
+    experiment = client.get_experiment_by_name("ltr")
+    assert experiment is not None
+    runs = client.search_runs([experiment.experiment_id], max_results=1000)
+    parents = [r for r in runs if r.data.tags.get("ltr.role") == "sweep"]
+    assert len(parents) == 1
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id]
+    assert len(children) == len(runs) - 1, "every other run is a child of the sweep"
+    return parents[0], children
+
+
+def _by_job(children: list[Any]) -> dict[tuple[str, str], dict[str, float]]:
+    return {
+        (c.data.params["model.name"], c.data.params["model.num_leaves"]): {
+            k: v for k, v in c.data.metrics.items() if not k.endswith("_seconds")
+        }
+        for c in children
+    }
+
+
+def test_grid_basic_and_joblib_launchers_give_identical_complete_runs(tmp_path: Path) -> None:
+    basic_db, joblib_db = tmp_path / "basic.db", tmp_path / "joblib.db"
+    _ltr(tmp_path, "-m", "debug=default", *GRID, f"tracking.uri=sqlite:///{basic_db}")
+    _ltr(
+        tmp_path, "-m", "debug=default", *GRID, "hydra/launcher=joblib", "hydra.launcher.n_jobs=4",
+        f"tracking.uri=sqlite:///{joblib_db}",
+    )
+    basic_parent, basic_children = _runs(basic_db)
+    joblib_parent, joblib_children = _runs(joblib_db)
+    assert len(basic_children) == len(joblib_children) == 4
+    for run in [basic_parent, joblib_parent, *basic_children, *joblib_children]:
+        assert run.info.status == "FINISHED"
+    basic, parallel = _by_job(basic_children), _by_job(joblib_children)
+    assert set(basic) == {("lambdarank", "3"), ("lambdarank", "7"), ("rank_xendcg", "3"), ("rank_xendcg", "7")}
+    for job, metrics in basic.items():
+        assert len(metrics) > 100
+        assert parallel[job] == metrics, f"job {job}: joblib and basic launchers differ"  # bit for bit
+    best = max(m["valid/ndcg_at_10"] for m in basic.values())
+    assert basic_parent.data.metrics["sweep/best/valid/ndcg_at_10"] == best
+
+
+def test_optuna_best_equals_best_child(tmp_path: Path) -> None:
+    db = tmp_path / "mlflow.db"
+    _ltr(tmp_path, "hparams_search=optuna", "hydra.sweeper.n_trials=3", "debug=default", f"tracking.uri=sqlite:///{db}")
+    parent, children = _runs(db)
+    assert len(children) == 3
+    best_child = max(children, key=lambda c: c.data.metrics["valid/ndcg_at_10"])
+    assert parent.data.metrics["sweep/optuna/best_value"] == best_child.data.metrics["valid/ndcg_at_10"]
+    for name in ("model.num_leaves", "model.learning_rate", "model.min_child_samples"):
+        assert parent.data.params[f"best.{name}"] == best_child.data.params[name]
+    assert parent.data.tags["ltr.sweep.best_run_id"] == best_child.info.run_id
+
+
+def test_objective_comparison_on_default_data(tmp_path: Path) -> None:
+    """On the default data lambdarank beats the pointwise regressor on test nDCG@10."""
+    db = tmp_path / "mlflow.db"
+    proc = _ltr(tmp_path, "experiment=objective_comparison", f"tracking.uri=sqlite:///{db}")
+    _, children = _runs(db)
+    by_objective = {c.data.tags["ltr.objective"]: c.data.metrics for c in children}
+    assert set(by_objective) == {"lambdarank", "rank_xendcg", "regression"}
+    lambdarank = by_objective["lambdarank"]["test/ndcg_at_10"]
+    pointwise = by_objective["regression"]["test/ndcg_at_10"]
+    print(f"test nDCG@10: lambdarank {lambdarank:.4f}, rank_xendcg "
+          f"{by_objective['rank_xendcg']['test/ndcg_at_10']:.4f}, pointwise {pointwise:.4f}")
+    assert lambdarank > pointwise
+    assert "3 jobs, 0 failed" in proc.stdout
