@@ -1,0 +1,110 @@
+"""Against a real ``mlflow server`` on 127.0.0.1: runs, artifacts, the model, sweep parent/child."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+from omegaconf import DictConfig
+
+from ltr import pipeline
+from ltr.data.load import load_splits
+from ltr.training import fit_ranker
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real MLflow server; its whole process group (uvicorn workers, job runners) is stopped after."""
+    root = tmp_path_factory.mktemp("server")
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
+         "--backend-store-uri", f"sqlite:///{root / 'server.db'}",
+         "--artifacts-destination", str(root / "artifacts"), "--workers", "1"],
+        stdout=open(root / "server.log", "w"), stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"mlflow server did not start: {(root / 'server.log').read_text()[-2000:]}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=20)
+
+
+def test_two_experiments_against_a_server(server: str, small_cfg: Callable[..., DictConfig], tmp_path: Path) -> None:
+    outcomes = {
+        name: pipeline.run(small_cfg(f"tracking.uri={server}", f"tracking.experiment={name}", *extra))
+        for name, extra in (("server-a", ()), ("server-b", ("model=rank_xendcg",)))
+    }
+    client = MlflowClient(server)
+    for name, outcome in outcomes.items():
+        run = client.get_run(outcome.run_id)
+        assert run.info.status == "FINISHED"
+        assert client.get_experiment(run.info.experiment_id).name == name
+        for key, value in outcome.metrics.items():
+            assert run.data.metrics[key] == value, key
+        table = pd.read_parquet(client.download_artifacts(outcome.run_id, "per_query/test.parquet", str(tmp_path)))
+        assert len(table) == outcome.metrics["test/n_queries"]
+        assert {a.path for a in client.list_artifacts(outcome.run_id, "idcg/test")} >= {"idcg/test/hist_at_10.png"}
+
+    # the logged model, loaded back through the server, predicts like the in-process model
+    cfg = small_cfg()
+    splits = load_splits(cfg.data, cfg.split, seed=cfg.seed)
+    in_process = fit_ranker(splits, cfg.model, cfg.fit, eval_at=[5, 10], seed=cfg.seed)
+    mlflow.set_tracking_uri(server)
+    loaded = mlflow.pyfunc.load_model(f"runs:/{outcomes['server-a'].run_id}/model")
+    frame = pd.DataFrame(splits.test.features, columns=list(splits.test.feature_names))
+    np.testing.assert_array_equal(np.asarray(loaded.predict(frame)), in_process.predict(splits.test.features))
+
+
+def test_multirun_parent_and_children_on_a_server(server: str, tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "ltr", "train", "-m", "debug=default", "model.num_leaves=3,7",
+         f"tracking.uri={server}", "tracking.experiment=server-sweep"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    client = MlflowClient(server)
+    experiment = client.get_experiment_by_name("server-sweep")
+    assert experiment is not None
+    runs = client.search_runs([experiment.experiment_id])
+    (parent,) = [r for r in runs if r.data.tags.get("ltr.role") == "sweep"]
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    assert len(children) == 2
+    assert len(runs) == 3
+    assert all(r.info.status == "FINISHED" for r in runs)
