@@ -3,6 +3,11 @@
 Hydra only composes the config (``ltr.app``); everything here is testable with a composed config.
 Data is read and validated before a tracking run exists, so bad input never leaves a run behind;
 once a run exists it always ends FINISHED, FAILED or KILLED.
+
+Click data (``data=synthetic_clicks``): the trainer sees the training view (train / valid labels
+= ``data.train_labels``), every evaluation uses the true grades, and each evaluated split also
+gets the naive and IPS click estimates (``{split}/clicks/...``, ``{split}/clicks_ips/...``,
+``{split}/clicks_truth/...``). Composite metrics (``eval.composite``) are added to every table.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from numpy.typing import NDArray
 from omegaconf import DictConfig, OmegaConf
 
 from ltr.data.fingerprint import fingerprint
-from ltr.data.load import load_splits
+from ltr.data.load import ClickSplits, load_click_splits, load_splits
 from ltr.data.ranking_data import RankingData
 from ltr.data.splits import Splits
 from ltr.metrics import (
@@ -112,10 +117,23 @@ def run(
     strata = Strata(tuple(int(e) for e in cfg.eval.strata))
     conventions = conventions_from(cfg.eval)
 
-    from ltr.training import check_model_config
+    from ltr.metrics.composite import check_composites
+    from ltr.training import check_model_config, check_position_training
 
     check_model_config(cfg.model)
-    splits = load_splits(cfg.data, cfg.split, seed=seed)
+    check_composites(_composites(cfg))
+    if bool(getattr(cfg.model, "position_bias", False)) and cfg.trainer.kind != "local":
+        from ltr.errors import LtrUserError
+
+        raise LtrUserError("model.position_bias=true trains through lgb.train: use trainer=local")
+    clicks: ClickSplits | None = None
+    if cfg.data.kind == "synthetic_clicks":
+        clicks = load_click_splits(cfg.data, cfg.split, seed=seed)
+        splits = clicks.training_view(str(cfg.data.train_labels), str(cfg.data.valid_labels))
+        eval_splits = clicks.relevance
+    else:
+        splits = eval_splits = load_splits(cfg.data, cfg.split, seed=seed)
+    check_position_training(cfg.model, splits)
     timings = {"load": time.perf_counter() - t0}
     for name, part in splits.items():
         log.info("%s: %d queries, %d rows, %d features", name, part.n_queries, part.n_rows, part.n_features)
@@ -128,7 +146,8 @@ def run(
     run_id = tracker.start_run(run_name, tags, parent_run_id=parent_run_id) or None
     try:
         outcome = _fit_evaluate_log(
-            cfg, overrides, splits, data_fingerprint, tracker, ks=ks, strata=strata, conventions=conventions
+            cfg, overrides, splits, data_fingerprint, tracker, ks=ks, strata=strata,
+            conventions=conventions, eval_splits=eval_splits, clicks=clicks,
         )
     except (KeyboardInterrupt, Terminated) as exc:
         tracker.end_run(RunStatus.KILLED, error=f"{type(exc).__name__}: interrupted")
@@ -177,26 +196,40 @@ def evaluate_model(
     ks: list[int],
     strata: Strata,
     conventions: MetricConventions,
+    clicks: ClickSplits | None = None,
 ) -> Evaluation:
     """Per-query tables, summaries, IDCG reports and flat metric keys for every evaluated split.
 
     ``lightgbm_values[split]["ndcg@10"]`` is LightGBM's own value at the best round; it is logged
     beside ours as ``{split}/lightgbm/ndcg_at_10`` and the difference is decomposed.
+    ``eval.composite`` adds one column per composite to each table and its summary keys
+    (``{split}/ndcg_blend``, ``{split}/ndcg_blend/len_1-10``, ...); the cut-offs its parts need
+    are added to the table. With ``clicks`` (the click view of the same splits) the naive and
+    IPS click estimates are added (:mod:`ltr.metrics.ips`).
     """
     from ltr.gap import lightgbm_gap
+    from ltr.metrics.composite import composite_columns, composite_ks, summarize_composites
 
     summaries: dict[str, dict[str, float]] = {}
     tables: dict[str, pd.DataFrame] = {}
     reports: dict[tuple[str, int], IdcgReport] = {}
     metrics: dict[str, float] = {}
     notes: list[str] = []
+    composites = _composites(cfg)
+    table_ks = ks + [k for k in composite_ks(composites) if k not in ks]
     for split in cfg.eval.splits:
         data: RankingData = getattr(splits, split)
         scores = scores_by_split[split]
         table = per_query_table(
-            data.labels, scores, data.offsets, data.qids, ks=ks, conventions=conventions, strata=strata
+            data.labels, scores, data.offsets, data.qids, ks=table_ks, conventions=conventions, strata=strata
         )
         summary = summarize(table, strata=strata)
+        if composites:
+            extra = composite_columns(table, composites)
+            table = pd.concat([table, extra], axis=1)
+            summary |= summarize_composites(table, list(extra.columns), strata=strata)
+        if clicks is not None and bool(cfg.eval.clicks.enabled):
+            summary |= _click_summary(cfg, getattr(clicks.clicks, split), scores, table, clicks, ks, conventions, strata)
         tables[split], summaries[split] = table, summary
         metrics.update({f"{split}/{key}": value for key, value in summary.items()})
         for k in ks:
@@ -212,6 +245,48 @@ def evaluate_model(
         metrics[f"{split}/lightgbm_gap/ndcg_at_{gap.k}/ties"] = gap.from_ties
         notes.append(gap.explain(split))
     return Evaluation(summaries, tables, reports, metrics, notes)
+
+
+def _composites(cfg: DictConfig) -> dict[str, dict[str, float]]:
+    composite = getattr(cfg.eval, "composite", None) or {}
+    return {str(n): {str(p): float(w) for p, w in parts.items()} for n, parts in composite.items()}
+
+
+def _click_summary(
+    cfg: DictConfig,
+    data: RankingData,
+    scores: NDArray[np.float64],
+    truth: pd.DataFrame,
+    clicks: ClickSplits,
+    ks: list[int],
+    conventions: MetricConventions,
+    strata: Strata,
+) -> dict[str, float]:
+    """Naive and IPS click NDCG of one split, and the true NDCG on the queries with clicks."""
+    from ltr.metrics.ips import click_summary, click_tables, estimate_propensities, propensity_table
+
+    click_cfg = cfg.eval.clicks
+    assert data.positions is not None  # a click log always has positions
+    n_positions = int(data.positions.max()) + 1
+    floor = float(click_cfg.min_propensity)
+    if click_cfg.propensity == "config":
+        curve = clicks.examination if click_cfg.propensities is None else list(click_cfg.propensities)
+        props = propensity_table(curve, n_positions, min_propensity=floor)
+    elif click_cfg.propensity == "estimated":
+        train = clicks.clicks.train  # estimated on the training log, applied to every split
+        assert train.positions is not None
+        props = estimate_propensities(
+            train.labels, train.positions, n_positions=n_positions, min_propensity=floor
+        )
+    else:
+        from ltr.errors import LtrUserError
+
+        raise LtrUserError(f"eval.clicks.propensity={click_cfg.propensity!r} is not one of: config, estimated")
+    naive, ips = click_tables(
+        data.labels, data.positions, scores, data.offsets, data.qids, propensities=props,
+        ks=ks, conventions=conventions, strata=strata,
+    )
+    return click_summary(naive, ips, truth, strata=strata)
 
 
 def _fit(cfg: DictConfig, splits: Splits, ks: list[int]) -> Any:
@@ -239,8 +314,12 @@ def _fit_evaluate_log(
     ks: list[int],
     strata: Strata,
     conventions: MetricConventions,
+    eval_splits: Splits | None = None,
+    clicks: ClickSplits | None = None,
 ) -> RunOutcome:
     from ltr.report import print_table, summary_rows, to_markdown
+
+    eval_splits = splits if eval_splits is None else eval_splits
 
     timings: dict[str, float] = {}
     t = time.perf_counter()
@@ -259,14 +338,21 @@ def _fit_evaluate_log(
     timings["train"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    scores = {split: result.predict(getattr(splits, split).features) for split in cfg.eval.splits}
+    scores = {split: result.predict(getattr(eval_splits, split).features) for split in cfg.eval.splits}
+    # LightGBM's values on a split whose training labels are not the evaluation labels (clicks on
+    # valid) are not comparable with ours: they are logged as {split}/lightgbm_train_labels/...
     lightgbm_values = {
-        split: {name: values[result.best_iteration - 1] for name, values in by_metric.items()}
+        split if getattr(splits, split) is getattr(eval_splits, split) else f"{split}/lightgbm_train_labels": {
+            name: values[result.best_iteration - 1] for name, values in by_metric.items()
+        }
         for split, by_metric in result.evals_result.items()
     }
     evaluation = evaluate_model(
-        cfg, splits, scores, lightgbm_values, ks=ks, strata=strata, conventions=conventions
+        cfg, eval_splits, scores, lightgbm_values, ks=ks, strata=strata, conventions=conventions, clicks=clicks
     )
+    for key, by_metric in lightgbm_values.items():
+        if "/" in key:
+            evaluation.metrics.update({f"{key}/{n.replace('@', '_at_')}": v for n, v in by_metric.items()})
     metrics = evaluation.metrics | {
         "best_iteration": float(result.best_iteration),
         "n_rounds": float(result.n_rounds),

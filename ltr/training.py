@@ -2,6 +2,10 @@
 
 LightGBM sorts ``eval_at``, so its ``first_metric_only`` early stopping would watch NDCG@5;
 :class:`EarlyStopOnMetric` watches exactly the configured metric (``ndcg@10``) on ``valid``.
+
+``model.position_bias=true`` trains lambdarank with LightGBM's position-bias treatment (unbiased
+lambdarank: ``lgb.Dataset(position=...)``), which ``LGBMRanker.fit`` cannot pass, so that path
+goes through ``lgb.train`` with the same parameters, callbacks and `TrainResult`.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ import logging
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import lightgbm as lgb
 import numpy as np
@@ -34,7 +38,7 @@ class TrainResult:
     (LightGBM's own conventions). ``best_iteration`` is 1-based, as LightGBM's ``best_iteration_``.
     """
 
-    model: lgb.LGBMModel
+    model: lgb.LGBMModel | lgb.Booster  # a Booster when trained through lgb.train
     params: dict[str, Any]
     evals_result: dict[str, dict[str, list[float]]]
     best_iteration: int
@@ -43,7 +47,7 @@ class TrainResult:
 
     @property
     def booster(self) -> lgb.Booster:
-        return self.model.booster_
+        return self.model if isinstance(self.model, lgb.Booster) else self.model.booster_
 
     def predict(self, features: NDArray[np.float32]) -> NDArray[np.float64]:
         """Scores of the best iteration, shape (n_rows,)."""
@@ -178,7 +182,23 @@ def check_model_config(model: ModelConfig) -> None:
             raise LtrUserError(f"model.objective={model.objective!r} needs model.estimator=ranker")
     else:
         raise LtrUserError(f"model.estimator={model.estimator!r} is not one of: ranker, regressor")
+    if getattr(model, "position_bias", False) and (model.estimator != "ranker" or model.objective != "lambdarank"):
+        raise LtrUserError(
+            f"model.position_bias=true needs model.objective=lambdarank; {model.objective!r} ignores "
+            "the position bias (rank_xendcg accepts positions but learns no bias): use "
+            "model=lambdarank, or set model.position_bias=false"
+        )
     check_extra_params(dict(model.params))
+
+
+def check_position_training(model: ModelConfig, splits: Splits) -> None:
+    """Refuse ``model.position_bias=true`` on training data without positions (before any run)."""
+    if getattr(model, "position_bias", False) and splits.train.positions is None:
+        raise LtrUserError(
+            f"model.position_bias=true needs a position per training row, but {splits.train.name!r} "
+            "has none; use data=synthetic_clicks, give the data a position column or a .position "
+            "file, or set model.position_bias=false"
+        )
 
 
 def lightgbm_params(model: ModelConfig, *, seed: int, num_threads: int) -> dict[str, Any]:
@@ -232,6 +252,9 @@ def fit_ranker(
     """
     check_model_config(model)
     params = lightgbm_params(model, seed=seed, num_threads=fit.num_threads)
+    if getattr(model, "position_bias", False):
+        check_position_training(model, splits)
+        return _fit_position_bias(splits, params, fit, eval_at=eval_at)
     if model.estimator == "ranker":
         ranker: lgb.LGBMModel = lgb.LGBMRanker(n_estimators=fit.num_boost_round, **params)
     else:
@@ -279,3 +302,64 @@ def fit_ranker(
         n_rounds, best, fit.early_stopping_metric, stopper.best_value,
     )
     return TrainResult(ranker, params, evals, best, n_rounds, seconds)
+
+
+def train_params(params: dict[str, Any], *, eval_at: list[int]) -> dict[str, Any]:
+    """The sklearn-style ``params`` of :func:`lightgbm_params` as ``lgb.train`` parameters.
+
+    Every sklearn name ltr uses is a LightGBM alias (``random_state`` -> ``seed``, ``n_jobs`` ->
+    ``num_threads``, ...); only ``n_jobs=None`` (LightGBM's default) is dropped.
+    """
+    out = {k: v for k, v in params.items() if not (k == "n_jobs" and v is None)}
+    out["metric"] = "ndcg"
+    out["eval_at"] = sorted(set(eval_at))
+    return out
+
+
+def _fit_position_bias(
+    splits: Splits, params: dict[str, Any], fit: FitConfig, *, eval_at: list[int]
+) -> TrainResult:
+    """Unbiased lambdarank through ``lgb.train`` with ``Dataset(position=train.positions)``."""
+    train, valid, test = splits.train, splits.valid, splits.test
+    booster_params = train_params(params, eval_at=eval_at)
+    names: list[str] | Literal["auto"] = list(train.feature_names) if train.feature_names else "auto"
+    assert train.positions is not None  # checked by check_position_training
+    train_set = lgb.Dataset(
+        train.features, train.labels, group=train.group_sizes, position=train.positions,
+        feature_name=names, free_raw_data=False,
+    )
+    eval_sets = [
+        lgb.Dataset(d.features, d.labels, group=d.group_sizes, reference=train_set, feature_name=names)
+        for d in (valid, test)
+    ]
+    evals: dict[str, Any] = {}
+    stopper = EarlyStopOnMetric("valid", fit.early_stopping_metric, fit.early_stopping_rounds)
+    callbacks: list[Any] = [lgb.record_evaluation(evals), stopper]
+    progress = None
+    if fit.show_progress:
+        progress = ProgressDisplay(fit.num_boost_round, "valid", fit.early_stopping_metric)
+        callbacks.append(progress)
+    log.info(
+        "training lambdarank with position bias on %d queries / %d rows, %d features, %d positions",
+        train.n_queries, train.n_rows, train.n_features, len(np.unique(train.positions)),
+    )
+    start = time.perf_counter()
+    try:
+        booster = lgb.train(
+            booster_params, train_set, num_boost_round=fit.num_boost_round,
+            valid_sets=eval_sets, valid_names=["valid", "test"], callbacks=callbacks,
+        )
+    except lgb.basic.LightGBMError as exc:
+        raise LtrUserError(f"LightGBM rejected the training setup: {exc}") from exc
+    finally:
+        if progress is not None:
+            progress.close()
+    seconds = time.perf_counter() - start
+    evals_result = {name: {m: list(v) for m, v in metrics.items()} for name, metrics in evals.items()}
+    n_rounds = stopper.last_iteration + 1
+    best = int(booster.best_iteration)
+    log.info(
+        "stopped after %d rounds; best round %d with valid %s = %.6f (LightGBM's conventions)",
+        n_rounds, best, fit.early_stopping_metric, stopper.best_value,
+    )
+    return TrainResult(booster, booster_params, evals_result, best, n_rounds, seconds)

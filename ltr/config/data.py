@@ -38,6 +38,32 @@ class SyntheticDataConfig(DataConfig):
 
 
 @dataclass
+class SyntheticClicksDataConfig(SyntheticDataConfig):
+    """A seeded synthetic click log (``ltr.data.clicks``): true relevance, logged positions, clicks.
+
+    ``train_labels``: what the ranker is trained on: ``clicks`` (with the logged positions) or
+    ``relevance`` (the true grades: the upper bound). ``valid_labels``: what early stopping
+    watches: ``relevance`` (default: a small judged validation set, so model selection is not
+    biased towards the logged order) or ``clicks``. Evaluation always uses the true grades. Click model (position-based): examination at 0-based position ``p`` is
+    ``(1 / (p + 1)) ** examination_eta``; an examined document of grade ``g`` is clicked with
+    probability ``click_noise + (click_max - click_noise) * (2**g - 1) / 15``. The logging ranker
+    orders by ``grade + logger_popularity * popularity + logger_noise * N(0, 1)``; a share
+    ``randomized_share`` of sessions is shown in random order.
+    """
+
+    kind: str = "synthetic_clicks"
+    name: str = "synthetic_clicks"
+    train_labels: str = "clicks"  # clicks | relevance
+    valid_labels: str = "relevance"  # relevance | clicks
+    examination_eta: float = 1.0
+    click_noise: float = 0.05
+    click_max: float = 1.0
+    logger_popularity: float = 2.0
+    logger_noise: float = 0.5
+    randomized_share: float = 0.0
+
+
+@dataclass
 class FileDataConfig(DataConfig):
     """Options every file-based data option shares: validation policies and the binary cache.
 
@@ -144,6 +170,7 @@ class SplitConfig:
 #: stores each as ``{name}_schema``, and ``conf/data/{name}.yaml`` extends it.
 DATA_OPTIONS: dict[str, type[DataConfig]] = {
     "synthetic": SyntheticDataConfig,
+    "synthetic_clicks": SyntheticClicksDataConfig,
     "letor": LetorDataConfig,
     "svmlight": SvmlightDataConfig,
     "parquet": ParquetDataConfig,

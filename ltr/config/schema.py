@@ -33,6 +33,9 @@ class ModelConfig:
     lambdarank_truncation_level: int | None = None
     lambdarank_norm: bool | None = None
     label_gain: list[float] | None = None
+    # Learn the position bias jointly (unbiased lambdarank; needs objective=lambdarank and data
+    # with positions, e.g. data=synthetic_clicks); trains through lgb.train.
+    position_bias: bool = False
     # Any other LightGBM parameter by its LightGBM name, e.g. model.params.path_smooth=0.1
     params: dict[str, Any] = field(default_factory=dict)
 
@@ -49,6 +52,21 @@ class FitConfig:
 
 
 @dataclass
+class ClickEvalConfig:
+    """Click-based evaluation (data with clicks and positions, e.g. ``data=synthetic_clicks``).
+
+    ``propensity``: ``config`` (the ``propensities`` list, or the data's examination curve when
+    it is null) or ``estimated`` (click-through rate by position, from randomized sessions when
+    the log has any). ``min_propensity`` clips the propensities from below (caps IPS weights).
+    """
+
+    enabled: bool = True
+    propensity: str = "config"  # config | estimated
+    propensities: list[float] | None = None  # per 0-based position; the last one extends
+    min_propensity: float = 0.01
+
+
+@dataclass
 class EvalConfig:
     """Our metric conventions (DESIGN.md section 2); every value is logged with the run."""
 
@@ -62,6 +80,9 @@ class EvalConfig:
     strata: list[int] = field(default_factory=lambda: [1, 11, 51])  # lower edges of the strata
     idcg_bins: int = 30
     splits: list[str] = field(default_factory=lambda: ["valid", "test"])
+    # weighted sums of per-query metrics, e.g. {ndcg_blend: {ndcg_at_3: 0.4, ndcg_at_10: 0.6}}
+    composite: dict[str, dict[str, float]] = field(default_factory=dict)
+    clicks: ClickEvalConfig = field(default_factory=ClickEvalConfig)
 
 
 @dataclass

@@ -3,6 +3,9 @@
 ``data_cfg.kind`` selects the source:
 
 - ``synthetic``: the seeded generator, cut by query with the ``split`` group;
+- ``synthetic_clicks``: the seeded click log (:mod:`ltr.data.clicks`), cut the same way; train
+  and valid carry ``data.train_labels`` (clicks or true grades), test the true grades, and every
+  split the logged positions (:func:`load_click_splits` gives both views);
 - ``letor``: a fold folder ``root[/FoldN]`` with ``train.txt``, ``vali.txt``, ``test.txt``;
 - ``svmlight`` / ``parquet``: explicit ``train`` / ``valid`` / ``test`` files (any format
   :func:`ltr.data.readers.read_ranking_file` reads);
@@ -17,9 +20,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
 from omegaconf.errors import MissingMandatoryValue
 
 from ltr.data.cache import default_cache_dir
@@ -59,6 +65,8 @@ def load_splits(data_cfg: Any, split_cfg: Any, *, seed: int) -> Splits:
         data_seed = seed if data_cfg.seed is None else int(data_cfg.seed)
         pool = generate_synthetic(data_cfg, seed=data_seed)
         return _complete({"train": pool}, split_cfg, split_seed)
+    if kind == "synthetic_clicks":
+        return load_click_splits(data_cfg, split_cfg, seed=seed).training_view(str(data_cfg.train_labels))
     files: Mapping[str, str | Path | Sequence[str | Path] | None]
     if kind == "letor":
         files = letor_fold_files(_required(data_cfg, "root"), _get(data_cfg, "fold"))
@@ -75,7 +83,7 @@ def load_splits(data_cfg: Any, split_cfg: Any, *, seed: int) -> Splits:
         )
     else:
         raise DataError(
-            f"unknown data.kind {kind!r}; use synthetic, letor, svmlight, parquet or letor_parts"
+            f"unknown data.kind {kind!r}; use synthetic, synthetic_clicks, letor, svmlight, parquet or letor_parts"
         )
     splits = read_split_files(files, **reader_options(data_cfg))
     sources = {
@@ -84,6 +92,55 @@ def load_splits(data_cfg: Any, split_cfg: Any, *, seed: int) -> Splits:
         if spec
     }
     return _complete(splits, split_cfg, split_seed, sources=sources)
+
+
+@dataclass(frozen=True, slots=True)
+class ClickSplits:
+    """Two views of the same query-level splits of a click log (same queries, rows and positions).
+
+    ``relevance``: labels are the true grades (what evaluation uses). ``clicks``: labels are the
+    clicks (what a ranker learns from in practice). ``clicks.test`` also feeds the click / IPS
+    estimates of :mod:`ltr.metrics.ips`.
+    """
+
+    relevance: Splits
+    clicks: Splits
+    examination: NDArray[np.float64]  # the configured examination curve, per 0-based position
+
+    def training_view(self, train_labels: str, valid_labels: str = "relevance") -> Splits:
+        """The splits a trainer sees: train with ``train_labels``, valid with ``valid_labels``,
+        test with the true grades.
+
+        ``valid_labels="relevance"`` (default) stands for a small editorially judged validation
+        set, as teams that train on clicks usually keep: model selection (early stopping) is then
+        not biased towards reproducing the logged order. ``"clicks"`` selects on the click log.
+        """
+        for name, value in (("train_labels", train_labels), ("valid_labels", valid_labels)):
+            if value not in ("clicks", "relevance"):
+                raise DataError(f"data.{name}={value!r} is not one of: clicks, relevance")
+        train = self.clicks if train_labels == "clicks" else self.relevance
+        valid = self.clicks if valid_labels == "clicks" else self.relevance
+        return Splits(train=train.train, valid=valid.valid, test=self.relevance.test)
+
+
+def load_click_splits(data_cfg: Any, split_cfg: Any, *, seed: int) -> ClickSplits:
+    """Generate the click log of ``data_cfg`` (kind ``synthetic_clicks``) and split it by query.
+
+    Both views are cut with the same split seed from pools of the same queries, so their splits
+    hold the same queries in the same order.
+    """
+    from ltr.data.clicks import examination_curve, generate_click_log
+
+    split_seed = seed if split_cfg.seed is None else int(split_cfg.seed)
+    data_seed = seed if data_cfg.seed is None else int(data_cfg.seed)
+    log = generate_click_log(data_cfg, seed=data_seed)
+    relevance = _complete({"train": log.data}, split_cfg, split_seed)
+    clicks = _complete({"train": log.click_data()}, split_cfg, split_seed)
+    for (split, a), (_, b) in zip(relevance.items(), clicks.items(), strict=True):
+        if not np.array_equal(a.qids, b.qids):  # pragma: no cover - split_queries is deterministic
+            raise DataError(f"the {split} splits of relevance and clicks differ; report this as a bug")
+    n_positions = int(log.data.group_sizes.max())
+    return ClickSplits(relevance, clicks, examination_curve(n_positions, eta=float(data_cfg.examination_eta)))
 
 
 def reader_options(data_cfg: Any) -> dict[str, Any]:

@@ -8,6 +8,9 @@ Layout (the same as LightGBM's query boundaries):
 - ``offsets``: int64, shape ``(n_queries + 1,)``; the rows of query ``i`` are
   ``offsets[i]:offsets[i + 1]``. ``offsets[0] == 0`` and ``offsets[-1] == n_rows``;
   every query has at least one row, so ``offsets`` is strictly increasing.
+- ``positions`` (optional): int32, shape ``(n_rows,)``, the 0-based position at which each row
+  was shown in a logged ranking (0 = first), for unbiased learning to rank from clicks; None when
+  the data has no positions.
 
 Rows of a query are contiguous by construction: a reader that meets interleaved rows must
 regroup them before building a ``RankingData``.
@@ -33,6 +36,8 @@ class RankingData:
     offsets : int64 array, shape (n_queries + 1,)
     feature_names : names of the feature columns, length n_features
     name : a short name of the data set (for tracking)
+    positions : int array, shape (n_rows,), values >= 0, or None
+        Logged display position of every row (0-based); stored as int32.
 
     Examples
     --------
@@ -49,6 +54,7 @@ class RankingData:
     offsets: NDArray[np.int64]
     feature_names: tuple[str, ...] = field(default=())
     name: str = "data"
+    positions: NDArray[np.int32] | None = None
 
     def __post_init__(self) -> None:
         if self.features.ndim != 2:
@@ -71,6 +77,8 @@ class RankingData:
             raise ValueError(
                 f"{len(self.feature_names)} feature names for {self.features.shape[1]} features"
             )
+        if self.positions is not None:
+            object.__setattr__(self, "positions", _checked_positions(self.positions, n_rows))
 
     @classmethod
     def from_group_sizes(
@@ -82,6 +90,7 @@ class RankingData:
         *,
         feature_names: tuple[str, ...] = (),
         name: str = "data",
+        positions: NDArray[np.integer] | None = None,
     ) -> RankingData:
         """Build from per-query group sizes (LightGBM's ``group``), converting dtypes."""
         offsets = np.zeros(len(group_sizes) + 1, dtype=np.int64)
@@ -93,6 +102,7 @@ class RankingData:
             offsets=offsets,
             feature_names=feature_names,
             name=name,
+            positions=None if positions is None else np.asarray(positions, dtype=np.int32),
         )
 
     @property
@@ -133,4 +143,20 @@ class RankingData:
             offsets=new_offsets,
             feature_names=self.feature_names,
             name=self.name if name is None else name,
+            positions=None if self.positions is None else self.positions[rows],
         )
+
+
+def _checked_positions(positions: NDArray[np.integer], n_rows: int) -> NDArray[np.int32]:
+    """``positions`` as int32 after checking shape, dtype and sign (ValueError otherwise)."""
+    arr = np.asarray(positions)
+    if arr.shape != (n_rows,):
+        raise ValueError(f"positions have shape {arr.shape}, expected ({n_rows},): one per row")
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"positions must be integers, got dtype {arr.dtype}")
+    if arr.size and int(arr.min()) < 0:
+        row = int(np.argmin(arr))
+        raise ValueError(f"position {int(arr[row])} at row {row} is negative; positions are 0, 1, 2, ...")
+    if arr.size and int(arr.max()) > np.iinfo(np.int32).max:
+        raise ValueError(f"position {int(arr.max())} does not fit a 32-bit integer")
+    return np.ascontiguousarray(arr, dtype=np.int32)

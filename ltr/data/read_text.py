@@ -543,7 +543,9 @@ class _Rows:
             else:
                 raise DataError(_message(status, buf, tok, self.line_no, info, self.source))
 
-    def parse_parallel(self, data: bytes, buf: NDArray[np.uint8], pos: int, pool: ThreadPoolExecutor) -> None:
+    def parse_parallel(
+        self, data: bytearray, buf: NDArray[np.uint8], pos: int, pool: ThreadPoolExecutor
+    ) -> None:
         """Parse ``buf[pos:]`` in ``PARSE_THREADS`` parts at once (the kernel releases the GIL).
 
         Each part gets its first line number (counted newlines) and a row range sized by its
@@ -605,40 +607,46 @@ def _parse_stream(
     bar: _Progress,
 ) -> RawTable:
     out: _Rows | None = None
-    leftover = b""
+    # One reusable block: the unparsed tail of a chunk moves to the front, the next read lands
+    # behind it (readinto: no copy of the whole chunk).
+    block = bytearray(CHUNK_BYTES + (1 << 16))
+    n_left = 0
     eof = False
     with ThreadPoolExecutor(max_workers=max(PARSE_THREADS, 1)) as pool:
         while not eof:
-            chunk = stream.read(CHUNK_BYTES)
-            eof = not chunk
-            data = leftover + chunk if leftover else chunk
-            if eof:
-                cut = len(data)
-            else:
-                cut = data.rfind(b"\n") + 1
-                if cut == 0:  # no line end yet (a line longer than the chunk): read on
-                    leftover = data
-                    continue
-            leftover = data[cut:]
-            buf = np.frombuffer(data, dtype=np.uint8, count=cut)
+            if len(block) - n_left < CHUNK_BYTES // 2:  # a line longer than a chunk: make room
+                block.extend(bytes(CHUNK_BYTES))
+            with memoryview(block) as view:
+                got = stream.readinto(view[n_left:]) if hasattr(stream, "readinto") else 0
+            eof = got == 0
+            end = n_left + got
+            cut = end if eof else block.rfind(b"\n", 0, end) + 1
+            if cut == 0 and not eof:  # no line end yet: read on
+                n_left = end
+                continue
+            buf = np.frombuffer(block, dtype=np.uint8, count=cut)
             pos = 0
             if out is None:
                 head_max, head_lines, span = _scan_head(buf, 2000)
                 width = n_features if n_features is not None else max(head_max, 1)
                 span = span if span >= 0 else -span - 1
                 # Estimate the row count from the bytes per line of the head (on disk, for gzip).
-                ratio = raw.tell() / len(data) if len(data) else 1.0
+                ratio = raw.tell() / end if end else 1.0
                 disk_per_line = max(ratio * span / max(head_lines, 1), 1.0)
                 est_rows = int(total / disk_per_line * 1.1) + 1024
                 out = _Rows(est_rows, width, qid_mode, source, n_features)
-                if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark
+                if block.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark
                     pos = 3
             if PARSE_THREADS > 1 and cut - pos >= PARALLEL_MIN_BYTES:
-                out.parse_parallel(data, buf, pos, pool)
+                out.parse_parallel(block, buf, pos, pool)
             else:
                 out.parse(buf, pos)
+            del buf  # release the export, so the block may grow
+            block[: end - cut] = block[cut:end]
+            n_left = end - cut
             bar.update(raw.tell())
-    assert out is not None
+    if out is None:  # pragma: no cover - the loop always parses the final (maybe empty) block
+        out = _Rows(0, 0, qid_mode, source, n_features)
     row = out.row
     width = out.max_index if n_features is None else n_features
     if row == 0:

@@ -57,7 +57,10 @@ def test_gzip_is_read_by_magic_bytes(write: WriteFile) -> None:
     np.testing.assert_array_equal(plain.features, gz.features)
 
 
-def test_small_chunks_and_row_growth_give_the_same_result(write: WriteFile, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("chunk", [4096, 64])  # 64: most lines are longer than a chunk
+def test_small_chunks_and_row_growth_give_the_same_result(
+    write: WriteFile, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
     rng = np.random.default_rng(0)
     lines = []
     for i in range(3000):
@@ -66,7 +69,7 @@ def test_small_chunks_and_row_growth_give_the_same_result(write: WriteFile, monk
         lines.append(f"{rng.integers(0, 5)} qid:{i // 7} {feats} # row {i}")
     path = write("\n".join(lines) + "\n")
     whole = parse_svmlight(path)
-    monkeypatch.setattr(read_text, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(read_text, "CHUNK_BYTES", chunk)
     chunked = parse_svmlight(path)
     np.testing.assert_array_equal(whole.features, chunked.features)
     np.testing.assert_array_equal(whole.labels, chunked.labels)

@@ -1,0 +1,170 @@
+"""A split stored as a directory of Parquet files of whole queries, read by the Dask workers.
+
+Layout (what :func:`write_query_partitions` writes and :func:`read_query_partitions` reads):
+one file per partition, ``part-00000.parquet``, ``part-00001.parquet``, ... in query order;
+columns ``qid`` (int64), ``label`` (int32) and the feature columns (float32, in order). Every
+file holds whole queries: the rows of a query are contiguous within one file, and no qid appears
+in two files (both are checked when reading).
+
+The client reads only file names and Parquet footers (schemas); each worker reads its own files,
+so the rows never pass through the client. The directory must be readable by every worker
+under the same path (a shared file system); this reader takes local paths only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ltr.dask_partitions import (
+    PartitionedSplit,
+    PartTuple,
+    from_part_futures,
+    query_partition_bounds,
+    sorted_workers,
+)
+from ltr.data.ranking_data import RankingData
+from ltr.errors import DataError
+
+log = logging.getLogger(__name__)
+
+
+def write_query_partitions(
+    data: RankingData,
+    directory: str | Path,
+    *,
+    n_partitions: int,
+    qid_column: str = "qid",
+    label_column: str = "label",
+) -> list[Path]:
+    """Write ``data`` as ``n_partitions`` Parquet files of whole queries, balanced by rows.
+
+    Feature columns are named by ``data.feature_names`` (``f0``, ``f1``, ... if empty). Returns
+    the paths written, in partition order. The directory must not hold other ``part-*.parquet``.
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    if any(directory.glob("part-*.parquet")):
+        raise DataError(f"{directory} already holds part-*.parquet files; use an empty directory")
+    names = list(data.feature_names) or [f"f{j}" for j in range(data.n_features)]
+    if {qid_column, label_column} & set(names):
+        raise DataError(f"a feature is named like the qid or label column: {qid_column!r}, {label_column!r}")
+    bounds = query_partition_bounds(data.offsets, n_partitions)
+    row_qids = data.row_qids()
+    paths = []
+    for i, (q0, q1) in enumerate(itertools.pairwise(bounds)):
+        r0, r1 = int(data.offsets[q0]), int(data.offsets[q1])
+        columns: dict[str, Any] = {
+            qid_column: pa.array(row_qids[r0:r1], type=pa.int64()),
+            label_column: pa.array(data.labels[r0:r1], type=pa.int32()),
+        }
+        block = data.features[r0:r1]
+        for j, name in enumerate(names):
+            columns[name] = pa.array(block[:, j], type=pa.float32())
+        path = directory / f"part-{i:05d}.parquet"
+        pq.write_table(pa.table(columns), path)
+        paths.append(path)
+    log.info("wrote %d queries / %d rows to %d files in %s", data.n_queries, data.n_rows, len(paths), directory)
+    return paths
+
+
+def read_part(path: str, qid_column: str, label_column: str, feature_columns: list[str]) -> PartTuple:
+    """Read one file of whole queries into ``(features, labels, group_sizes, qids)`` (on a worker)."""
+    table = pq.read_table(path, columns=[qid_column, label_column, *feature_columns])
+    n_rows = table.num_rows
+    if n_rows == 0:
+        raise DataError(f"{path} holds no rows")
+    features = np.empty((n_rows, len(feature_columns)), dtype=np.float32)
+    for j, name in enumerate(feature_columns):
+        features[:, j] = table.column(name).to_numpy()
+    labels = np.ascontiguousarray(table.column(label_column).to_numpy(), dtype=np.int32)
+    row_qids = np.asarray(table.column(qid_column).to_numpy(), dtype=np.int64)
+    starts = np.flatnonzero(np.concatenate([[True], row_qids[1:] != row_qids[:-1]]))
+    qids = row_qids[starts]
+    unique, counts = np.unique(qids, return_counts=True)
+    if np.any(counts > 1):
+        qid = unique[np.argmax(counts > 1)]
+        raise DataError(f"the rows of qid {qid} in {path} are not contiguous; group each query's rows together")
+    group_sizes = np.diff(np.concatenate([starts, [n_rows]])).astype(np.int64)
+    return features, labels, group_sizes, qids
+
+
+def _sizes(part: PartTuple) -> tuple[int, int]:
+    return int(part[1].shape[0]), int(part[3].shape[0])
+
+
+def _qids(part: PartTuple) -> Any:
+    return part[3]
+
+
+def read_query_partitions(
+    client: Any,
+    directory: str | Path,
+    *,
+    qid_column: str = "qid",
+    label_column: str = "label",
+) -> PartitionedSplit:
+    """Have the workers read ``directory/*.parquet`` as one partition per file.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    directory : a directory of Parquet files of whole queries (see the module docstring)
+    qid_column, label_column : names of the qid and label columns; every other column is a
+        feature, in the order of the first file's schema
+
+    Returns
+    -------
+    PartitionedSplit
+        Backed by data held on the workers (file ``i`` on worker ``i % n_workers``); the client
+        has gathered only the partition sizes and the qids (one integer per query), to check that
+        no qid appears in two files.
+
+    Raises
+    ------
+    DataError
+        No files, files with different columns, missing qid / label columns, a query whose rows
+        are not contiguous in its file, or a qid in two files.
+    """
+    directory = Path(directory)
+    paths = sorted(directory.glob("*.parquet"))
+    if not paths:
+        raise DataError(f"no *.parquet files in {directory}")
+    schema = pq.read_schema(paths[0])
+    for name in (qid_column, label_column):
+        if name not in schema.names:
+            raise DataError(f"{paths[0]} has no column {name!r}; columns: {', '.join(schema.names)}")
+    features = [n for n in schema.names if n not in (qid_column, label_column)]
+    for path in paths[1:]:
+        if pq.read_schema(path).names != schema.names:
+            raise DataError(f"{path} has other columns than {paths[0]}")
+    workers = sorted_workers(client)
+    futures = [
+        client.submit(
+            read_part, str(path), qid_column, label_column, features,
+            workers=[workers[i % len(workers)]], pure=False,
+        )
+        for i, path in enumerate(paths)
+    ]
+    sizes = client.gather([client.submit(_sizes, f) for f in futures])
+    qids = client.gather([client.submit(_qids, f) for f in futures])
+    all_qids = np.concatenate(qids)
+    unique, counts = np.unique(all_qids, return_counts=True)
+    if np.any(counts > 1):
+        qid = unique[np.argmax(counts > 1)]
+        files = [str(p) for p, q in zip(paths, qids, strict=True) if qid in q]
+        raise DataError(f"qid {qid} appears in several files: {', '.join(files)}; a query must stay in one file")
+    log.info("%d files in %s: %d queries / %d rows", len(paths), directory, len(all_qids), sum(s[0] for s in sizes))
+    return from_part_futures(
+        futures,
+        n_rows=[s[0] for s in sizes],
+        n_queries=[s[1] for s in sizes],
+        n_features=len(features),
+        feature_names=tuple(features),
+    )

@@ -1,0 +1,188 @@
+"""Whole-query partitions of a split as Dask arrays that live on the workers.
+
+A partition is a contiguous range of queries, so its rows are a contiguous range of rows and no
+query is ever split across partitions (LightGBM's lambdarank gradients need every row of a query
+on the same machine). Chunk ``i`` of ``features`` and ``labels`` holds the rows of partition ``i``;
+chunk ``i`` of ``group_sizes`` and ``qids`` holds its queries, which is the layout
+``lightgbm.dask.DaskLGBMRanker.fit(X, y, group=...)`` expects.
+
+Partition ``i`` is pinned to worker ``i % n_workers`` (workers sorted by address), so a run puts
+the same rows on the same worker every time.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import dask.array as da
+import numpy as np
+from dask.delayed import delayed
+from numpy.typing import NDArray
+
+from ltr.data.ranking_data import RankingData
+
+# One partition on a worker: (features, labels, group_sizes, qids).
+PartTuple = tuple[NDArray[np.float32], NDArray[np.int32], NDArray[np.int64], NDArray[np.int64]]
+
+
+def query_partition_bounds(offsets: NDArray[np.int64], n_partitions: int) -> NDArray[np.int64]:
+    """Query-index boundaries of ``n_partitions`` row-balanced partitions of whole queries.
+
+    Parameters
+    ----------
+    offsets : int64 array, shape (n_queries + 1,)
+        Query boundaries (see :class:`ltr.data.ranking_data.RankingData`), strictly increasing.
+    n_partitions : int
+        Wanted number of partitions (>= 1); fewer are made when there are fewer queries.
+
+    Returns
+    -------
+    int64 array, shape (min(n_partitions, n_queries) + 1,)
+        Strictly increasing, from 0 to ``n_queries``: partition ``i`` holds queries
+        ``bounds[i]:bounds[i + 1]`` and rows ``offsets[bounds[i]]:offsets[bounds[i + 1]]``.
+        Each cut is the query boundary nearest to an equal share of rows, so partitions differ
+        in rows by at most about one query's length (unless a cut must move to keep every
+        partition non-empty).
+
+    Examples
+    --------
+    >>> query_partition_bounds(np.array([0, 5, 6, 7, 12]), 2).tolist()
+    [0, 2, 4]
+    """
+    if n_partitions < 1:
+        raise ValueError(f"n_partitions must be >= 1, got {n_partitions}")
+    offsets = np.asarray(offsets, dtype=np.int64)
+    n_queries = len(offsets) - 1
+    n_parts = min(n_partitions, n_queries)
+    targets = offsets[-1] * np.arange(1, n_parts, dtype=np.float64) / n_parts
+    right = np.searchsorted(offsets, targets, side="left").clip(1, n_queries)
+    left = right - 1
+    nearer_left = (targets - offsets[left]) <= (offsets[right] - targets)
+    cuts = np.where(nearer_left, left, right)
+    # Every partition keeps at least one query: shifting cut j by j turns "strictly increasing
+    # within [1, n_queries - 1]" into "non-decreasing within [0, n_queries - n_parts]".
+    j = np.arange(1, n_parts, dtype=np.int64)
+    shifted = np.maximum.accumulate(np.clip(cuts - j, 0, n_queries - n_parts))
+    cuts = shifted + j
+    return np.concatenate([[0], cuts, [n_queries]]).astype(np.int64)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionedSplit:
+    """One split as Dask arrays with one chunk per whole-query partition.
+
+    ``features`` float32 (n_rows, n_features), ``labels`` int32 (n_rows,), ``group_sizes`` int64
+    (n_queries,), ``qids`` int64 (n_queries,); chunk ``i`` of each belongs to partition ``i``.
+    """
+
+    features: da.Array
+    labels: da.Array
+    group_sizes: da.Array
+    qids: da.Array
+    feature_names: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        rows, queries = self.labels.chunks[0], self.group_sizes.chunks[0]
+        if self.features.chunks[0] != rows or len(self.features.chunks[1]) != 1:
+            raise ValueError("features must be chunked by rows like labels, one chunk of columns")
+        if self.qids.chunks[0] != queries or len(rows) != len(queries):
+            raise ValueError("group_sizes and qids need one chunk per row partition")
+
+    @property
+    def n_partitions(self) -> int:
+        return len(self.labels.chunks[0])
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.labels.shape[0])
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.group_sizes.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return int(self.features.shape[1])
+
+    def partitions(self) -> list[tuple[Any, Any, Any, Any]]:
+        """Per partition the delayed blocks ``(features, labels, group_sizes, qids)``."""
+        return list(
+            zip(
+                self.features.to_delayed().ravel().tolist(),  # type: ignore[no-untyped-call]
+                self.labels.to_delayed().ravel().tolist(),  # type: ignore[no-untyped-call]
+                self.group_sizes.to_delayed().ravel().tolist(),  # type: ignore[no-untyped-call]
+                self.qids.to_delayed().ravel().tolist(),  # type: ignore[no-untyped-call]
+                strict=True,
+            )
+        )
+
+
+def from_part_futures(
+    futures: Sequence[Any],
+    *,
+    n_rows: Sequence[int],
+    n_queries: Sequence[int],
+    n_features: int,
+    feature_names: tuple[str, ...] = (),
+) -> PartitionedSplit:
+    """A :class:`PartitionedSplit` from futures of :data:`PartTuple`, one per partition.
+
+    ``n_rows[i]`` and ``n_queries[i]`` must be the sizes of partition ``i`` (the arrays' chunk
+    sizes); nothing is computed here.
+    """
+    getitem = delayed(operator.getitem, pure=True)
+
+    def column(i: int, shape: tuple[int, ...], dtype: type[np.generic]) -> da.Array:
+        blocks = [
+            da.from_delayed(getitem(fut, i), shape=(n, *shape), dtype=dtype)  # type: ignore[no-untyped-call]
+            for fut, n in zip(futures, n_rows if i < 2 else n_queries, strict=True)
+        ]
+        stacked: da.Array = da.concatenate(blocks, axis=0)  # type: ignore[no-untyped-call]
+        return stacked
+
+    return PartitionedSplit(
+        features=column(0, (n_features,), np.float32),
+        labels=column(1, (), np.int32),
+        group_sizes=column(2, (), np.int64),
+        qids=column(3, (), np.int64),
+        feature_names=feature_names,
+    )
+
+
+def sorted_workers(client: Any) -> list[str]:
+    """Worker addresses of the cluster, sorted (the order partitions are pinned in)."""
+    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    if not workers:
+        raise RuntimeError("the Dask cluster has no workers")
+    return workers
+
+
+def scatter_ranking_data(client: Any, data: RankingData, *, n_partitions: int) -> PartitionedSplit:
+    """Send ``data`` to the workers as ``n_partitions`` whole-query partitions.
+
+    Partition ``i`` goes to worker ``i % n_workers`` (sorted addresses). The client holds
+    ``data`` already; this is the path for splits loaded by :func:`ltr.data.load.load_splits`.
+    For data that does not fit the client use :func:`ltr.dask_parquet.read_query_partitions`.
+    """
+    workers = sorted_workers(client)
+    bounds = query_partition_bounds(data.offsets, n_partitions)
+    futures, n_rows, n_queries = [], [], []
+    for i, (q0, q1) in enumerate(itertools.pairwise(bounds)):
+        r0, r1 = int(data.offsets[q0]), int(data.offsets[q1])
+        part: PartTuple = (
+            np.ascontiguousarray(data.features[r0:r1]),
+            np.ascontiguousarray(data.labels[r0:r1]),
+            np.diff(data.offsets[q0 : q1 + 1]),
+            np.ascontiguousarray(data.qids[q0:q1]),
+        )
+        futures.append(client.scatter(part, workers=[workers[i % len(workers)]], hash=False))
+        n_rows.append(r1 - r0)
+        n_queries.append(int(q1 - q0))
+    return from_part_futures(
+        futures, n_rows=n_rows, n_queries=n_queries, n_features=data.n_features,
+        feature_names=data.feature_names,
+    )

@@ -1,0 +1,167 @@
+"""A seeded synthetic click log: true relevance, a logged ranking and position-biased clicks.
+
+What it holds, for a given seed (bit-identical on every run):
+
+- the documents, features and true graded relevance (0-4) of :mod:`ltr.data.synthetic`, plus one
+  extra feature ``popularity`` (standard normal, independent of relevance);
+- a *logged ranking* per query, the order a production ranker showed: documents sorted by
+  ``label + logger_popularity * popularity + logger_noise * N(0, 1)`` (descending). The logger
+  favours popular documents, which are no more relevant than others: clicks, which follow
+  position, then make popularity look relevant to a model trained on them naively. A share
+  ``randomized_share`` of the sessions is shown in a uniformly random order instead (a
+  randomisation experiment, from which propensities can be estimated without bias);
+- ``positions``: the 0-based position of every row in its logged ranking (0 = shown first);
+- clicks from a position-based click model (PBM), one session per query: a document at position
+  ``p`` is examined with probability ``examination(p) = (1 / (p + 1)) ** examination_eta``, and an
+  examined document with grade ``g`` is clicked with probability
+  ``click_noise + (click_max - click_noise) * (2**g - 1) / (2**4 - 1)``; clicks are independent
+  Bernoulli draws of ``examination * attractiveness``.
+
+Training on clicks sees ``positions``; evaluation uses the true grades (``ClickLog.data.labels``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ltr.data.ranking_data import RankingData
+from ltr.data.synthetic import generate_synthetic
+from ltr.errors import DataError
+
+#: The top grade of the synthetic data (grades 0..4).
+MAX_GRADE = 4
+
+
+@dataclass(frozen=True, slots=True)
+class ClickLog:
+    """A click log with its ground truth.
+
+    Parameters
+    ----------
+    data : RankingData
+        Features (the synthetic ones plus ``popularity``), true graded relevance as ``labels``,
+        and ``positions`` (0-based logged positions, one per row).
+    clicks : int32 array, shape (n_rows,)
+        1 where the document was clicked in its query's session, else 0.
+    click_probability : float64 array, shape (n_rows,)
+        The probability each click was drawn with (examination x attractiveness).
+    randomized : bool array, shape (n_queries,)
+        True for sessions shown in random order.
+    """
+
+    data: RankingData
+    clicks: NDArray[np.int32]
+    click_probability: NDArray[np.float64]
+    randomized: NDArray[np.bool_]
+
+    def click_data(self) -> RankingData:
+        """The same rows with the clicks as labels (what a ranker is trained on)."""
+        return dataclasses.replace(self.data, labels=self.clicks)
+
+
+def examination_curve(n_positions: int, *, eta: float) -> NDArray[np.float64]:
+    """Examination probability of positions ``0..n_positions-1``: ``(1 / (p + 1)) ** eta``.
+
+    Examples
+    --------
+    >>> examination_curve(4, eta=1.0).round(4).tolist()
+    [1.0, 0.5, 0.3333, 0.25]
+    """
+    if eta < 0:
+        raise DataError(f"data.examination_eta must be >= 0, got {eta}")
+    return np.asarray((1.0 / np.arange(1, n_positions + 1, dtype=np.float64)) ** eta)
+
+
+def attractiveness(labels: NDArray[np.integer], *, click_noise: float, click_max: float) -> NDArray[np.float64]:
+    """Click probability of an examined document of each grade (0 -> ``click_noise``, 4 -> ``click_max``).
+
+    Examples
+    --------
+    >>> attractiveness(np.array([0, 1, 4]), click_noise=0.1, click_max=1.0).round(3).tolist()
+    [0.1, 0.16, 1.0]
+    """
+    if not 0.0 <= click_noise <= click_max <= 1.0:
+        raise DataError(
+            f"need 0 <= data.click_noise <= data.click_max <= 1, got click_noise={click_noise}, "
+            f"click_max={click_max}"
+        )
+    scale = (2.0 ** np.asarray(labels, dtype=np.float64) - 1.0) / (2.0**MAX_GRADE - 1.0)
+    return np.asarray(click_noise + (click_max - click_noise) * scale)
+
+
+def rank_within_queries(scores: NDArray[np.float64], offsets: NDArray[np.int64]) -> NDArray[np.int32]:
+    """0-based rank of every row within its query by descending score (ties: row order).
+
+    Examples
+    --------
+    >>> rank_within_queries(np.array([0.1, 0.9, 0.5, 2.0, 1.0]), np.array([0, 3, 5])).tolist()
+    [2, 0, 1, 0, 1]
+    """
+    sizes = np.diff(offsets)
+    query = np.repeat(np.arange(sizes.shape[0]), sizes)
+    order = np.lexsort((-scores, query))  # stable: by query, then by descending score
+    ranks = np.empty(scores.shape[0], dtype=np.int32)
+    ranks[order] = np.arange(scores.shape[0]) - np.repeat(offsets[:-1], sizes)
+    return ranks
+
+
+def generate_click_log(cfg: Any, *, seed: int) -> ClickLog:
+    """Generate the click log described in the module docstring.
+
+    Parameters
+    ----------
+    cfg : a :class:`ltr.config.data.SyntheticClicksDataConfig` (or anything with its fields)
+    seed : the seed of every random draw (the documents use ``seed`` exactly as
+        :func:`ltr.data.synthetic.generate_synthetic`; the log draws from a child stream)
+
+    Returns
+    -------
+    ClickLog
+        ``data.labels`` the true grades, ``data.positions`` the logged positions, ``clicks``.
+
+    Examples
+    --------
+    >>> from ltr.config.data import SyntheticClicksDataConfig
+    >>> log = generate_click_log(SyntheticClicksDataConfig(n_queries=50), seed=1)
+    >>> log.data.feature_names[-1], log.clicks.shape == log.data.labels.shape
+    ('popularity', True)
+    """
+    if not 0.0 <= cfg.randomized_share <= 1.0:
+        raise DataError(f"data.randomized_share must lie in [0, 1], got {cfg.randomized_share}")
+    if cfg.logger_noise < 0:
+        raise DataError(f"data.logger_noise must be >= 0, got {cfg.logger_noise}")
+    base = generate_synthetic(cfg, seed=seed)
+    rng = np.random.default_rng([seed, 0xC11C])
+    n_rows, n_queries = base.n_rows, base.n_queries
+    sizes = base.group_sizes
+
+    popularity = rng.standard_normal(n_rows)
+    randomized = rng.random(n_queries) < cfg.randomized_share
+    logger_score = (
+        base.labels + cfg.logger_popularity * popularity + cfg.logger_noise * rng.standard_normal(n_rows)
+    )
+    shuffled = rng.random(n_rows)
+    score = np.where(np.repeat(randomized, sizes), shuffled, logger_score)
+    positions = rank_within_queries(score, base.offsets)
+
+    exam = examination_curve(int(sizes.max()), eta=float(cfg.examination_eta))[positions]
+    attract = attractiveness(base.labels, click_noise=float(cfg.click_noise), click_max=float(cfg.click_max))
+    prob = exam * attract
+    clicks = (rng.random(n_rows) < prob).astype(np.int32)
+
+    features = np.hstack([base.features, popularity[:, None].astype(np.float32)])
+    data = RankingData(
+        features=np.ascontiguousarray(features),
+        labels=base.labels,
+        qids=base.qids,
+        offsets=base.offsets,
+        feature_names=(*base.feature_names, "popularity"),
+        name=str(cfg.name),
+        positions=positions,
+    )
+    return ClickLog(data=data, clicks=clicks, click_probability=prob, randomized=randomized)

@@ -1,0 +1,120 @@
+"""Weighted composite metrics: per-query weighted sums of measures, summarised like any measure.
+
+A composite is a name and weights over columns of a `per_query_table`, e.g.
+``{"ndcg_blend": {"ndcg_at_3": 0.4, "ndcg_at_10": 0.6}}`` (config:
+``eval.composite.ndcg_blend={ndcg_at_3: 0.4, ndcg_at_10: 0.6}``). Per query the composite is
+``sum(weight * part)``; a query with any part NaN (``zero_idcg="skip"``) has a NaN composite and
+is left out of its means. The summary keys are those of :func:`ltr.metrics.summary.summarize`:
+``ndcg_blend``, ``ndcg_blend/len_1-10``, ... (and ``.../len_empty`` when there are empty lists).
+
+Parts are the measures of the table: ``{idcg,dcg,ndcg,err,p}_at_{k}`` and ``rr``. A part's
+cut-off need not be in ``eval.k``: `composite_ks` lists the cut-offs to add to the table.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from ltr.errors import LtrUserError
+from ltr.metrics.strata import EMPTY_KEY, Strata
+
+_PART = re.compile(r"^(idcg|dcg|ndcg|err|p)_at_([1-9][0-9]*)$")
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
+_DEFAULT_STRATA = Strata()
+
+Composites = Mapping[str, Mapping[str, float]]
+
+
+def check_composites(composites: Composites) -> None:
+    """Refuse a bad name, an unknown part or a non-finite weight, in one line naming the fix.
+
+    Examples
+    --------
+    >>> check_composites({"blend": {"ndcg_at_3": 0.4, "ndcg_at_10": 0.6}})
+    >>> check_composites({"blend": {"ndcg@3": 1.0}})
+    Traceback (most recent call last):
+    ...
+    ltr.errors.LtrUserError: eval.composite.blend: 'ndcg@3' is not a measure; use ndcg_at_K, dcg_at_K, idcg_at_K, err_at_K, p_at_K or rr
+    """
+    for name, parts in composites.items():
+        if not _NAME.match(str(name)) or _PART.match(str(name)) or name == "rr":
+            raise LtrUserError(
+                f"eval.composite.{name}: the name must start with a letter, use letters, digits, "
+                "_ . - only, and not be a measure's own name"
+            )
+        if not parts:
+            raise LtrUserError(f"eval.composite.{name} has no parts; e.g. {{ndcg_at_3: 0.4, ndcg_at_10: 0.6}}")
+        for part, weight in parts.items():
+            if part != "rr" and not _PART.match(str(part)):
+                raise LtrUserError(
+                    f"eval.composite.{name}: {part!r} is not a measure; use ndcg_at_K, dcg_at_K, "
+                    "idcg_at_K, err_at_K, p_at_K or rr"
+                )
+            if not np.isfinite(float(weight)):
+                raise LtrUserError(f"eval.composite.{name}.{part} = {weight} is not a finite weight")
+
+
+def composite_ks(composites: Composites) -> list[int]:
+    """The cut-offs the parts of ``composites`` need, sorted.
+
+    Examples
+    --------
+    >>> composite_ks({"blend": {"ndcg_at_3": 0.4, "ndcg_at_10": 0.6, "rr": 1.0}})
+    [3, 10]
+    """
+    ks = {int(m.group(2)) for parts in composites.values() for p in parts if (m := _PART.match(str(p)))}
+    return sorted(ks)
+
+
+def composite_columns(table: pd.DataFrame, composites: Composites) -> pd.DataFrame:
+    """One column per composite: the weighted sum of its parts, per query (rows as ``table``).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"ndcg_at_3": [1.0, 0.5], "ndcg_at_10": [0.5, np.nan]})
+    >>> composite_columns(t, {"blend": {"ndcg_at_3": 0.4, "ndcg_at_10": 0.6}})["blend"].tolist()
+    [0.7, nan]
+    """
+    check_composites(composites)
+    out = {}
+    for name, parts in composites.items():
+        missing = [p for p in parts if p not in table.columns]
+        if missing:
+            raise LtrUserError(f"eval.composite.{name}: the per-query table has no {missing[0]!r}")
+        values = table[list(parts)].to_numpy(dtype=np.float64)
+        weights = np.array([float(w) for w in parts.values()])
+        out[str(name)] = values @ weights  # NaN in any part gives NaN
+    return pd.DataFrame(out, index=table.index)
+
+
+def summarize_composites(
+    table: pd.DataFrame, names: list[str], *, strata: Strata = _DEFAULT_STRATA
+) -> dict[str, float]:
+    """Mean of each composite column, overall and per stratum (keys as `summarize`).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"list_len": [3, 20, 4], "blend": [0.2, 1.0, 0.4]})
+    >>> s = summarize_composites(t, ["blend"])
+    >>> round(s["blend"], 4), round(s["blend/len_1-10"], 4), s["blend/len_11-50"]
+    (0.5333, 0.3, 1.0)
+    """
+    idx = strata.assign(table["list_len"].to_numpy()) + 1  # 0 = empty
+    n_bins = strata.n_strata + 1
+    keys = (EMPTY_KEY, *strata.keys)
+    out: dict[str, float] = {}
+    for name in names:
+        values = table[name].to_numpy(dtype=np.float64)
+        ok = ~np.isnan(values)
+        sums = np.bincount(idx[ok], weights=values[ok], minlength=n_bins)
+        counts = np.bincount(idx[ok], minlength=n_bins)
+        if counts.sum():
+            out[name] = float(sums.sum() / counts.sum())
+        for b in range(n_bins):
+            if counts[b]:
+                out[f"{name}/{keys[b]}"] = float(sums[b] / counts[b])
+    return out

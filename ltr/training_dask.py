@@ -1,0 +1,224 @@
+"""Fit a LightGBM ranker on a Dask cluster (``trainer=dask``): ``lightgbm.dask.DaskLGBMRanker``.
+
+What differs from :func:`ltr.training.fit_ranker` and why:
+
+- **No early stopping.** ``DaskLGBMRanker`` trains all ``fit.num_boost_round`` rounds. When
+  ``fit.early_stopping_rounds`` is set we log one warning and go on (we do not raise: the
+  default fit config asks for early stopping, and the model is still chosen on validation).
+- **Best round.** After training, LightGBM's ``ndcg@k`` is computed on the *whole* ``valid``
+  and ``test`` splits for every round, partition by partition on the workers
+  (:mod:`ltr.dask_eval`); ``best_iteration`` is the first round with the highest valid
+  ``fit.early_stopping_metric``, the round the local trainer would pick without a patience
+  limit. ``evals_result`` holds these curves (``DaskLGBMRanker``'s own ``evals_result_`` covers
+  only one worker's share of an eval set, so it is not used).
+- **Data-parallel training.** Each worker builds histograms on its partitions and LightGBM
+  merges them over its network; feature bins come from each worker's local sample. Splits and
+  scores are therefore close to, not bit-identical with, one-process training on the same rows.
+
+The cluster is a ``LocalCluster`` (``trainer.n_workers`` processes with
+``trainer.threads_per_worker`` threads) unless ``trainer.scheduler_address`` names a running
+scheduler. Whatever this module opens it closes; it never shuts down a cluster it connected to.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import lightgbm as lgb
+import numpy as np
+
+from ltr.config.schema import FitConfig, ModelConfig, TrainerConfig
+from ltr.dask_eval import lightgbm_ndcg_curves
+from ltr.dask_partitions import PartitionedSplit, scatter_ranking_data, sorted_workers
+from ltr.data.splits import Splits
+from ltr.errors import LtrUserError
+from ltr.training import TrainResult, lightgbm_params
+
+log = logging.getLogger(__name__)
+
+# Parameters DaskLGBMRanker sets itself (it warns and drops them): threads come from the workers.
+_DASK_OWNED = ("n_jobs", "num_threads", "nthread", "nthreads", "num_thread")
+
+
+@contextmanager
+def dask_client(trainer: TrainerConfig) -> Iterator[Any]:
+    """A ``distributed.Client`` for ``trainer``; closes the client and any cluster it started.
+
+    ``trainer.scheduler_address`` set: connect to that scheduler (the cluster stays up).
+    Otherwise start a ``LocalCluster`` of ``n_workers`` processes x ``threads_per_worker``
+    threads without a dashboard.
+    """
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise LtrUserError(
+            "trainer=dask needs dask.distributed: pip install 'ltr[dask]'"
+        ) from exc
+    if trainer.scheduler_address:
+        log.info("connecting to the Dask scheduler at %s", trainer.scheduler_address)
+        try:
+            client = Client(trainer.scheduler_address, timeout="30s")  # type: ignore[no-untyped-call]
+        except OSError as exc:
+            raise LtrUserError(
+                f"cannot reach the Dask scheduler at trainer.scheduler_address="
+                f"{trainer.scheduler_address!r}: {exc}"
+            ) from exc
+        with client:
+            yield client
+        return
+    if trainer.n_workers < 1 or trainer.threads_per_worker < 1:
+        raise LtrUserError(
+            f"trainer.n_workers={trainer.n_workers} and trainer.threads_per_worker="
+            f"{trainer.threads_per_worker} must both be >= 1"
+        )
+    start = time.perf_counter()
+    with (
+        LocalCluster(  # type: ignore[no-untyped-call]
+            n_workers=trainer.n_workers,
+            threads_per_worker=trainer.threads_per_worker,
+            processes=True,
+            dashboard_address=None,
+        ) as cluster,
+        Client(cluster) as client,  # type: ignore[no-untyped-call]
+    ):
+        log.info(
+            "started a LocalCluster of %d workers x %d threads in %.1f s",
+            trainer.n_workers, trainer.threads_per_worker, time.perf_counter() - start,
+        )
+        yield client
+
+
+def warn_no_early_stopping(fit: FitConfig) -> None:
+    """Log once per fit that ``DaskLGBMRanker`` ignores ``fit.early_stopping_rounds``."""
+    if fit.early_stopping_rounds is not None:
+        log.warning(
+            "trainer=dask: DaskLGBMRanker has no early stopping; fit.early_stopping_rounds=%d is "
+            "ignored and all fit.num_boost_round=%d rounds are trained. The best round on valid %s "
+            "is still chosen afterwards. Set fit.num_boost_round lower (or "
+            "fit.early_stopping_rounds=null) to train fewer rounds.",
+            fit.early_stopping_rounds, fit.num_boost_round, fit.early_stopping_metric,
+        )
+
+
+def fit_dask(
+    splits: Splits,
+    model: ModelConfig,
+    fit: FitConfig,
+    trainer: TrainerConfig,
+    *,
+    eval_at: list[int],
+    seed: int,
+) -> TrainResult:
+    """Train on ``splits.train`` on a Dask cluster; same result type as the local trainer.
+
+    Each split is sent to the workers as whole-query partitions (``trainer.n_partitions``, by
+    default one per worker). Returns a :class:`ltr.training.TrainResult` holding a local
+    ``LGBMRanker`` (``DaskLGBMRanker.to_local()``), the valid and test NDCG curves of every
+    round (computed on the whole splits) and ``best_iteration`` = the best valid round.
+    """
+    warn_no_early_stopping(fit)
+    with dask_client(trainer) as client:
+        n_partitions = trainer.n_partitions or len(sorted_workers(client))
+        if n_partitions < 1:
+            raise LtrUserError(f"trainer.n_partitions={trainer.n_partitions} must be >= 1")
+        parts = {
+            name: scatter_ranking_data(client, data, n_partitions=n_partitions)
+            for name, data in splits.items()
+        }
+        return fit_partitioned(
+            client, parts["train"], {"valid": parts["valid"], "test": parts["test"]},
+            model, fit, eval_at=eval_at, seed=seed,
+        )
+
+
+def fit_partitioned(
+    client: Any,
+    train: PartitionedSplit,
+    evals: dict[str, PartitionedSplit],
+    model: ModelConfig,
+    fit: FitConfig,
+    *,
+    eval_at: Sequence[int],
+    seed: int,
+) -> TrainResult:
+    """Train ``DaskLGBMRanker`` on partitioned data already on the cluster of ``client``.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    train : PartitionedSplit
+        Training data, whole queries per partition (e.g. from
+        :func:`ltr.dask_partitions.scatter_ranking_data` or
+        :func:`ltr.dask_parquet.read_query_partitions`).
+    evals : dict
+        Split name -> partitioned split whose NDCG curve is recorded; must contain ``"valid"``,
+        which picks the best round.
+    model, fit : the model and fit configs (``fit.early_stopping_rounds`` is not honoured)
+    eval_at : cut-offs of the recorded ``ndcg@k`` curves
+    seed : LightGBM's seed
+
+    Returns
+    -------
+    TrainResult
+        ``n_rounds == fit.num_boost_round``; ``best_iteration`` (1-based) maximises valid
+        ``fit.early_stopping_metric`` (first of equal values).
+    """
+    from lightgbm.dask import DaskLGBMRanker
+
+    if model.estimator != "ranker":
+        raise LtrUserError(f"model.estimator={model.estimator!r} is not supported; use 'ranker'")
+    if getattr(model, "position_bias", False):
+        raise LtrUserError(
+            "model.position_bias=true is not supported with trainer=dask (DaskLGBMRanker takes no "
+            "positions); use trainer=local"
+        )
+    if "valid" not in evals:
+        raise LtrUserError("fit_partitioned needs a 'valid' split to choose the best round")
+    ks = sorted({int(k) for k in eval_at})
+    metric = fit.early_stopping_metric
+    if metric not in {f"ndcg@{k}" for k in ks}:
+        raise LtrUserError(
+            f"fit.early_stopping_metric={metric!r} is not recorded by trainer=dask; "
+            f"available: {', '.join(f'ndcg@{k}' for k in ks)}"
+        )
+    params = lightgbm_params(model, seed=seed, num_threads=fit.num_threads)
+    for name in _DASK_OWNED:
+        params.pop(name, None)
+    ranker = DaskLGBMRanker(client=client, n_estimators=fit.num_boost_round, **params)
+    log.info(
+        "training %s with DaskLGBMRanker on %d queries / %d rows in %d partitions, %d features",
+        model.objective, train.n_queries, train.n_rows, train.n_partitions, train.n_features,
+    )
+    start = time.perf_counter()
+    feature_name: Any = list(train.feature_names) if train.feature_names else "auto"
+    try:
+        with warnings.catch_warnings():
+            # DaskLGBMRanker always passes its own n_jobs (None) and warns that it ignores it.
+            warnings.filterwarnings("ignore", message="Parameter n_jobs will be ignored", category=UserWarning)
+            ranker.fit(train.features, train.labels, group=train.group_sizes, feature_name=feature_name)
+    except lgb.basic.LightGBMError as exc:
+        raise LtrUserError(f"LightGBM rejected the training setup: {exc}") from exc
+    local = ranker.to_local()
+    fit_seconds = time.perf_counter() - start
+    booster = local.booster_
+    n_rounds = int(booster.current_iteration())
+    evals_result = {
+        name: lightgbm_ndcg_curves(
+            client, booster, split, ks=ks, n_rounds=n_rounds, label_gain=params.get("label_gain")
+        )
+        for name, split in evals.items()
+    }
+    seconds = time.perf_counter() - start
+    valid_curve = np.asarray(evals_result["valid"][metric])
+    best = int(np.argmax(valid_curve)) + 1
+    log.info(
+        "trained %d rounds in %.1f s (+ %.1f s for the curves); best round %d with valid %s = %.6f "
+        "(LightGBM's conventions)",
+        n_rounds, fit_seconds, seconds - fit_seconds, best, metric, valid_curve[best - 1],
+    )
+    return TrainResult(local, params, evals_result, best, n_rounds, seconds)

@@ -1,0 +1,88 @@
+"""``trainer=dask`` end to end: a real 2-process LocalCluster, a real sqlite MLflow store."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from ltr import pipeline
+from ltr.config.schema import FitConfig
+from ltr.training_dask import warn_no_early_stopping
+from tests.conftest import compose_train
+
+# Test NDCG@10 of the Dask model may differ from the local model's by at most this much. Not
+# identical because (1) data-parallel LightGBM builds feature bins from each worker's share of
+# the rows and merges per-worker histograms, so split points (and float sums) differ slightly;
+# (2) the local trainer stops early (patience 10 here) while DaskLGBMRanker trains all rounds
+# and we pick the best valid round afterwards, so the two models can use different numbers of
+# trees. On 80 test queries one query moves the mean by up to 1/80 = 0.0125; 0.03 allows a
+# couple of queries ranked differently, and still catches a broken model (NDCG@10 of a random
+# ranking on this data is ~0.3 lower).
+TOLERANCE = 0.03
+
+COMMON = [
+    "data.n_queries=400",
+    "fit.num_boost_round=40",
+    "fit.early_stopping_rounds=10",
+    "fit.show_progress=false",
+    "model.num_leaves=7",
+]
+
+
+@pytest.mark.slow
+def test_dask_run_logs_everything_and_matches_local_ndcg(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    local = pipeline.run(compose_train([*COMMON, f"tracking.uri={uri}", "tracking.run_name=local"]))
+    with caplog.at_level(logging.WARNING, logger="ltr.training_dask"):
+        dask = pipeline.run(
+            compose_train([*COMMON, f"tracking.uri={uri}", "tracking.run_name=dask", "trainer=dask", "trainer.n_workers=2"])
+        )
+    warnings = [r.getMessage() for r in caplog.records if "no early stopping" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "fit.early_stopping_rounds=10 is ignored and all fit.num_boost_round=40 rounds are trained" in warnings[0]
+
+    assert dask.summaries["test"]["ndcg_at_10"] == pytest.approx(local.summaries["test"]["ndcg_at_10"], abs=TOLERANCE)
+
+    client = MlflowClient(uri)
+    runs = {r.info.run_name: r for r in client.search_runs([client.get_experiment_by_name("ltr").experiment_id])}
+    local_run, dask_run = runs["local"], runs["dask"]
+    assert dask_run.info.status == "FINISHED"
+    assert dask_run.data.params["trainer.kind"] == "dask"
+    # Every metric key of the local run is logged by the Dask run too.
+    assert set(local_run.data.metrics) <= set(dask_run.data.metrics)
+    metrics = dask_run.data.metrics
+    assert metrics["n_rounds"] == 40
+    assert 1 <= metrics["best_iteration"] <= 40
+    assert metrics["test/n_queries"] == 80
+    # LightGBM's value at the best round is computed on the whole split, so it equals ours under
+    # LightGBM's conventions plus the logged decomposition of the gap.
+    gap = metrics["test/lightgbm_gap/ndcg_at_10/zero_idcg"] + metrics["test/lightgbm_gap/ndcg_at_10/ties"]
+    assert metrics["test/lightgbm/ndcg_at_10"] == pytest.approx(metrics["test/ndcg_at_10"] + gap, abs=1e-9)
+    history = client.get_metric_history(dask_run.info.run_id, "iter/valid/ndcg_at_10")
+    assert [m.step for m in history] == list(range(1, 41))
+
+    artifacts = {a.path for a in client.list_artifacts(dask_run.info.run_id, "per_query")}
+    assert artifacts == {"per_query/valid.parquet", "per_query/test.parquet"}
+    table_path = client.download_artifacts(dask_run.info.run_id, "per_query/test.parquet", str(tmp_path))
+    import pandas as pd
+
+    table = pd.read_parquet(table_path)
+    assert len(table) == 80
+    assert table["ndcg_at_10"].mean() == pytest.approx(metrics["test/ndcg_at_10"], abs=1e-12)
+    top = {a.path for a in client.list_artifacts(dask_run.info.run_id)}
+    assert {"model_text", "report", "idcg", "config", "feature_importance.json"} <= top
+
+
+def test_early_stopping_request_logs_one_clear_warning(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="ltr.training_dask"):
+        warn_no_early_stopping(FitConfig(num_boost_round=300, early_stopping_rounds=20))
+        warn_no_early_stopping(FitConfig(num_boost_round=300, early_stopping_rounds=None))
+    assert len(caplog.records) == 1
+    message = caplog.records[0].getMessage()
+    assert "DaskLGBMRanker has no early stopping" in message
+    assert "fit.early_stopping_rounds=20 is ignored and all fit.num_boost_round=300 rounds are trained" in message
