@@ -17,9 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
+import mlflow  # noqa: F401  (imported before timing on purpose)
 from hydra import compose, initialize_config_dir
 
-import mlflow  # noqa: F401  (imported before timing on purpose)
 from ltr import pipeline
 from ltr.app import CONF_DIR
 

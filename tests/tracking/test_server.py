@@ -37,11 +37,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real MLflow server; its whole process group (uvicorn workers, job runners) is stopped after."""
     root = tmp_path_factory.mktemp("server")
     port = _free_port()
+    log_file = (root / "server.log").open("w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
          "--backend-store-uri", f"sqlite:///{root / 'server.db'}",
          "--artifacts-destination", str(root / "artifacts"), "--workers", "1"],
-        stdout=open(root / "server.log", "w"), stderr=subprocess.STDOUT, start_new_session=True,
+        stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -64,6 +65,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=20)
+        log_file.close()
 
 
 def test_two_experiments_against_a_server(server: str, small_cfg: Callable[..., DictConfig], tmp_path: Path) -> None:
