@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -148,7 +149,9 @@ def _find_metric(results: list[Any] | None, data_name: str, metric: str) -> floa
 
 RANKING_OBJECTIVES = frozenset({"lambdarank", "rank_xendcg"})
 # Set by ltr itself (from fit.* and seed); overriding them through model.params is refused.
-_RESERVED = frozenset({"num_iterations", "seed", "deterministic", "num_threads", "verbosity", "metric", "eval_at"})
+_RESERVED = frozenset(
+    {"num_iterations", "seed", "deterministic", "num_threads", "verbosity", "metric", "eval_at"}
+)
 
 
 def check_extra_params(params: dict[str, Any]) -> None:
@@ -182,7 +185,9 @@ def check_model_config(model: ModelConfig) -> None:
             raise LtrUserError(f"model.objective={model.objective!r} needs model.estimator=ranker")
     else:
         raise LtrUserError(f"model.estimator={model.estimator!r} is not one of: ranker, regressor")
-    if getattr(model, "position_bias", False) and (model.estimator != "ranker" or model.objective != "lambdarank"):
+    if getattr(model, "position_bias", False) and (
+        model.estimator != "ranker" or model.objective != "lambdarank"
+    ):
         raise LtrUserError(
             f"model.position_bias=true needs model.objective=lambdarank; {model.objective!r} ignores "
             "the position bias (rank_xendcg accepts positions but learns no bias): use "
@@ -242,6 +247,52 @@ def lightgbm_params(model: ModelConfig, *, seed: int, num_threads: int) -> dict[
     return params
 
 
+@dataclass(frozen=True, slots=True)
+class _Boosted:
+    model: Any
+    stopper: EarlyStopOnMetric
+    seconds: float
+
+    @property
+    def n_rounds(self) -> int:
+        return self.stopper.last_iteration + 1
+
+
+def _boost(fit: FitConfig, description: str, train: Callable[[list[Any]], Any]) -> _Boosted:
+    """Run ``train(callbacks)`` with early stopping on valid, the progress display and timing.
+
+    The one driver of both training APIs (``LGBMRanker.fit`` and ``lgb.train``).
+    """
+    stopper = EarlyStopOnMetric("valid", fit.early_stopping_metric, fit.early_stopping_rounds)
+    callbacks: list[Any] = [stopper]
+    progress = None
+    if fit.show_progress:
+        progress = ProgressDisplay(fit.num_boost_round, "valid", fit.early_stopping_metric)
+        callbacks.append(progress)
+    log.info("training %s", description)
+    start = time.perf_counter()
+    try:
+        model = train(callbacks)
+    except lgb.basic.LightGBMError as exc:
+        raise LtrUserError(f"LightGBM rejected the training setup: {exc}") from exc
+    finally:
+        if progress is not None:
+            progress.close()
+    boosted = _Boosted(model, stopper, time.perf_counter() - start)
+    log.info(
+        "stopped after %d rounds; best round %d with valid %s = %.6f (LightGBM's conventions)",
+        boosted.n_rounds,
+        stopper.best_iteration + 1,
+        fit.early_stopping_metric,
+        stopper.best_value,
+    )
+    return boosted
+
+
+def _as_lists(evals: Any) -> dict[str, dict[str, list[float]]]:
+    return {name: {m: list(v) for m, v in metrics.items()} for name, metrics in evals.items()}
+
+
 def fit_ranker(
     splits: Splits, model: ModelConfig, fit: FitConfig, *, eval_at: list[int], seed: int
 ) -> TrainResult:
@@ -260,21 +311,13 @@ def fit_ranker(
     else:
         # A pointwise regressor on the labels; queries are passed only so LightGBM can report
         # NDCG on the evaluation sets (the regression objective ignores them).
-        ranker = lgb.LGBMModel(n_estimators=fit.num_boost_round, eval_at=sorted(set(eval_at)), **params)
-    stopper = EarlyStopOnMetric("valid", fit.early_stopping_metric, fit.early_stopping_rounds)
-    callbacks: list[Any] = [stopper]
-    progress = None
-    if fit.show_progress:
-        progress = ProgressDisplay(fit.num_boost_round, "valid", fit.early_stopping_metric)
-        callbacks.append(progress)
+        ranker = lgb.LGBMModel(
+            n_estimators=fit.num_boost_round, eval_at=sorted(set(eval_at)), **params
+        )
     train, valid, test = splits.train, splits.valid, splits.test
-    log.info(
-        "training %s on %d queries / %d rows, %d features",
-        model.objective, train.n_queries, train.n_rows, train.n_features,
-    )
-    start = time.perf_counter()
-    try:
-        ranker.fit(
+
+    def run(callbacks: list[Any]) -> lgb.LGBMModel:
+        return ranker.fit(
             train.features,
             train.labels,
             group=train.group_sizes,
@@ -283,25 +326,25 @@ def fit_ranker(
             eval_y=(valid.labels, test.labels),  # type: ignore[arg-type]
             eval_group=[valid.group_sizes, test.group_sizes],
             eval_names=["valid", "test"],
-            **({"eval_at": sorted(set(eval_at))} if model.estimator == "ranker" else {"eval_metric": "ndcg"}),
+            **(
+                {"eval_at": sorted(set(eval_at))}
+                if model.estimator == "ranker"
+                else {"eval_metric": "ndcg"}
+            ),
             feature_name=list(train.feature_names) if train.feature_names else "auto",
             callbacks=callbacks,
         )
-    except lgb.basic.LightGBMError as exc:
-        raise LtrUserError(f"LightGBM rejected the training setup: {exc}") from exc
-    finally:
-        if progress is not None:
-            progress.close()
-    seconds = time.perf_counter() - start
-    evals = {name: {m: list(v) for m, v in metrics.items()} for name, metrics in ranker.evals_result_.items()}
-    n_rounds = stopper.last_iteration + 1
-    assert len(evals["valid"][fit.early_stopping_metric]) == n_rounds
-    best = int(ranker.best_iteration_)
-    log.info(
-        "stopped after %d rounds; best round %d with valid %s = %.6f (LightGBM's conventions)",
-        n_rounds, best, fit.early_stopping_metric, stopper.best_value,
+
+    boosted = _boost(
+        fit,
+        f"{model.objective} on {train.n_queries} queries / {train.n_rows} rows, {train.n_features} features",
+        run,
     )
-    return TrainResult(ranker, params, evals, best, n_rounds, seconds)
+    evals = _as_lists(ranker.evals_result_)
+    assert len(evals["valid"][fit.early_stopping_metric]) == boosted.n_rounds
+    return TrainResult(
+        ranker, params, evals, int(ranker.best_iteration_), boosted.n_rounds, boosted.seconds
+    )
 
 
 def train_params(params: dict[str, Any], *, eval_at: list[int]) -> dict[str, Any]:
@@ -322,44 +365,49 @@ def _fit_position_bias(
     """Unbiased lambdarank through ``lgb.train`` with ``Dataset(position=train.positions)``."""
     train, valid, test = splits.train, splits.valid, splits.test
     booster_params = train_params(params, eval_at=eval_at)
-    names: list[str] | Literal["auto"] = list(train.feature_names) if train.feature_names else "auto"
+    names: list[str] | Literal["auto"] = (
+        list(train.feature_names) if train.feature_names else "auto"
+    )
     assert train.positions is not None  # checked by check_position_training
     train_set = lgb.Dataset(
-        train.features, train.labels, group=train.group_sizes, position=train.positions,
-        feature_name=names, free_raw_data=False,
+        train.features,
+        train.labels,
+        group=train.group_sizes,
+        position=train.positions,
+        feature_name=names,
+        free_raw_data=False,
     )
     eval_sets = [
-        lgb.Dataset(d.features, d.labels, group=d.group_sizes, reference=train_set, feature_name=names)
+        lgb.Dataset(
+            d.features, d.labels, group=d.group_sizes, reference=train_set, feature_name=names
+        )
         for d in (valid, test)
     ]
     evals: dict[str, Any] = {}
-    stopper = EarlyStopOnMetric("valid", fit.early_stopping_metric, fit.early_stopping_rounds)
-    callbacks: list[Any] = [lgb.record_evaluation(evals), stopper]
-    progress = None
-    if fit.show_progress:
-        progress = ProgressDisplay(fit.num_boost_round, "valid", fit.early_stopping_metric)
-        callbacks.append(progress)
-    log.info(
-        "training lambdarank with position bias on %d queries / %d rows, %d features, %d positions",
-        train.n_queries, train.n_rows, train.n_features, len(np.unique(train.positions)),
-    )
-    start = time.perf_counter()
-    try:
-        booster = lgb.train(
-            booster_params, train_set, num_boost_round=fit.num_boost_round,
-            valid_sets=eval_sets, valid_names=["valid", "test"], callbacks=callbacks,
+
+    def run(callbacks: list[Any]) -> lgb.Booster:
+        return lgb.train(
+            booster_params,
+            train_set,
+            num_boost_round=fit.num_boost_round,
+            valid_sets=eval_sets,
+            valid_names=["valid", "test"],
+            callbacks=[lgb.record_evaluation(evals), *callbacks],
         )
-    except lgb.basic.LightGBMError as exc:
-        raise LtrUserError(f"LightGBM rejected the training setup: {exc}") from exc
-    finally:
-        if progress is not None:
-            progress.close()
-    seconds = time.perf_counter() - start
-    evals_result = {name: {m: list(v) for m, v in metrics.items()} for name, metrics in evals.items()}
-    n_rounds = stopper.last_iteration + 1
-    best = int(booster.best_iteration)
-    log.info(
-        "stopped after %d rounds; best round %d with valid %s = %.6f (LightGBM's conventions)",
-        n_rounds, best, fit.early_stopping_metric, stopper.best_value,
+
+    n_positions = len(np.unique(train.positions))
+    boosted = _boost(
+        fit,
+        f"lambdarank with position bias on {train.n_queries} queries / {train.n_rows} rows, "
+        f"{train.n_features} features, {n_positions} positions",
+        run,
     )
-    return TrainResult(booster, booster_params, evals_result, best, n_rounds, seconds)
+    booster = boosted.model
+    return TrainResult(
+        booster,
+        booster_params,
+        _as_lists(evals),
+        int(booster.best_iteration),
+        boosted.n_rounds,
+        boosted.seconds,
+    )
