@@ -117,7 +117,9 @@ class SvmlightDataConfig(FileDataConfig):
 class ParquetDataConfig(SvmlightDataConfig):
     """Parquet or CSV tables with a qid column, a label column and feature columns.
 
-    ``feature_columns`` null: every column but the qid and label columns (all must be numeric).
+    ``feature_columns`` null: every column but the qid, label and position columns (all must be
+    numeric). ``position_column``: a column of logged 0-based positions (0 = shown first, one
+    integer >= 0 per row) for ``model.position_bias=true``; never a feature. Null: no positions.
     """
 
     kind: str = "parquet"
@@ -126,6 +128,7 @@ class ParquetDataConfig(SvmlightDataConfig):
     label_column: str = "label"
     feature_columns: list[str] | None = None
     delimiter: str | None = None  # CSV only; null: tab for .tsv, else comma
+    position_column: str | None = None
 
 
 def _mq_parts() -> list[str]:

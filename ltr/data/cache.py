@@ -6,7 +6,8 @@ Contract:
   the reader options and :data:`CACHE_VERSION`. Any change to the file (rewrite, append,
   ``touch``, replacement by a copy) changes the key, so a changed file is never served stale;
   the stat is taken again after loading and the entry is dropped if the file changed meanwhile.
-- An entry is a directory of ``.npy`` files (plain ``numpy.load``, no pickle) plus ``meta.json``,
+- An entry is a directory of ``.npy`` files (plain ``numpy.load``, no pickle; ``positions.npy``
+  only when the data has positions) plus ``meta.json``,
   written to a temporary directory and renamed into place, so a crash never leaves half an entry.
 - The default directory is ``$LTR_CACHE_DIR``, else ``~/.cache/ltr/data``.
 """
@@ -30,8 +31,9 @@ from ltr.data.ranking_data import RankingData
 logger = logging.getLogger(__name__)
 
 #: Bump when the parse or the entry layout changes: old entries are then ignored.
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 _ARRAYS = ("features", "labels", "qids", "offsets")
+_POSITIONS = "positions"  # optional: stored only when the data has positions
 
 
 def default_cache_dir() -> Path:
@@ -71,6 +73,9 @@ def load_cached(
     try:
         meta = json.loads((entry / "meta.json").read_text())
         arrays = {name: np.load(entry / f"{name}.npy", allow_pickle=False) for name in _ARRAYS}
+        positions = (
+            np.load(entry / f"{_POSITIONS}.npy", allow_pickle=False) if meta.get("has_positions") else None
+        )
         data = RankingData(
             features=arrays["features"],
             labels=arrays["labels"],
@@ -78,6 +83,7 @@ def load_cached(
             offsets=arrays["offsets"],
             feature_names=tuple(meta["feature_names"]),
             name=str(meta["name"]),
+            positions=positions,
         )
     except (OSError, ValueError, KeyError) as exc:
         logger.warning("ignoring unreadable cache entry %s: %s", entry, exc)
@@ -105,9 +111,11 @@ def store_cached(
         try:
             for name in _ARRAYS:
                 np.save(tmp / f"{name}.npy", getattr(data, name), allow_pickle=False)
+            if data.positions is not None:
+                np.save(tmp / f"{_POSITIONS}.npy", data.positions, allow_pickle=False)
             meta = {"files": file_state(paths), "options": dict(options), "name": data.name,
                     "feature_names": list(data.feature_names), "version": CACHE_VERSION,
-                    "notes": list(notes)}
+                    "notes": list(notes), "has_positions": data.positions is not None}
             (tmp / "meta.json").write_text(json.dumps(meta, default=str))
             try:
                 tmp.rename(cache_dir / key)

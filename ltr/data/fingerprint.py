@@ -1,7 +1,8 @@
 """A deterministic fingerprint of a data set, for tracking: which data did this run see?
 
 The content hash is sha256 over the arrays of `RankingData` (features, labels, qids, offsets),
-each preceded by its dtype and shape, so the same data always gives the same hash on any machine
+each preceded by its dtype and shape (plus ``positions`` when the data has them; data without
+positions hashes as before), so the same data always gives the same hash on any machine
 (little-endian bytes) and any change to a value, a label or a query boundary changes it. The
 name is not hashed. The hash is shortened to 16 hex digits.
 """
@@ -116,7 +117,10 @@ def _one(data: RankingData, edges: Sequence[int], digest: str) -> dict[str, Any]
 
 
 def _update(h: Any, data: RankingData) -> Any:
-    for name in ("features", "labels", "qids", "offsets"):
+    names = ["features", "labels", "qids", "offsets"]
+    if data.positions is not None:
+        names.append("positions")
+    for name in names:
         arr = np.ascontiguousarray(getattr(data, name))
         arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
         h.update(f"{name}:{arr.dtype.str}:{arr.shape}".encode())

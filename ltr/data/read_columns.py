@@ -4,6 +4,8 @@ Columns are chosen by name: ``qid_column`` and ``label_column`` (required), and
 ``feature_columns`` (None: every other column, which must then all be numeric). Nulls in a
 feature column become NaN (LightGBM's "missing"); a null label is reported as an error.
 String qids are accepted and numbered 0, 1, ... in order of first appearance (logged).
+An optional ``position_column`` holds the logged 0-based position of every row (checked by
+:func:`ltr.data.positions.check_positions`); it is never a feature.
 CSV is read with pyarrow (multithreaded); ``.gz`` / ``.bz2`` / ``.zst`` compression follows the
 file name. Messages name CSV rows by their line in the file (the header is line 1) and Parquet
 rows by their 1-based row number.
@@ -19,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ltr.data.positions import check_positions
 from ltr.data.validate import RawTable
 from ltr.errors import DataError
 
@@ -34,6 +37,7 @@ def read_table(
     feature_columns: Sequence[str] | None = None,
     delimiter: str | None = None,
     n_features: int | None = None,
+    position_column: str | None = None,
 ) -> RawTable:
     """Read a Parquet (``kind="parquet"``) or CSV (``kind="csv"``) file into a `RawTable`.
 
@@ -45,31 +49,42 @@ def read_table(
     feature_columns : feature column names in order; None: all other columns
     delimiter : CSV field separator; None: tab for ``.tsv`` files, else comma
     n_features : if given, the number of feature columns must equal it
+    position_column : name of a column of logged 0-based positions (never a feature); None: the
+        table has no positions
 
     Raises
     ------
     DataError
-        a missing file or column, a non-numeric feature column or label, a bad qid column.
+        a missing file or column, a non-numeric feature column or label, a bad qid column, a
+        missing, negative or non-integer position.
     """
     path = Path(path)
     if not path.is_file():
         raise DataError(f"data file {path} does not exist; check the path")
-    table = _read_arrow(path, kind, delimiter, qid_column, label_column, feature_columns)
+    table = _read_arrow(path, kind, delimiter, qid_column, label_column, feature_columns, position_column)
     names = list(table.column_names)
-    for role, col in (("qid", qid_column), ("label", label_column)):
+    roles = [("qid", qid_column), ("label", label_column)]
+    if position_column is not None:
+        roles.append(("position", position_column))
+    for role, col in roles:
         if col not in names:
             raise DataError(
                 f"{path} has no {role} column {col!r} (columns: {', '.join(names[:20])}); "
                 f"set data.{role}_column=<name>"
             )
     if feature_columns is None:
-        feature_columns = [c for c in names if c not in (qid_column, label_column)]
+        feature_columns = [c for c in names if c not in (qid_column, label_column, position_column)]
     else:
         missing = [c for c in feature_columns if c not in names]
         if missing:
             raise DataError(
                 f"{path} has no feature column(s) {', '.join(map(repr, missing[:5]))}; "
                 "fix data.feature_columns"
+            )
+        if position_column is not None and position_column in feature_columns:
+            raise DataError(
+                f"position column {position_column!r} of {path} is also in data.feature_columns; "
+                "a logged position is not a feature: leave it out of data.feature_columns"
             )
     if not feature_columns:
         raise DataError(f"{path} has no feature columns besides {qid_column!r} and {label_column!r}")
@@ -100,6 +115,7 @@ def read_table(
     labels = label_arr.cast(pa.float64()).to_numpy(zero_copy_only=False)  # nulls become NaN
 
     qid_arr = table.column(qid_column)
+    numeric_qids = True  # string qids are renumbered: their numbers would mislead in messages
     if qid_arr.null_count:
         i = int(np.argmax(qid_arr.is_null().to_numpy(zero_copy_only=False)))
         raise DataError(f"qid missing at {where} {first_line + i} of {path}; give every row a qid")
@@ -116,6 +132,13 @@ def read_table(
         encoded = pc.dictionary_encode(qid_arr.cast(pa.string())).combine_chunks()
         row_qids = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         logger.info("%s: %d string qids numbered 0.. in order of first appearance", path, len(encoded.dictionary))
+        numeric_qids = False
+    positions = None
+    if position_column is not None:
+        positions = _positions(
+            table.column(position_column), position_column, path=path, where=where,
+            row_lines=row_lines, row_qids=np.asarray(row_qids, dtype=np.int64) if numeric_qids else None,
+        )
     return RawTable(
         features=features,
         labels=np.asarray(labels, dtype=np.float64),
@@ -124,7 +147,30 @@ def read_table(
         source=str(path),
         where=where,
         feature_names=tuple(feature_columns),
+        positions=positions,
     )
+
+
+def _positions(
+    arr: pa.ChunkedArray,
+    column: str,
+    *,
+    path: Path,
+    where: str,
+    row_lines: np.ndarray,
+    row_qids: np.ndarray | None,
+) -> np.ndarray:
+    """The checked int32 positions of column ``column`` (nulls are reported as missing)."""
+    if not (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type) or pa.types.is_null(arr.type)):
+        bad = _first_non_numeric(arr)
+        i = _index_of(arr, bad)
+        qid = f" (qid {int(row_qids[i])})" if row_qids is not None else ""
+        raise DataError(
+            f"position {bad!r} at {where} {int(row_lines[i])} of {path}{qid} is not a number "
+            f"(column {column!r} has type {arr.type}); positions are 0 (shown first), 1, 2, ..."
+        )
+    values = arr.cast(pa.float64()).to_numpy(zero_copy_only=False)  # nulls become NaN
+    return check_positions(values, source=str(path), where=where, row_lines=row_lines, row_qids=row_qids)
 
 
 def _read_arrow(
@@ -134,8 +180,11 @@ def _read_arrow(
     qid_column: str,
     label_column: str,
     feature_columns: Sequence[str] | None,
+    position_column: str | None = None,
 ) -> pa.Table:
     columns = None if feature_columns is None else [qid_column, label_column, *feature_columns]
+    if columns is not None and position_column is not None and position_column not in columns:
+        columns.append(position_column)
     try:
         if kind == "parquet":
             import pyarrow.parquet as pq

@@ -9,6 +9,11 @@
   form and the groups come from the ``.query`` side file (``rank.train`` or ``rank.train.gz`` ->
   ``rank.train.query``); its qids are then numbered 0, 1, ... in file order.
 
+Positions (the logged 0-based place of every row, :mod:`ltr.data.positions`) come from a
+LightGBM ``.position`` side file beside a text file (``rank.train`` -> ``rank.train.position``),
+or from ``position_column`` of a Parquet / CSV table; they follow their rows through any
+regrouping. A ``.position`` file is part of the cache key, so a changed one is read again.
+
 Every read is validated (:mod:`ltr.data.validate`) and, with a ``cache_dir``, cached
 (:mod:`ltr.data.cache`).
 """
@@ -25,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ltr.data.cache import load_cached, store_cached
+from ltr.data.positions import concat_positions, find_position_file, read_position_file
 from ltr.data.ranking_data import RankingData
 from ltr.data.read_columns import read_table
 from ltr.data.read_text import head_has_qid, parse_svmlight, read_head
@@ -119,6 +125,7 @@ def read_ranking_file(
     label_column: str = "label",
     feature_columns: Sequence[str] | None = None,
     delimiter: str | None = None,
+    position_column: str | None = None,
     integer_labels: bool = True,
     max_label: int | None = LIGHTGBM_MAX_DEFAULT_LABEL,
     max_list_len: int | None = LIGHTGBM_MAX_LIST_LEN,
@@ -137,6 +144,8 @@ def read_ranking_file(
     name : the data set's name in `RankingData` (default: the file name)
     query_file : LightGBM group-size file (default: found beside ``path``)
     qid_column, label_column, feature_columns, delimiter : table options (Parquet / CSV)
+    position_column : Parquet / CSV column of logged 0-based positions (not a feature); None: no
+        positions. Text files take theirs from a ``.position`` side file when one exists.
     integer_labels, max_label, max_list_len : validation policies (:mod:`ltr.data.validate`)
     cache_dir : a directory for the binary cache; None: no cache
     progress : show a progress bar (None: when stderr is a terminal and the file is large)
@@ -144,7 +153,8 @@ def read_ranking_file(
     Returns
     -------
     RankingData
-        rows contiguous per query (regrouped stably, with a warning, if they were not).
+        rows contiguous per query (regrouped stably, with a warning, if they were not), with
+        ``positions`` when the file has them.
 
     Raises
     ------
@@ -180,12 +190,15 @@ def read_ranking_file(
         "format": fmt, "n_features": n_features, "qid_column": qid_column,
         "label_column": label_column,
         "feature_columns": None if feature_columns is None else list(feature_columns),
-        "delimiter": delimiter, "integer_labels": integer_labels, "max_label": max_label,
-        "max_list_len": max_list_len,
+        "delimiter": delimiter, "position_column": position_column,
+        "integer_labels": integer_labels, "max_label": max_label, "max_list_len": max_list_len,
     }
     if not path.is_file():
         raise DataError(f"data file {path} does not exist; check the path")
     sources = [path] if qfile is None or fmt != "lightgbm" else [path, qfile]
+    pfile = find_position_file(path) if fmt in ("letor", "lightgbm") else None
+    if pfile is not None:
+        sources.append(pfile)  # a new, changed or removed .position file changes the cache key
     cache = Path(cache_dir).expanduser() if cache_dir is not None else None
     if cache is not None:
         t0 = time.perf_counter()
@@ -197,7 +210,7 @@ def read_ranking_file(
             logger.info("read %s from the cache in %.2f s", path, time.perf_counter() - t0)
             return dataclasses.replace(cached, name=display_name)
     t0 = time.perf_counter()
-    table = _parse(path, fmt, qfile, options, progress)
+    table = _parse(path, fmt, qfile, options, progress, pfile)
     notes: list[str] = []
     data = to_ranking_data(
         table, name=display_name, integer_labels=integer_labels, max_label=max_label,
@@ -275,35 +288,51 @@ def concat_ranking_data(parts: Sequence[RankingData], *, name: str) -> RankingDa
         source=" + ".join(p.name for p in parts),
         where="row",
         feature_names=parts[0].feature_names,
+        positions=concat_positions([p.positions for p in parts], [p.name for p in parts]),
     )
     qids, offsets, order = group_rows(table)
     features, labels = table.features, np.concatenate([p.labels for p in parts])
+    positions = table.positions
     if order is not None:
         features, labels = features[order], labels[order]
+        if positions is not None:
+            positions = positions[order]
     return RankingData(
         features=features, labels=labels, qids=qids, offsets=offsets,
-        feature_names=table.feature_names, name=name,
+        feature_names=table.feature_names, name=name, positions=positions,
     )
 
 
-def _parse(path: Path, fmt: str, qfile: Path | None, options: Mapping[str, Any], progress: bool | None) -> RawTable:
+def _parse(
+    path: Path,
+    fmt: str,
+    qfile: Path | None,
+    options: Mapping[str, Any],
+    progress: bool | None,
+    pfile: Path | None = None,
+) -> RawTable:
     if fmt in ("parquet", "csv"):
         return read_table(
             path, kind=fmt, qid_column=options["qid_column"], label_column=options["label_column"],
             feature_columns=options["feature_columns"], delimiter=options["delimiter"],
-            n_features=options["n_features"],
+            n_features=options["n_features"], position_column=options["position_column"],
         )
     if fmt == "letor":
-        return parse_svmlight(path, qid_required=True, n_features=options["n_features"], progress=progress)
-    if fmt == "lightgbm":
+        table = parse_svmlight(path, qid_required=True, n_features=options["n_features"], progress=progress)
+    elif fmt == "lightgbm":
         assert qfile is not None
         sizes = read_query_file(qfile)
         table = parse_svmlight(path, qid_required=False, n_features=options["n_features"], progress=progress)
         if table.n_rows == 0:
             return table
         check_group_sizes(sizes, table.n_rows, query_path=str(qfile), data_path=str(path))
-        return dataclasses.replace(table, row_qids=np.repeat(np.arange(sizes.shape[0], dtype=np.int64), sizes))
-    raise DataError(f"unknown data format {fmt!r}; use one of {', '.join(FORMATS)}")
+        table = dataclasses.replace(table, row_qids=np.repeat(np.arange(sizes.shape[0], dtype=np.int64), sizes))
+    else:
+        raise DataError(f"unknown data format {fmt!r}; use one of {', '.join(FORMATS)}")
+    if pfile is None or table.n_rows == 0:
+        return table
+    positions = read_position_file(pfile, n_rows=table.n_rows, data_path=str(path), row_qids=table.row_qids)
+    return dataclasses.replace(table, positions=positions)
 
 
 def _format_of(path: Path, options: Mapping[str, Any]) -> str:

@@ -52,6 +52,8 @@ class RawTable:
     source : the file name used in messages
     where : ``"line"`` for text files, ``"row"`` for tables (Parquet / CSV data rows)
     feature_names : names of the feature columns, or ``()``
+    positions : int32 array, shape (n_rows,), the logged 0-based position of every row (already
+        checked by :mod:`ltr.data.positions`), or None when the file has none
     """
 
     features: NDArray[np.float32]
@@ -61,6 +63,7 @@ class RawTable:
     source: str
     where: str = "line"
     feature_names: tuple[str, ...] = ()
+    positions: NDArray[np.int32] | None = None
 
     @property
     def n_rows(self) -> int:
@@ -225,9 +228,12 @@ def to_ranking_data(
     qids, offsets, order = group_rows(table, notes=notes)
     check_list_lengths(table, qids, offsets, max_list_len=max_list_len, order=order)
     features = table.features
+    positions = table.positions
     if order is not None:
         features = features[order]
         labels = labels[order]
+        if positions is not None:
+            positions = positions[order]  # a position follows its row
     return RankingData(
         features=np.ascontiguousarray(features, dtype=np.float32),
         labels=labels,
@@ -235,6 +241,7 @@ def to_ranking_data(
         offsets=offsets,
         feature_names=table.feature_names,
         name=name,
+        positions=positions,
     )
 
 

@@ -110,3 +110,30 @@ def test_multirun_parent_and_children_on_a_server(server: str, tmp_path: Path) -
     assert len(children) == 2
     assert len(runs) == 3
     assert all(r.info.status == "FINISHED" for r in runs)
+
+
+def test_ltr_ui_serves_the_default_store_on_loopback(tmp_path: Path) -> None:
+    """``ltr ui`` starts the MLflow UI on 127.0.0.1 against ./mlflow.db of the working dir."""
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ltr", "ui", "--port", str(port)],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as response:
+                    assert response.status == 200
+                    break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("ltr ui did not answer on 127.0.0.1")
+        assert (tmp_path / "mlflow.db").exists()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
