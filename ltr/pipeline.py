@@ -137,7 +137,7 @@ def run(
     timings = {"load": time.perf_counter() - t0}
     for name, part in splits.items():
         log.info("%s: %d queries, %d rows, %d features", name, part.n_queries, part.n_rows, part.n_features)
-    data_fingerprint = fingerprint(splits)
+    data_fingerprint = fingerprint(splits, strata=strata)
 
     if tracker is None:
         tracker = make_tracker(cfg.tracking.enabled, cfg.tracking.uri, cfg.tracking.experiment)

@@ -10,34 +10,22 @@ name is not hashed. The hash is shortened to 16 hex digits.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ltr.data.ranking_data import RankingData
 from ltr.data.splits import Splits
+from ltr.metrics.strata import Strata
 
-#: Upper edges of the list-length strata: 1-10, 11-50, 51+ (as in the metrics' per-stratum tables).
-STRATA_EDGES: tuple[int, ...] = (10, 50)
 HASH_HEX_DIGITS = 16
+_DEFAULT_STRATA = Strata()
 
 
-def stratum_names(edges: Sequence[int] = STRATA_EDGES) -> list[str]:
-    """``["1-10", "11-50", "51+"]`` for the default edges."""
-    names, low = [], 1
-    for high in edges:
-        names.append(f"{low}-{high}")
-        low = high + 1
-    names.append(f"{low}+")
-    return names
-
-
-def strata_counts(data: RankingData, edges: Sequence[int] = STRATA_EDGES) -> dict[str, int]:
-    """Number of queries per list-length stratum."""
-    stratum = np.searchsorted(np.asarray(edges), data.group_sizes, side="left")
-    counts = np.bincount(stratum, minlength=len(edges) + 1)
-    return {name: int(c) for name, c in zip(stratum_names(edges), counts, strict=True)}
+def strata_counts(data: RankingData, strata: Strata = _DEFAULT_STRATA) -> dict[str, int]:
+    """Number of queries per list-length stratum, keyed by the stratum's label (``"1-10"``)."""
+    counts = np.bincount(strata.assign(data.group_sizes), minlength=strata.n_strata)
+    return {name: int(c) for name, c in zip(strata.labels, counts, strict=True)}
 
 
 def label_histogram(data: RankingData) -> dict[str, int]:
@@ -51,14 +39,14 @@ def content_hash(data: RankingData) -> str:
     return str(_update(hashlib.sha256(), data).hexdigest()[:HASH_HEX_DIGITS])
 
 
-def fingerprint(data: RankingData | Splits, *, strata_edges: Sequence[int] = STRATA_EDGES) -> dict[str, Any]:
+def fingerprint(data: RankingData | Splits, *, strata: Strata = _DEFAULT_STRATA) -> dict[str, Any]:
     """Content hash, shape, label histogram and list-length strata of a data set or split set.
 
     Parameters
     ----------
     data : one `RankingData`, or `Splits` (then each split gets its own entry and the top-level
         hash covers all three in train, valid, test order)
-    strata_edges : upper edges of the list-length strata
+    strata : the list-length strata to count queries in (the metrics' `Strata`)
 
     Returns
     -------
@@ -79,19 +67,19 @@ def fingerprint(data: RankingData | Splits, *, strata_edges: Sequence[int] = STR
     True
     """
     if isinstance(data, RankingData):
-        return _one(data, strata_edges, content_hash(data))
-    parts = {name: _one(d, strata_edges, content_hash(d)) for name, d in data.items()}
+        return _one(data, strata, content_hash(data))
+    parts = {name: _one(d, strata, content_hash(d)) for name, d in data.items()}
     h = hashlib.sha256()
     for name, d in data.items():
         h.update(name.encode())
         _update(h, d)
     labels: dict[str, int] = {}
-    strata: dict[str, int] = dict.fromkeys(stratum_names(strata_edges), 0)
+    counts: dict[str, int] = dict.fromkeys(strata.labels, 0)
     for p in parts.values():
         for k, v in p["labels"].items():
             labels[k] = labels.get(k, 0) + v
         for k, v in p["strata"].items():
-            strata[k] += v
+            counts[k] += v
     return {
         "sha256": h.hexdigest()[:HASH_HEX_DIGITS],
         "shape": [sum(p["n_rows"] for p in parts.values()), data.train.n_features],
@@ -99,12 +87,12 @@ def fingerprint(data: RankingData | Splits, *, strata_edges: Sequence[int] = STR
         "n_queries": sum(p["n_queries"] for p in parts.values()),
         "n_features": data.train.n_features,
         "labels": dict(sorted(labels.items(), key=lambda kv: int(kv[0]))),
-        "strata": strata,
+        "strata": counts,
         **parts,
     }
 
 
-def _one(data: RankingData, edges: Sequence[int], digest: str) -> dict[str, Any]:
+def _one(data: RankingData, strata: Strata, digest: str) -> dict[str, Any]:
     return {
         "sha256": digest,
         "shape": [data.n_rows, data.n_features],
@@ -112,7 +100,7 @@ def _one(data: RankingData, edges: Sequence[int], digest: str) -> dict[str, Any]
         "n_queries": data.n_queries,
         "n_features": data.n_features,
         "labels": label_histogram(data),
-        "strata": strata_counts(data, edges),
+        "strata": strata_counts(data, strata),
     }
 
 

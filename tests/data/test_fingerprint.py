@@ -10,6 +10,7 @@ import numpy as np
 from ltr.data.fingerprint import fingerprint, strata_counts
 from ltr.data.ranking_data import RankingData
 from ltr.data.splits import split_queries
+from ltr.metrics import Strata
 
 
 def _data(seed: int = 0) -> RankingData:
@@ -31,7 +32,7 @@ def test_fingerprint_fields_and_strata_edges() -> None:
     assert sum(fp["labels"].values()) == 246
     assert len(fp["sha256"]) == 16
     assert json.loads(json.dumps(fp)) == fp
-    assert strata_counts(data, (5,)) == {"1-5": 2, "6+": 5}
+    assert strata_counts(data, Strata((1, 6))) == {"1-5": 2, "6+": 5}
 
 
 def test_fingerprint_is_deterministic_and_content_sensitive() -> None:
