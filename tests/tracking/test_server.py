@@ -32,6 +32,32 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _wait_for_health(url: str, proc: subprocess.Popen[bytes], log: Path | None = None) -> None:
+    """Poll ``url/health`` until it answers 200; fail if the process dies or 120 s pass."""
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            detail = log.read_text()[-2000:] if log is not None else ""
+            pytest.fail(f"no MLflow server answered at {url}: {detail}")
+        time.sleep(0.5)
+
+
+def _stop_process_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the whole group (uvicorn workers, job runners), SIGKILL what is left after 20 s."""
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=20)
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real MLflow server; its whole process group (uvicorn workers, job runners) is stopped after."""
@@ -46,25 +72,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"mlflow server did not start: {(root / 'server.log').read_text()[-2000:]}")
-            time.sleep(0.5)
+        _wait_for_health(url, proc, root / "server.log")
         yield url
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=20)
+        _stop_process_group(proc)
         log_file.close()
 
 
@@ -120,20 +131,7 @@ def test_ltr_ui_serves_the_default_store_on_loopback(tmp_path: Path) -> None:
         cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as response:
-                    assert response.status == 200
-                    break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("ltr ui did not answer on 127.0.0.1")
+        _wait_for_health(f"http://127.0.0.1:{port}", proc)
         assert (tmp_path / "mlflow.db").exists()
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        _stop_process_group(proc)
