@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 
 from ltr.data.ranking_data import RankingData
@@ -49,31 +50,44 @@ class LightgbmGap:
         )
 
 
-def _mean(data: RankingData, scores: NDArray[np.float64], k: int, conventions: MetricConventions) -> float:
-    table = per_query_table(data.labels, scores, data.offsets, data.qids, ks=(k,), conventions=conventions)
-    return float(np.nanmean(table[f"ndcg_at_{k}"].to_numpy(dtype=np.float64)))
+def gap_parts(
+    labels: NDArray[np.integer],
+    scores: NDArray[np.float64],
+    offsets: NDArray[np.int64],
+    qids: NDArray[np.generic],
+    k: int,
+    ours: MetricConventions,
+) -> pd.DataFrame:
+    """Per query what :func:`lightgbm_gap` needs: NDCG@k under the four conventions, IDCG@k
+    under LightGBM's, the list length and whether the query has tied scores.
 
-
-def tied_query_count(scores: NDArray[np.float64], offsets: NDArray[np.int64]) -> int:
-    """Number of queries with at least two rows of equal score (vectorised, no per-query loop)."""
-    sizes = np.diff(offsets)
-    query = np.repeat(np.arange(len(sizes)), sizes)
-    order = np.lexsort((scores, query))
-    same = (query[order][1:] == query[order][:-1]) & (scores[order][1:] == scores[order][:-1])
-    return int(np.unique(query[order][1:][same]).size)
-
-
-def lightgbm_gap(
-    data: RankingData, scores: NDArray[np.float64], k: int, ours: MetricConventions
-) -> LightgbmGap:
-    """Decompose LightGBM-convention NDCG@k minus ours for ``scores`` on ``data``."""
+    Queries are independent, so the parts of a split (e.g. Dask partitions) can be computed
+    separately, concatenated and passed to :func:`gap_from_parts`.
+    """
     theirs = MetricConventions(gain="exp", ties="stable", zero_idcg="one", rel_threshold=ours.rel_threshold)
     same_gain = replace(theirs, gain=ours.gain, label_gain=ours.label_gain)
-    value_ours = _mean(data, scores, k, ours)
-    value_one = _mean(data, scores, k, replace(ours, zero_idcg="one"))
-    value_stable = _mean(data, scores, k, same_gain)
-    value_theirs = _mean(data, scores, k, theirs)
-    table = per_query_table(data.labels, scores, data.offsets, data.qids, ks=(k,), conventions=theirs)
+    col = f"ndcg_at_{k}"
+
+    def table(conventions: MetricConventions) -> pd.DataFrame:
+        return per_query_table(labels, scores, offsets, qids, ks=(k,), conventions=conventions)
+
+    theirs_table = table(theirs)
+    return pd.DataFrame({
+        "ours": table(ours)[col].to_numpy(dtype=np.float64),
+        "one": table(replace(ours, zero_idcg="one"))[col].to_numpy(dtype=np.float64),
+        "stable": table(same_gain)[col].to_numpy(dtype=np.float64),
+        "theirs": theirs_table[col].to_numpy(dtype=np.float64),
+        "zero_idcg": theirs_table[f"idcg_at_{k}"].to_numpy() == 0,
+        "single_doc": np.diff(np.asarray(offsets, dtype=np.int64)) == 1,
+        "tied": tied_queries(np.asarray(scores, dtype=np.float64), np.asarray(offsets, dtype=np.int64)),
+    })
+
+
+def gap_from_parts(parts: pd.DataFrame, k: int) -> LightgbmGap:
+    """The :class:`LightgbmGap` of the queries in ``parts`` (rows of :func:`gap_parts`)."""
+    value_ours, value_one, value_stable, value_theirs = (
+        float(np.nanmean(parts[c].to_numpy(dtype=np.float64))) for c in ("ours", "one", "stable", "theirs")
+    )
     return LightgbmGap(
         k=k,
         ours=value_ours,
@@ -81,8 +95,31 @@ def lightgbm_gap(
         from_zero_idcg=value_one - value_ours,
         from_ties=value_stable - value_one,
         from_gain=value_theirs - value_stable,
-        n_queries=data.n_queries,
-        n_zero_idcg=int((table[f"idcg_at_{k}"].to_numpy() == 0).sum()),
-        n_single_doc=int((data.group_sizes == 1).sum()),
-        n_tied_queries=tied_query_count(scores, data.offsets),
+        n_queries=len(parts),
+        n_zero_idcg=int(parts["zero_idcg"].sum()),
+        n_single_doc=int(parts["single_doc"].sum()),
+        n_tied_queries=int(parts["tied"].sum()),
     )
+
+
+def tied_queries(scores: NDArray[np.float64], offsets: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """Per query: has it at least two rows of equal score (vectorised, no per-query loop)."""
+    sizes = np.diff(offsets)
+    query = np.repeat(np.arange(len(sizes)), sizes)
+    order = np.lexsort((scores, query))
+    same = (query[order][1:] == query[order][:-1]) & (scores[order][1:] == scores[order][:-1])
+    out = np.zeros(len(sizes), dtype=bool)
+    out[query[order][1:][same]] = True
+    return out
+
+
+def tied_query_count(scores: NDArray[np.float64], offsets: NDArray[np.int64]) -> int:
+    """Number of queries with at least two rows of equal score (vectorised, no per-query loop)."""
+    return int(tied_queries(scores, offsets).sum())
+
+
+def lightgbm_gap(
+    data: RankingData, scores: NDArray[np.float64], k: int, ours: MetricConventions
+) -> LightgbmGap:
+    """Decompose LightGBM-convention NDCG@k minus ours for ``scores`` on ``data``."""
+    return gap_from_parts(gap_parts(data.labels, scores, data.offsets, data.qids, k, ours), k)

@@ -15,10 +15,10 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -38,6 +38,9 @@ from ltr.metrics import (
     summarize,
 )
 from ltr.tracking import RunStatus, Tracker, make_tracker
+
+if TYPE_CHECKING:
+    from ltr.gap import LightgbmGap
 
 log = logging.getLogger(__name__)
 
@@ -127,17 +130,27 @@ def run(
 
         raise LtrUserError("model.position_bias=true trains through lgb.train: use trainer=local")
     clicks: ClickSplits | None = None
-    if cfg.data.kind == "synthetic_clicks":
-        clicks = load_click_splits(cfg.data, cfg.split, seed=seed)
-        splits = clicks.training_view(str(cfg.data.train_labels), str(cfg.data.valid_labels))
-        eval_splits = clicks.relevance
+    splits: Splits | None
+    eval_splits: Splits | None
+    if cfg.data.kind == "parquet_partitions":
+        # Read by the Dask workers (ltr.dask_pipeline); the client reads only Parquet footers here.
+        from ltr.dask_pipeline import partitions_fingerprint
+
+        splits = eval_splits = None
+        data_fingerprint = partitions_fingerprint(cfg.data, cfg.trainer)
+        timings = {"load": time.perf_counter() - t0}
     else:
-        splits = eval_splits = load_splits(cfg.data, cfg.split, seed=seed)
-    check_position_training(cfg.model, splits)
-    timings = {"load": time.perf_counter() - t0}
-    for name, part in splits.items():
-        log.info("%s: %d queries, %d rows, %d features", name, part.n_queries, part.n_rows, part.n_features)
-    data_fingerprint = fingerprint(splits, strata=strata)
+        if cfg.data.kind == "synthetic_clicks":
+            clicks = load_click_splits(cfg.data, cfg.split, seed=seed)
+            splits = clicks.training_view(str(cfg.data.train_labels), str(cfg.data.valid_labels))
+            eval_splits = clicks.relevance
+        else:
+            splits = eval_splits = load_splits(cfg.data, cfg.split, seed=seed)
+        check_position_training(cfg.model, splits)
+        timings = {"load": time.perf_counter() - t0}
+        for name, part in splits.items():
+            log.info("%s: %d queries, %d rows, %d features", name, part.n_queries, part.n_rows, part.n_features)
+        data_fingerprint = fingerprint(splits, strata=strata)
 
     if tracker is None:
         tracker = make_tracker(cfg.tracking.enabled, cfg.tracking.uri, cfg.tracking.experiment)
@@ -208,29 +221,68 @@ def evaluate_model(
     IPS click estimates are added (:mod:`ltr.metrics.ips`).
     """
     from ltr.gap import lightgbm_gap
-    from ltr.metrics.composite import composite_columns, composite_ks, summarize_composites
+
+    table_ks = table_cutoffs(cfg, ks)
+    tables: dict[str, pd.DataFrame] = {}
+    gaps: dict[str, LightgbmGap] = {}
+    for split in cfg.eval.splits:
+        data: RankingData = getattr(splits, split)
+        scores = scores_by_split[split]
+        tables[split] = per_query_table(
+            data.labels, scores, data.offsets, data.qids, ks=table_ks, conventions=conventions, strata=strata
+        )
+        gaps[split] = lightgbm_gap(data, scores, max(ks), conventions)
+    click_summary: Callable[[str, pd.DataFrame], dict[str, float]] | None = None
+    if clicks is not None and bool(cfg.eval.clicks.enabled):
+        click_view = clicks
+
+        def click_summary(split: str, table: pd.DataFrame) -> dict[str, float]:
+            return _click_summary(
+                cfg, getattr(click_view.clicks, split), scores_by_split[split], table, click_view, ks, conventions, strata
+            )
+
+    return evaluate_tables(cfg, tables, gaps, lightgbm_values, ks=ks, strata=strata, click_summary=click_summary)
+
+
+def table_cutoffs(cfg: DictConfig, ks: list[int]) -> list[int]:
+    """The cut-offs of the per-query tables: ``eval.k`` and those the composites need."""
+    from ltr.metrics.composite import composite_ks
+
+    return ks + [k for k in composite_ks(_composites(cfg)) if k not in ks]
+
+
+def evaluate_tables(
+    cfg: DictConfig,
+    tables: dict[str, pd.DataFrame],
+    gaps: dict[str, LightgbmGap],
+    lightgbm_values: dict[str, dict[str, float]],
+    *,
+    ks: list[int],
+    strata: Strata,
+    click_summary: Callable[[str, pd.DataFrame], dict[str, float]] | None = None,
+) -> Evaluation:
+    """Everything :func:`evaluate_model` derives from the per-query tables (cut-offs
+    :func:`table_cutoffs`) and LightGBM gaps of the evaluated splits: summaries, composites,
+    IDCG reports and flat metric keys. ``click_summary(split, table)`` adds click estimates.
+    """
+    from ltr.metrics.composite import composite_columns, summarize_composites
 
     summaries: dict[str, dict[str, float]] = {}
-    tables: dict[str, pd.DataFrame] = {}
+    out_tables: dict[str, pd.DataFrame] = {}
     reports: dict[tuple[str, int], IdcgReport] = {}
     metrics: dict[str, float] = {}
     notes: list[str] = []
     composites = _composites(cfg)
-    table_ks = ks + [k for k in composite_ks(composites) if k not in ks]
     for split in cfg.eval.splits:
-        data: RankingData = getattr(splits, split)
-        scores = scores_by_split[split]
-        table = per_query_table(
-            data.labels, scores, data.offsets, data.qids, ks=table_ks, conventions=conventions, strata=strata
-        )
+        table = tables[split]
         summary = summarize(table, strata=strata)
         if composites:
             extra = composite_columns(table, composites)
             table = pd.concat([table, extra], axis=1)
             summary |= summarize_composites(table, list(extra.columns), strata=strata)
-        if clicks is not None and bool(cfg.eval.clicks.enabled):
-            summary |= _click_summary(cfg, getattr(clicks.clicks, split), scores, table, clicks, ks, conventions, strata)
-        tables[split], summaries[split] = table, summary
+        if click_summary is not None:
+            summary |= click_summary(split, table)
+        out_tables[split], summaries[split] = table, summary
         metrics.update({f"{split}/{key}": value for key, value in summary.items()})
         for k in ks:
             report = idcg_report(table, k, bins=int(cfg.eval.idcg_bins))
@@ -240,11 +292,11 @@ def evaluate_model(
             metrics[f"{split}/share_shorter_than_{k}"] = report.share_shorter_than_k
         for name, value in lightgbm_values.get(split, {}).items():
             metrics[f"{split}/lightgbm/{name.replace('@', '_at_')}"] = value
-        gap = lightgbm_gap(data, scores, max(ks), conventions)
+        gap = gaps[split]
         metrics[f"{split}/lightgbm_gap/ndcg_at_{gap.k}/zero_idcg"] = gap.from_zero_idcg
         metrics[f"{split}/lightgbm_gap/ndcg_at_{gap.k}/ties"] = gap.from_ties
         notes.append(gap.explain(split))
-    return Evaluation(summaries, tables, reports, metrics, notes)
+    return Evaluation(summaries, out_tables, reports, metrics, notes)
 
 
 def _composites(cfg: DictConfig) -> dict[str, dict[str, float]]:
@@ -307,7 +359,7 @@ def _fit(cfg: DictConfig, splits: Splits, ks: list[int]) -> Any:
 def _fit_evaluate_log(
     cfg: DictConfig,
     overrides: Sequence[str],
-    splits: Splits,
+    splits: Splits | None,
     data_fingerprint: dict[str, Any],
     tracker: Tracker,
     *,
@@ -319,37 +371,52 @@ def _fit_evaluate_log(
 ) -> RunOutcome:
     from ltr.report import print_table, summary_rows, to_markdown
 
-    eval_splits = splits if eval_splits is None else eval_splits
-
     timings: dict[str, float] = {}
     t = time.perf_counter()
     container = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(container, dict)
     tracker.log_params(flatten(container))
-    for split, part in splits.items():
-        tracker.log_dataset(
-            f"{cfg.data.name}/{split}", str(data_fingerprint[split]["sha256"]),
-            part.features, part.labels, context=split,
+    if splits is None:  # data=parquet_partitions: train, predict and build the tables on the workers
+        from ltr.dask_pipeline import fit_partitioned_tables
+
+        timings["log_start"] = time.perf_counter() - t
+        result, tables, gaps, part_timings = fit_partitioned_tables(
+            cfg, ks=ks, table_ks=table_cutoffs(cfg, ks), strata=strata, conventions=conventions
         )
-    timings["log_start"] = time.perf_counter() - t
-
-    t = time.perf_counter()
-    result = _fit(cfg, splits, ks)
-    timings["train"] = time.perf_counter() - t
-
-    t = time.perf_counter()
-    scores = {split: result.predict(getattr(eval_splits, split).features) for split in cfg.eval.splits}
-    # LightGBM's values on a split whose training labels are not the evaluation labels (clicks on
-    # valid) are not comparable with ours: they are logged as {split}/lightgbm_train_labels/...
-    lightgbm_values = {
-        split if getattr(splits, split) is getattr(eval_splits, split) else f"{split}/lightgbm_train_labels": {
-            name: values[result.best_iteration - 1] for name, values in by_metric.items()
+        timings |= part_timings
+        t = time.perf_counter()
+        lightgbm_values = {
+            split: {name: values[result.best_iteration - 1] for name, values in by_metric.items()}
+            for split, by_metric in result.evals_result.items()
         }
-        for split, by_metric in result.evals_result.items()
-    }
-    evaluation = evaluate_model(
-        cfg, eval_splits, scores, lightgbm_values, ks=ks, strata=strata, conventions=conventions, clicks=clicks
-    )
+        evaluation = evaluate_tables(cfg, tables, gaps, lightgbm_values, ks=ks, strata=strata)
+        t -= timings.pop("evaluate_tables")  # the per-query tables, computed on the workers
+    else:
+        eval_splits = splits if eval_splits is None else eval_splits
+        for split, part in splits.items():
+            tracker.log_dataset(
+                f"{cfg.data.name}/{split}", str(data_fingerprint[split]["sha256"]),
+                part.features, part.labels, context=split,
+            )
+        timings["log_start"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        result = _fit(cfg, splits, ks)
+        timings["train"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        scores = {split: result.predict(getattr(eval_splits, split).features) for split in cfg.eval.splits}
+        # LightGBM's values on a split whose training labels are not the evaluation labels (clicks on
+        # valid) are not comparable with ours: they are logged as {split}/lightgbm_train_labels/...
+        lightgbm_values = {
+            split if getattr(splits, split) is getattr(eval_splits, split) else f"{split}/lightgbm_train_labels": {
+                name: values[result.best_iteration - 1] for name, values in by_metric.items()
+            }
+            for split, by_metric in result.evals_result.items()
+        }
+        evaluation = evaluate_model(
+            cfg, eval_splits, scores, lightgbm_values, ks=ks, strata=strata, conventions=conventions, clicks=clicks
+        )
     for key, by_metric in lightgbm_values.items():
         if "/" in key:
             evaluation.metrics.update({f"{key}/{n.replace('@', '_at_')}": v for n, v in by_metric.items()})

@@ -153,6 +153,23 @@ class LetorPartsDataConfig(FileDataConfig):
 
 
 @dataclass
+class ParquetPartitionsDataConfig(DataConfig):
+    """Splits stored as directories of Parquet files of whole queries, read by Dask workers.
+
+    ``root`` holds ``train/``, ``valid/`` and ``test/``, each written by
+    :func:`ltr.dask_parquet.write_query_partitions` (one partition per file). Needs
+    ``trainer=dask``: the client reads only the files' footers, the workers read the rows.
+    The directory must be readable under the same path by every worker.
+    """
+
+    kind: str = "parquet_partitions"
+    name: str = "parquet_partitions"
+    root: str = "???"
+    qid_column: str = "qid"
+    label_column: str = "label"
+
+
+@dataclass
 class SplitConfig:
     """Query-level split of one pool of queries into train / valid / test (seeded).
 
@@ -178,5 +195,6 @@ DATA_OPTIONS: dict[str, type[DataConfig]] = {
     "svmlight": SvmlightDataConfig,
     "parquet": ParquetDataConfig,
     "mq2008": LetorPartsDataConfig,
+    "parquet_partitions": ParquetPartitionsDataConfig,
 }
 

@@ -35,6 +35,7 @@ def per_query_table(
     ideal_labels: NDArray[np.integer] | None = None,
     ideal_offsets: NDArray[np.int64] | None = None,
     tie_keys: NDArray[np.generic] | None = None,
+    max_gain: float | None = None,
 ) -> pd.DataFrame:
     """One row per query with its list length, stratum and every measure at every ``k``.
 
@@ -61,6 +62,11 @@ def per_query_table(
     tie_keys : array, shape (n_rows,), optional
         Secondary key for ``ties="docno_desc"``: the larger key ranks first among equal scores
         (pass the rank of each docno in sorted order).
+    max_gain : float, optional
+        The largest gain in the data, for ERR's stop probability ``gain / (max_gain + 1)``.
+        Default: the largest gain of ``labels`` / ``ideal_labels`` (see :func:`largest_gain`).
+        Pass the value of the whole split when the table is built part by part, so the parts'
+        tables concatenate to the whole split's table.
 
     Returns
     -------
@@ -116,7 +122,8 @@ def per_query_table(
     )
 
     c = conventions
-    lut, stop_scale = _gain_table(c, labels_a, ideal_a)
+    lut, g_max = _gain_table(c, labels_a, ideal_a)
+    stop_scale = 1.0 / ((g_max if max_gain is None else float(max_gain)) + 1.0)
     label_order = np.argsort(-lut, kind="stable").astype(np.int64)
     mode = {
         "average": MODE_INPUT,
@@ -191,10 +198,23 @@ HIST_MAX_LABELS = 256
 MAX_LABEL = 1_000_000
 
 
+def largest_gain(
+    labels: NDArray[np.integer], conventions: MetricConventions = _DEFAULT_CONVENTIONS
+) -> float:
+    """The largest gain of ``labels`` under ``conventions``: what ERR normalises by.
+
+    The largest gain of a split is the maximum of its parts' values, so a table built part by
+    part with ``per_query_table(..., max_gain=max(largest_gain(part) for part in parts))``
+    equals the table of the whole split.
+    """
+    labels_a = _as_int_labels(labels, "labels")
+    return _gain_table(conventions, labels_a, labels_a)[1]
+
+
 def _gain_table(
     c: MetricConventions, labels: NDArray[np.integer], ideal: NDArray[np.integer]
 ) -> tuple[NDArray[np.float64], float]:
-    """Gain per label value ``0..max label`` and ERR's ``1 / (g_max + 1)``."""
+    """Gain per label value ``0..max label`` and the largest gain ``g_max`` (ERR: ``1 / (g_max + 1)``)."""
     l_max = 0
     for arr in (labels, ideal):
         if arr.size:
@@ -209,7 +229,7 @@ def _gain_table(
         for arr in (labels, ideal):
             present |= np.bincount(np.clip(arr, 0, None), minlength=l_max + 1) > 0
         g_max = float(lut[present].max(initial=0.0))
-    return np.ascontiguousarray(lut, dtype=np.float64), 1.0 / (g_max + 1.0)
+    return np.ascontiguousarray(lut, dtype=np.float64), g_max
 
 
 def _as_int_labels(labels: NDArray[np.generic], name: str) -> NDArray[np.int64]:

@@ -1,0 +1,192 @@
+"""``ltr train data=parquet_partitions trainer=dask``: the rows never pass through the client.
+
+The splits are directories of Parquet files of whole queries (``data.root/{train,valid,test}``,
+written by :func:`ltr.dask_parquet.write_query_partitions`). The client reads only the files'
+footers (for the data fingerprint) and the qids (to check that no query spans two files); the
+workers read their files (:func:`ltr.dask_parquet.read_query_partitions`), train
+(:func:`ltr.training_dask.fit_partitioned`), predict and build each partition's per-query table
+and LightGBM-gap parts. The client concatenates these small tables (one row per query) and
+:func:`ltr.pipeline.evaluate_tables` does the rest, as for every other data option.
+
+Per-partition tables equal the whole split's table: queries are independent, and ERR's stop
+probability (``gain / (max gain + 1)``) gets the split-wide largest gain, the maximum of the
+partitions' (:func:`ltr.metrics.table.largest_gain`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+from dask.delayed import delayed
+from numpy.typing import NDArray
+
+from ltr.dask_eval import _predict_block
+from ltr.dask_partitions import PartitionedSplit
+from ltr.data.fingerprint import HASH_HEX_DIGITS
+from ltr.errors import DataError, LtrUserError
+from ltr.gap import LightgbmGap, gap_from_parts, gap_parts
+from ltr.metrics import MetricConventions, Strata, per_query_table
+from ltr.metrics.table import largest_gain
+
+log = logging.getLogger(__name__)
+
+SPLITS = ("train", "valid", "test")
+
+
+def split_directories(data: Any, trainer: Any) -> dict[str, Path]:
+    """``data.root/{train,valid,test}``; checks ``trainer=dask`` and that each holds Parquet files."""
+    if trainer.kind != "dask":
+        raise LtrUserError(
+            f"data=parquet_partitions is read by Dask workers: use trainer=dask (got trainer={trainer.kind})"
+        )
+    root = Path(str(data.root))
+    dirs = {split: root / split for split in SPLITS}
+    for split, directory in dirs.items():
+        if not any(directory.glob("*.parquet")):
+            raise DataError(
+                f"data.root={root}: no {split}/*.parquet files; write them with "
+                "ltr.dask_parquet.write_query_partitions"
+            )
+    return dirs
+
+
+def partitions_fingerprint(data: Any, trainer: Any) -> dict[str, Any]:
+    """A fingerprint of the partition files from their metadata only (no rows are read).
+
+    ``sha256`` hashes, per split and file in order, the path relative to ``data.root``, the size
+    in bytes and the row count from the Parquet footer: cheap, but a rewrite that keeps every
+    file's size and row count is not detected (the local data options hash the contents).
+    """
+    dirs = split_directories(data, trainer)
+    out: dict[str, Any] = {"method": "parquet file metadata: relative path, bytes, rows"}
+    h = hashlib.sha256()
+    for split, directory in dirs.items():
+        files = []
+        for path in sorted(directory.glob("*.parquet")):
+            meta = pq.read_metadata(path)
+            files.append({"path": f"{split}/{path.name}", "bytes": path.stat().st_size, "rows": meta.num_rows})
+        names = pq.read_schema(sorted(directory.glob("*.parquet"))[0]).names
+        n_features = len([n for n in names if n not in (data.qid_column, data.label_column)])
+        entry = json.dumps(files, sort_keys=True)
+        h.update(split.encode())
+        h.update(entry.encode())
+        out[split] = {
+            "sha256": hashlib.sha256(entry.encode()).hexdigest()[:HASH_HEX_DIGITS],
+            "n_rows": sum(f["rows"] for f in files),
+            "n_features": n_features,
+            "files": files,
+        }
+    out["sha256"] = h.hexdigest()[:HASH_HEX_DIGITS]
+    return out
+
+
+def _tables_block(
+    features: NDArray[np.float32],
+    labels: NDArray[np.int32],
+    group_sizes: NDArray[np.int64],
+    qids: NDArray[np.int64],
+    model_text: str,
+    num_iteration: int,
+    ks: tuple[int, ...],
+    conventions: MetricConventions,
+    strata: Strata,
+    max_gain: float,
+    gap_k: int,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One partition's per-query table and LightGBM-gap parts (on a worker)."""
+    scores = _predict_block(features, model_text, num_iteration)
+    offsets = np.concatenate([[0], np.cumsum(group_sizes)]).astype(np.int64)
+    table = per_query_table(
+        labels, scores, offsets, qids, ks=ks, conventions=conventions, strata=strata, max_gain=max_gain
+    )
+    return table, gap_parts(labels, scores, offsets, qids, gap_k, conventions)
+
+
+def partitioned_tables(
+    client: Any,
+    booster: Any,
+    split: PartitionedSplit,
+    *,
+    num_iteration: int,
+    ks: list[int],
+    conventions: MetricConventions,
+    strata: Strata,
+    gap_k: int,
+) -> tuple[pd.DataFrame, LightgbmGap]:
+    """The per-query table and LightGBM gap of ``split``, built partition by partition.
+
+    Equal to ``per_query_table`` / ``lightgbm_gap`` on the whole split with the scores of
+    ``booster.predict(features, num_iteration=num_iteration)``; only the per-query rows reach
+    the client.
+    """
+    parts = split.partitions()
+    gains = client.gather(client.compute([delayed(largest_gain, pure=True)(p[1], conventions) for p in parts]))
+    max_gain = float(max(gains))
+    model = client.scatter(booster.model_to_string(num_iteration=-1), broadcast=True, hash=False)
+    blocks = [
+        delayed(_tables_block, pure=True)(
+            features, labels, groups, qids, model, num_iteration, tuple(ks), conventions, strata, max_gain, gap_k
+        )
+        for features, labels, groups, qids in parts
+    ]
+    results = client.gather(client.compute(blocks))
+    table = pd.concat([r[0] for r in results], ignore_index=True)
+    gap = gap_from_parts(pd.concat([r[1] for r in results], ignore_index=True), gap_k)
+    return table, gap
+
+
+def fit_partitioned_tables(
+    cfg: Any, *, ks: list[int], table_ks: list[int], strata: Strata, conventions: MetricConventions
+) -> tuple[Any, dict[str, pd.DataFrame], dict[str, LightgbmGap], dict[str, float]]:
+    """Read, train, predict and tabulate ``data=parquet_partitions`` on the Dask cluster.
+
+    Returns the :class:`ltr.training.TrainResult`, the per-query table (cut-offs ``table_ks``)
+    and LightGBM gap (at ``max(ks)``) of every split in ``cfg.eval.splits``, and timings
+    (``read_partitions``, ``train``, ``evaluate_tables``).
+    """
+    from ltr.dask_parquet import read_query_partitions
+    from ltr.training_dask import dask_client, fit_partitioned, warn_no_early_stopping
+
+    dirs = split_directories(cfg.data, cfg.trainer)
+    timings: dict[str, float] = {}
+    warn_no_early_stopping(cfg.fit)
+    with dask_client(cfg.trainer) as client:
+        t = time.perf_counter()
+        parts = {
+            split: read_query_partitions(
+                client, directory, qid_column=str(cfg.data.qid_column), label_column=str(cfg.data.label_column)
+            )
+            for split, directory in dirs.items()
+        }
+        for split, part in parts.items():
+            log.info(
+                "%s: %d queries, %d rows, %d features in %d partitions",
+                split, part.n_queries, part.n_rows, part.n_features, part.n_partitions,
+            )
+        timings["read_partitions"] = time.perf_counter() - t
+        t = time.perf_counter()
+        result = fit_partitioned(
+            client, parts["train"], {"valid": parts["valid"], "test": parts["test"]},
+            cfg.model, cfg.fit, eval_at=ks, seed=int(cfg.seed),
+        )
+        timings["train"] = time.perf_counter() - t
+        t = time.perf_counter()
+        tables: dict[str, pd.DataFrame] = {}
+        gaps: dict[str, LightgbmGap] = {}
+        for split in cfg.eval.splits:
+            if split not in parts:
+                raise LtrUserError(f"eval.splits: {split!r} is not one of {', '.join(SPLITS)}")
+            tables[split], gaps[split] = partitioned_tables(
+                client, result.booster, parts[split], num_iteration=result.best_iteration,
+                ks=table_ks, conventions=conventions, strata=strata, gap_k=max(ks),
+            )
+        timings["evaluate_tables"] = time.perf_counter() - t
+    return result, tables, gaps, timings
