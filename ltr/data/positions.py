@@ -21,21 +21,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ltr.data.side_files import side_file_candidates
 from ltr.errors import DataError
-
-
-def position_file_candidates(path: Path) -> list[Path]:
-    """Where LightGBM's position side file of ``path`` may be, in the order tried."""
-    plain = path.with_suffix("") if path.suffix.lower() == ".gz" else path
-    out = [plain.with_name(plain.name + ".position")]
-    if plain != path:
-        out.append(path.with_name(path.name + ".position"))
-    return out
 
 
 def find_position_file(path: Path) -> Path | None:
     """The ``.position`` side file of ``path``, if one exists."""
-    for candidate in position_file_candidates(path):
+    for candidate in side_file_candidates(path, ".position"):
         if candidate.is_file():
             return candidate
     return None

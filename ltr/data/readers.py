@@ -34,6 +34,7 @@ from ltr.data.positions import concat_positions, find_position_file, read_positi
 from ltr.data.ranking_data import RankingData
 from ltr.data.read_columns import read_table
 from ltr.data.read_text import head_has_qid, parse_svmlight, read_head
+from ltr.data.side_files import side_file_candidates
 from ltr.data.validate import (
     LIGHTGBM_MAX_DEFAULT_LABEL,
     LIGHTGBM_MAX_LIST_LEN,
@@ -344,11 +345,7 @@ def _format_of(path: Path, options: Mapping[str, Any]) -> str:
 
 
 def _query_candidates(path: Path) -> list[Path]:
-    plain = path.with_suffix("") if path.suffix.lower() == ".gz" else path
-    out = [plain.with_name(plain.name + ".query")]
-    if plain != path:
-        out.append(path.with_name(path.name + ".query"))
-    return out
+    return side_file_candidates(path, ".query")
 
 
 def _stem(path: Path) -> str:
