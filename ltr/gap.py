@@ -113,11 +113,6 @@ def tied_queries(scores: NDArray[np.float64], offsets: NDArray[np.int64]) -> NDA
     return out
 
 
-def tied_query_count(scores: NDArray[np.float64], offsets: NDArray[np.int64]) -> int:
-    """Number of queries with at least two rows of equal score (vectorised, no per-query loop)."""
-    return int(tied_queries(scores, offsets).sum())
-
-
 def lightgbm_gap(
     data: RankingData, scores: NDArray[np.float64], k: int, ours: MetricConventions
 ) -> LightgbmGap:
