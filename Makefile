@@ -25,8 +25,20 @@ train: $(STAMP) ## run the default experiment (extra Hydra overrides: make train
 test: $(STAMP) ## run the test suite
 	$(BIN)/python -m pytest $(ARGS)
 
+.PHONY: test-unit
+test-unit: $(STAMP) ## tier 1: unit tests (no training, no store, no subprocess)
+	$(BIN)/python -m pytest -m unit $(ARGS)
+
+.PHONY: test-integration
+test-integration: $(STAMP) ## tier 2: real training, MLflow stores and Dask in one process
+	$(BIN)/python -m pytest -m integration $(ARGS)
+
+.PHONY: test-e2e
+test-e2e: $(STAMP) ## tier 3: the ltr command in subprocesses, sweeps, servers, notebooks
+	$(BIN)/python -m pytest -m e2e $(ARGS)
+
 .PHONY: test-fast
-test-fast: $(STAMP) ## run the tests not marked slow
+test-fast: $(STAMP) ## tiers 1 and 2 (everything but the slow subprocess tests)
 	$(BIN)/python -m pytest -m "not slow" $(ARGS)
 
 .PHONY: lint

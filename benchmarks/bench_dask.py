@@ -5,11 +5,11 @@ Generates about 10,000 queries / 1.2M rows / 136 float32 features (1-240 rows pe
 ``.npy`` (for the in-memory modes) and as Parquet partitions of whole queries (for the
 ``dask-parquet`` mode), then runs each mode in a fresh subprocess, ``--repeats`` times:
 
-- ``local``: ``ltr.training.fit_ranker`` in one process, ``fit.num_threads=2``;
-- ``dask``: ``ltr.training_dask.fit_dask``: the client loads the ``.npy`` splits and scatters
+- ``local``: ``ltr.training.local.fit_ranker`` in one process, ``fit.num_threads=2``;
+- ``dask``: ``ltr.dask.train.fit_dask``: the client loads the ``.npy`` splits and scatters
   whole-query partitions to a 2-worker x 1-thread ``LocalCluster``;
 - ``dask-parquet``: the workers read the Parquet partitions themselves
-  (``ltr.dask_parquet.read_query_partitions``); the client never holds the rows.
+  (``ltr.dask.parquet.read_query_partitions``); the client never holds the rows.
 
 All modes train ``--rounds`` rounds without early stopping (``DaskLGBMRanker`` has none) and
 record valid and test NDCG@10 every round. Peak memory: the client's ``VmHWM`` (exact) and,
@@ -63,7 +63,7 @@ def make_data(n_queries: int, n_features: int, seed: int) -> Any:
 
 
 def prepare(workdir: Path, args: argparse.Namespace) -> None:
-    from ltr.dask_parquet import write_query_partitions
+    from ltr.dask.parquet import write_query_partitions
     from ltr.data.splits import split_queries
 
     data = make_data(args.queries, args.features, args.seed)
@@ -144,18 +144,18 @@ def run_mode(mode: str, workdir: Path, rounds: int, seed: int) -> dict[str, Any]
     start = time.perf_counter()
     with MemorySampler() as memory:
         if mode == "local":
-            from ltr.training import fit_ranker
+            from ltr.training.local import fit_ranker
 
             splits = Splits(*(load_split(workdir, n) for n in ("train", "valid", "test")))
             result = fit_ranker(splits, model, fit, eval_at=[5, 10], seed=seed)
         elif mode == "dask":
-            from ltr.training_dask import fit_dask
+            from ltr.dask.train import fit_dask
 
             splits = Splits(*(load_split(workdir, n) for n in ("train", "valid", "test")))
             result = fit_dask(splits, model, fit, trainer, eval_at=[5, 10], seed=seed)
         else:
-            from ltr.dask_parquet import read_query_partitions
-            from ltr.training_dask import dask_client, fit_partitioned
+            from ltr.dask.parquet import read_query_partitions
+            from ltr.dask.train import dask_client, fit_partitioned
 
             with dask_client(trainer) as client:
                 parts = {n: read_query_partitions(client, workdir / n) for n in ("train", "valid", "test")}

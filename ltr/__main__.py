@@ -2,6 +2,6 @@
 
 import sys
 
-from ltr.cli import main
+from ltr.cli.main import main
 
 sys.exit(main())

@@ -1,4 +1,13 @@
-"""Shared fixtures: real Hydra composition, a real sqlite MLflow store in a tmp dir."""
+"""Shared fixtures (real Hydra composition, a real sqlite MLflow store in a tmp dir) and the tiers.
+
+Every test is in one tier, by marker (``make test-unit``, ``test-integration``, ``test-e2e``;
+``make test`` runs all three):
+
+- ``e2e``: real subprocesses of the ``ltr`` command, sweeps, servers, notebooks (``slow``);
+- ``integration``: real training, a real MLflow store or a Dask cluster in this process (the
+  modules of :data:`INTEGRATION_MODULES`);
+- ``unit``: everything else: the metrics, readers, configs and statistics on small arrays.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +18,43 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
-from ltr.app import CONF_DIR
+from ltr.cli.train import CONF_DIR
 
 REPO = Path(__file__).resolve().parents[1]
+
+#: Test modules that train models, write MLflow stores or start Dask clusters in this process.
+INTEGRATION_MODULES = frozenset(
+    {
+        "tests/test_end_to_end.py",
+        "tests/test_model_options.py",
+        "tests/test_real_data.py",
+        "tests/test_training.py",
+        "tests/clicks/test_position_training.py",
+        "tests/compare/test_compare_runs.py",
+        "tests/dask/test_eval.py",
+        "tests/dask/test_partitioned_pipeline.py",
+        "tests/dask/test_partitions.py",
+        "tests/dask/test_parquet.py",
+        "tests/dask/test_training_dask.py",
+        "tests/data/test_positions_in_files.py",
+        "tests/experiment/test_checks.py",
+        "tests/tracking/test_lifecycle.py",
+        "tests/tracking/test_run_contents.py",
+        "tests/tracking/test_store.py",
+    }
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Put every test in its tier (see the module docstring)."""
+    for item in items:
+        module = Path(str(item.fspath)).resolve().relative_to(REPO).as_posix()
+        if item.get_closest_marker("slow") is not None:
+            item.add_marker(pytest.mark.e2e)
+        elif module in INTEGRATION_MODULES:
+            item.add_marker(pytest.mark.integration)
+        else:
+            item.add_marker(pytest.mark.unit)
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 

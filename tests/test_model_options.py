@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from omegaconf import DictConfig
 
-from ltr import pipeline
 from ltr.errors import LtrUserError
+from ltr.experiment import run as pipeline
 
 
 @pytest.mark.parametrize(("model", "objective"), [("lambdarank", "lambdarank"), ("rank_xendcg", "rank_xendcg"), ("pointwise", "regression")])
@@ -24,7 +24,7 @@ def test_each_model_option_trains_and_evaluates_the_same_way(
 
 
 def test_model_params_pass_through_to_lightgbm(small_cfg: Callable[..., DictConfig]) -> None:
-    from ltr.training import lightgbm_params
+    from ltr.training.local import lightgbm_params
 
     cfg = small_cfg("+model.params.path_smooth=0.5", "model.lambdarank_truncation_level=13", "model.label_gain=[0,1,3,7,15]")
     params = lightgbm_params(cfg.model, seed=1, num_threads=0)
@@ -41,7 +41,9 @@ def test_model_params_pass_through_to_lightgbm(small_cfg: Callable[..., DictConf
         ("+model.params.num_leafs=3", "model.params.num_leafs is not a LightGBM parameter; did you mean"),
         ("+model.params.seed=3", "set by ltr"),
         ("model.objective=regression", "not a ranking objective"),
-        ("model.estimator=forest", "not one of: ranker, regressor"),
+        ("model.learning_rate=-1", "model.learning_rate=-1.0 must be > 0"),
+        ("model.label_gain=[0,1]", "model.label_gain has 2 entries"),
+        ("+model.params.min_data_in_bin=0", "LightGBM refuses the model settings"),
     ],
 )
 def test_bad_model_settings_fail_before_a_run_exists(

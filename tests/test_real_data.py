@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ltr import pipeline
+from ltr.experiment import run as pipeline
 from tests.conftest import SHARED_DATA, compose_train
 
 MQ2008 = SHARED_DATA / "mq2008"

@@ -65,13 +65,21 @@ def test_grid_basic_and_joblib_launchers_give_identical_complete_runs(tmp_path: 
     assert basic_parent.data.metrics["sweep/best/valid/ndcg_at_10"] == best
 
 
-def test_optuna_best_equals_best_child(tmp_path: Path) -> None:
+def test_optuna_maximises_the_optimized_metric_of_the_cutoffs_asked_for(tmp_path: Path) -> None:
+    """With eval.k=[5,20] the objective is valid/ndcg_at_20 (no ndcg_at_10 is computed at all)."""
     db = tmp_path / "mlflow.db"
-    _ltr(tmp_path, "hparams_search=optuna", "hydra.sweeper.n_trials=3", "debug=default", f"tracking.uri=sqlite:///{db}")
+    _ltr(
+        tmp_path, "hparams_search=optuna", "hydra.sweeper.n_trials=3", "debug=default", "eval.k=[5,20]",
+        f"tracking.uri=sqlite:///{db}",
+    )
     parent, children = _runs(db)
     assert len(children) == 3
-    best_child = max(children, key=lambda c: c.data.metrics["valid/ndcg_at_10"])
-    assert parent.data.metrics["sweep/optuna/best_value"] == best_child.data.metrics["valid/ndcg_at_10"]
+    assert all("valid/ndcg_at_10" not in c.data.metrics for c in children)
+    values = [c.data.metrics["valid/ndcg_at_20"] for c in children]
+    assert all(0 < v < 1 for v in values)
+    best_child = max(children, key=lambda c: c.data.metrics["valid/ndcg_at_20"])
+    assert parent.data.metrics["sweep/optuna/best_value"] == best_child.data.metrics["valid/ndcg_at_20"]
+    assert parent.data.metrics["sweep/best/valid/ndcg_at_20"] == max(values)
     for name in ("model.num_leaves", "model.learning_rate", "model.min_child_samples"):
         assert parent.data.params[f"best.{name}"] == best_child.data.params[name]
     assert parent.data.tags["ltr.sweep.best_run_id"] == best_child.info.run_id

@@ -8,7 +8,7 @@ import numpy as np
 from omegaconf import DictConfig
 
 from ltr.data.load import load_splits
-from ltr.training import fit_ranker
+from ltr.training.local import fit_ranker
 
 
 def test_early_stopping_watches_ndcg_at_10_on_valid(small_cfg: Callable[..., DictConfig]) -> None:

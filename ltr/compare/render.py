@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import TYPE_CHECKING
 
 from ltr.compare.comparison import Comparison, ComparisonRow
+from ltr.metrics.measures import Measure
 
 if TYPE_CHECKING:
     from rich.table import Table
 
 HEADER = ["stratum", "n", "run", "mean", "delta", "95% CI of delta", "p t-test", "p rand", "p Holm t", "p Holm rand", "W/T/L"]
-
-_DISPLAY = {"ndcg": "nDCG", "dcg": "DCG", "idcg": "IDCG", "err": "ERR", "p": "P"}
-
 
 def display_name(metric: str) -> str:
     """``ndcg_at_10`` -> ``nDCG@10``, ``rr`` -> ``RR``; other names unchanged.
@@ -25,10 +22,10 @@ def display_name(metric: str) -> str:
     >>> display_name("ndcg_at_10"), display_name("p_at_5"), display_name("rr")
     ('nDCG@10', 'P@5', 'RR')
     """
-    match = re.fullmatch(r"([a-z]+)_at_(\d+)", metric)
-    if match and match.group(1) in _DISPLAY:
-        return f"{_DISPLAY[match.group(1)]}@{match.group(2)}"
-    return "RR" if metric == "rr" else metric
+    try:
+        return Measure.from_key(metric).display
+    except ValueError:  # a composite or another column: its own name
+        return metric
 
 
 def _num(value: float, digits: int = 4) -> str:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import secrets
+
 from hydra.core.config_store import ConfigStore
+from omegaconf import OmegaConf
 
 from ltr.config.data import DATA_OPTIONS, SplitConfig
 from ltr.config.schema import (
@@ -17,8 +20,16 @@ from ltr.config.schema import (
 __all__ = ["TrainConfig", "register_configs"]
 
 
+def _unique_suffix() -> str:
+    """Six random hex digits; cached per config (and copied into each job's config by Hydra,
+    as ``${now:...}``), so one sweep's folder is the same in every job and no two sweeps share one."""
+    return secrets.token_hex(3)
+
+
 def register_configs() -> None:
-    """Store each schema so that ``conf/<group>/*.yaml`` can extend it (``defaults: [<x>_schema]``)."""
+    """Store each schema so that ``conf/<group>/*.yaml`` can extend it (``defaults: [<x>_schema]``),
+    and register the ``ltr_unique`` resolver of ``conf/train.yaml``'s run and sweep folders."""
+    OmegaConf.register_new_resolver("ltr_unique", _unique_suffix, use_cache=True, replace=True)
     cs = ConfigStore.instance()
     cs.store(name="train_schema", node=TrainConfig)
     for name, cls in DATA_OPTIONS.items():

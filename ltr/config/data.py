@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ltr.config.choices import ClickLabels, FileFormat
+
 
 @dataclass
 class DataConfig:
@@ -53,8 +55,8 @@ class SyntheticClicksDataConfig(SyntheticDataConfig):
 
     kind: str = "synthetic_clicks"
     name: str = "synthetic_clicks"
-    train_labels: str = "clicks"  # clicks | relevance
-    valid_labels: str = "relevance"  # relevance | clicks
+    train_labels: ClickLabels = ClickLabels.clicks
+    valid_labels: ClickLabels = ClickLabels.relevance
     examination_eta: float = 1.0
     click_noise: float = 0.05
     click_max: float = 1.0
@@ -72,6 +74,8 @@ class FileDataConfig(DataConfig):
     ``max_list_len``: LightGBM's ndcg limit of 10,000 documents per query; null: no limit.
     ``n_features``: fixed feature width (null: the largest index in any split).
     ``cache``: keep parsed files in ``cache_dir`` (null: ``$LTR_CACHE_DIR`` or ``~/.cache/ltr/data``).
+    ``cache_max_mb``: size limit of that cache in MiB, least recently used entries evicted first
+    (null: no limit; ``$LTR_CACHE_MAX_MB`` overrides it).
     ``progress``: progress bar while parsing (null: only on a terminal, for large files).
     """
 
@@ -81,6 +85,7 @@ class FileDataConfig(DataConfig):
     n_features: int | None = None
     cache: bool = True
     cache_dir: str | None = None
+    cache_max_mb: int | None = 2048
     progress: bool | None = None
 
 
@@ -110,7 +115,7 @@ class SvmlightDataConfig(FileDataConfig):
     train: str = "???"
     valid: str | None = None
     test: str | None = None
-    format: str = "auto"  # auto, letor, svmlight, lightgbm, parquet, csv
+    format: FileFormat = FileFormat.auto
 
 
 @dataclass
@@ -157,7 +162,7 @@ class ParquetPartitionsDataConfig(DataConfig):
     """Splits stored as directories of Parquet files of whole queries, read by Dask workers.
 
     ``root`` holds ``train/``, ``valid/`` and ``test/``, each written by
-    :func:`ltr.dask_parquet.write_query_partitions` (one partition per file). Needs
+    :func:`ltr.dask.parquet.write_query_partitions` (one partition per file). Needs
     ``trainer=dask``: the client reads only the files' footers, the workers read the rows.
     The directory must be readable under the same path by every worker.
     """

@@ -11,13 +11,15 @@ from typing import Any
 
 from omegaconf import MISSING
 
+from ltr.config.choices import Estimator, Gain, Preset, Propensity, Ties, TrainerKind, ZeroIdcg
+
 
 @dataclass
 class ModelConfig:
     """A LightGBM model. ``estimator`` picks ``LGBMRanker`` or ``LGBMRegressor`` (pointwise)."""
 
     name: str = "lambdarank"
-    estimator: str = "ranker"  # ranker | regressor
+    estimator: Estimator = Estimator.ranker
     objective: str = "lambdarank"
     learning_rate: float = 0.05
     num_leaves: int = 31
@@ -46,8 +48,9 @@ class FitConfig:
 
     num_boost_round: int = 1000
     early_stopping_rounds: int | None = 50  # None: no early stopping
-    early_stopping_metric: str = "ndcg@10"  # a LightGBM metric name as it appears in evals_result_
-    num_threads: int = 0  # 0: LightGBM's default (all cores)
+    # LightGBM's name of the watched metric on valid, ndcg@K with K in eval.k; None: ndcg@max(eval.k)
+    early_stopping_metric: str | None = None
+    num_threads: int = 0  # 0: LightGBM's default (all cores); else >= 1
     show_progress: bool = True
 
 
@@ -61,21 +64,26 @@ class ClickEvalConfig:
     """
 
     enabled: bool = True
-    propensity: str = "config"  # config | estimated
+    propensity: Propensity = Propensity.config
     propensities: list[float] | None = None  # per 0-based position; the last one extends
     min_propensity: float = 0.01
 
 
 @dataclass
 class EvalConfig:
-    """Our metric conventions (DESIGN.md section 2); every value is logged with the run."""
+    """Our metric conventions (the ``ltr.metrics`` docstring); every value is logged with the run.
+
+    ``gain``, ``ties`` and ``zero_idcg`` left null take the ``preset``'s value (``lightgbm``:
+    exp / stable / one; ``sklearn``: linear / average / zero), or ours without a preset (exp /
+    average / zero); a field that is set wins over the preset.
+    """
 
     k: list[int] = field(default_factory=lambda: [5, 10])
-    preset: str | None = None  # lightgbm | sklearn | trec_eval; explicit fields below win
-    gain: str = "exp"  # exp | linear
+    preset: Preset | None = None
+    gain: Gain | None = None
     label_gain: list[float] | None = None
-    ties: str = "average"  # average | stable | pessimistic | optimistic
-    zero_idcg: str = "zero"  # zero | one | skip
+    ties: Ties | None = None
+    zero_idcg: ZeroIdcg | None = None
     rel_threshold: int = 1
     strata: list[int] = field(default_factory=lambda: [1, 11, 51])  # lower edges of the strata
     idcg_bins: int = 30
@@ -100,7 +108,7 @@ class TrackingConfig:
 class TrainerConfig:
     """Where training runs: ``local`` (one process) or ``dask`` (lightgbm.dask on a cluster)."""
 
-    kind: str = "local"  # local | dask
+    kind: TrainerKind = TrainerKind.local
     # dask only: a scheduler address (tcp://host:8786), or None for a LocalCluster on this machine
     scheduler_address: str | None = None
     n_workers: int = 2
@@ -113,6 +121,9 @@ class TrainConfig:
     """The composed config of ``ltr train``."""
 
     seed: int = 42
+    # The value ``ltr train`` returns to a sweeper (maximised): a metric key the run logs, e.g.
+    # valid/ndcg_at_10 or valid/ndcg_at_10/len_51_plus; None: valid/ndcg_at_<max(eval.k)>.
+    optimized_metric: str | None = None
     data: Any = MISSING
     split: Any = MISSING
     model: ModelConfig = MISSING

@@ -28,10 +28,12 @@ import numpy as np
 from numpy.typing import NDArray
 from omegaconf.errors import MissingMandatoryValue
 
-from ltr.data.cache import default_cache_dir
+from ltr.data.cache import DEFAULT_MAX_MB, default_cache_dir
+from ltr.data.clicks import examination_curve, generate_click_log
 from ltr.data.ranking_data import RankingData
 from ltr.data.readers import read_split_files
 from ltr.data.splits import Splits, holdout_queries, kfold_split, split_queries
+from ltr.data.synthetic import generate_synthetic
 from ltr.data.validate import check_split_set
 from ltr.errors import DataError
 
@@ -60,8 +62,6 @@ def load_splits(data_cfg: Any, split_cfg: Any, *, seed: int) -> Splits:
     split_seed = seed if split_cfg.seed is None else int(split_cfg.seed)
     kind = data_cfg.kind
     if kind == "synthetic":
-        from ltr.data.synthetic import generate_synthetic
-
         data_seed = seed if data_cfg.seed is None else int(data_cfg.seed)
         pool = generate_synthetic(data_cfg, seed=data_seed)
         return _complete({"train": pool}, split_cfg, split_seed)
@@ -129,8 +129,6 @@ def load_click_splits(data_cfg: Any, split_cfg: Any, *, seed: int) -> ClickSplit
     Both views are cut with the same split seed from pools of the same queries, so their splits
     hold the same queries in the same order.
     """
-    from ltr.data.clicks import examination_curve, generate_click_log
-
     split_seed = seed if split_cfg.seed is None else int(split_cfg.seed)
     data_seed = seed if data_cfg.seed is None else int(data_cfg.seed)
     log = generate_click_log(data_cfg, seed=data_seed)
@@ -158,6 +156,7 @@ def reader_options(data_cfg: Any) -> dict[str, Any]:
     if getattr(data_cfg, "cache", False):
         cache_dir = getattr(data_cfg, "cache_dir", None)
         opts["cache_dir"] = Path(cache_dir) if cache_dir else default_cache_dir()
+        opts["cache_max_mb"] = getattr(data_cfg, "cache_max_mb", DEFAULT_MAX_MB)
     return opts
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ltr.data.cache import load_cached, store_cached
+from ltr.data.cache import DEFAULT_MAX_MB, cache_limit_mb, load_cached, store_cached
 from ltr.data.positions import concat_positions, find_position_file, read_position_file
 from ltr.data.ranking_data import RankingData
 from ltr.data.read_columns import read_table
@@ -131,6 +131,7 @@ def read_ranking_file(
     max_label: int | None = LIGHTGBM_MAX_DEFAULT_LABEL,
     max_list_len: int | None = LIGHTGBM_MAX_LIST_LEN,
     cache_dir: str | Path | None = None,
+    cache_max_mb: int | None = DEFAULT_MAX_MB,
     progress: bool | None = None,
 ) -> RankingData:
     """Read one ranking file into a validated `RankingData`.
@@ -149,6 +150,8 @@ def read_ranking_file(
         positions. Text files take theirs from a ``.position`` side file when one exists.
     integer_labels, max_label, max_list_len : validation policies (:mod:`ltr.data.validate`)
     cache_dir : a directory for the binary cache; None: no cache
+    cache_max_mb : size limit of the cache in MiB, least recently used entries evicted first;
+        None: no limit. ``$LTR_CACHE_MAX_MB`` overrides it.
     progress : show a progress bar (None: when stderr is a terminal and the file is large)
 
     Returns
@@ -202,6 +205,7 @@ def read_ranking_file(
         sources.append(pfile)  # a new, changed or removed .position file changes the cache key
     cache = Path(cache_dir).expanduser() if cache_dir is not None else None
     if cache is not None:
+        max_mb = cache_limit_mb(cache_max_mb)
         t0 = time.perf_counter()
         hit = load_cached(cache, sources, options)
         if hit is not None:
@@ -222,7 +226,7 @@ def read_ranking_file(
         path, data.n_rows, data.n_queries, data.n_features, time.perf_counter() - t0,
     )
     if cache is not None:
-        store_cached(cache, sources, options, data, notes=notes)
+        store_cached(cache, sources, options, data, notes=notes, max_mb=max_mb)
     return data
 
 

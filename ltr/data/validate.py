@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from ltr.data.positions import check_positions
 from ltr.data.ranking_data import RankingData
 from ltr.errors import DataError
 
@@ -243,6 +244,69 @@ def to_ranking_data(
         name=name,
         positions=positions,
     )
+
+
+def check_ranking_data(
+    data: RankingData,
+    *,
+    source: str,
+    integer_labels: bool = True,
+    max_label: int | None = LIGHTGBM_MAX_DEFAULT_LABEL,
+    max_list_len: int | None = LIGHTGBM_MAX_LIST_LEN,
+    n_features: int | None = None,
+    feature_names: tuple[str, ...] | None = None,
+) -> None:
+    """Check a `RankingData` that did not come from a fresh parse (e.g. the binary cache) against
+    everything :func:`to_ranking_data` and the readers refuse with the same options.
+
+    That is: the dtypes and layout of `RankingData`, at least one row, the labels (as
+    :func:`check_labels`), one group per qid (rows of a query contiguous), no query longer than
+    ``max_list_len``, ``n_features`` columns when given, and ``feature_names`` when given (the
+    ``feature_columns`` of a table). Features may hold NaN and inf, as a parse allows (LightGBM's
+    missing value). Messages name rows as ``row N of {source}``.
+
+    Raises
+    ------
+    DataError
+        the first problem found.
+    """
+    expected = (
+        ("features", data.features, np.float32),
+        ("labels", data.labels, np.int32),
+        ("qids", data.qids, np.int64),
+        ("offsets", data.offsets, np.int64),
+        ("positions", data.positions, np.int32),
+    )
+    for field, arr, dtype in expected:
+        if arr is None:
+            continue
+        if not isinstance(arr, np.ndarray) or arr.dtype != np.dtype(dtype) or not arr.flags.c_contiguous:
+            got = arr.dtype if isinstance(arr, np.ndarray) else type(arr).__name__
+            raise DataError(f"{field} of {source} are {got}, not C-contiguous {np.dtype(dtype)}")
+    if data.n_rows == 0:
+        raise DataError(f"{source} has no data rows")
+    row_qids = data.row_qids()
+    table = RawTable(
+        features=data.features,
+        labels=data.labels.astype(np.float64),
+        row_qids=row_qids,
+        row_lines=np.arange(1, data.n_rows + 1, dtype=np.int64),
+        source=source,
+        where="row",
+        feature_names=data.feature_names,
+    )
+    check_labels(table, integer_labels=integer_labels, max_label=max_label)
+    uniq, counts = np.unique(data.qids, return_counts=True)
+    if uniq.shape[0] != data.n_queries:
+        q = int(uniq[np.argmax(counts > 1)])
+        raise DataError(f"qid {q} has more than one group of rows in {source}; the rows of a query must be contiguous")
+    check_list_lengths(table, data.qids, data.offsets, max_list_len=max_list_len)
+    if data.positions is not None:
+        check_positions(data.positions, source=source, where="row", row_qids=row_qids)
+    if n_features is not None and data.n_features != n_features:
+        raise DataError(f"{source} has {data.n_features} features, expected n_features={n_features}")
+    if feature_names is not None and tuple(data.feature_names) != tuple(feature_names):
+        raise DataError(f"the feature names of {source} differ from the feature columns asked for")
 
 
 def check_group_sizes(sizes: NDArray[np.int64], n_rows: int, *, query_path: str, data_path: str) -> None:

@@ -1,10 +1,16 @@
-"""Measures as small values: a display name (``nDCG@10``) and a key (``ndcg_at_10``)."""
+"""Measures as small values: a display name (``nDCG@10``) and a key (``ndcg_at_10``).
+
+The one vocabulary of metric names: tables, MLflow keys, ``ltr evaluate``, ``ltr compare`` and
+reports all name a measure through `Measure`. Names follow ir_measures: ``nDCG@k``, ``ERR@k``,
+``P@k``, ``DCG@k``, ``IDCG@k`` and ``RR`` (reciprocal rank of the first relevant row; its mean
+over queries is what other tools call MRR).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-_DISPLAY = {"ndcg": "nDCG", "dcg": "DCG", "idcg": "IDCG", "err": "ERR", "p": "P", "rr": "MRR"}
+_DISPLAY = {"ndcg": "nDCG", "dcg": "DCG", "idcg": "IDCG", "err": "ERR", "p": "P", "rr": "RR"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,7 +22,7 @@ class Measure:
     >>> Measure("ndcg", 10).key, Measure("ndcg", 10).display
     ('ndcg_at_10', 'nDCG@10')
     >>> Measure.from_key("rr").display
-    'MRR'
+    'RR'
     """
 
     name: str

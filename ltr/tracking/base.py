@@ -17,7 +17,7 @@ class RunStatus(enum.Enum):
 
 
 class Tracker(Protocol):
-    """What the pipeline needs from a tracking backend. Keys follow DESIGN.md section 4."""
+    """What the runner needs from a tracking backend. Keys: the README's "What a run logs"."""
 
     run_id: str | None
     enabled: bool

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import lightgbm
 import mlflow
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
@@ -19,6 +20,7 @@ from mlflow.tracking import MlflowClient
 
 from ltr.errors import LtrUserError
 from ltr.tracking.base import RunStatus
+from ltr.tracking.store import ensure_store, process_tags, reap_dead_runs
 from ltr.tracking.store_lock import sqlite_store_lock
 from ltr.tracking.uri import artifact_root_for
 
@@ -40,11 +42,24 @@ class MlflowTracker:
     def __init__(self, uri: str, experiment: str) -> None:
         self.uri = uri
         self.experiment_name = experiment
-        self.client = MlflowClient(tracking_uri=uri)
         self.run_id: str | None = None
         self.enabled = True
+        # The store is created (or checked) and the client built under the lock: MLflow creates
+        # and migrates a sqlite schema when its store is first constructed. Runs of processes
+        # that died without ending them are marked KILLED here.
         with sqlite_store_lock(uri):
+            ensure_store(uri)
+            try:
+                self.client = MlflowClient(tracking_uri=uri)
+            except MlflowException as exc:
+                raise LtrUserError(
+                    f"cannot use the MLflow store {uri}: {exc.message.splitlines()[0]}"
+                ) from exc
             self.experiment_id = self._experiment_id()
+            try:
+                reap_dead_runs(self.client, [self.experiment_id])
+            except MlflowException as exc:  # never a reason not to track this run
+                log.warning("ltr: could not look for dead runs in %s: %s", uri, exc.message)
 
     def _experiment_id(self) -> str:
         try:
@@ -75,7 +90,8 @@ class MlflowTracker:
     def start_run(
         self, run_name: str, tags: Mapping[str, str], *, parent_run_id: str | None = None
     ) -> str:
-        all_tags = dict(tags)
+        # Who runs it: a run whose process dies unannounced (SIGKILL, OOM) is found by these.
+        all_tags = {**dict(tags), **process_tags()}
         if parent_run_id:
             all_tags["mlflow.parentRunId"] = parent_run_id
         with self._locked():
@@ -136,8 +152,6 @@ class MlflowTracker:
 
     def log_model(self, booster: Any, feature_names: Sequence[str]) -> None:
         """The booster as an MLflow LightGBM model (pyfunc-loadable) named ``model``."""
-        import lightgbm
-
         run_id = self._require_run()
         mlflow.set_tracking_uri(self.uri)
         with self._locked(), mlflow.start_run(run_id=run_id, experiment_id=self.experiment_id):

@@ -34,6 +34,7 @@ from ltr.errors import LtrUserError
 from ltr.metrics import IdcgReport
 from ltr.tracking.base import RunStatus
 from ltr.tracking.mlflow_tracker import MlflowTracker
+from ltr.tracking.store import check_tracking_uri, open_client
 
 _RUN_ID = re.compile(r"[0-9a-f]{32}")
 _ID_PREFIX = re.compile(r"[0-9a-f]{6,31}")
@@ -113,8 +114,9 @@ class RunStore:
             db = Path(uri.removeprefix("sqlite:///"))
             if not db.is_file():
                 raise LtrUserError(f"no MLflow store at {db} (from {uri}); train a run first or pass --tracking-uri")
-        self.uri = uri
-        self.client = MlflowClient(tracking_uri=uri)
+        # Same path as the trackers: URI checked, store checked under its lock, dead runs reaped.
+        self.uri = check_tracking_uri(uri, writable=False)
+        self.client: MlflowClient = open_client(self.uri, create=False)
 
     def experiment_id(self, experiment: str) -> str:
         """Id of the experiment named ``experiment``; an error naming the ones that exist."""

@@ -21,8 +21,12 @@ class SweepSummary:
     markdown: str = ""
 
 
-def child_summary(tracker: Any, objective: str) -> SweepSummary:
-    """Read the children of ``tracker``'s current run (an :class:`MlflowTracker`)."""
+def child_summary(tracker: Any, objective: str, job_errors: dict[str, str] | None = None) -> SweepSummary:
+    """Read the children of ``tracker``'s current run (an :class:`MlflowTracker`).
+
+    ``job_errors``: job number -> error of every job that failed; those without a run (their
+    config was refused before a run existed) count as failed jobs too, listed with their error.
+    """
     client, parent = tracker.client, tracker.run_id
     runs = client.search_runs(
         [tracker.experiment_id],
@@ -32,6 +36,7 @@ def child_summary(tracker: Any, objective: str) -> SweepSummary:
     runs = sorted(runs, key=lambda r: int(r.data.tags.get("ltr.job_num", "0")))
     rows: list[tuple[str, str, str, str]] = []
     failures: list[str] = []
+    killed: list[str] = []
     best_id, best_value = None, -math.inf
     n_failed = n_killed = 0
     for r in runs:
@@ -41,21 +46,30 @@ def child_summary(tracker: Any, objective: str) -> SweepSummary:
             n_failed += 1
         if status == "KILLED":
             n_killed += 1
-        if status != "FINISHED":
+        if status == "KILLED":
+            killed.append(f"job {r.data.tags.get('ltr.job_num', '?')} ({r.info.run_name})")
+        elif status != "FINISHED":
             failures.append(f"job {r.data.tags.get('ltr.job_num', '?')} ({r.info.run_name}): {r.data.tags.get('ltr.error', status)}")
         if value is not None and status == "FINISHED" and value > best_value:
             best_id, best_value = r.info.run_id, value
         rows.append((r.data.tags.get("ltr.job_num", "?"), r.info.run_name or "", status, "-" if value is None else f"{value:.4f}"))
+    with_run = {r.data.tags.get("ltr.job_num") for r in runs}
+    for job, error in sorted((job_errors or {}).items(), key=lambda item: int(item[0]) if item[0].isdigit() else 0):
+        if job not in with_run:
+            n_failed += 1
+            failures.append(f"job {job} (no run): {error}")
+            rows.append((job, "(refused before a run existed)", "FAILED", "-"))
     header = ("job", "run name", "status", objective)
     md = "| " + " | ".join(header) + " |\n|---|---|---|---|\n" + "".join(f"| {' | '.join(row)} |\n" for row in rows)
     width = max([len(r[1]) for r in rows] + [8])
     text = "\n".join(
-        [f"sweep: {len(runs)} jobs, {n_failed} failed, {n_killed} killed"]
+        [f"sweep: {len(rows)} jobs, {n_failed} failed, {n_killed} killed"]
         + [f"  {row[0]:>3}  {row[1]:<{width}}  {row[2]:<8}  {row[3]}" for row in rows]
         + [f"  failed: {f}" for f in failures]
+        + [f"  killed: {k}" for k in killed]
     )
     return SweepSummary(
-        n_jobs=len(runs),
+        n_jobs=len(rows),
         n_failed=n_failed,
         n_killed=n_killed,
         best_run_id=best_id,

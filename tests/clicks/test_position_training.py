@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from omegaconf import DictConfig
 
-from ltr import pipeline
 from ltr.data.load import load_splits
 from ltr.errors import LtrUserError
-from ltr.training import fit_ranker
+from ltr.experiment import run as pipeline
+from ltr.training.local import fit_ranker
 from tests.conftest import compose_train
 
 CLICKS = ("data=synthetic_clicks", "data.n_queries=300")

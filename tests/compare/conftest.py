@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ltr import pipeline
+from ltr.experiment import run as pipeline
 from tests.conftest import compose_train
 
 N_QUERIES = 300

@@ -9,12 +9,12 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from ltr.compare_cli import (
+from ltr.cli.compare import main
+from ltr.compare.loading import (
     CONVENTION_TAGS,
     LoadedComparison,
     check_compatible,
     load_comparison,
-    main,
 )
 from ltr.errors import LtrUserError
 from ltr.tracking.runs import RunRecord, RunStore

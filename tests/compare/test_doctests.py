@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-from ltr.compare_cli import main
+from ltr.cli.compare import main
 
 MODULES = ["ltr.compare.stats", "ltr.compare.align", "ltr.compare.comparison", "ltr.compare.render"]
 

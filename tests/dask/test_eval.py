@@ -1,4 +1,4 @@
-"""Per-partition prediction and NDCG curves equal the one-process results."""
+"""Per-partition prediction and NDCG curves equal the one-process results of LightGBM."""
 
 from __future__ import annotations
 
@@ -8,13 +8,10 @@ import lightgbm as lgb
 import numpy as np
 import pytest
 
-from ltr.dask_eval import lightgbm_ndcg_curves, lightgbm_ndcg_per_query, predict_partitioned
-from ltr.dask_partitions import scatter_ranking_data
-from ltr.metrics import MetricConventions, per_query_table
+from ltr.dask.evaluate import lightgbm_ndcg_curves, predict_partitioned
+from ltr.dask.partitions import scatter_ranking_data
+from ltr.data.ranking_data import RankingData
 from tests.dask.conftest import random_ranking_data
-
-# LightGBM's ndcg@k in our terms (see ltr/gap.py): exp gain, ties in row order, IDCG = 0 -> 1.
-LIGHTGBM = MetricConventions(gain="exp", label_gain=None, ties="stable", zero_idcg="one", rel_threshold=1)
 
 
 @pytest.fixture(scope="module")
@@ -29,16 +26,69 @@ def trained() -> tuple[lgb.LGBMRanker, Any, Any]:
     return ranker, train, valid
 
 
-def test_vectorised_ndcg_equals_our_kernel_with_lightgbm_conventions() -> None:
-    data = random_ranking_data(7, n_queries=80)
-    # Coarse scores: many ties, broken by row order under LightGBM's conventions.
-    scores = np.round(data.features[:, 0].astype(np.float64))
-    ours = lightgbm_ndcg_per_query(data.labels, scores, data.group_sizes, ks=[1, 3, 10, 100])
-    table = per_query_table(
-        data.labels, scores, data.offsets, data.qids, ks=(1, 3, 10, 100), conventions=LIGHTGBM
+def _hard_cases(seed: int) -> RankingData:
+    """Random queries plus the cases where NDCG conventions differ: all-zero queries (IDCG = 0),
+    one-row queries, and lists shorter than the largest cut-off."""
+    data = random_ranking_data(seed, n_queries=90)
+    labels = data.labels.copy()
+    for q in (0, 7, 8, 40):
+        labels[data.offsets[q] : data.offsets[q + 1]] = 0
+    return RankingData.from_group_sizes(
+        data.features, labels, data.qids, data.group_sizes, feature_names=data.feature_names
     )
-    for j, k in enumerate((1, 3, 10, 100)):
-        np.testing.assert_allclose(ours[:, j], table[f"ndcg_at_{k}"].to_numpy(), rtol=0, atol=1e-12)
+
+
+# A custom label_gain that never decreases with the label (two labels share a gain): LightGBM
+# builds its ideal list from the highest label down, which is the maximum DCG only for such gains.
+@pytest.mark.parametrize(
+    "label_gain", [None, (0.0, 0.5, 3.0, 3.0, 10.0)], ids=["default_gain", "custom_gain"]
+)
+def test_whole_split_curves_equal_lightgbm_train_evals_result(client: Any, label_gain: Any) -> None:
+    train, valid = _hard_cases(11), _hard_cases(12)
+    ks = [1, 3, 10, 50]  # 50 is longer than every list (1-40 rows): LightGBM truncates
+    params: dict[str, Any] = {
+        "objective": "lambdarank", "metric": "ndcg", "eval_at": ks, "num_leaves": 3,
+        "learning_rate": 0.2, "min_data_in_leaf": 5, "verbosity": -1, "num_threads": 1,
+        "deterministic": True, "seed": 0,
+    }  # fmt: skip
+    if label_gain is not None:
+        params["label_gain"] = list(label_gain)
+    dtrain = lgb.Dataset(train.features, train.labels, group=train.group_sizes)
+    dvalid = lgb.Dataset(valid.features, valid.labels, group=valid.group_sizes, reference=dtrain)
+    record: dict[str, dict[str, list[float]]] = {}
+    booster = lgb.train(
+        params, dtrain, num_boost_round=12, valid_sets=[dvalid], valid_names=["valid"],
+        callbacks=[lgb.record_evaluation(record)],
+    )  # fmt: skip
+
+    # The data exercises every convention: zero-IDCG and one-row queries, and tied scores
+    # between rows of different labels after round 1 (3 leaves: at most 3 distinct scores).
+    sizes = np.diff(valid.offsets)
+    top_label = np.maximum.reduceat(valid.labels, valid.offsets[:-1])
+    assert (top_label == 0).sum() >= 4
+    assert (sizes == 1).any()
+    assert sizes.max() < 50
+    first = booster.predict(valid.features, num_iteration=1, raw_score=True)
+    query = np.repeat(np.arange(len(sizes)), sizes)
+    order = np.lexsort((valid.labels, first, query))  # neighbours: same query, same score
+    tied = (np.diff(query[order]) == 0) & (np.diff(first[order]) == 0)
+    assert (tied & (np.diff(valid.labels[order]) != 0)).sum() > 100
+
+    split = scatter_ranking_data(client, valid, n_partitions=3)
+    assert split.n_partitions == 3
+    curves = lightgbm_ndcg_curves(client, booster, split, ks=ks, n_rounds=12, label_gain=label_gain)
+    assert sorted(curves) == sorted(f"ndcg@{k}" for k in ks)
+    for k in ks:
+        ours, theirs = curves[f"ndcg@{k}"], record["valid"][f"ndcg@{k}"]
+        assert len(ours) == len(theirs) == 12
+        np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-9)
+        assert min(ours) > 0.3  # a real, moving curve
+        assert max(ours) < 1.0
+        assert len(set(ours)) > 1
+
+    if label_gain is not None:  # the custom gain is used: exp gain gives other values
+        exp_gain = lightgbm_ndcg_curves(client, booster, split, ks=ks, n_rounds=12)
+        assert abs(exp_gain["ndcg@10"][-1] - curves["ndcg@10"][-1]) > 1e-3
 
 
 def test_curves_per_partition_equal_lightgbm_evals_result(client: Any, trained: Any) -> None:

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ltr.dask_parquet import read_query_partitions, write_query_partitions
+from ltr.dask.parquet import read_query_partitions, write_query_partitions
 from ltr.errors import DataError
 from tests.dask.conftest import random_ranking_data
 

@@ -11,16 +11,17 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from ltr import pipeline
 from ltr.config.data import SyntheticDataConfig
-from ltr.dask_parquet import read_query_partitions, write_query_partitions
-from ltr.dask_pipeline import partitioned_tables
+from ltr.dask.parquet import read_query_partitions, write_query_partitions
+from ltr.dask.partitioned import partitioned_tables
 from ltr.data.ranking_data import RankingData
 from ltr.data.splits import split_queries
 from ltr.data.synthetic import generate_synthetic
 from ltr.errors import LtrUserError
-from ltr.gap import lightgbm_gap
+from ltr.experiment import run as pipeline
+from ltr.experiment.checks import check_config
 from ltr.metrics import MetricConventions, Strata, per_query_table
+from ltr.metrics.gap import lightgbm_gap
 from ltr.metrics.table import largest_gain
 from tests.conftest import compose_train
 from tests.dask.conftest import random_ranking_data
@@ -74,7 +75,7 @@ def test_partitioned_run_logs_the_whole_split_table(tmp_path: Path) -> None:
 
     test = _read_split(root / "test")
     scores = np.asarray(booster.predict(test.features), dtype=np.float64)
-    conventions = pipeline.conventions_from(cfg.eval)
+    conventions = check_config(cfg).conventions
     strata = Strata(tuple(int(e) for e in cfg.eval.strata))
     expected = per_query_table(
         test.labels, scores, test.offsets, test.qids,
@@ -85,7 +86,7 @@ def test_partitioned_run_logs_the_whole_split_table(tmp_path: Path) -> None:
     metrics = run.data.metrics
     assert metrics["test/n_queries"] == test.n_queries
     assert metrics["n_rounds"] == 20
-    gap = lightgbm_gap(test, scores, max(cfg.eval.k), conventions)
+    gap = lightgbm_gap(test.labels, scores, test.offsets, test.qids, max(cfg.eval.k), conventions)
     assert metrics["test/lightgbm_gap/ndcg_at_10/ties"] == gap.from_ties
     assert metrics["test/lightgbm_gap/ndcg_at_10/zero_idcg"] == gap.from_zero_idcg
     top = {a.path for a in client.list_artifacts(run.info.run_id)}
@@ -97,7 +98,7 @@ def test_parquet_partitions_needs_trainer_dask_before_any_run(tmp_path: Path) ->
     _write_splits(root, n_partitions=2)
     db = tmp_path / "mlflow.db"
     cfg = _compose(root, f"sqlite:///{db}", "trainer=local")
-    with pytest.raises(LtrUserError, match="data=parquet_partitions is read by Dask workers: use trainer=dask"):
+    with pytest.raises(LtrUserError, match=r"data=parquet_partitions is read by Dask workers: (use|add) trainer=dask"):
         pipeline.run(cfg)
     assert not db.exists()  # raised before a tracker (or run) was created
 
@@ -127,7 +128,7 @@ def test_partition_tables_equal_whole_split_table(client: Any, tmp_path: Path, l
         data.labels, scores, data.offsets, data.qids, ks=[3, 10], conventions=conventions, strata=strata
     )
     pd.testing.assert_frame_equal(table, expected)
-    assert gap == lightgbm_gap(data, scores, 10, conventions)
+    assert gap == lightgbm_gap(data.labels, scores, data.offsets, data.qids, 10, conventions)
     # Without the split-wide largest gain, the first partition's ERR would differ.
     first = slice(0, int(data.offsets[20]))
     assert largest_gain(data.labels[first], conventions) < largest_gain(data.labels, conventions)

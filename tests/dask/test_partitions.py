@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ltr.dask_partitions import query_partition_bounds, scatter_ranking_data
+from ltr.dask.partitions import query_partition_bounds, scatter_ranking_data
 from tests.dask.conftest import random_ranking_data
 
 

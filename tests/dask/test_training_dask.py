@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from ltr import pipeline
 from ltr.config.schema import FitConfig
-from ltr.training_dask import warn_no_early_stopping
+from ltr.dask.train import warn_no_early_stopping
+from ltr.experiment import run as pipeline
 from tests.conftest import compose_train
 
 # Test NDCG@10 of the Dask model may differ from the local model's by at most this much. Not
@@ -38,7 +38,7 @@ def test_dask_run_logs_everything_and_matches_local_ndcg(
 ) -> None:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     local = pipeline.run(compose_train([*COMMON, f"tracking.uri={uri}", "tracking.run_name=local"]))
-    with caplog.at_level(logging.WARNING, logger="ltr.training_dask"):
+    with caplog.at_level(logging.WARNING, logger="ltr.dask.train"):
         dask = pipeline.run(
             compose_train([*COMMON, f"tracking.uri={uri}", "tracking.run_name=dask", "trainer=dask", "trainer.n_workers=2"])
         )
@@ -79,7 +79,7 @@ def test_dask_run_logs_everything_and_matches_local_ndcg(
 
 
 def test_early_stopping_request_logs_one_clear_warning(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="ltr.training_dask"):
+    with caplog.at_level(logging.WARNING, logger="ltr.dask.train"):
         warn_no_early_stopping(FitConfig(num_boost_round=300, early_stopping_rounds=20))
         warn_no_early_stopping(FitConfig(num_boost_round=300, early_stopping_rounds=None))
     assert len(caplog.records) == 1

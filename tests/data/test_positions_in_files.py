@@ -16,13 +16,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ltr import pipeline
 from ltr.data import readers
 from ltr.data.fingerprint import content_hash
 from ltr.data.load import load_splits, reader_options
 from ltr.data.ranking_data import RankingData
 from ltr.data.readers import read_ranking_file, read_split_files
 from ltr.errors import DataError
+from ltr.experiment import run as pipeline
 from tests.conftest import compose_train
 from tests.data.conftest import WriteFile
 
@@ -333,7 +333,7 @@ def test_position_bias_run_trains_on_letor_files_with_position_files(
     rng = np.random.default_rng(3)
     files = {s: tmp_path / f"{s}.txt" for s in ("train", "valid", "test")}
     written = {s: _write_logged_split(p, rng, first_qid=1000 * i) for i, (s, p) in enumerate(files.items())}
-    from ltr import training
+    from ltr.training import local as training
 
     seen: list[np.ndarray] = []
     original = training._fit_position_bias

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ltr.data import read_text
+from ltr.data import _text_kernel, read_text
 from ltr.data.read_text import parse_svmlight
 from ltr.data.readers import read_ranking_file
 from tests.data.conftest import WriteFile
@@ -104,9 +104,9 @@ def test_numbers_round_like_python_float_then_float32(values: list[float], fmt: 
     buf = np.frombuffer(line.encode(), dtype=np.uint8)
     n = len(values)
     features = np.zeros((1, n), np.float32)
-    status = read_text._parse_chunk(
+    status = _text_kernel.parse_chunk(
         buf, 0, 0, 0, features, np.zeros(1), np.zeros(1, np.int64), np.zeros(1, np.int64),
-        np.full(n, -1, np.int64), 1, 0, read_text._POW10,
+        np.full(n, -1, np.int64), 1, 0, _text_kernel.POW10,
     )[0]
     assert status == 0
     with np.errstate(over="ignore"):

@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from ltr.cli.evaluate import main
 from ltr.errors import DataError, LtrUserError
-from ltr.evaluate import main
 
 from .conftest import LOG2_3
 

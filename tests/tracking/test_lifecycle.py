@@ -80,16 +80,25 @@ def test_multirun_parent_with_children_and_best_value(tmp_path: Path) -> None:
 
 def test_failing_job_does_not_hide_the_others(tmp_path: Path) -> None:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    proc = _ltr("-m", "debug=default", "fit.early_stopping_metric=ndcg@10,ndcg@7", f"tracking.uri={uri}", cwd=tmp_path)
+    """Job 1 is refused by the checks (no run), job 2 fails inside LightGBM (run FAILED), job 0 runs."""
+    proc = _ltr(
+        "-m", "debug=default", "fit.early_stopping_metric=ndcg@10,ndcg@7,ndcg@5",
+        "+model.params.max_bin_by_feature=null,null,[63,63]", f"tracking.uri={uri}", cwd=tmp_path,
+    )
     assert proc.returncode == 1
-    assert "1 of 2 jobs failed" in proc.stderr
-    assert "ndcg@7" in proc.stdout + proc.stderr
     runs = _runs(uri)
-    by_status = sorted(r.info.status for r in runs if "mlflow.parentRunId" in r.data.tags)
-    assert by_status == ["FAILED", "FINISHED"]
     (parent,) = [r for r in runs if r.data.tags.get("ltr.role") == "sweep"]
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    statuses = sorted(r.info.status for r in children)
+    # 9 jobs: ndcg@7 (3 jobs) refused before a run; max_bin_by_feature=[63,63] fails in LightGBM (2 more)
+    assert statuses == ["FAILED", "FAILED"] + ["FINISHED"] * 4, statuses
+    assert parent.data.metrics["sweep/n_jobs"] == 9
+    assert parent.data.metrics["sweep/n_failed"] == 5
+    assert "5 of 9 jobs failed" in proc.stderr
+    assert "ndcg@7" in proc.stdout + proc.stderr
     assert parent.info.status == "FAILED"
     assert "ndcg@7" in parent.data.tags["ltr.error"]
+    assert "max_bin_by_feature" in parent.data.tags["ltr.error"]
     assert not any(r.info.status == "RUNNING" for r in runs)
 
 

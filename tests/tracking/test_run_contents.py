@@ -14,8 +14,8 @@ import pytest
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
 
-from ltr import pipeline
 from ltr.data.load import load_splits
+from ltr.experiment import run as pipeline
 from ltr.metrics import Strata, summarize
 
 

@@ -19,9 +19,9 @@ import pytest
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
 
-from ltr import pipeline
 from ltr.data.load import load_splits
-from ltr.training import fit_ranker
+from ltr.experiment import run as pipeline
+from ltr.training.local import fit_ranker
 
 pytestmark = pytest.mark.slow
 

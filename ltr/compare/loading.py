@@ -1,30 +1,20 @@
-"""``ltr compare RUN [RUN ...]``: per-query, per-stratum comparison of runs with significance.
+"""Load runs' per-query tables from the tracking store and compare them (``ltr compare`` as a function).
 
-Loads the runs' per-query tables from the tracking store (:mod:`ltr.tracking.runs`), refuses
-runs evaluated on different data or with different metric conventions unless ``--force``,
-compares them (:mod:`ltr.compare`) and prints a rich table (or ``--markdown`` / ``--json``);
-``--log`` records the comparison as its own MLflow run. `load_comparison` is the same thing as
-a function, for notebooks.
+`load_comparison` resolves run references (:mod:`ltr.tracking.runs`), refuses runs evaluated on
+different data or with different metric conventions unless ``force``, and compares the runs'
+per-query tables (:mod:`ltr.compare`). Notebooks call it; the CLI prints what it returns.
 """
 
 from __future__ import annotations
 
-import argparse
-import logging
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, NoReturn
 
-from ltr.compare import Comparison, compare_runs
-from ltr.compare.render import legend, rich_tables, to_json, to_markdown
+from ltr.compare.comparison import Comparison, compare_runs
 from ltr.errors import LtrUserError
-
-if TYPE_CHECKING:
-    from ltr.metrics import IdcgReport
-    from ltr.tracking.runs import RunRecord, RunStore
-
-log = logging.getLogger(__name__)
+from ltr.metrics import IdcgReport
+from ltr.tracking import resolve_tracking_uri
+from ltr.tracking.runs import RunRecord, RunStore
 
 #: Tag of the data a run was evaluated on; runs must agree on it.
 FINGERPRINT_TAG = "ltr.data.fingerprint"
@@ -33,40 +23,6 @@ FINGERPRINT_TAG = "ltr.data.fingerprint"
 CONVENTION_TAGS = ("ltr.eval.gain", "ltr.eval.ties", "ltr.eval.zero_idcg", "ltr.eval.strata")
 _MISSING = "(no tag)"
 
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises `LtrUserError` (one line, exit 2 through ``ltr``) instead of exiting."""
-
-    def error(self, message: str) -> NoReturn:
-        raise LtrUserError(f"ltr compare: {message} (see ltr compare --help)")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="ltr compare",
-        description=(
-            "Compare runs per query against a baseline, overall and per list-length stratum: means, "
-            "deltas with paired-bootstrap CIs, paired t-test and sign-flip p-values (Holm-corrected), "
-            "wins/ties/losses."
-        ),
-    )
-    parser.add_argument("runs", nargs="+", metavar="RUN", help="run id, run name (in --experiment) or run-id prefix")
-    parser.add_argument("--baseline", metavar="RUN", help="the run the others are compared with (default: the first RUN)")
-    parser.add_argument("--split", default="test", help="split whose per-query table is compared (default: test)")
-    parser.add_argument(
-        "--metric", dest="metrics", action="append", metavar="NAME",
-        help="per-query metric column, repeatable (default: ndcg_at_10)",
-    )
-    parser.add_argument("--experiment", default="ltr", help="experiment of run names, and of --log (default: ltr)")
-    parser.add_argument("--tracking-uri", default=None, help="tracking store (default: the one ltr train uses, sqlite:///./mlflow.db)")
-    output = parser.add_mutually_exclusive_group()
-    output.add_argument("--markdown", action="store_true", help="print markdown instead of a terminal table")
-    output.add_argument("--json", action="store_true", help="print JSON instead of a terminal table")
-    parser.add_argument("--log", action="store_true", help="log the comparison as an MLflow run linked to the compared runs")
-    parser.add_argument("--force", action="store_true", help="compare even runs on different data or metric conventions")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and randomisation draws (default: 0)")
-    parser.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap resamples and randomisation draws (default: 10000)")
-    return parser
 
 
 @dataclass(frozen=True)
@@ -150,9 +106,6 @@ def load_comparison(
         Fewer than two distinct runs, an unknown run, a missing table or metric, or runs on
         different data or conventions without ``force``.
     """
-    from ltr.tracking import resolve_tracking_uri
-    from ltr.tracking.runs import RunStore
-
     if n_resamples < 1:
         raise LtrUserError(f"--n-resamples={n_resamples} must be >= 1")
     if not metrics:
@@ -185,66 +138,3 @@ def load_comparison(
         ],
     }
     return LoadedComparison(replace(comparison, meta=meta), tuple(runs), store, split, tuple(notes))
-
-
-def _print_terminal(comparison: Comparison) -> None:
-    from rich.console import Console
-
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=160)
-    for table in rich_tables(comparison):
-        console.print(table)
-    for line in legend(comparison):
-        console.print(line, style="dim", highlight=False, markup=False)
-
-
-def _log(loaded: LoadedComparison, *, experiment: str, markdown: str) -> str:
-    comparison = loaded.comparison
-    others = ", ".join(comparison.labels[1:])
-    name = f"compare {loaded.split}: {others} vs {comparison.baseline}"
-    return loaded.store.log_comparison(
-        experiment=experiment,
-        run_name=name if len(name) <= 250 else name[:247] + "...",
-        runs=loaded.runs,
-        baseline=loaded.runs[0],
-        split=loaded.split,
-        metrics=comparison.metrics,
-        markdown=markdown,
-        data=comparison.to_dict(),
-        params={"seed": comparison.seed, "n_resamples": comparison.n_resamples, "confidence": comparison.confidence},
-    )
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``ltr compare``; returns the exit code. User errors raise `LtrUserError` (``ltr`` prints
-    them as one line and exits 2)."""
-    parser = build_parser()
-    try:
-        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    except SystemExit as exc:  # --help
-        return int(exc.code or 0)
-    loaded = load_comparison(
-        args.runs,
-        baseline=args.baseline,
-        tracking_uri=args.tracking_uri,
-        experiment=args.experiment,
-        split=args.split,
-        metrics=args.metrics or ["ndcg_at_10"],
-        force=args.force,
-        seed=args.seed,
-        n_resamples=args.n_resamples,
-    )
-    for note in loaded.notes:
-        print(f"ltr compare: note: {note}", file=sys.stderr)
-    markdown = to_markdown(loaded.comparison)
-    if args.json:
-        print(to_json(loaded.comparison))
-    elif args.markdown:
-        print(markdown, end="")
-    else:
-        _print_terminal(loaded.comparison)
-    if args.log:
-        run_id = _log(loaded, experiment=args.experiment, markdown=markdown)
-        print(f"logged the comparison as MLflow run {run_id} in {args.experiment!r}", file=sys.stderr)
-    return 0

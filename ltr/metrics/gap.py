@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from ltr.data.ranking_data import RankingData
-from ltr.metrics import MetricConventions, per_query_table
+from ltr.metrics.conventions import MetricConventions
+from ltr.metrics.table import per_query_table
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +114,12 @@ def tied_queries(scores: NDArray[np.float64], offsets: NDArray[np.int64]) -> NDA
 
 
 def lightgbm_gap(
-    data: RankingData, scores: NDArray[np.float64], k: int, ours: MetricConventions
+    labels: NDArray[np.integer],
+    scores: NDArray[np.float64],
+    offsets: NDArray[np.int64],
+    qids: NDArray[np.generic],
+    k: int,
+    ours: MetricConventions,
 ) -> LightgbmGap:
-    """Decompose LightGBM-convention NDCG@k minus ours for ``scores`` on ``data``."""
-    return gap_from_parts(gap_parts(data.labels, scores, data.offsets, data.qids, k, ours), k)
+    """Decompose LightGBM-convention NDCG@k minus ours for ``scores`` (flat arrays, query offsets)."""
+    return gap_from_parts(gap_parts(labels, scores, offsets, qids, k, ours), k)

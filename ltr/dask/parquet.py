@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ltr.dask_partitions import (
+from ltr.dask.partitions import (
     PartitionedSplit,
     PartTuple,
     from_part_futures,

@@ -1,13 +1,13 @@
 """Fit a LightGBM ranker on a Dask cluster (``trainer=dask``): ``lightgbm.dask.DaskLGBMRanker``.
 
-What differs from :func:`ltr.training.fit_ranker` and why:
+What differs from :func:`ltr.training.local.fit_ranker` and why:
 
 - **No early stopping.** ``DaskLGBMRanker`` trains all ``fit.num_boost_round`` rounds. When
   ``fit.early_stopping_rounds`` is set we log one warning and go on (we do not raise: the
   default fit config asks for early stopping, and the model is still chosen on validation).
 - **Best round.** After training, LightGBM's ``ndcg@k`` is computed on the *whole* ``valid``
   and ``test`` splits for every round, partition by partition on the workers
-  (:mod:`ltr.dask_eval`); ``best_iteration`` is the first round with the highest valid
+  (:mod:`ltr.dask.evaluate`); ``best_iteration`` is the first round with the highest valid
   ``fit.early_stopping_metric``, the round the local trainer would pick without a patience
   limit. ``evals_result`` holds these curves (``DaskLGBMRanker``'s own ``evals_result_`` covers
   only one worker's share of an eval set, so it is not used).
@@ -33,11 +33,11 @@ import lightgbm as lgb
 import numpy as np
 
 from ltr.config.schema import FitConfig, ModelConfig, TrainerConfig
-from ltr.dask_eval import lightgbm_ndcg_curves
-from ltr.dask_partitions import PartitionedSplit, scatter_ranking_data, sorted_workers
+from ltr.dask.evaluate import lightgbm_ndcg_curves
+from ltr.dask.partitions import PartitionedSplit, scatter_ranking_data, sorted_workers
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
-from ltr.training import TrainResult, lightgbm_params
+from ltr.training.local import TrainResult, lightgbm_params
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +117,7 @@ def fit_dask(
     """Train on ``splits.train`` on a Dask cluster; same result type as the local trainer.
 
     Each split is sent to the workers as whole-query partitions (``trainer.n_partitions``, by
-    default one per worker). Returns a :class:`ltr.training.TrainResult` holding a local
+    default one per worker). Returns a :class:`ltr.training.local.TrainResult` holding a local
     ``LGBMRanker`` (``DaskLGBMRanker.to_local()``), the valid and test NDCG curves of every
     round (computed on the whole splits) and ``best_iteration`` = the best valid round.
     """
@@ -153,8 +153,8 @@ def fit_partitioned(
     client : distributed.Client
     train : PartitionedSplit
         Training data, whole queries per partition (e.g. from
-        :func:`ltr.dask_partitions.scatter_ranking_data` or
-        :func:`ltr.dask_parquet.read_query_partitions`).
+        :func:`ltr.dask.partitions.scatter_ranking_data` or
+        :func:`ltr.dask.parquet.read_query_partitions`).
     evals : dict
         Split name -> partitioned split whose NDCG curve is recorded; must contain ``"valid"``,
         which picks the best round.
@@ -207,10 +207,10 @@ def fit_partitioned(
     fit_seconds = time.perf_counter() - start
     booster = local.booster_
     n_rounds = int(booster.current_iteration())
+    gains = params.get("label_gain")
+    label_gain = None if gains is None else tuple(float(g) for g in gains)
     evals_result = {
-        name: lightgbm_ndcg_curves(
-            client, booster, split, ks=ks, n_rounds=n_rounds, label_gain=params.get("label_gain")
-        )
+        name: lightgbm_ndcg_curves(client, booster, split, ks=ks, n_rounds=n_rounds, label_gain=label_gain)
         for name, split in evals.items()
     }
     seconds = time.perf_counter() - start

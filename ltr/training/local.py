@@ -10,7 +10,9 @@ goes through ``lgb.train`` with the same parameters, callbacks and `TrainResult`
 
 from __future__ import annotations
 
+import difflib
 import logging
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -156,8 +158,6 @@ _RESERVED = frozenset(
 
 def check_extra_params(params: dict[str, Any]) -> None:
     """Refuse keys of ``model.params`` that LightGBM does not know (it only warns on typos)."""
-    import difflib
-
     known = lgb.basic._ConfigAliases._get_all_param_aliases()
     canonical = {alias: name for name, aliases in known.items() for alias in (name, *aliases)}
     for key in params:
@@ -204,6 +204,30 @@ def check_position_training(model: ModelConfig, splits: Splits) -> None:
             "has none; use data=synthetic_clicks, give the data a position column or a .position "
             "file, or set model.position_bias=false"
         )
+
+
+def check_lightgbm_accepts(model: ModelConfig, fit: FitConfig, *, max_label: int, seed: int) -> None:
+    """Ask LightGBM itself whether it accepts the model's parameters, on a 4-row data set.
+
+    Builds a ``Booster`` (no training) with every parameter ltr would pass and labels up to
+    ``max_label``; LightGBM's refusal (a parameter out of range, a ``label_gain`` too short, an
+    unknown objective) becomes one :class:`LtrUserError` line without LightGBM's source path.
+    """
+    params = train_params(lightgbm_params(model, seed=seed, num_threads=fit.num_threads), eval_at=[1])
+    if model.estimator != "ranker":
+        params.pop("eval_at")
+        params["metric"] = "l2"
+    features = np.arange(8, dtype=np.float64).reshape(4, 2)
+    labels = np.array([0, max_label, 0, max_label], dtype=np.float64)
+    try:
+        lgb.Booster(params, lgb.Dataset(features, labels, group=[2, 2], params={"verbosity": -1}))
+    except lgb.basic.LightGBMError as exc:
+        raise LtrUserError(f"LightGBM refuses the model settings: {_lightgbm_message(exc)}") from exc
+
+
+def _lightgbm_message(exc: Exception) -> str:
+    """LightGBM's error text without the path of its C++ source (`` at /path/file.cpp, line 12 .``)."""
+    return re.sub(r"\s+at \S+, line \d+\s*\.?", "", str(exc)).strip()
 
 
 def lightgbm_params(model: ModelConfig, *, seed: int, num_threads: int) -> dict[str, Any]:
@@ -258,23 +282,31 @@ class _Boosted:
         return self.stopper.last_iteration + 1
 
 
-def _boost(fit: FitConfig, description: str, train: Callable[[list[Any]], Any]) -> _Boosted:
-    """Run ``train(callbacks)`` with early stopping on valid, the progress display and timing.
+def watched_metric(fit: FitConfig, eval_at: list[int] | tuple[int, ...]) -> str:
+    """LightGBM's name of the metric early stopping watches: ``fit.early_stopping_metric``, or
+    ``ndcg@<largest cut-off>`` when it is null."""
+    return fit.early_stopping_metric or f"ndcg@{max(eval_at)}"
+
+
+def _boost(
+    fit: FitConfig, metric: str, description: str, train: Callable[[list[Any]], Any]
+) -> _Boosted:
+    """Run ``train(callbacks)`` with early stopping on valid ``metric``, progress and timing.
 
     The one driver of both training APIs (``LGBMRanker.fit`` and ``lgb.train``).
     """
-    stopper = EarlyStopOnMetric("valid", fit.early_stopping_metric, fit.early_stopping_rounds)
+    stopper = EarlyStopOnMetric("valid", metric, fit.early_stopping_rounds)
     callbacks: list[Any] = [stopper]
     progress = None
     if fit.show_progress:
-        progress = ProgressDisplay(fit.num_boost_round, "valid", fit.early_stopping_metric)
+        progress = ProgressDisplay(fit.num_boost_round, "valid", metric)
         callbacks.append(progress)
     log.info("training %s", description)
     start = time.perf_counter()
     try:
         model = train(callbacks)
     except lgb.basic.LightGBMError as exc:
-        raise LtrUserError(f"LightGBM rejected the training setup: {exc}") from exc
+        raise LtrUserError(f"LightGBM rejected the training setup: {_lightgbm_message(exc)}") from exc
     finally:
         if progress is not None:
             progress.close()
@@ -283,7 +315,7 @@ def _boost(fit: FitConfig, description: str, train: Callable[[list[Any]], Any]) 
         "stopped after %d rounds; best round %d with valid %s = %.6f (LightGBM's conventions)",
         boosted.n_rounds,
         stopper.best_iteration + 1,
-        fit.early_stopping_metric,
+        metric,
         stopper.best_value,
     )
     return boosted
@@ -335,13 +367,15 @@ def fit_ranker(
             callbacks=callbacks,
         )
 
+    metric = watched_metric(fit, eval_at)
     boosted = _boost(
         fit,
+        metric,
         f"{model.objective} on {train.n_queries} queries / {train.n_rows} rows, {train.n_features} features",
         run,
     )
     evals = _as_lists(ranker.evals_result_)
-    assert len(evals["valid"][fit.early_stopping_metric]) == boosted.n_rounds
+    assert len(evals["valid"][metric]) == boosted.n_rounds
     return TrainResult(
         ranker, params, evals, int(ranker.best_iteration_), boosted.n_rounds, boosted.seconds
     )
@@ -398,6 +432,7 @@ def _fit_position_bias(
     n_positions = len(np.unique(train.positions))
     boosted = _boost(
         fit,
+        watched_metric(fit, eval_at),
         f"lambdarank with position bias on {train.n_queries} queries / {train.n_rows} rows, "
         f"{train.n_features} features, {n_positions} positions",
         run,
@@ -411,3 +446,14 @@ def _fit_position_bias(
         boosted.n_rounds,
         boosted.seconds,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class LocalTrainer:
+    """:class:`ltr.training.trainer.Trainer` in this process (``trainer=local``)."""
+
+    model: ModelConfig
+    fit_config: FitConfig
+
+    def fit(self, splits: Splits, *, eval_at: list[int], seed: int) -> TrainResult:
+        return fit_ranker(splits, self.model, self.fit_config, eval_at=eval_at, seed=seed)

@@ -3,34 +3,71 @@
 :class:`MlflowSweepCallback` is a Hydra callback (configured in ``conf/train.yaml``). At the start
 of a multirun, in the launching process, it creates the parent run and writes its id to
 ``<sweep dir>/.ltr_parent_run_id``; every job (in this process or a launcher's worker) reads it
-from there and starts its run as a child. At the end the parent gets the best child's value
-and, for an Optuna sweep, the best params; it ends FAILED when a job failed, and KILLED when the
-sweep is interrupted (an ``atexit`` hook ends it if Hydra never calls back).
+from there and starts its run as a child. Each sweep has its own folder (``conf/train.yaml``:
+``multirun/<date>/<time>-<random suffix>``), so two sweeps started in the same second never share
+a parent. The config is checked (:func:`ltr.experiment.checks.check_config`) before the parent
+run exists. At the end the parent gets the best child's value of ``optimized_metric`` and, for an
+Optuna sweep, the best params; it ends FAILED when a job failed, and KILLED when the sweep is
+interrupted (an ``atexit`` hook ends it if Hydra never calls back).
 """
 
 from __future__ import annotations
 
 import atexit
+import copy
 import logging
 import sys
 from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
+from ltr.experiment.checks import check_config
+from ltr.experiment.spec import ExperimentSpec
 from ltr.tracking import RunStatus, make_tracker
+from ltr.tracking.lifecycle import end_run
+from ltr.tracking.sweep_summary import child_summary
 
 log = logging.getLogger(__name__)
 
 PARENT_ID_FILE = ".ltr_parent_run_id"
-OBJECTIVE_KEY = "valid/ndcg_at_10"
+#: In a job's folder: why the job failed (a job whose config is refused has no run to say so).
+JOB_ERROR_FILE = ".ltr_job_error"
 
 
 def parent_run_id_for(sweep_dir: str | Path) -> str | None:
     """The parent run id a multirun wrote into its sweep dir, or None (no tracking)."""
     path = Path(sweep_dir) / PARENT_ID_FILE
     return path.read_text().strip() or None if path.exists() else None
+
+
+def record_job_error(job_dir: str | Path, error: str) -> None:
+    """Leave ``error`` in the job's folder for the sweep's summary (one line)."""
+    path = Path(job_dir)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / JOB_ERROR_FILE).write_text(" ".join(error.split()))
+
+
+def job_errors(sweep_dir: str | Path) -> dict[str, str]:
+    """Job number -> the error a failed job of the sweep recorded (see `record_job_error`)."""
+    return {
+        path.parent.name: path.read_text().strip()
+        for path in sorted(Path(sweep_dir).glob(f"*/{JOB_ERROR_FILE}"))
+    }
+
+
+def sweep_tags(sweep_dir: str | Path) -> dict[str, str]:
+    """The tag every run of one sweep shares (the parent too): its folder, which is unique."""
+    return {"ltr.sweep_id": str(Path(sweep_dir).resolve())}
+
+
+def job_spec(config: DictConfig) -> ExperimentSpec:
+    """The checked spec of a sweep's base config (Hydra's ``hydra`` node left out)."""
+    task = copy.deepcopy(config)
+    with read_write(task), open_dict(task):
+        task.pop("hydra", None)
+    return check_config(task)
 
 
 class MlflowSweepCallback(Callback):
@@ -40,8 +77,10 @@ class MlflowSweepCallback(Callback):
         self.tracker: Any = None
         self.sweep_dir: Path | None = None
         self.ended = False
+        self.objective = ""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        self.objective = job_spec(config).optimized_metric
         if not config.tracking.enabled:
             return
         sweep_dir = Path(config.hydra.sweep.dir).resolve()
@@ -69,12 +108,11 @@ class MlflowSweepCallback(Callback):
         self._summarise(completed=True)
 
     def _summarise(self, *, completed: bool) -> None:
-        from ltr.tracking.sweep_summary import child_summary
-
-        summary = child_summary(self.tracker, OBJECTIVE_KEY)
+        assert self.sweep_dir is not None
+        summary = child_summary(self.tracker, self.objective, job_errors(self.sweep_dir))
         metrics: dict[str, float] = {"sweep/n_jobs": summary.n_jobs, "sweep/n_failed": summary.n_failed}
         if summary.best_value is not None:
-            metrics[f"sweep/best/{OBJECTIVE_KEY}"] = summary.best_value
+            metrics[f"sweep/best/{self.objective}"] = summary.best_value
         self.tracker.log_metrics(metrics)
         tags = {"ltr.sweep.best_run_id": summary.best_run_id or ""}
         assert self.sweep_dir is not None
@@ -98,7 +136,7 @@ class MlflowSweepCallback(Callback):
         error = "; ".join(summary.failures) if summary.failures else None
         if error is None and status is not RunStatus.FINISHED:
             error = "the sweep was interrupted before all jobs ran"
-        self.tracker.end_run(status, error=error)
+        end_run(self.tracker, status, error=error)
         self.ended = True
         if completed and summary.failures:
             print(f"ltr: {len(summary.failures)} of {summary.n_jobs} jobs failed (see above)", file=sys.stderr)
@@ -112,4 +150,4 @@ class MlflowSweepCallback(Callback):
             self._summarise(completed=False)
         except Exception:  # the store may be gone at exit; never leave the run RUNNING silently
             log.exception("could not summarise the sweep's parent run")
-            self.tracker.end_run(RunStatus.KILLED, error="sweep ended without a summary")
+            end_run(self.tracker, RunStatus.KILLED, error="sweep ended without a summary")

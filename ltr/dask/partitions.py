@@ -166,7 +166,7 @@ def scatter_ranking_data(client: Any, data: RankingData, *, n_partitions: int) -
 
     Partition ``i`` goes to worker ``i % n_workers`` (sorted addresses). The client holds
     ``data`` already; this is the path for splits loaded by :func:`ltr.data.load.load_splits`.
-    For data that does not fit the client use :func:`ltr.dask_parquet.read_query_partitions`.
+    For data that does not fit the client use :func:`ltr.dask.parquet.read_query_partitions`.
     """
     workers = sorted_workers(client)
     bounds = query_partition_bounds(data.offsets, n_partitions)

@@ -1,12 +1,12 @@
 """``ltr train data=parquet_partitions trainer=dask``: the rows never pass through the client.
 
 The splits are directories of Parquet files of whole queries (``data.root/{train,valid,test}``,
-written by :func:`ltr.dask_parquet.write_query_partitions`). The client reads only the files'
+written by :func:`ltr.dask.parquet.write_query_partitions`). The client reads only the files'
 footers (for the data fingerprint) and the qids (to check that no query spans two files); the
-workers read their files (:func:`ltr.dask_parquet.read_query_partitions`), train
-(:func:`ltr.training_dask.fit_partitioned`), predict and build each partition's per-query table
+workers read their files (:func:`ltr.dask.parquet.read_query_partitions`), train
+(:func:`ltr.dask.train.fit_partitioned`), predict and build each partition's per-query table
 and LightGBM-gap parts. The client concatenates these small tables (one row per query) and
-:func:`ltr.pipeline.evaluate_tables` does the rest, as for every other data option.
+:func:`ltr.experiment.evaluation.evaluate` does the rest, as for every other data option.
 
 Per-partition tables equal the whole split's table: queries are independent, and ERR's stop
 probability (``gain / (max gain + 1)``) gets the split-wide largest gain, the maximum of the
@@ -28,12 +28,12 @@ import pyarrow.parquet as pq
 from dask.delayed import delayed
 from numpy.typing import NDArray
 
-from ltr.dask_eval import _predict_block
-from ltr.dask_partitions import PartitionedSplit
+from ltr.dask.evaluate import predict_block
+from ltr.dask.partitions import PartitionedSplit
 from ltr.data.fingerprint import HASH_HEX_DIGITS
 from ltr.errors import DataError, LtrUserError
-from ltr.gap import LightgbmGap, gap_from_parts, gap_parts
 from ltr.metrics import MetricConventions, Strata, per_query_table
+from ltr.metrics.gap import LightgbmGap, gap_from_parts, gap_parts
 from ltr.metrics.table import largest_gain
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ def split_directories(data: Any, trainer: Any) -> dict[str, Path]:
         if not any(directory.glob("*.parquet")):
             raise DataError(
                 f"data.root={root}: no {split}/*.parquet files; write them with "
-                "ltr.dask_parquet.write_query_partitions"
+                "ltr.dask.parquet.write_query_partitions"
             )
     return dirs
 
@@ -102,7 +102,7 @@ def _tables_block(
     gap_k: int,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One partition's per-query table and LightGBM-gap parts (on a worker)."""
-    scores = _predict_block(features, model_text, num_iteration)
+    scores = predict_block(features, model_text, num_iteration)
     offsets = np.concatenate([[0], np.cumsum(group_sizes)]).astype(np.int64)
     table = per_query_table(
         labels, scores, offsets, qids, ks=ks, conventions=conventions, strata=strata, max_gain=max_gain
@@ -148,12 +148,12 @@ def fit_partitioned_tables(
 ) -> tuple[Any, dict[str, pd.DataFrame], dict[str, LightgbmGap], dict[str, float]]:
     """Read, train, predict and tabulate ``data=parquet_partitions`` on the Dask cluster.
 
-    Returns the :class:`ltr.training.TrainResult`, the per-query table (cut-offs ``table_ks``)
+    Returns the :class:`ltr.training.local.TrainResult`, the per-query table (cut-offs ``table_ks``)
     and LightGBM gap (at ``max(ks)``) of every split in ``cfg.eval.splits``, and timings
     (``read_partitions``, ``train``, ``evaluate_tables``).
     """
-    from ltr.dask_parquet import read_query_partitions
-    from ltr.training_dask import dask_client, fit_partitioned, warn_no_early_stopping
+    from ltr.dask.parquet import read_query_partitions
+    from ltr.dask.train import dask_client, fit_partitioned, warn_no_early_stopping
 
     dirs = split_directories(cfg.data, cfg.trainer)
     timings: dict[str, float] = {}

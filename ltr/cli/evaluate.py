@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ltr.data.readers import read_ranking_file
+from ltr.data.trec import align_run, read_qrels, read_run
 from ltr.errors import DataError, LtrUserError
 from ltr.metrics import PRESETS, Strata, per_query_table, resolve_conventions, summarize
 from ltr.metrics.conventions import GAINS, TIES, ZERO_IDCG
@@ -34,7 +36,7 @@ from ltr.metrics.measures import table_measures
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="ltr evaluate",
-        description="Evaluate rankings made elsewhere: nDCG/ERR/P@k and MRR, overall and per list-length stratum.",
+        description="Evaluate rankings made elsewhere: nDCG/ERR/P@k and RR (reciprocal rank), overall and per list-length stratum.",
     )
     src = p.add_argument_group("input (either --qrels and --run, or --data and --scores)")
     src.add_argument("--qrels", type=Path, help="TREC qrels: topic iter docno relevance")
@@ -142,8 +144,6 @@ def _parse_strata(text: str) -> Strata:
 def _evaluate_trec(
     args: argparse.Namespace, ks: list[int], conventions: Any, strata: Strata
 ) -> pd.DataFrame:
-    from ltr.data.trec import align_run, read_qrels, read_run
-
     qrels = read_qrels(args.qrels)
     run = read_run(args.run)
     inp = align_run(run, qrels, missing_topics=args.missing_topics, unknown_topics="error")
@@ -157,8 +157,6 @@ def _evaluate_trec(
 def _evaluate_data(
     args: argparse.Namespace, ks: list[int], conventions: Any, strata: Strata
 ) -> pd.DataFrame:
-    from ltr.data.readers import read_ranking_file
-
     if conventions.ties == "docno_desc":
         raise LtrUserError("--ties docno_desc needs docnos: use it with --qrels and --run")
     data = read_ranking_file(args.data, max_label=None)

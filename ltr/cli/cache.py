@@ -1,0 +1,90 @@
+"""``ltr cache``: show or clear the binary cache of parsed data files (:mod:`ltr.data.cache`).
+
+Examples
+--------
+::
+
+    ltr cache                 # = ltr cache info: directory, entries, total size, limit
+    ltr cache info --verbose  # also one line per entry: size, last use, source file
+    ltr cache clear           # remove every entry; prints what it freed
+    ltr cache clear --dir /scratch/ltr-cache
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+from ltr.data.cache import (
+    DEFAULT_MAX_MB,
+    EntryInfo,
+    cache_limit_mb,
+    clear_cache,
+    default_cache_dir,
+    format_size,
+    list_entries,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="ltr cache",
+        description="Show (info, the default) or clear the binary cache of parsed data files.",
+    )
+    p.add_argument(
+        "action", nargs="?", choices=("info", "clear"), default="info",
+        help="info (default): directory, entries, total size and limit; clear: remove every entry",
+    )
+    p.add_argument(
+        "--dir", type=Path, default=None,
+        help="the cache directory (default: $LTR_CACHE_DIR, else ~/.cache/ltr/data; as data.cache_dir=null)",
+    )
+    p.add_argument("-v", "--verbose", action="store_true", help="info: list every entry")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``ltr cache``; returns the exit code. User errors raise `LtrUserError`."""
+    args = build_parser().parse_args(argv)
+    cache_dir = (args.dir if args.dir is not None else default_cache_dir()).expanduser()
+    if args.action == "clear":
+        n, freed = clear_cache(cache_dir)
+        print(f"cleared {cache_dir}: removed {n} entries, freed {format_size(freed)}")
+        return 0
+    limit = cache_limit_mb(DEFAULT_MAX_MB)
+    entries, leftovers = list_entries(cache_dir)
+    total = sum(e.size for e in entries)
+    where = "" if cache_dir.is_dir() else " (does not exist yet)"
+    print(f"cache dir: {cache_dir}{where}")
+    print(f"entries:   {len(entries)}")
+    print(f"size:      {format_size(total)}")
+    if os.environ.get("LTR_CACHE_MAX_MB", "").strip():
+        source = "from LTR_CACHE_MAX_MB"
+    else:
+        source = "default of data.cache_max_mb; a run's data.cache_max_mb or LTR_CACHE_MAX_MB may differ"
+    print(f"limit:     {'none' if limit is None else f'{limit} MB'} ({source})")
+    if leftovers:
+        print(
+            f"leftovers: {len(leftovers)} temporary directories of interrupted or running writes "
+            f"({format_size(sum(e.size for e in leftovers))}), swept after an hour"
+        )
+    if args.verbose:
+        for e in reversed(entries):  # most recently used first
+            print(f"  {e.path.name}  {format_size(e.size):>10}  {_when(e.last_used)}  {_source(e)}")
+    return 0
+
+
+def _when(t: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t > 0 else "?" * 19
+
+
+def _source(e: EntryInfo) -> str:
+    """The file(s) an entry was parsed from, from its ``meta.json`` (best effort: not verified)."""
+    try:
+        meta = json.loads((e.path / "meta.json").read_text())
+        return " + ".join(str(f[0]) for f in meta["files"])
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return "(unreadable meta.json)"

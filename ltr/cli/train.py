@@ -1,0 +1,124 @@
+"""``ltr train``: Hydra composes the config, :func:`ltr.experiment.run.run` runs it.
+
+The job returns the run's ``optimized_metric`` (valid nDCG@max(eval.k) by default), the value
+a sweeper maximises.
+
+- A single run: a config or data mistake is one line and exit 2 (a config mistake, whether
+  Hydra finds it while composing or :mod:`ltr.experiment.checks` after, before any data is
+  read or run exists); Ctrl-C or SIGTERM end the run KILLED and exit 130 / 143.
+- A multirun job: an error is logged, the job's run (if it started) ends FAILED and the job
+  returns NaN, so the other jobs still run; the sweep's summary lists the failures and the
+  sweep exits 1. Ctrl-C or SIGTERM stop the sweep (exit 130 / 143, its parent run KILLED).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.errors import HydraException
+from hydra.types import RunMode
+from omegaconf import DictConfig
+from omegaconf.errors import OmegaConfBaseException
+
+from ltr.cli.sweep_callback import parent_run_id_for, record_job_error, sweep_tags
+from ltr.config import register_configs
+from ltr.errors import LtrUserError
+from ltr.experiment import run as pipeline
+from ltr.tracking.lifecycle import Terminated
+
+CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
+
+register_configs()
+log = logging.getLogger(__name__)
+
+
+class _UserErrorInJob(BaseException):
+    """Carries a single run's `LtrUserError` through Hydra (which reports any ``Exception`` a job
+    raises on lines of its own) to :func:`main`, which re-raises the error itself."""
+
+    def __init__(self, error: LtrUserError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    raise Terminated(f"signal {signum}")
+
+
+def install_sigterm_handler() -> None:
+    """SIGTERM -> :class:`Terminated`, in the launching process only (not in launcher workers)."""
+    import multiprocessing
+
+    if multiprocessing.parent_process() is not None:
+        return
+    # Outside the main thread signal() raises ValueError: leave SIGTERM as is.
+    with contextlib.suppress(ValueError):
+        signal.signal(signal.SIGTERM, _raise_terminated)
+
+
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="train")
+def job(cfg: DictConfig) -> float:
+    """Run one job (see the module docstring for errors and interrupts)."""
+    install_sigterm_handler()
+    hydra_cfg = HydraConfig.get()
+    overrides = list(hydra_cfg.overrides.task)
+    if hydra_cfg.mode == RunMode.MULTIRUN:
+        job_num = str(hydra_cfg.job.num)
+        try:
+            outcome = pipeline.run(
+                cfg,
+                overrides=overrides,
+                parent_run_id=parent_run_id_for(hydra_cfg.sweep.dir),
+                extra_tags=sweep_tags(hydra_cfg.sweep.dir) | {"ltr.job_num": job_num},
+            )
+        except LtrUserError as exc:
+            log.error("job %s failed: %s", job_num, exc)
+            record_job_error(hydra_cfg.runtime.output_dir, str(exc))
+            return math.nan
+        except Exception as exc:
+            log.exception("job %s failed", job_num)
+            record_job_error(hydra_cfg.runtime.output_dir, f"{type(exc).__name__}: {exc}")
+            return math.nan
+        return outcome.objective_value
+
+    try:
+        outcome = pipeline.run(cfg, overrides=overrides)
+    except LtrUserError as exc:
+        raise _UserErrorInJob(exc) from exc
+    if outcome.run_id:
+        print(
+            f"MLflow run {outcome.run_id} in experiment {cfg.tracking.experiment!r}; "
+            "open the UI with: ltr ui  (or make ui)"
+        )
+    return outcome.objective_value
+
+
+def one_line(exc: BaseException) -> str:
+    """Hydra's or OmegaConf's message (and its cause's) on one line, without search paths."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    cause = exc.__cause__
+    if isinstance(cause, OmegaConfBaseException) and str(cause).strip():
+        text = f"{text}: {str(cause).strip().splitlines()[0]}"
+    return text
+
+
+def main(argv: list[str]) -> int:
+    """``ltr train ARGV``: run the Hydra app; config mistakes become one-line `LtrUserError`s."""
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises; ltr.cli.main prints one line
+    sys.argv = ["ltr train", *argv]
+    try:
+        job()
+    except _UserErrorInJob as wrapped:
+        raise wrapped.error from None
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise LtrUserError(one_line(exc)) from exc
+    return 0

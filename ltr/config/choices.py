@@ -1,0 +1,81 @@
+"""Fixed choices of the configs as Enums: Hydra refuses any other value when it composes.
+
+OmegaConf matches an Enum by member *name*, so every member's name is its value (``exp``,
+``average``, ...). The members are ``StrEnum``s: they compare equal to, print as and are logged as
+their value. The metric conventions' own choices (:mod:`ltr.metrics.conventions`) are the source
+of ``Gain``, ``Ties``, ``ZeroIdcg`` and ``Preset``; a test keeps them equal.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Estimator(StrEnum):
+    """``ranker``: ``LGBMRanker``; ``regressor``: a pointwise LightGBM regressor."""
+
+    ranker = "ranker"
+    regressor = "regressor"
+
+
+class TrainerKind(StrEnum):
+    """Where training runs: this process, or a Dask cluster."""
+
+    local = "local"
+    dask = "dask"
+
+
+class Gain(StrEnum):
+    """``exp``: ``2**label - 1``; ``linear``: ``label``."""
+
+    exp = "exp"
+    linear = "linear"
+
+
+class Ties(StrEnum):
+    """Order within a block of equal scores (``docno_desc`` needs docnos: ``ltr evaluate`` only)."""
+
+    average = "average"
+    stable = "stable"
+    pessimistic = "pessimistic"
+    optimistic = "optimistic"
+
+
+class ZeroIdcg(StrEnum):
+    """NDCG of a query whose IDCG@k is 0: 0, 1, or left out of means."""
+
+    zero = "zero"
+    one = "one"
+    skip = "skip"
+
+
+class Preset(StrEnum):
+    """A peer's NDCG conventions (:data:`ltr.metrics.PRESETS`); explicit ``eval.*`` fields win."""
+
+    lightgbm = "lightgbm"
+    sklearn = "sklearn"
+
+
+class Propensity(StrEnum):
+    """Click propensities: from ``eval.clicks.propensities`` / the data, or estimated."""
+
+    config = "config"
+    estimated = "estimated"
+
+
+class ClickLabels(StrEnum):
+    """What a click log's ranker is trained or early-stopped on."""
+
+    clicks = "clicks"
+    relevance = "relevance"
+
+
+class FileFormat(StrEnum):
+    """Format of explicit split files (``auto``: by extension and content)."""
+
+    auto = "auto"
+    letor = "letor"
+    svmlight = "svmlight"
+    lightgbm = "lightgbm"
+    parquet = "parquet"
+    csv = "csv"

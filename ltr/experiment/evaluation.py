@@ -1,0 +1,78 @@
+"""From the per-query tables of a trained model to everything a run reports, before any logging.
+
+Per evaluated split: the summary (:func:`ltr.metrics.summarize`: every measure overall and per
+list-length stratum, with counts), the composites (``eval.composite``), the extra summaries of
+the source (click estimates), the IDCG reports per cut-off, LightGBM's own values at the best
+round and the decomposition of the gap to them. The flat metric keys are the MLflow keys
+(``valid/ndcg_at_10``, ``valid/ndcg_at_10/len_1-10``, ``valid/lightgbm/ndcg_at_10``, ...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ltr.experiment.sources import Scored
+from ltr.experiment.spec import ExperimentSpec
+from ltr.metrics import IdcgReport, idcg_report, summarize
+from ltr.metrics.composite import composite_columns, summarize_composites
+from ltr.metrics.measures import Measure
+
+
+@dataclass
+class Evaluation:
+    """Summaries per split (keys without the split prefix), tables, IDCG reports, flat metrics."""
+
+    summaries: dict[str, dict[str, float]]
+    tables: dict[str, pd.DataFrame]
+    reports: dict[tuple[str, int], IdcgReport]
+    metrics: dict[str, float]
+    gap_notes: list[str]
+
+
+def evaluate(spec: ExperimentSpec, scored: Scored) -> Evaluation:
+    """Summaries, composites, IDCG reports and flat metric keys of every evaluated split."""
+    summaries: dict[str, dict[str, float]] = {}
+    tables: dict[str, pd.DataFrame] = {}
+    reports: dict[tuple[str, int], IdcgReport] = {}
+    metrics: dict[str, float] = {}
+    notes: list[str] = []
+    for split in spec.config.eval.splits:
+        table = scored.tables[split]
+        summary = summarize(table, strata=spec.strata)
+        if spec.composites:
+            extra = composite_columns(table, spec.composites)
+            table = pd.concat([table, extra], axis=1)
+            summary |= summarize_composites(table, list(extra.columns), strata=spec.strata)
+        summary |= scored.extra_summaries.get(split, {})
+        tables[split], summaries[split] = table, summary
+        metrics.update({f"{split}/{key}": value for key, value in summary.items()})
+        for k in spec.ks:
+            report = idcg_report(table, k, bins=int(spec.config.eval.idcg_bins))
+            reports[(split, k)] = report
+            metrics[f"{split}/idcg_at_{k}/share_zero"] = report.share_zero
+            metrics[f"{split}/idcg_at_{k}/share_le_one"] = report.share_le_one
+            metrics[f"{split}/share_shorter_than_{k}"] = report.share_shorter_than_k
+        for name, value in scored.lightgbm_values.get(split, {}).items():
+            metrics[f"{split}/lightgbm/{lightgbm_key(name)}"] = value
+        gap = scored.gaps[split]
+        metrics[f"{split}/lightgbm_gap/ndcg_at_{gap.k}/zero_idcg"] = gap.from_zero_idcg
+        metrics[f"{split}/lightgbm_gap/ndcg_at_{gap.k}/ties"] = gap.from_ties
+        notes.append(gap.explain(split))
+    for key, by_metric in scored.lightgbm_values.items():
+        if "/" in key:  # {split}/lightgbm_train_labels: LightGBM's values on the training labels
+            metrics.update({f"{key}/{lightgbm_key(name)}": value for name, value in by_metric.items()})
+    result = scored.result
+    metrics |= {
+        "best_iteration": float(result.best_iteration),
+        "n_rounds": float(result.n_rounds),
+        "train_seconds": result.seconds,
+    }
+    return Evaluation(summaries, tables, reports, metrics, notes)
+
+
+def lightgbm_key(name: str) -> str:
+    """LightGBM's metric name as a measure key: ``ndcg@10`` -> ``ndcg_at_10``."""
+    measure, _, k = name.partition("@")
+    return Measure(measure, int(k)).key if k.isdigit() and measure == "ndcg" else name.replace("@", "_at_")

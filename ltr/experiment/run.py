@@ -1,0 +1,116 @@
+"""``run(cfg)``: spec -> data -> trainer -> per-query tables -> evaluation -> record.
+
+1. :func:`ltr.experiment.checks.check_config` turns the composed config into a typed, checked
+   :class:`ExperimentSpec` (one-line `LtrUserError` naming the config key otherwise).
+2. The tracking URI is checked (an unreachable server, a bad scheme fail here, in seconds).
+3. :func:`ltr.experiment.sources.open_source` reads and validates the data;
+   :func:`ltr.experiment.checks.check_data` applies the rules that need it; then the tracker
+   opens (and creates) the store. Nothing so far has started a run: bad input never leaves a
+   run behind.
+4. Inside :func:`ltr.tracking.lifecycle.tracked_run` (FINISHED, FAILED or KILLED, always): the
+   source trains the trainer ``trainer.kind`` names and scores the evaluated splits, the scores
+   are evaluated, and everything is recorded.
+
+Hydra only composes the config (:mod:`ltr.cli.train`); everything here takes a composed config.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+from omegaconf import DictConfig
+
+from ltr.config.choices import TrainerKind
+from ltr.dask.trainer import DaskTrainer
+from ltr.experiment.checks import check_config, check_data
+from ltr.experiment.evaluation import evaluate
+from ltr.experiment.record import record_results, run_name, run_tags, summary_markdown
+from ltr.experiment.report import print_table
+from ltr.experiment.sources import open_source
+from ltr.experiment.spec import ExperimentSpec
+from ltr.tracking import Tracker, check_tracking_uri, make_tracker
+from ltr.tracking.lifecycle import tracked_run
+from ltr.training.local import LocalTrainer
+from ltr.training.trainer import Trainer
+
+log = logging.getLogger(__name__)
+
+#: The trainer of each ``trainer.kind``.
+TRAINERS: dict[TrainerKind, Callable[[ExperimentSpec], Trainer]] = {
+    TrainerKind.local: lambda spec: LocalTrainer(spec.config.model, spec.config.fit),
+    TrainerKind.dask: lambda spec: DaskTrainer(spec.config.model, spec.config.fit, spec.config.trainer),
+}
+
+
+@dataclass
+class RunOutcome:
+    """What one job produced: summaries per split (keys without the split prefix), the flat
+    metrics, the run id (None without tracking) and the value a sweeper maximises."""
+
+    summaries: dict[str, dict[str, float]]
+    tables: dict[str, pd.DataFrame]
+    metrics: dict[str, float]
+    run_id: str | None
+    best_iteration: int
+    objective_value: float
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def run(
+    cfg: DictConfig,
+    *,
+    overrides: Sequence[str] = (),
+    tracker: Tracker | None = None,
+    parent_run_id: str | None = None,
+    extra_tags: dict[str, str] | None = None,
+) -> RunOutcome:
+    """Run one experiment described by a composed ``ltr train`` config (see the module docstring).
+
+    Returns the summaries and ``metrics[spec.optimized_metric]`` as the objective value.
+    """
+    t0 = time.perf_counter()
+    spec = check_config(cfg)
+    trainer = TRAINERS[spec.config.trainer.kind](spec)
+    tracking = spec.config.tracking
+    if tracker is None and tracking.enabled:
+        check_tracking_uri(tracking.uri)  # an unreachable server fails here, before the data
+    source = open_source(spec)
+    check_data(spec, source.training)
+    timings = {"load": time.perf_counter() - t0}
+    if tracker is None:
+        tracker = make_tracker(tracking.enabled, tracking.uri, tracking.experiment)
+
+    tags = run_tags(spec, str(source.fingerprint["sha256"]), overrides) | (extra_tags or {})
+    with tracked_run(tracker, run_name(spec, overrides), tags, parent_run_id=parent_run_id) as run_id:
+        t = time.perf_counter()
+        tracker.log_params(spec.params())
+        source.log_inputs(tracker)
+        timings["log_start"] = time.perf_counter() - t
+
+        scored = source.train_and_score(trainer, spec)
+        timings |= scored.timings
+        t = time.perf_counter()
+        evaluation = evaluate(spec, scored)
+        timings["evaluate"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        title, summary_md, header, rows = summary_markdown(spec, evaluation, scored.result)
+        record_results(tracker, spec, overrides, evaluation, scored.result, source.fingerprint, summary_md)
+        timings["log"] = time.perf_counter() - t
+    print_table(header, rows, title=title)
+    for note in evaluation.gap_notes:
+        log.info(note)
+    timings["total"] = time.perf_counter() - t0
+    return RunOutcome(
+        evaluation.summaries,
+        evaluation.tables,
+        evaluation.metrics,
+        run_id,
+        scored.result.best_iteration,
+        evaluation.metrics.get(spec.optimized_metric, float("nan")),
+        timings,
+    )

@@ -1,0 +1,220 @@
+"""Data behind one interface: in memory (with or without a click view), or partitioned on workers.
+
+A :class:`DataSource` knows its data's fingerprint, records its splits as the run's inputs, and
+trains a :class:`ltr.training.trainer.Trainer` on itself, returning a :class:`Scored`: the
+:class:`TrainResult`, the per-query tables of the evaluated splits (cut-offs ``spec.table_ks``),
+LightGBM's gap decomposition per split, LightGBM's own values at the best round, and any
+extra per-split summaries (click estimates). :func:`open_source` reads and validates the data
+of a spec; the data option's ``kind`` picks the source, nothing else branches on it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from ltr.data.fingerprint import fingerprint
+from ltr.data.load import ClickSplits, load_click_splits, load_splits
+from ltr.data.ranking_data import RankingData
+from ltr.data.splits import Splits
+from ltr.errors import LtrUserError
+from ltr.experiment.spec import ExperimentSpec
+from ltr.metrics import per_query_table
+from ltr.metrics.gap import LightgbmGap, lightgbm_gap
+from ltr.metrics.ips import click_summary, click_tables, estimate_propensities, propensity_table
+from ltr.tracking import Tracker
+from ltr.training.local import TrainResult
+from ltr.training.trainer import Trainer
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Scored:
+    """What a trained model gives on the evaluated splits (``spec.config.eval.splits``).
+
+    ``lightgbm_values[key][metric]``: LightGBM's value of ``metric`` (``ndcg@10``) at the best
+    round; ``key`` is the split, or ``{split}/lightgbm_train_labels`` when the trainer saw other
+    labels on that split than evaluation uses (clicks), so the value is not comparable with ours.
+    ``extra_summaries[split]``: more summary keys of the split (click estimates).
+    """
+
+    result: TrainResult
+    tables: dict[str, pd.DataFrame]
+    gaps: dict[str, LightgbmGap]
+    lightgbm_values: dict[str, dict[str, float]]
+    extra_summaries: dict[str, dict[str, float]] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class DataSource(Protocol):
+    """The data of one experiment."""
+
+    name: str
+    fingerprint: dict[str, Any]
+
+    @property
+    def training(self) -> Splits | None:
+        """The splits the trainer sees, or None when the rows never reach this process."""
+        ...
+
+    def log_inputs(self, tracker: Tracker) -> None:
+        """Record the splits as the run's dataset inputs."""
+        ...
+
+    def train_and_score(self, trainer: Trainer, spec: ExperimentSpec) -> Scored:
+        """Train ``trainer`` on this data and score the evaluated splits."""
+        ...
+
+
+@dataclass
+class InMemorySource:
+    """Splits held in this process. ``evaluation`` holds the labels evaluation uses (the true
+    grades); it is ``training`` itself except for click data, whose ``clicks`` view also gives
+    the naive and IPS click estimates of every evaluated split."""
+
+    name: str
+    training: Splits
+    evaluation: Splits
+    fingerprint: dict[str, Any]
+    clicks: ClickSplits | None = None
+
+    def log_inputs(self, tracker: Tracker) -> None:
+        for split, part in self.training.items():
+            tracker.log_dataset(
+                f"{self.name}/{split}", str(self.fingerprint[split]["sha256"]),
+                part.features, part.labels, context=split,
+            )
+
+    def train_and_score(self, trainer: Trainer, spec: ExperimentSpec) -> Scored:
+        t = time.perf_counter()
+        result = trainer.fit(self.training, eval_at=list(spec.ks), seed=spec.seed)
+        timings = {"train": time.perf_counter() - t}
+        splits = list(spec.config.eval.splits)
+        scores = {split: result.predict(self._evaluated(split).features) for split in splits}
+        tables: dict[str, pd.DataFrame] = {}
+        gaps: dict[str, LightgbmGap] = {}
+        for split in splits:
+            data = self._evaluated(split)
+            tables[split] = per_query_table(
+                data.labels, scores[split], data.offsets, data.qids,
+                ks=spec.table_ks, conventions=spec.conventions, strata=spec.strata,
+            )
+            gaps[split] = lightgbm_gap(
+                data.labels, scores[split], data.offsets, data.qids, max(spec.ks), spec.conventions
+            )
+        lightgbm_values = {
+            self._lightgbm_key(split): {name: values[result.best_iteration - 1] for name, values in by_metric.items()}
+            for split, by_metric in result.evals_result.items()
+        }
+        extra: dict[str, dict[str, float]] = {}
+        if self.clicks is not None and spec.config.eval.clicks.enabled:
+            extra = {split: self._click_summary(spec, split, scores[split], tables[split]) for split in splits}
+        return Scored(result, tables, gaps, lightgbm_values, extra, timings)
+
+    def _evaluated(self, split: str) -> RankingData:
+        data: RankingData = getattr(self.evaluation, split)
+        return data
+
+    def _lightgbm_key(self, split: str) -> str:
+        same = getattr(self.training, split) is getattr(self.evaluation, split)
+        return split if same else f"{split}/lightgbm_train_labels"
+
+    def _click_summary(
+        self, spec: ExperimentSpec, split: str, scores: NDArray[np.float64], truth: pd.DataFrame
+    ) -> dict[str, float]:
+        """Naive and IPS click NDCG of one split, and the true NDCG on the queries with clicks."""
+        assert self.clicks is not None
+        data: RankingData = getattr(self.clicks.clicks, split)
+        click_cfg = spec.config.eval.clicks
+        assert data.positions is not None  # a click log always has positions
+        n_positions = int(data.positions.max()) + 1
+        floor = float(click_cfg.min_propensity)
+        if click_cfg.propensity == "config":
+            curve = self.clicks.examination if click_cfg.propensities is None else list(click_cfg.propensities)
+            props = propensity_table(curve, n_positions, min_propensity=floor)
+        else:  # estimated on the training log, applied to every split
+            train = self.clicks.clicks.train
+            assert train.positions is not None
+            props = estimate_propensities(train.labels, train.positions, n_positions=n_positions, min_propensity=floor)
+        naive, ips = click_tables(
+            data.labels, data.positions, scores, data.offsets, data.qids, propensities=props,
+            ks=list(spec.ks), conventions=spec.conventions, strata=spec.strata,
+        )
+        return click_summary(naive, ips, truth, strata=spec.strata)
+
+
+@dataclass
+class PartitionedSource:
+    """Splits stored as Parquet partitions of whole queries, read by the Dask workers
+    (``data=parquet_partitions``); this process reads only the files' footers."""
+
+    name: str
+    fingerprint: dict[str, Any]
+    training: None = None
+
+    def log_inputs(self, tracker: Tracker) -> None:
+        """Nothing: the rows never reach this process (the fingerprint is logged as an artifact)."""
+
+    def train_and_score(self, trainer: Trainer, spec: ExperimentSpec) -> Scored:
+        from ltr.dask.trainer import DaskTrainer
+
+        if not isinstance(trainer, DaskTrainer):
+            raise LtrUserError(f"data={self.name} is read by Dask workers: add trainer=dask")
+        result, tables, gaps, timings = trainer.fit_partitioned_tables(
+            spec.config, ks=list(spec.ks), table_ks=list(spec.table_ks),
+            strata=spec.strata, conventions=spec.conventions,
+        )
+        lightgbm_values = {
+            split: {name: values[result.best_iteration - 1] for name, values in by_metric.items()}
+            for split, by_metric in result.evals_result.items()
+        }
+        return Scored(result, tables, gaps, lightgbm_values, {}, timings)
+
+
+def _log_sizes(splits: Splits) -> None:
+    for name, part in splits.items():
+        log.info("%s: %d queries, %d rows, %d features", name, part.n_queries, part.n_rows, part.n_features)
+
+
+def _in_memory(spec: ExperimentSpec) -> DataSource:
+    config = spec.config
+    splits = load_splits(config.data, config.split, seed=spec.seed)
+    _log_sizes(splits)
+    return InMemorySource(str(config.data.name), splits, splits, fingerprint(splits, strata=spec.strata))
+
+
+def _click_log(spec: ExperimentSpec) -> DataSource:
+    config = spec.config
+    clicks = load_click_splits(config.data, config.split, seed=spec.seed)
+    training = clicks.training_view(str(config.data.train_labels), str(config.data.valid_labels))
+    _log_sizes(training)
+    return InMemorySource(
+        str(config.data.name), training, clicks.relevance, fingerprint(training, strata=spec.strata), clicks
+    )
+
+
+def _partitioned(spec: ExperimentSpec) -> DataSource:
+    from ltr.dask.partitioned import partitions_fingerprint
+
+    config = spec.config
+    return PartitionedSource(str(config.data.name), partitions_fingerprint(config.data, config.trainer))
+
+
+#: How each data ``kind`` is opened; every other kind is read into memory by ``load_splits``.
+OPENERS: dict[str, Callable[[ExperimentSpec], DataSource]] = {
+    "synthetic_clicks": _click_log,
+    "parquet_partitions": _partitioned,
+}
+
+
+def open_source(spec: ExperimentSpec) -> DataSource:
+    """Read and validate the data of ``spec`` (raises `DataError` naming file, line, query)."""
+    return OPENERS.get(str(spec.config.data.kind), _in_memory)(spec)

@@ -1,0 +1,73 @@
+"""`ExperimentSpec`: a composed ``ltr train`` config, typed and checked, with what follows from it.
+
+Built only by :func:`ltr.experiment.checks.check_config`, before any data is read or any run
+exists. Everything downstream reads the spec, never the raw config: ``spec.config`` is the
+:class:`ltr.config.schema.TrainConfig` dataclass (``spec.config.data`` one of the
+:data:`ltr.config.data.DATA_OPTIONS` dataclasses), and the derived values are resolved once here
+(metric conventions from ``eval.preset`` and explicit fields, cut-offs, strata, composites, the
+early-stopping metric, the objective key a sweeper maximises).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from omegaconf import DictConfig
+
+from ltr.config.schema import TrainConfig
+from ltr.metrics import MetricConventions, Strata
+
+Composites = dict[str, dict[str, float]]
+
+
+@dataclass(frozen=True)
+class ExperimentSpec:
+    """A checked experiment.
+
+    ``ks``: ``eval.k`` in config order; ``table_ks``: those plus the cut-offs the composites need
+    (the columns of the per-query tables). ``optimized_metric``: the logged metric key the app
+    returns (``valid/ndcg_at_10``); ``early_stopping_metric``: LightGBM's name of the metric
+    early stopping watches on valid (``ndcg@10``). ``raw``: the config as composed (logged as
+    ``config/config.yaml``).
+    """
+
+    config: TrainConfig
+    raw: DictConfig
+    ks: tuple[int, ...]
+    table_ks: tuple[int, ...]
+    strata: Strata
+    conventions: MetricConventions
+    composites: Composites
+    optimized_metric: str
+    early_stopping_metric: str
+
+    @property
+    def seed(self) -> int:
+        return self.config.seed
+
+    def params(self) -> dict[str, Any]:
+        """The config as flat MLflow params (``model.num_leaves``), conventions resolved."""
+        flat = _flatten(dataclasses.asdict(self.config))
+        conventions = self.conventions
+        flat |= {
+            "eval.gain": conventions.gain,
+            "eval.ties": conventions.ties,
+            "eval.zero_idcg": conventions.zero_idcg,
+            "fit.early_stopping_metric": self.early_stopping_metric,
+            "optimized_metric": self.optimized_metric,
+        }
+        return {key: str(value) if isinstance(value, str) else value for key, value in flat.items()}
+
+
+def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dicts to ``{"model.num_leaves": 31, ...}``; lists stay values."""
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_flatten(value, f"{name}."))
+        else:
+            out[name] = value
+    return out

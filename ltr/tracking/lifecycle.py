@@ -1,0 +1,71 @@
+"""The run lifecycle: every run that starts ends FINISHED, FAILED or KILLED, whatever interrupts it.
+
+:func:`tracked_run` is the one way a job's run is started and ended; :func:`end_run` is the one
+way any run (a sweep's parent too) is ended. Ending a run holds SIGINT and SIGTERM back (they are
+delivered once the run's terminal state is written), so a second Ctrl-C or ``kill`` cannot leave
+it RUNNING. A process killed outright (SIGKILL, the OOM killer) cannot end its run; its run is
+found and marked KILLED the next time the store is opened (``ltr.tracking.store``).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+
+from ltr.tracking.base import RunStatus, Tracker
+
+_DEFERRED = {signal.SIGINT, signal.SIGTERM}
+
+
+class Terminated(BaseException):
+    """Raised by ``ltr``'s SIGTERM handler so a run ends KILLED, like Ctrl-C (exit 143)."""
+
+
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back inside the block (main thread only; elsewhere a no-op)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def end_run(tracker: Tracker, status: RunStatus, *, error: str | None = None) -> None:
+    """End ``tracker``'s run with ``status`` (and the ``ltr.error`` tag), signals deferred."""
+    with signals_deferred():
+        tracker.end_run(status, error=error)
+
+
+@contextmanager
+def tracked_run(
+    tracker: Tracker,
+    run_name: str,
+    tags: Mapping[str, str],
+    *,
+    parent_run_id: str | None = None,
+) -> Iterator[str | None]:
+    """Start a run, yield its id (None without tracking), end it by how the block ended.
+
+    FINISHED when the block returns, KILLED on ``KeyboardInterrupt`` / :class:`Terminated`,
+    FAILED on any other exception (its type and message become the ``ltr.error`` tag); the
+    exception is re-raised.
+    """
+    with signals_deferred():
+        run_id = tracker.start_run(run_name, tags, parent_run_id=parent_run_id) or None
+    try:
+        yield run_id
+    except (KeyboardInterrupt, Terminated) as exc:
+        end_run(tracker, RunStatus.KILLED, error=f"{type(exc).__name__}: interrupted")
+        if run_id is not None:
+            exc.add_note(f"run {run_id} is marked KILLED")
+        raise
+    except BaseException as exc:
+        end_run(tracker, RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
+        raise
+    end_run(tracker, RunStatus.FINISHED)

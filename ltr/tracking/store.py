@@ -1,0 +1,721 @@
+"""The tracking store: which URIs are accepted, how a sqlite store comes to exist, dead runs.
+
+Accepted URIs (:func:`check_tracking_uri`, fast, before any data is read)
+    ``sqlite:///path/mlflow.db`` (made absolute; its directory must be writable), ``http(s)://``
+    (an MLflow server that answers within seconds) and ``postgresql://`` / ``mysql://`` /
+    ``mssql://`` database URLs whose SQLAlchemy driver is installed (and whose server accepts a TCP
+    connection). In-memory sqlite (runs would vanish with the process), MLflow file stores
+    (``file://``, plain paths) and unknown schemes are refused with one line.
+
+Creation (:func:`ensure_store`)
+    A sqlite store is created, and checked, under the store lock (``<db>.lock``) by whoever comes
+    first. The schema is built in a temporary file beside the database and renamed into place, so
+    a signal at any moment leaves either no database or a complete one. A database found
+    incomplete (an interrupted migration: tables missing, alembic not at head) is rebuilt when it
+    holds no runs, and refused with one line saying what to do otherwise.
+
+Dead runs (:func:`reap_dead_runs`)
+    Every run records its process (:func:`process_tags`: ``ltr.host``, ``ltr.pid``,
+    ``ltr.process_start``, ...). A RUNNING run whose process, on this host, is gone (or whose pid
+    now belongs to another process) is marked KILLED with the ``ltr.error`` tag when a tracker,
+    ``ltr ui`` or ``ltr compare`` next opens the store. Runs of live processes and of other hosts
+    are never touched.
+
+Only :func:`ensure_store`, :func:`open_client` and :func:`reap_dead_runs` import mlflow.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import logging
+import os
+import signal
+import socket
+import sqlite3
+import ssl
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ltr.errors import LtrUserError
+from ltr.tracking.store_lock import (
+    SQLITE_PREFIX,
+    lock_path,
+    sqlite_db_path,
+    sqlite_store_lock,
+    touch_lock_file,
+)
+from ltr.tracking.uri import artifact_root_for, resolve_tracking_uri
+
+log = logging.getLogger(__name__)
+
+#: Total time an MLflow server (or a database server) gets to answer :func:`check_tracking_uri`.
+CHECK_TIMEOUT_S = 5.0
+
+#: MLflow's HTTP client retries 7 times with backoff and waits 120 s per request by default:
+#: minutes before a dead server is reported. Ours, unless the user set them.
+HTTP_ENV_DEFAULTS = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "30",
+}
+
+#: Database schemes MLflow supports besides sqlite, with their default ports.
+_DB_PORTS = {"postgresql": 5432, "mysql": 3306, "mssql": 1433}
+#: pip package of a SQLAlchemy driver module, where the names differ.
+_DRIVER_PACKAGES = {
+    "psycopg": "'psycopg[binary]'",
+    "psycopg2": "psycopg2-binary",
+    "MySQLdb": "mysqlclient",
+    "pymysql": "PyMySQL",
+    "pyodbc": "pyodbc",
+    "pymssql": "pymssql",
+}
+_USE_SQLITE = "use tracking.uri=sqlite:///path/mlflow.db"
+
+#: Tables whose rows are user data: a store holding any is never rebuilt.
+_DATA_TABLES = ("runs", "registered_models", "logged_models", "trace_info")
+
+#: Tags identifying the process that owns a run (see :func:`process_tags`).
+TAG_HOST = "ltr.host"
+TAG_PID = "ltr.pid"
+TAG_PROCESS_START = "ltr.process_start"
+TAG_HOST_ID = "ltr.host_id"
+TAG_BOOT_ID = "ltr.boot_id"
+TAG_ERROR = "ltr.error"
+
+
+# --- accepted URIs -------------------------------------------------------------------------------
+
+
+def check_tracking_uri(uri: str | None, *, writable: bool = True) -> str:
+    """The normalised tracking URI (``resolve_tracking_uri``), or `LtrUserError` in one line.
+
+    Fast (seconds at most) and free of mlflow imports, so it can run before any data is read.
+    ``writable=False`` (reading runs only) skips the test that a sqlite store's directory can be
+    written. For ``http(s)`` stores, MLflow's HTTP retry settings are shortened
+    (`HTTP_ENV_DEFAULTS`) unless set in the environment.
+    """
+    raw = (uri or "").strip()
+    if not raw:
+        raw = resolve_tracking_uri(None)
+    scheme, sep, rest = raw.partition("://")
+    scheme = scheme.lower()
+    if not sep:
+        raise LtrUserError(
+            f"tracking URI {raw!r} is a plain path: MLflow file stores are not supported; {_USE_SQLITE}"
+        )
+    if scheme == "file":
+        raise LtrUserError(f"tracking URI {raw!r}: MLflow file stores are not supported; {_USE_SQLITE}")
+    if scheme == "sqlite":
+        return _check_sqlite(raw, rest, writable=writable)
+    if scheme in {"http", "https"}:
+        return _check_http(raw)
+    if scheme.split("+", 1)[0] in _DB_PORTS:
+        return _check_database(raw)
+    raise LtrUserError(
+        f"tracking URI {_redact(raw)!r} has an unsupported scheme {scheme!r}; use "
+        f"sqlite:///path/mlflow.db, http(s)://host:port (an MLflow server) or a "
+        f"postgresql/mysql/mssql database URL"
+    )
+
+
+def _check_sqlite(raw: str, rest: str, *, writable: bool) -> str:
+    path, _, query = rest.partition("?")
+    if not path or path in {"/", "/:memory:"} or path.startswith("/:memory:") or "mode=memory" in query:
+        raise LtrUserError(
+            f"tracking URI {raw!r} is an in-memory sqlite database: its runs would vanish when the "
+            f"process ends; {_USE_SQLITE}"
+        )
+    if not path.startswith("/"):
+        raise LtrUserError(
+            f"tracking URI {raw!r}: a sqlite URI is sqlite:/// followed by the database path "
+            f"(sqlite:///mlflow.db, sqlite:////abs/path/mlflow.db)"
+        )
+    resolved = resolve_tracking_uri(raw)
+    db = sqlite_db_path(resolved)
+    assert db is not None
+    if db.is_dir():
+        raise LtrUserError(f"the MLflow store {db} is a directory; point tracking.uri at a file in it")
+    if writable:
+        _check_writable(db)
+    return resolved
+
+
+def _check_writable(db: Path) -> None:
+    """The directory of ``db`` can be created and written (the lock file, sqlite's journal)."""
+    touch_lock_file(db)  # creates the directory; one-line LtrUserError when it cannot
+    parent = db.parent
+    problem = None
+    if not os.access(parent, os.W_OK | os.X_OK):
+        problem = "the directory is not writable"
+    elif db.exists() and not os.access(db, os.R_OK | os.W_OK):
+        problem = "the database file is read-only"
+    else:
+        try:  # os.access says yes to root everywhere, also on read-only mounts: really write
+            fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{db.name}.probe-")
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as exc:
+            problem = f"cannot create a file there ({exc.strerror or exc})"
+    if problem:
+        raise LtrUserError(f"cannot write the MLflow store {db}: {problem}; {_USE_SQLITE} elsewhere")
+
+
+def _ssl_context() -> ssl.SSLContext | None:
+    if os.environ.get("MLFLOW_TRACKING_INSECURE_TLS", "").lower() == "true":
+        return ssl._create_unverified_context()
+    cafile = os.environ.get("MLFLOW_TRACKING_SERVER_CERT_PATH")
+    return ssl.create_default_context(cafile=cafile) if cafile else None
+
+
+def _check_http(raw: str) -> str:
+    url = raw.rstrip("/")
+    parts = urllib.parse.urlsplit(url)
+    if not parts.hostname:
+        raise LtrUserError(f"tracking URI {raw!r} names no host; use http(s)://host:port")
+    # Credentials go in MLFLOW_TRACKING_USERNAME/PASSWORD; keep any in the URL out of the probe.
+    netloc = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    try:
+        port = parts.port
+    except ValueError as exc:
+        raise LtrUserError(f"tracking URI {_redact(raw)!r}: {exc}") from exc
+    if port is not None:
+        netloc += f":{port}"
+    base = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    context = _ssl_context()
+    deadline = time.monotonic() + CHECK_TIMEOUT_S
+    answers: list[str] = []
+    for path in ("/health", "/api/2.0/mlflow/experiments/search?max_results=1"):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
+        try:
+            with urllib.request.urlopen(base + path, timeout=remaining, context=context) as response:
+                status = int(response.status)
+        except urllib.error.HTTPError as exc:
+            status = int(exc.code)
+        except (OSError, ValueError) as exc:  # URLError, refused, timed out, TLS, bad URL
+            reason = getattr(exc, "reason", None) or exc
+            raise LtrUserError(
+                f"MLflow server at {base} does not answer ({reason}); start it or fix tracking.uri"
+            ) from exc
+        if 200 <= status < 300 or status in {401, 403}:  # 401/403: there, credentials are MLflow's
+            for key, value in HTTP_ENV_DEFAULTS.items():
+                os.environ.setdefault(key, value)
+            return url
+        answers.append(f"{path.split('?')[0]} -> HTTP {status}")
+    raise LtrUserError(
+        f"MLflow server at {base} does not answer as an MLflow server ({'; '.join(answers) or 'timed out'})"
+    )
+
+
+def _redact(raw: str) -> str:
+    parts = urllib.parse.urlsplit(raw)
+    if parts.password is None:
+        return raw
+    return raw.replace(f":{parts.password}@", ":***@", 1)
+
+
+def _check_database(raw: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    shown = _redact(raw)
+    try:
+        url = make_url(raw)
+        dialect = url.get_dialect()
+    except Exception as exc:  # ArgumentError, NoSuchModuleError: a malformed URL or driver name
+        raise LtrUserError(f"tracking URI {shown!r} is not a usable database URL ({exc})") from exc
+    try:
+        dialect.import_dbapi()
+    except ImportError as exc:
+        module = (exc.name or url.get_driver_name()).split(".")[0]
+        package = _DRIVER_PACKAGES.get(module, module)
+        raise LtrUserError(
+            f"tracking URI {shown!r} needs the database driver {module!r}, which is not installed; "
+            f"install {package} (.venv/bin/pip install {package})"
+        ) from exc
+    if url.host:
+        port = url.port or _DB_PORTS[url.get_backend_name()]
+        try:
+            socket.create_connection((url.host, port), timeout=CHECK_TIMEOUT_S).close()
+        except OSError as exc:
+            raise LtrUserError(
+                f"database server at {url.host}:{port} (tracking URI {shown!r}) does not answer "
+                f"({exc.strerror or exc})"
+            ) from exc
+    return raw
+
+
+# --- creation -----------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """SIGINT and SIGTERM held back inside the block (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+@lru_cache(maxsize=1)
+def _schema_revisions() -> tuple[str, frozenset[str]]:
+    """MLflow's head schema revision and every revision it knows."""
+    from alembic.script import ScriptDirectory
+    from mlflow.store.db import utils
+
+    alembic_config: Any = utils._get_alembic_config
+    script = ScriptDirectory.from_config(alembic_config(db_url=""))
+    heads = script.get_heads()
+    known = frozenset(rev.revision for rev in script.walk_revisions())
+    return (heads[0] if len(heads) == 1 else ",".join(sorted(heads))), known
+
+
+@lru_cache(maxsize=1)
+def _expected_tables() -> frozenset[str]:
+    """The tables MLflow's models define (importing mlflow.store.db.utils registers them all)."""
+    import mlflow.store.db.utils  # noqa: F401
+    from mlflow.store.db.base_sql_model import Base
+
+    return frozenset(Base.metadata.tables)
+
+
+@dataclass
+class _Inspection:
+    """What is wrong with an existing sqlite store (nothing: `problems` empty)."""
+
+    problems: list[str] = field(default_factory=list)
+    data: dict[str, int] = field(default_factory=dict)
+    repairable: bool = True
+
+
+def _inspect(db: Path) -> _Inspection:
+    found = _inspect_schema(db)
+    if found.problems and found.repairable:
+        data = _count_data(db)
+        if data is None:
+            found.repairable = False
+            found.problems.append("its runs cannot be counted")
+        else:
+            found.data = data
+    return found
+
+
+def _inspect_schema(db: Path) -> _Inspection:
+    found = _Inspection()
+    try:
+        con = sqlite3.connect(db, timeout=30)
+        try:
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            revisions = (
+                [r[0] for r in con.execute("SELECT version_num FROM alembic_version")]
+                if "alembic_version" in tables
+                else []
+            )
+        finally:
+            con.close()
+    except sqlite3.Error as exc:
+        found.repairable = False
+        found.problems.append(f"it cannot be read as an SQLite database ({exc})")
+        return found
+    if not tables:
+        found.problems.append("it has no tables")
+        return found
+    head, known = _schema_revisions()
+    missing = sorted(_expected_tables() - tables)
+    leftovers = sorted(t for t in tables if t.startswith("_alembic_tmp_"))
+    if not revisions:
+        found.problems.append("it has no schema version (alembic_version)")
+    elif len(revisions) > 1 or revisions[0] != head:
+        version = ",".join(revisions)
+        if not set(revisions) <= known:
+            found.repairable = False
+            found.problems.append(
+                f"its schema version {version} is unknown to this MLflow (a newer MLflow made it?)"
+            )
+        else:
+            found.problems.append(f"its schema version is {version}, not {head}")
+    if missing:
+        found.problems.append(
+            f"{len(missing)} of {len(_expected_tables())} MLflow tables are missing ({', '.join(missing[:3])}"
+            + (", ...)" if len(missing) > 3 else ")")
+        )
+    if leftovers:
+        found.problems.append(f"an interrupted migration left {', '.join(leftovers)}")
+    return found
+
+
+def _count_data(db: Path) -> dict[str, int] | None:
+    """Rows of user data (runs, models, traces; also in alembic's temporary copies)."""
+    data: dict[str, int] = {}
+    try:
+        con = sqlite3.connect(db, timeout=30)
+        try:
+            tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            for table in sorted(tables):
+                name = table.removeprefix("_alembic_tmp_")
+                if name in _DATA_TABLES:
+                    (count,) = con.execute(f'SELECT COUNT(*) FROM "{table}"').fetchone()
+                    if count:
+                        data[name] = data.get(name, 0) + int(count)
+        finally:
+            con.close()
+    except sqlite3.Error as exc:
+        log.debug("cannot count the rows of %s: %s", db, exc)
+        return None
+    return data
+
+
+def _refusal(db: Path, uri: str, found: _Inspection) -> str:
+    what = "; ".join(found.problems)
+    held = ", ".join(f"{n} rows in {t}" for t, n in found.data.items())
+    if not found.repairable and not found.data:
+        return (
+            f"the MLflow store {db} cannot be used: {what}; move {db.name} aside (or pass another "
+            f"tracking.uri) and ltr creates a new store"
+        )
+    return (
+        f"the MLflow store {db} is incomplete: {what}; it holds data ({held}), so ltr does not "
+        f"rebuild it: back it up, then run `mlflow db upgrade {uri}`, or move {db.name} aside "
+        f"and ltr creates a new store"
+    )
+
+
+def _creating_prefix(db: Path) -> str:
+    return f".{db.name}.creating-"
+
+
+def _remove_leftovers(db: Path) -> None:
+    """Temporary stores of creators that died (the lock is ours: nobody else is creating)."""
+    with contextlib.suppress(OSError):
+        for stale in db.parent.glob(f"{_creating_prefix(db)}*"):
+            stale.unlink(missing_ok=True)
+
+
+def _fsync(path: Path, flags: int = os.O_RDONLY) -> None:
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _dispose_engine(uri: str) -> None:
+    """Forget a cached SQLAlchemy engine of ``uri`` (its pooled connections name an old file)."""
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    engines: dict[str, Any] = getattr(SqlAlchemyStore, "_engine_map", {})
+    engine = engines.pop(uri, None)
+    if engine is not None:
+        engine.dispose()
+
+
+def _fast_private_engine(tmp_uri: str) -> None:
+    """Give MLflow an engine on the temporary file that does not sync each DDL statement.
+
+    Nobody else sees that file before it is complete, synced and renamed, and one left by a
+    crash is discarded: durability during the migration buys nothing and costs seconds.
+    """
+    from mlflow.store.db import utils
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+    from sqlalchemy import event
+
+    engines: dict[str, Any] | None = getattr(SqlAlchemyStore, "_engine_map", None)
+    if engines is None:  # another MLflow: it builds its own engine
+        return
+    make_engine: Any = utils.create_sqlalchemy_engine
+    engine = make_engine(tmp_uri)
+
+    @event.listens_for(engine, "connect")
+    def _no_sync(dbapi_connection: Any, connection_record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA synchronous = OFF")
+        cursor.execute("PRAGMA journal_mode = MEMORY")
+        cursor.close()
+
+    engines[tmp_uri] = engine
+
+
+def _create(db: Path, uri: str) -> None:
+    """Build a complete store in a temporary file beside ``db``, then rename it to ``db``."""
+    from mlflow.exceptions import MlflowException
+    from mlflow.store.tracking import sqlalchemy_store
+
+    store_class: Any = sqlalchemy_store.SqlAlchemyStore
+    tmp = db.with_name(f"{_creating_prefix(db)}{os.getpid()}-{threading.get_ident()}")
+    tmp_uri = f"{SQLITE_PREFIX}{tmp}"
+    try:
+        tmp.touch(exist_ok=False)  # fails at once where MLflow would retry for minutes
+    except OSError as exc:
+        raise LtrUserError(
+            f"cannot create the MLflow store {db}: {exc.strerror or exc}; {_USE_SQLITE} elsewhere"
+        ) from exc
+    try:
+        _fast_private_engine(tmp_uri)
+        try:
+            store_class(tmp_uri, artifact_root_for(uri))
+        except MlflowException as exc:
+            raise LtrUserError(
+                f"cannot create the MLflow store {db}: {str(exc.message).splitlines()[0]}"
+            ) from exc
+        finally:
+            _dispose_engine(tmp_uri)
+        built = _inspect(tmp)
+        if built.problems:  # MLflow itself failed: never let such a store go live
+            raise LtrUserError(f"MLflow built an incomplete store for {db}: {'; '.join(built.problems)}")
+        _fsync(tmp)
+        with _signals_deferred():
+            os.replace(tmp, db)
+            _fsync(db.parent, os.O_RDONLY | os.O_DIRECTORY)
+        _dispose_engine(uri)
+    finally:
+        for leftover in (tmp, tmp.with_name(tmp.name + "-journal")):
+            leftover.unlink(missing_ok=True)
+
+
+def ensure_store(uri: str, *, create: bool = True) -> None:
+    """Make sure the sqlite store at ``uri`` exists, complete; a no-op for other stores.
+
+    Under the store lock: a missing database is created (``create=False``: `LtrUserError`, for
+    commands that only read), atomically (see the module docstring); an incomplete one is
+    rebuilt if it holds no runs, else refused with one line. Re-entrant: callers may hold the lock.
+    """
+    db = sqlite_db_path(uri)
+    if db is None:
+        return
+    with sqlite_store_lock(uri):
+        _remove_leftovers(db)
+        if not db.exists():
+            if not create:
+                raise LtrUserError(f"no MLflow store at {db}; run `ltr train` first or pass --uri")
+            _create(db, uri)
+            return
+        found = _inspect(db)
+        if not found.problems:
+            return
+        if found.data or not found.repairable:
+            raise LtrUserError(_refusal(db, uri, found))
+        _create(db, uri)
+        log.warning(
+            "ltr: rebuilt the incomplete MLflow store %s (%s; it held no runs)",
+            db,
+            "; ".join(found.problems),
+        )
+
+
+def _readable_only(db: Path) -> bool:
+    """True when the lock file beside ``db`` cannot be created (a store we may only read)."""
+    if not db.exists():
+        return False
+    try:
+        touch_lock_file(db)
+    except LtrUserError:
+        return True
+    return False
+
+
+def open_client(uri: str, *, create: bool = False) -> Any:
+    """An ``MlflowClient`` on a checked store, dead runs of all experiments reaped.
+
+    For commands that read the store (``ltr ui``, ``ltr compare``). A sqlite store in a directory
+    we cannot write is opened as it is, if complete (no lock, no reaping).
+    """
+    from mlflow.exceptions import MlflowException
+    from mlflow.tracking import MlflowClient
+
+    db = sqlite_db_path(uri)
+    try:
+        if db is not None and _readable_only(db):
+            found = _inspect(db)
+            if found.problems:
+                raise LtrUserError(_refusal(db, uri, found))
+            return MlflowClient(tracking_uri=uri)
+        with sqlite_store_lock(uri):
+            ensure_store(uri, create=create)
+            client = MlflowClient(tracking_uri=uri)
+            reap_dead_runs(client, _experiment_ids(client))
+            return client
+    except MlflowException as exc:
+        raise LtrUserError(
+            f"cannot open the MLflow store {_redact(uri)}: {str(exc.message).splitlines()[0]}"
+        ) from exc
+
+
+def _experiment_ids(client: Any) -> list[str]:
+    ids: list[str] = []
+    token = None
+    while True:
+        page = client.search_experiments(max_results=1000, page_token=token)
+        ids += [str(e.experiment_id) for e in page]
+        token = page.token
+        if not token:
+            return ids
+
+
+# --- dead runs ----------------------------------------------------------------------------------
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return ""
+
+
+def _proc_stat(pid: int) -> tuple[str, str] | None:
+    """(state, start time in clock ticks since boot) of ``pid`` from /proc; None if unknown."""
+    text = _read(f"/proc/{pid}/stat")
+    if not text:
+        return None
+    fields = text[text.rindex(")") + 2 :].split()  # the command name may hold spaces
+    return fields[0], fields[19]
+
+
+def _process_start(pid: int) -> str | None:
+    """When ``pid`` started, as a stable string (clock ticks since boot, or psutil's time)."""
+    stat = _proc_stat(pid)
+    if stat is not None:
+        return stat[1]
+    if Path("/proc/self/stat").exists():
+        return None  # /proc works: the process is gone
+    try:
+        import psutil  # type: ignore[import-untyped]
+
+        return repr(psutil.Process(pid).create_time())
+    except Exception:  # not installed, no such process, no access
+        return None
+
+
+def _host_id() -> str:
+    """This machine and pid namespace: the same hostname may name another machine/container."""
+    machine = _read("/etc/machine-id") or _read("/var/lib/dbus/machine-id")
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        namespace = ""
+    return f"{machine}/{namespace}"
+
+
+def process_tags() -> dict[str, str]:
+    """Tags naming the current process, for :func:`reap_dead_runs` to find its runs later."""
+    tags = {
+        TAG_HOST: socket.gethostname(),
+        TAG_PID: str(os.getpid()),
+        TAG_HOST_ID: _host_id(),
+        TAG_BOOT_ID: _read("/proc/sys/kernel/random/boot_id"),
+    }
+    start = _process_start(os.getpid())
+    if start is not None:
+        tags[TAG_PROCESS_START] = start
+    return {k: v for k, v in tags.items() if v}
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # exists, another user's
+    stat = _proc_stat(pid)
+    return stat is None or stat[0] not in {"Z", "X"}  # a zombie has died
+
+
+def _death(tags: dict[str, str], me: dict[str, str]) -> bool:
+    """True when the run's process (on this host) is known dead."""
+    if tags.get(TAG_HOST) != me.get(TAG_HOST) or tags.get(TAG_HOST_ID, "") != me.get(TAG_HOST_ID, ""):
+        return False  # another host (or container): its processes are not ours to see
+    try:
+        pid = int(tags[TAG_PID])
+    except (KeyError, ValueError):
+        return False
+    boot = tags.get(TAG_BOOT_ID)
+    if boot and me.get(TAG_BOOT_ID) and boot != me[TAG_BOOT_ID]:
+        return True  # the machine rebooted since
+    if not _pid_alive(pid):
+        return True
+    started = tags.get(TAG_PROCESS_START)
+    now = _process_start(pid)
+    return started is not None and now is not None and now != started  # the pid was reused
+
+
+def reap_dead_runs(client: Any, experiment_ids: Sequence[str]) -> list[str]:
+    """Mark KILLED the RUNNING runs of ``experiment_ids`` whose process died; their ids.
+
+    Only runs started on this host by ltr (they carry :func:`process_tags`) are considered; a run
+    whose process is alive is never touched. Call it under the store lock. Logs one warning when
+    it marks any.
+    """
+    from mlflow.entities import ViewType
+    from mlflow.exceptions import MlflowException
+
+    if not experiment_ids:
+        return []
+    me = process_tags()
+    running = []
+    token = None
+    while True:
+        page = client.search_runs(
+            list(experiment_ids),
+            "attributes.status = 'RUNNING'",
+            run_view_type=ViewType.ACTIVE_ONLY,
+            max_results=1000,
+            page_token=token,
+        )
+        running += list(page)
+        token = page.token
+        if not token:
+            break
+    reaped: list[str] = []
+    when = dt.datetime.now().astimezone().isoformat(timespec="seconds")
+    for run in running:
+        tags = dict(run.data.tags)
+        if not _death(tags, me):
+            continue
+        run_id = run.info.run_id
+        message = (
+            f"process {tags[TAG_PID]} on {tags[TAG_HOST]} died without ending the run "
+            f"(found by ltr at {when})"
+        )
+        try:
+            client.set_tag(run_id, TAG_ERROR, message)
+            client.set_terminated(run_id, status="KILLED")
+        except MlflowException as exc:  # deleted meanwhile, or ended by its owner after all
+            log.debug("could not mark run %s KILLED: %s", run_id, exc)
+            continue
+        reaped.append(run_id)
+    if reaped:
+        log.warning(
+            "ltr: marked %d run%s KILLED whose process died (ids %s)",
+            len(reaped),
+            "" if len(reaped) == 1 else "s",
+            ", ".join(reaped),
+        )
+    return reaped
+
+
+__all__ = [
+    "CHECK_TIMEOUT_S",
+    "check_tracking_uri",
+    "ensure_store",
+    "lock_path",
+    "open_client",
+    "process_tags",
+    "reap_dead_runs",
+]

@@ -1,0 +1,108 @@
+"""Config mistakes are found before any data is read or run exists, as one line naming the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ltr.cli.main import main
+from ltr.config import choices
+from ltr.errors import LtrUserError
+from ltr.experiment.checks import check_config, metric_keys
+from ltr.metrics import PRESETS, MetricConventions
+from ltr.metrics.conventions import GAINS, TIES, ZERO_IDCG
+from tests.conftest import compose_train
+
+#: (overrides, what the one-line message must say). The issue's ten mistakes.
+TEN_MISTAKES = [
+    (["trainer.kind=gpu"], "trainer.kind"),
+    (["eval.ties=random"], "eval.ties"),
+    (["eval.strata=[2,5]"], "eval.strata"),
+    (["eval.gain=log"], "eval.gain"),
+    (["model.estimator=tree"], "model.estimator"),
+    (["eval.clicks.propensity=foo"], "eval.clicks.propensity"),
+    (["data=parquet_partitions", "data.root=/nonexistent"], "trainer=dask"),
+    (["eval.k=[]"], "eval.k"),
+    (["optimized_metric=valid/ndcg_at_7"], "optimized_metric"),
+    (["fit.early_stopping_metric=map@3"], "fit.early_stopping_metric"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "key"), TEN_MISTAKES, ids=[m[0][0] for m in TEN_MISTAKES])
+def test_config_mistake_is_one_line_exit_2_and_no_run(
+    overrides: list[str], key: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code = main(["train", *overrides, "fit.show_progress=false"])
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2, err
+    assert len(lines) == 1, err
+    assert lines[0].startswith("ltr: error: "), lines[0]
+    assert key in lines[0], lines[0]
+    assert "Traceback" not in err
+    # no store, no run folder: nothing was read and nothing was started
+    assert not (tmp_path / "mlflow.db").exists()
+    assert not (tmp_path / "mlartifacts").exists()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["eval.k=[0,5]"], "every cut-off must be >= 1"),
+        (["eval.k=[5,5]"], "repeats a cut-off"),
+        (["eval.splits=[valid,holdout]"], "'holdout' is not one of"),
+        (["eval.rel_threshold=-5"], "eval.rel_threshold=-5 must be >= 0"),
+        (["fit.num_threads=-3"], "fit.num_threads=-3 must be >= 0"),
+        (["fit.num_boost_round=0"], "fit.num_boost_round=0"),
+        (["model.learning_rate=-1"], "model.learning_rate=-1.0 must be > 0"),
+        (["model.num_leaves=1"], "model.num_leaves=1 must be >= 2"),
+        (["data=letor"], "data.root is required"),
+        (["eval.clicks.min_propensity=0"], "eval.clicks.min_propensity=0.0"),
+        (["eval.splits=[test]"], "has no valid split to optimise on"),
+        (["+eval.composite.blend={ndcg@3: 1.0}"], "'ndcg@3' is not a measure"),
+        (["model.position_bias=true", "trainer=dask"], "use trainer=local"),
+    ],
+)
+def test_cross_field_rules(overrides: list[str], message: str) -> None:
+    with pytest.raises(LtrUserError, match=message.replace("[", r"\[")):
+        check_config(compose_train(overrides))
+
+
+def test_preset_gives_the_peers_conventions_and_explicit_fields_win() -> None:
+    assert check_config(compose_train(["eval.preset=sklearn"])).conventions == PRESETS["sklearn"]
+    assert check_config(compose_train(["eval=sklearn"])).conventions == PRESETS["sklearn"]
+    assert check_config(compose_train(["eval=lightgbm"])).conventions == PRESETS["lightgbm"]
+    assert check_config(compose_train([])).conventions == MetricConventions()
+    mixed = check_config(compose_train(["eval.preset=sklearn", "eval.gain=exp"])).conventions
+    assert (mixed.gain, mixed.ties, mixed.zero_idcg) == ("exp", "average", "zero")
+    lightgbm_zero = check_config(compose_train(["eval=lightgbm", "eval.zero_idcg=zero"])).conventions
+    assert (lightgbm_zero.gain, lightgbm_zero.ties, lightgbm_zero.zero_idcg) == ("exp", "stable", "zero")
+
+
+def test_resolved_conventions_are_the_logged_params() -> None:
+    params = check_config(compose_train(["eval.preset=sklearn"])).params()
+    assert (params["eval.gain"], params["eval.ties"], params["eval.zero_idcg"]) == ("linear", "average", "zero")
+    assert params["eval.preset"] == "sklearn"
+    assert params["fit.early_stopping_metric"] == "ndcg@10"
+    assert params["optimized_metric"] == "valid/ndcg_at_10"
+
+
+def test_objective_and_early_stopping_follow_eval_k() -> None:
+    spec = check_config(compose_train(["eval.k=[5,20]"]))
+    assert spec.optimized_metric == "valid/ndcg_at_20"
+    assert spec.early_stopping_metric == "ndcg@20"
+    assert spec.config.fit.early_stopping_metric == "ndcg@20"
+    stratum = check_config(compose_train(["optimized_metric=test/err_at_10/len_51_plus"]))
+    assert stratum.optimized_metric == "test/err_at_10/len_51_plus"
+    composite = check_config(compose_train(["+eval.composite.blend={ndcg_at_3: 0.5, rr: 0.5}", "optimized_metric=valid/blend"]))
+    assert "valid/blend/len_1-10" in metric_keys(composite)
+    assert composite.table_ks == (5, 10, 3)
+
+
+def test_enum_choices_are_the_metric_conventions_choices() -> None:
+    assert tuple(choices.Gain) == GAINS
+    assert set(choices.Ties) == set(TIES) - {"docno_desc"}  # docno_desc needs docnos: ltr evaluate only
+    assert tuple(choices.ZeroIdcg) == ZERO_IDCG
+    assert set(choices.Preset) <= set(PRESETS)

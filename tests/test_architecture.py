@@ -1,0 +1,139 @@
+"""The package layout's rules (README "Code layout"): parts, levels, no cycles, light imports."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "ltr"
+
+#: Each top-level part of ``ltr`` and its level: a part imports only parts of lower levels.
+LEVELS = {
+    "errors": 0,
+    "__init__": 0,
+    "config": 1,
+    "metrics": 1,
+    "data": 2,
+    "tracking": 2,
+    "training": 3,
+    "compare": 3,
+    "dask": 4,
+    "experiment": 5,
+    "cli": 6,
+    "__main__": 7,
+}
+
+#: Modules a function may import lazily, and why (README "Imports"); any other import is at the top.
+LAZY_ALLOWED = {
+    "ltr.cli": "the dispatcher imports a verb's module when it runs, so `ltr --help` stays fast",
+    "ltr.dask": "the dask extra is optional",
+    "dask": "the dask extra is optional",
+    "distributed": "the dask extra is optional",
+    "lightgbm.dask": "the dask extra is optional",
+    "numba": "numba's import and cache load (~1 s) only when a kernel runs",
+    "ltr.metrics._kernel": "numba's import and cache load (~1 s) only when a kernel runs",
+    "ltr.data._text_kernel": "numba's import and cache load (~1 s) only when a kernel runs",
+    "matplotlib": "figures only when a figure is drawn",
+    "rich": "terminal output only when printing",
+    "mlflow": "tracking=none and the metrics never import MLflow",
+    "ltr.tracking.mlflow_tracker": "tracking=none and the metrics never import MLflow",
+    "sqlalchemy": "store checks of MLflow's sqlite store, with MLflow",
+    "alembic": "store checks of MLflow's sqlite store, with MLflow",
+    "psutil": "optional process start times",
+    "scipy": "statistics only when a comparison runs",
+    "pyarrow": "Parquet and CSV readers only for those formats",
+    "multiprocessing": "the signal handler asks whether it runs in a launcher worker",
+    "socket": "`ltr ui` checks its port",
+}
+
+
+def _modules() -> dict[str, ast.Module]:
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = ".".join(("ltr", *path.relative_to(PACKAGE).with_suffix("").parts)).removesuffix(".__init__")
+        out[name] = ast.parse(path.read_text(), filename=str(path))
+    return out
+
+
+def _part(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _imports(tree: ast.Module, module: str) -> list[tuple[str, list[str], bool]]:
+    """(imported module, imported names, inside a function) of every import of ``tree``."""
+    in_function: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            in_function |= {id(sub) for sub in ast.walk(node) if sub is not node}
+    out = []
+    package = module if module.endswith(tuple(("ltr." + p) for p in LEVELS)) else module.rsplit(".", 1)[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(alias.name, [], id(node) in in_function) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+            out.append((base, [a.name for a in node.names], id(node) in in_function))
+    return out
+
+
+def test_parts_levels_and_no_cycles() -> None:
+    modules = _modules()
+    parts = {_part(m) for m in modules}
+    assert parts <= set(LEVELS), f"parts without a level: {parts - set(LEVELS)}"
+    assert len(parts) <= 12
+    upward = []
+    for module, tree in modules.items():
+        for imported, _, _ in _imports(tree, module):
+            if imported.startswith("ltr.") and imported != "ltr":
+                source, target = _part(module), _part(imported)
+                if source != target and LEVELS[target] >= LEVELS[source]:
+                    upward.append(f"{module} imports {imported}")
+    assert not upward, "imports that go up or sideways:\n" + "\n".join(upward)
+
+
+def test_no_private_names_from_other_modules() -> None:
+    modules = _modules()
+    bad = []
+    for module, tree in modules.items():
+        for imported, names, _ in _imports(tree, module):
+            if not imported.startswith("ltr"):
+                continue
+            for name in names:
+                private_module = f"{imported}.{name}" in modules  # a private submodule of a package
+                same_package = imported.rsplit(".", 1)[0] == module.rsplit(".", 1)[0] or imported == module.rsplit(".", 1)[0]
+                if name.startswith("_") and not (private_module and same_package):
+                    bad.append(f"{module}: from {imported} import {name}")
+    assert not bad, "\n".join(bad)
+
+
+def test_function_level_imports_have_a_reason() -> None:
+    bad = []
+    for module, tree in _modules().items():
+        for imported, _, lazy in _imports(tree, module):
+            if lazy and not any(imported == key or imported.startswith(key + ".") for key in LAZY_ALLOWED):
+                bad.append(f"{module}: import {imported} inside a function")
+    assert not bad, "imports inside functions without a reason (move them to the top):\n" + "\n".join(bad)
+
+
+HEAVY = ("numba", "mlflow", "lightgbm", "hydra", "matplotlib", "dask", "sklearn", "scipy")
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import ltr.metrics",
+        "import ltr.data.readers",
+        "from ltr.cli.main import main; main(['--help'])",
+    ],
+)
+def test_light_imports(code: str) -> None:
+    check = f"{code}\nimport sys\nprint('heavy:' + ','.join(m for m in {HEAVY!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip().splitlines()[-1] == "heavy:", f"{code!r} imports {out.stdout.strip().splitlines()[-1]}"
