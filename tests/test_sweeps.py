@@ -98,3 +98,37 @@ def test_objective_comparison_on_default_data(tmp_path: Path) -> None:
           f"{by_objective['rank_xendcg']['test/ndcg_at_10']:.4f}, pointwise {pointwise:.4f}")
     assert lambdarank > pointwise
     assert "3 jobs, 0 failed" in proc.stdout
+
+
+def test_two_sweeps_started_together_each_keep_their_own_children(tmp_path: Path) -> None:
+    """Two sweeps in the same second and folder: own sweep folder, own parent, own children."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    args = [sys.executable, "-m", "ltr", "train", "-m", "debug=default", f"tracking.uri={uri}"]
+    procs = [
+        subprocess.Popen([*args, f"model.num_leaves={a},{b}"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for a, b in ((3, 5), (7, 9))
+    ]
+    for proc in procs:
+        _, stderr = proc.communicate(timeout=900)
+        assert proc.returncode == 0, stderr[-3000:]
+    client = MlflowClient(uri)
+    experiment = client.get_experiment_by_name("ltr")
+    assert experiment is not None
+    runs = client.search_runs([experiment.experiment_id], max_results=100)
+    parents = [r for r in runs if r.data.tags.get("ltr.role") == "sweep"]
+    assert len(parents) == 2
+    assert len({p.data.tags["ltr.sweep_id"] for p in parents}) == 2, "each sweep has its own folder"
+    leaves = set()
+    for parent in parents:
+        children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+        assert len(children) == 2
+        assert parent.data.metrics["sweep/n_jobs"] == 2
+        assert all(c.data.tags["ltr.sweep_id"] == parent.data.tags["ltr.sweep_id"] for c in children)
+        assert all(r.info.status == "FINISHED" for r in [parent, *children])
+        group = frozenset(c.data.params["model.num_leaves"] for c in children)
+        assert group in ({"3", "5"}, {"7", "9"})
+        leaves |= group
+        best = max(c.data.metrics["valid/ndcg_at_10"] for c in children)
+        assert parent.data.metrics["sweep/best/valid/ndcg_at_10"] == best
+    assert leaves == {"3", "5", "7", "9"}
+    assert len(list((tmp_path / "multirun").glob("*/*"))) == 2

@@ -20,7 +20,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import pandas as pd
@@ -33,8 +33,20 @@ from ltr.metrics.conventions import GAINS, TIES, ZERO_IDCG
 from ltr.metrics.measures import table_measures
 
 
+#: The largest cut-off: a list is never cut deeper than its length, but the discount table is
+#: ``max(--k)`` long (8 bytes each).
+MAX_K = 1_000_000
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad option is one `LtrUserError` line (exit 2 through ``ltr``), not usage + error."""
+
+    def error(self, message: str) -> NoReturn:
+        raise LtrUserError(f"{message} (ltr evaluate --help lists the options)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="ltr evaluate",
         description="Evaluate rankings made elsewhere: nDCG/ERR/P@k and RR (reciprocal rank), overall and per list-length stratum.",
     )
@@ -53,19 +65,22 @@ def build_parser() -> argparse.ArgumentParser:
     conv = p.add_argument_group("conventions (a --preset first, then these override it)")
     conv.add_argument("--preset", choices=sorted(PRESETS), help="reproduce a peer tool exactly")
     conv.add_argument(
-        "--k", type=int, action="append", help="cut-off, repeatable (default 5 and 10)"
+        "--k", type=int, action="append", help=f"cut-off 1..{MAX_K:,}, repeatable (default 5 and 10)"
     )
     conv.add_argument("--gain", choices=GAINS)
     conv.add_argument("--label-gain", help="explicit gain per label 0,1,2,...: comma-separated")
     conv.add_argument("--ties", choices=TIES)
     conv.add_argument("--zero-idcg", choices=ZERO_IDCG)
     conv.add_argument(
-        "--rel-threshold", type=int, help="binary relevance: label >= this (default 1)"
+        "--rel-threshold",
+        type=int,
+        help="binary relevance: label >= this, an integer >= 0 (default 1; 0: every judged "
+        "document, as trec_eval's relevance_level 0)",
     )
     conv.add_argument(
         "--strata",
         default="1,11,51",
-        help="lower edges of the list-length strata (default 1,11,51)",
+        help="lower edges of the list-length strata: increasing integers from 1 (default 1,11,51)",
     )
     out = p.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -77,8 +92,13 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``ltr evaluate``; returns the exit code. User errors raise `LtrUserError`."""
     args = build_parser().parse_args(argv)
     ks = args.k or [5, 10]
-    if len(set(ks)) != len(ks) or min(ks) < 1:
-        raise LtrUserError(f"--k values must be distinct integers >= 1, got {ks}")
+    if len(set(ks)) != len(ks) or min(ks) < 1 or max(ks) > MAX_K:
+        raise LtrUserError(f"--k values must be distinct integers from 1 to {MAX_K:,}, got {ks}")
+    if args.rel_threshold is not None and args.rel_threshold < 0:
+        raise LtrUserError(
+            f"--rel-threshold {args.rel_threshold} is negative; give an integer >= 0 (a label >= "
+            "it is relevant; 0 counts every judged document, as trec_eval's relevance_level 0)"
+        )
     strata = _parse_strata(args.strata)
     label_gain = None
     if args.label_gain is not None:
@@ -88,6 +108,12 @@ def main(argv: list[str] | None = None) -> int:
             raise LtrUserError(
                 f"--label-gain {args.label_gain!r} is not a comma-separated list of numbers"
             ) from None
+        bad = [g for g in label_gain if not (math.isfinite(g) and g >= 0)]
+        if bad:
+            raise LtrUserError(
+                f"--label-gain {args.label_gain!r} has gain {bad[0]}; every gain must be a finite "
+                "number >= 0 (one per label 0, 1, 2, ...)"
+            )
     try:
         conventions = resolve_conventions(
             args.preset,
@@ -134,11 +160,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _parse_strata(text: str) -> Strata:
+    example = "give increasing list lengths starting at 1, e.g. --strata 1,11,51"
+    edges = []
+    for item in text.split(","):
+        try:
+            edges.append(int(item))
+        except ValueError:
+            raise LtrUserError(f"--strata {text!r}: {item.strip()!r} is not an integer; {example}") from None
     try:
-        edges = tuple(int(e) for e in text.split(","))
-        return Strata(edges)
+        return Strata(tuple(edges))
     except ValueError as exc:
-        raise LtrUserError(f"--strata {text!r}: {exc}") from None
+        raise LtrUserError(f"--strata {text!r}: {exc}; {example}") from None
 
 
 def _evaluate_trec(

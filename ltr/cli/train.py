@@ -26,7 +26,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import HydraException
 from hydra.types import RunMode
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ltr.cli.sweep_callback import parent_run_id_for, record_job_error, sweep_tags
@@ -37,7 +37,22 @@ from ltr.tracking.lifecycle import Terminated
 
 CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
 
+
+
+def config_groups(conf_dir: str = CONF_DIR) -> str:
+    """The ``--help`` list of config groups and their options: the YAML files of ``conf/``
+    (the schemas the files extend are not options)."""
+    root = Path(conf_dir)
+    lines = []
+    for group in sorted(p for p in root.iterdir() if p.is_dir()):
+        options = sorted(f.stem for f in group.glob("*.yaml"))
+        if options:
+            lines.append(f"{group.name}: {', '.join(options)}")
+    return "\n".join(lines)
+
+
 register_configs()
+OmegaConf.register_new_resolver("ltr_config_groups", config_groups, replace=True)
 log = logging.getLogger(__name__)
 
 
@@ -50,25 +65,37 @@ class _UserErrorInJob(BaseException):
         self.error = error
 
 
-def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+_stopping = False
+
+
+def _on_stop_signal(signum: int, frame: FrameType | None) -> None:
+    """The first SIGINT / SIGTERM stops the job (KeyboardInterrupt / Terminated); later ones are
+    ignored, so a second Ctrl-C or ``kill`` cannot interrupt ending the run KILLED."""
+    global _stopping
+    if _stopping:
+        return
+    _stopping = True
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
     raise Terminated(f"signal {signum}")
 
 
-def install_sigterm_handler() -> None:
-    """SIGTERM -> :class:`Terminated`, in the launching process only (not in launcher workers)."""
+def install_signal_handlers() -> None:
+    """SIGINT and SIGTERM -> :func:`_on_stop_signal`, in the launching process only (launcher
+    workers keep theirs); outside the main thread ``signal()`` raises ValueError: left as is."""
     import multiprocessing
 
     if multiprocessing.parent_process() is not None:
         return
-    # Outside the main thread signal() raises ValueError: leave SIGTERM as is.
     with contextlib.suppress(ValueError):
-        signal.signal(signal.SIGTERM, _raise_terminated)
+        signal.signal(signal.SIGTERM, _on_stop_signal)
+        signal.signal(signal.SIGINT, _on_stop_signal)
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="train")
 def job(cfg: DictConfig) -> float:
     """Run one job (see the module docstring for errors and interrupts)."""
-    install_sigterm_handler()
+    install_signal_handlers()
     hydra_cfg = HydraConfig.get()
     overrides = list(hydra_cfg.overrides.task)
     if hydra_cfg.mode == RunMode.MULTIRUN:
@@ -111,14 +138,31 @@ def one_line(exc: BaseException) -> str:
     return text
 
 
+_GRAMMAR = set(",[]{}()'\"$=:\\ ")
+
+
+def quote_non_ascii(override: str) -> str:
+    """``key=value`` with a non-ASCII value (``data.train=/data/données/train.txt``) quoted, as
+    Hydra's override grammar needs; values with grammar characters (sweeps, lists) are left to
+    the user (and get a one-line hint when Hydra refuses them)."""
+    key, sep, value = override.partition("=")
+    if not sep or value.isascii() or _GRAMMAR & set(value) or key.startswith("-"):
+        return override
+    return f"{key}='{value}'"
+
+
 def main(argv: list[str]) -> int:
     """``ltr train ARGV``: run the Hydra app; config mistakes become one-line `LtrUserError`s."""
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises; ltr.cli.main prints one line
+    argv = [quote_non_ascii(arg) for arg in argv]
     sys.argv = ["ltr train", *argv]
     try:
         job()
     except _UserErrorInJob as wrapped:
         raise wrapped.error from None
     except (HydraException, OmegaConfBaseException) as exc:
-        raise LtrUserError(one_line(exc)) from exc
+        message = one_line(exc)
+        if "LexerNoViableAlt" in message and not all(arg.isascii() for arg in argv):
+            message += " (quote a value with non-ASCII characters: \"key='/path/données'\")"
+        raise LtrUserError(message) from exc
     return 0

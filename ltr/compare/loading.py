@@ -121,7 +121,7 @@ def load_comparison(
     if len(runs) < 2:
         raise LtrUserError(f"a comparison needs two different runs; got {len(runs)} ({', '.join(refs)})")
     labels = run_labels(runs)
-    notes = check_compatible(runs, labels, force=force)
+    notes = [*store.notes, *check_compatible(runs, labels, force=force)]
     tables = [store.per_query_table(run, split) for run in runs]
     comparison = compare_runs(
         tables, labels, metrics=list(dict.fromkeys(metrics)), baseline=0, seed=seed, n_resamples=n_resamples

@@ -3,10 +3,15 @@
 Kept apart so that importing the readers does not import numba: :mod:`ltr.data.read_text`
 imports this module on the first parse (numba's import and cache load cost about a second).
 Status codes are the kernels' return values; :func:`ltr.data.read_text._message` explains them.
+``NEED_WIDTH`` returns the index that did not fit; the caller refuses one above its width limit
+(:data:`ltr.data.read_text.MAX_FEATURE_INDEX`) before allocating anything, so the kernel needs
+no limit of its own. ``INF_VALUE``: a feature value that is infinite once stored as float32
+(``inf``, ``-inf``, or beyond float32's range such as ``1e39``); NaN stays allowed.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numba
@@ -25,6 +30,7 @@ DUPLICATE_INDEX = 15
 BAD_VALUE = 16
 UNEXPECTED_QID = 17
 DUPLICATE_QID = 18
+INF_VALUE = 19
 
 POW10 = np.array([10.0**i for i in range(23)], dtype=np.float64)
 
@@ -243,6 +249,9 @@ def parse_chunk(  # pragma: no cover - compiled
                     if not ok:
                         return 16, line_start, this_line, row, v0, idx, max_index
                     features[row, col] = v
+                    # inf, or beyond float32 (the fast path above never overflows: < 1e18)
+                    if math.isinf(features[row, col]):
+                        return 19, line_start, this_line, row, v0, idx, max_index
                 if idx > max_index:
                     max_index = idx
                 continue

@@ -2,7 +2,10 @@
 
 Columns are chosen by name: ``qid_column`` and ``label_column`` (required), and
 ``feature_columns`` (None: every other column, which must then all be numeric). Nulls in a
-feature column become NaN (LightGBM's "missing"); a null label is reported as an error.
+feature column become NaN (LightGBM's "missing"); a null label is reported as an error. An
+infinite feature (``inf``, ``-inf``, or beyond float32's +-3.4e38) is an error naming the column
+and row: an infinity has no place in a tree's bins. A table without rows (a CSV with only its
+header, a Parquet file of 0 rows) is an error too.
 String qids are accepted and numbered 0, 1, ... in order of first appearance (logged).
 An optional ``position_column`` holds the logged 0-based position of every row (checked by
 :func:`ltr.data.positions.check_positions`); it is never a feature.
@@ -55,14 +58,25 @@ def read_table(
     Raises
     ------
     DataError
-        a missing file or column, a non-numeric feature column or label, a bad qid column, a
-        missing, negative or non-integer position.
+        a missing file or column, no data rows, a non-numeric feature column or label, an
+        infinite feature value, a bad qid column, a missing, negative or non-integer position.
     """
     path = Path(path)
     if not path.is_file():
         raise DataError(f"data file {path} does not exist; check the path")
     table = _read_arrow(path, kind, delimiter, qid_column, label_column, feature_columns, position_column)
     names = list(table.column_names)
+    if table.num_rows == 0:
+        shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
+        if kind == "csv":
+            raise DataError(
+                f"{path} has a header at line 1 ({shown}) but no data rows from line 2 on; "
+                "check the export (or the path): a ranking file needs at least one row"
+            )
+        raise DataError(
+            f"{path} has 0 rows (columns: {shown}); check the export (or the path): a ranking "
+            "file needs at least one row"
+        )
     roles = [("qid", qid_column), ("label", label_column)]
     if position_column is not None:
         roles.append(("position", position_column))
@@ -103,7 +117,21 @@ def read_table(
                 f"feature column {col!r} of {path} is not numeric (type {arr.type}); convert it, or "
                 "leave it out of data.feature_columns"
             )
-        features[:, j] = arr.cast(pa.float64()).to_numpy(zero_copy_only=False)
+        with np.errstate(over="ignore"):  # beyond float32 becomes inf, refused just below
+            values = arr.cast(pa.float64()).to_numpy(zero_copy_only=False).astype(np.float32)
+        infinite = np.isinf(values)
+        if infinite.any():
+            i = int(np.argmax(infinite))
+            raw = arr[i].as_py()
+            qid = table.column(qid_column)[i].as_py()
+            beyond = "" if np.isinf(raw) else " (beyond float32's +-3.4e38)"
+            raise DataError(
+                f"feature column {col!r} of {path} has infinite value {raw!r}{beyond} at {where} "
+                f"{first_line + i} (qid {qid}); "
+                "an infinity has no place in a tree's bins and usually comes from a broken "
+                "export: write a finite number, or leave the cell empty (NaN) for a missing value"
+            )
+        features[:, j] = values
 
     label_arr = table.column(label_column)
     if not (pa.types.is_integer(label_arr.type) or pa.types.is_floating(label_arr.type)):

@@ -8,8 +8,15 @@ Format, one data row per line::
 - ``#`` starts a comment that runs to the end of the line; blank and comment-only lines are
   skipped (but counted, so messages name the real line number).
 - Tokens are separated by spaces or tabs; ``\\r\\n`` line ends are accepted.
-- Values are decimal numbers (``1``, ``-0.5``, ``3e-4``), or ``nan`` / ``inf`` (features only;
-  a NaN feature is LightGBM's "missing").
+- Values are decimal numbers (``1``, ``-0.5``, ``3e-4``), or ``nan`` (features only: a NaN
+  feature is LightGBM's "missing"). An infinite feature (``inf``, ``-inf``, or a number beyond
+  float32's +-3.4e38 such as ``1e39``) is an error: it has no place in a tree's bins and nearly
+  always comes from a broken export.
+- The feature matrix is dense, one float32 column per index up to the largest seen. Without a
+  fixed ``n_features``, an index above :data:`MAX_FEATURE_INDEX` (1,000,000) is an error, raised
+  at the first line that has it and before anything that wide is allocated (index 999999999
+  would mean 3.7 GiB per row). With ``n_features`` the width is fixed and any index above it is
+  an error; a width this machine cannot allocate is reported as a `DataError` too.
 
 The parse is a numba kernel over the raw bytes, one chunk (32 MiB) at a time, so memory stays
 near the size of the output and a progress bar can follow the bytes. Each chunk is cut at line
@@ -49,6 +56,12 @@ PARSE_THREADS = min(os.cpu_count() or 1, 4)
 PARALLEL_MIN_BYTES = 1 << 20
 #: Files at least this large get a progress bar (when stderr is a terminal).
 PROGRESS_MIN_BYTES = 16 << 20
+#: The largest feature index accepted without a fixed ``n_features``: the dense matrix has one
+#: float32 column per index up to the largest (1,000,000 columns = 4 MB per row).
+MAX_FEATURE_INDEX = 1_000_000
+#: Bytes of the smallest row block allocated at a time when rows are very wide (rows are at
+#: least 16, at most 1024 per block; 1024 for up to 16,384 features).
+ROW_BLOCK_BYTES = 64 << 20
 
 def _kernel() -> ModuleType:
     """The numba kernels, imported on the first parse so that importing readers stays light."""
@@ -152,7 +165,8 @@ def parse_svmlight(
     path : the file; gzip is recognised by its magic bytes
     qid_required : True: every data line needs ``qid:<id>`` (LETOR); False: no line may have one
         (LightGBM form, groups come from a ``.query`` file); the returned ``row_qids`` are then -1
-    n_features : fixed width; an index above it is an error. None: the largest index seen
+    n_features : fixed width; an index above it is an error. None: the largest index seen, at
+        most `MAX_FEATURE_INDEX`
     progress : show a progress bar; None = when stderr is a terminal and the file is large
 
     Returns
@@ -164,8 +178,9 @@ def parse_svmlight(
     ------
     DataError
         naming the file and line: a missing file, malformed token, non-numeric label, missing
-        (or unexpected) ``qid:``, feature index < 1 or above ``n_features``, a duplicate index
-        in a line, or a non-numeric feature value.
+        (or unexpected) ``qid:``, feature index < 1 or above ``n_features`` (without it: above
+        `MAX_FEATURE_INDEX`), a duplicate index in a line, a non-numeric or infinite feature
+        value, or a feature matrix too large to allocate.
     """
     path = Path(path)
     source = str(path)
@@ -188,21 +203,24 @@ class _Rows:
     """The growing output arrays of a parse, and the kernel state between calls."""
 
     def __init__(self, n_rows: int, width: int, qid_mode: int, source: str, n_features: int | None) -> None:
-        self.features = np.zeros((n_rows, width), np.float32)
+        self.source = source
+        with _out_of_memory(source, n_rows, width, 1):
+            self.features = np.zeros((n_rows, width), np.float32)
         self.labels = np.zeros(n_rows, np.float64)
         self.qids = np.full(n_rows, -1, np.int64)
         self.lines = np.zeros(n_rows, np.int64)
         self.seen = [np.full(width, -1, np.int64) for _ in range(max(PARSE_THREADS, 1))]
         self.qid_mode = qid_mode
-        self.source = source
         self.n_features = n_features
         self.row = 0
         self.line_no = 0
         self.max_index = 0
 
     def grow_rows(self, at_least: int) -> None:
-        cap = max(2 * self.features.shape[0], at_least, 1024)
-        self.features = _grow(self.features, (cap, self.features.shape[1]))
+        width = self.features.shape[1]
+        cap = max(2 * self.features.shape[0], at_least, _min_rows(width))
+        with _out_of_memory(self.source, cap, width, self.line_no + 1):
+            self.features = _grow(self.features, (cap, width))
         self.labels = _grow(self.labels, (cap,))
         self.qids = _grow(self.qids, (cap,), fill=-1)
         self.lines = _grow(self.lines, (cap,))
@@ -213,8 +231,18 @@ class _Rows:
                 f"feature index {index} at line {line} of {self.source} is above "
                 f"n_features={self.n_features}; raise n_features or fix the index"
             )
-        new_width = max(index, int(self.features.shape[1] * 1.5))
-        self.features = _grow(self.features, (self.features.shape[0], new_width))
+        if index > MAX_FEATURE_INDEX:
+            raise DataError(
+                f"feature index {index} at line {line} of {self.source} is above "
+                f"{MAX_FEATURE_INDEX:,}, the widest feature matrix read without data.n_features "
+                f"(one float32 column per index up to the largest: {_size(4 * index)} per row "
+                "here); renumber the features 1..N, or fix the width with data.n_features=N "
+                "(any index above N is then refused)"
+            )
+        new_width = min(max(index, int(self.features.shape[1] * 1.5)), MAX_FEATURE_INDEX)
+        rows = self.features.shape[0]
+        with _out_of_memory(self.source, rows, new_width, line):
+            self.features = _grow(self.features, (rows, new_width))
         self.seen = [np.full(new_width, -1, np.int64) for _ in self.seen]
 
     def parse(self, buf: NDArray[np.uint8], pos: int) -> None:
@@ -321,12 +349,15 @@ def _parse_stream(
             pos = 0
             if out is None:
                 head_max, head_lines, span = _kernel().scan_head(buf, 2000)
-                width = n_features if n_features is not None else max(head_max, 1)
+                if n_features is not None:
+                    width = n_features
+                else:  # an index too wide is refused by the parse, with its line: start narrow
+                    width = head_max if 1 <= head_max <= MAX_FEATURE_INDEX else 1
                 span = span if span >= 0 else -span - 1
                 # Estimate the row count from the bytes per line of the head (on disk, for gzip).
                 ratio = raw.tell() / end if end else 1.0
                 disk_per_line = max(ratio * span / max(head_lines, 1), 1.0)
-                est_rows = int(total / disk_per_line * 1.1) + 1024
+                est_rows = int(total / disk_per_line * 1.1) + _min_rows(width)
                 out = _Rows(est_rows, width, qid_mode, source, n_features)
                 if block.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark
                     pos = 3
@@ -354,6 +385,32 @@ def _parse_stream(
         row_lines=out.lines[:row].copy(),
         source=source,
     )
+
+
+def _min_rows(width: int) -> int:
+    """The smallest row block: 1024 rows, fewer (down to 16) for rows wider than 16,384 features."""
+    return max(16, min(1024, ROW_BLOCK_BYTES // (4 * max(width, 1))))
+
+
+def _size(n_bytes: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if n_bytes < 1024 or unit == "TiB":
+            return f"{n_bytes:.0f} {unit}" if unit == "bytes" else f"{n_bytes:.1f} {unit}"
+        n_bytes /= 1024
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+@contextmanager
+def _out_of_memory(source: str, rows: int, width: int, line: int) -> Iterator[None]:
+    """Turn a failed allocation of the ``rows`` x ``width`` float32 matrix into a `DataError`."""
+    try:
+        yield
+    except MemoryError:
+        raise DataError(
+            f"the feature matrix of {source} needs {rows:,} rows x {width:,} features x 4 bytes "
+            f"({_size(4 * rows * width)}) by line {line}, more than this machine can allocate; "
+            "lower data.n_features, or renumber the features 1..N"
+        ) from None
 
 
 def _grow(a: NDArray[Any], shape: tuple[int, ...], fill: int = 0) -> NDArray[Any]:
@@ -402,6 +459,13 @@ def _message(status: int, buf: NDArray[np.uint8], tok: int, line: int, info: int
         return (
             f"feature index {info} {at} is not positive; indices are 1-based (1:<value> is the "
             "first feature): renumber the features"
+        )
+    if status == _kernel().INF_VALUE:
+        beyond = "" if t.lstrip("+-").lower().startswith("inf") else " (beyond float32's +-3.4e38)"
+        return (
+            f"feature {info} has infinite value {t!r}{beyond} {at}; an infinity has no place in "
+            "a tree's bins and usually comes from a broken export: write a finite number, or nan "
+            "for a missing value"
         )
     if status == _kernel().DUPLICATE_INDEX:
         return f"feature index {info} appears twice {at}; keep one value per feature in a line"

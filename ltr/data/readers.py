@@ -139,8 +139,9 @@ def read_ranking_file(
     Parameters
     ----------
     path : the data file (``.gz`` allowed)
-    n_features : fixed width of the feature matrix (text: an index above it is an error; tables:
-        the number of feature columns must match). None: the largest index seen.
+    n_features : fixed width of the feature matrix, a positive integer (text: an index above it
+        is an error; tables: the number of feature columns must match). None: the largest index
+        seen, at most :data:`ltr.data.read_text.MAX_FEATURE_INDEX` (1,000,000).
     format : ``auto`` (by extension and content), ``letor`` / ``svmlight`` (text with ``qid:``),
         ``lightgbm`` (text + ``.query``), ``parquet`` or ``csv``
     name : the data set's name in `RankingData` (default: the file name)
@@ -177,6 +178,11 @@ def read_ranking_file(
     path = Path(path).expanduser()
     if format not in FORMATS:
         raise DataError(f"unknown data format {format!r}; use one of {', '.join(FORMATS)}")
+    if n_features is not None and (isinstance(n_features, bool) or not isinstance(n_features, int) or n_features < 1):
+        raise DataError(
+            f"data.n_features={n_features!r} is not a positive integer; give the feature width "
+            f"(the largest feature index), or null to take it from the files"
+        )
     qfile = Path(query_file).expanduser() if query_file is not None else None
     fmt = detect_format(path, query_file=qfile) if format == "auto" else format
     if fmt == "svmlight":

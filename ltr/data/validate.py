@@ -17,6 +17,9 @@ Policies (documented in ``data/README.md``):
 - **A query longer than** ``max_list_len`` (10,000: LightGBM's limit with its ndcg metric) is an
   error naming the qid.
 - **The same qid in train and test** is a warning (``logging``), not an error.
+- **Feature values** may be NaN (LightGBM's missing value) but not infinite: the readers refuse
+  ``inf`` / ``-inf`` (and values beyond float32's range) naming the line or the column and row,
+  and :func:`check_ranking_data` refuses them in a cache entry.
 """
 
 from __future__ import annotations
@@ -262,8 +265,8 @@ def check_ranking_data(
     That is: the dtypes and layout of `RankingData`, at least one row, the labels (as
     :func:`check_labels`), one group per qid (rows of a query contiguous), no query longer than
     ``max_list_len``, ``n_features`` columns when given, and ``feature_names`` when given (the
-    ``feature_columns`` of a table). Features may hold NaN and inf, as a parse allows (LightGBM's
-    missing value). Messages name rows as ``row N of {source}``.
+    ``feature_columns`` of a table), and no infinite feature value. Features may hold NaN, as a
+    parse allows (LightGBM's missing value). Messages name rows as ``row N of {source}``.
 
     Raises
     ------
@@ -307,6 +310,30 @@ def check_ranking_data(
         raise DataError(f"{source} has {data.n_features} features, expected n_features={n_features}")
     if feature_names is not None and tuple(data.feature_names) != tuple(feature_names):
         raise DataError(f"the feature names of {source} differ from the feature columns asked for")
+    found = first_infinite(data.features)
+    if found is not None:
+        row, col = found
+        name = repr(data.feature_names[col]) if col < len(data.feature_names) else f"{col + 1}"
+        raise DataError(
+            f"feature {name} at row {row + 1} of {source} is {data.features[row, col]}; features "
+            "may be NaN (missing) but not infinite"
+        )
+
+
+def first_infinite(features: NDArray[np.float32], block_bytes: int = 16 << 20) -> tuple[int, int] | None:
+    """``(row, column)`` of the first +-inf in row-major order, or None (NaN is allowed).
+
+    Scans blocks of rows of about ``block_bytes``, so no temporary as large as ``features``.
+    """
+    if features.ndim != 2 or features.size == 0:
+        return None
+    step = max(1, block_bytes // max(features.shape[1] * features.itemsize, 1))
+    for start in range(0, features.shape[0], step):
+        bad = np.isinf(features[start : start + step])
+        if bad.any():
+            row, col = np.unravel_index(int(np.argmax(bad)), bad.shape)
+            return start + int(row), int(col)
+    return None
 
 
 def check_group_sizes(sizes: NDArray[np.int64], n_rows: int, *, query_path: str, data_path: str) -> None:

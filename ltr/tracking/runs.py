@@ -117,6 +117,8 @@ class RunStore:
         # Same path as the trackers: URI checked, store checked under its lock, dead runs reaped.
         self.uri = check_tracking_uri(uri, writable=False)
         self.client: MlflowClient = open_client(self.uri, create=False)
+        #: What resolving references decided on the user's behalf (a name of several runs).
+        self.notes: list[str] = []
 
     def experiment_id(self, experiment: str) -> str:
         """Id of the experiment named ``experiment``; an error naming the ones that exist."""
@@ -144,7 +146,11 @@ class RunStore:
                 return runs
 
     def resolve(self, ref: str, *, experiment: str) -> RunRecord:
-        """The run ``ref`` names: run id, else run name in ``experiment``, else id prefix."""
+        """The run ``ref`` names: run id, else run name in ``experiment``, else id prefix.
+
+        A name several runs share (a quickstart run twice) names the latest finished one; a note
+        in :attr:`notes` says so.
+        """
         ref = ref.strip()
         if not ref:
             raise LtrUserError("an empty run reference was given")
@@ -161,13 +167,19 @@ class RunStore:
         else:
             by_name = [r for r in self._search(experiment_id) if r.info.run_name == ref]
         finished = [r for r in by_name if r.info.status == "FINISHED"]
-        if len(by_name) > 1 and len(finished) == 1:
-            by_name = finished
         if len(by_name) == 1:
             return _record(by_name[0])
+        if finished:
+            latest = max(finished, key=lambda r: (r.info.start_time or 0, r.info.run_id))
+            if len(by_name) > 1:
+                self.notes.append(
+                    f"run name {ref!r} matches {len(by_name)} runs; using the latest finished one, "
+                    f"{latest.info.run_id[:8]} (pass a run id for another)"
+                )
+            return _record(latest)
         if len(by_name) > 1:
             raise LtrUserError(
-                f"run name {ref!r} matches {len(by_name)} runs in experiment {experiment!r}: "
+                f"run name {ref!r} matches {len(by_name)} runs in experiment {experiment!r}, none finished: "
                 f"{_describe(by_name)}; pass a run id"
             )
         if _ID_PREFIX.fullmatch(ref):

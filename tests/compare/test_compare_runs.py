@@ -161,8 +161,14 @@ def test_log_records_the_comparison_as_a_linked_run(
     }
     logged = client.download_artifacts(run_id, "comparison/comparison.json", str(tmp_path))
     assert json.loads(Path(logged).read_text()) == json.loads(out)
-    # Two comparisons of the same runs share a name: the name is then ambiguous.
+    # Two comparisons of the same runs share a name: the name names the latest, with a note.
     assert main(args) == 0
     capsys.readouterr()
-    with pytest.raises(LtrUserError, match="matches 2 runs"):
-        RunStore(store.uri).resolve(run.info.run_name, experiment="ltr")
+    runs_store = RunStore(store.uri)
+    latest = runs_store.resolve(run.info.run_name, experiment="ltr")
+    assert latest.run_id != run.info.run_id
+    assert client.get_run(latest.run_id).info.start_time >= run.info.start_time
+    assert runs_store.notes == [
+        f"run name {run.info.run_name!r} matches 2 runs; using the latest finished one, "
+        f"{latest.run_id[:8]} (pass a run id for another)"
+    ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ltr.cli.main import main
@@ -106,3 +107,32 @@ def test_enum_choices_are_the_metric_conventions_choices() -> None:
     assert set(choices.Ties) == set(TIES) - {"docno_desc"}  # docno_desc needs docnos: ltr evaluate only
     assert tuple(choices.ZeroIdcg) == ZERO_IDCG
     assert set(choices.Preset) <= set(PRESETS)
+
+
+def test_train_help_lists_options_not_schemas(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--help"])
+    assert exit_info.value.code in (None, 0)
+    out = capsys.readouterr().out
+    assert "model: lambdarank, pointwise, rank_xendcg" in out
+    assert "eval: default, lightgbm, sklearn" in out
+    assert "_schema" not in out
+
+
+def test_non_ascii_paths_need_no_quoting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``data.train=/…/données/train.txt`` unquoted reads the file (Hydra's grammar needs quotes)."""
+    folder = tmp_path / "données"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    lines = [
+        f"{int(rng.integers(0, 3))} qid:{q} " + " ".join(f"{j + 1}:{rng.random():.4f}" for j in range(4))
+        for q in range(60)
+        for _ in range(8)
+    ]
+    (folder / "train.txt").write_text("\n".join(lines) + "\n")
+    monkeypatch.chdir(tmp_path)
+    code = main([
+        "train", "data=svmlight", f"data.train={folder / 'train.txt'}", "data.cache=false", "tracking=none",
+        "fit.num_boost_round=3", "fit.show_progress=false", "model.min_child_samples=2",
+    ])
+    assert code == 0

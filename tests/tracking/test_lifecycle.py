@@ -29,7 +29,15 @@ def _ltr(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_sigterm_mid_training_marks_run_killed(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("signals", "exit_code"),
+    [((signal.SIGTERM,), 143), ((signal.SIGTERM, signal.SIGTERM), 143), ((signal.SIGINT, signal.SIGINT), 130)],
+    ids=["sigterm", "sigterm-twice-5ms", "ctrl-c-twice-5ms"],
+)
+def test_signals_mid_training_mark_run_killed(
+    tmp_path: Path, signals: tuple[signal.Signals, ...], exit_code: int
+) -> None:
+    """A second signal 5 ms after the first cannot leave the run RUNNING."""
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     MlflowTracker(uri, "ltr")  # create the store first, so polling it never races its creation
     proc = subprocess.Popen(
@@ -47,17 +55,19 @@ def test_sigterm_mid_training_marks_run_killed(tmp_path: Path) -> None:
         else:
             pytest.fail("the run never started")
         time.sleep(2.0)
-        proc.send_signal(signal.SIGTERM)
+        for sig in signals:
+            proc.send_signal(sig)
+            time.sleep(0.005)
         _, stderr = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 143, stderr[-2000:]
-    assert "KILLED" in stderr
-    assert "Traceback" not in stderr
+    assert proc.returncode == exit_code, stderr[-2000:]
     (run,) = _runs(uri)
+    assert f"run {run.info.run_id} is marked KILLED" in stderr.strip().splitlines()[-1]
+    assert "Traceback" not in stderr
     assert run.info.status == "KILLED"
-    assert "Terminated" in run.data.tags["ltr.error"]
+    assert ("Terminated" if exit_code == 143 else "KeyboardInterrupt") in run.data.tags["ltr.error"]
 
 
 def test_multirun_parent_with_children_and_best_value(tmp_path: Path) -> None:
