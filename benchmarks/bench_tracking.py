@@ -38,8 +38,8 @@ def _wall(args: list[str], cwd: str) -> float:
 def _in_process(uri: str, extra: list[str], repeats: int) -> float:
     from hydra import compose, initialize_config_dir
 
-    from ltr.experiment import run as pipeline
     from ltr.cli.train import CONF_DIR
+    from ltr.experiment import run as pipeline
 
     times = []
     for i in range(repeats + 1):  # the first run warms imports and caches

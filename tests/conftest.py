@@ -11,16 +11,24 @@ Every test is in one tier, by marker (``make test-unit``, ``test-integration``, 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
+from hypothesis import settings
 from omegaconf import DictConfig
 
 from ltr.cli.train import CONF_DIR
 
 REPO = Path(__file__).resolve().parents[1]
+
+# CI (CI=true) draws the same hypothesis examples every run, so a red build is reproducible; a
+# developer's runs draw new ones (and keep the failures they find in .hypothesis/).
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 #: Test modules that train models, write MLflow stores or start Dask clusters in this process.
 INTEGRATION_MODULES = frozenset(

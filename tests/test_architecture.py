@@ -137,3 +137,30 @@ def test_light_imports(code: str) -> None:
     check = f"{code}\nimport sys\nprint('heavy:' + ','.join(m for m in {HEAVY!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip().splitlines()[-1] == "heavy:", f"{code!r} imports {out.stdout.strip().splitlines()[-1]}"
+
+
+def test_no_module_import_cycles() -> None:
+    """No cycle among the module-level imports of ltr's modules (a package's ``__init__`` included)."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for module, tree in modules.items():
+        for imported, names, lazy in _imports(tree, module):
+            if lazy or not imported.startswith("ltr"):
+                continue
+            targets = [f"{imported}.{n}" for n in names if f"{imported}.{n}" in modules] or [imported]
+            graph[module] |= {t for t in targets if t in modules and t != module}
+    visiting: list[str] = []
+    done: set[str] = set()
+
+    def visit(node: str) -> None:
+        if node in done:
+            return
+        assert node not in visiting, "import cycle: " + " -> ".join([*visiting[visiting.index(node):], node])
+        visiting.append(node)
+        for nxt in sorted(graph[node]):
+            visit(nxt)
+        visiting.pop()
+        done.add(node)
+
+    for module in sorted(graph):
+        visit(module)

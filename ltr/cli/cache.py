@@ -18,6 +18,7 @@ import os
 import time
 from pathlib import Path
 
+from ltr.cli.args import OneLineParser
 from ltr.data.cache import (
     DEFAULT_MAX_MB,
     EntryInfo,
@@ -30,7 +31,7 @@ from ltr.data.cache import (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="ltr cache",
         description="Show (info, the default) or clear the binary cache of parsed data files.",
     )

@@ -12,24 +12,16 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import NoReturn
 
+from ltr.cli.args import OneLineParser
 from ltr.compare.comparison import Comparison
 from ltr.compare.loading import LoadedComparison, load_comparison
 from ltr.compare.render import legend, rich_tables, to_json, to_markdown
-from ltr.errors import LtrUserError
 
 log = logging.getLogger(__name__)
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises `LtrUserError` (one line, exit 2 through ``ltr``) instead of exiting."""
-
-    def error(self, message: str) -> NoReturn:
-        raise LtrUserError(f"ltr compare: {message} (see ltr compare --help)")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = OneLineParser(
         prog="ltr compare",
         description=(
             "Compare runs per query against a baseline, overall and per list-length stratum: means, "

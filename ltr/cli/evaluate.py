@@ -20,11 +20,12 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ltr.cli.args import OneLineParser
 from ltr.data.readers import read_ranking_file
 from ltr.data.trec import align_run, read_qrels, read_run
 from ltr.errors import DataError, LtrUserError
@@ -32,21 +33,13 @@ from ltr.metrics import PRESETS, Strata, per_query_table, resolve_conventions, s
 from ltr.metrics.conventions import GAINS, TIES, ZERO_IDCG
 from ltr.metrics.measures import table_measures
 
-
 #: The largest cut-off: a list is never cut deeper than its length, but the discount table is
 #: ``max(--k)`` long (8 bytes each).
 MAX_K = 1_000_000
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a bad option is one `LtrUserError` line (exit 2 through ``ltr``), not usage + error."""
-
-    def error(self, message: str) -> NoReturn:
-        raise LtrUserError(f"{message} (ltr evaluate --help lists the options)")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = OneLineParser(
         prog="ltr evaluate",
         description="Evaluate rankings made elsewhere: nDCG/ERR/P@k and RR (reciprocal rank), overall and per list-length stratum.",
     )

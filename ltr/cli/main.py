@@ -6,11 +6,13 @@ Each verb lives in its own module of :mod:`ltr.cli` (``train``, ``evaluate``, ``
 
 from __future__ import annotations
 
+import difflib
 import sys
 
 from ltr.errors import LtrUserError
 from ltr.tracking.lifecycle import Terminated
 
+VERBS = ("train", "evaluate", "compare", "cache", "ui")
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
@@ -74,8 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     except Terminated as exc:
         print(f"ltr: terminated (SIGTERM){_notes(exc)}", file=sys.stderr)
         return EXIT_TERMINATED
-    print(f"ltr: error: unknown command {verb!r}\n{USAGE}", file=sys.stderr)
-    return 2
+    close = difflib.get_close_matches(verb, VERBS, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    print(f"ltr: error: unknown command {verb!r}; {hint}commands: {', '.join(VERBS)} (ltr --help)", file=sys.stderr)
+    return EXIT_USER_ERROR
 
 
 if __name__ == "__main__":

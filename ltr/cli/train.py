@@ -24,13 +24,13 @@ from types import FrameType
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from hydra.errors import HydraException
+from hydra.errors import HydraException, OverrideParseException
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ltr.cli.sweep_callback import parent_run_id_for, record_job_error, sweep_tags
-from ltr.config import register_configs
+from ltr.config.store import register_configs
 from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
 from ltr.tracking.lifecycle import Terminated
@@ -132,6 +132,9 @@ def job(cfg: DictConfig) -> float:
 def one_line(exc: BaseException) -> str:
     """Hydra's or OmegaConf's message (and its cause's) on one line, without search paths."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    override = getattr(exc, "override", None)
+    if isinstance(exc, OverrideParseException) and override and override not in text:
+        text = f"cannot parse {override!r}: {text}"
     cause = exc.__cause__
     if isinstance(cause, OmegaConfBaseException) and str(cause).strip():
         text = f"{text}: {str(cause).strip().splitlines()[0]}"

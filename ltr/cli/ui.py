@@ -6,11 +6,11 @@ empty store); the store is checked (rebuilt or refused) under its lock and dead 
 
 from __future__ import annotations
 
-import argparse
 import os
 import socket
 import sys
 
+from ltr.cli.args import OneLineParser
 from ltr.errors import LtrUserError
 from ltr.tracking import check_tracking_uri, resolve_tracking_uri
 from ltr.tracking.store import open_client
@@ -19,7 +19,7 @@ from ltr.tracking.store_lock import sqlite_db_path
 
 def main(argv: list[str]) -> int:
     """``ltr ui [--port N] [--uri URI]``: check the port and the store, then exec ``mlflow ui``."""
-    parser = argparse.ArgumentParser(prog="ltr ui", description="MLflow UI on 127.0.0.1 for the local store")
+    parser = OneLineParser(prog="ltr ui", description="MLflow UI on 127.0.0.1 for the local store")
     parser.add_argument("--port", type=int, default=5000)
     parser.add_argument("--uri", default=None, help="tracking store (default: sqlite:///./mlflow.db)")
     args = parser.parse_args(argv)

@@ -1,13 +1,14 @@
 """Structured configs of the ``data`` and ``split`` groups.
 
 Each option of the ``data`` group is a dataclass registered under ``group="data"`` by
-:func:`ltr.config.register_configs`; ``kind`` tells :func:`ltr.data.load.load_splits` which
+:func:`ltr.config.store.register_configs`; ``kind`` tells :func:`ltr.data.load.load_splits` which
 reader to use.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from ltr.config.choices import ClickLabels, FileFormat
 
@@ -15,6 +16,9 @@ from ltr.config.choices import ClickLabels, FileFormat
 @dataclass
 class DataConfig:
     """Fields every data option has."""
+
+    #: Its rows are read by Dask workers, never by this process: needs ``trainer=dask``.
+    read_by_workers: ClassVar[bool] = False
 
     kind: str = "synthetic"
     name: str = "synthetic"
@@ -167,6 +171,9 @@ class ParquetPartitionsDataConfig(DataConfig):
     The directory must be readable under the same path by every worker.
     """
 
+    #: Its rows are read by Dask workers, never by this process: needs ``trainer=dask``.
+    read_by_workers: ClassVar[bool] = True
+
     kind: str = "parquet_partitions"
     name: str = "parquet_partitions"
     root: str = "???"
@@ -191,7 +198,7 @@ class SplitConfig:
     fold: int = 1
 
 
-#: Options of the ``data`` config group and their schemas; ``ltr.config.register_configs``
+#: Options of the ``data`` config group and their schemas; ``ltr.config.store.register_configs``
 #: stores each as ``{name}_schema``, and ``conf/data/{name}.yaml`` extends it.
 DATA_OPTIONS: dict[str, type[DataConfig]] = {
     "synthetic": SyntheticDataConfig,

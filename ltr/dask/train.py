@@ -37,7 +37,7 @@ from ltr.dask.evaluate import lightgbm_ndcg_curves
 from ltr.dask.partitions import PartitionedSplit, scatter_ranking_data, sorted_workers
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
-from ltr.training.local import TrainResult, lightgbm_params
+from ltr.training.local import TrainResult, lightgbm_error_text, lightgbm_params, watched_metric
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ def warn_no_early_stopping(fit: FitConfig) -> None:
             "ignored and all fit.num_boost_round=%d rounds are trained. The best round on valid %s "
             "is still chosen afterwards. Set fit.num_boost_round lower (or "
             "fit.early_stopping_rounds=null) to train fewer rounds.",
-            fit.early_stopping_rounds, fit.num_boost_round, fit.early_stopping_metric,
+            fit.early_stopping_rounds, fit.num_boost_round, fit.early_stopping_metric or "ndcg@<largest k>",
         )
 
 
@@ -180,7 +180,7 @@ def fit_partitioned(
     if "valid" not in evals:
         raise LtrUserError("fit_partitioned needs a 'valid' split to choose the best round")
     ks = sorted({int(k) for k in eval_at})
-    metric = fit.early_stopping_metric
+    metric = watched_metric(fit, ks)
     if metric not in {f"ndcg@{k}" for k in ks}:
         raise LtrUserError(
             f"fit.early_stopping_metric={metric!r} is not recorded by trainer=dask; "
@@ -202,7 +202,7 @@ def fit_partitioned(
             warnings.filterwarnings("ignore", message="Parameter n_jobs will be ignored", category=UserWarning)
             ranker.fit(train.features, train.labels, group=train.group_sizes, feature_name=feature_name)
     except lgb.basic.LightGBMError as exc:
-        raise LtrUserError(f"LightGBM rejected the training setup: {exc}") from exc
+        raise LtrUserError(f"LightGBM rejected the training setup: {lightgbm_error_text(exc)}") from exc
     local = ranker.to_local()
     fit_seconds = time.perf_counter() - start
     booster = local.booster_

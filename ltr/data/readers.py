@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ltr.config.choices import FileFormat
 from ltr.data.cache import DEFAULT_MAX_MB, cache_limit_mb, load_cached, store_cached
 from ltr.data.positions import concat_positions, find_position_file, read_position_file
 from ltr.data.ranking_data import RankingData
@@ -47,7 +48,7 @@ from ltr.errors import DataError
 
 logger = logging.getLogger(__name__)
 
-FORMATS = ("auto", "letor", "svmlight", "lightgbm", "parquet", "csv")
+FORMATS: tuple[str, ...] = tuple(str(f) for f in FileFormat)
 
 
 def detect_format(path: Path, *, query_file: Path | None = None) -> str:
@@ -181,7 +182,7 @@ def read_ranking_file(
     if n_features is not None and (isinstance(n_features, bool) or not isinstance(n_features, int) or n_features < 1):
         raise DataError(
             f"data.n_features={n_features!r} is not a positive integer; give the feature width "
-            f"(the largest feature index), or null to take it from the files"
+            "(the largest feature index), or null to take it from the files"
         )
     qfile = Path(query_file).expanduser() if query_file is not None else None
     fmt = detect_format(path, query_file=qfile) if format == "auto" else format

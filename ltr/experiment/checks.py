@@ -35,8 +35,6 @@ from ltr.training.local import (
 
 #: The splits ``eval.splits`` may name.
 EVAL_SPLITS = ("train", "valid", "test")
-#: Data options whose rows are read by Dask workers (need ``trainer=dask``).
-PARTITIONED_KINDS = frozenset({"parquet_partitions"})
 
 
 def check_config(cfg: DictConfig) -> ExperimentSpec:
@@ -216,7 +214,7 @@ def _check_model(model: ModelConfig) -> None:
 
 def _check_trainer(config: TrainConfig) -> None:
     kind = config.trainer.kind
-    if config.data.kind in PARTITIONED_KINDS and kind != TrainerKind.dask:
+    if config.data.read_by_workers and kind != TrainerKind.dask:
         raise LtrUserError(
             f"data={config.data.kind} is read by Dask workers: add trainer=dask (got trainer={kind})"
         )

@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 
 from ltr.errors import LtrUserError
-from ltr.metrics.strata import EMPTY_KEY, Strata
+from ltr.metrics.strata import Strata
+from ltr.metrics.summary import stratum_means
 
 _PART = re.compile(r"^(idcg|dcg|ndcg|err|p)_at_([1-9][0-9]*)$")
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
@@ -103,18 +104,4 @@ def summarize_composites(
     >>> round(s["blend"], 4), round(s["blend/len_1-10"], 4), s["blend/len_11-50"]
     (0.5333, 0.3, 1.0)
     """
-    idx = strata.assign(table["list_len"].to_numpy()) + 1  # 0 = empty
-    n_bins = strata.n_strata + 1
-    keys = (EMPTY_KEY, *strata.keys)
-    out: dict[str, float] = {}
-    for name in names:
-        values = table[name].to_numpy(dtype=np.float64)
-        ok = ~np.isnan(values)
-        sums = np.bincount(idx[ok], weights=values[ok], minlength=n_bins)
-        counts = np.bincount(idx[ok], minlength=n_bins)
-        if counts.sum():
-            out[name] = float(sums.sum() / counts.sum())
-        for b in range(n_bins):
-            if counts[b]:
-                out[f"{name}/{keys[b]}"] = float(sums[b] / counts[b])
-    return out
+    return stratum_means(table, names, strata=strata)

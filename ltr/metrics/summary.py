@@ -54,9 +54,25 @@ def summarize(table: pd.DataFrame, *, strata: Strata = _DEFAULT_STRATA) -> dict[
         out["n_skipped_zero_idcg"] = 0.0
 
     cols = [str(c) for c in table.columns if is_metric_column(str(c))]
-    if not cols:
-        return out
-    values = table[cols].to_numpy(dtype=np.float64)
+    return out | stratum_means(table, cols, strata=strata)
+
+
+def stratum_means(table: pd.DataFrame, columns: list[str], *, strata: Strata = _DEFAULT_STRATA) -> dict[str, float]:
+    """Mean of each of ``columns``, overall (``col``) and per stratum (``col/len_1-10``, ...).
+
+    NaN values are left out; a mean over no values is not emitted; empty lists are reported
+    under ``col/len_empty`` when there are any. One pass over all columns at once.
+    """
+    if not columns:
+        return {}
+    lens = table["list_len"].to_numpy()
+    n = int(lens.shape[0])
+    idx = strata.assign(lens) + 1  # 0 = empty, 1.. = strata
+    n_bins = strata.n_strata + 1
+    keys = (EMPTY_KEY, *strata.keys)
+    counts = np.bincount(idx, minlength=n_bins)
+    show = [b for b in range(n_bins) if b != EMPTY + 1 or counts[b] > 0]
+    values = table[columns].to_numpy(dtype=np.float64)
     ok = ~np.isnan(values)
     # per-stratum sums and counts of all columns at once: one-hot (n, bins) times values (n, cols)
     onehot = np.zeros((n, n_bins))
@@ -65,7 +81,8 @@ def summarize(table: pd.DataFrame, *, strata: Strata = _DEFAULT_STRATA) -> dict[
     cnts = onehot.T @ ok.astype(np.float64)
     total_sums = sums.sum(axis=0)
     total_cnts = cnts.sum(axis=0)
-    for j, col in enumerate(cols):
+    out: dict[str, float] = {}
+    for j, col in enumerate(columns):
         if total_cnts[j] > 0:
             out[col] = float(total_sums[j] / total_cnts[j])
         for b in show:

@@ -222,10 +222,10 @@ def check_lightgbm_accepts(model: ModelConfig, fit: FitConfig, *, max_label: int
     try:
         lgb.Booster(params, lgb.Dataset(features, labels, group=[2, 2], params={"verbosity": -1}))
     except lgb.basic.LightGBMError as exc:
-        raise LtrUserError(f"LightGBM refuses the model settings: {_lightgbm_message(exc)}") from exc
+        raise LtrUserError(f"LightGBM refuses the model settings: {lightgbm_error_text(exc)}") from exc
 
 
-def _lightgbm_message(exc: Exception) -> str:
+def lightgbm_error_text(exc: Exception) -> str:
     """LightGBM's error text without the path of its C++ source (`` at /path/file.cpp, line 12 .``)."""
     return re.sub(r"\s+at \S+, line \d+\s*\.?", "", str(exc)).strip()
 
@@ -306,7 +306,7 @@ def _boost(
     try:
         model = train(callbacks)
     except lgb.basic.LightGBMError as exc:
-        raise LtrUserError(f"LightGBM rejected the training setup: {_lightgbm_message(exc)}") from exc
+        raise LtrUserError(f"LightGBM rejected the training setup: {lightgbm_error_text(exc)}") from exc
     finally:
         if progress is not None:
             progress.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,8 +13,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
-from ltr.config import register_configs
 from ltr.config.data import DATA_OPTIONS, SplitConfig
+from ltr.config.store import register_configs
 from ltr.data.load import letor_parts_rotation, load_splits
 from ltr.errors import DataError
 from tests.data.conftest import SHARED_DATA, needs_shared_data
@@ -51,7 +52,7 @@ def test_each_option_composes_with_its_schema(option: str) -> None:
     data = _data_cfg(option)
     assert data.kind == ("letor_parts" if option == "mq2008" else option)
     schema = DATA_OPTIONS[option]
-    assert set(data.keys()) == {f.name for f in schema.__dataclass_fields__.values()}
+    assert set(data.keys()) == {f.name for f in dataclasses.fields(schema)}
     with pytest.raises(Exception, match="max_label"):
         _data_cfg(option, ["data.max_label=three"])  # typed by the schema
 

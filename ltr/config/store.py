@@ -1,0 +1,42 @@
+"""Every group's schema registered in Hydra's ConfigStore, and the resolvers of `conf/train.yaml`."""
+
+from __future__ import annotations
+
+import secrets
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import OmegaConf
+
+from ltr.config.data import DATA_OPTIONS, SplitConfig
+from ltr.config.schema import (
+    EvalConfig,
+    FitConfig,
+    ModelConfig,
+    TrackingConfig,
+    TrainConfig,
+    TrainerConfig,
+)
+
+__all__ = ["register_configs"]
+
+
+def _unique_suffix() -> str:
+    """Six random hex digits; cached per config (and copied into each job's config by Hydra,
+    as ``${now:...}``), so one sweep's folder is the same in every job and no two sweeps share one."""
+    return secrets.token_hex(3)
+
+
+def register_configs() -> None:
+    """Store each schema so that ``conf/<group>/*.yaml`` can extend it (``defaults: [<x>_schema]``),
+    and register the ``ltr_unique`` resolver of ``conf/train.yaml``'s run and sweep folders."""
+    OmegaConf.register_new_resolver("ltr_unique", _unique_suffix, use_cache=True, replace=True)
+    cs = ConfigStore.instance()
+    cs.store(name="train_schema", node=TrainConfig)
+    for name, cls in DATA_OPTIONS.items():
+        cs.store(group="data", name=f"{name}_schema", node=cls)
+    cs.store(group="split", name="split_schema", node=SplitConfig)
+    cs.store(group="model", name="model_schema", node=ModelConfig)
+    cs.store(group="fit", name="fit_schema", node=FitConfig)
+    cs.store(group="eval", name="eval_schema", node=EvalConfig)
+    cs.store(group="tracking", name="tracking_schema", node=TrackingConfig)
+    cs.store(group="trainer", name="trainer_schema", node=TrainerConfig)

@@ -1,0 +1,267 @@
+"""Inputs an adversarial user tried: each stops with one `DataError` / `LtrUserError` line naming
+the file and the line (or column and row), and ``ltr evaluate`` exits 2 without a traceback.
+
+Real files in tmp dirs, no mocks: a header-only CSV and a 0-row Parquet file, a feature index
+of 999999999 (which once asked for 3.97 TiB), infinite feature values in text, CSV and Parquet,
+the numeric options of ``ltr evaluate``, and the pyarrow floor of ``pyproject.toml``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import tomllib
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from ltr.cli.main import main
+from ltr.data.ranking_data import RankingData
+from ltr.data.read_text import MAX_FEATURE_INDEX, parse_svmlight
+from ltr.data.readers import read_ranking_file
+from ltr.data.validate import check_ranking_data, first_infinite
+from ltr.errors import DataError
+from tests.data.conftest import WriteFile
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], *needles: str) -> str:
+    """``ltr <argv>`` exits 2 with exactly one ``ltr: error:`` line holding every needle."""
+    code, out, err = run_cli(capsys, argv)
+    assert code == 2, (code, out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("ltr: error: "), lines[0]
+    assert "Traceback" not in out + err
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+@pytest.fixture
+def scores(tmp_path: Path) -> Path:
+    path = tmp_path / "scores.txt"
+    path.write_text("0.5\n0.1\n0.3\n")
+    return path
+
+
+# -- 1. tables without rows -----------------------------------------------------------------------
+
+
+def test_header_only_csv_names_the_file_and_the_header_line(write: WriteFile, scores: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write("qid,label,f1,f2\n", name="header_only.csv")
+    with pytest.raises(DataError, match=rf"{re.escape(str(path))} has a header at line 1 \(qid, label, f1, f2\) but no data rows"):
+        read_ranking_file(path)
+    assert_one_line_exit_2(
+        capsys, ["evaluate", "--data", str(path), "--scores", str(scores)], str(path), "line 1", "no data rows"
+    )
+
+
+def test_header_only_tsv_with_named_feature_columns(write: WriteFile) -> None:
+    path = write("qid\tlabel\tf1\n", name="header_only.tsv")
+    with pytest.raises(DataError, match=r"has a header at line 1 .* but no data rows from line 2 on"):
+        read_ranking_file(path, feature_columns=["f1"])
+
+
+@pytest.mark.parametrize("label_type", [pa.int64(), pa.string(), pa.null()])
+def test_parquet_with_zero_rows(tmp_path: Path, label_type: pa.DataType, scores: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "empty.parquet"
+    schema = pa.schema([("qid", pa.int64()), ("label", label_type), ("f1", pa.float64())])
+    pq.write_table(schema.empty_table(), path)
+    with pytest.raises(DataError, match=rf"{re.escape(str(path))} has 0 rows \(columns: qid, label, f1\)"):
+        read_ranking_file(path)
+    assert_one_line_exit_2(capsys, ["evaluate", "--data", str(path), "--scores", str(scores)], str(path), "0 rows")
+
+
+# -- 2. a feature index too wide for a dense matrix ------------------------------------------------
+
+
+def test_huge_feature_index_is_refused_before_allocating(write: WriteFile, scores: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write("1 qid:1 1:0.5 3:1\n0 qid:1 2:1 999999999:1\n1 qid:2 1:1\n")
+    tracemalloc.start()
+    try:
+        with pytest.raises(DataError) as info:
+            read_ranking_file(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 256 << 20, f"peak {peak / 2**20:.0f} MiB"  # once: 3.97 TiB
+    message = str(info.value)
+    assert f"feature index 999999999 at line 2 of {path} is above 1,000,000" in message
+    assert "data.n_features" in message
+    assert "\n" not in message
+    assert_one_line_exit_2(
+        capsys, ["evaluate", "--data", str(path), "--scores", str(scores)],
+        str(path), "line 2", "999999999", "1,000,000", "data.n_features",
+    )
+
+
+def test_huge_index_in_the_first_line_a_later_line_and_a_large_file(write: WriteFile) -> None:
+    # line 1 (seen by the head scan), line 3001 (past the 2000 scanned lines: the width grows),
+    # and the last line of a ~2 MiB file (parsed on threads, then again on one to find the line)
+    with pytest.raises(DataError, match=r"feature index 999999999 at line 1 of "):
+        parse_svmlight(write("0 qid:1 999999999:1\n", name="first.txt"))
+    rows = "".join(f"{i % 3} qid:{i // 10} 1:0.{i % 7} 2:{i % 5} 3:1.25\n" for i in range(3000))
+    with pytest.raises(DataError, match=r"feature index 5000000 at line 3001 of "):
+        parse_svmlight(write(rows + "1 qid:9999 5000000:1\n", name="later.txt"))
+    n = 2 << 20
+    big = (rows * (n // len(rows) + 1))[: n - n % len(rows)]
+    n_lines = big.count("\n")
+    path = write(big + "1 qid:99999 4:1 1000001:2\n", name="large.txt")
+    t0 = time.perf_counter()
+    with pytest.raises(DataError, match=rf"feature index 1000001 at line {n_lines + 1} of "):
+        parse_svmlight(path)
+    assert time.perf_counter() - t0 < 10  # the kernel's NEED_WIDTH status, no per-row Python loop
+
+
+def test_the_limit_itself_is_accepted_and_n_features_fixes_the_width(write: WriteFile) -> None:
+    path = write(f"1 qid:1 1:0.5 {MAX_FEATURE_INDEX}:2\n0 qid:1 2:1\n")
+    data = read_ranking_file(path)
+    assert data.features.shape == (2, MAX_FEATURE_INDEX)
+    assert data.features[0, MAX_FEATURE_INDEX - 1] == 2
+    wide = write("1 qid:1 1:0.5 999999999:1\n", name="wide.txt")
+    with pytest.raises(DataError, match=r"feature index 999999999 at line 1 of .* is above n_features=136"):
+        read_ranking_file(wide, n_features=136)
+
+
+def test_a_width_that_cannot_be_allocated_is_one_line(write: WriteFile) -> None:
+    path = write("1 qid:1 1:0.5\n")
+    with pytest.raises(DataError, match=rf"the feature matrix of {re.escape(str(path))} needs .* more than this machine can allocate"):
+        read_ranking_file(path, n_features=10**15)
+
+
+@pytest.mark.parametrize("bad", [0, -3, True, 2.5])
+def test_n_features_must_be_a_positive_integer(write: WriteFile, bad: object) -> None:
+    with pytest.raises(DataError, match=r"data.n_features=.* is not a positive integer"):
+        read_ranking_file(write("1 qid:1 1:0.5\n"), n_features=bad)  # type: ignore[arg-type]
+
+
+# -- 3. infinite feature values -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("token", ["inf", "-inf", "+INF", "Infinity", "-infinity", "1e39", "-3.5e38", "1e400"])
+def test_infinite_text_values_name_the_file_line_and_feature(write: WriteFile, token: str) -> None:
+    path = write(f"1 qid:1 1:0.5 2:1\n0 qid:1 1:nan 3:{token}\n")
+    with pytest.raises(DataError) as info:
+        read_ranking_file(path)
+    message = str(info.value)
+    assert f"feature 3 has infinite value {token!r}" in message
+    assert f"at line 2 of {path}" in message
+    assert ("beyond float32" in message) == (not token.lstrip("+-").lower().startswith("inf"))
+
+
+def test_nan_and_the_largest_float32_stay_allowed(write: WriteFile) -> None:
+    data = read_ranking_file(write("1 qid:1 1:nan 2:3.4028234e38 3:-3.4028234e38\n0 qid:1 1:NaN\n"))
+    assert np.isnan(data.features[:, 0]).all()
+    assert np.isfinite(data.features[:, 1:]).all()
+
+
+def test_infinite_csv_value_names_column_line_and_qid(write: WriteFile, scores: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write("qid,label,f1,f2\n1,1,0.5,1\n1,0,,2\n2,2,0.1,-inf\n", name="inf.csv")
+    with pytest.raises(DataError, match=rf"feature column 'f2' of {re.escape(str(path))} has infinite value -inf at line 4 \(qid 2\)"):
+        read_ranking_file(path)
+    assert_one_line_exit_2(
+        capsys, ["evaluate", "--data", str(path), "--scores", str(scores)], str(path), "'f2'", "line 4"
+    )
+
+
+@pytest.mark.parametrize(("value", "shown"), [(float("inf"), "inf"), (-1e39, "-1e+39 (beyond float32")])
+def test_infinite_parquet_value_names_column_and_row(tmp_path: Path, value: float, shown: str) -> None:
+    path = tmp_path / "inf.parquet"
+    pq.write_table(pa.table({"qid": [1, 1, 2], "label": [1, 0, 2], "f1": [0.5, float("nan"), 1.0], "f2": [1.0, value, 3.0]}), path)
+    with pytest.raises(DataError, match=rf"feature column 'f2' of {re.escape(str(path))} has infinite value {re.escape(shown)}.* at row 2 \(qid 1\)"):
+        read_ranking_file(path)
+
+
+def test_infinite_text_value_through_the_cli(write: WriteFile, scores: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write("1 qid:1 1:0.5\n0 qid:1 1:inf\n1 qid:2 1:1\n")
+    assert_one_line_exit_2(
+        capsys, ["evaluate", "--data", str(path), "--scores", str(scores)], str(path), "line 2", "infinite value 'inf'"
+    )
+
+
+def test_a_cached_matrix_with_an_infinity_is_refused() -> None:
+    features = np.zeros((3, 4), np.float32)
+    features[0, 1] = np.nan
+    data = RankingData(
+        features=features, labels=np.array([1, 0, 2], np.int32), qids=np.array([1, 2], np.int64),
+        offsets=np.array([0, 2, 3], np.int64),
+    )
+    check_ranking_data(data, source="cache entry x")  # NaN is fine
+    features[2, 3] = -np.inf
+    with pytest.raises(DataError, match=r"feature 4 at row 3 of cache entry x is -inf"):
+        check_ranking_data(data, source="cache entry x")
+
+
+def test_first_infinite_scans_in_blocks() -> None:
+    features = np.zeros((1000, 3), np.float32)
+    assert first_infinite(features, block_bytes=64) is None
+    features[777, 2] = np.inf
+    features[900, 0] = -np.inf
+    assert first_infinite(features, block_bytes=64) == (777, 2)
+    assert first_infinite(np.zeros((0, 3), np.float32)) is None
+
+
+# -- 4. numeric options of ltr evaluate -----------------------------------------------------------
+
+
+@pytest.fixture
+def trec(tmp_path: Path) -> list[str]:
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("1 0 d1 1\n1 0 d2 0\n2 0 d3 2\n")
+    run = tmp_path / "run.txt"
+    run.write_text("1 Q0 d1 1 0.9 t\n1 Q0 d2 2 0.5 t\n2 Q0 d3 1 0.3 t\n")
+    return ["evaluate", "--qrels", str(qrels), "--run", str(run), "--json"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "needles"),
+    [
+        (["--rel-threshold", "-5"], ["--rel-threshold -5 is negative", ">= 0"]),
+        (["--rel-threshold", "x"], ["--rel-threshold", "invalid int value: 'x'"]),
+        (["--k", "0"], ["--k values must be", "from 1 to 1,000,000", "[0]"]),
+        (["--k", "-3"], ["--k values must be", "[-3]"]),
+        (["--k", "10", "--k", "10"], ["--k values must be distinct"]),
+        (["--k", "1000000000000"], ["--k values must be", "[1000000000000]"]),
+        (["--k", "1e3"], ["--k", "invalid int value: '1e3'"]),
+        (["--strata", "0,5"], ["--strata '0,5'", "first lower edge must be 1"]),
+        (["--strata", "2,10"], ["--strata '2,10'", "first lower edge must be 1"]),
+        (["--strata", "1,11,11"], ["--strata '1,11,11'", "strictly increasing"]),
+        (["--strata", "1,,5"], ["--strata '1,,5'", "'' is not an integer", "1,11,51"]),
+        (["--strata", "1,x"], ["--strata '1,x'", "'x' is not an integer"]),
+        (["--label-gain", "nan,1"], ["--label-gain 'nan,1'", "finite number >= 0"]),
+        (["--label-gain", "0,-1"], ["--label-gain '0,-1'", "finite number >= 0"]),
+        (["--label-gain", "0,inf"], ["--label-gain '0,inf'", "finite number >= 0"]),
+    ],
+)
+def test_evaluate_numeric_options_are_one_line(capsys: pytest.CaptureFixture[str], trec: list[str], extra: list[str], needles: list[str]) -> None:
+    assert_one_line_exit_2(capsys, [*trec, *extra], *needles)
+
+
+def test_rel_threshold_zero_counts_every_judged_document(capsys: pytest.CaptureFixture[str], trec: list[str]) -> None:
+    code, out, err = run_cli(capsys, [*trec, "--rel-threshold", "0", "--k", "1000000"])
+    assert code == 0, err
+    assert '"rr": 1.0' in out
+
+
+# -- 5. dependency floor --------------------------------------------------------------------------
+
+
+def test_pyarrow_floor_excludes_the_cve_2023_47248_release() -> None:
+    from packaging.requirements import Requirement
+
+    deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    (spec,) = [Requirement(d).specifier for d in deps if Requirement(d).name == "pyarrow"]
+    assert "14.0.0" not in spec
+    assert "14.0.1" in spec
