@@ -28,6 +28,8 @@ import pyarrow.parquet as pq
 from dask.delayed import delayed
 from numpy.typing import NDArray
 
+from ltr.config.data import ParquetPartitionsDataConfig
+from ltr.config.schema import TrainConfig, TrainerConfig
 from ltr.dask.evaluate import predict_block
 from ltr.dask.partitions import PartitionedSplit
 from ltr.data.fingerprint import HASH_HEX_DIGITS
@@ -41,7 +43,7 @@ log = logging.getLogger(__name__)
 SPLITS = ("train", "valid", "test")
 
 
-def split_directories(data: Any, trainer: Any) -> dict[str, Path]:
+def split_directories(data: ParquetPartitionsDataConfig, trainer: TrainerConfig) -> dict[str, Path]:
     """``data.root/{train,valid,test}``; checks ``trainer=dask`` and that each holds Parquet files."""
     if trainer.kind != "dask":
         raise LtrUserError(
@@ -58,7 +60,7 @@ def split_directories(data: Any, trainer: Any) -> dict[str, Path]:
     return dirs
 
 
-def partitions_fingerprint(data: Any, trainer: Any) -> dict[str, Any]:
+def partitions_fingerprint(data: ParquetPartitionsDataConfig, trainer: TrainerConfig) -> dict[str, Any]:
     """A fingerprint of the partition files from their metadata only (no rows are read).
 
     ``sha256`` hashes, per split and file in order, the path relative to ``data.root``, the size
@@ -144,7 +146,7 @@ def partitioned_tables(
 
 
 def fit_partitioned_tables(
-    cfg: Any, *, ks: list[int], table_ks: list[int], strata: Strata, conventions: MetricConventions
+    cfg: TrainConfig, *, ks: list[int], table_ks: list[int], strata: Strata, conventions: MetricConventions
 ) -> tuple[Any, dict[str, pd.DataFrame], dict[str, LightgbmGap], dict[str, float]]:
     """Read, train, predict and tabulate ``data=parquet_partitions`` on the Dask cluster.
 

@@ -172,7 +172,7 @@ def fit_partitioned(
 
     if model.estimator != "ranker":
         raise LtrUserError(f"model.estimator={model.estimator!r} is not supported; use 'ranker'")
-    if getattr(model, "position_bias", False):
+    if model.position_bias:
         raise LtrUserError(
             "model.position_bias=true is not supported with trainer=dask (DaskLGBMRanker takes no "
             "positions); use trainer=local"

@@ -8,11 +8,10 @@ tabulated on the cluster by :meth:`DaskTrainer.fit_partitioned_tables`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import pandas as pd
 
-from ltr.config.schema import FitConfig, ModelConfig, TrainerConfig
+from ltr.config.schema import FitConfig, ModelConfig, TrainConfig, TrainerConfig
 from ltr.data.splits import Splits
 from ltr.metrics import MetricConventions, Strata
 from ltr.metrics.gap import LightgbmGap
@@ -34,7 +33,7 @@ class DaskTrainer:
 
     def fit_partitioned_tables(
         self,
-        config: Any,
+        config: TrainConfig,
         *,
         ks: list[int],
         table_ks: list[int],

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ltr.config.data import SyntheticClicksDataConfig
 from ltr.data.ranking_data import RankingData
 from ltr.data.synthetic import generate_synthetic
 from ltr.errors import DataError
@@ -110,7 +110,7 @@ def rank_within_queries(scores: NDArray[np.float64], offsets: NDArray[np.int64])
     return ranks
 
 
-def generate_click_log(cfg: Any, *, seed: int) -> ClickLog:
+def generate_click_log(cfg: SyntheticClicksDataConfig, *, seed: int) -> ClickLog:
     """Generate the click log described in the module docstring.
 
     Parameters

@@ -22,12 +22,19 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
 from omegaconf.errors import MissingMandatoryValue
 
+from ltr.config.data import (
+    DataConfig,
+    LetorPartsDataConfig,
+    SplitConfig,
+    SyntheticClicksDataConfig,
+    SyntheticDataConfig,
+)
 from ltr.data.cache import DEFAULT_MAX_MB, default_cache_dir
 from ltr.data.clicks import examination_curve, generate_click_log
 from ltr.data.ranking_data import RankingData
@@ -47,7 +54,7 @@ LETOR_FILES: dict[str, tuple[str, ...]] = {
 }
 
 
-def load_splits(data_cfg: Any, split_cfg: Any, *, seed: int) -> Splits:
+def load_splits(data_cfg: DataConfig, split_cfg: SplitConfig, *, seed: int) -> Splits:
     """Read (or generate) the data named by ``data_cfg`` and return its three splits.
 
     ``data_cfg.kind`` selects the reader. Sources with a single pool of queries are cut by
@@ -62,11 +69,13 @@ def load_splits(data_cfg: Any, split_cfg: Any, *, seed: int) -> Splits:
     split_seed = seed if split_cfg.seed is None else int(split_cfg.seed)
     kind = data_cfg.kind
     if kind == "synthetic":
-        data_seed = seed if data_cfg.seed is None else int(data_cfg.seed)
-        pool = generate_synthetic(data_cfg, seed=data_seed)
+        synthetic = cast(SyntheticDataConfig, data_cfg)
+        data_seed = seed if synthetic.seed is None else int(synthetic.seed)
+        pool = generate_synthetic(synthetic, seed=data_seed)
         return _complete({"train": pool}, split_cfg, split_seed)
     if kind == "synthetic_clicks":
-        return load_click_splits(data_cfg, split_cfg, seed=seed).training_view(str(data_cfg.train_labels))
+        click_log = cast(SyntheticClicksDataConfig, data_cfg)
+        return load_click_splits(click_log, split_cfg, seed=seed).training_view(str(click_log.train_labels))
     files: Mapping[str, str | Path | Sequence[str | Path] | None]
     if kind == "letor":
         files = letor_fold_files(_required(data_cfg, "root"), _get(data_cfg, "fold"))
@@ -77,9 +86,9 @@ def load_splits(data_cfg: Any, split_cfg: Any, *, seed: int) -> Splits:
             "test": _optional(data_cfg, "test"),
         }
     elif kind == "letor_parts":
+        parts = cast(LetorPartsDataConfig, data_cfg)
         files = letor_parts_files(
-            _required(data_cfg, "root"), list(data_cfg.parts), fold=int(data_cfg.fold),
-            n_train_parts=int(getattr(data_cfg, "n_train_parts", 3)),
+            _required(parts, "root"), list(parts.parts), fold=int(parts.fold), n_train_parts=int(parts.n_train_parts),
         )
     else:
         raise DataError(
@@ -123,7 +132,7 @@ class ClickSplits:
         return Splits(train=train.train, valid=valid.valid, test=self.relevance.test)
 
 
-def load_click_splits(data_cfg: Any, split_cfg: Any, *, seed: int) -> ClickSplits:
+def load_click_splits(data_cfg: SyntheticClicksDataConfig, split_cfg: SplitConfig, *, seed: int) -> ClickSplits:
     """Generate the click log of ``data_cfg`` (kind ``synthetic_clicks``) and split it by query.
 
     Both views are cut with the same split seed from pools of the same queries, so their splits
@@ -230,7 +239,7 @@ def letor_parts_rotation(n_parts: int, *, fold: int, n_train_parts: int = 3) -> 
 
 
 def _complete(
-    splits: Mapping[str, RankingData], split_cfg: Any, seed: int, *, sources: Mapping[str, str] | None = None
+    splits: Mapping[str, RankingData], split_cfg: SplitConfig, seed: int, *, sources: Mapping[str, str] | None = None
 ) -> Splits:
     """Fill in missing valid / test splits by query from train, then check the set."""
     train = splits["train"]

@@ -15,16 +15,15 @@ What it holds, for a given seed (bit-identical on every run):
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from numpy.typing import NDArray
 
+from ltr.config.data import SyntheticDataConfig
 from ltr.data.ranking_data import RankingData
 from ltr.errors import DataError
 
 
-def _list_lengths(rng: np.random.Generator, cfg: Any) -> NDArray[np.int64]:
+def _list_lengths(rng: np.random.Generator, cfg: SyntheticDataConfig) -> NDArray[np.int64]:
     shares = np.array([cfg.short_share, cfg.medium_share, cfg.long_share], dtype=np.float64)
     if np.any(shares < 0) or not np.isclose(shares.sum(), 1.0):
         raise DataError(
@@ -47,7 +46,7 @@ def _list_lengths(rng: np.random.Generator, cfg: Any) -> NDArray[np.int64]:
     return np.asarray(lengths, dtype=np.int64)
 
 
-def generate_synthetic(cfg: Any, *, seed: int) -> RankingData:
+def generate_synthetic(cfg: SyntheticDataConfig, *, seed: int) -> RankingData:
     """Generate the data set described in the module docstring.
 
     Parameters

@@ -185,7 +185,7 @@ def check_model_config(model: ModelConfig) -> None:
             raise LtrUserError(f"model.objective={model.objective!r} needs model.estimator=ranker")
     else:
         raise LtrUserError(f"model.estimator={model.estimator!r} is not one of: ranker, regressor")
-    if getattr(model, "position_bias", False) and (
+    if model.position_bias and (
         model.estimator != "ranker" or model.objective != "lambdarank"
     ):
         raise LtrUserError(
@@ -198,7 +198,7 @@ def check_model_config(model: ModelConfig) -> None:
 
 def check_position_training(model: ModelConfig, splits: Splits) -> None:
     """Refuse ``model.position_bias=true`` on training data without positions (before any run)."""
-    if getattr(model, "position_bias", False) and splits.train.positions is None:
+    if model.position_bias and splits.train.positions is None:
         raise LtrUserError(
             f"model.position_bias=true needs a position per training row, but {splits.train.name!r} "
             "has none; use data=synthetic_clicks, give the data a position column or a .position "
@@ -335,7 +335,7 @@ def fit_ranker(
     """
     check_model_config(model)
     params = lightgbm_params(model, seed=seed, num_threads=fit.num_threads)
-    if getattr(model, "position_bias", False):
+    if model.position_bias:
         check_position_training(model, splits)
         return _fit_position_bias(splits, params, fit, eval_at=eval_at)
     if model.estimator == "ranker":
