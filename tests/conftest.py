@@ -30,6 +30,9 @@ settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
+#: Test modules that run whole programs (a notebook's kernel) besides the ``slow`` ones.
+E2E_MODULES = frozenset({"tests/compare/test_notebook.py", "tests/compare/test_cli_subprocess.py"})
+
 #: Test modules that train models, write MLflow stores or start Dask clusters in this process.
 INTEGRATION_MODULES = frozenset(
     {
@@ -45,6 +48,8 @@ INTEGRATION_MODULES = frozenset(
         "tests/dask/test_parquet.py",
         "tests/dask/test_training_dask.py",
         "tests/data/test_positions_in_files.py",
+        "tests/data/test_cache_integrity.py",
+        "tests/reliability/test_bad_input.py",
         "tests/experiment/test_checks.py",
         "tests/tracking/test_lifecycle.py",
         "tests/tracking/test_run_contents.py",
@@ -57,7 +62,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Put every test in its tier (see the module docstring)."""
     for item in items:
         module = Path(str(item.fspath)).resolve().relative_to(REPO).as_posix()
-        if item.get_closest_marker("slow") is not None:
+        if item.get_closest_marker("slow") is not None or module in E2E_MODULES:
             item.add_marker(pytest.mark.e2e)
         elif module in INTEGRATION_MODULES:
             item.add_marker(pytest.mark.integration)

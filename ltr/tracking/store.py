@@ -15,8 +15,8 @@ Creation (:func:`ensure_store`)
     holds no runs, and refused with one line saying what to do otherwise.
 
 Dead runs (:func:`reap_dead_runs`)
-    Every run records its process (:func:`process_tags`: ``ltr.host``, ``ltr.pid``,
-    ``ltr.process_start``, ...). A RUNNING run whose process, on this host, is gone (or whose pid
+    Every run records its process (:func:`process_tags`: one ``ltr.process`` tag with host,
+    pid, process start, host and boot ids). A RUNNING run whose process, on this host, is gone (or whose pid
     now belongs to another process) is marked KILLED with the ``ltr.error`` tag when a tracker,
     ``ltr ui`` or ``ltr compare`` next opens the store. Runs of live processes and of other hosts
     are never touched.
@@ -86,11 +86,9 @@ _USE_SQLITE = "use tracking.uri=sqlite:///path/mlflow.db"
 _DATA_TABLES = ("runs", "registered_models", "logged_models", "trace_info")
 
 #: Tags identifying the process that owns a run (see :func:`process_tags`).
-TAG_HOST = "ltr.host"
-TAG_PID = "ltr.pid"
-TAG_PROCESS_START = "ltr.process_start"
-TAG_HOST_ID = "ltr.host_id"
-TAG_BOOT_ID = "ltr.boot_id"
+#: One tag names the process of a run: ``host=... pid=... start=... host_id=... boot_id=...``.
+TAG_PROCESS = "ltr.process"
+HOST, PID, START, HOST_ID, BOOT_ID = "host", "pid", "start", "host_id", "boot_id"
 TAG_ERROR = "ltr.error"
 
 
@@ -610,18 +608,27 @@ def _host_id() -> str:
     return f"{machine}/{namespace}"
 
 
-def process_tags() -> dict[str, str]:
-    """Tags naming the current process, for :func:`reap_dead_runs` to find its runs later."""
-    tags = {
-        TAG_HOST: socket.gethostname(),
-        TAG_PID: str(os.getpid()),
-        TAG_HOST_ID: _host_id(),
-        TAG_BOOT_ID: _read("/proc/sys/kernel/random/boot_id"),
+def process_identity() -> dict[str, str]:
+    """This process: host name, pid, start time (clock ticks since boot), host and boot ids."""
+    identity = {
+        HOST: socket.gethostname(),
+        PID: str(os.getpid()),
+        START: _process_start(os.getpid()) or "",
+        HOST_ID: _host_id(),
+        BOOT_ID: _read("/proc/sys/kernel/random/boot_id"),
     }
-    start = _process_start(os.getpid())
-    if start is not None:
-        tags[TAG_PROCESS_START] = start
-    return {k: v for k, v in tags.items() if v}
+    return {k: v for k, v in identity.items() if v}
+
+
+def process_tags(identity: dict[str, str] | None = None) -> dict[str, str]:
+    """The ``ltr.process`` tag of ``identity`` (default: this process), for :func:`reap_dead_runs`."""
+    identity = process_identity() if identity is None else identity
+    return {TAG_PROCESS: " ".join(f"{k}={v.replace(' ', '_')}" for k, v in identity.items())}
+
+
+def identity_of(tags: dict[str, str]) -> dict[str, str]:
+    """The process identity a run's ``ltr.process`` tag holds ({} without one)."""
+    return dict(item.split("=", 1) for item in tags.get(TAG_PROCESS, "").split() if "=" in item)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -637,20 +644,20 @@ def _pid_alive(pid: int) -> bool:
     return stat is None or stat[0] not in {"Z", "X"}  # a zombie has died
 
 
-def _death(tags: dict[str, str], me: dict[str, str]) -> bool:
-    """True when the run's process (on this host) is known dead."""
-    if tags.get(TAG_HOST) != me.get(TAG_HOST) or tags.get(TAG_HOST_ID, "") != me.get(TAG_HOST_ID, ""):
+def _death(run: dict[str, str], me: dict[str, str]) -> bool:
+    """True when the run's process (``run``: its identity, on this host) is known dead."""
+    if run.get(HOST) != me.get(HOST) or run.get(HOST_ID, "") != me.get(HOST_ID, ""):
         return False  # another host (or container): its processes are not ours to see
     try:
-        pid = int(tags[TAG_PID])
+        pid = int(run[PID])
     except (KeyError, ValueError):
         return False
-    boot = tags.get(TAG_BOOT_ID)
-    if boot and me.get(TAG_BOOT_ID) and boot != me[TAG_BOOT_ID]:
+    boot = run.get(BOOT_ID)
+    if boot and me.get(BOOT_ID) and boot != me[BOOT_ID]:
         return True  # the machine rebooted since
     if not _pid_alive(pid):
         return True
-    started = tags.get(TAG_PROCESS_START)
+    started = run.get(START)
     now = _process_start(pid)
     return started is not None and now is not None and now != started  # the pid was reused
 
@@ -667,7 +674,7 @@ def reap_dead_runs(client: Any, experiment_ids: Sequence[str]) -> list[str]:
 
     if not experiment_ids:
         return []
-    me = process_tags()
+    me = process_identity()
     running = []
     token = None
     while True:
@@ -685,12 +692,12 @@ def reap_dead_runs(client: Any, experiment_ids: Sequence[str]) -> list[str]:
     reaped: list[str] = []
     when = dt.datetime.now().astimezone().isoformat(timespec="seconds")
     for run in running:
-        tags = dict(run.data.tags)
-        if not _death(tags, me):
+        identity = identity_of(dict(run.data.tags))
+        if not _death(identity, me):
             continue
         run_id = run.info.run_id
         message = (
-            f"process {tags[TAG_PID]} on {tags[TAG_HOST]} died without ending the run "
+            f"process {identity[PID]} on {identity[HOST]} died without ending the run "
             f"(found by ltr at {when})"
         )
         try:
@@ -714,8 +721,10 @@ __all__ = [
     "CHECK_TIMEOUT_S",
     "check_tracking_uri",
     "ensure_store",
+    "identity_of",
     "lock_path",
     "open_client",
+    "process_identity",
     "process_tags",
     "reap_dead_runs",
 ]

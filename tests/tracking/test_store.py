@@ -32,6 +32,8 @@ from ltr.tracking.store import (
     HTTP_ENV_DEFAULTS,
     _inspect,
     ensure_store,
+    identity_of,
+    process_identity,
     process_tags,
     reap_dead_runs,
 )
@@ -441,12 +443,12 @@ def test_runs_of_dead_processes_are_reaped_and_live_ones_untouched(
         sleeper.kill()  # SIGKILL: no handler, no finally, like the OOM killer
         sleeper.wait(timeout=60)
     client = live.client
-    me = process_tags()
+    me = process_identity()
     # The same pid (ours, alive) but another process start: the pid was reused.
-    reused_id = client.create_run(live.experiment_id, run_name="reused", tags={**me, "ltr.process_start": "1"}).info.run_id
+    reused_id = client.create_run(live.experiment_id, run_name="reused", tags=process_tags({**me, "start": "1"})).info.run_id
     # Another host's dead pid, and a run without ltr's process tags: not ours to judge.
     other_id = client.create_run(
-        live.experiment_id, run_name="other-host", tags={**me, "ltr.host": "elsewhere", "ltr.pid": str(exited_pid)}
+        live.experiment_id, run_name="other-host", tags=process_tags({**me, "host": "elsewhere", "pid": str(exited_pid)})
     ).info.run_id
     foreign_id = client.create_run(live.experiment_id, run_name="plain-mlflow").info.run_id
 
@@ -456,7 +458,7 @@ def test_runs_of_dead_processes_are_reaped_and_live_ones_untouched(
     assert {k for k, r in status.items() if r.info.status == "KILLED"} == {exited_id, killed_id, reused_id}
     assert {k for k, r in status.items() if r.info.status == "RUNNING"} == {live_id, other_id, foreign_id}
     error = status[exited_id].data.tags["ltr.error"]
-    assert error.startswith(f"process {exited_pid} on {me['ltr.host']} died without ending the run (found by ltr at ")
+    assert error.startswith(f"process {exited_pid} on {me['host']} died without ending the run (found by ltr at ")
     warnings = [r.getMessage() for r in caplog.records if "KILLED" in r.getMessage()]
     assert len(warnings) == 1
     assert warnings[0].startswith("ltr: marked 3 runs KILLED whose process died (ids ")
@@ -478,9 +480,11 @@ def test_a_run_records_its_process(tmp_path: Path) -> None:
     run_id = tracker.start_run("me", {"mine": "yes"})
     tags = tracker.client.get_run(run_id).data.tags
     tracker.end_run(RunStatus.FINISHED)
-    assert tags["ltr.host"] == socket.gethostname()
-    assert tags["ltr.pid"] == str(os.getpid())
-    assert tags["ltr.process_start"]
+    identity = identity_of(tags)
+    assert identity["host"] == socket.gethostname()
+    assert identity["pid"] == str(os.getpid())
+    assert identity["start"]
+    assert not any(key.startswith(("ltr.host", "ltr.pid")) for key in tags)  # one tag, not five
     assert tags["mine"] == "yes"
 
 
