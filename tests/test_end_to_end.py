@@ -73,7 +73,14 @@ def test_logged_metrics_equal_an_independent_recomputation(
     # iteration curve: one point per boosting round up to where training stopped
     history = client.get_metric_history(run.info.run_id, "iter/valid/ndcg_at_10")
     assert [m.step for m in history] == list(range(1, len(history) + 1))
-    assert len(history) >= outcome.best_iteration
+    assert len(history) == outcome.best_iteration  # the model keeps its trees up to the best round
+    # the curve is our nDCG (the run's conventions): at the best round it is the run's metric;
+    # LightGBM's own curve is beside it, under its name
+    by_step = {m.step: m.value for m in history}
+    assert by_step[outcome.best_iteration] == pytest.approx(metrics["valid/ndcg_at_10"], abs=1e-12)
+    lightgbm = {m.step: m.value for m in client.get_metric_history(run.info.run_id, "iter/valid/lightgbm/ndcg_at_10")}
+    assert lightgbm[outcome.best_iteration] == metrics["valid/lightgbm/ndcg_at_10"]
+    assert len(lightgbm) == metrics["n_rounds"] >= len(by_step)  # LightGBM's: every round trained
 
 
 def test_same_config_twice_gives_bit_identical_metrics(small_cfg: Callable[..., DictConfig]) -> None:

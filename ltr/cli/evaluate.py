@@ -44,24 +44,59 @@ def build_parser() -> argparse.ArgumentParser:
         description="Evaluate rankings made elsewhere: nDCG/ERR/P@k and RR (reciprocal rank), overall and per list-length stratum.",
     )
     src = p.add_argument_group("input (either --qrels and --run, or --data and --scores)")
-    src.add_argument("--qrels", type=Path, help="TREC qrels: topic iter docno relevance")
+    src.add_argument(
+        "--qrels",
+        type=Path,
+        help="TREC qrels: topic iter docno relevance (lines starting with # are skipped; topics "
+        "and docnos are compared as bytes, as trec_eval)",
+    )
     src.add_argument("--run", type=Path, help="TREC run: topic Q0 docno rank score tag")
     src.add_argument("--data", type=Path, help="a ranking data file in any format ltr reads")
     src.add_argument("--scores", type=Path, help="one score per row of --data")
     src.add_argument(
         "--missing-topics",
-        choices=("empty", "skip"),
+        choices=("empty", "skip", "error"),
         default="empty",
-        help="qrels topics absent from the run: 'empty' (score 0, counted in no_result_rate; "
-        "trec_eval -c) or 'skip' (trec_eval's default). Default: empty",
+        help="judged topics with no run line: 'empty' (score 0 on every measure, counted in "
+        "no_result_rate; trec_eval -c), 'skip' (left out: trec_eval 9.x's default and "
+        "pytrec_eval) or 'error' (trec_eval 10.0 without -c stops). Default: empty. Run topics "
+        "without judgments are always ignored, as trec_eval does, and counted "
+        "(n_run_topics_unjudged); ranked docnos without a judgment have gain 0 and are never "
+        "relevant, whatever --label-gain or --rel-threshold say (trec_eval)",
+    )
+    src.add_argument(
+        "--max-docs",
+        type=int,
+        metavar="N",
+        help="use only the first N documents of each topic, in trec_eval's order (score "
+        "descending, then docno descending): trec_eval -M N",
     )
     conv = p.add_argument_group("conventions (a --preset first, then these override it)")
-    conv.add_argument("--preset", choices=sorted(PRESETS), help="reproduce a peer tool exactly")
     conv.add_argument(
-        "--k", type=int, action="append", help=f"cut-off 1..{MAX_K:,}, repeatable (default 5 and 10)"
+        "--preset",
+        choices=sorted(PRESETS),
+        help="reproduce a peer tool: trec_eval (linear gain, ties by docno descending, IDCG from "
+        "all judged docs). With --qrels/--run, IDCG always comes from all judged documents, "
+        "ranked or not, so lightgbm and sklearn there differ from LightGBM and sklearn, whose "
+        "IDCG uses only the rows they rank; they equal them with --data/--scores",
     )
-    conv.add_argument("--gain", choices=GAINS)
-    conv.add_argument("--label-gain", help="explicit gain per label 0,1,2,...: comma-separated")
+    conv.add_argument(
+        "--k",
+        type=int,
+        action="append",
+        help=f"cut-off 1..{MAX_K:,}, repeatable (default 5 and 10)",
+    )
+    conv.add_argument(
+        "--gain",
+        choices=GAINS,
+        help="exp: 2**label - 1, for labels 0..1023 (LightGBM's training default covers 0..30; "
+        "evaluation needs no label_gain above 30); linear: the label (trec_eval, sklearn)",
+    )
+    conv.add_argument(
+        "--label-gain",
+        help="explicit gain per label 0,1,2,...: comma-separated (trec_eval -m ndcg.1=3,2=9: "
+        "0,3,9; a level it leaves out has gain = level)",
+    )
     conv.add_argument("--ties", choices=TIES)
     conv.add_argument("--zero-idcg", choices=ZERO_IDCG)
     conv.add_argument(
@@ -69,6 +104,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         help="binary relevance: label >= this, an integer >= 0 (default 1; 0: every judged "
         "document, as trec_eval's relevance_level 0)",
+    )
+    conv.add_argument(
+        "--err-max-grade",
+        type=int,
+        metavar="G",
+        help="ERR's largest grade: stop probability gain(label) / (gain(G) + 1), e.g. "
+        "(2**label - 1) / 2**4 with G=4 as gdeval. Default: the largest label in the data",
     )
     conv.add_argument(
         "--strata",
@@ -92,6 +134,10 @@ def main(argv: list[str] | None = None) -> int:
             f"--rel-threshold {args.rel_threshold} is negative; give an integer >= 0 (a label >= "
             "it is relevant; 0 counts every judged document, as trec_eval's relevance_level 0)"
         )
+    if args.max_docs is not None and args.max_docs < 1:
+        raise LtrUserError(f"--max-docs {args.max_docs}: give an integer >= 1")
+    if args.err_max_grade is not None and args.err_max_grade < 0:
+        raise LtrUserError(f"--err-max-grade {args.err_max_grade}: give a label >= 0")
     strata = _parse_strata(args.strata)
     label_gain = None
     if args.label_gain is not None:
@@ -134,22 +180,43 @@ def main(argv: list[str] | None = None) -> int:
     ):
         raise LtrUserError(f"--per-query {args.per_query}: the name must end in .csv or .parquet")
 
+    counts: dict[str, int] = {}
     try:
         if trec:
-            table = _evaluate_trec(args, ks, conventions, strata)
+            table, counts = _evaluate_trec(args, ks, conventions, strata)
         else:
             table = _evaluate_data(args, ks, conventions, strata)
     except ValueError as exc:  # a convention that does not fit the data (e.g. label_gain)
         raise LtrUserError(str(exc)) from None
-    summary = summarize(table, strata=strata)
+    summary = _complete(summarize(table, strata=strata), table, ks, strata)
+    summary.update({k: float(v) for k, v in counts.items()})
 
     if args.per_query is not None:
         _write_table(table, args.per_query)
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print(json.dumps(summary, indent=2, allow_nan=False))
     else:
         _print_table(summary, ks, strata, conventions.describe(), args.preset)
+        if counts:
+            print(", ".join(f"{k} {v}" for k, v in counts.items()))
     return 0
+
+
+def _complete(
+    summary: dict[str, float], table: pd.DataFrame, ks: list[int], strata: Strata
+) -> dict[str, float | None]:
+    """Every key of the summary, always: a mean over no values (or not finite) is None."""
+    suffixes = [*strata.keys]
+    if "n_queries/len_empty" in summary:
+        suffixes.append("len_empty")
+    keys = [m.key for m in table_measures(ks)]
+    out: dict[str, float | None] = {}
+    for key, value in summary.items():
+        out[key] = value if math.isfinite(value) else None
+    for key in keys:
+        for full in (key, *(f"{key}/{sfx}" for sfx in suffixes)):
+            out.setdefault(full, None)
+    return out
 
 
 def _parse_strata(text: str) -> Strata:
@@ -159,7 +226,9 @@ def _parse_strata(text: str) -> Strata:
         try:
             edges.append(int(item))
         except ValueError:
-            raise LtrUserError(f"--strata {text!r}: {item.strip()!r} is not an integer; {example}") from None
+            raise LtrUserError(
+                f"--strata {text!r}: {item.strip()!r} is not an integer; {example}"
+            ) from None
     try:
         return Strata(tuple(edges))
     except ValueError as exc:
@@ -168,15 +237,33 @@ def _parse_strata(text: str) -> Strata:
 
 def _evaluate_trec(
     args: argparse.Namespace, ks: list[int], conventions: Any, strata: Strata
-) -> pd.DataFrame:
+) -> tuple[pd.DataFrame, dict[str, int]]:
     qrels = read_qrels(args.qrels)
     run = read_run(args.run)
-    inp = align_run(run, qrels, missing_topics=args.missing_topics, unknown_topics="error")
-    return per_query_table(
+    inp = align_run(run, qrels, missing_topics=args.missing_topics, max_docs=args.max_docs)
+    max_gain = _max_gain(args, conventions, inp.labels, inp.ideal_labels)
+    table = per_query_table(
         inp.labels, inp.scores, inp.offsets, inp.qids, ks=ks, conventions=conventions,
         strata=strata, ideal_labels=inp.ideal_labels, ideal_offsets=inp.ideal_offsets,
-        tie_keys=inp.tie_keys,
+        tie_keys=inp.tie_keys, max_gain=max_gain,
     )  # fmt: skip
+    return table, inp.counts()
+
+
+def _max_gain(
+    args: argparse.Namespace, conventions: Any, *labels: np.ndarray[Any, Any]
+) -> float | None:
+    """ERR's largest gain from ``--err-max-grade`` (None: the data's largest gain)."""
+    if args.err_max_grade is None:
+        return None
+    grade = int(args.err_max_grade)
+    top = max((int(a.max()) for a in labels if a.size), default=0)
+    if top > grade:
+        raise LtrUserError(
+            f"--err-max-grade {grade}: the data has label {top}; give a grade >= {top} (ERR's "
+            "stop probability gain / (gain(G) + 1) must stay below 1)"
+        )
+    return float(conventions.gains_of(np.array([grade], dtype=np.int64))[0])
 
 
 def _evaluate_data(
@@ -191,9 +278,11 @@ def _evaluate_data(
             f"scores file {args.scores} has {scores.shape[0]} scores; data file {args.data} has "
             f"{data.n_rows} rows (one score per row, in row order)"
         )
+    max_gain = _max_gain(args, conventions, np.asarray(data.labels))
     return per_query_table(
-        data.labels, scores, data.offsets, data.qids, ks=ks, conventions=conventions, strata=strata
-    )
+        data.labels, scores, data.offsets, data.qids, ks=ks, conventions=conventions,
+        strata=strata, max_gain=max_gain,
+    )  # fmt: skip
 
 
 def read_scores(path: Path) -> np.ndarray[Any, np.dtype[np.float64]]:
@@ -240,7 +329,7 @@ def _write_table(table: pd.DataFrame, path: Path) -> None:
 
 
 def _print_table(
-    summary: dict[str, float],
+    summary: dict[str, float | None],
     ks: list[int],
     strata: Strata,
     conv: dict[str, Any],

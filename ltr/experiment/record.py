@@ -80,12 +80,22 @@ def record_results(
     result: TrainResult,
     data_fingerprint: dict[str, Any],
     summary_md: str,
+    our_curves: dict[str, dict[str, list[float]]],
 ) -> None:
-    """Metrics, per-round curves (LightGBM's values, ``iter/...``) and every artifact."""
+    """Metrics, per-round curves and every artifact.
+
+    Curves (step = boosting round): ``iter/{split}/ndcg_at_k``, our nDCG (the run's
+    conventions, the same number as ``{split}/ndcg_at_k`` at the best round), and
+    ``iter/{split}/lightgbm/ndcg_at_k``, LightGBM's own values (its conventions).
+    """
     curves = {
-        f"iter/{split}/{lightgbm_key(name)}": values
+        f"iter/{split}/lightgbm/{lightgbm_key(name)}": values
         for split, by_metric in result.evals_result.items()
         for name, values in by_metric.items()
+    } | {
+        f"iter/{split}/{key}": values
+        for split, by_key in our_curves.items()
+        for key, values in by_key.items()
     }
     tracker.log_metrics(evaluation.metrics)
     tracker.log_curves(curves)

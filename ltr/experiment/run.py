@@ -99,7 +99,9 @@ def run(
 
         t = time.perf_counter()
         title, summary_md, header, rows = summary_markdown(spec, evaluation, scored.result)
-        record_results(tracker, spec, overrides, evaluation, scored.result, source.fingerprint, summary_md)
+        record_results(
+            tracker, spec, overrides, evaluation, scored.result, source.fingerprint, summary_md, scored.curves
+        )
         timings["log"] = time.perf_counter() - t
     print_table(header, rows, title=title)
     for note in evaluation.gap_notes:

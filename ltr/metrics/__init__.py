@@ -12,8 +12,13 @@ Positions are 1-based; the discount at position ``p`` is ``1 / log2(p + 1)``.
 
 Gain
     ``exp``: ``2**label - 1`` (default, LightGBM); ``linear``: ``label`` (sklearn, trec_eval);
-    or an explicit ``label_gain`` table indexed by label (labels above 30 need one). Negative
-    labels (trec_eval's -1 "judged junk") have gain 0 under every convention.
+    or an explicit ``label_gain`` table indexed by label. Exp gain is defined for labels up to
+    1023 (``MAX_EXP_LABEL``; larger labels are an error: use linear gain or a ``label_gain``);
+    LightGBM's training default covers 0..30 only, evaluation does not need a table above 30.
+    Negative labels (trec_eval's -1 "judged junk") have gain 0 under every convention, and so
+    does ``UNJUDGED``, the label of a ranked row without a judgment, which is never relevant.
+    When a DCG could overflow float64 the kernel runs on gains scaled by an exact power of two
+    (NDCG and ERR unchanged bit for bit; DCG/IDCG scaled back).
 DCG@k, IDCG@k, NDCG@k
     ``DCG@k = sum_{p <= min(k, n)} gain(p) / log2(p + 1)`` over the ranked list of length ``n``.
     ``IDCG@k`` is the DCG@k of the ideal order of *all* judgments of the query (``ideal_labels``;

@@ -15,6 +15,15 @@ GAINS: tuple[str, ...] = ("exp", "linear")
 TIES: tuple[str, ...] = ("average", "stable", "pessimistic", "optimistic", "docno_desc")
 ZERO_IDCG: tuple[str, ...] = ("zero", "one", "skip")
 
+#: Label of a ranked row without a judgment (a TREC run's unjudged docno): gain 0 under every
+#: convention (every negative label has gain 0) and never relevant (below every allowed
+#: ``rel_threshold``), unlike a judged label 0, whose gain an explicit ``label_gain`` may set.
+UNJUDGED: int = int(np.iinfo(np.int64).min)
+
+#: Largest label ``gain="exp"`` can represent: ``2**1023 - 1`` is the largest finite
+#: ``2**label - 1`` in float64 (exact integers up to label 53; above, it rounds to ``2**label``).
+MAX_EXP_LABEL = 1023
+
 
 @dataclass(frozen=True, slots=True)
 class MetricConventions:
@@ -23,7 +32,8 @@ class MetricConventions:
     Parameters
     ----------
     gain : {"exp", "linear"}
-        ``exp``: gain ``2**label - 1`` (LightGBM); ``linear``: gain ``label`` (sklearn, trec_eval).
+        ``exp``: gain ``2**label - 1`` (LightGBM), for labels up to `MAX_EXP_LABEL` (1023);
+        ``linear``: gain ``label`` (sklearn, trec_eval).
     label_gain : tuple of float, optional
         Explicit gain of label value ``0, 1, 2, ...``; overrides ``gain`` when set. Labels at or
         above ``len(label_gain)`` are an error.
@@ -32,7 +42,8 @@ class MetricConventions:
     zero_idcg : {"zero", "one", "skip"}
         NDCG of a query whose IDCG@k is 0: 0, 1, or NaN (left out of means, counted).
     rel_threshold : int
-        Binary relevance for P@k, RR and ``n_relevant``: ``label >= rel_threshold``.
+        Binary relevance for P@k, RR and ``n_relevant``: ``label >= rel_threshold``. Must be
+        above `UNJUDGED` (so an unjudged row is never relevant); ``ltr evaluate`` takes >= 0.
 
     Examples
     --------
@@ -68,9 +79,20 @@ class MetricConventions:
             self.rel_threshold, int | np.integer
         ):
             raise ValueError(f"rel_threshold={self.rel_threshold!r} must be an int")
+        if self.rel_threshold <= UNJUDGED:
+            raise ValueError(
+                f"rel_threshold={self.rel_threshold} would make unjudged rows (label {UNJUDGED}) "
+                "relevant; give a larger threshold"
+            )
 
     def gains_of(self, labels: NDArray[np.integer]) -> NDArray[np.float64]:
         """Gain of every label (negative labels have gain 0).
+
+        Raises
+        ------
+        ValueError
+            A label without a gain: above the ``label_gain`` table, or above `MAX_EXP_LABEL`
+            with exp gain (``2**label - 1`` is not finite in float64).
 
         Examples
         --------
@@ -91,6 +113,13 @@ class MetricConventions:
             return out
         clipped: NDArray[np.float64] = np.clip(labels, 0, None).astype(np.float64)
         if self.gain == "exp":
+            if labels.size and int(labels.max()) > MAX_EXP_LABEL:
+                bad = int(labels.max())
+                raise ValueError(
+                    f"label {bad} has no exp gain (2**{bad} - 1 is not finite in float64; exp "
+                    f"gain covers labels up to {MAX_EXP_LABEL}): use linear gain (--gain linear) "
+                    "or an explicit gain per label (--label-gain)"
+                )
             gains: NDArray[np.float64] = np.exp2(clipped) - 1.0
             return gains
         return clipped

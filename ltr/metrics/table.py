@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -82,19 +84,81 @@ def per_query_table(
     >>> round(float(t.loc[0, "ndcg_at_5"]), 6)
     0.838647
     """
+    qids_a = np.asarray(qids)
+    n_q = np.asarray(offsets).shape[0] - 1
+    if qids_a.shape != (n_q,):
+        raise ValueError(f"qids have shape {qids_a.shape}; offsets describe {n_q} queries")
+    m = measure_arrays(
+        labels, scores, offsets, ks=ks, conventions=conventions, ideal_labels=ideal_labels,
+        ideal_offsets=ideal_offsets, tie_keys=tie_keys, max_gain=max_gain, qids=qids_a,
+    )
+    list_len = m.list_len
+    data: dict[str, object] = {
+        "qid": qids_a,
+        "list_len": list_len,
+        # categorical of the display labels: str values, built from codes without string copies
+        "stratum": pd.Categorical.from_codes(
+            strata.assign(list_len) + 1, categories=pd.Index([EMPTY_LABEL, *strata.labels])
+        ),
+        "n_relevant": m.n_relevant,
+    }
+    for j, k in enumerate(m.ks):
+        data[f"idcg_at_{k}"] = m.idcg[:, j]
+        data[f"dcg_at_{k}"] = m.dcg[:, j]
+        data[f"ndcg_at_{k}"] = m.ndcg[:, j]
+        data[f"err_at_{k}"] = m.err[:, j]
+        data[f"p_at_{k}"] = m.precision[:, j]
+    data["rr"] = m.rr
+    return pd.DataFrame(data)
+
+
+@dataclass(frozen=True, slots=True)
+class MeasureArrays:
+    """Every measure of every query as arrays (what `per_query_table` puts in columns).
+
+    ``ks`` in the order asked for; ``idcg``, ``dcg``, ``ndcg``, ``err``, ``precision`` have shape
+    (n_queries, len(ks)), column ``j`` for ``ks[j]``; ``list_len``, ``n_relevant``, ``rr`` shape
+    (n_queries,).
+    """
+
+    ks: tuple[int, ...]
+    list_len: NDArray[np.int64]
+    n_relevant: NDArray[np.int64]
+    idcg: NDArray[np.float64]
+    dcg: NDArray[np.float64]
+    ndcg: NDArray[np.float64]
+    err: NDArray[np.float64]
+    precision: NDArray[np.float64]
+    rr: NDArray[np.float64]
+
+
+def measure_arrays(
+    labels: NDArray[np.integer],
+    scores: NDArray[np.floating],
+    offsets: NDArray[np.int64],
+    *,
+    ks: Sequence[int] = (5, 10),
+    conventions: MetricConventions = _DEFAULT_CONVENTIONS,
+    ideal_labels: NDArray[np.integer] | None = None,
+    ideal_offsets: NDArray[np.int64] | None = None,
+    tie_keys: NDArray[np.generic] | None = None,
+    max_gain: float | None = None,
+    qids: NDArray[np.generic] | None = None,
+) -> MeasureArrays:
+    """The measures of `per_query_table` as arrays, without building a table (same arguments,
+    same values; for callers that score many rankings of the same queries, e.g. every round).
+    ``qids`` only name a query in error messages."""
     labels_a = _as_int_labels(labels, "labels")
     scores_a = np.ascontiguousarray(scores, dtype=np.float64)
     offsets_a = _check_offsets(offsets, labels_a.shape[0], "offsets")
     n_q = offsets_a.shape[0] - 1
-    qids_a = np.asarray(qids)
-    if qids_a.shape != (n_q,):
-        raise ValueError(f"qids have shape {qids_a.shape}; offsets describe {n_q} queries")
     if scores_a.shape != labels_a.shape:
         raise ValueError(f"scores have shape {scores_a.shape}, labels {labels_a.shape}")
     if np.isnan(scores_a).any():
         row = int(np.flatnonzero(np.isnan(scores_a))[0])
         q = int(np.searchsorted(offsets_a, row, side="right") - 1)
-        raise ValueError(f"score at row {row} (qid {qids_a[q]}) is NaN")
+        where = f"qid {qids[q]}" if qids is not None else f"query {q}"
+        raise ValueError(f"score at row {row} ({where}) is NaN")
     k_list = [int(k) for k in ks]
     if not k_list or any(k < 1 for k in k_list) or len(set(k_list)) != len(k_list):
         raise ValueError(f"ks={list(ks)} must be distinct integers >= 1")
@@ -150,6 +214,18 @@ def per_query_table(
     scratch_len = max(1, min(k_max, longest))
     # many small chunks balance the load (list lengths vary a lot); scratch is per chunk
     n_chunks = min(n_q, 64 * numba.get_num_threads())
+    # A DCG sums at most max(gain) * sum(discount). When that could overflow float64 (exp gain
+    # of labels near 1023, huge explicit gains), the kernel runs on gains scaled by an exact
+    # power of two 2**-shift: every ratio (NDCG, ERR's stop probabilities, gain order) is then
+    # bit-identical to the unscaled computation, and DCG/IDCG are scaled back (inf only when
+    # the value itself is beyond float64). Ordinary inputs: shift 0, nothing changes.
+    shift = 0
+    bound = float(lut.max(initial=0.0)) * float(discount.sum())
+    if not bound < _SAFE_SUM:
+        exponent = math.frexp(float(lut.max()))[1] + math.frexp(float(discount.sum()))[1]
+        shift = max(0, exponent + 1 - _SAFE_EXP)
+        lut = np.ldexp(lut, -shift)
+        stop_scale = math.ldexp(stop_scale, shift)
     shape = (n_q, ks_sorted.shape[0])
     idcg = np.empty(shape)
     dcg = np.empty(shape)
@@ -167,29 +243,24 @@ def per_query_table(
     positive = idcg > 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
         ndcg = np.where(positive, dcg / np.where(positive, idcg, 1.0), 0.0)
+    if shift:
+        with np.errstate(over="ignore"):
+            idcg = np.ldexp(idcg, shift)
+            dcg = np.ldexp(dcg, shift)
     fill = {"zero": 0.0, "one": 1.0, "skip": np.nan}[c.zero_idcg]
     ndcg[~positive] = fill
     ndcg[list_len == 0] = 0.0  # nothing ranked: 0, whatever the zero-IDCG policy
 
-    data: dict[str, object] = {
-        "qid": qids_a,
-        "list_len": list_len,
-        # categorical of the display labels: str values, built from codes without string copies
-        "stratum": pd.Categorical.from_codes(
-            strata.assign(list_len) + 1, categories=pd.Index([EMPTY_LABEL, *strata.labels])
-        ),
-        "n_relevant": n_rel,
-    }
-    for k in k_list:
-        j = int(np.searchsorted(ks_sorted, k))
-        data[f"idcg_at_{k}"] = idcg[:, j]
-        data[f"dcg_at_{k}"] = dcg[:, j]
-        data[f"ndcg_at_{k}"] = ndcg[:, j]
-        data[f"err_at_{k}"] = err[:, j]
-        data[f"p_at_{k}"] = prec[:, j]
-    data["rr"] = rr
-    return pd.DataFrame(data)
+    order = [int(np.searchsorted(ks_sorted, k)) for k in k_list]
+    return MeasureArrays(
+        ks=tuple(k_list), list_len=list_len, n_relevant=n_rel, idcg=idcg[:, order], dcg=dcg[:, order],
+        ndcg=ndcg[:, order], err=err[:, order], precision=prec[:, order], rr=rr,
+    )
 
+
+#: DCG bound below which gains are used unscaled (2**1000: far from float64's 2**1024).
+_SAFE_EXP = 1000
+_SAFE_SUM = 2.0**_SAFE_EXP
 
 #: Up to this many label values, the ideal order is a counting sort (else a top-k heap).
 HIST_MAX_LABELS = 256
@@ -227,7 +298,7 @@ def _gain_table(
     else:  # explicit gains need not grow: take the largest gain of a label that occurs
         present = np.zeros(l_max + 1, dtype=bool)
         for arr in (labels, ideal):
-            present |= np.bincount(np.clip(arr, 0, None), minlength=l_max + 1) > 0
+            present |= np.bincount(arr[arr >= 0], minlength=l_max + 1) > 0  # not: unjudged
         g_max = float(lut[present].max(initial=0.0))
     return np.ascontiguousarray(lut, dtype=np.float64), g_max
 

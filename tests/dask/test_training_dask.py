@@ -65,6 +65,8 @@ def test_dask_run_logs_everything_and_matches_local_ndcg(
     assert metrics["test/lightgbm/ndcg_at_10"] == pytest.approx(metrics["test/ndcg_at_10"] + gap, abs=1e-9)
     history = client.get_metric_history(dask_run.info.run_id, "iter/valid/ndcg_at_10")
     assert [m.step for m in history] == list(range(1, 41))
+    lightgbm = client.get_metric_history(dask_run.info.run_id, "iter/valid/lightgbm/ndcg_at_10")
+    assert [m.step for m in lightgbm] == list(range(1, 41))
 
     artifacts = {a.path for a in client.list_artifacts(dask_run.info.run_id, "per_query")}
     assert artifacts == {"per_query/valid.parquet", "per_query/test.parquet"}

@@ -82,7 +82,6 @@ def test_data_and_scores(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 @pytest.mark.parametrize(
     ("run", "message"),
     [
-        ("9 Q0 a 1 1.0 r\n", "topic 9 of run .* has no judgments"),
         ("1 Q0 a 1\n", "line 1 of .*: expected at least 6 fields"),
         ("1 Q0 a 1 1.0 r\n1 Q0 b 2 nan r\n", "line 2 of .*: score 'nan'"),
         ("1 Q0 a 1 1.0 r\n1 Q0 a 2 0.5 r\n", "line 2 of .*: docno a is ranked twice"),
