@@ -51,6 +51,7 @@ INTEGRATION_MODULES = frozenset(
         "tests/data/test_cache_integrity.py",
         "tests/reliability/test_bad_input.py",
         "tests/experiment/test_checks.py",
+        "tests/experiment/test_rerun.py",
         "tests/tracking/test_lifecycle.py",
         "tests/tracking/test_run_contents.py",
         "tests/tracking/test_store.py",

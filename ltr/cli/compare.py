@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _print_terminal(comparison: Comparison) -> None:
+def print_terminal(comparison: Comparison) -> None:
     from rich.console import Console
 
     console = Console()
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.markdown:
         print(markdown, end="")
     else:
-        _print_terminal(loaded.comparison)
+        print_terminal(loaded.comparison)
     if args.log:
         run_id = _log(loaded, experiment=args.experiment, markdown=markdown)
         print(f"logged the comparison as MLflow run {run_id} in {args.experiment!r}", file=sys.stderr)

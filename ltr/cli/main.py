@@ -12,7 +12,7 @@ import sys
 from ltr.errors import LtrUserError
 from ltr.tracking.lifecycle import Terminated
 
-VERBS = ("train", "evaluate", "compare", "cache", "ui")
+VERBS = ("train", "rerun", "evaluate", "compare", "cache", "ui")
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
@@ -21,6 +21,7 @@ USAGE = """usage: ltr <command> [args...]
 
 commands:
   train [overrides...]   train and evaluate one experiment (Hydra app; -m for multirun, --help for config)
+  rerun RUN [overrides]  run a logged run again (its overrides, plus yours), say what differs, compare
   evaluate ...           evaluate rankings made elsewhere (TREC run, or data + scores); --help for options
   compare RUN [RUN ...]  compare runs per query and per stratum with paired significance tests; --help
   cache [info|clear]     show (entries, size, limit) or clear the cache of parsed data files; --help
@@ -63,6 +64,10 @@ def main(argv: list[str] | None = None) -> int:
             from ltr.cli.compare import main as compare_main
 
             return int(compare_main(rest))
+        if verb == "rerun":
+            from ltr.cli.rerun import main as rerun_main
+
+            return rerun_main(rest)
         if verb == "ui":
             from ltr.cli.ui import main as ui_main
 

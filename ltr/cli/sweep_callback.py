@@ -24,6 +24,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from ltr.experiment.checks import check_config
+from ltr.experiment.cv import cv_metrics, cv_table
 from ltr.experiment.spec import ExperimentSpec
 from ltr.tracking import RunStatus, make_tracker
 from ltr.tracking.lifecycle import end_run
@@ -78,9 +79,11 @@ class MlflowSweepCallback(Callback):
         self.sweep_dir: Path | None = None
         self.ended = False
         self.objective = ""
+        self.spec: ExperimentSpec | None = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        self.objective = job_spec(config).optimized_metric
+        self.spec = job_spec(config)
+        self.objective = self.spec.optimized_metric
         if not config.tracking.enabled:
             return
         sweep_dir = Path(config.hydra.sweep.dir).resolve()
@@ -127,6 +130,8 @@ class MlflowSweepCallback(Callback):
         self.tracker.set_tags(tags)
         self.tracker.log_text(summary.markdown, "report/sweep.md")
         print(summary.text)
+        if self.spec is not None and self.spec.config.cv.fold_key:
+            self._summarise_folds(self.spec, self.spec.config.cv.fold_key)
         if summary.n_killed or not completed:
             status = RunStatus.KILLED
         elif summary.n_failed:
@@ -141,6 +146,27 @@ class MlflowSweepCallback(Callback):
         if completed and summary.failures:
             print(f"ltr: {len(summary.failures)} of {summary.n_jobs} jobs failed (see above)", file=sys.stderr)
             sys.exit(1)
+
+    def _summarise_folds(self, spec: ExperimentSpec, fold_key: str) -> None:
+        """Mean and standard deviation over the folds (finished children), logged and printed."""
+        children = self.tracker.client.search_runs(
+            [self.tracker.experiment_id],
+            filter_string=f"tags.mlflow.parentRunId = '{self.tracker.run_id}' and attributes.status = 'FINISHED'",
+            max_results=10_000,
+        )
+        folds = {str(r.data.params.get(fold_key, r.info.run_id)): dict(r.data.metrics) for r in children}
+        metrics = cv_metrics(folds)
+        self.tracker.log_metrics(metrics)
+        c = spec.conventions
+        title = (
+            f"{spec.config.model.name} on {spec.config.data.name}: mean ± std over {len(folds)} folds "
+            f"({fold_key} = {', '.join(sorted(folds))}), test, nDCG ({c.gain} gain, ties={c.ties}, "
+            f"zero_idcg={c.zero_idcg})"
+        )
+        table = cv_table(metrics, split="test", ks=spec.ks, strata=spec.strata, title=title)
+        self.tracker.log_text(table, "report/cv.md")
+        self.tracker.set_tags({"mlflow.note.content": table})
+        print(table)
 
     def _end_if_open(self) -> None:
         """At interpreter exit: a sweep that Hydra did not finish (a failed job, Ctrl-C) ends here."""

@@ -117,6 +117,17 @@ class TrainerConfig:
 
 
 @dataclass
+class CvConfig:
+    """Cross-validation: a sweep over the folds of a data set (``experiment=letor_cv``).
+
+    ``fold_key``: the config key the sweep varies to pick a fold (``data.fold``); when set, the
+    sweep's parent run reports every metric's mean and standard deviation over the folds.
+    """
+
+    fold_key: str | None = None
+
+
+@dataclass
 class TrainConfig:
     """The composed config of ``ltr train``."""
 
@@ -131,3 +142,4 @@ class TrainConfig:
     eval: EvalConfig = MISSING
     tracking: TrackingConfig = MISSING
     trainer: TrainerConfig = MISSING
+    cv: CvConfig = field(default_factory=CvConfig)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import lightgbm
 import numpy as np
 from omegaconf import OmegaConf
 
@@ -53,6 +54,7 @@ def run_tags(spec: ExperimentSpec, data_sha: str, overrides: Sequence[str]) -> d
         "ltr.eval.strata": ",".join(spec.strata.labels),
         "ltr.eval.k": ",".join(str(k) for k in spec.ks),
         "ltr.seed": str(config.seed),
+        "ltr.lightgbm_version": lightgbm.__version__,
     }
 
 

@@ -221,6 +221,15 @@ class RunStore:
                 + (f"; {folder}/ holds {', '.join(have)}" if have else f" and no {folder}/ artifacts")
             ) from exc
 
+    def text_artifact(self, run: RunRecord, path: str) -> str:
+        """The text of the run's artifact ``path`` (e.g. ``config/config.yaml``)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            return self._download(run, path, tmp).read_text()
+
+    def metrics(self, run: RunRecord) -> dict[str, float]:
+        """The run's metrics: the last value of each key."""
+        return dict(self.client.get_run(run.run_id).data.metrics)
+
     def per_query_table(self, run: RunRecord, split: str) -> pd.DataFrame:
         """The run's per-query table of ``split`` (artifact ``per_query/{split}.parquet``)."""
         with tempfile.TemporaryDirectory() as tmp:

@@ -1,0 +1,106 @@
+"""``ltr rerun RUN [OVERRIDES...]``: run a logged run again and say what moved.
+
+RUN is a run id, id prefix or run name (as ``ltr compare`` takes it). The run's logged overrides
+are composed again (extra overrides replace those of the same key: "the same, but ..."), one
+line says what differs from the source run (code commit, uncommitted changes, LightGBM's version,
+the composed config, the data), the new run is logged beside it (tag ``ltr.rerun_of``), and the
+two are compared: identical metrics bit for bit, or each key that moved and by how much, then the
+per-stratum comparison of ``ltr compare``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+
+from hydra import compose, initialize_config_dir
+from hydra.errors import HydraException
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from ltr.cli.args import OneLineParser
+from ltr.cli.compare import print_terminal
+from ltr.cli.train import CONF_DIR, one_line
+from ltr.compare.loading import load_comparison
+from ltr.errors import LtrUserError
+from ltr.experiment import run as pipeline
+from ltr.experiment.rerun import (
+    config_differences,
+    describe_changes,
+    logged_overrides,
+    metric_differences,
+    plan_rerun,
+)
+from ltr.tracking import resolve_tracking_uri
+from ltr.tracking.runs import RunStore
+
+#: Differences listed one per line at the most (the rest are counted).
+SHOWN = 20
+
+
+def _describe(old: float, new: float) -> str:
+    if math.isnan(old) != math.isnan(new):
+        return f"only in the {'rerun' if math.isnan(old) else 'source run'} ({new if math.isnan(old) else old:.6g})"
+    return f"{old:.6g} -> {new:.6g} ({new - old:+.6g})"
+
+
+def build_parser() -> OneLineParser:
+    parser = OneLineParser(prog="ltr rerun", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("run", metavar="RUN", help="run id, id prefix or run name")
+    parser.add_argument("overrides", nargs="*", metavar="OVERRIDE", help="Hydra overrides that change the rerun")
+    parser.add_argument("--experiment", default="ltr", help="experiment of a run name (default: ltr)")
+    parser.add_argument("--tracking-uri", default=None, help="the store (default: sqlite:///./mlflow.db)")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
+    store = RunStore(resolve_tracking_uri(args.tracking_uri))
+    source = store.resolve(args.run, experiment=args.experiment)
+    experiment = store.client.get_experiment(source.experiment_id).name
+    plan = plan_rerun(
+        logged_overrides(store.text_artifact(source, "config/overrides.yaml")), args.overrides,
+        tracking_uri=store.uri, experiment=experiment,
+    )
+    try:
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            cfg = compose(config_name="train", overrides=plan.overrides)
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise LtrUserError(f"cannot compose the rerun: {one_line(exc)}") from exc
+    changes = describe_changes(
+        source,
+        config_differences(store.text_artifact(source, "config/config.yaml"), OmegaConf.to_yaml(cfg), ignore=plan.changed),
+    )
+    label = f"{source.run_id[:8]} ({source.run_name})"
+    outcome = pipeline.run(
+        cfg,
+        overrides=[o for o in plan.overrides if not o.startswith(("tracking.uri=", "tracking.experiment="))],
+        extra_tags={"ltr.rerun_of": source.run_id},
+    )
+    if outcome.run_id is None:
+        raise LtrUserError("the rerun logged nothing (tracking=none): there is nothing to compare")
+    rerun = store.resolve(outcome.run_id, experiment=experiment)
+    old_data, new_data = source.tags.get("ltr.data.fingerprint"), rerun.tags.get("ltr.data.fingerprint")
+    if old_data != new_data:
+        changes.append(f"data fingerprint {old_data} -> {new_data} (a changed data file or data setting)")
+    if plan.changed:
+        changes.insert(0, "changed on purpose: " + ", ".join(plan.changed))
+    print(f"ltr: rerun of {label} as {rerun.run_id[:8]}: " + ("; ".join(changes) if changes else "nothing differs"))
+    differences = metric_differences(store.metrics(source), store.metrics(rerun))
+    if not differences:
+        n_keys = len([k for k in store.metrics(source) if not k.endswith("_seconds")])
+        print(f"identical metrics, bit for bit ({n_keys} keys)")
+        return 0
+    print(f"{len(differences)} metric keys moved (rerun - source):")
+    for key, old, new in differences[:SHOWN]:
+        print(f"  {key}: {_describe(old, new)}")
+    if len(differences) > SHOWN:
+        print(f"  ... and {len(differences) - SHOWN} more")
+    loaded = load_comparison(
+        [source.run_id, rerun.run_id], tracking_uri=store.uri, experiment=experiment, force=True, n_resamples=2000
+    )
+    print_terminal(loaded.comparison)
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,48 @@
+"""Cross-validated results: every metric's mean and standard deviation over the folds of a sweep.
+
+LETOR papers and benchmarks report the mean over the five folds. :func:`cv_metrics` takes the
+metrics each fold's run logged and returns ``cv/{key}/mean``, ``cv/{key}/std`` (sample standard
+deviation, ``ddof=1``; 0 for one fold) and ``cv/n_folds``, for every per-split key
+(``test/ndcg_at_10``, ``test/ndcg_at_10/len_1-10``, ...). :func:`cv_table` is the table of
+the parent run's description: per stratum, queries and each nDCG@k as ``mean ± std``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from ltr.metrics import Strata
+
+#: The per-split keys that are averaged over folds (not curves, timings or counters of the run).
+SPLIT_PREFIXES = ("train/", "valid/", "test/")
+
+
+def cv_metrics(folds: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+    """``cv/...`` keys from ``folds`` (fold -> its run's metrics); keys every fold has."""
+    if not folds:
+        return {"cv/n_folds": 0.0}
+    keys = set.intersection(*(set(m) for m in folds.values()))
+    out: dict[str, float] = {"cv/n_folds": float(len(folds))}
+    for key in sorted(k for k in keys if k.startswith(SPLIT_PREFIXES)):
+        values = np.array([folds[f][key] for f in sorted(folds)], dtype=np.float64)
+        out[f"cv/{key}/mean"] = float(values.mean())
+        out[f"cv/{key}/std"] = float(values.std(ddof=1)) if len(values) > 1 else 0.0
+    return out
+
+
+def cv_table(metrics: Mapping[str, float], *, split: str, ks: Sequence[int], strata: Strata, title: str) -> str:
+    """Markdown: per stratum (``all`` first) the mean query count and ``mean ± std`` of nDCG@k."""
+    header = ["stratum", "queries (mean)", *[f"nDCG@{k}" for k in ks]]
+    lines = [f"# {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for label, suffix in [("all", ""), *[(lab, f"/{key}") for lab, key in zip(strata.labels, strata.keys, strict=True)]]:
+        n = metrics.get(f"cv/{split}/n_queries{suffix}/mean", math.nan)
+        cells = [label, "-" if math.isnan(n) else f"{n:.1f}"]
+        for k in ks:
+            mean = metrics.get(f"cv/{split}/ndcg_at_{k}{suffix}/mean")
+            std = metrics.get(f"cv/{split}/ndcg_at_{k}{suffix}/std")
+            cells.append("-" if mean is None or std is None else f"{mean:.4f} ± {std:.4f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"

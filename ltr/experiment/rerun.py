@@ -1,0 +1,120 @@
+"""Run a logged run again: its overrides recomposed, what changed since said in one line, and the
+two runs compared key by key.
+
+A run logs its overrides (``config/overrides.yaml``), its composed config
+(``config/config.yaml``), the code (``ltr.git.commit``, ``ltr.git.dirty``), the data
+(``ltr.data.fingerprint``) and LightGBM's version (``ltr.lightgbm_version``). :func:`plan_rerun`
+turns that and extra overrides into the overrides of the new run; :func:`describe_changes` says
+what differs (code, tree, LightGBM, the composed config, and after the run the data);
+:func:`metric_differences` compares the metrics of the two runs bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import lightgbm
+from omegaconf import OmegaConf
+
+from ltr.tracking.gitinfo import git_state
+from ltr.tracking.runs import RunRecord
+
+#: Metrics that measure time, not results: left out of the comparison.
+TIMING_SUFFIX = "_seconds"
+#: Keys that name where a run is logged, not what it computes.
+WHERE_KEYS = ("tracking.",)
+
+
+def override_key(override: str) -> str:
+    """The config key an override sets: ``+model.params.x=1`` -> ``model.params.x``."""
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def logged_overrides(text: str) -> list[str]:
+    """The overrides of ``config/overrides.yaml`` (a YAML list; ``[]`` when there were none)."""
+    loaded = OmegaConf.to_container(OmegaConf.create(text or "[]"))
+    return [str(item) for item in loaded] if isinstance(loaded, list) else []
+
+
+@dataclass(frozen=True)
+class RerunPlan:
+    """The overrides of the new run and what the user changed on purpose (``changed`` keys)."""
+
+    overrides: list[str]
+    changed: list[str]
+
+
+def plan_rerun(source: Sequence[str], extra: Sequence[str], *, tracking_uri: str, experiment: str) -> RerunPlan:
+    """The source run's overrides, each replaced by an extra override of the same key, then the
+    extra overrides that set new keys; the store and experiment of the source run unless given."""
+    replaced = {override_key(o): o for o in extra}
+    overrides = [replaced.pop(override_key(o), o) for o in source]
+    overrides += [o for o in extra if override_key(o) in replaced]
+    keys = {override_key(o) for o in overrides}
+    if "tracking.uri" not in keys:
+        overrides.append(f"tracking.uri={tracking_uri}")
+    if "tracking.experiment" not in keys:
+        overrides.append(f"tracking.experiment={experiment}")
+    return RerunPlan(overrides, [override_key(o) for o in extra])
+
+
+def _flat(tree: object, prefix: str = "") -> dict[str, object]:
+    if isinstance(tree, dict):
+        out: dict[str, object] = {}
+        for key, value in tree.items():
+            out |= _flat(value, f"{prefix}{key}.")
+        return out
+    return {prefix.rstrip("."): tree}
+
+
+def config_differences(logged_yaml: str, composed_yaml: str, *, ignore: Sequence[str] = ()) -> list[str]:
+    """Keys whose value in the composed config differs from the logged one (``key: old -> new``),
+    leaving out ``tracking.*`` and the keys in ``ignore`` (changed on purpose)."""
+    old = _flat(OmegaConf.to_container(OmegaConf.create(logged_yaml)))
+    new = _flat(OmegaConf.to_container(OmegaConf.create(composed_yaml)))
+    skip = tuple(ignore)
+    out = []
+    for key in sorted(set(old) | set(new)):
+        if key.startswith(WHERE_KEYS) or any(key == k or key.startswith(k + ".") for k in skip):
+            continue
+        if old.get(key, "(absent)") != new.get(key, "(absent)"):
+            out.append(f"{key}: {old.get(key, '(absent)')} -> {new.get(key, '(absent)')}")
+    return out
+
+
+def describe_changes(source: RunRecord, config_changes: Sequence[str]) -> list[str]:
+    """What differs between the source run's code and environment and this one, before running."""
+    out = []
+    commit, dirty = git_state(Path(__file__).resolve().parent)
+    old_commit = source.tags.get("ltr.git.commit", "unknown")
+    if old_commit != commit:
+        out.append(f"code commit {old_commit[:10]} -> {commit[:10]}")
+    if source.tags.get("ltr.git.dirty") == "true":
+        out.append("the source run's tree had uncommitted changes")
+    if dirty:
+        out.append("this tree has uncommitted changes")
+    old_lgb = source.tags.get("ltr.lightgbm_version")
+    if old_lgb is None:
+        out.append(f"LightGBM version of the source run unknown (now {lightgbm.__version__})")
+    elif old_lgb != lightgbm.__version__:
+        out.append(f"LightGBM {old_lgb} -> {lightgbm.__version__}")
+    if config_changes:
+        shown = "; ".join(config_changes[:3]) + (f"; +{len(config_changes) - 3} more" if len(config_changes) > 3 else "")
+        out.append(f"the composed config differs from the logged one ({shown})")
+    return out
+
+
+def metric_differences(old: Mapping[str, float], new: Mapping[str, float]) -> list[tuple[str, float, float]]:
+    """``(key, old, new)`` of every metric (timings left out) whose value is not the same float,
+    bit for bit (NaN equals NaN), or that only one run has; largest change first."""
+    keys = sorted(k for k in set(old) | set(new) if not k.endswith(TIMING_SUFFIX))
+    out = []
+    for key in keys:
+        a, b = old.get(key, math.nan), new.get(key, math.nan)
+        same = (a == b and math.copysign(1, a) == math.copysign(1, b)) or (math.isnan(a) and math.isnan(b))
+        if not same or (key in old) != (key in new):
+            out.append((key, a, b))
+    return sorted(out, key=lambda d: -abs(d[2] - d[1]) if not (math.isnan(d[1]) or math.isnan(d[2])) else -math.inf)

@@ -1,0 +1,109 @@
+"""``ltr rerun``: the same run again gives the same metrics bit for bit; a changed data file is said."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mlflow.tracking import MlflowClient
+
+from ltr.cli.main import main
+from ltr.experiment.rerun import config_differences, metric_differences, plan_rerun
+from ltr.tracking.gitinfo import git_state
+
+SMALL = ["fit.show_progress=false", "fit.num_boost_round=30", "fit.early_stopping_rounds=10", "model.num_leaves=7",
+         "tracking.log_model=false"]
+
+
+def _only_run(tmp: Path, **tags: str) -> str:
+    client = MlflowClient(f"sqlite:///{tmp / 'mlflow.db'}")
+    runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    found = [r for r in runs if all(r.data.tags.get(k) == v for k, v in tags.items())]
+    assert len(found) == 1, [r.data.tags for r in runs]
+    return str(found[0].info.run_id)
+
+
+def _clean_note() -> str:
+    _, dirty = git_state(Path(__file__).resolve().parent)
+    return "the source run's tree had uncommitted changes; this tree has uncommitted changes" if dirty else "nothing differs"
+
+
+def test_rerun_gives_bit_identical_metrics(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "data.n_queries=300", *SMALL]) == 0
+    source = _only_run(tmp_path)
+    capsys.readouterr()
+    assert main(["rerun", source[:8]]) == 0
+    out = capsys.readouterr().out
+    rerun = _only_run(tmp_path, **{"ltr.rerun_of": source})
+    (line,) = [line for line in out.splitlines() if line.startswith("ltr: rerun of")]
+    name = f"lambdarank data.n_queries=300 {' '.join(o for o in SMALL if not o.startswith('tracking'))}"
+    assert line == f"ltr: rerun of {source[:8]} ({name}) as {rerun[:8]}: {_clean_note()}"
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    old, new = client.get_run(source).data.metrics, client.get_run(rerun).data.metrics
+    n_keys = len([k for k in old if not k.endswith("_seconds")])
+    assert n_keys > 100
+    assert f"identical metrics, bit for bit ({n_keys} keys)" in out
+    assert {k: v for k, v in old.items() if not k.endswith("_seconds")} == {k: v for k, v in new.items() if not k.endswith("_seconds")}
+
+
+def test_rerun_after_the_data_file_changed_says_so_and_lists_the_moved_keys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(1)
+    rows = [(int(rng.integers(0, 3)), q, rng.random(4)) for q in range(120) for _ in range(int(rng.integers(2, 30)))]
+
+    def write(labels_shift: int) -> None:
+        (tmp_path / "train.txt").write_text("".join(
+            f"{(label + labels_shift * (q % 2)) % 3} qid:{q} " + " ".join(f"{j + 1}:{x:.4f}" for j, x in enumerate(f)) + "\n"
+            for label, q, f in rows
+        ))
+
+    write(0)
+    data = ["data=svmlight", f"data.train={tmp_path / 'train.txt'}", f"data.cache_dir={tmp_path / 'cache'}", "model.min_child_samples=2"]
+    assert main(["train", *data, *SMALL]) == 0
+    source = _only_run(tmp_path)
+    write(1)  # the same file, other labels on half the queries
+    capsys.readouterr()
+    assert main(["rerun", source]) == 0
+    out = capsys.readouterr().out
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    rerun = _only_run(tmp_path, **{"ltr.rerun_of": source})
+    old_sha = client.get_run(source).data.tags["ltr.data.fingerprint"]
+    new_sha = client.get_run(rerun).data.tags["ltr.data.fingerprint"]
+    assert old_sha != new_sha
+    (line,) = [line for line in out.splitlines() if line.startswith("ltr: rerun of")]
+    assert line.endswith(f"data fingerprint {old_sha} -> {new_sha} (a changed data file or data setting)")
+    old, new = client.get_run(source).data.metrics, client.get_run(rerun).data.metrics
+    moved = metric_differences(old, new)
+    assert f"{len(moved)} metric keys moved (rerun - source):" in out
+    assert any(key == "test/ndcg_at_10" for key, _, _ in moved)
+    key, a, b = moved[0]  # the largest change is listed first
+    lines = out.splitlines()
+    first = lines[lines.index(f"{len(moved)} metric keys moved (rerun - source):") + 1]
+    assert first == f"  {key}: {a:.6g} -> {b:.6g} ({b - a:+.6g})"
+    assert "nDCG@10 on test" in out  # the per-stratum comparison follows
+
+
+def test_plan_replaces_overrides_of_the_same_key_and_keeps_the_store() -> None:
+    plan = plan_rerun(["model=rank_xendcg", "model.num_leaves=7", "+model.params.path_smooth=1"],
+                      ["model.num_leaves=63", "seed=3"], tracking_uri="sqlite:////x/mlflow.db", experiment="study")
+    assert plan.overrides == [
+        "model=rank_xendcg", "model.num_leaves=63", "+model.params.path_smooth=1", "seed=3",
+        "tracking.uri=sqlite:////x/mlflow.db", "tracking.experiment=study",
+    ]
+    assert plan.changed == ["model.num_leaves", "seed"]
+
+
+def test_config_differences_ignore_the_store_and_the_keys_changed_on_purpose() -> None:
+    old = "seed: 42\nmodel:\n  num_leaves: 7\n  max_bin: 255\ntracking:\n  uri: a\n"
+    new = "seed: 42\nmodel:\n  num_leaves: 63\n  max_bin: 63\ntracking:\n  uri: b\n"
+    assert config_differences(old, new, ignore=["model.num_leaves"]) == ["model.max_bin: 255 -> 63"]
+
+
+def test_metric_differences_are_bit_exact() -> None:
+    assert metric_differences({"a": 0.1 + 0.2, "t_seconds": 1.0}, {"a": 0.3, "t_seconds": 2.0}) == [("a", 0.1 + 0.2, 0.3)]
+    assert metric_differences({"a": float("nan")}, {"a": float("nan")}) == []
+    assert metric_differences({"a": 1.0}, {"a": 1.0, "b": 2.0})[0][0] == "b"

@@ -1,0 +1,51 @@
+"""``experiment=letor_cv`` on MQ2008: five fold runs, and the parent's mean and std over them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mlflow.tracking import MlflowClient
+
+from tests.conftest import SHARED_DATA
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not (SHARED_DATA / "mq2008").exists(), reason="../shared/data/mq2008 is absent"),
+]
+
+
+def test_letor_cv_parent_reports_mean_and_std_over_the_five_folds(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    proc = subprocess.run(
+        [sys.executable, "-m", "ltr", "train", "experiment=letor_cv", "fit.num_boost_round=40",
+         "fit.show_progress=false", "tracking.log_model=false", f"tracking.uri={uri}"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=900,
+        env={**os.environ, "LTR_SHARED_DATA": str(SHARED_DATA)},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    client = MlflowClient(uri)
+    experiment = client.get_experiment_by_name("ltr")
+    assert experiment is not None
+    runs = client.search_runs([experiment.experiment_id])
+    (parent,) = [r for r in runs if r.data.tags.get("ltr.role") == "sweep"]
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    assert sorted(c.data.params["data.fold"] for c in children) == ["1", "2", "3", "4", "5"]
+    assert all(c.info.status == "FINISHED" for c in [parent, *children])
+    metrics = parent.data.metrics
+    assert metrics["cv/n_folds"] == 5
+    for key in ("test/ndcg_at_10", "test/ndcg_at_5/len_11-50", "valid/err_at_10", "test/n_queries"):
+        values = np.array([c.data.metrics[key] for c in sorted(children, key=lambda c: c.data.params["data.fold"])])
+        assert metrics[f"cv/{key}/mean"] == values.mean()
+        assert metrics[f"cv/{key}/std"] == values.std(ddof=1)
+    # every fold's test split is one part of MQ2008: together they hold each query once
+    assert metrics["cv/test/n_queries/mean"] * 5 == sum(c.data.metrics["test/n_queries"] for c in children)
+    description = parent.data.tags["mlflow.note.content"]
+    mean, std = metrics["cv/test/ndcg_at_10/mean"], metrics["cv/test/ndcg_at_10/std"]
+    assert f"| all | {metrics['cv/test/n_queries/mean']:.1f} |" in description
+    assert f"{mean:.4f} ± {std:.4f} |" in description
+    assert description in proc.stdout
