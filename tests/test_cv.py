@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from mlflow.tracking import MlflowClient
 
+from ltr.cli.main import main
 from tests.conftest import SHARED_DATA
 
 pytestmark = [
@@ -19,15 +20,22 @@ pytestmark = [
 ]
 
 
-def test_letor_cv_parent_reports_mean_and_std_over_the_five_folds(tmp_path: Path) -> None:
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def _cv(tmp_path: Path, uri: str, *extra: str) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
         [sys.executable, "-m", "ltr", "train", "experiment=letor_cv", "fit.num_boost_round=40",
-         "fit.show_progress=false", "tracking.log_model=false", f"tracking.uri={uri}"],
+         "fit.show_progress=false", "tracking.log_model=false", f"tracking.uri={uri}", *extra],
         capture_output=True, text=True, cwd=tmp_path, timeout=900,
         env={**os.environ, "LTR_SHARED_DATA": str(SHARED_DATA)},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def test_letor_cv_parent_reports_mean_and_std_over_the_five_folds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    proc = _cv(tmp_path, uri)
     client = MlflowClient(uri)
     experiment = client.get_experiment_by_name("ltr")
     assert experiment is not None
@@ -49,3 +57,18 @@ def test_letor_cv_parent_reports_mean_and_std_over_the_five_folds(tmp_path: Path
     assert f"| all | {metrics['cv/test/n_queries/mean']:.1f} |" in description
     assert f"{mean:.4f} ± {std:.4f} |" in description
     assert description in proc.stdout
+
+    # a second CV sweep, compared with the first fold by fold: paired over folds and over queries
+    _cv(tmp_path, uri, "model.num_leaves=3", "tracking.run_name=small")
+    parents = [r for r in MlflowClient(uri).search_runs([experiment.experiment_id]) if r.data.tags.get("ltr.role") == "sweep"]
+    second = next(r for r in parents if r.info.run_id != parent.info.run_id)
+    capsys.readouterr()
+    assert main(["compare", parent.info.run_id, second.info.run_id, "--tracking-uri", uri, "--n-resamples", "500"]) == 0
+    captured = capsys.readouterr()
+    out = captured.out + captured.err
+    assert "784 queries aligned by qid" in out  # MQ2008: every query once, in its test fold
+    assert "paired over 5 folds, mean of the fold deltas of test/ndcg_at_10" in out
+    second_means = [c.data.metrics["test/ndcg_at_10"] for c in MlflowClient(uri).search_runs(
+        [experiment.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{second.info.run_id}'")]
+    delta = np.mean(second_means) - metrics["cv/test/ndcg_at_10/mean"]
+    assert f"{delta:+.4f} (t-test p=" in out

@@ -92,8 +92,9 @@ class MlflowSweepCallback(Callback):
         self.tracker = make_tracker(True, config.tracking.uri, config.tracking.experiment)
         overrides = " ".join(config.hydra.overrides.task)
         sweeper = str(config.hydra.sweeper.get("_target_", "basic")).rsplit(".", 1)[-1]
+        shown = " ".join(o for o in config.hydra.overrides.task if not o.lstrip("+~").startswith(("tracking", "hydra")))
         run_id = self.tracker.start_run(
-            f"sweep {overrides}".strip(),
+            f"sweep {shown}".strip(),
             {
                 "ltr.role": "sweep",
                 "ltr.sweep_id": str(sweep_dir),
@@ -165,7 +166,7 @@ class MlflowSweepCallback(Callback):
         )
         table = cv_table(metrics, split="test", ks=spec.ks, strata=spec.strata, title=title)
         self.tracker.log_text(table, "report/cv.md")
-        self.tracker.set_tags({"mlflow.note.content": table})
+        self.tracker.set_tags({"mlflow.note.content": table, "ltr.cv.fold_key": fold_key})
         print(table)
 
     def _end_if_open(self) -> None:

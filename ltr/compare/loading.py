@@ -10,6 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+import numpy as np
+import pandas as pd
+from scipy import stats
+
 from ltr.compare.comparison import Comparison, compare_runs
 from ltr.errors import LtrUserError
 from ltr.metrics import IdcgReport
@@ -22,6 +26,8 @@ FINGERPRINT_TAG = "ltr.data.fingerprint"
 #: with different cut-offs compare fine on a metric both have (a missing column is an error).
 CONVENTION_TAGS = ("ltr.eval.gain", "ltr.eval.ties", "ltr.eval.zero_idcg", "ltr.eval.strata")
 _MISSING = "(no tag)"
+#: Tag of a cross-validation sweep's parent: the config key that picks the fold.
+CV_FOLD_KEY_TAG = "ltr.cv.fold_key"
 
 
 
@@ -73,6 +79,48 @@ def check_compatible(runs: Sequence[RunRecord], labels: Sequence[str], *, force:
     return notes
 
 
+def cv_folds(store: RunStore, run: RunRecord) -> dict[str, RunRecord]:
+    """The fold runs of a cross-validation sweep's parent (fold value -> child run), or {}."""
+    fold_key = run.tags.get(CV_FOLD_KEY_TAG)
+    if run.tags.get("ltr.role") != "sweep" or not fold_key:
+        return {}
+    children = store.client.search_runs(
+        [run.experiment_id],
+        filter_string=f"tags.mlflow.parentRunId = '{run.run_id}' and attributes.status = 'FINISHED'",
+        max_results=10_000,
+    )
+    by_fold = {str(c.data.params.get(fold_key)): store.resolve(c.info.run_id, experiment="") for c in children}
+    return dict(sorted(by_fold.items()))
+
+
+def check_fold_pairs(folds: Sequence[dict[str, RunRecord]], labels: Sequence[str], *, force: bool) -> list[str]:
+    """Same folds in every sweep, and each fold's runs comparable (`check_compatible`)."""
+    names = [tuple(f) for f in folds]
+    if len(set(names)) != 1:
+        listed = ", ".join(f"{lab!r}: {', '.join(n)}" for lab, n in zip(labels, names, strict=True))
+        raise LtrUserError(f"the sweeps ran different folds ({listed})")
+    notes: list[str] = []
+    for fold in names[0]:
+        notes += check_compatible([f[fold] for f in folds], [f"{lab} fold {fold}" for lab in labels], force=force)
+    return sorted(set(notes))
+
+
+def fold_paired_test(
+    store: RunStore, folds: Sequence[dict[str, RunRecord]], labels: Sequence[str], *, split: str, metric: str
+) -> str:
+    """One line: each run's fold means of ``metric`` against the baseline's, paired over folds."""
+    means = [[store.metrics(run).get(f"{split}/{metric}", float("nan")) for run in f.values()] for f in folds]
+    parts = []
+    for label, values in zip(labels[1:], means[1:], strict=True):
+        delta = np.asarray(values) - np.asarray(means[0])
+        p = float(stats.ttest_rel(values, means[0]).pvalue) if len(delta) > 1 and delta.std() > 0 else float("nan")
+        parts.append(f"{label!r} {delta.mean():+.4f} (t-test p={p:.3g})")
+    return (
+        f"paired over {len(means[0])} folds, mean of the fold deltas of {split}/{metric} against "
+        f"{labels[0]!r}: " + "; ".join(parts) + "; the table pairs the queries of all folds"
+    )
+
+
 def _ordered_refs(refs: Sequence[str], baseline: str | None) -> list[str]:
     return list(refs) if baseline is None else [baseline, *refs]
 
@@ -121,8 +169,17 @@ def load_comparison(
     if len(runs) < 2:
         raise LtrUserError(f"a comparison needs two different runs; got {len(runs)} ({', '.join(refs)})")
     labels = run_labels(runs)
-    notes = [*store.notes, *check_compatible(runs, labels, force=force)]
-    tables = [store.per_query_table(run, split) for run in runs]
+    folds = [cv_folds(store, run) for run in runs]
+    if any(folds) and not all(folds):
+        raise LtrUserError("compare cross-validation sweeps with cross-validation sweeps (a parent run with cv/ metrics) only")
+    if all(folds):  # CV sweeps: fold by fold, the per-query tables of all folds together
+        notes = [*store.notes, *check_fold_pairs(folds, labels, force=force)]
+        tables = [pd.concat([store.per_query_table(child, split) for child in by_fold.values()], ignore_index=True)
+                  for by_fold in folds]
+        notes.append(fold_paired_test(store, folds, labels, split=split, metric=metrics[0]))
+    else:
+        notes = [*store.notes, *check_compatible(runs, labels, force=force)]
+        tables = [store.per_query_table(run, split) for run in runs]
     comparison = compare_runs(
         tables, labels, metrics=list(dict.fromkeys(metrics)), baseline=0, seed=seed, n_resamples=n_resamples
     )
