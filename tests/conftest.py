@@ -55,6 +55,7 @@ INTEGRATION_MODULES = frozenset(
         "tests/tracking/test_lifecycle.py",
         "tests/tracking/test_run_contents.py",
         "tests/tracking/test_store.py",
+        "tests/tracking/test_stop_requests.py",
     }
 )
 

@@ -33,7 +33,7 @@ from ltr.cli.sweep_callback import parent_run_id_for, record_job_error, sweep_ta
 from ltr.config.store import register_configs
 from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
-from ltr.tracking.lifecycle import Terminated
+from ltr.tracking.lifecycle import Terminated, raise_if_stop_requested, stop_signals
 
 CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
 
@@ -65,19 +65,21 @@ class _UserErrorInJob(BaseException):
         self.error = error
 
 
-_stopping = False
-
-
 def _on_stop_signal(signum: int, frame: FrameType | None) -> None:
     """The first SIGINT / SIGTERM stops the job (KeyboardInterrupt / Terminated); later ones are
     ignored, so a second Ctrl-C or ``kill`` cannot interrupt ending the run KILLED."""
-    global _stopping
-    if _stopping:
+    stop_signals.append(signum)
+    if len(stop_signals) > 1:
         return
-    _stopping = True
-    if signum == signal.SIGINT:
-        raise KeyboardInterrupt
-    raise Terminated(f"signal {signum}")
+    raise_if_stop_requested()
+
+
+def _quiet_unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+    """A stop signal that lands in a garbage-collection callback cannot raise there: say nothing
+    (it is recorded and acted on at the next safe point); anything else as Python would."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt | Terminated):
+        return
+    sys.__unraisablehook__(unraisable)
 
 
 def install_signal_handlers() -> None:
@@ -87,6 +89,7 @@ def install_signal_handlers() -> None:
 
     if multiprocessing.parent_process() is not None:
         return
+    sys.unraisablehook = _quiet_unraisable
     with contextlib.suppress(ValueError):
         signal.signal(signal.SIGTERM, _on_stop_signal)
         signal.signal(signal.SIGINT, _on_stop_signal)
@@ -161,6 +164,7 @@ def main(argv: list[str]) -> int:
     sys.argv = ["ltr train", *argv]
     try:
         job()
+        raise_if_stop_requested()  # stopped after the run ended: exit 130 / 143 all the same
     except _UserErrorInJob as wrapped:
         raise wrapped.error from None
     except (HydraException, OmegaConfBaseException) as exc:

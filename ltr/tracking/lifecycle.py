@@ -23,6 +23,21 @@ class Terminated(BaseException):
     """Raised by ``ltr``'s SIGTERM handler so a run ends KILLED, like Ctrl-C (exit 143)."""
 
 
+#: Stop signals received (SIGINT / SIGTERM), in order. A signal handler's exception can be
+#: swallowed when it lands in a garbage-collection callback ("Exception ignored in ..."); the
+#: signal is still recorded here, and :func:`raise_if_stop_requested` acts on it at the next
+#: safe point (a boosting round, the start or end of a run, the end of the command).
+stop_signals: list[int] = []
+
+
+def raise_if_stop_requested() -> None:
+    """Raise ``KeyboardInterrupt`` (SIGINT) or :class:`Terminated` (SIGTERM) if one was received."""
+    if stop_signals:
+        if stop_signals[0] == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise Terminated(f"signal {stop_signals[0]}")
+
+
 @contextmanager
 def signals_deferred() -> Iterator[None]:
     """Hold SIGINT and SIGTERM back inside the block (main thread only; elsewhere a no-op)."""
@@ -56,10 +71,12 @@ def tracked_run(
     FAILED on any other exception (its type and message become the ``ltr.error`` tag); the
     exception is re-raised.
     """
+    raise_if_stop_requested()
     with signals_deferred():
         run_id = tracker.start_run(run_name, tags, parent_run_id=parent_run_id) or None
     try:
         yield run_id
+        raise_if_stop_requested()  # a signal whose exception was swallowed: the run is KILLED
     except (KeyboardInterrupt, Terminated) as exc:
         end_run(tracker, RunStatus.KILLED, error=f"{type(exc).__name__}: interrupted")
         if run_id is not None:

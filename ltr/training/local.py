@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 from ltr.config.schema import FitConfig, ModelConfig
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
+from ltr.tracking.lifecycle import raise_if_stop_requested
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +80,7 @@ class EarlyStopOnMetric:
         self.last_iteration = -1
 
     def __call__(self, env: lgb.callback.CallbackEnv) -> None:
+        raise_if_stop_requested()  # a stop signal whose exception was swallowed stops here
         self.last_iteration = env.iteration
         value = _find_metric(env.evaluation_result_list, self.data_name, self.metric)
         if value > self.best_value:
