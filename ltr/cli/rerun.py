@@ -26,6 +26,7 @@ from ltr.compare.loading import load_comparison
 from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
 from ltr.experiment.rerun import (
+    TIMING_SUFFIX,
     config_differences,
     describe_changes,
     logged_overrides,
@@ -88,9 +89,10 @@ def main(argv: list[str]) -> int:
     if plan.changed:
         changes.insert(0, "changed on purpose: " + ", ".join(plan.changed))
     print(f"ltr: rerun of {label} as {rerun.run_id[:8]}: " + ("; ".join(changes) if changes else "nothing differs"))
-    differences = metric_differences(store.metrics(source), store.metrics(rerun))
+    old_metrics = store.metrics(source)
+    differences = metric_differences(old_metrics, store.metrics(rerun))
     if not differences:
-        n_keys = len([k for k in store.metrics(source) if not k.endswith("_seconds")])
+        n_keys = len([k for k in old_metrics if not k.endswith(TIMING_SUFFIX)])
         print(f"identical metrics, bit for bit ({n_keys} keys)")
         return 0
     print(f"{len(differences)} metric keys moved (rerun - source):")

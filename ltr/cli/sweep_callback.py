@@ -25,10 +25,11 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from ltr.experiment.checks import check_config
 from ltr.experiment.cv import cv_metrics, cv_table
+from ltr.experiment.record import shown_overrides
 from ltr.experiment.spec import ExperimentSpec
 from ltr.tracking import RunStatus, make_tracker
 from ltr.tracking.lifecycle import end_run
-from ltr.tracking.sweep_summary import child_summary
+from ltr.tracking.sweep_summary import child_runs, child_summary
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +93,7 @@ class MlflowSweepCallback(Callback):
         self.tracker = make_tracker(True, config.tracking.uri, config.tracking.experiment)
         overrides = " ".join(config.hydra.overrides.task)
         sweeper = str(config.hydra.sweeper.get("_target_", "basic")).rsplit(".", 1)[-1]
-        shown = " ".join(o for o in config.hydra.overrides.task if not o.lstrip("+~").startswith(("tracking", "hydra")))
+        shown = " ".join(shown_overrides(config.hydra.overrides.task))
         run_id = self.tracker.start_run(
             f"sweep {shown}".strip(),
             {
@@ -150,11 +151,7 @@ class MlflowSweepCallback(Callback):
 
     def _summarise_folds(self, spec: ExperimentSpec, fold_key: str) -> None:
         """Mean and standard deviation over the folds (finished children), logged and printed."""
-        children = self.tracker.client.search_runs(
-            [self.tracker.experiment_id],
-            filter_string=f"tags.mlflow.parentRunId = '{self.tracker.run_id}' and attributes.status = 'FINISHED'",
-            max_results=10_000,
-        )
+        children = child_runs(self.tracker.client, self.tracker.experiment_id, self.tracker.run_id, finished_only=True)
         folds = {str(r.data.params.get(fold_key, r.info.run_id)): dict(r.data.metrics) for r in children}
         metrics = cv_metrics(folds)
         self.tracker.log_metrics(metrics)

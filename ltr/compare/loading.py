@@ -19,6 +19,7 @@ from ltr.errors import LtrUserError
 from ltr.metrics import IdcgReport
 from ltr.tracking import resolve_tracking_uri
 from ltr.tracking.runs import RunRecord, RunStore
+from ltr.tracking.sweep_summary import child_runs
 
 #: Tag of the data a run was evaluated on; runs must agree on it.
 FINGERPRINT_TAG = "ltr.data.fingerprint"
@@ -84,11 +85,7 @@ def cv_folds(store: RunStore, run: RunRecord) -> dict[str, RunRecord]:
     fold_key = run.tags.get(CV_FOLD_KEY_TAG)
     if run.tags.get("ltr.role") != "sweep" or not fold_key:
         return {}
-    children = store.client.search_runs(
-        [run.experiment_id],
-        filter_string=f"tags.mlflow.parentRunId = '{run.run_id}' and attributes.status = 'FINISHED'",
-        max_results=10_000,
-    )
+    children = child_runs(store.client, run.experiment_id, run.run_id, finished_only=True)
     by_fold = {str(c.data.params.get(fold_key)): store.resolve(c.info.run_id, experiment="") for c in children}
     return dict(sorted(by_fold.items()))
 

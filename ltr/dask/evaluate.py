@@ -8,11 +8,12 @@ Why the curves are computed here and not by LightGBM: ``DaskLGBMRanker`` evaluat
 ``eval_set`` on every worker's *local* partitions only and returns the model (and its
 ``evals_result_``) of one worker, so its curves would cover that worker's share of the
 validation queries, not the split. :func:`lightgbm_ndcg_curves` recomputes LightGBM's own
-``ndcg@k`` for every round on the whole split with the project's one metrics kernel,
-:func:`ltr.metrics.per_query_table` under ``PRESETS["lightgbm"]`` (exp gain, or the model's
-``label_gain``; ties broken by row order; a query with IDCG@k = 0 scores 1). Each worker
-tabulates its partitions after every round and returns only the sums of their ``ndcg_at_k``
-columns. The curves equal LightGBM's ``evals_result`` to 1e-9 when ``label_gain`` does not
+``ndcg@k`` for every round on the whole split with the project's one per-round loop,
+:func:`ltr.training.curves.ndcg_sums_per_round` (the metrics kernel) under
+``PRESETS["lightgbm"]`` (exp gain, or the model's ``label_gain``; ties broken by row order; a
+query with IDCG@k = 0 scores 1; the model's ``label_gain`` is refused by ``ltr train`` when it
+decreases). Each worker scores its partitions after every round and returns only the sums of
+their NDCG@k. The curves equal LightGBM's ``evals_result`` to 1e-9 when ``label_gain`` does not
 decrease with the label (the default gain always). LightGBM builds the ideal list from the
 highest label value down, so for a ``label_gain`` that decreases somewhere its IDCG is not the
 maximum DCG; the curves here divide by the maximum DCG and then differ from LightGBM's.
@@ -34,7 +35,8 @@ from dask.delayed import delayed
 from numpy.typing import NDArray
 
 from ltr.dask.partitions import PartitionedSplit
-from ltr.metrics import PRESETS, MetricConventions, per_query_table
+from ltr.metrics import PRESETS, MetricConventions
+from ltr.training.curves import ndcg_sums_per_round
 
 
 def predict_block(
@@ -86,19 +88,12 @@ def _curve_block(
     conventions: MetricConventions,
 ) -> NDArray[np.float64]:
     """Sum over the partition's queries of ndcg@k after every round, shape (n_rounds, len(ks))."""
-    sums = np.zeros((n_rounds, len(ks)), dtype=np.float64)
     if features.shape[0] == 0:
-        return sums
-    booster = lgb.Booster(model_str=model_text)
+        return np.zeros((n_rounds, len(ks)), dtype=np.float64)
     offsets = np.concatenate([[0], np.cumsum(group_sizes)]).astype(np.int64)
-    qids = np.arange(len(group_sizes), dtype=np.int64)  # only labels the table's rows
-    columns = [f"ndcg_at_{k}" for k in ks]
-    raw = np.zeros(features.shape[0], dtype=np.float64)
-    for i in range(n_rounds):
-        # Tree by tree, as LightGBM's own score buffer: raw score after round i = sum of trees 0..i.
-        raw += booster.predict(features, start_iteration=i, num_iteration=1, raw_score=True)
-        table = per_query_table(labels, raw, offsets, qids, ks=ks, conventions=conventions)
-        sums[i] = table[columns].to_numpy().sum(axis=0)
+    sums, _ = ndcg_sums_per_round(
+        lgb.Booster(model_str=model_text), features, labels, offsets, ks=ks, conventions=conventions, n_rounds=n_rounds
+    )
     return sums
 
 

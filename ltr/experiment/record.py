@@ -25,13 +25,16 @@ from ltr.tracking.gitinfo import git_state
 from ltr.training.local import TrainResult
 
 
+def shown_overrides(overrides: Sequence[str]) -> list[str]:
+    """The overrides that say what a run computes: not tracking's (where it is logged) or Hydra's."""
+    return [o for o in overrides if not o.lstrip("+~").startswith(("tracking", "hydra"))]
+
+
 def run_name(spec: ExperimentSpec, overrides: Sequence[str]) -> str:
-    """``tracking.run_name``, or the model and the overrides that are not tracking's or Hydra's."""
+    """``tracking.run_name``, or the model and the overrides of :func:`shown_overrides`."""
     if spec.config.tracking.run_name:
         return str(spec.config.tracking.run_name)
-    model_name = str(spec.config.model.name)
-    shown = [o for o in overrides if not o.lstrip("+~").startswith(("tracking", "hydra"))]
-    return model_name if not shown else f"{model_name} " + " ".join(shown)
+    return " ".join([str(spec.config.model.name), *shown_overrides(overrides)])
 
 
 def run_tags(spec: ExperimentSpec, data_sha: str, overrides: Sequence[str]) -> dict[str, str]:
@@ -101,19 +104,8 @@ def record_results(
     }
     tracker.log_metrics(evaluation.metrics)
     tracker.log_curves(curves)
-    if tracker.enabled:
-        _log_artifacts(tracker, spec, overrides, evaluation, result, data_fingerprint, summary_md)
-
-
-def _log_artifacts(
-    tracker: Tracker,
-    spec: ExperimentSpec,
-    overrides: Sequence[str],
-    evaluation: Evaluation,
-    result: TrainResult,
-    data_fingerprint: dict[str, Any],
-    summary_md: str,
-) -> None:
+    if not tracker.enabled:  # tracking=none: nothing to draw or write
+        return
     tracker.log_text(OmegaConf.to_yaml(spec.raw), "config/config.yaml")
     tracker.log_text("".join(f"- {o}\n" for o in overrides) or "[]\n", "config/overrides.yaml")
     tracker.log_dict(data_fingerprint, "data/fingerprint.json")

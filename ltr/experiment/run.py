@@ -32,7 +32,7 @@ from ltr.experiment.record import record_results, run_name, run_tags, summary_ma
 from ltr.experiment.report import print_table
 from ltr.experiment.sources import open_source
 from ltr.experiment.spec import ExperimentSpec
-from ltr.tracking import Tracker, check_tracking_uri, make_tracker
+from ltr.tracking import Tracker, check_tracking_uri, open_tracker
 from ltr.tracking.lifecycle import tracked_run
 from ltr.training.local import LocalTrainer
 from ltr.training.trainer import Trainer
@@ -76,13 +76,13 @@ def run(
     spec = check_config(cfg)
     trainer = TRAINERS[spec.config.trainer.kind](spec)
     tracking = spec.config.tracking
-    if tracker is None and tracking.enabled:
-        check_tracking_uri(tracking.uri)  # an unreachable server fails here, before the data
+    # an unreachable server or a bad URI fails here, before the data; the store opens after it
+    checked_uri = check_tracking_uri(tracking.uri) if tracker is None and tracking.enabled else None
     source = open_source(spec)
     check_data(spec, source.training)
     timings = {"load": time.perf_counter() - t0}
     if tracker is None:
-        tracker = make_tracker(tracking.enabled, tracking.uri, tracking.experiment)
+        tracker = open_tracker(checked_uri, tracking.experiment)
 
     tags = run_tags(spec, str(source.fingerprint["sha256"]), overrides) | (extra_tags or {})
     with tracked_run(tracker, run_name(spec, overrides), tags, parent_run_id=parent_run_id) as run_id:
@@ -91,7 +91,7 @@ def run(
         source.log_inputs(tracker)
         timings["log_start"] = time.perf_counter() - t
 
-        scored = source.train_and_score(trainer, spec)
+        scored = source.train_and_score(trainer, spec, curves=tracker.enabled)
         timings |= scored.timings
         t = time.perf_counter()
         evaluation = evaluate(spec, scored)

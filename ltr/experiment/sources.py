@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -29,8 +29,8 @@ from ltr.experiment.spec import ExperimentSpec
 from ltr.metrics import per_query_table
 from ltr.metrics.gap import LightgbmGap, lightgbm_gap
 from ltr.metrics.ips import click_summary, click_tables, estimate_propensities, propensity_table
-from ltr.metrics.table import measure_arrays
 from ltr.tracking import Tracker
+from ltr.training.curves import ndcg_sums_per_round
 from ltr.training.local import TrainResult
 from ltr.training.trainer import Trainer
 
@@ -73,8 +73,9 @@ class DataSource(Protocol):
         """Record the splits as the run's dataset inputs."""
         ...
 
-    def train_and_score(self, trainer: Trainer, spec: ExperimentSpec) -> Scored:
-        """Train ``trainer`` on this data and score the evaluated splits."""
+    def train_and_score(self, trainer: Trainer, spec: ExperimentSpec, *, curves: bool = True) -> Scored:
+        """Train ``trainer`` on this data and score the evaluated splits; ``curves``: also our
+        per-round curves (only worth their cost when a tracker logs them)."""
         ...
 
 
@@ -97,7 +98,7 @@ class InMemorySource:
                 part.features, part.labels, context=split,
             )
 
-    def train_and_score(self, trainer: Trainer, spec: ExperimentSpec) -> Scored:
+    def train_and_score(self, trainer: Trainer, spec: ExperimentSpec, *, curves: bool = True) -> Scored:
         t = time.perf_counter()
         result = trainer.fit(self.training, eval_at=list(spec.ks), seed=spec.seed)
         timings = {"train": time.perf_counter() - t}
@@ -114,17 +115,16 @@ class InMemorySource:
             gaps[split] = lightgbm_gap(
                 data.labels, scores[split], data.offsets, data.qids, max(spec.ks), spec.conventions
             )
-        lightgbm_values = {
-            self._lightgbm_key(split): {name: values[result.best_iteration - 1] for name, values in by_metric.items()}
-            for split, by_metric in result.evals_result.items()
-        }
+        lightgbm_values = {self._lightgbm_key(split): values for split, values in result.values_at_best().items()}
         extra: dict[str, dict[str, float]] = {}
         if self.clicks is not None and spec.config.eval.clicks.enabled:
             extra = {split: self._click_summary(spec, split, scores[split], tables[split]) for split in splits}
-        t = time.perf_counter()
-        curves = {split: round_curves(result, self._evaluated(split), spec) for split in splits}
-        timings["curves"] = time.perf_counter() - t
-        return Scored(result, tables, gaps, lightgbm_values, extra, timings, curves)
+        by_split: dict[str, dict[str, list[float]]] = {}
+        if curves:
+            t = time.perf_counter()
+            by_split = {split: round_curves(result, self._evaluated(split), spec) for split in splits}
+            timings["curves"] = time.perf_counter() - t
+        return Scored(result, tables, gaps, lightgbm_values, extra, timings, by_split)
 
     def _evaluated(self, split: str) -> RankingData:
         data: RankingData = getattr(self.evaluation, split)
@@ -170,7 +170,7 @@ class PartitionedSource:
     def log_inputs(self, tracker: Tracker) -> None:
         """Nothing: the rows never reach this process (the fingerprint is logged as an artifact)."""
 
-    def train_and_score(self, trainer: Trainer, spec: ExperimentSpec) -> Scored:
+    def train_and_score(self, trainer: Trainer, spec: ExperimentSpec, *, curves: bool = True) -> Scored:
         from ltr.dask.trainer import DaskTrainer
 
         if not isinstance(trainer, DaskTrainer):
@@ -179,54 +179,24 @@ class PartitionedSource:
             spec.config, ks=list(spec.ks), table_ks=list(spec.table_ks),
             strata=spec.strata, conventions=spec.conventions,
         )
-        lightgbm_values = {
-            split: {name: values[result.best_iteration - 1] for name, values in by_metric.items()}
-            for split, by_metric in result.evals_result.items()
-        }
-        return Scored(result, tables, gaps, lightgbm_values, {}, timings)
+        return Scored(result, tables, gaps, result.values_at_best(), {}, timings)
 
 
 def round_curves(result: TrainResult, data: RankingData, spec: ExperimentSpec) -> dict[str, list[float]]:
-    """Our mean nDCG@k (``spec.ks``, our conventions) after every round of the model on ``data``.
+    """Our mean nDCG@k (``spec.ks``, our conventions) after every round of the model on ``data``
+    (:func:`ltr.training.curves.ndcg_sums_per_round`; NaN of ``zero_idcg=skip`` left out).
 
     The model keeps its trees up to the best round (LightGBM drops the rounds after it when
     early stopping ends training), so the curve ends there; LightGBM's own curves cover every
     round trained.
-
-    The raw scores are accumulated tree by tree (as LightGBM's own score buffer), and each
-    round is scored by the metrics kernel (:func:`ltr.metrics.table.measure_arrays`):
-    ``n_rounds`` kernel calls, no per-query loop. NaN (``zero_idcg=skip``) is left out of means.
     """
-    raw = np.zeros(data.n_rows, dtype=np.float64)
-    curves = np.empty((result.booster.current_iteration(), len(spec.ks)))
-    for i, tree_scores in enumerate(_tree_outputs(result, data.features)):
-        raw += tree_scores
-        ndcg = measure_arrays(data.labels, raw, data.offsets, ks=spec.ks, conventions=spec.conventions).ndcg
-        with np.errstate(invalid="ignore"):
-            counts = (~np.isnan(ndcg)).sum(axis=0)
-            curves[i] = np.where(counts > 0, np.nansum(ndcg, axis=0) / np.maximum(counts, 1), np.nan)
-    return {f"ndcg_at_{k}": curves[:, j].tolist() for j, k in enumerate(spec.ks)}
-
-
-def _tree_outputs(result: TrainResult, features: NDArray[np.float32]) -> Iterator[NDArray[np.float64]]:
-    """Each tree's output on every row, tree by tree: the leaf of every row from LightGBM in
-    blocks of trees (``pred_leaf``, at most ~16M leaf indices at once), then its leaf values."""
-    booster = result.booster
-    n_rows, n_trees = features.shape[0], booster.current_iteration()
-    if booster.params.get("linear_tree") or n_rows == 0:  # a leaf's output depends on the row
-        for i in range(n_trees):
-            yield np.asarray(booster.predict(features, start_iteration=i, num_iteration=1, raw_score=True))
-        return
-    block = max(1, min(n_trees, (1 << 24) // max(n_rows, 1)))
-    for start in range(0, n_trees, block):
-        count = min(block, n_trees - start)
-        leaves = np.asarray(
-            booster.predict(features, start_iteration=start, num_iteration=count, pred_leaf=True)
-        ).reshape(n_rows, count)
-        for j in range(count):
-            tree = start + j
-            values = np.array([booster.get_leaf_output(tree, leaf) for leaf in range(int(leaves[:, j].max()) + 1)])
-            yield values[leaves[:, j]]
+    sums, counts = ndcg_sums_per_round(
+        result.booster, data.features, data.labels, data.offsets, ks=spec.ks, conventions=spec.conventions,
+        n_rounds=result.booster.current_iteration(),
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+    return {f"ndcg_at_{k}": means[:, j].tolist() for j, k in enumerate(spec.ks)}
 
 
 def _log_sizes(splits: Splits) -> None:

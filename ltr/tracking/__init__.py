@@ -17,6 +17,7 @@ __all__ = [
     "check_tracking_uri",
     "default_tracking_uri",
     "make_tracker",
+    "open_tracker",
     "resolve_tracking_uri",
 ]
 
@@ -26,9 +27,13 @@ def make_tracker(enabled: bool, uri: str | None, experiment: str) -> Tracker:
 
     The URI is checked first (`check_tracking_uri`): a bad one fails in seconds with one line.
     """
-    if not enabled:
+    return open_tracker(check_tracking_uri(uri) if enabled else None, experiment)
+
+
+def open_tracker(checked_uri: str | None, experiment: str) -> Tracker:
+    """The MLflow tracker of a URI `check_tracking_uri` returned, or a `NullTracker` for None."""
+    if checked_uri is None:
         return NullTracker()
-    checked = check_tracking_uri(uri)
     from ltr.tracking.mlflow_tracker import MlflowTracker
 
-    return MlflowTracker(checked, experiment)
+    return MlflowTracker(checked_uri, experiment)

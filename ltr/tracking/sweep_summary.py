@@ -21,19 +21,22 @@ class SweepSummary:
     markdown: str = ""
 
 
+def child_runs(client: Any, experiment_id: str, parent_run_id: str, *, finished_only: bool = False) -> list[Any]:
+    """The child runs of ``parent_run_id`` (a sweep's jobs; ``client``: an ``MlflowClient``),
+    FINISHED ones only if asked."""
+    query = f"tags.mlflow.parentRunId = '{parent_run_id}'"
+    if finished_only:
+        query += " and attributes.status = 'FINISHED'"
+    return list(client.search_runs([experiment_id], filter_string=query, max_results=10_000))
+
+
 def child_summary(tracker: Any, objective: str, job_errors: dict[str, str] | None = None) -> SweepSummary:
     """Read the children of ``tracker``'s current run (an :class:`MlflowTracker`).
 
     ``job_errors``: job number -> error of every job that failed; those without a run (their
     config was refused before a run existed) count as failed jobs too, listed with their error.
     """
-    client, parent = tracker.client, tracker.run_id
-    runs = client.search_runs(
-        [tracker.experiment_id],
-        filter_string=f"tags.mlflow.parentRunId = '{parent}'",
-        max_results=10_000,
-    )
-    runs = sorted(runs, key=lambda r: int(r.data.tags.get("ltr.job_num", "0")))
+    runs = sorted(child_runs(tracker.client, tracker.experiment_id, tracker.run_id), key=lambda r: int(r.data.tags.get("ltr.job_num", "0")))
     rows: list[tuple[str, str, str, str]] = []
     failures: list[str] = []
     killed: list[str] = []

@@ -53,6 +53,13 @@ class TrainResult:
     def booster(self) -> lgb.Booster:
         return self.model if isinstance(self.model, lgb.Booster) else self.model.booster_
 
+    def values_at_best(self) -> dict[str, dict[str, float]]:
+        """``evals_result`` at the best round: split -> LightGBM metric name -> value."""
+        return {
+            split: {name: values[self.best_iteration - 1] for name, values in by_metric.items()}
+            for split, by_metric in self.evals_result.items()
+        }
+
     def predict(self, features: NDArray[np.float32]) -> NDArray[np.float64]:
         """Scores of the best iteration, shape (n_rows,)."""
         return np.asarray(

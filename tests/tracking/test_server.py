@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import socket
 import subprocess
 import sys
@@ -24,6 +22,7 @@ from ltr.experiment import run as pipeline
 from ltr.tracking import RunStatus
 from ltr.tracking.mlflow_tracker import MlflowTracker
 from ltr.training.local import fit_ranker
+from tests.processes import stop_process_group
 
 pytestmark = pytest.mark.slow
 
@@ -50,16 +49,6 @@ def _wait_for_health(url: str, proc: subprocess.Popen[bytes], log: Path | None =
         time.sleep(0.5)
 
 
-def _stop_process_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the whole group (uvicorn workers, job runners), SIGKILL what is left after 20 s."""
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=20)
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real MLflow server; its whole process group (uvicorn workers, job runners) is stopped after."""
@@ -77,7 +66,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         _wait_for_health(url, proc, root / "server.log")
         yield url
     finally:
-        _stop_process_group(proc)
+        stop_process_group(proc)
         log_file.close()
 
 
@@ -141,4 +130,4 @@ def test_ltr_ui_serves_the_default_store_on_loopback(tmp_path: Path) -> None:
         client = MlflowClient(f"http://127.0.0.1:{port}")
         assert client.get_run(run_id).info.status == "FINISHED"
     finally:
-        _stop_process_group(proc)
+        stop_process_group(proc)

@@ -37,6 +37,7 @@ from ltr.tracking.store import (
     process_tags,
     reap_dead_runs,
 )
+from tests.processes import stop_process_group
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -552,12 +553,7 @@ def test_ui_reaps_dead_runs_before_serving(tmp_path: Path) -> None:
             if line.startswith("MLflow UI for"):
                 break
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
+        stop_process_group(proc, timeout=30)
     assert lines, "ltr ui printed nothing"
     assert lines[-1].startswith(f"MLflow UI for {uri} at http://127.0.0.1:{port}"), lines
     assert any("marked 1 run KILLED" in line for line in lines), lines

@@ -1,0 +1,73 @@
+"""NDCG after every boosting round of a model, by the metrics kernel: the one per-round loop.
+
+The raw scores are accumulated tree by tree, as LightGBM's own score buffer (the score after
+round ``i`` is the sum of trees ``0..i``, in that order), and each round is scored by
+:func:`ltr.metrics.table.measure_arrays`: ``n_rounds`` kernel calls, no per-query loop. The
+trees' outputs come from LightGBM's leaf indices (``pred_leaf``, in blocks of trees) and the
+leaves' values, the same doubles ``predict(raw_score=True)`` adds.
+
+Used by the local runner (our conventions, per-round curves in MLflow) and by the Dask
+trainer (LightGBM's conventions, partition by partition, summed on the client).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import lightgbm as lgb
+import numpy as np
+from numpy.typing import NDArray
+
+from ltr.metrics import MetricConventions
+from ltr.metrics.table import measure_arrays
+
+#: Leaf indices fetched from LightGBM at once, at the most (rows x trees of one block).
+LEAF_BLOCK = 1 << 24
+
+
+def tree_outputs(booster: lgb.Booster, features: NDArray[np.float32], n_trees: int) -> Iterator[NDArray[np.float64]]:
+    """Each of the first ``n_trees`` trees' raw output on every row, tree by tree."""
+    n_rows = features.shape[0]
+    if booster.params.get("linear_tree") or n_rows == 0:  # a leaf's output depends on the row
+        for i in range(n_trees):
+            yield np.asarray(booster.predict(features, start_iteration=i, num_iteration=1, raw_score=True))
+        return
+    block = max(1, min(n_trees, LEAF_BLOCK // n_rows))
+    for start in range(0, n_trees, block):
+        count = min(block, n_trees - start)
+        leaves = np.asarray(
+            booster.predict(features, start_iteration=start, num_iteration=count, pred_leaf=True)
+        ).reshape(n_rows, count)
+        for j in range(count):
+            tree = start + j
+            values = np.array([booster.get_leaf_output(tree, leaf) for leaf in range(int(leaves[:, j].max()) + 1)])
+            yield values[leaves[:, j]]
+
+
+def ndcg_sums_per_round(
+    booster: lgb.Booster,
+    features: NDArray[np.float32],
+    labels: NDArray[np.integer],
+    offsets: NDArray[np.int64],
+    *,
+    ks: Sequence[int],
+    conventions: MetricConventions,
+    n_rounds: int,
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """Sum and count over the queries of NDCG@k after each round, both shape (n_rounds, len(ks)).
+
+    NaN (``zero_idcg="skip"``) is left out of both, so ``sums / counts`` is the mean NDCG@k;
+    sums and counts of disjoint sets of queries (partitions) add up to those of their union.
+    """
+    sums = np.zeros((n_rounds, len(ks)), dtype=np.float64)
+    counts = np.zeros((n_rounds, len(ks)), dtype=np.int64)
+    raw = np.zeros(features.shape[0], dtype=np.float64)
+    if offsets.shape[0] <= 1:
+        return sums, counts
+    for i, tree in enumerate(tree_outputs(booster, features, n_rounds)):
+        raw += tree
+        ndcg = measure_arrays(labels, raw, offsets, ks=ks, conventions=conventions).ndcg
+        known = ~np.isnan(ndcg)
+        sums[i] = np.where(known, ndcg, 0.0).sum(axis=0)
+        counts[i] = known.sum(axis=0)
+    return sums, counts
