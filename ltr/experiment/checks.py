@@ -18,7 +18,7 @@ import math
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
-from ltr.config.choices import TrainerKind
+from ltr.config.choices import Estimator, TrainerKind
 from ltr.config.schema import EvalConfig, FitConfig, ModelConfig, TrainConfig
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
@@ -221,6 +221,10 @@ def _check_trainer(config: TrainConfig) -> None:
     if config.model.position_bias and kind != TrainerKind.local:
         raise LtrUserError("model.position_bias=true trains through lgb.train: use trainer=local")
     if kind == TrainerKind.dask:
+        if config.model.estimator != Estimator.ranker:
+            raise LtrUserError(
+                f"trainer=dask trains DaskLGBMRanker only: model.estimator={config.model.estimator} needs trainer=local"
+            )
         if config.trainer.n_workers < 1 or config.trainer.threads_per_worker < 1:
             raise LtrUserError(
                 f"trainer.n_workers={config.trainer.n_workers} and trainer.threads_per_worker="
