@@ -36,7 +36,7 @@ def cv_metrics(folds: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
 def cv_table(metrics: Mapping[str, float], *, split: str, ks: Sequence[int], strata: Strata, title: str) -> str:
     """Markdown: per stratum (``all`` first) the mean query count and ``mean ± std`` of nDCG@k."""
     header = ["stratum", "queries (mean)", *[f"nDCG@{k}" for k in ks]]
-    lines = [f"# {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines = [f"### {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for label, suffix in [("all", ""), *[(lab, f"/{key}") for lab, key in zip(strata.labels, strata.keys, strict=True)]]:
         n = metrics.get(f"cv/{split}/n_queries{suffix}/mean", math.nan)
         cells = [label, "-" if math.isnan(n) else f"{n:.1f}"]
