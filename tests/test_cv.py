@@ -56,7 +56,10 @@ def test_letor_cv_parent_reports_mean_and_std_over_the_five_folds(
     mean, std = metrics["cv/test/ndcg_at_10/mean"], metrics["cv/test/ndcg_at_10/std"]
     assert f"| all | {metrics['cv/test/n_queries/mean']:.1f} |" in description
     assert f"{mean:.4f} ± {std:.4f} |" in description
-    assert description in proc.stdout
+    table, _, jobs = description.partition("\n\n**Best run**: ")
+    assert table in proc.stdout  # the fold table, as printed
+    best = parent.data.tags["ltr.sweep.best_run_id"]
+    assert f"/runs/{best}?workflowType=machine_learning)" in jobs  # then the jobs, the best linked
 
     # a second CV sweep, compared with the first fold by fold: paired over folds and over queries
     _cv(tmp_path, uri, "model.num_leaves=3", "tracking.run_name=small")

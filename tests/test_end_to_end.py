@@ -70,17 +70,20 @@ def test_logged_metrics_equal_an_independent_recomputation(
     assert run.data.params["model.num_leaves"] == "7"
     assert run.data.tags["ltr.eval.ties"] == "average"
     assert run.data.tags["ltr.objective"] == "lambdarank"
-    # iteration curve: one point per boosting round up to where training stopped
-    history = client.get_metric_history(run.info.run_id, "iter/valid/ndcg_at_10")
-    assert [m.step for m in history] == list(range(1, len(history) + 1))
-    assert len(history) == outcome.best_iteration  # the model keeps its trees up to the best round
-    # the curve is our nDCG (the run's conventions): at the best round it is the run's metric;
-    # LightGBM's own curve is beside it, under its name
-    by_step = {m.step: m.value for m in history}
-    assert by_step[outcome.best_iteration] == pytest.approx(metrics["valid/ndcg_at_10"], abs=1e-12)
-    lightgbm = {m.step: m.value for m in client.get_metric_history(run.info.run_id, "iter/valid/lightgbm/ndcg_at_10")}
-    assert lightgbm[outcome.best_iteration] == metrics["valid/lightgbm/ndcg_at_10"]
-    assert len(lightgbm) == metrics["n_rounds"] >= len(by_step)  # LightGBM's: every round trained
+    # iteration curves: one point per boosting round up to the best round, where the model ends
+    for split in ("valid", "test"):
+        history = client.get_metric_history(run.info.run_id, f"iter/{split}/ndcg_at_10")
+        assert [m.step for m in history] == list(range(1, outcome.best_iteration + 1))
+        # the curve is our nDCG (the run's conventions): at the best round it IS the run's metric,
+        # bit for bit, and the runs table (last value) shows it; early stopping picked its maximum
+        assert history[-1].value == metrics[f"{split}/ndcg_at_10"]
+        assert run.data.metrics[f"iter/{split}/ndcg_at_10"] == metrics[f"{split}/ndcg_at_10"]
+        # LightGBM's own curve is beside it, under a name that says so
+        lightgbm = client.get_metric_history(run.info.run_id, f"iter/{split}/lightgbm/ndcg_at_10")
+        assert [m.step for m in lightgbm] == list(range(1, outcome.best_iteration + 1))
+        assert lightgbm[-1].value == metrics[f"{split}/lightgbm/ndcg_at_10"]
+    valid_curve = [m.value for m in client.get_metric_history(run.info.run_id, "iter/valid/ndcg_at_10")]
+    assert valid_curve.index(max(valid_curve)) == len(valid_curve) - 1  # the first maximum ends it
 
 
 def test_same_config_twice_gives_bit_identical_metrics(small_cfg: Callable[..., DictConfig]) -> None:

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
@@ -28,12 +29,15 @@ from ltr.experiment.cv import cv_metrics, cv_table
 from ltr.experiment.record import shown_overrides
 from ltr.experiment.spec import ExperimentSpec
 from ltr.tracking import RunStatus, make_tracker
+from ltr.tracking.gitinfo import source_tags
 from ltr.tracking.lifecycle import end_run
 from ltr.tracking.sweep_summary import child_runs, child_summary
 
 log = logging.getLogger(__name__)
 
 PARENT_ID_FILE = ".ltr_parent_run_id"
+#: In the sweep's folder: the config keys the sweep varies, one per line (the jobs' run names).
+VARYING_KEYS_FILE = ".ltr_varying_keys"
 #: In a job's folder: why the job failed (a job whose config is refused has no run to say so).
 JOB_ERROR_FILE = ".ltr_job_error"
 
@@ -42,6 +46,23 @@ def parent_run_id_for(sweep_dir: str | Path) -> str | None:
     """The parent run id a multirun wrote into its sweep dir, or None (no tracking)."""
     path = Path(sweep_dir) / PARENT_ID_FILE
     return path.read_text().strip() or None if path.exists() else None
+
+
+def varying_keys(config: DictConfig) -> list[str]:
+    """The config keys a multirun varies: those of its sweep overrides (``model.num_leaves=7,15``,
+    ``choice(...)``, ``range(...)``, ...) and of ``hydra.sweeper.params`` (Optuna's search space,
+    an experiment's sweep)."""
+    parsed = OverridesParser.create().parse_overrides(list(config.hydra.overrides.task))
+    keys = [o.key_or_group for o in parsed if o.is_sweep_override()]
+    params = config.hydra.sweeper.get("params") or {}
+    keys += [str(k) for k in params if str(k) not in keys]
+    return keys
+
+
+def varying_keys_for(sweep_dir: str | Path) -> list[str] | None:
+    """The keys :func:`varying_keys` wrote for a multirun, or None (no tracking)."""
+    path = Path(sweep_dir) / VARYING_KEYS_FILE
+    return path.read_text().split() if path.exists() else None
 
 
 def record_job_error(job_dir: str | Path, error: str) -> None:
@@ -101,8 +122,10 @@ class MlflowSweepCallback(Callback):
                 "ltr.sweep_id": str(sweep_dir),
                 "ltr.sweep.overrides": overrides,
                 "ltr.sweep.sweeper": sweeper,
-            },
+            }
+            | source_tags("ltr train -m"),
         )
+        (sweep_dir / VARYING_KEYS_FILE).write_text("".join(f"{key}\n" for key in varying_keys(config)))
         (sweep_dir / PARENT_ID_FILE).write_text(run_id)
         atexit.register(self._end_if_open)
         log.info("MLflow parent run %s for sweep %s", run_id, sweep_dir)
@@ -129,11 +152,11 @@ class MlflowSweepCallback(Callback):
             self.tracker.log_params({f"best.{k}": v for k, v in best_params.items()})
             if results.get("best_value") is not None:
                 self.tracker.log_metrics({"sweep/optuna/best_value": float(results["best_value"])})
-        self.tracker.set_tags(tags)
+        self.tracker.set_tags(tags | {"mlflow.note.content": summary.markdown})
         self.tracker.log_text(summary.markdown, "report/sweep.md")
         print(summary.text)
         if self.spec is not None and self.spec.config.cv.fold_key:
-            self._summarise_folds(self.spec, self.spec.config.cv.fold_key)
+            self._summarise_folds(self.spec, self.spec.config.cv.fold_key, summary.markdown)
         if summary.n_killed or not completed:
             status = RunStatus.KILLED
         elif summary.n_failed:
@@ -149,8 +172,9 @@ class MlflowSweepCallback(Callback):
             print(f"ltr: {len(summary.failures)} of {summary.n_jobs} jobs failed (see above)", file=sys.stderr)
             sys.exit(1)
 
-    def _summarise_folds(self, spec: ExperimentSpec, fold_key: str) -> None:
-        """Mean and standard deviation over the folds (finished children), logged and printed."""
+    def _summarise_folds(self, spec: ExperimentSpec, fold_key: str, summary_md: str) -> None:
+        """Mean and standard deviation over the folds (finished children), logged and printed;
+        the parent's description is this table, then the jobs' (``summary_md``)."""
         children = child_runs(self.tracker.client, self.tracker.experiment_id, self.tracker.run_id, finished_only=True)
         folds = {str(r.data.params.get(fold_key, r.info.run_id)): dict(r.data.metrics) for r in children}
         metrics = cv_metrics(folds)
@@ -163,7 +187,7 @@ class MlflowSweepCallback(Callback):
         )
         table = cv_table(metrics, split="test", ks=spec.ks, strata=spec.strata, title=title)
         self.tracker.log_text(table, "report/cv.md")
-        self.tracker.set_tags({"mlflow.note.content": table, "ltr.cv.fold_key": fold_key})
+        self.tracker.set_tags({"mlflow.note.content": f"{table}\n\n{summary_md}", "ltr.cv.fold_key": fold_key})
         print(table)
 
     def _end_if_open(self) -> None:

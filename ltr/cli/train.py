@@ -29,7 +29,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from ltr.cli.sweep_callback import parent_run_id_for, record_job_error, sweep_tags
+from ltr.cli.sweep_callback import parent_run_id_for, record_job_error, sweep_tags, varying_keys_for
 from ltr.config.store import register_configs
 from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
@@ -109,6 +109,7 @@ def job(cfg: DictConfig) -> float:
                 overrides=overrides,
                 parent_run_id=parent_run_id_for(hydra_cfg.sweep.dir),
                 extra_tags=sweep_tags(hydra_cfg.sweep.dir) | {"ltr.job_num": job_num},
+                varying=varying_keys_for(hydra_cfg.sweep.dir),
             )
         except LtrUserError as exc:
             log.error("job %s failed: %s", job_num, exc)
@@ -125,9 +126,10 @@ def job(cfg: DictConfig) -> float:
     except LtrUserError as exc:
         raise _UserErrorInJob(exc) from exc
     if outcome.run_id:
+        local = not str(cfg.tracking.uri or "").startswith(("http://", "https://"))
         print(
-            f"MLflow run {outcome.run_id} in experiment {cfg.tracking.experiment!r}; "
-            "open the UI with: ltr ui  (or make ui)"
+            f"MLflow run {outcome.run_id} in experiment {cfg.tracking.experiment!r}: {outcome.run_url}"
+            + ("  (serve it with: ltr ui)" if local else "")
         )
     return outcome.objective_value
 

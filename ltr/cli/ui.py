@@ -2,25 +2,86 @@
 
 A busy port or a missing store is one line and exit 2 (``mlflow ui`` would exit 0, or create an
 empty store); the store is checked (rebuilt or refused) under its lock and dead runs are reaped.
+The server is the lightest that serves one user: one worker, no job runner (MLflow's GenAI jobs),
+no deprecation noise. Once it answers, ``ltr ui`` prints the link to each experiment's runs table
+(model-training mode) and how long the UI took to come up.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import subprocess
 import sys
+import time
+import urllib.request
+from typing import Any
 
 from ltr.cli.args import OneLineParser
 from ltr.errors import LtrUserError
 from ltr.tracking import check_tracking_uri, resolve_tracking_uri
+from ltr.tracking.mlflow_tracker import EXPERIMENT_KIND
 from ltr.tracking.store import open_client
 from ltr.tracking.store_lock import sqlite_db_path
+from ltr.tracking.uri import UI_PORT, VIEW_KEY, ui_url
+
+#: How long the server may take to answer ``/health`` before ``ltr ui`` gives up.
+START_TIMEOUT_S = 120.0
+
+
+def server_command(uri: str, port: int) -> list[str]:
+    """``mlflow ui`` on 127.0.0.1:``port`` for the store ``uri``, one worker."""
+    return [
+        sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri,
+        "--registry-store-uri", uri, "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+        "--uvicorn-opts", "--log-level warning",
+    ]
+
+
+def server_env() -> dict[str, str]:
+    """The server's environment: no job runner, no warnings (deprecations of MLflow's own deps)."""
+    return os.environ | {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "PYTHONWARNINGS": "ignore"}
+
+
+def experiment_links(client: Any, base: str) -> list[str]:
+    """``name: link to its runs table`` of every experiment that holds runs; an experiment made
+    without ``ltr``'s kind tag gets it, so the UI opens it on its runs (when the store is writable)."""
+    lines = []
+    for experiment in client.search_experiments():
+        if not client.search_runs([experiment.experiment_id], max_results=1):
+            continue
+        if "mlflow.experimentKind" not in experiment.tags:
+            try:
+                for key, value in EXPERIMENT_KIND.items():
+                    client.set_experiment_tag(experiment.experiment_id, key, value)
+            except Exception:  # a read-only store: the UI asks the user to pick the mode
+                pass
+        view = f"mlflow.sharedViewState.{VIEW_KEY}" in experiment.tags
+        lines.append(f"  {experiment.name}: {ui_url(base, experiment.experiment_id, view=view)}")
+    return lines
+
+
+def wait_until_up(proc: subprocess.Popen[bytes], base: str, timeout: float) -> None:
+    """Return once ``base/health`` answers; raise if the server exits or stays silent."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise LtrUserError(f"the MLflow UI exited with code {proc.returncode} before it served (see above)")
+        try:
+            with urllib.request.urlopen(f"{base}/health", timeout=1) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    proc.terminate()
+    raise LtrUserError(f"the MLflow UI did not answer at {base} within {timeout:.0f} s")
 
 
 def main(argv: list[str]) -> int:
-    """``ltr ui [--port N] [--uri URI]``: check the port and the store, then exec ``mlflow ui``."""
+    """``ltr ui [--port N] [--uri URI]``: check the port and the store, serve, print the links."""
     parser = OneLineParser(prog="ltr ui", description="MLflow UI on 127.0.0.1 for the local store")
-    parser.add_argument("--port", type=int, default=5000)
+    parser.add_argument("--port", type=int, default=UI_PORT)
     parser.add_argument("--uri", default=None, help="tracking store (default: sqlite:///./mlflow.db)")
     args = parser.parse_args(argv)
     if not 1 <= args.port <= 65535:
@@ -39,9 +100,27 @@ def main(argv: list[str]) -> int:
     uri = check_tracking_uri(uri, writable=False)
     if uri.startswith(("http://", "https://")):
         raise LtrUserError(f"{uri} is an MLflow server: browse it, it serves its own UI")
-    open_client(uri, create=False)  # checked (rebuilt or refused) under the lock, dead runs reaped
-    cmd = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", "127.0.0.1", "--port", str(args.port)]
-    print(f"MLflow UI for {uri} at http://127.0.0.1:{args.port} (Ctrl-C to stop)", file=sys.stderr)
-    sys.stderr.flush()
-    os.execv(sys.executable, cmd)
-    return 0  # not reached
+    start = time.monotonic()
+    client = open_client(uri, create=False)  # checked (rebuilt or refused) under the lock, dead runs reaped
+    base = f"http://127.0.0.1:{args.port}"
+    links = experiment_links(client, base)
+    print(f"starting the MLflow UI for {uri} ...", file=sys.stderr, flush=True)
+    proc = subprocess.Popen(server_command(uri, args.port), env=server_env())
+    try:
+        wait_until_up(proc, base, START_TIMEOUT_S)
+        print(
+            "\n".join(
+                [f"MLflow UI at {base} (up in {time.monotonic() - start:.1f} s; Ctrl-C to stop)"]
+                + (["runs tables:", *links] if links else ["no runs yet"])
+            ),
+            file=sys.stderr,
+            flush=True,
+        )
+        return proc.wait()
+    finally:
+        if proc.poll() is None:  # Ctrl-C / SIGTERM / an error here: stop the server with us
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()

@@ -48,7 +48,8 @@ class FitConfig:
 
     num_boost_round: int = 1000
     early_stopping_rounds: int | None = 50  # None: no early stopping
-    # LightGBM's name of the watched metric on valid, ndcg@K with K in eval.k; None: ndcg@max(eval.k)
+    # watched on valid: ndcg_at_K (ours, the run's eval conventions) or ndcg@K (LightGBM's own),
+    # K in eval.k; None: ndcg_at_<max(eval.k)>
     early_stopping_metric: str | None = None
     num_threads: int = 0  # 0: LightGBM's default (all cores); else >= 1
     show_progress: bool = True

@@ -9,7 +9,7 @@ Why the curves are computed here and not by LightGBM: ``DaskLGBMRanker`` evaluat
 ``evals_result_``) of one worker, so its curves would cover that worker's share of the
 validation queries, not the split. :func:`lightgbm_ndcg_curves` recomputes LightGBM's own
 ``ndcg@k`` for every round on the whole split with the project's one per-round loop,
-:func:`ltr.training.curves.ndcg_sums_per_round` (the metrics kernel) under
+:func:`ltr.dask.curves.ndcg_sums_per_round` (the metrics kernel) under
 ``PRESETS["lightgbm"]`` (exp gain, or the model's ``label_gain``; ties broken by row order; a
 query with IDCG@k = 0 scores 1; the model's ``label_gain`` is refused by ``ltr train`` when it
 decreases). Each worker scores its partitions after every round and returns only the sums of
@@ -34,9 +34,9 @@ import numpy as np
 from dask.delayed import delayed
 from numpy.typing import NDArray
 
+from ltr.dask.curves import ndcg_sums_per_round
 from ltr.dask.partitions import PartitionedSplit
 from ltr.metrics import PRESETS, MetricConventions
-from ltr.training.curves import ndcg_sums_per_round
 
 
 def predict_block(
@@ -85,16 +85,69 @@ def _curve_block(
     model_text: str,
     n_rounds: int,
     ks: tuple[int, ...],
-    conventions: MetricConventions,
+    conventions: tuple[MetricConventions, ...],
 ) -> NDArray[np.float64]:
-    """Sum over the partition's queries of ndcg@k after every round, shape (n_rounds, len(ks))."""
+    """Sums and counts over the partition's queries of ndcg@k after every round, under each of
+    ``conventions``: shape (2, len(conventions), n_rounds, len(ks))."""
     if features.shape[0] == 0:
-        return np.zeros((n_rounds, len(ks)), dtype=np.float64)
+        return np.zeros((2, len(conventions), n_rounds, len(ks)), dtype=np.float64)
     offsets = np.concatenate([[0], np.cumsum(group_sizes)]).astype(np.int64)
-    sums, _ = ndcg_sums_per_round(
+    sums, counts = ndcg_sums_per_round(
         lgb.Booster(model_str=model_text), features, labels, offsets, ks=ks, conventions=conventions, n_rounds=n_rounds
     )
-    return sums
+    return np.stack([sums, counts.astype(np.float64)])
+
+
+def lightgbm_conventions(label_gain: tuple[float, ...] | None = None) -> MetricConventions:
+    """LightGBM's own conventions (``PRESETS["lightgbm"]``), with the model's ``label_gain``."""
+    conventions = PRESETS["lightgbm"]
+    if label_gain is not None:
+        conventions = replace(conventions, label_gain=tuple(float(g) for g in label_gain))
+    return conventions
+
+
+def ndcg_curves(
+    client: Any,
+    booster: lgb.Booster,
+    split: PartitionedSplit,
+    *,
+    ks: Sequence[int],
+    n_rounds: int,
+    conventions: Sequence[MetricConventions],
+) -> list[dict[int, list[float]]]:
+    """Mean NDCG@k on the whole ``split`` after every round, under each of ``conventions``.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    booster : lightgbm.Booster
+        The local model; its first ``n_rounds`` trees are evaluated.
+    split : PartitionedSplit
+    ks : cut-offs
+    n_rounds : int
+        Number of rounds (trees) to evaluate.
+    conventions : one :class:`MetricConventions` per curve family, e.g.
+        ``[lightgbm_conventions(label_gain), the run's]``; the trees are walked once for all.
+
+    Returns
+    -------
+    list of dict
+        One per conventions: ``{k: [value after round 1, ..., after round n_rounds]}``, the
+        mean over the split's queries of ``per_query_table``'s ``ndcg_at_k`` (NaN of
+        ``zero_idcg="skip"`` left out; NaN when no query has a value).
+    """
+    ks = tuple(int(k) for k in ks)
+    conv = tuple(conventions)
+    model = client.scatter(booster.model_to_string(num_iteration=-1), broadcast=True, hash=False)
+    blocks = [
+        delayed(_curve_block, pure=True)(features, labels, groups, model, n_rounds, ks, conv)
+        for features, labels, groups, _ in split.partitions()
+    ]
+    totals = np.sum(client.gather(client.compute(blocks)), axis=0)
+    sums, counts = totals[0], totals[1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+    return [{k: means[c, :, j].tolist() for j, k in enumerate(ks)} for c in range(len(conv))]
 
 
 def lightgbm_ndcg_curves(
@@ -106,36 +159,10 @@ def lightgbm_ndcg_curves(
     n_rounds: int,
     label_gain: tuple[float, ...] | None = None,
 ) -> dict[str, list[float]]:
-    """LightGBM's ``ndcg@k`` on the whole ``split`` after every round, computed per partition.
-
-    Parameters
-    ----------
-    client : distributed.Client
-    booster : lightgbm.Booster
-        The local model; its first ``n_rounds`` trees are evaluated.
-    split : PartitionedSplit
-    ks : cut-offs; keys of the result are ``ndcg@{k}`` (LightGBM's metric names)
-    n_rounds : int
-        Number of rounds (trees) to evaluate.
-    label_gain : tuple of float, optional
-        The model's ``label_gain`` (gain of label ``0, 1, ...``); None: the ``lightgbm``
-        preset's exp gain ``2**label - 1``, LightGBM's default ``label_gain`` for labels 0..30.
-
-    Returns
-    -------
-    dict
-        ``{"ndcg@k": [value after round 1, ..., after round n_rounds]}``: the mean over all
-        queries of the split of ``per_query_table``'s ``ndcg_at_k`` under the ``lightgbm``
-        preset, the shape of ``LGBMRanker.evals_result_[name]``.
-    """
-    ks = tuple(int(k) for k in ks)
-    conventions = PRESETS["lightgbm"]
-    if label_gain is not None:
-        conventions = replace(conventions, label_gain=tuple(float(g) for g in label_gain))
-    model = client.scatter(booster.model_to_string(num_iteration=-1), broadcast=True, hash=False)
-    blocks = [
-        delayed(_curve_block, pure=True)(features, labels, groups, model, n_rounds, ks, conventions)
-        for features, labels, groups, _ in split.partitions()
-    ]
-    total = np.sum(client.gather(client.compute(blocks)), axis=0) / split.n_queries
-    return {f"ndcg@{k}": total[:, j].tolist() for j, k in enumerate(ks)}
+    """LightGBM's ``ndcg@k`` on the whole ``split`` after every round (:func:`ndcg_curves`
+    under :func:`lightgbm_conventions`): ``{"ndcg@k": [...]}``, the shape of
+    ``LGBMRanker.evals_result_[name]``. ``label_gain``: the model's (None: exp gain)."""
+    (curves,) = ndcg_curves(
+        client, booster, split, ks=ks, n_rounds=n_rounds, conventions=[lightgbm_conventions(label_gain)]
+    )
+    return {f"ndcg@{k}": values for k, values in curves.items()}

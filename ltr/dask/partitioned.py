@@ -177,7 +177,7 @@ def fit_partitioned_tables(
         t = time.perf_counter()
         result = fit_partitioned(
             client, parts["train"], {"valid": parts["valid"], "test": parts["test"]},
-            cfg.model, cfg.fit, eval_at=ks, seed=int(cfg.seed),
+            cfg.model, cfg.fit, eval_at=ks, seed=int(cfg.seed), conventions=conventions,
         )
         timings["train"] = time.perf_counter() - t
         t = time.perf_counter()

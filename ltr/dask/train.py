@@ -5,12 +5,14 @@ What differs from :func:`ltr.training.local.fit_ranker` and why:
 - **No early stopping.** ``DaskLGBMRanker`` trains all ``fit.num_boost_round`` rounds. When
   ``fit.early_stopping_rounds`` is set we log one warning and go on (we do not raise: the
   default fit config asks for early stopping, and the model is still chosen on validation).
-- **Best round.** After training, LightGBM's ``ndcg@k`` is computed on the *whole* ``valid``
-  and ``test`` splits for every round, partition by partition on the workers
-  (:mod:`ltr.dask.evaluate`); ``best_iteration`` is the first round with the highest valid
-  ``fit.early_stopping_metric``, the round the local trainer would pick without a patience
-  limit. ``evals_result`` holds these curves (``DaskLGBMRanker``'s own ``evals_result_`` covers
-  only one worker's share of an eval set, so it is not used).
+- **Best round.** After training, LightGBM's ``ndcg@k`` and ours (``ndcg_at_k``, the run's
+  conventions) are computed on the *whole* ``valid`` and ``test`` splits for every round,
+  partition by partition on the workers (:mod:`ltr.dask.evaluate`); ``best_iteration`` is the
+  first round with the highest valid ``fit.early_stopping_metric``, the round the local
+  trainer would pick without a patience limit. ``evals_result`` and ``curves`` hold these
+  curves (``DaskLGBMRanker``'s own ``evals_result_`` covers only one
+  worker's share of an eval set, so it is not used). Our curve is summed per partition, so it
+  equals the run's ``valid/ndcg_at_k`` to rounding (1e-12), not bit for bit as locally.
 - **Data-parallel training.** Each worker builds histograms on its partitions and LightGBM
   merges them over its network; feature bins come from each worker's local sample. Splits and
   scores are therefore close to, not bit-identical with, one-process training on the same rows.
@@ -33,11 +35,19 @@ import lightgbm as lgb
 import numpy as np
 
 from ltr.config.schema import FitConfig, ModelConfig, TrainerConfig
-from ltr.dask.evaluate import lightgbm_ndcg_curves
+from ltr.dask.evaluate import lightgbm_conventions, ndcg_curves
 from ltr.dask.partitions import PartitionedSplit, scatter_ranking_data, sorted_workers
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
-from ltr.training.local import TrainResult, lightgbm_error_text, lightgbm_params, watched_metric
+from ltr.metrics import MetricConventions
+from ltr.training.local import (
+    TrainResult,
+    lightgbm_error_text,
+    lightgbm_params,
+    watched_metric,
+    whose,
+)
+from ltr.training.round_metric import curve_name
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +111,7 @@ def warn_no_early_stopping(fit: FitConfig) -> None:
             "ignored and all fit.num_boost_round=%d rounds are trained. The best round on valid %s "
             "is still chosen afterwards. Set fit.num_boost_round lower (or "
             "fit.early_stopping_rounds=null) to train fewer rounds.",
-            fit.early_stopping_rounds, fit.num_boost_round, fit.early_stopping_metric or "ndcg@<largest k>",
+            fit.early_stopping_rounds, fit.num_boost_round, fit.early_stopping_metric or "ndcg_at_<largest k>",
         )
 
 
@@ -113,6 +123,7 @@ def fit_dask(
     *,
     eval_at: list[int],
     seed: int,
+    conventions: MetricConventions | None = None,
 ) -> TrainResult:
     """Train on ``splits.train`` on a Dask cluster; same result type as the local trainer.
 
@@ -132,7 +143,7 @@ def fit_dask(
         }
         return fit_partitioned(
             client, parts["train"], {"valid": parts["valid"], "test": parts["test"]},
-            model, fit, eval_at=eval_at, seed=seed,
+            model, fit, eval_at=eval_at, seed=seed, conventions=conventions,
         )
 
 
@@ -145,6 +156,7 @@ def fit_partitioned(
     *,
     eval_at: Sequence[int],
     seed: int,
+    conventions: MetricConventions | None = None,
 ) -> TrainResult:
     """Train ``DaskLGBMRanker`` on partitioned data already on the cluster of ``client``.
 
@@ -159,8 +171,9 @@ def fit_partitioned(
         Split name -> partitioned split whose NDCG curve is recorded; must contain ``"valid"``,
         which picks the best round.
     model, fit : the model and fit configs (``fit.early_stopping_rounds`` is not honoured)
-    eval_at : cut-offs of the recorded ``ndcg@k`` curves
+    eval_at : cut-offs of the recorded ``ndcg@k`` and ``ndcg_at_k`` curves
     seed : LightGBM's seed
+    conventions : the run's metric conventions, of our ``ndcg_at_k`` curves (None: defaults)
 
     Returns
     -------
@@ -181,10 +194,10 @@ def fit_partitioned(
         raise LtrUserError("fit_partitioned needs a 'valid' split to choose the best round")
     ks = sorted({int(k) for k in eval_at})
     metric = watched_metric(fit, ks)
-    if metric not in {f"ndcg@{k}" for k in ks}:
+    names = [curve_name(k) for k in ks] + [f"ndcg@{k}" for k in ks]
+    if metric not in names:
         raise LtrUserError(
-            f"fit.early_stopping_metric={metric!r} is not recorded by trainer=dask; "
-            f"available: {', '.join(f'ndcg@{k}' for k in ks)}"
+            f"fit.early_stopping_metric={metric!r} is not recorded by trainer=dask; available: {', '.join(names)}"
         )
     params = lightgbm_params(model, seed=seed, num_threads=fit.num_threads)
     for name in _DASK_OWNED:
@@ -209,16 +222,19 @@ def fit_partitioned(
     n_rounds = int(booster.current_iteration())
     gains = params.get("label_gain")
     label_gain = None if gains is None else tuple(float(g) for g in gains)
-    evals_result = {
-        name: lightgbm_ndcg_curves(client, booster, split, ks=ks, n_rounds=n_rounds, label_gain=label_gain)
-        for name, split in evals.items()
-    }
+    families = [lightgbm_conventions(label_gain), conventions or MetricConventions()]
+    evals_result: dict[str, dict[str, list[float]]] = {}
+    ours: dict[str, dict[str, list[float]]] = {}
+    for name, split in evals.items():
+        theirs, mine = ndcg_curves(client, booster, split, ks=ks, n_rounds=n_rounds, conventions=families)
+        evals_result[name] = {f"ndcg@{k}": values for k, values in theirs.items()}
+        ours[name] = {curve_name(k): values for k, values in mine.items()}
     seconds = time.perf_counter() - start
-    valid_curve = np.asarray(evals_result["valid"][metric])
-    best = int(np.argmax(valid_curve)) + 1
+    valid_curve = np.asarray((ours if metric in ours["valid"] else evals_result)["valid"][metric])
+    # NaN (no query with a value) never wins; all NaN: the last round
+    best = int(np.argmax(np.nan_to_num(valid_curve, nan=-np.inf))) + 1
     log.info(
-        "trained %d rounds in %.1f s (+ %.1f s for the curves); best round %d with valid %s = %.6f "
-        "(LightGBM's conventions)",
-        n_rounds, fit_seconds, seconds - fit_seconds, best, metric, valid_curve[best - 1],
+        "trained %d rounds in %.1f s (+ %.1f s for the curves); best round %d with valid %s = %.6f (%s)",
+        n_rounds, fit_seconds, seconds - fit_seconds, best, metric, valid_curve[best - 1], whose(metric),
     )
-    return TrainResult(local, params, evals_result, best, n_rounds, seconds)
+    return TrainResult(local, params, evals_result, best, n_rounds, seconds, ours)

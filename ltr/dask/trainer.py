@@ -25,11 +25,14 @@ class DaskTrainer:
     model: ModelConfig
     fit_config: FitConfig
     cluster: TrainerConfig
+    conventions: MetricConventions | None = None  # of our per-round curves (None: defaults)
 
     def fit(self, splits: Splits, *, eval_at: list[int], seed: int) -> TrainResult:
         from ltr.dask.train import fit_dask
 
-        return fit_dask(splits, self.model, self.fit_config, self.cluster, eval_at=eval_at, seed=seed)
+        return fit_dask(
+            splits, self.model, self.fit_config, self.cluster, eval_at=eval_at, seed=seed, conventions=self.conventions
+        )
 
     def fit_partitioned_tables(
         self,

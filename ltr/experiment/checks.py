@@ -32,6 +32,7 @@ from ltr.training.local import (
     check_position_training,
     watched_metric,
 )
+from ltr.training.round_metric import curve_name
 
 #: The splits ``eval.splits`` may name.
 EVAL_SPLITS = ("train", "valid", "test")
@@ -175,7 +176,7 @@ def _check_eval(eval_cfg: EvalConfig) -> None:
 
 
 def _check_fit(fit: FitConfig, ks: tuple[int, ...]) -> str:
-    """The checks of ``fit``; returns the early-stopping metric (LightGBM's name)."""
+    """The checks of ``fit``; returns the early-stopping metric (ours ``ndcg_at_k`` or LightGBM's ``ndcg@k``)."""
     if fit.num_boost_round < 1:
         raise LtrUserError(f"fit.num_boost_round={fit.num_boost_round} must be >= 1")
     if fit.early_stopping_rounds is not None and fit.early_stopping_rounds < 1:
@@ -184,12 +185,14 @@ def _check_fit(fit: FitConfig, ks: tuple[int, ...]) -> str:
         )
     if fit.num_threads < 0:
         raise LtrUserError(f"fit.num_threads={fit.num_threads} must be >= 0 (0: all cores)")
-    reported = [f"ndcg@{k}" for k in sorted(set(ks))]
+    ours = [curve_name(k) for k in ks]
+    lightgbm_names = [f"ndcg@{k}" for k in sorted(set(ks))]
     metric = watched_metric(fit, ks)
-    if metric not in reported:
+    if metric not in ours + lightgbm_names:
         raise LtrUserError(
-            f"fit.early_stopping_metric={metric!r} is not reported by LightGBM with eval.k={list(ks)}; "
-            f"use one of {', '.join(reported)} (or add its cut-off to eval.k)"
+            f"fit.early_stopping_metric={metric!r} is not computed with eval.k={list(ks)}; use one of "
+            f"{', '.join(ours)} (our nDCG, the run's conventions) or {', '.join(lightgbm_names)} "
+            "(LightGBM's own), or add its cut-off to eval.k"
         )
     return metric
 

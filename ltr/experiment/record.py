@@ -18,10 +18,11 @@ from omegaconf import OmegaConf
 from ltr.experiment.charts import plot_feature_importance, plot_ndcg_by_stratum
 from ltr.experiment.evaluation import Evaluation, lightgbm_key
 from ltr.experiment.report import summary_rows, to_markdown
+from ltr.experiment.sources import Scored
 from ltr.experiment.spec import ExperimentSpec
 from ltr.metrics.plots import plot_idcg_histogram
 from ltr.tracking import Tracker
-from ltr.tracking.gitinfo import git_state
+from ltr.tracking.gitinfo import code_state, source_tags
 from ltr.training.local import TrainResult
 
 
@@ -30,17 +31,41 @@ def shown_overrides(overrides: Sequence[str]) -> list[str]:
     return [o for o in overrides if not o.lstrip("+~").startswith(("tracking", "hydra"))]
 
 
-def run_name(spec: ExperimentSpec, overrides: Sequence[str]) -> str:
-    """``tracking.run_name``, or the model and the overrides of :func:`shown_overrides`."""
+def override_key(override: str) -> str:
+    """The config key or group an override sets: ``model.num_leaves=7`` -> ``model.num_leaves``."""
+    return override.lstrip("+~").split("=", 1)[0]
+
+
+def run_name(spec: ExperimentSpec, overrides: Sequence[str], varying: Sequence[str] | None = None) -> str:
+    """``tracking.run_name``; else what tells the run apart, first, in the MLflow UI's narrow name
+    column.
+
+    A sweep's job (``varying``: the keys its sweep varies) is named by its values of those keys
+    only (``model.num_leaves=15``): the parent run already says the rest. A single run is named
+    by its :func:`shown_overrides`, then the model in brackets unless an override picks it
+    (``model.num_leaves=7 (lambdarank)``); without overrides, by its model (``lambdarank``).
+    """
     if spec.config.tracking.run_name:
         return str(spec.config.tracking.run_name)
-    return " ".join([str(spec.config.model.name), *shown_overrides(overrides)])
+    shown = shown_overrides(overrides)
+    if varying is not None:
+        keys = set(varying)
+        own = [o for o in shown if override_key(o) in keys]
+        if own:
+            return " ".join(own)
+    model = str(spec.config.model.name)
+    if not shown:
+        return model
+    if any(override_key(o) == "model" for o in shown):
+        return " ".join(shown)
+    return f"{' '.join(shown)} ({model})"
 
 
 def run_tags(spec: ExperimentSpec, data_sha: str, overrides: Sequence[str]) -> dict[str, str]:
-    """The ``ltr.*`` tags: objective, model, data, code version, overrides, conventions, seed."""
+    """The ``ltr.*`` tags (objective, model, data, code version, overrides, conventions, seed) and
+    MLflow's own source tags (:func:`ltr.tracking.gitinfo.source_tags`)."""
     config, conventions = spec.config, spec.conventions
-    commit, dirty = git_state(Path(__file__).resolve().parent)
+    commit, dirty = code_state()
     label_gain = "" if conventions.label_gain is None else ",".join(map(str, conventions.label_gain))
     return {
         "ltr.objective": str(config.model.objective),
@@ -58,11 +83,24 @@ def run_tags(spec: ExperimentSpec, data_sha: str, overrides: Sequence[str]) -> d
         "ltr.eval.k": ",".join(str(k) for k in spec.ks),
         "ltr.seed": str(config.seed),
         "ltr.lightgbm_version": lightgbm.__version__,
-    }
+    } | source_tags("ltr train")
+
+
+def headline_keys(spec: ExperimentSpec) -> list[str]:
+    """The metric columns a user meets first in the MLflow runs table: the optimised metric, then
+    valid and test nDCG at the largest cut-off and test's per stratum, a sweep's best, the round."""
+    k = max(spec.ks)
+    keys = [
+        spec.optimized_metric, f"valid/ndcg_at_{k}", f"test/ndcg_at_{k}",
+        *(f"test/ndcg_at_{k}/{stratum}" for stratum in spec.strata.keys),
+        f"sweep/best/{spec.optimized_metric}", "best_iteration",
+    ]
+    return list(dict.fromkeys(keys))
 
 
 def summary_markdown(spec: ExperimentSpec, evaluation: Evaluation, result: TrainResult) -> tuple[str, str, list[str], list[list[str]]]:
-    """Title, ``report/summary.md`` text, and the header and rows of the printed table."""
+    """Title, ``report/summary.md`` text (also the run's description in the MLflow UI), and the
+    header and rows of the printed table."""
     conventions = spec.conventions
     header, rows = summary_rows(evaluation.summaries, ks=spec.ks, strata=spec.strata)
     title = (
@@ -77,49 +115,62 @@ def summary_markdown(spec: ExperimentSpec, evaluation: Evaluation, result: Train
     return title, text, header, rows
 
 
+def logged_curves(scored: Scored) -> dict[str, list[float]]:
+    """The per-round curves a run logs (step = boosting round, 1 to the best round).
+
+    ``iter/{split}/ndcg_at_k``: our nDCG (the run's conventions; at the best round the very
+    number ``{split}/ndcg_at_k`` is); ``iter/{split}/lightgbm/ndcg_at_k``: LightGBM's own values
+    (its conventions). A split the trainer saw with other labels than evaluation uses (clicks)
+    has ``iter/{split}/train_labels/...`` and ``iter/{split}/lightgbm_train_labels/...`` instead.
+    The curves end at the best round, where the model ends: their last value, which the MLflow
+    runs table and compare page show, is the model's.
+    """
+    best = scored.result.best_iteration
+    theirs = {
+        (f"iter/{key}/lightgbm" if "/" not in key else f"iter/{key}") + f"/{lightgbm_key(name)}": values[:best]
+        for key, by_name in scored.lightgbm_curves.items()
+        for name, values in by_name.items()
+    }
+    return theirs | {
+        f"iter/{key}/{name}": values[:best] for key, by_name in scored.curves.items() for name, values in by_name.items()
+    }
+
+
 def record_results(
     tracker: Tracker,
     spec: ExperimentSpec,
     overrides: Sequence[str],
     evaluation: Evaluation,
-    result: TrainResult,
+    scored: Scored,
     data_fingerprint: dict[str, Any],
     summary_md: str,
-    our_curves: dict[str, dict[str, list[float]]],
+    name: str,
 ) -> None:
-    """Metrics, per-round curves and every artifact.
-
-    Curves (step = boosting round): ``iter/{split}/ndcg_at_k``, our nDCG (the run's
-    conventions, the same number as ``{split}/ndcg_at_k`` at the best round), and
-    ``iter/{split}/lightgbm/ndcg_at_k``, LightGBM's own values (its conventions).
-    """
-    curves = {
-        f"iter/{split}/lightgbm/{lightgbm_key(name)}": values
-        for split, by_metric in result.evals_result.items()
-        for name, values in by_metric.items()
-    } | {
-        f"iter/{split}/{key}": values
-        for split, by_key in our_curves.items()
-        for key, values in by_key.items()
-    }
+    """Metrics, per-round curves (:func:`logged_curves`), the description (``summary_md``, as
+    ``mlflow.note.content``) and every artifact; figures and the model carry the run's ``name``."""
+    result = scored.result
+    curves = logged_curves(scored)
     tracker.log_metrics(evaluation.metrics)
     tracker.log_curves(curves)
     if not tracker.enabled:  # tracking=none: nothing to draw or write
         return
+    # the description on the run's page: the summary, its title a heading of the page's size
+    tracker.set_tags({"mlflow.note.content": "##" + summary_md if summary_md.startswith("# ") else summary_md})
+    tracker.show_first(headline_keys(spec))
     tracker.log_text(OmegaConf.to_yaml(spec.raw), "config/config.yaml")
     tracker.log_text("".join(f"- {o}\n" for o in overrides) or "[]\n", "config/overrides.yaml")
     tracker.log_dict(data_fingerprint, "data/fingerprint.json")
     for (split, k), report in evaluation.reports.items():
-        tracker.log_figure(plot_idcg_histogram(report, title=f"{split}: IDCG@{k} per query"), f"idcg/{split}/hist_at_{k}.png")
+        tracker.log_figure(plot_idcg_histogram(report, title=f"{name}\n{split}: IDCG@{k} per query"), f"idcg/{split}/hist_at_{k}.png")
         tracker.log_dict(report.to_dict(), f"idcg/{split}/hist_at_{k}.json")
     tracker.log_figure(
-        plot_ndcg_by_stratum(evaluation.summaries, ks=list(spec.ks), strata=spec.strata, title="nDCG by list length"),
+        plot_ndcg_by_stratum(evaluation.summaries, ks=list(spec.ks), strata=spec.strata, title=f"{name}\nnDCG by list length"),
         "report/ndcg_by_stratum.png",
     )
     importance = np.asarray(result.booster.feature_importance(importance_type="gain"), dtype=np.float64)
     names = list(result.booster.feature_name())
     tracker.log_figure(
-        plot_feature_importance(importance, names, title="feature importance (gain)"), "feature_importance.png"
+        plot_feature_importance(importance, names, title=f"{name}\nfeature importance (gain)"), "feature_importance.png"
     )
     tracker.log_dict(dict(zip(names, importance.tolist(), strict=True)), "feature_importance.json")
     tracker.log_text(summary_md, "report/summary.md")
@@ -132,4 +183,4 @@ def record_results(
         result.booster.save_model(str(model_path), num_iteration=result.best_iteration)
         tracker.log_file(model_path, "model_text")
     if spec.config.tracking.log_model:
-        tracker.log_model(result.booster, names)
+        tracker.log_model(result.booster, names, name)

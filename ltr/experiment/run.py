@@ -41,8 +41,8 @@ log = logging.getLogger(__name__)
 
 #: The trainer of each ``trainer.kind``.
 TRAINERS: dict[TrainerKind, Callable[[ExperimentSpec], Trainer]] = {
-    TrainerKind.local: lambda spec: LocalTrainer(spec.config.model, spec.config.fit),
-    TrainerKind.dask: lambda spec: DaskTrainer(spec.config.model, spec.config.fit, spec.config.trainer),
+    TrainerKind.local: lambda spec: LocalTrainer(spec.config.model, spec.config.fit, spec.conventions, spec.table_ks),
+    TrainerKind.dask: lambda spec: DaskTrainer(spec.config.model, spec.config.fit, spec.config.trainer, spec.conventions),
 }
 
 
@@ -58,6 +58,7 @@ class RunOutcome:
     best_iteration: int
     objective_value: float
     timings: dict[str, float] = field(default_factory=dict)
+    run_url: str | None = None  # the run's page in the MLflow UI
 
 
 def run(
@@ -67,9 +68,11 @@ def run(
     tracker: Tracker | None = None,
     parent_run_id: str | None = None,
     extra_tags: dict[str, str] | None = None,
+    varying: Sequence[str] | None = None,
 ) -> RunOutcome:
     """Run one experiment described by a composed ``ltr train`` config (see the module docstring).
 
+    ``varying``: the config keys a sweep varies (a job's name is its values of those keys).
     Returns the summaries and ``metrics[spec.optimized_metric]`` as the objective value.
     """
     t0 = time.perf_counter()
@@ -85,13 +88,14 @@ def run(
         tracker = open_tracker(checked_uri, tracking.experiment)
 
     tags = run_tags(spec, str(source.fingerprint["sha256"]), overrides) | (extra_tags or {})
-    with tracked_run(tracker, run_name(spec, overrides), tags, parent_run_id=parent_run_id) as run_id:
+    name = run_name(spec, overrides, varying)
+    with tracked_run(tracker, name, tags, parent_run_id=parent_run_id) as run_id:
         t = time.perf_counter()
         tracker.log_params(spec.params())
         source.log_inputs(tracker)
         timings["log_start"] = time.perf_counter() - t
 
-        scored = source.train_and_score(trainer, spec, curves=tracker.enabled)
+        scored = source.train_and_score(trainer, spec)
         timings |= scored.timings
         t = time.perf_counter()
         evaluation = evaluate(spec, scored)
@@ -99,9 +103,7 @@ def run(
 
         t = time.perf_counter()
         title, summary_md, header, rows = summary_markdown(spec, evaluation, scored.result)
-        record_results(
-            tracker, spec, overrides, evaluation, scored.result, source.fingerprint, summary_md, scored.curves
-        )
+        record_results(tracker, spec, overrides, evaluation, scored, source.fingerprint, summary_md, name)
         timings["log"] = time.perf_counter() - t
     print_table(header, rows, title=title)
     for note in evaluation.gap_notes:
@@ -115,4 +117,5 @@ def run(
         scored.result.best_iteration,
         evaluation.metrics.get(spec.optimized_metric, float("nan")),
         timings,
+        tracker.run_url() if run_id else None,
     )

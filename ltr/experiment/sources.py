@@ -30,7 +30,6 @@ from ltr.metrics import per_query_table
 from ltr.metrics.gap import LightgbmGap, lightgbm_gap
 from ltr.metrics.ips import click_summary, click_tables, estimate_propensities, propensity_table
 from ltr.tracking import Tracker
-from ltr.training.curves import ndcg_sums_per_round
 from ltr.training.local import TrainResult
 from ltr.training.trainer import Trainer
 
@@ -53,8 +52,10 @@ class Scored:
     lightgbm_values: dict[str, dict[str, float]]
     extra_summaries: dict[str, dict[str, float]] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
-    #: ``curves[split][measure key]``: our mean of the measure after every round (one per round),
-    #: on the labels evaluation uses; empty where the rows are not in this process.
+    #: ``lightgbm_curves[key][metric]``: LightGBM's value of ``metric`` after every round trained.
+    lightgbm_curves: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    #: ``curves[key][measure key]``: our mean of the measure after every round trained (the
+    #: trainer's ``TrainResult.curves``); ``key`` as in ``lightgbm_values``.
     curves: dict[str, dict[str, list[float]]] = field(default_factory=dict)
 
 
@@ -73,9 +74,8 @@ class DataSource(Protocol):
         """Record the splits as the run's dataset inputs."""
         ...
 
-    def train_and_score(self, trainer: Trainer, spec: ExperimentSpec, *, curves: bool = True) -> Scored:
-        """Train ``trainer`` on this data and score the evaluated splits; ``curves``: also our
-        per-round curves (only worth their cost when a tracker logs them)."""
+    def train_and_score(self, trainer: Trainer, spec: ExperimentSpec) -> Scored:
+        """Train ``trainer`` on this data and score the evaluated splits."""
         ...
 
 
@@ -92,13 +92,16 @@ class InMemorySource:
     clicks: ClickSplits | None = None
 
     def log_inputs(self, tracker: Tracker) -> None:
+        """One MLflow dataset input per split, named ``{data}/{split}``, whose digest (the UI's
+        Dataset column) is the whole data's fingerprint, the run's ``ltr.data.fingerprint`` tag:
+        the runs of one data set show one digest. Per-split digests: ``data/fingerprint.json``."""
         for split, part in self.training.items():
             tracker.log_dataset(
-                f"{self.name}/{split}", str(self.fingerprint[split]["sha256"]),
+                f"{self.name}/{split}", str(self.fingerprint["sha256"]),
                 part.features, part.labels, context=split,
             )
 
-    def train_and_score(self, trainer: Trainer, spec: ExperimentSpec, *, curves: bool = True) -> Scored:
+    def train_and_score(self, trainer: Trainer, spec: ExperimentSpec) -> Scored:
         t = time.perf_counter()
         result = trainer.fit(self.training, eval_at=list(spec.ks), seed=spec.seed)
         timings = {"train": time.perf_counter() - t}
@@ -119,20 +122,26 @@ class InMemorySource:
         extra: dict[str, dict[str, float]] = {}
         if self.clicks is not None and spec.config.eval.clicks.enabled:
             extra = {split: self._click_summary(spec, split, scores[split], tables[split]) for split in splits}
-        by_split: dict[str, dict[str, list[float]]] = {}
-        if curves:
-            t = time.perf_counter()
-            by_split = {split: round_curves(result, self._evaluated(split), spec) for split in splits}
-            timings["curves"] = time.perf_counter() - t
-        return Scored(result, tables, gaps, lightgbm_values, extra, timings, by_split)
+        return Scored(
+            result, tables, gaps, lightgbm_values, extra, timings,
+            lightgbm_curves={self._lightgbm_key(split): by_name for split, by_name in result.evals_result.items()},
+            curves={self._our_key(split): by_key for split, by_key in result.curves.items()},
+        )
 
     def _evaluated(self, split: str) -> RankingData:
         data: RankingData = getattr(self.evaluation, split)
         return data
 
+    def _same_labels(self, split: str) -> bool:
+        return getattr(self.training, split) is getattr(self.evaluation, split)
+
     def _lightgbm_key(self, split: str) -> str:
-        same = getattr(self.training, split) is getattr(self.evaluation, split)
-        return split if same else f"{split}/lightgbm_train_labels"
+        return split if self._same_labels(split) else f"{split}/lightgbm_train_labels"
+
+    def _our_key(self, split: str) -> str:
+        """Our curve of a split the trainer saw with other labels (clicks) than evaluation uses
+        is not the run's ``{split}/ndcg_at_k``: it is logged as ``{split}/train_labels``."""
+        return split if self._same_labels(split) else f"{split}/train_labels"
 
     def _click_summary(
         self, spec: ExperimentSpec, split: str, scores: NDArray[np.float64], truth: pd.DataFrame
@@ -170,7 +179,7 @@ class PartitionedSource:
     def log_inputs(self, tracker: Tracker) -> None:
         """Nothing: the rows never reach this process (the fingerprint is logged as an artifact)."""
 
-    def train_and_score(self, trainer: Trainer, spec: ExperimentSpec, *, curves: bool = True) -> Scored:
+    def train_and_score(self, trainer: Trainer, spec: ExperimentSpec) -> Scored:
         from ltr.dask.trainer import DaskTrainer
 
         if not isinstance(trainer, DaskTrainer):
@@ -179,24 +188,10 @@ class PartitionedSource:
             spec.config, ks=list(spec.ks), table_ks=list(spec.table_ks),
             strata=spec.strata, conventions=spec.conventions,
         )
-        return Scored(result, tables, gaps, result.values_at_best(), {}, timings)
-
-
-def round_curves(result: TrainResult, data: RankingData, spec: ExperimentSpec) -> dict[str, list[float]]:
-    """Our mean nDCG@k (``spec.ks``, our conventions) after every round of the model on ``data``
-    (:func:`ltr.training.curves.ndcg_sums_per_round`; NaN of ``zero_idcg=skip`` left out).
-
-    The model keeps its trees up to the best round (LightGBM drops the rounds after it when
-    early stopping ends training), so the curve ends there; LightGBM's own curves cover every
-    round trained.
-    """
-    sums, counts = ndcg_sums_per_round(
-        result.booster, data.features, data.labels, data.offsets, ks=spec.ks, conventions=spec.conventions,
-        n_rounds=result.booster.current_iteration(),
-    )
-    with np.errstate(invalid="ignore", divide="ignore"):
-        means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
-    return {f"ndcg_at_{k}": means[:, j].tolist() for j, k in enumerate(spec.ks)}
+        return Scored(
+            result, tables, gaps, result.values_at_best(), {}, timings,
+            lightgbm_curves=result.evals_result, curves=result.curves,
+        )
 
 
 def _log_sizes(splits: Splits) -> None:

@@ -28,8 +28,8 @@ class ExperimentSpec:
 
     ``ks``: ``eval.k`` in config order; ``table_ks``: those plus the cut-offs the composites need
     (the columns of the per-query tables). ``optimized_metric``: the logged metric key the app
-    returns (``valid/ndcg_at_10``); ``early_stopping_metric``: LightGBM's name of the metric
-    early stopping watches on valid (``ndcg@10``). ``raw``: the config as composed (logged as
+    returns (``valid/ndcg_at_10``); ``early_stopping_metric``: the metric
+    early stopping watches on valid (ours ``ndcg_at_10``, or LightGBM's ``ndcg@10``). ``raw``: the config as composed (logged as
     ``config/config.yaml``).
     """
 
@@ -48,7 +48,8 @@ class ExperimentSpec:
         return self.config.seed
 
     def params(self) -> dict[str, Any]:
-        """The config as flat MLflow params (``model.num_leaves``), conventions resolved."""
+        """The config as flat MLflow params (``model.num_leaves``), conventions resolved; settings
+        left unset (None) are not logged (the MLflow UI shows "-" for them, not "None")."""
         flat = _flatten(dataclasses.asdict(self.config))
         conventions = self.conventions
         flat |= {
@@ -58,7 +59,7 @@ class ExperimentSpec:
             "fit.early_stopping_metric": self.early_stopping_metric,
             "optimized_metric": self.optimized_metric,
         }
-        return {key: str(value) if isinstance(value, str) else value for key, value in flat.items()}
+        return {key: str(value) if isinstance(value, str) else value for key, value in flat.items() if value is not None}
 
 
 def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from ltr.metrics.strata import EMPTY, EMPTY_KEY, Strata
 
@@ -57,35 +58,46 @@ def summarize(table: pd.DataFrame, *, strata: Strata = _DEFAULT_STRATA) -> dict[
     return out | stratum_means(table, cols, strata=strata)
 
 
+def mean_of_known(values: NDArray[np.float64]) -> tuple[float, int]:
+    """Sum and count of the non-NaN entries of a 1-D array: the one summation every mean uses.
+
+    The known values are copied into one contiguous array and summed by numpy's pairwise sum,
+    so the result depends only on the values and their order (not on the columns or strata
+    around them): the per-round curves (:mod:`ltr.training.round_metric`) reproduce the run's
+    means bit for bit.
+    """
+    flat = np.asarray(values, dtype=np.float64).ravel()
+    known = flat[~np.isnan(flat)]
+    return float(known.sum()), int(known.shape[0])
+
+
 def stratum_means(table: pd.DataFrame, columns: list[str], *, strata: Strata = _DEFAULT_STRATA) -> dict[str, float]:
     """Mean of each of ``columns``, overall (``col``) and per stratum (``col/len_1-10``, ...).
 
     NaN values are left out; a mean over no values is not emitted; empty lists are reported
-    under ``col/len_empty`` when there are any. One pass over all columns at once.
+    under ``col/len_empty`` when there are any. Every mean is :func:`mean_of_known` of the
+    column (the rows of a stratum in table order).
     """
     if not columns:
         return {}
     lens = table["list_len"].to_numpy()
-    n = int(lens.shape[0])
     idx = strata.assign(lens) + 1  # 0 = empty, 1.. = strata
     n_bins = strata.n_strata + 1
     keys = (EMPTY_KEY, *strata.keys)
     counts = np.bincount(idx, minlength=n_bins)
     show = [b for b in range(n_bins) if b != EMPTY + 1 or counts[b] > 0]
-    values = table[columns].to_numpy(dtype=np.float64)
-    ok = ~np.isnan(values)
-    # per-stratum sums and counts of all columns at once: one-hot (n, bins) times values (n, cols)
-    onehot = np.zeros((n, n_bins))
-    onehot[np.arange(n), idx] = 1.0
-    sums = onehot.T @ np.where(ok, values, 0.0)
-    cnts = onehot.T @ ok.astype(np.float64)
-    total_sums = sums.sum(axis=0)
-    total_cnts = cnts.sum(axis=0)
+    # rows grouped by stratum, table order kept within each: one slice per stratum
+    order = np.argsort(idx, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(counts)])
     out: dict[str, float] = {}
-    for j, col in enumerate(columns):
-        if total_cnts[j] > 0:
-            out[col] = float(total_sums[j] / total_cnts[j])
+    for col in columns:
+        values = table[col].to_numpy(dtype=np.float64)
+        total, n_known = mean_of_known(values)
+        if n_known:
+            out[col] = total / n_known
+        grouped = values[order]
         for b in show:
-            if cnts[b, j] > 0:
-                out[f"{col}/{keys[b]}"] = float(sums[b, j] / cnts[b, j])
+            part_sum, part_n = mean_of_known(grouped[bounds[b] : bounds[b + 1]])
+            if part_n:
+                out[f"{col}/{keys[b]}"] = part_sum / part_n
     return out

@@ -42,7 +42,13 @@ class Tracker(Protocol):
 
     def log_file(self, local_path: Path, artifact_dir: str | None = None) -> None: ...
 
-    def log_model(self, booster: Any, feature_names: Sequence[str]) -> None: ...
+    def log_model(self, booster: Any, feature_names: Sequence[str], name: str = "model") -> None:
+        """The booster as an MLflow model named after ``name`` (the run's name)."""
+        ...
+
+    def show_first(self, metric_keys: Sequence[str]) -> None:
+        """Make these metric columns the first a user meets in the runs table of the experiment."""
+        ...
 
     def log_dataset(self, name: str, digest: str, features: Any, labels: Any, *, context: str) -> None:
         """Record a split as an MLflow dataset input (name, our content digest, schema)."""
@@ -50,7 +56,9 @@ class Tracker(Protocol):
 
     def end_run(self, status: RunStatus, *, error: str | None = None) -> None: ...
 
-    def run_url(self) -> str | None: ...
+    def run_url(self) -> str | None:
+        """The run's page in the MLflow UI (a server's, or ``ltr ui``'s default address)."""
+        ...
 
 
 class NullTracker:
@@ -86,7 +94,10 @@ class NullTracker:
     def log_file(self, local_path: Path, artifact_dir: str | None = None) -> None:
         pass
 
-    def log_model(self, booster: Any, feature_names: Sequence[str]) -> None:
+    def log_model(self, booster: Any, feature_names: Sequence[str], name: str = "model") -> None:
+        pass
+
+    def show_first(self, metric_keys: Sequence[str]) -> None:
         pass
 
     def log_dataset(self, name: str, digest: str, features: Any, labels: Any, *, context: str) -> None:

@@ -1,9 +1,15 @@
-"""The git commit of the code that ran, and whether its work tree had uncommitted changes."""
+"""Who ran what: the git commit of the code that ran (and whether its work tree had uncommitted
+changes), and the MLflow tags the UI shows as a run's Source, Created by and Git commit."""
 
 from __future__ import annotations
 
+import functools
+import getpass
 import subprocess
 from pathlib import Path
+
+#: The ``ltr`` package's folder: its repository is the code that ran.
+CODE_DIR = Path(__file__).resolve().parent.parent
 
 
 def git_state(path: Path) -> tuple[str, bool]:
@@ -19,3 +25,23 @@ def git_state(path: Path) -> tuple[str, bool]:
     except (OSError, subprocess.SubprocessError):
         return "unknown", False
     return commit, bool(status.strip())
+
+
+@functools.cache
+def code_state() -> tuple[str, bool]:
+    """:func:`git_state` of the ``ltr`` code itself (asked once per process)."""
+    return git_state(CODE_DIR)
+
+
+def source_tags(command: str) -> dict[str, str]:
+    """MLflow's own tags of a run started by ``command`` (``ltr train``): the UI's Source
+    (``mlflow.source.name``, type LOCAL), Created by (``mlflow.user``) and Git commit."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (some containers)
+        user = "unknown"
+    tags = {"mlflow.source.name": command, "mlflow.source.type": "LOCAL", "mlflow.user": user}
+    commit, _ = code_state()
+    if commit != "unknown":
+        tags["mlflow.source.git.commit"] = commit
+    return tags

@@ -6,7 +6,9 @@ FINISHED, FAILED (exception) or KILLED (Ctrl-C / SIGTERM), and the error as the 
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -22,9 +24,13 @@ from ltr.errors import LtrUserError
 from ltr.tracking.base import RunStatus
 from ltr.tracking.store import ensure_store, process_tags, reap_dead_runs
 from ltr.tracking.store_lock import sqlite_store_lock
-from ltr.tracking.uri import artifact_root_for
+from ltr.tracking.uri import UI_PORT, VIEW_KEY, artifact_root_for, ui_url
 
 log = logging.getLogger(__name__)
+
+#: The experiment tag MLflow's UI reads to open an experiment on its runs table (model
+#: training), not on its GenAI screens (traces).
+EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
 
 # MLflow's limits per log_batch request (metrics, params, tags; 1000 entities in all).
 _BATCH_METRICS = 1000
@@ -65,11 +71,14 @@ class MlflowTracker:
         try:
             found = self.client.get_experiment_by_name(self.experiment_name)
             if found is not None:
+                if "mlflow.experimentKind" not in found.tags:  # made by an older ltr or by hand
+                    for key, value in EXPERIMENT_KIND.items():
+                        self.client.set_experiment_tag(found.experiment_id, key, value)
                 return str(found.experiment_id)
             try:
                 return str(
                     self.client.create_experiment(
-                        self.experiment_name, artifact_location=artifact_root_for(self.uri)
+                        self.experiment_name, artifact_location=artifact_root_for(self.uri), tags=EXPERIMENT_KIND
                     )
                 )
             except MlflowException:
@@ -150,16 +159,35 @@ class MlflowTracker:
     def log_file(self, local_path: Path, artifact_dir: str | None = None) -> None:
         self.client.log_artifact(self._require_run(), str(local_path), artifact_dir)
 
-    def log_model(self, booster: Any, feature_names: Sequence[str]) -> None:
-        """The booster as an MLflow LightGBM model (pyfunc-loadable) named ``model``."""
+    def log_model(self, booster: Any, feature_names: Sequence[str], name: str = "model") -> None:
+        """The booster as an MLflow LightGBM model (pyfunc-loadable), named ``name`` (made a valid
+        MLflow model name: characters other than letters, digits, ``_ - = ,`` become ``_``); its
+        URI (``models:/m-...``) is the run's ``ltr.model_uri`` tag."""
         run_id = self._require_run()
         mlflow.set_tracking_uri(self.uri)
         with self._locked(), mlflow.start_run(run_id=run_id, experiment_id=self.experiment_id):
-            mlflow.lightgbm.log_model(
+            info = mlflow.lightgbm.log_model(
                 booster,
-                name="model",
+                name=model_name(name),
                 pip_requirements=[f"lightgbm=={lightgbm.__version__}"],
             )
+            # how to load it: mlflow.pyfunc.load_model(run.data.tags["ltr.model_uri"])
+            self.client.set_tag(run_id, "ltr.model_uri", info.model_uri)
+
+    def show_first(self, metric_keys: Sequence[str]) -> None:
+        """Save the experiment's shared runs-table view (:data:`VIEW_KEY`): these metric columns
+        first, in this order, wide enough to read; newest runs first. MLflow's UI opens it from
+        a link with ``viewStateShareKey`` (:func:`ltr.tracking.uri.ui_url`)."""
+        columns = [f"metrics.`{key}`" for key in metric_keys]
+        view = {
+            "selectedColumns": columns,
+            "columnOrder": columns,
+            "columnWidths": {column: max(130, 8 * len(key) + 24) for column, key in zip(columns, metric_keys, strict=True)},
+            "orderByKey": "attributes.start_time",
+            "orderByAsc": False,
+        }
+        with self._locked():
+            self.client.set_experiment_tag(self.experiment_id, f"mlflow.sharedViewState.{VIEW_KEY}", json.dumps(view))
 
     def log_dataset(
         self, name: str, digest: str, features: Any, labels: Any, *, context: str
@@ -184,8 +212,14 @@ class MlflowTracker:
             self.client.set_terminated(self.run_id, status=status.value)
 
     def run_url(self) -> str | None:
+        """The run's page: on the tracking server, or on ``ltr ui``'s default address."""
         if self.run_id is None:
             return None
-        if self.uri.startswith("http"):
-            return f"{self.uri.rstrip('/')}/#/experiments/{self.experiment_id}/runs/{self.run_id}"
-        return None
+        base = self.uri if self.uri.startswith("http") else f"http://127.0.0.1:{UI_PORT}"
+        return ui_url(base, self.experiment_id, self.run_id)
+
+
+def model_name(name: str) -> str:
+    """``name`` as a logged-model name MLflow accepts (no ``/ : . % ' "``), at most 64 characters."""
+    cleaned = re.sub(r"[^A-Za-z0-9_=,-]+", "_", name).strip("_")[:64]
+    return cleaned or "model"

@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from ltr.tracking.uri import ui_path
+
 
 @dataclass
 class SweepSummary:
@@ -19,6 +21,13 @@ class SweepSummary:
     failures: list[str] = field(default_factory=list)
     text: str = ""
     markdown: str = ""
+
+
+def run_link(text: str, experiment_id: str, run_id: str) -> str:
+    """A Markdown link to a run's page, relative to the MLflow UI's own address (a description
+    is rendered there); ``|`` and brackets in ``text`` are escaped for a table cell."""
+    shown = text.replace("|", "\\|").replace("[", "\\[").replace("]", "\\]")
+    return f"[{shown}](#{ui_path(experiment_id, run_id)})"
 
 
 def child_runs(client: Any, experiment_id: str, parent_run_id: str, *, finished_only: bool = False) -> list[Any]:
@@ -38,6 +47,7 @@ def child_summary(tracker: Any, objective: str, job_errors: dict[str, str] | Non
     """
     runs = sorted(child_runs(tracker.client, tracker.experiment_id, tracker.run_id), key=lambda r: int(r.data.tags.get("ltr.job_num", "0")))
     rows: list[tuple[str, str, str, str]] = []
+    links: list[str] = []  # each row's run name, as a link to its page in the MLflow UI
     failures: list[str] = []
     killed: list[str] = []
     best_id, best_value = None, -math.inf
@@ -56,14 +66,27 @@ def child_summary(tracker: Any, objective: str, job_errors: dict[str, str] | Non
         if value is not None and status == "FINISHED" and value > best_value:
             best_id, best_value = r.info.run_id, value
         rows.append((r.data.tags.get("ltr.job_num", "?"), r.info.run_name or "", status, "-" if value is None else f"{value:.4f}"))
+        links.append(run_link(r.info.run_name or r.info.run_id, tracker.experiment_id, r.info.run_id))
     with_run = {r.data.tags.get("ltr.job_num") for r in runs}
     for job, error in sorted((job_errors or {}).items(), key=lambda item: int(item[0]) if item[0].isdigit() else 0):
         if job not in with_run:
             n_failed += 1
             failures.append(f"job {job} (no run): {error}")
             rows.append((job, "(refused before a run existed)", "FAILED", "-"))
-    header = ("job", "run name", "status", objective)
-    md = "| " + " | ".join(header) + " |\n|---|---|---|---|\n" + "".join(f"| {' | '.join(row)} |\n" for row in rows)
+            links.append(rows[-1][1])
+    header = ("job", "run", "status", objective)
+    best_line = "No job finished."
+    if best_id is not None:
+        best = next(r for r in runs if r.info.run_id == best_id)
+        best_line = (
+            f"**Best run**: {run_link(best.info.run_name or best_id, tracker.experiment_id, best_id)} "
+            f"(job {best.data.tags.get('ltr.job_num', '?')}), {objective} = {best_value:.4f}."
+        )
+    md = (
+        f"{best_line}\n\n"
+        + "| " + " | ".join(header) + " |\n|---|---|---|---|\n"
+        + "".join(f"| {row[0]} | {link} | {row[2]} | {row[3]} |\n" for row, link in zip(rows, links, strict=True))
+    )
     width = max([len(r[1]) for r in rows] + [8])
     text = "\n".join(
         [f"sweep: {len(rows)} jobs, {n_failed} failed, {n_killed} killed"]

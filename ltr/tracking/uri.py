@@ -34,3 +34,26 @@ def artifact_root_for(uri: str) -> str | None:
         db_path = Path(uri.removeprefix("sqlite:///"))
         return (db_path.parent / ARTIFACTS_DIR).as_uri()
     return None
+
+
+#: Where ``ltr ui`` serves by default.
+UI_PORT = 5000
+#: The experiment's shared view of the runs table (headline columns first), saved by each run
+#: as the experiment tag ``mlflow.sharedViewState.ltr``.
+VIEW_KEY = "ltr"
+
+
+def ui_path(experiment_id: str, run_id: str | None = None, *, view: bool = True) -> str:
+    """The UI's route (after ``#``) of a run's page, or of the experiment's runs table with our
+    shared view (``view``: the experiment has one); both in model-training mode (not MLflow's
+    GenAI screens)."""
+    root = f"/experiments/{experiment_id}/runs"
+    if run_id:
+        return f"{root}/{run_id}?workflowType=machine_learning"
+    shared = f"viewStateShareKey={VIEW_KEY}&" if view else ""
+    return f"{root}?{shared}workflowType=machine_learning"
+
+
+def ui_url(base: str, experiment_id: str, run_id: str | None = None, *, view: bool = True) -> str:
+    """:func:`ui_path` on the UI at ``base`` (``http://127.0.0.1:5000``, a tracking server)."""
+    return f"{base.rstrip('/')}/#{ui_path(experiment_id, run_id, view=view)}"

@@ -1,11 +1,14 @@
 """Fit a LightGBM ranker with early stopping on one validation metric and a progress display.
 
-LightGBM sorts ``eval_at``, so its ``first_metric_only`` early stopping would watch NDCG@5;
-:class:`EarlyStopOnMetric` watches exactly the configured metric (``ndcg@10``) on ``valid``.
+Every model trains through ``lgb.train``. Each round, LightGBM evaluates ``valid`` and ``test``
+with its own ``ndcg@k`` and with ours (:class:`ltr.training.round_metric.RoundNdcg`:
+``ndcg_at_k`` under the run's conventions). :class:`EarlyStopOnMetric` watches exactly the
+configured metric on ``valid``, by default ours at the largest cut-off (``ndcg_at_10``), the
+value the run reports as ``valid/ndcg_at_10``. (LightGBM's ``first_metric_only`` would watch
+its first sorted ``eval_at``.)
 
 ``model.position_bias=true`` trains lambdarank with LightGBM's position-bias treatment (unbiased
-lambdarank: ``lgb.Dataset(position=...)``), which ``LGBMRanker.fit`` cannot pass, so that path
-goes through ``lgb.train`` with the same parameters, callbacks and `TrainResult`.
+lambdarank: ``lgb.Dataset(position=...)``).
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ import re
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import joblib
 import lightgbm as lgb
 import numpy as np
 from numpy.typing import NDArray
@@ -26,7 +30,9 @@ from numpy.typing import NDArray
 from ltr.config.schema import FitConfig, ModelConfig
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
+from ltr.metrics import MetricConventions
 from ltr.tracking.lifecycle import raise_if_stop_requested
+from ltr.training.round_metric import RoundNdcg, curve_name, is_our_curve
 
 log = logging.getLogger(__name__)
 
@@ -39,15 +45,17 @@ class TrainResult:
     """A fitted model and what its training recorded.
 
     ``evals_result`` maps split name -> LightGBM metric name (``ndcg@10``) -> one value per round
-    (LightGBM's own conventions). ``best_iteration`` is 1-based, as LightGBM's ``best_iteration_``.
+    (LightGBM's own conventions); ``curves`` maps split name -> our key (``ndcg_at_10``) -> one
+    value per round (the run's conventions); both cover every round trained. ``best_iteration`` is 1-based, as LightGBM's ``best_iteration_``; ``n_rounds`` were trained.
     """
 
-    model: lgb.LGBMModel | lgb.Booster  # a Booster when trained through lgb.train
+    model: lgb.LGBMModel | lgb.Booster  # an LGBMRanker from the Dask trainer
     params: dict[str, Any]
     evals_result: dict[str, dict[str, list[float]]]
     best_iteration: int
     n_rounds: int
     seconds: float
+    curves: dict[str, dict[str, list[float]]] = field(default_factory=dict)
 
     @property
     def booster(self) -> lgb.Booster:
@@ -239,11 +247,19 @@ def lightgbm_error_text(exc: Exception) -> str:
     return re.sub(r"\s+at \S+, line \d+\s*\.?", "", str(exc)).strip()
 
 
+def physical_cores() -> int:
+    """The machine's physical cores (LightGBM's scikit-learn default thread count)."""
+    return int(joblib.cpu_count(only_physical_cores=True))
+
+
 def lightgbm_params(model: ModelConfig, *, seed: int, num_threads: int) -> dict[str, Any]:
     """LightGBM parameters from the model config: explicit fields, then ``model.params``.
 
-    Always deterministic for a seed: ``deterministic=True``, ``force_col_wise=True``, and
-    ``seed`` for every random source LightGBM has.
+    Always deterministic for a seed: ``deterministic=True``, ``force_col_wise=True``, ``seed``
+    for every random source LightGBM has, and an explicit thread count (``num_threads``, or the
+    machine's physical cores as LightGBM's scikit-learn API picks them): LightGBM's own metric
+    sums its queries over threads, so a thread count left to OpenMP (which a launcher's worker
+    may limit) would change its last digits.
     """
     params: dict[str, Any] = {
         "objective": model.objective,
@@ -273,7 +289,7 @@ def lightgbm_params(model: ModelConfig, *, seed: int, num_threads: int) -> dict[
             "random_state": seed,
             "deterministic": True,
             "force_col_wise": True,
-            "n_jobs": num_threads if num_threads > 0 else None,
+            "n_jobs": num_threads if num_threads > 0 else physical_cores(),
             "verbosity": -1,
         }
     )
@@ -292,9 +308,14 @@ class _Boosted:
 
 
 def watched_metric(fit: FitConfig, eval_at: list[int] | tuple[int, ...]) -> str:
-    """LightGBM's name of the metric early stopping watches: ``fit.early_stopping_metric``, or
-    ``ndcg@<largest cut-off>`` when it is null."""
-    return fit.early_stopping_metric or f"ndcg@{max(eval_at)}"
+    """The metric early stopping watches on valid: ``fit.early_stopping_metric``, or ours at the
+    largest cut-off (``ndcg_at_10``) when it is null. ``ndcg@k`` names LightGBM's own."""
+    return fit.early_stopping_metric or curve_name(max(eval_at))
+
+
+def whose(metric: str) -> str:
+    """Whose conventions a watched metric follows, for log lines."""
+    return "the run's conventions" if is_our_curve(metric) else "LightGBM's conventions"
 
 
 def _boost(
@@ -321,140 +342,103 @@ def _boost(
             progress.close()
     boosted = _Boosted(model, stopper, time.perf_counter() - start)
     log.info(
-        "stopped after %d rounds; best round %d with valid %s = %.6f (LightGBM's conventions)",
+        "stopped after %d rounds; best round %d with valid %s = %.6f (%s)",
         boosted.n_rounds,
         stopper.best_iteration + 1,
         metric,
         stopper.best_value,
+        whose(metric),
     )
     return boosted
 
 
-def _as_lists(evals: Any) -> dict[str, dict[str, list[float]]]:
-    return {name: {m: list(v) for m, v in metrics.items()} for name, metrics in evals.items()}
+def _split_curves(evals: Any) -> tuple[dict[str, dict[str, list[float]]], dict[str, dict[str, list[float]]]]:
+    """``record_evaluation``'s record as (LightGBM's ``ndcg@k``, our ``ndcg_at_k``) per split."""
+    lightgbm_curves: dict[str, dict[str, list[float]]] = {}
+    ours: dict[str, dict[str, list[float]]] = {}
+    for split, by_metric in evals.items():
+        for name, values in by_metric.items():
+            target = ours if is_our_curve(name) else lightgbm_curves
+            target.setdefault(split, {})[name] = list(values)
+    return lightgbm_curves, ours
 
 
 def fit_ranker(
-    splits: Splits, model: ModelConfig, fit: FitConfig, *, eval_at: list[int], seed: int
+    splits: Splits,
+    model: ModelConfig,
+    fit: FitConfig,
+    *,
+    eval_at: list[int],
+    seed: int,
+    round_metric: RoundNdcg | None = None,
 ) -> TrainResult:
-    """Train on ``splits.train``; LightGBM evaluates ``valid`` and ``test`` every round.
+    """Train on ``splits.train`` with ``lgb.train``; ``valid`` and ``test`` are evaluated every round.
 
-    Early stopping watches ``fit.early_stopping_metric`` on ``valid`` only; ``test`` is recorded
-    for the curves and for LightGBM's own value beside ours, never for a decision.
+    LightGBM records its own ``ndcg@k`` (``eval_at``); ``round_metric`` adds ours
+    (``ndcg_at_k``, the run's conventions) on the same sets. Early stopping watches
+    ``fit.early_stopping_metric`` (either name) on ``valid`` only; ``test`` is recorded for the
+    curves, never for a decision. A ranker (lambdarank, rank_xendcg) and a pointwise regressor
+    share this path; ``model.position_bias`` adds the training rows' positions to the data set
+    (unbiased lambdarank).
     """
     check_model_config(model)
-    params = lightgbm_params(model, seed=seed, num_threads=fit.num_threads)
     if model.position_bias:
         check_position_training(model, splits)
-        return _fit_position_bias(splits, params, fit, eval_at=eval_at)
-    if model.estimator == "ranker":
-        ranker: lgb.LGBMModel = lgb.LGBMRanker(n_estimators=fit.num_boost_round, **params)
-    else:
-        # A pointwise regressor on the labels; queries are passed only so LightGBM can report
-        # NDCG on the evaluation sets (the regression objective ignores them).
-        ranker = lgb.LGBMModel(
-            n_estimators=fit.num_boost_round, eval_at=sorted(set(eval_at)), **params
-        )
+    if round_metric is None:  # our default conventions
+        round_metric = RoundNdcg(ks=eval_at, table_ks=eval_at, conventions=MetricConventions())
+    params = train_params(lightgbm_params(model, seed=seed, num_threads=fit.num_threads), eval_at=eval_at)
     train, valid, test = splits.train, splits.valid, splits.test
+    names: list[str] | Literal["auto"] = list(train.feature_names) if train.feature_names else "auto"
+    train_set = lgb.Dataset(
+        train.features,
+        train.labels,
+        group=train.group_sizes,
+        position=train.positions if model.position_bias else None,
+        feature_name=names,
+        free_raw_data=False,
+    )
+    eval_sets = [
+        lgb.Dataset(d.features, d.labels, group=d.group_sizes, reference=train_set, feature_name=names)
+        for d in (valid, test)
+    ]
+    for dataset, data in zip(eval_sets, (valid, test), strict=True):
+        round_metric.register(dataset, data.labels, data.offsets)
+    evals: dict[str, Any] = {}
 
-    def run(callbacks: list[Any]) -> lgb.LGBMModel:
-        return ranker.fit(
-            train.features,
-            train.labels,
-            group=train.group_sizes,
-            eval_X=(valid.features, test.features),
-            # LightGBM 4.7 annotates eval_y as a 1-tuple; any number of sets is accepted at run time.
-            eval_y=(valid.labels, test.labels),  # type: ignore[arg-type]
-            eval_group=[valid.group_sizes, test.group_sizes],
-            eval_names=["valid", "test"],
-            **(
-                {"eval_at": sorted(set(eval_at))}
-                if model.estimator == "ranker"
-                else {"eval_metric": "ndcg"}
-            ),
-            feature_name=list(train.feature_names) if train.feature_names else "auto",
-            callbacks=callbacks,
+    def run(callbacks: list[Any]) -> lgb.Booster:
+        return lgb.train(
+            params,
+            train_set,
+            num_boost_round=fit.num_boost_round,
+            valid_sets=eval_sets,
+            valid_names=["valid", "test"],
+            feval=round_metric,
+            callbacks=[lgb.record_evaluation(evals), *callbacks],
         )
 
-    metric = watched_metric(fit, eval_at)
-    boosted = _boost(
-        fit,
-        metric,
-        f"{model.objective} on {train.n_queries} queries / {train.n_rows} rows, {train.n_features} features",
-        run,
-    )
-    evals = _as_lists(ranker.evals_result_)
-    assert len(evals["valid"][metric]) == boosted.n_rounds
-    return TrainResult(
-        ranker, params, evals, int(ranker.best_iteration_), boosted.n_rounds, boosted.seconds
-    )
+    what = f"{model.objective} on {train.n_queries} queries / {train.n_rows} rows, {train.n_features} features"
+    if model.position_bias:
+        assert train.positions is not None  # checked by check_position_training
+        what += f", position bias over {len(np.unique(train.positions))} positions"
+    boosted = _boost(fit, watched_metric(fit, eval_at), what, run)
+    booster = boosted.model
+    best = int(booster.best_iteration)
+    lightgbm_curves, ours = _split_curves(evals)
+    return TrainResult(booster, params, lightgbm_curves, best, boosted.n_rounds, boosted.seconds, ours)
 
 
 def train_params(params: dict[str, Any], *, eval_at: list[int]) -> dict[str, Any]:
     """The sklearn-style ``params`` of :func:`lightgbm_params` as ``lgb.train`` parameters.
 
     Every sklearn name ltr uses is a LightGBM alias (``random_state`` -> ``seed``, ``n_jobs`` ->
-    ``num_threads``, ...); only ``n_jobs=None`` (LightGBM's default) is dropped.
+    ``num_threads``, ...); ``n_jobs=None`` (LightGBM's default) is dropped. LightGBM's own
+    ``ndcg@k`` is computed at ``eval_at`` on every evaluated set (for a regressor too: the
+    evaluated sets carry their queries).
     """
     out = {k: v for k, v in params.items() if not (k == "n_jobs" and v is None)}
     out["metric"] = "ndcg"
     out["eval_at"] = sorted(set(eval_at))
     return out
-
-
-def _fit_position_bias(
-    splits: Splits, params: dict[str, Any], fit: FitConfig, *, eval_at: list[int]
-) -> TrainResult:
-    """Unbiased lambdarank through ``lgb.train`` with ``Dataset(position=train.positions)``."""
-    train, valid, test = splits.train, splits.valid, splits.test
-    booster_params = train_params(params, eval_at=eval_at)
-    names: list[str] | Literal["auto"] = (
-        list(train.feature_names) if train.feature_names else "auto"
-    )
-    assert train.positions is not None  # checked by check_position_training
-    train_set = lgb.Dataset(
-        train.features,
-        train.labels,
-        group=train.group_sizes,
-        position=train.positions,
-        feature_name=names,
-        free_raw_data=False,
-    )
-    eval_sets = [
-        lgb.Dataset(
-            d.features, d.labels, group=d.group_sizes, reference=train_set, feature_name=names
-        )
-        for d in (valid, test)
-    ]
-    evals: dict[str, Any] = {}
-
-    def run(callbacks: list[Any]) -> lgb.Booster:
-        return lgb.train(
-            booster_params,
-            train_set,
-            num_boost_round=fit.num_boost_round,
-            valid_sets=eval_sets,
-            valid_names=["valid", "test"],
-            callbacks=[lgb.record_evaluation(evals), *callbacks],
-        )
-
-    n_positions = len(np.unique(train.positions))
-    boosted = _boost(
-        fit,
-        watched_metric(fit, eval_at),
-        f"lambdarank with position bias on {train.n_queries} queries / {train.n_rows} rows, "
-        f"{train.n_features} features, {n_positions} positions",
-        run,
-    )
-    booster = boosted.model
-    return TrainResult(
-        booster,
-        booster_params,
-        _as_lists(evals),
-        int(booster.best_iteration),
-        boosted.n_rounds,
-        boosted.seconds,
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -463,6 +447,9 @@ class LocalTrainer:
 
     model: ModelConfig
     fit_config: FitConfig
+    conventions: MetricConventions = field(default_factory=MetricConventions)
+    table_ks: tuple[int, ...] = ()  # the run's per-query table cut-offs (default: eval_at)
 
     def fit(self, splits: Splits, *, eval_at: list[int], seed: int) -> TrainResult:
-        return fit_ranker(splits, self.model, self.fit_config, eval_at=eval_at, seed=seed)
+        round_metric = RoundNdcg(ks=eval_at, table_ks=self.table_ks or tuple(eval_at), conventions=self.conventions)
+        return fit_ranker(splits, self.model, self.fit_config, eval_at=eval_at, seed=seed, round_metric=round_metric)

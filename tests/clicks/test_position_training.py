@@ -44,9 +44,9 @@ def test_position_bias_training_keeps_the_train_result_contract(small_cfg: Calla
     b = fit_ranker(splits, cfg.model, cfg.fit, eval_at=[10, 5], seed=cfg.seed)
     assert isinstance(a.model, lgb.Booster)
     assert a.booster is a.model
-    at10 = np.asarray(a.evals_result["valid"]["ndcg@10"])
+    at10 = np.asarray(a.curves["valid"]["ndcg_at_10"])
     assert a.best_iteration == int(np.argmax(at10)) + 1
-    assert len(at10) == len(a.evals_result["test"]["ndcg@5"]) == a.n_rounds
+    assert len(at10) == len(a.evals_result["test"]["ndcg@5"]) == len(a.curves["test"]["ndcg_at_5"]) == a.n_rounds
     assert a.n_rounds in (60, a.best_iteration + 10)
     assert a.predict(splits.test.features).tobytes() == b.predict(splits.test.features).tobytes()
     assert a.params["objective"] == "lambdarank"

@@ -63,10 +63,14 @@ def test_dask_run_logs_everything_and_matches_local_ndcg(
     # LightGBM's conventions plus the logged decomposition of the gap.
     gap = metrics["test/lightgbm_gap/ndcg_at_10/zero_idcg"] + metrics["test/lightgbm_gap/ndcg_at_10/ties"]
     assert metrics["test/lightgbm/ndcg_at_10"] == pytest.approx(metrics["test/ndcg_at_10"] + gap, abs=1e-9)
+    # both curves end at the best round; ours there is the run's value (summed per partition)
+    best = int(metrics["best_iteration"])
     history = client.get_metric_history(dask_run.info.run_id, "iter/valid/ndcg_at_10")
-    assert [m.step for m in history] == list(range(1, 41))
+    assert [m.step for m in history] == list(range(1, best + 1))
+    assert history[-1].value == pytest.approx(metrics["valid/ndcg_at_10"], abs=1e-12)
+    assert max(m.value for m in history) == history[-1].value  # the best round was picked on ours
     lightgbm = client.get_metric_history(dask_run.info.run_id, "iter/valid/lightgbm/ndcg_at_10")
-    assert [m.step for m in lightgbm] == list(range(1, 41))
+    assert [m.step for m in lightgbm] == list(range(1, best + 1))
 
     artifacts = {a.path for a in client.list_artifacts(dask_run.info.run_id, "per_query")}
     assert artifacts == {"per_query/valid.parquet", "per_query/test.parquet"}

@@ -336,13 +336,14 @@ def test_position_bias_run_trains_on_letor_files_with_position_files(
     from ltr.training import local as training
 
     seen: list[np.ndarray] = []
-    original = training._fit_position_bias
+    original = training.lgb.Dataset
 
-    def spy(splits: Any, *args: Any, **kwargs: Any) -> Any:
-        seen.append(splits.train.positions)
-        return original(splits, *args, **kwargs)
+    def spy(*args: Any, **kwargs: Any) -> Any:  # the data sets LightGBM trains on, as built
+        if kwargs.get("position") is not None:
+            seen.append(kwargs["position"])
+        return original(*args, **kwargs)
 
-    monkeypatch.setattr(training, "_fit_position_bias", spy)
+    monkeypatch.setattr(training.lgb, "Dataset", spy)
     cfg = compose_train([
         "data=svmlight", f"data.train={files['train']}", f"data.valid={files['valid']}",
         f"data.test={files['test']}", f"data.cache_dir={tmp_path / 'cache'}", "tracking=none",
@@ -350,7 +351,7 @@ def test_position_bias_run_trains_on_letor_files_with_position_files(
         "fit.early_stopping_rounds=5", "fit.show_progress=false",
     ])
     out = pipeline.run(cfg)
-    assert len(seen) == 1, "the position-bias trainer was not used"
+    assert len(seen) == 1, "the training set was built without positions"
     np.testing.assert_array_equal(seen[0], written["train"])
     assert out.best_iteration >= 1
     assert 0.0 < out.metrics["test/ndcg_at_10"] <= 1.0

@@ -86,15 +86,17 @@ def test_resolved_conventions_are_the_logged_params() -> None:
     params = check_config(compose_train(["eval.preset=sklearn"])).params()
     assert (params["eval.gain"], params["eval.ties"], params["eval.zero_idcg"]) == ("linear", "average", "zero")
     assert params["eval.preset"] == "sklearn"
-    assert params["fit.early_stopping_metric"] == "ndcg@10"
+    assert params["fit.early_stopping_metric"] == "ndcg_at_10"
     assert params["optimized_metric"] == "valid/ndcg_at_10"
 
 
 def test_objective_and_early_stopping_follow_eval_k() -> None:
     spec = check_config(compose_train(["eval.k=[5,20]"]))
     assert spec.optimized_metric == "valid/ndcg_at_20"
-    assert spec.early_stopping_metric == "ndcg@20"
-    assert spec.config.fit.early_stopping_metric == "ndcg@20"
+    assert spec.early_stopping_metric == "ndcg_at_20"
+    assert spec.config.fit.early_stopping_metric == "ndcg_at_20"
+    lightgbm = check_config(compose_train(["eval.k=[5,20]", "fit.early_stopping_metric=ndcg@5"]))
+    assert lightgbm.early_stopping_metric == "ndcg@5"
     stratum = check_config(compose_train(["optimized_metric=test/err_at_10/len_51_plus"]))
     assert stratum.optimized_metric == "test/err_at_10/len_51_plus"
     composite = check_config(compose_train(["+eval.composite.blend={ndcg_at_3: 0.5, rr: 0.5}", "optimized_metric=valid/blend"]))

@@ -37,7 +37,7 @@ def _paths(client: MlflowClient, run_id: str, path: str | None = None) -> set[st
 def test_artifacts_params_tags_and_names(finished_run: tuple[MlflowClient, str, DictConfig, pipeline.RunOutcome]) -> None:
     client, run_id, cfg, _ = finished_run
     run = client.get_run(run_id)
-    assert run.info.run_name == "lambdarank model.num_leaves=7"
+    assert run.info.run_name == "model.num_leaves=7 (lambdarank)"  # what varies first
     expected = {
         "config/config.yaml", "config/overrides.yaml", "data/fingerprint.json",
         "report/summary.md", "report/ndcg_by_stratum.png", "feature_importance.png",
@@ -46,7 +46,10 @@ def test_artifacts_params_tags_and_names(finished_run: tuple[MlflowClient, str, 
     } | {f"idcg/{s}/hist_at_{k}.{ext}" for s in ("valid", "test") for k in (5, 10) for ext in ("png", "json")}
     assert expected <= _paths(client, run_id)
     # params: the flattened composed config, every leaf
-    assert run.data.params["fit.early_stopping_metric"] == "ndcg@10"
+    assert run.data.params["fit.early_stopping_metric"] == "ndcg_at_10"
+    assert "None" not in run.data.params.values()  # unset settings are not logged
+    assert "model.max_depth" in run.data.params
+    assert "model.label_gain" not in run.data.params  # None in the schema
     assert run.data.params["eval.ties"] == "average"
     assert run.data.params["seed"] == str(cfg.seed)
     tags = run.data.tags
@@ -55,12 +58,23 @@ def test_artifacts_params_tags_and_names(finished_run: tuple[MlflowClient, str, 
     assert tags["ltr.eval.strata"] == "1-10,11-50,51+"
     assert len(tags["ltr.data.fingerprint"]) == 16
     assert tags["ltr.git.dirty"] in {"true", "false"}
+    # what the MLflow UI shows as Source, Created by and Git commit; the description
+    assert tags["mlflow.source.name"] == "ltr train"
+    assert tags["mlflow.source.type"] == "LOCAL"
+    assert tags["mlflow.user"]
+    assert tags["mlflow.source.git.commit"] == tags["ltr.git.commit"]
+    summary = Path(client.download_artifacts(run_id, "report/summary.md")).read_text()
+    assert tags["mlflow.note.content"] == "##" + summary  # its title one heading level down
+    assert "| 51+ |" in summary
     assert run.data.metrics["best_iteration"] >= 1
-    # the dataset inputs: one per split, digest = our content hash of that split
+    # the dataset inputs: one per split, digest = the whole data's fingerprint (the run's tag)
     fingerprint = json.loads(Path(client.download_artifacts(run_id, "data/fingerprint.json")).read_text())
     inputs = {d.dataset.name: d for d in run.inputs.dataset_inputs}
     assert set(inputs) == {"synthetic/train", "synthetic/valid", "synthetic/test"}
-    assert inputs["synthetic/test"].dataset.digest == fingerprint["test"]["sha256"]
+    assert {d.dataset.digest for d in inputs.values()} == {fingerprint["sha256"]} == {tags["ltr.data.fingerprint"]}
+    # the figures and the model carry the run's name
+    model = client.get_logged_model(tags["ltr.model_uri"].removeprefix("models:/"))
+    assert model.name == "model_num_leaves=7_lambdarank"
 
 
 def test_per_query_parquet_reproduces_logged_summary_exactly(
@@ -83,7 +97,7 @@ def test_logged_mlflow_model_predicts_like_the_in_process_model(
     booster = lgb.Booster(model_file=client.download_artifacts(run_id, "model_text/model.txt", str(tmp_path)))
     expected = booster.predict(splits.test.features)
     mlflow.set_tracking_uri(tracking_uri)
-    loaded = mlflow.pyfunc.load_model(f"runs:/{run_id}/model")
+    loaded = mlflow.pyfunc.load_model(client.get_run(run_id).data.tags["ltr.model_uri"])
     got = np.asarray(loaded.predict(pd.DataFrame(splits.test.features, columns=list(splits.test.feature_names))))
     np.testing.assert_array_equal(got, expected)
 

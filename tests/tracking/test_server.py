@@ -91,7 +91,9 @@ def test_two_experiments_against_a_server(server: str, small_cfg: Callable[..., 
     splits = load_splits(cfg.data, cfg.split, seed=cfg.seed)
     in_process = fit_ranker(splits, cfg.model, cfg.fit, eval_at=[5, 10], seed=cfg.seed)
     mlflow.set_tracking_uri(server)
-    loaded = mlflow.pyfunc.load_model(f"runs:/{outcomes['server-a'].run_id}/model")
+    run_id = outcomes["server-a"].run_id
+    assert run_id is not None
+    loaded = mlflow.pyfunc.load_model(client.get_run(run_id).data.tags["ltr.model_uri"])
     frame = pd.DataFrame(splits.test.features, columns=list(splits.test.feature_names))
     np.testing.assert_array_equal(np.asarray(loaded.predict(frame)), in_process.predict(splits.test.features))
 

@@ -550,11 +550,12 @@ def test_ui_reaps_dead_runs_before_serving(tmp_path: Path) -> None:
             if not line:
                 break
             lines.append(line)
-            if line.startswith("MLflow UI for"):
+            if line.startswith("MLflow UI at"):
                 break
     finally:
         stop_process_group(proc, timeout=30)
     assert lines, "ltr ui printed nothing"
-    assert lines[-1].startswith(f"MLflow UI for {uri} at http://127.0.0.1:{port}"), lines
+    assert any(line.startswith(f"starting the MLflow UI for {uri}") for line in lines), lines
+    assert lines[-1].startswith(f"MLflow UI at http://127.0.0.1:{port} (up in "), lines
     assert any("marked 1 run KILLED" in line for line in lines), lines
     assert MlflowClient(uri).get_run(dead_id).info.status == "KILLED"

@@ -1,4 +1,4 @@
-"""NDCG after every boosting round of a model, by the metrics kernel: the one per-round loop.
+"""NDCG after every boosting round of a trained model, by the metrics kernel (the Dask trainer).
 
 The raw scores are accumulated tree by tree, as LightGBM's own score buffer (the score after
 round ``i`` is the sum of trees ``0..i``, in that order), and each round is scored by
@@ -6,8 +6,10 @@ round ``i`` is the sum of trees ``0..i``, in that order), and each round is scor
 trees' outputs come from LightGBM's leaf indices (``pred_leaf``, in blocks of trees) and the
 leaves' values, the same doubles ``predict(raw_score=True)`` adds.
 
-Used by the local runner (our conventions, per-round curves in MLflow) and by the Dask
-trainer (LightGBM's conventions, partition by partition, summed on the client).
+The local trainer gets its curves from LightGBM during training
+(:mod:`ltr.training.round_metric`); ``DaskLGBMRanker`` evaluates a worker's share of the rows
+only, so the Dask trainer recomputes both curves (LightGBM's conventions and the run's)
+after training, partition by partition, summed on the client.
 """
 
 from __future__ import annotations
@@ -51,23 +53,26 @@ def ndcg_sums_per_round(
     offsets: NDArray[np.int64],
     *,
     ks: Sequence[int],
-    conventions: MetricConventions,
+    conventions: Sequence[MetricConventions],
     n_rounds: int,
 ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """Sum and count over the queries of NDCG@k after each round, both shape (n_rounds, len(ks)).
+    """Sum and count over the queries of NDCG@k after each round under each of ``conventions``,
+    both shape (len(conventions), n_rounds, len(ks)); the trees are walked once for all.
 
     NaN (``zero_idcg="skip"``) is left out of both, so ``sums / counts`` is the mean NDCG@k;
     sums and counts of disjoint sets of queries (partitions) add up to those of their union.
     """
-    sums = np.zeros((n_rounds, len(ks)), dtype=np.float64)
-    counts = np.zeros((n_rounds, len(ks)), dtype=np.int64)
+    shape = (len(conventions), n_rounds, len(ks))
+    sums = np.zeros(shape, dtype=np.float64)
+    counts = np.zeros(shape, dtype=np.int64)
     raw = np.zeros(features.shape[0], dtype=np.float64)
     if offsets.shape[0] <= 1:
         return sums, counts
     for i, tree in enumerate(tree_outputs(booster, features, n_rounds)):
         raw += tree
-        ndcg = measure_arrays(labels, raw, offsets, ks=ks, conventions=conventions).ndcg
-        known = ~np.isnan(ndcg)
-        sums[i] = np.where(known, ndcg, 0.0).sum(axis=0)
-        counts[i] = known.sum(axis=0)
+        for c, convention in enumerate(conventions):
+            ndcg = measure_arrays(labels, raw, offsets, ks=ks, conventions=convention).ndcg
+            known = ~np.isnan(ndcg)
+            sums[c, i] = np.where(known, ndcg, 0.0).sum(axis=0)
+            counts[c, i] = known.sum(axis=0)
     return sums, counts

@@ -1,0 +1,67 @@
+"""Our NDCG@k after every boosting round, as a LightGBM evaluation function (``feval``).
+
+LightGBM calls :class:`RoundNdcg` after each round with its scores of an evaluated data set
+(the running sum of the trees, the doubles ``predict(num_iteration=round)`` returns). It scores
+them with the metrics kernel under the run's conventions and returns ``ndcg_at_k`` (our key,
+beside LightGBM's own ``ndcg@k``) for every cut-off. The mean is taken exactly as the run's
+summary takes it (:func:`ltr.metrics.summary.mean_of_known`, on the same table cut-offs), so the
+value at the best round *is* the run's ``valid/ndcg_at_k``, bit for bit; early stopping watches
+it. One kernel call per data set and round: no per-query loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import lightgbm as lgb
+import numpy as np
+from numpy.typing import NDArray
+
+from ltr.metrics import MetricConventions
+from ltr.metrics.summary import mean_of_known
+from ltr.metrics.table import measure_arrays
+
+#: Our curve names: ``ndcg_at_10`` (LightGBM names its own ``ndcg@10``).
+CURVE_PREFIX = "ndcg_at_"
+
+
+def curve_name(k: int) -> str:
+    """Our per-round key of NDCG@k, as logged under ``iter/{split}/``."""
+    return f"{CURVE_PREFIX}{k}"
+
+
+def is_our_curve(name: str) -> bool:
+    """True for the names :class:`RoundNdcg` reports (LightGBM's own are ``ndcg@k``)."""
+    return name.startswith(CURVE_PREFIX)
+
+
+@dataclass
+class RoundNdcg:
+    """``feval`` for ``lgb.train``: our mean NDCG@k (``ks``) on each registered data set.
+
+    ``table_ks``: the cut-offs the run's per-query tables are computed with (a superset of
+    ``ks``); the kernel is called with the same ones so each value equals the table's.
+    """
+
+    ks: Sequence[int]
+    table_ks: Sequence[int]
+    conventions: MetricConventions
+    _sets: dict[int, tuple[NDArray[np.int64], NDArray[np.int64]]] = field(default_factory=dict)
+
+    def register(self, dataset: lgb.Dataset, labels: NDArray[np.integer], offsets: NDArray[np.int64]) -> lgb.Dataset:
+        """Score ``dataset`` (an evaluated set passed to ``lgb.train``) with these labels and
+        query offsets (the same rows, in the same order)."""
+        self._sets[id(dataset)] = (np.asarray(labels, dtype=np.int64), np.asarray(offsets, dtype=np.int64))
+        return dataset
+
+    def __call__(self, preds: NDArray[np.float64], eval_data: lgb.Dataset) -> list[tuple[str, float, bool]]:
+        labels, offsets = self._sets[id(eval_data)]
+        if offsets.shape[0] <= 1:
+            return [(curve_name(k), float("nan"), True) for k in self.ks]
+        ndcg = measure_arrays(labels, preds, offsets, ks=self.table_ks, conventions=self.conventions).ndcg
+        out = []
+        for k in self.ks:
+            total, n_known = mean_of_known(ndcg[:, list(self.table_ks).index(k)])
+            out.append((curve_name(k), total / n_known if n_known else float("nan"), True))
+        return out
