@@ -26,7 +26,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from ltr.experiment.checks import check_config
 from ltr.experiment.cv import cv_metrics, cv_table
-from ltr.experiment.record import shown_overrides
+from ltr.experiment.record import override_key, short_overrides, shown_overrides
 from ltr.experiment.spec import ExperimentSpec
 from ltr.tracking import RunStatus, make_tracker
 from ltr.tracking.gitinfo import source_tags
@@ -57,6 +57,19 @@ def varying_keys(config: DictConfig) -> list[str]:
     params = config.hydra.sweeper.get("params") or {}
     keys += [str(k) for k in params if str(k) not in keys]
     return keys
+
+
+def sweep_name(config: DictConfig) -> str:
+    """A sweep's parent run name: what it varies first (``num_leaves=7,15``, the
+    ``hydra.sweeper.params`` as ``key=values``), then its other shown overrides, shortened as
+    job names are; the MLflow UI cuts names short, so the part that tells sweeps apart leads."""
+    shown = shown_overrides(config.hydra.overrides.task)
+    keys = set(varying_keys(config))
+    varied = [o for o in shown if override_key(o) in keys]
+    params = config.hydra.sweeper.get("params") or {}
+    searched = [f"{key}={value}" for key, value in params.items() if not any(o.startswith(f"{key}=") for o in varied)]
+    rest = [o for o in shown if o not in varied]
+    return " ".join(short_overrides([*varied, *searched, *rest])) or "sweep"
 
 
 def varying_keys_for(sweep_dir: str | Path) -> list[str] | None:
@@ -114,9 +127,8 @@ class MlflowSweepCallback(Callback):
         self.tracker = make_tracker(True, config.tracking.uri, config.tracking.experiment)
         overrides = " ".join(config.hydra.overrides.task)
         sweeper = str(config.hydra.sweeper.get("_target_", "basic")).rsplit(".", 1)[-1]
-        shown = " ".join(shown_overrides(config.hydra.overrides.task))
         run_id = self.tracker.start_run(
-            f"sweep {shown}".strip(),
+            sweep_name(config),
             {
                 "ltr.role": "sweep",
                 "ltr.sweep_id": str(sweep_dir),

@@ -16,11 +16,13 @@ import subprocess
 import sys
 import time
 import urllib.request
+from types import FrameType
 from typing import Any
 
 from ltr.cli.args import OneLineParser
 from ltr.errors import LtrUserError
 from ltr.tracking import check_tracking_uri, resolve_tracking_uri
+from ltr.tracking.lifecycle import Terminated
 from ltr.tracking.mlflow_tracker import EXPERIMENT_KIND
 from ltr.tracking.store import open_client
 from ltr.tracking.store_lock import sqlite_db_path
@@ -78,6 +80,10 @@ def wait_until_up(proc: subprocess.Popen[bytes], base: str, timeout: float) -> N
     raise LtrUserError(f"the MLflow UI did not answer at {base} within {timeout:.0f} s")
 
 
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise Terminated()
+
+
 def main(argv: list[str]) -> int:
     """``ltr ui [--port N] [--uri URI]``: check the port and the store, serve, print the links."""
     parser = OneLineParser(prog="ltr ui", description="MLflow UI on 127.0.0.1 for the local store")
@@ -105,6 +111,7 @@ def main(argv: list[str]) -> int:
     base = f"http://127.0.0.1:{args.port}"
     links = experiment_links(client, base)
     print(f"starting the MLflow UI for {uri} ...", file=sys.stderr, flush=True)
+    signal.signal(signal.SIGTERM, _terminate)  # `kill` stops the server too, never orphans it
     proc = subprocess.Popen(server_command(uri, args.port), env=server_env())
     try:
         wait_until_up(proc, base, START_TIMEOUT_S)
@@ -119,7 +126,7 @@ def main(argv: list[str]) -> int:
         return proc.wait()
     finally:
         if proc.poll() is None:  # Ctrl-C / SIGTERM / an error here: stop the server with us
-            proc.send_signal(signal.SIGINT)
+            proc.send_signal(signal.SIGTERM)
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:

@@ -36,14 +36,30 @@ def override_key(override: str) -> str:
     return override.lstrip("+~").split("=", 1)[0]
 
 
+def short_overrides(overrides: Sequence[str]) -> list[str]:
+    """Overrides as a run name shows them: a dotted key by its last part (``model.num_leaves=7``
+    -> ``num_leaves=7``) unless two of them would then read alike; groups (``model=...``) as is.
+    The MLflow UI's name columns are narrow: the value that tells runs apart must fit."""
+    def leaf(override: str) -> str:
+        return override_key(override).rsplit(".", 1)[-1]
+
+    leaves = [leaf(o) for o in overrides]
+    def short(override: str) -> str:
+        prefix = override[: len(override) - len(override.lstrip("+~"))]
+        return f"{prefix}{leaf(override)}={override.split('=', 1)[1]}"
+
+    return [o if leaves.count(leaf(o)) > 1 or "." not in override_key(o) or "=" not in o else short(o) for o in overrides]
+
+
 def run_name(spec: ExperimentSpec, overrides: Sequence[str], varying: Sequence[str] | None = None) -> str:
     """``tracking.run_name``; else what tells the run apart, first, in the MLflow UI's narrow name
-    column.
+    columns (overrides shortened by :func:`short_overrides`; the full ones are the
+    ``ltr.overrides`` tag).
 
     A sweep's job (``varying``: the keys its sweep varies) is named by its values of those keys
-    only (``model.num_leaves=15``): the parent run already says the rest. A single run is named
-    by its :func:`shown_overrides`, then the model in brackets unless an override picks it
-    (``model.num_leaves=7 (lambdarank)``); without overrides, by its model (``lambdarank``).
+    only (``num_leaves=15``): the parent run already says the rest. A single run is named by
+    its :func:`shown_overrides`, then the model in brackets unless an override picks it
+    (``num_leaves=7 (lambdarank)``); without overrides, by its model (``lambdarank``).
     """
     if spec.config.tracking.run_name:
         return str(spec.config.tracking.run_name)
@@ -52,13 +68,13 @@ def run_name(spec: ExperimentSpec, overrides: Sequence[str], varying: Sequence[s
         keys = set(varying)
         own = [o for o in shown if override_key(o) in keys]
         if own:
-            return " ".join(own)
+            return " ".join(short_overrides(own))
     model = str(spec.config.model.name)
     if not shown:
         return model
     if any(override_key(o) == "model" for o in shown):
-        return " ".join(shown)
-    return f"{' '.join(shown)} ({model})"
+        return " ".join(short_overrides(shown))
+    return f"{' '.join(short_overrides(shown))} ({model})"
 
 
 def run_tags(spec: ExperimentSpec, data_sha: str, overrides: Sequence[str]) -> dict[str, str]:
@@ -150,7 +166,10 @@ def record_results(
     ``mlflow.note.content``) and every artifact; figures and the model carry the run's ``name``."""
     result = scored.result
     curves = logged_curves(scored)
-    tracker.log_metrics(evaluation.metrics)
+    # the headline keys first: MLflow lists a run's metrics in logging order, and its compare
+    # page plots the first one by default
+    first = {key: evaluation.metrics[key] for key in headline_keys(spec) if key in evaluation.metrics}
+    tracker.log_metrics(first | evaluation.metrics)
     tracker.log_curves(curves)
     if not tracker.enabled:  # tracking=none: nothing to draw or write
         return

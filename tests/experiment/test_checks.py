@@ -138,3 +138,20 @@ def test_non_ascii_paths_need_no_quoting(tmp_path: Path, monkeypatch: pytest.Mon
         "fit.num_boost_round=3", "fit.show_progress=false", "model.min_child_samples=2",
     ])
     assert code == 0
+
+
+def test_run_names_lead_with_what_varies_and_fit_narrow_columns() -> None:
+    from ltr.experiment.record import run_name, short_overrides
+
+    spec = check_config(compose_train([]))
+    assert run_name(spec, []) == "lambdarank"
+    assert run_name(spec, ["model.num_leaves=7", "tracking.uri=sqlite:///x.db"]) == "num_leaves=7 (lambdarank)"
+    assert run_name(spec, ["model=rank_xendcg", "seed=3"]) == "model=rank_xendcg seed=3"
+    # a sweep's job: only the keys its sweep varies, whatever else it was given
+    assert run_name(spec, ["debug=default", "model.num_leaves=15"], varying=["model.num_leaves"]) == "num_leaves=15"
+    # two keys with one last part keep their full names; + and ~ prefixes are kept
+    assert short_overrides(["data.seed=1", "model.params.seed=2", "+model.params.path_smooth=0.5"]) == [
+        "data.seed=1", "model.params.seed=2", "+path_smooth=0.5",
+    ]
+    named = check_config(compose_train(["tracking.run_name=baseline"]))
+    assert run_name(named, ["model.num_leaves=7"]) == "baseline"

@@ -37,7 +37,7 @@ def _paths(client: MlflowClient, run_id: str, path: str | None = None) -> set[st
 def test_artifacts_params_tags_and_names(finished_run: tuple[MlflowClient, str, DictConfig, pipeline.RunOutcome]) -> None:
     client, run_id, cfg, _ = finished_run
     run = client.get_run(run_id)
-    assert run.info.run_name == "model.num_leaves=7 (lambdarank)"  # what varies first
+    assert run.info.run_name == "num_leaves=7 (lambdarank)"  # what varies first
     expected = {
         "config/config.yaml", "config/overrides.yaml", "data/fingerprint.json",
         "report/summary.md", "report/ndcg_by_stratum.png", "feature_importance.png",
@@ -74,7 +74,7 @@ def test_artifacts_params_tags_and_names(finished_run: tuple[MlflowClient, str, 
     assert {d.dataset.digest for d in inputs.values()} == {fingerprint["sha256"]} == {tags["ltr.data.fingerprint"]}
     # the figures and the model carry the run's name
     model = client.get_logged_model(tags["ltr.model_uri"].removeprefix("models:/"))
-    assert model.name == "model_num_leaves=7_lambdarank"
+    assert model.name == "num_leaves=7_lambdarank"
 
 
 def test_per_query_parquet_reproduces_logged_summary_exactly(

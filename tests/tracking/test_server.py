@@ -19,8 +19,6 @@ from omegaconf import DictConfig
 
 from ltr.data.load import load_splits
 from ltr.experiment import run as pipeline
-from ltr.tracking import RunStatus
-from ltr.tracking.mlflow_tracker import MlflowTracker
 from ltr.training.local import fit_ranker
 from tests.processes import stop_process_group
 
@@ -114,22 +112,3 @@ def test_multirun_parent_and_children_on_a_server(server: str, tmp_path: Path) -
     assert len(children) == 2
     assert len(runs) == 3
     assert all(r.info.status == "FINISHED" for r in runs)
-
-
-def test_ltr_ui_serves_the_default_store_on_loopback(tmp_path: Path) -> None:
-    """``ltr ui`` starts the MLflow UI on 127.0.0.1 against ./mlflow.db of the working dir and
-    shows its runs."""
-    tracker = MlflowTracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "ltr")
-    run_id = tracker.start_run("shown in the UI", {})
-    tracker.end_run(RunStatus.FINISHED)
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ltr", "ui", "--port", str(port)],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )
-    try:
-        _wait_for_health(f"http://127.0.0.1:{port}", proc)
-        client = MlflowClient(f"http://127.0.0.1:{port}")
-        assert client.get_run(run_id).info.status == "FINISHED"
-    finally:
-        stop_process_group(proc)

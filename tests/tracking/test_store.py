@@ -121,7 +121,7 @@ def _leftovers(directory: Path) -> list[str]:
 @pytest.mark.slow
 def test_four_processes_creating_a_fresh_store_lose_no_run(tmp_path: Path) -> None:
     finished = 0
-    for attempt in range(3):
+    for attempt in range(2):
         directory = tmp_path / f"attempt{attempt}"
         directory.mkdir()
         go = directory / "go"
@@ -146,7 +146,7 @@ def test_four_processes_creating_a_fresh_store_lose_no_run(tmp_path: Path) -> No
         assert _complete(directory / "mlflow.db")
         assert _leftovers(directory) == []
         finished += len(runs)
-    assert finished == 12
+    assert finished == 8
 
 
 # --- (2) signals during creation -----------------------------------------------------------------

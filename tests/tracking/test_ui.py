@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,8 +48,8 @@ def _api(base: str, path: str, body: dict[str, Any] | None = None) -> Any:
 
 
 @pytest.fixture(scope="module")
-def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[str]]]:
-    """A store with a sweep and two single runs, served by ``ltr ui``: (base URL, its output)."""
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder whose ``mlflow.db`` holds a two-job sweep and two single runs."""
     root = tmp_path_factory.mktemp("ui")
     uri = f"sqlite:///{root / 'mlflow.db'}"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -59,10 +60,17 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[str
     assert sweep.returncode == 0, sweep.stderr[-3000:]
     for overrides in ([], ["model=rank_xendcg"]):
         pipeline.run(compose_train([*SMALL, f"tracking.uri={uri}", *overrides]), overrides=overrides)
+    return root
+
+
+@pytest.fixture(scope="module")
+def served(store: Path) -> Iterator[tuple[str, list[str], subprocess.Popen[str]]]:
+    """``ltr ui`` serving ``store``: (base URL, what it printed up to its links, the process)."""
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "ltr", "ui", "--port", str(port)],
-        cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        cwd=store, env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )
     lines: list[str] = []
     try:
@@ -74,9 +82,17 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[str
                 break
             lines.append(line)
         assert any(line.startswith(f"MLflow UI at http://127.0.0.1:{port}") for line in lines), lines
-        yield f"http://127.0.0.1:{port}", lines
+        yield f"http://127.0.0.1:{port}", lines, proc
     finally:
-        stop_process_group(proc, timeout=30)
+        if proc.poll() is None:
+            stop_process_group(proc, timeout=30)
+
+
+@pytest.fixture
+def ui(served: tuple[str, list[str], subprocess.Popen[str]]) -> tuple[str, list[str]]:
+    if served[2].poll() is not None:
+        pytest.skip("the UI was stopped by an earlier test of this module")
+    return served[0], served[1]
 
 
 def _runs(base: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -112,8 +128,8 @@ def test_runs_have_distinct_readable_names_and_descriptions(ui: tuple[str, list[
     # what varies leads; a sweep's jobs say only what their sweep varies
     assert "lambdarank" in names
     assert "model=rank_xendcg" in names
-    assert {"model.num_leaves=7", "model.num_leaves=15"} <= set(names)
-    assert any(name.startswith("sweep model.num_leaves=7,15") for name in names)
+    assert {"num_leaves=7", "num_leaves=15"} <= set(names)
+    assert "num_leaves=7,15 debug=default show_progress=false" in names  # the parent: what varies first
     for run in runs:
         tags = _tags(run)
         assert tags["mlflow.source.name"] in {"ltr train", "ltr train -m"}
@@ -125,7 +141,7 @@ def test_runs_have_distinct_readable_names_and_descriptions(ui: tuple[str, list[
         if tags.get("ltr.role") == "sweep":
             best_id = tags["ltr.sweep.best_run_id"]
             assert f"(#/experiments/{run['info']['experiment_id']}/runs/{best_id}?workflowType=machine_learning)" in description
-            assert description.startswith("**Best run**: [model.num_leaves=")
+            assert description.startswith("**Best run**: [num_leaves=")
         else:
             assert description.startswith("### ")
             assert "| 51+ |" in description  # the stratified table
@@ -145,3 +161,14 @@ def test_curves_end_at_the_best_round_on_the_runs_value(ui: tuple[str, list[str]
         assert steps[-1]["value"] == metrics["valid/ndcg_at_10"]  # exactly, through the REST API
         assert metrics["iter/valid/ndcg_at_10"] == metrics["valid/ndcg_at_10"]  # the table's value
         assert max(m["value"] for m in steps) == metrics["valid/ndcg_at_10"]  # early stopping's pick
+
+
+def test_sigterm_stops_the_ui_and_its_server(served: tuple[str, list[str], subprocess.Popen[str]]) -> None:
+    """Last in this module: it stops the module's UI."""
+    base, _, proc = served
+    assert proc.stderr is not None
+    proc.send_signal(15)  # SIGTERM to ltr ui alone, as `kill PID` does
+    assert proc.wait(timeout=30) == 143
+    assert "ltr: terminated (SIGTERM)" in proc.stderr.read()
+    with pytest.raises(urllib.error.URLError, match="Connection refused"):  # the server went with it
+        urllib.request.urlopen(f"{base}/health", timeout=5)
