@@ -41,7 +41,7 @@ MAX_K = 1_000_000
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(
         prog="ltr evaluate",
-        description="Evaluate rankings made elsewhere: nDCG/ERR/P@k and RR (reciprocal rank), overall and per list-length stratum.",
+        description="Evaluate rankings made elsewhere: nDCG/ERR/P/RR@k and RR (reciprocal rank), overall and per list-length stratum.",
     )
     src = p.add_argument_group("input (either --qrels and --run, or --data and --scores)")
     src.add_argument(

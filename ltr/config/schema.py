@@ -53,6 +53,8 @@ class FitConfig:
     early_stopping_metric: str | None = None
     num_threads: int = 0  # 0: LightGBM's default (all cores); else >= 1
     show_progress: bool = True
+    # a sweep's next job in this process reuses the binned data when data and binning match
+    reuse_binned_data: bool = True
 
 
 @dataclass

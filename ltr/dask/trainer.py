@@ -27,7 +27,8 @@ class DaskTrainer:
     cluster: TrainerConfig
     conventions: MetricConventions | None = None  # of our per-round curves (None: defaults)
 
-    def fit(self, splits: Splits, *, eval_at: list[int], seed: int) -> TrainResult:
+    def fit(self, splits: Splits, *, eval_at: list[int], seed: int, data_key: str | None = None) -> TrainResult:
+        """Train on the cluster; ``data_key`` is not used (the workers bin their own partitions)."""
         from ltr.dask.train import fit_dask
 
         return fit_dask(

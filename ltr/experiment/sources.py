@@ -103,7 +103,7 @@ class InMemorySource:
 
     def train_and_score(self, trainer: Trainer, spec: ExperimentSpec) -> Scored:
         t = time.perf_counter()
-        result = trainer.fit(self.training, eval_at=list(spec.ks), seed=spec.seed)
+        result = trainer.fit(self.training, eval_at=list(spec.ks), seed=spec.seed, data_key=str(self.fingerprint["sha256"]))
         timings = {"train": time.perf_counter() - t}
         splits = list(spec.config.eval.splits)
         scores = {split: result.predict(self._evaluated(split).features) for split in splits}

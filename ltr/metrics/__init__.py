@@ -34,7 +34,8 @@ Binary relevance
     P@k, RR and ``n_relevant`` use ``label >= rel_threshold`` (default 1). ``n_relevant`` counts
     the judgments (ideal labels). ``P@k = (relevant rows in the top k) / k``, also when
     ``k > n`` (as trec_eval). ``RR = 1 / rank`` of the first relevant row of the whole list
-    (0 if none).
+    (0 if none); ``RR@k`` is RR when that rank is at most ``k``, else 0 (ir_measures' ``RR@k``,
+    ranx's ``mrr@k``).
 ERR@k
     ``ERR@k = sum_{p <= k} (1/p) R_p prod_{i < p} (1 - R_i)`` with the stop probability
     ``R = gain / (g_max + 1)``, ``g_max`` the largest gain in the evaluated data (labels and

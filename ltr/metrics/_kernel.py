@@ -176,20 +176,38 @@ def _block_stop_probs(
 
 
 @_jit
-def _expected_rr(above: int, m: int, r: int) -> float:
-    """E[1 / rank of the first relevant row] for a random order of a tied block.
+def _expected_rr(above: int, m: int, r: int, cutoff: int) -> float:
+    """E[1 / rank of the first relevant row, 0 beyond rank ``cutoff``] for a random order of a
+    tied block (RR@cutoff; RR itself with a cutoff past the block).
 
     The block follows ``above`` rows and holds ``m`` rows, ``r >= 1`` of them relevant. The first
     relevant row is at block position ``j`` (0-based) with ``P(j) = C(m-j-1, r-1) / C(m, r)``:
-    ``P(0) = r/m`` and ``P(j+1) / P(j) = (m-j-r) / (m-j-1)``.
+    ``P(0) = r/m`` and ``P(j+1) / P(j) = (m-j-r) / (m-j-1)``. A block of one relevant row
+    (``m = r = 1``) gives ``1 / (above + 1)``: the untied case.
     """
     pj = r / m
     acc = 0.0
     for j in range(m - r + 1):
+        if above + 1 + j > cutoff:
+            break
         acc += pj / (above + 1 + j)
         if m - j - 1 > 0:
             pj *= (m - j - r) / (m - j - 1)
     return acc
+
+
+@_jit
+def _set_rr(q: int, rr: Any, rr_at: Any, ks: Any, above: int, m: int, r: int) -> None:
+    """RR and RR@k of query ``q`` whose first relevant row lies in a block of ``m`` rows
+    (``r`` relevant) after ``above`` rows; ``m = 0``: nothing relevant, all 0."""
+    if m == 0:
+        rr[q] = 0.0
+        for ki in range(ks.shape[0]):
+            rr_at[q, ki] = 0.0
+        return
+    rr[q] = _expected_rr(above, m, r, above + m)
+    for ki in range(ks.shape[0]):
+        rr_at[q, ki] = _expected_rr(above, m, r, ks[ki])
 
 
 @_jit
@@ -215,6 +233,7 @@ def _one_query(
     err: Any,
     prec: Any,
     rr: Any,
+    rr_at: Any,
     n_rel: Any,
     buf: Any,
     eg: Any,
@@ -289,7 +308,7 @@ def _one_query(
             dcg[q, ki] = 0.0
             err[q, ki] = 0.0
             prec[q, ki] = 0.0
-        rr[q] = 0.0
+        _set_rr(q, rr, rr_at, ks, 0, 0, 0)
         return
     # ---- ranked: the top k_max rows in rank order, expected gain / relevance / stop ---------
     n_top = _top_k(scores, labels, lut, tie_keys, mode, lo, hi, k_max, buf)
@@ -378,7 +397,7 @@ def _one_query(
             first = p
             break
     if first >= 0 and not average:
-        rr[q] = 1.0 / (first + 1)
+        _set_rr(q, rr, rr_at, ks, first, 1, 1)
         return
     if first >= 0:
         sb = scores[buf[first]]
@@ -393,7 +412,7 @@ def _one_query(
             for p in range(a, b):
                 if labels[buf[p]] >= rel_threshold:
                     r += 1
-            rr[q] = _expected_rr(a, b - a, r)
+            _set_rr(q, rr, rr_at, ks, a, b - a, r)
             return
     best = -1
     for i in range(lo, hi):
@@ -402,13 +421,13 @@ def _one_query(
         ):
             best = i
     if best < 0:
-        rr[q] = 0.0
+        _set_rr(q, rr, rr_at, ks, 0, 0, 0)
     elif not average:
         rank = 1
         for i in range(lo, hi):
             if i != best and _before(scores, labels, lut, tie_keys, mode, i, best):
                 rank += 1
-        rr[q] = 1.0 / rank
+        _set_rr(q, rr, rr_at, ks, rank - 1, 1, 1)
     else:
         sb = scores[best]
         above = 0
@@ -421,7 +440,7 @@ def _one_query(
                 m += 1
                 if labels[i] >= rel_threshold:
                     r += 1
-        rr[q] = _expected_rr(above, m, r)
+        _set_rr(q, rr, rr_at, ks, above, m, r)
 
 
 @_jit_parallel
@@ -448,9 +467,10 @@ def grouped_kernel(
     err: NDArray[np.float64],
     prec: NDArray[np.float64],
     rr: NDArray[np.float64],
+    rr_at: NDArray[np.float64],
     n_rel: NDArray[np.int64],
 ) -> None:
-    """Fill ``idcg, dcg, err, prec`` (n_queries x len(ks)), ``rr`` and ``n_rel`` per query.
+    """Fill ``idcg, dcg, err, prec, rr_at`` (n_queries x len(ks)), ``rr`` and ``n_rel`` per query.
 
     ``ks`` ascending; ``discount[p] = 1 / log2(p + 2)`` for ``p < max(ks)``; ``lut[label]`` the
     gain of a label >= 0 and ``label_order`` the labels by gain descending (``use_hist``: the
@@ -473,5 +493,5 @@ def grouped_kernel(
             _one_query(
                 q, labels, scores, offsets, ideal_labels, ideal_offsets, tie_keys, lut,
                 label_order, use_hist, rel_threshold, stop_scale, mode, average, ks, discount,
-                idcg, dcg, err, prec, rr, n_rel, buf, eg, er, es, ig, hist,
+                idcg, dcg, err, prec, rr, rr_at, n_rel, buf, eg, er, es, ig, hist,
             )  # fmt: skip

@@ -2,8 +2,9 @@
 
 The one vocabulary of metric names: tables, MLflow keys, ``ltr evaluate``, ``ltr compare`` and
 reports all name a measure through `Measure`. Names follow ir_measures: ``nDCG@k``, ``ERR@k``,
-``P@k``, ``DCG@k``, ``IDCG@k`` and ``RR`` (reciprocal rank of the first relevant row; its mean
-over queries is what other tools call MRR).
+``P@k``, ``DCG@k``, ``IDCG@k``, ``RR`` (reciprocal rank of the first relevant row; its mean
+over queries is what other tools call MRR) and ``RR@k`` (the same, 0 when that row ranks below
+``k``: ir_measures' ``RR@k``, ranx's ``mrr@k``).
 """
 
 from __future__ import annotations
@@ -31,10 +32,8 @@ class Measure:
     def __post_init__(self) -> None:
         if self.name not in _DISPLAY:
             raise ValueError(f"measure {self.name!r} is not one of {', '.join(_DISPLAY)}")
-        if (self.k is None) != (self.name == "rr"):
-            raise ValueError(
-                f"measure {self.name!r} {'takes no' if self.name == 'rr' else 'needs a'} k"
-            )
+        if self.k is None and self.name != "rr":
+            raise ValueError(f"measure {self.name!r} needs a k")
 
     @property
     def key(self) -> str:
@@ -59,6 +58,6 @@ class Measure:
 def table_measures(ks: list[int] | tuple[int, ...]) -> list[Measure]:
     """The measures of a per-query table built with ``ks``, in a reading order for reports."""
     out: list[Measure] = []
-    for name in ("ndcg", "err", "p", "dcg", "idcg"):
+    for name in ("ndcg", "err", "p", "rr", "dcg", "idcg"):
         out += [Measure(name, k) for k in ks]
     return [*out, Measure("rr")]

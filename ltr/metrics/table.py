@@ -21,7 +21,7 @@ def metric_columns(ks: Sequence[int]) -> list[str]:
     """Names of the metric columns of a table built with ``ks``, in table order."""
     cols: list[str] = []
     for k in ks:
-        cols += [f"idcg_at_{k}", f"dcg_at_{k}", f"ndcg_at_{k}", f"err_at_{k}", f"p_at_{k}"]
+        cols += [f"idcg_at_{k}", f"dcg_at_{k}", f"ndcg_at_{k}", f"err_at_{k}", f"p_at_{k}", f"rr_at_{k}"]
     return [*cols, "rr"]
 
 
@@ -75,7 +75,8 @@ def per_query_table(
     pandas.DataFrame
         Columns ``qid, list_len, stratum`` (categorical of the stratum display labels, e.g.
         ``"11-50"``; ``"empty"`` for an empty list), ``n_relevant``, then per ``k``
-        ``idcg_at_k, dcg_at_k, ndcg_at_k, err_at_k, p_at_k``, then ``rr``; rows in input order.
+        ``idcg_at_k, dcg_at_k, ndcg_at_k, err_at_k, p_at_k, rr_at_k``, then ``rr``; rows in
+        input order.
 
     Examples
     --------
@@ -108,6 +109,7 @@ def per_query_table(
         data[f"ndcg_at_{k}"] = m.ndcg[:, j]
         data[f"err_at_{k}"] = m.err[:, j]
         data[f"p_at_{k}"] = m.precision[:, j]
+        data[f"rr_at_{k}"] = m.rr_at[:, j]
     data["rr"] = m.rr
     return pd.DataFrame(data)
 
@@ -116,9 +118,9 @@ def per_query_table(
 class MeasureArrays:
     """Every measure of every query as arrays (what `per_query_table` puts in columns).
 
-    ``ks`` in the order asked for; ``idcg``, ``dcg``, ``ndcg``, ``err``, ``precision`` have shape
-    (n_queries, len(ks)), column ``j`` for ``ks[j]``; ``list_len``, ``n_relevant``, ``rr`` shape
-    (n_queries,).
+    ``ks`` in the order asked for; ``idcg``, ``dcg``, ``ndcg``, ``err``, ``precision``, ``rr_at``
+    have shape (n_queries, len(ks)), column ``j`` for ``ks[j]``; ``list_len``, ``n_relevant``,
+    ``rr`` shape (n_queries,).
     """
 
     ks: tuple[int, ...]
@@ -130,6 +132,7 @@ class MeasureArrays:
     err: NDArray[np.float64]
     precision: NDArray[np.float64]
     rr: NDArray[np.float64]
+    rr_at: NDArray[np.float64]
 
 
 def measure_arrays(
@@ -232,11 +235,12 @@ def measure_arrays(
     err = np.empty(shape)
     prec = np.empty(shape)
     rr = np.empty(n_q)
+    rr_at = np.empty(shape)
     n_rel = np.empty(n_q, dtype=np.int64)
     grouped_kernel(
         labels_a, scores_a, offsets_a, ideal_a, ideal_off, tkey,
         lut, label_order, lut.shape[0] <= HIST_MAX_LABELS, int(c.rel_threshold), stop_scale, mode, c.ties == "average",
-        ks_sorted, discount, n_chunks, scratch_len, idcg, dcg, err, prec, rr, n_rel,
+        ks_sorted, discount, n_chunks, scratch_len, idcg, dcg, err, prec, rr, rr_at, n_rel,
     )  # fmt: skip
 
     list_len = np.diff(offsets_a)
@@ -254,7 +258,7 @@ def measure_arrays(
     order = [int(np.searchsorted(ks_sorted, k)) for k in k_list]
     return MeasureArrays(
         ks=tuple(k_list), list_len=list_len, n_relevant=n_rel, idcg=idcg[:, order], dcg=dcg[:, order],
-        ndcg=ndcg[:, order], err=err[:, order], precision=prec[:, order], rr=rr,
+        ndcg=ndcg[:, order], err=err[:, order], precision=prec[:, order], rr=rr, rr_at=rr_at[:, order],
     )
 
 

@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import joblib
 import lightgbm as lgb
@@ -32,6 +32,7 @@ from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
 from ltr.metrics import MetricConventions
 from ltr.tracking.lifecycle import raise_if_stop_requested
+from ltr.training.binned import binned_datasets
 from ltr.training.round_metric import RoundNdcg, curve_name, is_our_curve
 
 log = logging.getLogger(__name__)
@@ -371,6 +372,7 @@ def fit_ranker(
     eval_at: list[int],
     seed: int,
     round_metric: RoundNdcg | None = None,
+    data_key: str | None = None,
 ) -> TrainResult:
     """Train on ``splits.train`` with ``lgb.train``; ``valid`` and ``test`` are evaluated every round.
 
@@ -379,7 +381,8 @@ def fit_ranker(
     ``fit.early_stopping_metric`` (either name) on ``valid`` only; ``test`` is recorded for the
     curves, never for a decision. A ranker (lambdarank, rank_xendcg) and a pointwise regressor
     share this path; ``model.position_bias`` adds the training rows' positions to the data set
-    (unbiased lambdarank).
+    (unbiased lambdarank). ``data_key`` (the data's content fingerprint) lets a sweep's next job
+    in this process reuse the binned data sets (:mod:`ltr.training.binned`).
     """
     check_model_config(model)
     if model.position_bias:
@@ -388,19 +391,9 @@ def fit_ranker(
         round_metric = RoundNdcg(ks=eval_at, table_ks=eval_at, conventions=MetricConventions())
     params = train_params(lightgbm_params(model, seed=seed, num_threads=fit.num_threads), eval_at=eval_at)
     train, valid, test = splits.train, splits.valid, splits.test
-    names: list[str] | Literal["auto"] = list(train.feature_names) if train.feature_names else "auto"
-    train_set = lgb.Dataset(
-        train.features,
-        train.labels,
-        group=train.group_sizes,
-        position=train.positions if model.position_bias else None,
-        feature_name=names,
-        free_raw_data=False,
+    train_set, eval_sets, _ = binned_datasets(
+        splits, params, position_bias=model.position_bias, data_key=data_key if fit.reuse_binned_data else None
     )
-    eval_sets = [
-        lgb.Dataset(d.features, d.labels, group=d.group_sizes, reference=train_set, feature_name=names)
-        for d in (valid, test)
-    ]
     for dataset, data in zip(eval_sets, (valid, test), strict=True):
         round_metric.register(dataset, data.labels, data.offsets)
     evals: dict[str, Any] = {}
@@ -410,7 +403,7 @@ def fit_ranker(
             params,
             train_set,
             num_boost_round=fit.num_boost_round,
-            valid_sets=eval_sets,
+            valid_sets=list(eval_sets),
             valid_names=["valid", "test"],
             feval=round_metric,
             callbacks=[lgb.record_evaluation(evals), *callbacks],
@@ -450,6 +443,8 @@ class LocalTrainer:
     conventions: MetricConventions = field(default_factory=MetricConventions)
     table_ks: tuple[int, ...] = ()  # the run's per-query table cut-offs (default: eval_at)
 
-    def fit(self, splits: Splits, *, eval_at: list[int], seed: int) -> TrainResult:
+    def fit(self, splits: Splits, *, eval_at: list[int], seed: int, data_key: str | None = None) -> TrainResult:
         round_metric = RoundNdcg(ks=eval_at, table_ks=self.table_ks or tuple(eval_at), conventions=self.conventions)
-        return fit_ranker(splits, self.model, self.fit_config, eval_at=eval_at, seed=seed, round_metric=round_metric)
+        return fit_ranker(
+            splits, self.model, self.fit_config, eval_at=eval_at, seed=seed, round_metric=round_metric, data_key=data_key
+        )

@@ -16,6 +16,7 @@ from ltr.training.local import TrainResult
 class Trainer(Protocol):
     """Trains on ``splits.train``; records LightGBM's ``ndcg@k`` on valid and test every round."""
 
-    def fit(self, splits: Splits, *, eval_at: list[int], seed: int) -> TrainResult:
-        """Train; ``eval_at`` are the cut-offs of the recorded curves, ``seed`` LightGBM's seed."""
+    def fit(self, splits: Splits, *, eval_at: list[int], seed: int, data_key: str | None = None) -> TrainResult:
+        """Train; ``eval_at`` are the cut-offs of the recorded curves, ``seed`` LightGBM's seed,
+        ``data_key`` the data's content fingerprint (what may be cached against it)."""
         ...

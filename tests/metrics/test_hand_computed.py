@@ -238,7 +238,7 @@ def test_columns_and_order() -> None:
     )  # fmt: skip
     expected = ["qid", "list_len", "stratum", "n_relevant"]
     for k in (10, 5):
-        expected += [f"idcg_at_{k}", f"dcg_at_{k}", f"ndcg_at_{k}", f"err_at_{k}", f"p_at_{k}"]
+        expected += [f"idcg_at_{k}", f"dcg_at_{k}", f"ndcg_at_{k}", f"err_at_{k}", f"p_at_{k}", f"rr_at_{k}"]
     assert [*t.columns] == [*expected, "rr"]
     assert t["qid"].tolist() == ["b", "a"]
 
@@ -352,3 +352,29 @@ def test_no_queries() -> None:
     assert s["n_queries"] == 0
     assert s["no_result_rate"] == 0.0
     assert "ndcg_at_10" not in s
+
+
+def test_rr_at_k_by_hand() -> None:
+    # first relevant row at rank 3: RR = 1/3; RR@2 = 0; RR@3 = RR@5 = 1/3
+    t = per_query_table(np.array([0, 0, 1, 2]), np.array([4.0, 3, 2, 1]), np.array([0, 4]), np.array([1]), ks=[2, 3, 5])
+    assert t.loc[0, "rr"] == 1 / 3
+    assert (t.loc[0, "rr_at_2"], t.loc[0, "rr_at_3"], t.loc[0, "rr_at_5"]) == (0.0, 1 / 3, 1 / 3)
+    # nothing relevant: 0 everywhere
+    none = per_query_table(np.array([0, 0]), np.array([2.0, 1]), np.array([0, 2]), np.array([1]), ks=[1])
+    assert (none.loc[0, "rr"], none.loc[0, "rr_at_1"]) == (0.0, 0.0)
+
+
+def test_rr_at_k_of_a_tied_block_by_hand() -> None:
+    # one row above, then 3 tied rows of which 1 is relevant (ties=average): the relevant row is
+    # at rank 2, 3 or 4 with probability 1/3 each
+    labels, scores = np.array([0, 0, 1, 0]), np.array([9.0, 5, 5, 5])
+    t = per_query_table(labels, scores, np.array([0, 4]), np.array([1]), ks=[1, 2, 3, 10])
+    assert t.loc[0, "rr_at_1"] == 0.0
+    assert t.loc[0, "rr_at_2"] == pytest.approx((1 / 2) / 3)
+    assert t.loc[0, "rr_at_3"] == pytest.approx((1 / 2 + 1 / 3) / 3)
+    assert t.loc[0, "rr_at_10"] == pytest.approx((1 / 2 + 1 / 3 + 1 / 4) / 3)
+    assert t.loc[0, "rr_at_10"] == t.loc[0, "rr"]  # past the block: RR itself, bit for bit
+    # the same block under the pessimistic policy: the relevant row last, rank 4
+    pess = per_query_table(labels, scores, np.array([0, 4]), np.array([1]), ks=[3, 4],
+                           conventions=MetricConventions(ties="pessimistic"))
+    assert (pess.loc[0, "rr_at_3"], pess.loc[0, "rr_at_4"]) == (0.0, 1 / 4)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from ltr.data.trec import align_run, read_qrels, read_run, read_trec_eval_output
@@ -58,6 +59,13 @@ def test_trec_eval_outputs(
             assert table.loc[row[0], col] == pytest.approx(v, abs=5e-5), (measure, topic)
             checked += 1
     assert checked >= 20
+    # RR@k (ir_measures' RR@k, ranx's mrr@k): trec_eval's recip_rank where the first relevant
+    # document ranks within k, else 0 (no ties under this preset: the rank is exact)
+    rr = table["rr"].to_numpy()
+    with np.errstate(divide="ignore"):
+        first = np.where(rr > 0, 1.0 / rr, np.inf)
+    for k in (*CUTS, FULL):
+        assert (table[f"rr_at_{k}"].to_numpy() == np.where(np.rint(first) <= k, rr, 0.0)).all(), k
 
 
 def test_ties_by_docno_matter_only_in_6th_decimal() -> None:

@@ -94,7 +94,8 @@ def test_matches_plain_reference_in_stable_order(
 def test_average_ties_equal_mean_over_all_orders(
     labels: list[int], raw_scores: list[int], gain: str, ks: tuple[int, ...]
 ) -> None:
-    """ties="average" is the exact mean over every order of the tied blocks (brute force).
+    """ties="average" is the exact mean over every order of the tied blocks (brute force), RR@k
+    included.
 
     Small ``ks`` put tied blocks across the cut and the first relevant row below the top.
     """
@@ -116,6 +117,10 @@ def test_average_ties_equal_mean_over_all_orders(
             ref = _reference(ref_lab, ref_sc, k, gain, g_max)
             for name in ("dcg", "err", "p"):
                 sums[f"{name}_at_{k}"] = sums.get(f"{name}_at_{k}", 0.0) + ref[name]
+            # RR@k: 1 / rank of the first relevant row, 0 below rank k
+            first = next((p + 1 for p, lab_p in enumerate(ref_lab) if lab_p >= 1), None)
+            rr_k = 1.0 / first if first is not None and first <= k else 0.0
+            sums[f"rr_at_{k}"] = sums.get(f"rr_at_{k}", 0.0) + rr_k
         sums["rr"] = sums.get("rr", 0.0) + ref["rr"]
         count += 1
     for col, total in sums.items():

@@ -1,0 +1,92 @@
+"""LightGBM's binned data sets, kept for the next job of a sweep in this process.
+
+Building a ``lgb.Dataset`` (finding the bins of every feature and binning every row) is most of
+a small job's fixed cost, and a sweep (the basic launcher, Optuna) runs its jobs one after the
+other in one process on the same data. :func:`binned_datasets` keeps the last train / valid /
+test data sets and hands them to the next job when its data (the content fingerprint) and every
+parameter that can shape the binned data are the same; otherwise it builds new ones.
+
+What may differ for a reuse is an allow-list of parameters that only training reads
+(:data:`TRAINING_ONLY`: ``num_leaves``, ``learning_rate``, regularisation, sampling, ...); any
+other parameter, including one LightGBM adds later, keys the data. ``min_child_samples`` is
+training-only only with ``feature_pre_filter=false``: by default LightGBM drops features that
+cannot split under it while binning. A reused data set gives the model a fresh build would,
+bit for bit (``tests/test_binned_reuse.py``). One entry is kept (the last data), so memory stays
+what one job needs; jobs in other processes (the joblib launcher, Dask) build their own.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import lightgbm as lgb
+
+from ltr.data.splits import Splits
+
+log = logging.getLogger(__name__)
+
+#: Parameters that only training reads, never the binned data: they may vary between reuses.
+TRAINING_ONLY = frozenset(
+    {
+        "objective", "learning_rate", "num_leaves", "max_depth", "min_child_weight",
+        "subsample", "subsample_freq", "colsample_bytree", "reg_alpha", "reg_lambda",
+        "lambdarank_truncation_level", "lambdarank_norm", "label_gain", "metric", "eval_at",
+        "n_jobs", "num_threads", "verbosity", "deterministic", "force_col_wise",
+    }
+)
+#: Parameters that LightGBM's feature pre-filter reads while binning (when it is on).
+PRE_FILTER = frozenset({"min_child_samples"})
+
+
+@dataclass(frozen=True, slots=True)
+class _Binned:
+    key: tuple[Any, ...]
+    train: lgb.Dataset
+    evals: tuple[lgb.Dataset, ...]
+
+
+#: The data sets of the last job in this process (one entry).
+_last: list[_Binned] = []
+
+
+def binning_key(data_key: str, params: dict[str, Any], *, position_bias: bool) -> tuple[Any, ...]:
+    """What must be equal for two jobs to share binned data: the data's fingerprint, whether the
+    train set carries positions, and every parameter outside :data:`TRAINING_ONLY` (plus
+    :data:`PRE_FILTER` unless ``feature_pre_filter`` is false)."""
+    pre_filter = params.get("feature_pre_filter", True) is not False
+    free = TRAINING_ONLY if pre_filter else TRAINING_ONLY | PRE_FILTER
+    shaping = tuple(sorted((k, repr(v)) for k, v in params.items() if k not in free))
+    return (data_key, position_bias, shaping)
+
+
+def binned_datasets(
+    splits: Splits,
+    params: dict[str, Any],
+    *,
+    position_bias: bool,
+    data_key: str | None,
+) -> tuple[lgb.Dataset, tuple[lgb.Dataset, ...], bool]:
+    """The train set and the valid and test sets (binned like train) for ``params``: the last
+    job's when :func:`binning_key` matches (``data_key``: the data's content fingerprint; None
+    never reuses), else new ones. Returns ``(train, (valid, test), reused)``."""
+    key = None if data_key is None else binning_key(data_key, params, position_bias=position_bias)
+    if key is not None and _last and _last[0].key == key:
+        log.info("binned data: reused from the previous job (same data %s and binning parameters)", data_key)
+        return _last[0].train, _last[0].evals, True
+    train, valid, test = splits.train, splits.valid, splits.test
+    names: list[str] | Literal["auto"] = list(train.feature_names) if train.feature_names else "auto"
+    # raw data kept: LightGBM rebuilds a data set itself if a later job's parameters need it
+    train_set = lgb.Dataset(
+        train.features, train.labels, group=train.group_sizes,
+        position=train.positions if position_bias else None, feature_name=names, free_raw_data=False,
+    )
+    evals = tuple(
+        lgb.Dataset(d.features, d.labels, group=d.group_sizes, reference=train_set, feature_name=names, free_raw_data=False)
+        for d in (valid, test)
+    )
+    if key is not None:
+        _last[:] = [_Binned(key, train_set, evals)]
+        log.info("binned data: built (kept for the next job with the same data %s and binning parameters)", data_key)
+    return train_set, evals, False
