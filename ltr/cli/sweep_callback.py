@@ -59,13 +59,13 @@ def varying_keys(config: DictConfig) -> list[str]:
     return keys
 
 
-def sweep_name(config: DictConfig) -> str:
+def sweep_name(config: DictConfig, varying: list[str]) -> str:
     """A sweep's parent run name: what it varies first (``num_leaves=7,15``, the
-    ``hydra.sweeper.params`` as ``key=values``), then its other shown overrides, shortened as
-    job names are; the MLflow UI cuts names short, so the part that tells sweeps apart leads."""
+    ``hydra.sweeper.params`` as ``key=values``; ``varying``: :func:`varying_keys`), then its other
+    shown overrides, shortened as job names are; the MLflow UI cuts names short, so the part
+    that tells sweeps apart leads."""
     shown = shown_overrides(config.hydra.overrides.task)
-    keys = set(varying_keys(config))
-    varied = [o for o in shown if override_key(o) in keys]
+    varied = [o for o in shown if override_key(o) in set(varying)]
     params = config.hydra.sweeper.get("params") or {}
     searched = [f"{key}={value}" for key, value in params.items() if not any(o.startswith(f"{key}=") for o in varied)]
     rest = [o for o in shown if o not in varied]
@@ -127,8 +127,9 @@ class MlflowSweepCallback(Callback):
         self.tracker = make_tracker(True, config.tracking.uri, config.tracking.experiment)
         overrides = " ".join(config.hydra.overrides.task)
         sweeper = str(config.hydra.sweeper.get("_target_", "basic")).rsplit(".", 1)[-1]
+        varying = varying_keys(config)
         run_id = self.tracker.start_run(
-            sweep_name(config),
+            sweep_name(config, varying),
             {
                 "ltr.role": "sweep",
                 "ltr.sweep_id": str(sweep_dir),
@@ -137,7 +138,7 @@ class MlflowSweepCallback(Callback):
             }
             | source_tags("ltr train -m"),
         )
-        (sweep_dir / VARYING_KEYS_FILE).write_text("".join(f"{key}\n" for key in varying_keys(config)))
+        (sweep_dir / VARYING_KEYS_FILE).write_text("".join(f"{key}\n" for key in varying))
         (sweep_dir / PARENT_ID_FILE).write_text(run_id)
         atexit.register(self._end_if_open)
         log.info("MLflow parent run %s for sweep %s", run_id, sweep_dir)

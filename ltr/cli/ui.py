@@ -9,6 +9,7 @@ no deprecation noise. Once it answers, ``ltr ui`` prints the link to each experi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -23,7 +24,7 @@ from ltr.cli.args import OneLineParser
 from ltr.errors import LtrUserError
 from ltr.tracking import check_tracking_uri, resolve_tracking_uri
 from ltr.tracking.lifecycle import Terminated
-from ltr.tracking.mlflow_tracker import EXPERIMENT_KIND
+from ltr.tracking.mlflow_tracker import mark_model_training
 from ltr.tracking.store import open_client
 from ltr.tracking.store_lock import sqlite_db_path
 from ltr.tracking.uri import UI_PORT, VIEW_KEY, ui_url
@@ -53,12 +54,8 @@ def experiment_links(client: Any, base: str) -> list[str]:
     for experiment in client.search_experiments():
         if not client.search_runs([experiment.experiment_id], max_results=1):
             continue
-        if "mlflow.experimentKind" not in experiment.tags:
-            try:
-                for key, value in EXPERIMENT_KIND.items():
-                    client.set_experiment_tag(experiment.experiment_id, key, value)
-            except Exception:  # a read-only store: the UI asks the user to pick the mode
-                pass
+        with contextlib.suppress(Exception):  # a read-only store: the UI asks the user to pick the mode
+            mark_model_training(client, experiment)
         view = f"mlflow.sharedViewState.{VIEW_KEY}" in experiment.tags
         lines.append(f"  {experiment.name}: {ui_url(base, experiment.experiment_id, view=view)}")
     return lines

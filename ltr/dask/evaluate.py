@@ -7,8 +7,8 @@ scores (a row per row) or adds per-partition sums (a number per round and cut-of
 Why the curves are computed here and not by LightGBM: ``DaskLGBMRanker`` evaluates an
 ``eval_set`` on every worker's *local* partitions only and returns the model (and its
 ``evals_result_``) of one worker, so its curves would cover that worker's share of the
-validation queries, not the split. :func:`lightgbm_ndcg_curves` recomputes LightGBM's own
-``ndcg@k`` for every round on the whole split with the project's one per-round loop,
+validation queries, not the split. :func:`ndcg_curves` under :func:`lightgbm_conventions`
+recomputes LightGBM's own ``ndcg@k`` for every round on the whole split with the per-round loop
 :func:`ltr.dask.curves.ndcg_sums_per_round` (the metrics kernel) under
 ``PRESETS["lightgbm"]`` (exp gain, or the model's ``label_gain``; ties broken by row order; a
 query with IDCG@k = 0 scores 1; the model's ``label_gain`` is refused by ``ltr train`` when it
@@ -149,20 +149,3 @@ def ndcg_curves(
         means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
     return [{k: means[c, :, j].tolist() for j, k in enumerate(ks)} for c in range(len(conv))]
 
-
-def lightgbm_ndcg_curves(
-    client: Any,
-    booster: lgb.Booster,
-    split: PartitionedSplit,
-    *,
-    ks: Sequence[int],
-    n_rounds: int,
-    label_gain: tuple[float, ...] | None = None,
-) -> dict[str, list[float]]:
-    """LightGBM's ``ndcg@k`` on the whole ``split`` after every round (:func:`ndcg_curves`
-    under :func:`lightgbm_conventions`): ``{"ndcg@k": [...]}``, the shape of
-    ``LGBMRanker.evals_result_[name]``. ``label_gain``: the model's (None: exp gain)."""
-    (curves,) = ndcg_curves(
-        client, booster, split, ks=ks, n_rounds=n_rounds, conventions=[lightgbm_conventions(label_gain)]
-    )
-    return {f"ndcg@{k}": values for k, values in curves.items()}

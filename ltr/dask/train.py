@@ -44,6 +44,7 @@ from ltr.training.local import (
     TrainResult,
     lightgbm_error_text,
     lightgbm_params,
+    watchable_metrics,
     watched_metric,
     whose,
 )
@@ -194,7 +195,7 @@ def fit_partitioned(
         raise LtrUserError("fit_partitioned needs a 'valid' split to choose the best round")
     ks = sorted({int(k) for k in eval_at})
     metric = watched_metric(fit, ks)
-    names = [curve_name(k) for k in ks] + [f"ndcg@{k}" for k in ks]
+    names = watchable_metrics(ks)
     if metric not in names:
         raise LtrUserError(
             f"fit.early_stopping_metric={metric!r} is not recorded by trainer=dask; available: {', '.join(names)}"

@@ -30,9 +30,10 @@ from ltr.training.local import (
     check_lightgbm_accepts,
     check_model_config,
     check_position_training,
+    watchable_metrics,
     watched_metric,
 )
-from ltr.training.round_metric import curve_name
+from ltr.training.round_metric import is_our_curve
 
 #: The splits ``eval.splits`` may name.
 EVAL_SPLITS = ("train", "valid", "test")
@@ -185,13 +186,14 @@ def _check_fit(fit: FitConfig, ks: tuple[int, ...]) -> str:
         )
     if fit.num_threads < 0:
         raise LtrUserError(f"fit.num_threads={fit.num_threads} must be >= 0 (0: all cores)")
-    ours = [curve_name(k) for k in ks]
-    lightgbm_names = [f"ndcg@{k}" for k in sorted(set(ks))]
     metric = watched_metric(fit, ks)
-    if metric not in ours + lightgbm_names:
+    allowed = watchable_metrics(ks)
+    if metric not in allowed:
+        ours = [m for m in allowed if is_our_curve(m)]
+        theirs = [m for m in allowed if not is_our_curve(m)]
         raise LtrUserError(
             f"fit.early_stopping_metric={metric!r} is not computed with eval.k={list(ks)}; use one of "
-            f"{', '.join(ours)} (our nDCG, the run's conventions) or {', '.join(lightgbm_names)} "
+            f"{', '.join(ours)} (our nDCG, the run's conventions) or {', '.join(theirs)} "
             "(LightGBM's own), or add its cut-off to eval.k"
         )
     return metric

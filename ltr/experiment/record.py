@@ -168,14 +168,15 @@ def record_results(
     curves = logged_curves(scored)
     # the headline keys first: MLflow lists a run's metrics in logging order, and its compare
     # page plots the first one by default
-    first = {key: evaluation.metrics[key] for key in headline_keys(spec) if key in evaluation.metrics}
+    headline = headline_keys(spec)
+    first = {key: evaluation.metrics[key] for key in headline if key in evaluation.metrics}
     tracker.log_metrics(first | evaluation.metrics)
     tracker.log_curves(curves)
     if not tracker.enabled:  # tracking=none: nothing to draw or write
         return
     # the description on the run's page: the summary, its title a heading of the page's size
     tracker.set_tags({"mlflow.note.content": "##" + summary_md if summary_md.startswith("# ") else summary_md})
-    tracker.show_first(headline_keys(spec))
+    tracker.show_first(headline)
     tracker.log_text(OmegaConf.to_yaml(spec.raw), "config/config.yaml")
     tracker.log_text("".join(f"- {o}\n" for o in overrides) or "[]\n", "config/overrides.yaml")
     tracker.log_dict(data_fingerprint, "data/fingerprint.json")

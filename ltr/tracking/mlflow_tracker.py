@@ -71,9 +71,7 @@ class MlflowTracker:
         try:
             found = self.client.get_experiment_by_name(self.experiment_name)
             if found is not None:
-                if "mlflow.experimentKind" not in found.tags:  # made by an older ltr or by hand
-                    for key, value in EXPERIMENT_KIND.items():
-                        self.client.set_experiment_tag(found.experiment_id, key, value)
+                mark_model_training(self.client, found)
                 return str(found.experiment_id)
             try:
                 return str(
@@ -217,6 +215,13 @@ class MlflowTracker:
             return None
         base = self.uri if self.uri.startswith("http") else f"http://127.0.0.1:{UI_PORT}"
         return ui_url(base, self.experiment_id, self.run_id)
+
+
+def mark_model_training(client: MlflowClient, experiment: Any) -> None:
+    """Tag an experiment made without :data:`EXPERIMENT_KIND` (by an older ltr, by hand) with it."""
+    if "mlflow.experimentKind" not in experiment.tags:
+        for key, value in EXPERIMENT_KIND.items():
+            client.set_experiment_tag(experiment.experiment_id, key, value)
 
 
 def model_name(name: str) -> str:

@@ -314,6 +314,13 @@ def watched_metric(fit: FitConfig, eval_at: list[int] | tuple[int, ...]) -> str:
     return fit.early_stopping_metric or curve_name(max(eval_at))
 
 
+def watchable_metrics(eval_at: list[int] | tuple[int, ...]) -> list[str]:
+    """What ``fit.early_stopping_metric`` may name with these cut-offs: ours (``ndcg_at_k``, the
+    run's conventions) at each cut-off, then LightGBM's own (``ndcg@k``)."""
+    ks = sorted({int(k) for k in eval_at})
+    return [curve_name(k) for k in ks] + [f"ndcg@{k}" for k in ks]
+
+
 def whose(metric: str) -> str:
     """Whose conventions a watched metric follows, for log lines."""
     return "the run's conventions" if is_our_curve(metric) else "LightGBM's conventions"

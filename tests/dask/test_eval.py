@@ -8,7 +8,7 @@ import lightgbm as lgb
 import numpy as np
 import pytest
 
-from ltr.dask.evaluate import lightgbm_ndcg_curves, predict_partitioned
+from ltr.dask.evaluate import lightgbm_conventions, ndcg_curves, predict_partitioned
 from ltr.dask.partitions import scatter_ranking_data
 from ltr.data.ranking_data import RankingData
 from tests.dask.conftest import random_ranking_data
@@ -76,10 +76,10 @@ def test_whole_split_curves_equal_lightgbm_train_evals_result(client: Any, label
 
     split = scatter_ranking_data(client, valid, n_partitions=3)
     assert split.n_partitions == 3
-    curves = lightgbm_ndcg_curves(client, booster, split, ks=ks, n_rounds=12, label_gain=label_gain)
-    assert sorted(curves) == sorted(f"ndcg@{k}" for k in ks)
+    (curves,) = ndcg_curves(client, booster, split, ks=ks, n_rounds=12, conventions=[lightgbm_conventions(label_gain)])
+    assert sorted(curves) == sorted(ks)
     for k in ks:
-        ours, theirs = curves[f"ndcg@{k}"], record["valid"][f"ndcg@{k}"]
+        ours, theirs = curves[k], record["valid"][f"ndcg@{k}"]
         assert len(ours) == len(theirs) == 12
         np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-9)
         assert min(ours) > 0.3  # a real, moving curve
@@ -87,16 +87,16 @@ def test_whole_split_curves_equal_lightgbm_train_evals_result(client: Any, label
         assert len(set(ours)) > 1
 
     if label_gain is not None:  # the custom gain is used: exp gain gives other values
-        exp_gain = lightgbm_ndcg_curves(client, booster, split, ks=ks, n_rounds=12)
-        assert abs(exp_gain["ndcg@10"][-1] - curves["ndcg@10"][-1]) > 1e-3
+        (exp_gain,) = ndcg_curves(client, booster, split, ks=ks, n_rounds=12, conventions=[lightgbm_conventions()])
+        assert abs(exp_gain[10][-1] - curves[10][-1]) > 1e-3
 
 
 def test_curves_per_partition_equal_lightgbm_evals_result(client: Any, trained: Any) -> None:
     ranker, _, valid = trained
     split = scatter_ranking_data(client, valid, n_partitions=3)
-    curves = lightgbm_ndcg_curves(client, ranker.booster_, split, ks=[1, 5, 10], n_rounds=15)
-    for name in ("ndcg@1", "ndcg@5", "ndcg@10"):
-        np.testing.assert_allclose(curves[name], ranker.evals_result_["valid"][name], rtol=0, atol=1e-12)
+    (curves,) = ndcg_curves(client, ranker.booster_, split, ks=[1, 5, 10], n_rounds=15, conventions=[lightgbm_conventions()])
+    for k in (1, 5, 10):
+        np.testing.assert_allclose(curves[k], ranker.evals_result_["valid"][f"ndcg@{k}"], rtol=0, atol=1e-12)
 
 
 def test_predict_partitioned_equals_local_predict_row_for_row(client: Any, trained: Any) -> None:
