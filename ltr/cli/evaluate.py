@@ -27,7 +27,7 @@ import pandas as pd
 
 from ltr.cli.args import OneLineParser
 from ltr.data.readers import read_ranking_file
-from ltr.data.trec import align_run, read_qrels, read_run
+from ltr.data.trec import read_trec
 from ltr.errors import DataError, LtrUserError
 from ltr.metrics import PRESETS, Strata, per_query_table, resolve_conventions, summarize
 from ltr.metrics.conventions import GAINS, TIES, ZERO_IDCG
@@ -238,9 +238,7 @@ def _parse_strata(text: str) -> Strata:
 def _evaluate_trec(
     args: argparse.Namespace, ks: list[int], conventions: Any, strata: Strata
 ) -> tuple[pd.DataFrame, dict[str, int]]:
-    qrels = read_qrels(args.qrels)
-    run = read_run(args.run)
-    inp = align_run(run, qrels, missing_topics=args.missing_topics, max_docs=args.max_docs)
+    inp = read_trec(args.run, args.qrels, missing_topics=args.missing_topics, max_docs=args.max_docs)
     max_gain = _max_gain(args, conventions, inp.labels, inp.ideal_labels)
     table = per_query_table(
         inp.labels, inp.scores, inp.offsets, inp.qids, ks=ks, conventions=conventions,

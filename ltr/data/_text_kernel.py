@@ -115,7 +115,7 @@ def _parse_float(buf: Any, a: int, b: int, pow10: Any) -> tuple[float, bool]:  #
 
 
 @numba.njit(cache=True)
-def _parse_int(buf: Any, a: int, b: int) -> tuple[int, bool]:  # pragma: no cover - compiled
+def parse_int(buf: Any, a: int, b: int) -> tuple[int, bool]:  # pragma: no cover - compiled
     """Parse ``buf[a:b]`` as a (signed) integer of at most 18 digits; returns (value, ok)."""
     i = a
     neg = False
@@ -267,13 +267,13 @@ def parse_chunk(  # pragma: no cover - compiled
                     return 17, line_start, this_line, row, a, 0, max_index
                 if has_qid:
                     return 18, line_start, this_line, row, a, 0, max_index
-                q, ok = _parse_int(buf, colon + 1, pos)
+                q, ok = parse_int(buf, colon + 1, pos)
                 if not ok:
                     return 13, line_start, this_line, row, a, 0, max_index
                 qids[row] = q
                 has_qid = True
                 continue
-            idx, ok = _parse_int(buf, a, colon)
+            idx, ok = parse_int(buf, a, colon)
             if ok and idx <= 0:
                 return 14, line_start, this_line, row, a, idx, max_index
             return 10, line_start, this_line, row, a, 0, max_index
@@ -320,7 +320,7 @@ def scan_head(buf: Any, max_lines: int) -> tuple[int, int, int]:  # pragma: no c
                 if colon - a == 3 and buf[a] == 113 and buf[a + 1] == 105 and buf[a + 2] == 100:
                     has_qid = 1
                 else:
-                    idx, ok = _parse_int(buf, a, colon)
+                    idx, ok = parse_int(buf, a, colon)
                     if ok and idx > best:
                         best = idx
             while pos < n and _is_sep(buf[pos]):

@@ -13,16 +13,25 @@ matched and ordered byte by byte (C ``strcmp``, trec_eval's order). Only the top
 the output are decoded (UTF-8; invalid bytes as ``\\xNN`` escapes, so distinct topics stay
 distinct).
 
-The reader is vectorised (numpy): the file is cut into blocks of whole lines, each block is
-tokenised with array operations, and topics and docnos become integer codes (their rank in byte
-order); there is no Python object per line.
+`read_trec` reads both files with compiled kernels (:mod:`ltr.data._trec_kernel`): the files
+are memory-mapped, topics are interned and docnos hashed (64-bit, every match confirmed byte by
+byte), each run line is joined to its judgment as it is read, and only tied scores have their
+docnos compared; there is no Python object per line, and memory is about 40 bytes per run line
+plus a 32 MiB window of the run file. `read_qrels` and `read_run` list a file's fields as bytes
+(for inspection and tests).
 """
 
 from __future__ import annotations
 
 import math
+import mmap
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,13 +39,7 @@ from numpy.typing import NDArray
 from ltr.errors import DataError
 from ltr.metrics.conventions import UNJUDGED
 
-#: Bytes trec_eval (C ``isspace``) treats as field separators.
-_SPACE = np.zeros(256, dtype=bool)
-_SPACE[[9, 10, 11, 12, 13, 32]] = True
 _NEWLINE = 10
-_HASH = ord("#")
-#: Bytes per block of lines the tokeniser works on (its scratch memory is a few times this).
-BLOCK_BYTES = 1 << 22
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +72,9 @@ class TrecEvalInput:
     ``offsets[i]:offsets[i+1]`` of ``labels, scores, tie_keys`` (in run-file order); a ranked
     docno without a judgment has label `UNJUDGED` (gain 0 and never relevant under every
     convention). Its judgments are ``ideal_offsets[i]:ideal_offsets[i+1]`` of ``ideal_labels``.
-    ``tie_keys`` is the rank of each docno in byte order, so ``ties="docno_desc"`` sorts as
-    trec_eval does.
+    ``tie_keys`` orders the docnos of rows whose score is tied within their topic (their rank in
+    byte order, from 1; 0 for rows without a tie), so ``ties="docno_desc"`` sorts as trec_eval
+    does.
 
     Counts of what was left out or filled in: ``n_run_topics_unjudged`` run topics without any
     judgment (ignored, as trec_eval does) and their ``n_run_rows_unjudged_topics`` lines;
@@ -85,7 +89,7 @@ class TrecEvalInput:
     offsets: NDArray[np.int64]
     ideal_labels: NDArray[np.int64]
     ideal_offsets: NDArray[np.int64]
-    tie_keys: NDArray[np.int64]
+    tie_keys: NDArray[np.float64]
     n_run_topics_unjudged: int = 0
     n_run_rows_unjudged_topics: int = 0
     n_judged_topics_without_run: int = 0
@@ -103,17 +107,57 @@ class TrecEvalInput:
         }
 
 
-# ---- tokeniser -----------------------------------------------------------------------------
+# ---- files ---------------------------------------------------------------------------------
 
 
-def _read_bytes(path: Path, what: str) -> NDArray[np.uint8]:
+@contextmanager
+def _mapped(path: Path, what: str) -> Iterator[tuple[NDArray[np.uint8], mmap.mmap | None]]:
+    """The bytes of ``path``, memory-mapped read-only (an empty file: an empty array)."""
     try:
-        data = path.read_bytes()
+        f = path.open("rb")
     except OSError as exc:
-        raise DataError(f"cannot read {what} file {path}: {exc.strerror or exc}") from exc
-    if data and data[-1] != _NEWLINE:
-        data += b"\n"
-    return np.frombuffer(data, dtype=np.uint8)
+        raise DataError(f"cannot read {what} file {path}: {exc.strerror or exc}") from None
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            yield np.zeros(0, dtype=np.uint8), None
+            return
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            yield np.frombuffer(mm, dtype=np.uint8), mm
+        finally:
+            with suppress(BufferError):  # a view still referenced (an exception's frame)
+                mm.close()
+
+
+def _release(mm: mmap.mmap | None, lo: int, hi: int) -> None:
+    """Drop the pages of ``[lo, hi)`` from this process's memory (they stay in the page cache)."""
+    lo = -(-lo // mmap.PAGESIZE) * mmap.PAGESIZE
+    hi = hi // mmap.PAGESIZE * mmap.PAGESIZE
+    if mm is not None and hi > lo and hasattr(mmap, "MADV_DONTNEED"):
+        mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
+
+def _count_lines(buf: NDArray[np.uint8], mm: mmap.mmap | None) -> int:
+    """Newlines + 1 (an upper bound of the data lines), reading the file a window at a time."""
+    n = 1
+    for lo in range(0, buf.shape[0], WINDOW_BYTES):
+        hi = min(lo + WINDOW_BYTES, buf.shape[0])
+        n += int(np.count_nonzero(buf[lo:hi] == _NEWLINE))
+        _release(mm, lo, hi)
+    return n
+
+
+def _line_no(buf: NDArray[np.uint8], offset: int) -> int:
+    """The 1-based line number of the byte at ``offset``."""
+    return int(np.count_nonzero(buf[:offset] == _NEWLINE)) + 1
+
+
+def _line_text(buf: NDArray[np.uint8], offset: int) -> str:
+    """The line that starts at (or contains) ``offset``, decoded for a message."""
+    nl = np.flatnonzero(buf[offset:] == _NEWLINE)
+    end = offset + int(nl[0]) if nl.shape[0] else buf.shape[0]
+    return _text(bytes(buf[offset:end])).strip()
 
 
 def _strings(
@@ -123,7 +167,7 @@ def _strings(
     lens = e - s
     w = int(lens.max(initial=1))
     out = np.zeros((s.shape[0], w), dtype=np.uint8)
-    last = a.shape[0] - 1
+    last = max(a.shape[0] - 1, 0)
     for j in range(w):
         col = a[np.minimum(s + j, last)]
         col[lens <= j] = 0
@@ -131,181 +175,182 @@ def _strings(
     return out.view(f"S{w}").ravel()
 
 
-def _line_text(a: NDArray[np.uint8], nl: NDArray[np.int64], line: int) -> str:
-    lo = int(nl[line - 1]) + 1 if line > 0 else 0
-    return bytes(a[lo : int(nl[line])]).decode("utf-8", "backslashreplace").strip()
-
-
-def _tokenize_block(
-    a: NDArray[np.uint8], first_line: int, fields: tuple[int, ...], min_fields: int,
-    path: Path, what: str,
-) -> tuple[NDArray[np.int64], list[NDArray[np.bytes_]]]:  # fmt: skip
-    """Line numbers (1-based) and the wanted fields of the data lines of one block of lines.
-
-    ``a`` holds whole lines (it ends with a newline). Blank and comment lines are skipped.
-    """
-    sp = _SPACE[a]
-    before = np.empty_like(sp)
-    before[0] = True
-    before[1:] = sp[:-1]
-    starts = np.flatnonzero(~sp & before)
-    before[:-1] = sp[1:]  # now: "the next byte is a space" (the block ends with a newline)
-    before[-1] = True
-    ends = np.flatnonzero(~sp & before) + 1
-    del sp, before
-    nl = np.flatnonzero(a == _NEWLINE)
-    tok_line = np.searchsorted(nl, starts)
-    new = np.empty(starts.shape[0], dtype=bool)
-    if new.shape[0]:
-        new[0] = True
-        new[1:] = tok_line[1:] != tok_line[:-1]
-    first = np.flatnonzero(new)
-    n_tok = np.diff(first, append=starts.shape[0])
-    keep = a[starts[first]] != _HASH
-    first, n_tok, line = first[keep], n_tok[keep], tok_line[first[keep]]
-    short = np.flatnonzero(n_tok < min_fields)
-    if short.shape[0]:
-        i = int(short[0])
-        raise DataError(
-            f"line {first_line + int(line[i]) + 1} of {path}: expected at least {min_fields} "
-            f"fields for a {what} line, got {int(n_tok[i])}: "
-            f"{_line_text(a, nl, int(line[i]))!r}"
-        )
-    out = [_strings(a, starts[first + f], ends[first + f]) for f in fields]
-    return first_line + line.astype(np.int64) + 1, out
-
-
-def _read_fields(
-    path: Path, fields: tuple[int, ...], min_fields: int, what: str
-) -> tuple[NDArray[np.int64], list[NDArray[np.bytes_]]]:
-    """Line numbers and wanted fields of every data line of a whitespace-separated file."""
-    a = _read_bytes(path, what)
-    lines: list[NDArray[np.int64]] = []
-    cols: list[list[NDArray[np.bytes_]]] = [[] for _ in fields]
-    lo = 0
-    first_line = 0
-    n = a.shape[0]
-    while lo < n:
-        hi = min(lo + BLOCK_BYTES, n)
-        if hi < n:  # end the block after its last newline (a longer line: the next newline)
-            back = np.flatnonzero(a[lo:hi] == _NEWLINE)
-            if back.shape[0]:
-                hi = lo + int(back[-1]) + 1
-            else:
-                hi = lo + int(np.flatnonzero(a[lo:] == _NEWLINE)[0]) + 1
-        block = a[lo:hi]
-        ln, fs = _tokenize_block(block, first_line, fields, min_fields, path, what)
-        lines.append(ln)
-        for c, f in zip(cols, fs, strict=True):
-            c.append(f)
-        first_line += int(np.count_nonzero(block == _NEWLINE))
-        lo = hi
-    line_a = np.concatenate(lines) if lines else np.zeros(0, dtype=np.int64)
-    if line_a.shape[0] == 0:
-        raise DataError(f"{what} file {path} has no lines (blank and # comment lines are skipped)")
-    return line_a, [np.concatenate(c) if len(c) > 1 else c[0] for c in cols]
-
-
 def _text(b: bytes) -> str:
     return b.decode("utf-8", "backslashreplace")
 
 
+def _short_line(path: Path, buf: NDArray[np.uint8], at: int, what: str, need: int) -> DataError:
+    text = _line_text(buf, at)
+    return DataError(
+        f"line {_line_no(buf, at)} of {path}: expected at least {need} fields for a {what} "
+        f"line, got {len(text.split())}: {text!r}"
+    )
+
+
+def _int_labels(
+    raw: NDArray[np.bytes_], lines: NDArray[np.int64], topics: NDArray[np.bytes_], path: Path
+) -> NDArray[np.int64]:
+    """Relevance values that are not plain integers: integral floats (``1.0``) or an error."""
+    labels = np.zeros(raw.shape[0], dtype=np.int64)
+    for i, r in enumerate(raw.tolist()):  # only the values the kernel could not read
+        try:
+            labels[i] = int(r)
+            continue
+        except (ValueError, OverflowError):
+            pass
+        try:
+            v = float(r)
+        except ValueError:
+            v = math.nan
+        if not (math.isfinite(v) and v == round(v) and abs(v) < 2**62):
+            raise DataError(
+                f"line {lines[i]} of {path}: relevance {_text(r)!r} (topic "
+                f"{_text(topics[i])}) is not an integer"
+            ) from None
+        labels[i] = int(v)
+    return labels
+
+
+# ---- fields as bytes -----------------------------------------------------------------------
+
+
+def _read_fields(
+    path: Path, fields: tuple[int, int, int], min_fields: int, what: str
+) -> tuple[NDArray[np.int64], list[NDArray[np.bytes_]]]:
+    """Line numbers and three fields (as bytes) of every data line of a TREC file."""
+    import ltr.data._trec_kernel as kernel
+
+    with _mapped(path, what) as (buf, _):
+        nl = np.flatnonzero(buf == _NEWLINE)
+        cap = nl.shape[0] + 1
+        starts = np.zeros((cap, 3), dtype=np.int64)
+        ends = np.zeros((cap, 3), dtype=np.int64)
+        status, m, at = kernel.fields(buf, *fields, min_fields, starts, ends)
+        if status == kernel.SHORT_LINE:
+            raise _short_line(path, buf, at, what, min_fields)
+        if m == 0:
+            raise DataError(f"{what} file {path} has no lines (blank and # comment lines are skipped)")
+        lines = np.searchsorted(nl, starts[:m, 0]).astype(np.int64) + 1
+        cols = [_strings(buf, starts[:m, j], ends[:m, j]) for j in range(3)]
+    return lines, cols
+
+
 def read_qrels(path: str | Path) -> Qrels:
-    """Read a TREC qrels file (``topic iteration docno relevance``).
+    """Read a TREC qrels file (``topic iteration docno relevance``), fields as bytes.
 
     Raises
     ------
     DataError
         Unreadable file, a line with fewer than 4 fields, a relevance that is not an integer;
         the message names the file and line. A (topic, docno) judged twice is reported by
-        `align_run`.
+        `read_trec`.
     """
     path = Path(path)
     lines, (topics, docnos, rel) = _read_fields(path, (0, 2, 3), 4, "qrels")
     try:
         labels = rel.astype(np.int64)
     except (ValueError, OverflowError):
-        labels = np.zeros(rel.shape[0], dtype=np.int64)
-        for i, r in enumerate(rel.tolist()):  # slow path, only for a file with a bad value
-            try:
-                labels[i] = int(r)
-                continue
-            except (ValueError, OverflowError):
-                pass
-            try:
-                v = float(r)
-            except ValueError:
-                v = math.nan
-            if not (math.isfinite(v) and v == round(v) and abs(v) < 2**62):
-                raise DataError(
-                    f"line {lines[i]} of {path}: relevance {_text(r)!r} (topic "
-                    f"{_text(topics[i])}) is not an integer"
-                ) from None
-            labels[i] = int(v)
+        labels = _int_labels(rel, lines, topics, path)
     return Qrels(topics=topics, docnos=docnos, labels=labels, lines=lines, path=str(path))
 
 
 def read_run(path: str | Path) -> Run:
-    """Read a TREC run file (``topic Q0 docno rank score tag``; extra fields ignored).
+    """Read a TREC run file (``topic Q0 docno rank score tag``), fields as bytes.
 
     Raises
     ------
     DataError
         Unreadable file, a line with fewer than 6 fields, a score that is not a finite number;
-        the message names the file, line and topic. A docno ranked twice for a topic is
-        reported by `align_run`.
+        the message names the file, line and topic.
     """
     path = Path(path)
     lines, (topics, docnos, raw) = _read_fields(path, (0, 2, 4), 6, "run")
+    scores = _scores(raw, path, lambda i: _text(topics[i]), lambda i: int(lines[i]))
+    return Run(topics=topics, docnos=docnos, scores=scores, lines=lines, path=str(path))
+
+
+def _scores(
+    raw: NDArray[np.bytes_], path: Path, topic_of: Callable[[int], str],
+    line_of: Callable[[int], int],
+) -> NDArray[np.float64]:  # fmt: skip
+    """Scores from their bytes (numpy's parser); an error names the first one not finite."""
     try:
         scores = raw.astype(np.float64)
     except ValueError:
         scores = np.full(raw.shape[0], np.nan)
-        for i, r in enumerate(raw.tolist()):  # slow path, only for a file with a bad value
+        for i, r in enumerate(raw.tolist()):  # only a file with a bad value gets here
             try:
-                scores[i] = float(r)
+                scores[i] = np.array([r]).astype(np.float64)[0]
             except ValueError:
                 break
     bad = ~np.isfinite(scores)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise DataError(
-            f"line {lines[i]} of {path}: score {_text(raw[i])!r} (topic {_text(topics[i])}) "
+            f"line {line_of(i)} of {path}: score {_text(raw[i])!r} (topic {topic_of(i)}) "
             "is not a finite number"
         )
-    return Run(topics=topics, docnos=docnos, scores=scores, lines=lines, path=str(path))
+    return scores
 
 
-# ---- join ----------------------------------------------------------------------------------
+# ---- qrels and run joined ------------------------------------------------------------------
 
 
-def _check_unique(
-    keys: NDArray[np.int64], lines: NDArray[np.int64], topics: NDArray[np.bytes_],
-    docnos: NDArray[np.bytes_], path: str, verb: str,
-) -> None:  # fmt: skip
-    order = np.argsort(keys, kind="stable")
-    ks = keys[order]
-    dup = np.flatnonzero(ks[1:] == ks[:-1])
-    if dup.shape[0]:
-        rows = order[dup + 1]
-        i = int(rows[np.argmin(lines[rows])])
-        raise DataError(
-            f"line {lines[i]} of {path}: docno {_text(docnos[i])} is {verb} twice for topic "
-            f"{_text(topics[i])}"
-        )
+class _Topics:
+    """The topic table the kernels intern into (see :mod:`ltr.data._trec_kernel`)."""
+
+    def __init__(self, capacity: int) -> None:
+        size = 1 << max(4, int(2 * capacity - 1).bit_length())
+        self.slots = np.full(size, -1, dtype=np.int64)
+        half = size // 2 + 1
+        self.hash = np.zeros(half, dtype=np.uint64)
+        self.src = np.zeros(half, dtype=np.int8)
+        self.start = np.zeros(half, dtype=np.int64)
+        self.length = np.zeros(half, dtype=np.int64)
+        self.n = np.zeros(1, dtype=np.int64)
+
+    def args(self) -> tuple[NDArray[Any], ...]:
+        return self.slots, self.hash, self.src, self.start, self.length, self.n
+
+    def grow(self) -> None:
+        import ltr.data._trec_kernel as kernel
+
+        n = int(self.n[0])
+        bigger = _Topics(self.slots.shape[0])
+        for name in ("hash", "src", "start", "length"):
+            getattr(bigger, name)[:n] = getattr(self, name)[:n]
+        bigger.n[0] = n
+        kernel.rehash_topics(bigger.hash, n, bigger.slots)
+        self.__dict__.update(bigger.__dict__)
+
+    def strings(self, qbuf: NDArray[np.uint8], rbuf: NDArray[np.uint8]) -> NDArray[np.bytes_]:
+        """Every topic's bytes, by code."""
+        n = int(self.n[0])
+        src, start, length = self.src[:n], self.start[:n], self.length[:n]
+        w = int(length.max(initial=1))
+        out = np.zeros(n, dtype=f"S{w}")
+        for s, buf in ((0, qbuf), (1, rbuf)):
+            rows = np.flatnonzero(src == s)
+            if rows.shape[0]:
+                out[rows] = _strings(buf, start[rows], start[rows] + length[rows])
+        return out
 
 
-def align_run(
-    run: Run,
-    qrels: Qrels,
+def read_trec(
+    run_path: str | Path,
+    qrels_path: str | Path,
     *,
     missing_topics: str = "skip",
     max_docs: int | None = None,
 ) -> TrecEvalInput:
-    """Join ``run`` to ``qrels`` as trec_eval 10.0 does.
+    """Read a TREC run and its qrels and join them as trec_eval 10.0 does.
 
-    Run topics without any judgment are ignored (as trec_eval, pytrec_eval and ir_measures do)
-    and counted. Ranked docnos without a judgment get label `UNJUDGED`.
+    The files are memory-mapped and read by compiled kernels: the run a window of
+    `WINDOW_BYTES` at a time (pages already read are released), topics interned and docnos
+    looked up in a hash table of the judgments (confirmed byte by byte), so memory is about 40
+    bytes per run line plus one window, and nothing is a Python object per line. Run topics
+    without any judgment are ignored (as trec_eval, pytrec_eval and ir_measures do) and
+    counted; ranked docnos without a judgment get label `UNJUDGED`.
 
     Parameters
     ----------
@@ -321,8 +366,9 @@ def align_run(
     Raises
     ------
     DataError
-        A (topic, docno) judged or ranked twice; a judged topic without run lines under
-        ``missing_topics="error"``.
+        Unreadable files, short lines, a relevance that is not an integer, a score that is not
+        a finite number, a (topic, docno) judged or ranked twice, a judged topic without run
+        lines under ``missing_topics="error"``; the message names the file and line.
     """
     if missing_topics not in ("skip", "empty", "error"):
         raise ValueError(
@@ -330,84 +376,257 @@ def align_run(
         )
     if max_docs is not None and max_docs < 1:
         raise ValueError(f"max_docs={max_docs} must be >= 1")
-    nq = qrels.topics.shape[0]
-    topic_vocab, t_code = np.unique(np.concatenate([qrels.topics, run.topics]), return_inverse=True)
-    docno_vocab, d_code = np.unique(np.concatenate([qrels.docnos, run.docnos]), return_inverse=True)
-    n_docnos = np.int64(docno_vocab.shape[0])
-    qt, rt = t_code[:nq].astype(np.int64), t_code[nq:].astype(np.int64)
-    qd, rd = d_code[:nq].astype(np.int64), d_code[nq:].astype(np.int64)
-    del t_code, d_code
-    q_keys = qt * n_docnos + qd
-    r_keys = rt * n_docnos + rd
-    _check_unique(q_keys, qrels.lines, qrels.topics, qrels.docnos, qrels.path, "judged")
-    _check_unique(r_keys, run.lines, run.topics, run.docnos, run.path, "ranked")
+    import ltr.data._trec_kernel as kernel
 
-    n_t = topic_vocab.shape[0]
-    judged = np.bincount(qt, minlength=n_t) > 0
-    ranked = np.bincount(rt, minlength=n_t) > 0
-    unjudged_topics = ranked & ~judged
-    missing = judged & ~ranked
+    qpath, rpath = Path(qrels_path), Path(run_path)
+    with _mapped(qpath, "qrels") as (qbuf, _), _mapped(rpath, "run") as (rbuf, rmm):
+        topics = _Topics(int(np.count_nonzero(qbuf == _NEWLINE)) + 1)
+        judged = _ingest_qrels(qpath, qbuf, rbuf, topics, kernel)
+        # no name holds the run's rows here, so _join frees each column when done with it
+        return _join(qpath, rpath, qbuf, rbuf, topics, judged,
+                     _ingest_run(rpath, rbuf, rmm, qbuf, topics, judged, kernel), missing_topics,
+                     max_docs, kernel)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class _Judgments:
+    """The qrels as the run kernel reads them: per judgment, topic code, docno, hash, label."""
+
+    slots: NDArray[np.int64]
+    topic: NDArray[np.int64]
+    d0: NDArray[np.int64]
+    d1: NDArray[np.int64]
+    hash: NDArray[np.uint64]
+    label: NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class _RunRows:
+    """Per run line: topic code, docno offset/length/hash, score, label (or `UNJUDGED`)."""
+
+    topic: NDArray[np.int32]
+    d0: NDArray[np.int64]
+    dlen: NDArray[np.int32]
+    hash: NDArray[np.uint64]
+    score: NDArray[np.float64]
+    label: NDArray[np.int64]
+
+
+def _line_start(buf: NDArray[np.uint8], offset: int) -> int:
+    """The offset where the line holding byte ``offset`` starts."""
+    hi = offset
+    while hi > 0:
+        lo = max(0, hi - 4096)
+        nl = np.flatnonzero(buf[lo:hi] == _NEWLINE)
+        if nl.shape[0]:
+            return lo + int(nl[-1]) + 1
+        hi = lo
+    return 0
+
+
+def _ingest_qrels(
+    path: Path, qbuf: NDArray[np.uint8], rbuf: NDArray[np.uint8], topics: _Topics, kernel: Any
+) -> _Judgments:
+    """Intern the qrels' topics and fill the judgment table (the qrels are read whole)."""
+    cap = int(np.count_nonzero(qbuf == _NEWLINE)) + 1
+    size = 1 << max(4, int(2 * cap - 1).bit_length())
+    slots = np.full(size, -1, dtype=np.int64)
+    topic, d0, d1 = (np.zeros(cap, dtype=np.int64) for _ in range(3))
+    hashes = np.zeros(cap, dtype=np.uint64)
+    label, v0, v1 = (np.zeros(cap, dtype=np.int64) for _ in range(3))
+    status, m, at, other = kernel.ingest_qrels(
+        qbuf, rbuf, *topics.args(), slots, topic, d0, d1, hashes, label, v0, v1
+    )
+    if status == kernel.SHORT_LINE:
+        raise _short_line(path, qbuf, at, "qrels", 4)
+    if status == kernel.DUPLICATE:
+        docno = _text(bytes(qbuf[d0[other] : d1[other]]))
+        topic_text = _line_text(qbuf, at).split()[0]
+        raise DataError(
+            f"line {_line_no(qbuf, at)} of {path}: docno {docno} is judged twice for topic "
+            f"{topic_text}"
+        )
+    if m == 0:
+        raise DataError(f"qrels file {path} has no lines (blank and # comment lines are skipped)")
+    slow = np.flatnonzero(v0[:m] >= 0)
+    if slow.shape[0]:  # relevance values such as "1.0", or errors
+        raw = _strings(qbuf, v0[slow], v1[slow])
+        starts = [_line_start(qbuf, int(a)) for a in v0[slow]]
+        lines = np.array([_line_no(qbuf, a) for a in starts], dtype=np.int64)
+        tops = np.array([_line_text(qbuf, a).split()[0].encode() for a in starts], dtype=bytes)
+        label[slow] = _int_labels(raw, lines, tops, path)
+    return _Judgments(slots, topic[:m], d0[:m], d1[:m], hashes[:m], label[:m])
+
+
+#: Bytes of the run file read per kernel call; pages already read are released after each.
+WINDOW_BYTES = 1 << 25
+#: Rows whose score the kernel leaves to numpy, per call (the call returns early when full).
+SLOW_ROWS = 1 << 16
+
+
+def _ingest_run(
+    path: Path, rbuf: NDArray[np.uint8], rmm: mmap.mmap | None, qbuf: NDArray[np.uint8],
+    topics: _Topics, judged: _Judgments, kernel: Any,
+) -> _RunRows:  # fmt: skip
+    """Read the run a window at a time: topic codes, docnos, scores and joined labels."""
+    cap = _count_lines(rbuf, rmm)
+    r_topic = np.zeros(cap, dtype=np.int32)
+    r_d0 = np.zeros(cap, dtype=np.int64)
+    r_dlen = np.zeros(cap, dtype=np.int32)
+    r_hash = np.zeros(cap, dtype=np.uint64)
+    r_score = np.zeros(cap, dtype=np.float64)
+    r_label = np.zeros(cap, dtype=np.int64)
+    slow = np.zeros((SLOW_ROWS, 3), dtype=np.int64)
+    n = rbuf.shape[0]
+    row, lo = 0, 0
+    while lo < n:
+        hi = min(lo + WINDOW_BYTES, n)
+        status, row, nxt, at, n_slow = kernel.ingest_run(
+            rbuf, lo, hi, row, qbuf, *topics.args(), judged.slots, judged.topic, judged.d0,
+            judged.d1, judged.hash, judged.label, UNJUDGED, r_topic, r_d0, r_dlen, r_hash,
+            r_score, r_label, slow,
+        )  # fmt: skip
+        if n_slow:
+            rows, a, b = slow[:n_slow, 0], slow[:n_slow, 1], slow[:n_slow, 2]
+            at_score = a.copy()  # where each score is, for a message
+            raw = _strings(rbuf, a, b)
+            r_score[rows] = _scores(
+                raw, path, partial(_topic_of_row, rbuf, at_score),
+                partial(_line_of_row, rbuf, at_score),
+            )
+        if status == kernel.SHORT_LINE:
+            raise _short_line(path, rbuf, at, "run", 6)
+        if status == kernel.GROW_TOPICS:
+            topics.grow()
+        _release(rmm, lo, nxt)
+        lo = nxt
+    if row == 0:
+        raise DataError(f"run file {path} has no lines (blank and # comment lines are skipped)")
+    return _RunRows(r_topic[:row], r_d0[:row], r_dlen[:row], r_hash[:row], r_score[:row],
+                    r_label[:row])  # fmt: skip
+
+
+def _topic_of_row(buf: NDArray[np.uint8], at: NDArray[np.int64], i: int) -> str:
+    return _topic_at(buf, int(at[i]))
+
+
+def _line_of_row(buf: NDArray[np.uint8], at: NDArray[np.int64], i: int) -> int:
+    return _line_no(buf, int(at[i]))
+
+
+def _topic_at(buf: NDArray[np.uint8], offset: int) -> str:
+    """The topic (first field) of the line holding byte ``offset``."""
+    return _line_text(buf, _line_start(buf, offset)).split()[0]
+
+
+def _join(
+    qpath: Path, rpath: Path, qbuf: NDArray[np.uint8], rbuf: NDArray[np.uint8],
+    topics: _Topics, judged: _Judgments, run: _RunRows, missing_topics: str,
+    max_docs: int | None, kernel: Any,
+) -> TrecEvalInput:  # fmt: skip
+    """Group the run rows by topic (byte order), check them, keep the evaluated topics."""
+    names = topics.strings(qbuf, rbuf)
+    n_t = names.shape[0]
+    order_t = np.argsort(names, kind="stable")
+    rank = np.empty(n_t, dtype=np.int32)
+    rank[order_t] = np.arange(n_t, dtype=np.int32)
+    sorted_names = names[order_t]
+    q_rank = rank[judged.topic]
+    cols: list[NDArray[Any]] = [run.d0, run.dlen, run.hash, run.score, run.label]
+    r_rank = rank[run.topic]
+    del run  # the columns live in ``cols`` only
+    counts = np.bincount(r_rank, minlength=n_t)
+    bounds = np.zeros(n_t + 1, dtype=np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    if r_rank.shape[0] > 1 and bool(np.any(r_rank[1:] < r_rank[:-1])):  # not grouped yet
+        dest = kernel.group_positions(r_rank, bounds)
+        for j in range(len(cols)):
+            cols[j] = _scatter(cols[j], dest)
+        del dest
+    del r_rank
+    d0, dlen, hashes, scores, labels = cols
+    del cols
+
+    rep, _ = kernel.first_repeat(bounds, hashes, d0, dlen, rbuf)
+    if rep >= 0:
+        docno = _text(bytes(rbuf[d0[rep] : d0[rep] + dlen[rep]]))
+        raise DataError(
+            f"line {_line_no(rbuf, int(d0[rep]))} of {rpath}: docno {docno} is ranked twice for "
+            f"topic {_topic_at(rbuf, int(d0[rep]))}"
+        )
+    del hashes
+    tie_keys = np.zeros(scores.shape[0], dtype=np.float64)
+    tied = np.flatnonzero(kernel.tied_rows(bounds, scores, scores.view(np.uint64)))
+    if tied.shape[0]:  # ties by docno in byte order (only tied rows are compared)
+        docnos = _strings(rbuf, d0[tied], d0[tied] + dlen[tied])
+        tie_keys[tied] = np.unique(docnos, return_inverse=True)[1].ravel() + 1
+        del docnos
+    del d0, dlen, tied
+
+    judged_t = np.bincount(q_rank, minlength=n_t) > 0
+    ranked_t = counts > 0
+    missing = judged_t & ~ranked_t
     if missing.any() and missing_topics == "error":
         t = int(np.flatnonzero(missing)[0])
         raise DataError(
-            f"topic {_text(topic_vocab[t])} of qrels {qrels.path} has no lines in run {run.path} "
+            f"topic {_text(sorted_names[t])} of qrels {qpath} has no lines in run {rpath} "
             f"({int(missing.sum())} judged topics have none; trec_eval 10.0 refuses this without "
             "-c): pass --missing-topics empty (score them 0, trec_eval -c) or skip"
         )
-    keep = judged[rt]
-    n_rows_unjudged_topics = int(keep.shape[0] - np.count_nonzero(keep))
-
+    evaluated = judged_t if missing_topics == "empty" else judged_t & ranked_t
+    n_rows_unjudged_topics = int(counts[~judged_t].sum())
+    kept_counts = np.where(judged_t, counts, 0)
     n_over = 0
+    keep: NDArray[np.bool_] | None = None
+    if n_rows_unjudged_topics:
+        keep = np.repeat(judged_t, counts)
     if max_docs is not None:
         # trec_eval's order: topic, score descending, docno descending; keep the first max_docs
-        order = np.lexsort((-rd, -run.scores, rt))
-        ts = rt[order]
-        start = np.flatnonzero(np.r_[True, ts[1:] != ts[:-1]])
-        pos = np.arange(ts.shape[0]) - np.repeat(start, np.diff(np.r_[start, ts.shape[0]]))
-        within = np.empty(ts.shape[0], dtype=bool)
+        row_topic = np.repeat(np.arange(n_t, dtype=np.int64), counts)
+        order = np.lexsort((-tie_keys, -scores, row_topic))
+        pos = np.arange(order.shape[0]) - bounds[row_topic[order]]
+        within = np.empty(order.shape[0], dtype=bool)
         within[order] = pos < max_docs
-        n_over = int(np.count_nonzero(keep & ~within))
-        keep &= within
+        del order, pos, row_topic
+        if keep is not None:
+            within &= keep
+        n_over = int(kept_counts.sum() - np.count_nonzero(within))
+        kept_counts = np.minimum(kept_counts, max_docs)
+        keep = within
+    if keep is not None:
+        labels, scores, tie_keys = labels[keep], scores[keep], tie_keys[keep]
+    del keep
 
-    rows = np.flatnonzero(keep)
-    rt, rd, r_keys = rt[rows], rd[rows], r_keys[rows]
-    scores = run.scores[rows]
-    # label of each ranked row: its judgment, or UNJUDGED
-    q_order = np.argsort(q_keys, kind="stable")
-    q_sorted = q_keys[q_order]
-    pos = np.searchsorted(q_sorted, r_keys)
-    pos_c = np.minimum(pos, max(q_sorted.shape[0] - 1, 0))
-    found = q_sorted[pos_c] == r_keys if q_sorted.shape[0] else np.zeros(r_keys.shape[0], bool)
-    labels = np.where(found, qrels.labels[q_order][pos_c], UNJUDGED)
-
-    evaluated = judged if missing_topics == "empty" else judged & ranked
-    topic_index = np.cumsum(evaluated) - 1  # topic code -> query index (for evaluated topics)
-    r_q = topic_index[rt]
-    order = np.argsort(r_q, kind="stable")  # file order within a topic
     n_eval = int(np.count_nonzero(evaluated))
     offsets = np.zeros(n_eval + 1, dtype=np.int64)
-    np.cumsum(np.bincount(r_q, minlength=n_eval), out=offsets[1:])
-
-    in_eval = evaluated[qt]
-    q_q = topic_index[qt[in_eval]]
+    np.cumsum(kept_counts[evaluated], out=offsets[1:])
+    topic_index = np.cumsum(evaluated) - 1  # topic rank -> query index (evaluated topics)
+    in_eval = evaluated[q_rank]
+    q_q = topic_index[q_rank[in_eval]]
     i_order = np.argsort(q_q, kind="stable")
     ideal_offsets = np.zeros(n_eval + 1, dtype=np.int64)
     np.cumsum(np.bincount(q_q, minlength=n_eval), out=ideal_offsets[1:])
-    qids = np.array([_text(t) for t in topic_vocab[evaluated].tolist()], dtype=str)
+    qids = np.array([_text(t) for t in sorted_names[evaluated].tolist()], dtype=str)
     return TrecEvalInput(
         qids=qids,
-        labels=labels[order],
-        scores=scores[order],
+        labels=labels,
+        scores=scores,
         offsets=offsets,
-        ideal_labels=qrels.labels[in_eval][i_order],
+        ideal_labels=judged.label[in_eval][i_order],
         ideal_offsets=ideal_offsets,
-        tie_keys=rd[order],
-        n_run_topics_unjudged=int(np.count_nonzero(unjudged_topics)),
+        tie_keys=tie_keys,
+        n_run_topics_unjudged=int(np.count_nonzero(ranked_t & ~judged_t)),
         n_run_rows_unjudged_topics=n_rows_unjudged_topics,
         n_judged_topics_without_run=int(np.count_nonzero(missing)),
-        n_rows_unjudged=int(np.count_nonzero(~found)),
+        n_rows_unjudged=int(np.count_nonzero(labels == UNJUDGED)),
         n_rows_over_max_docs=n_over,
     )
+
+
+def _scatter(a: NDArray[Any], dest: NDArray[np.int64]) -> NDArray[Any]:
+    out = np.empty_like(a)
+    out[dest] = a
+    return out
 
 
 def read_trec_eval_output(path: str | Path) -> dict[str, dict[str, float]]:

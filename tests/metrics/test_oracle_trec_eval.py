@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ltr.data.trec import align_run, read_qrels, read_run, read_trec_eval_output
+from ltr.data.trec import read_trec, read_trec_eval_output
 from ltr.metrics import PRESETS, per_query_table, resolve_conventions, summarize
 
 from .conftest import SHARED_DATA
@@ -33,7 +33,7 @@ FULL = 100_000  # longer than any ranking and any judgment list: trec_eval's unc
 def test_trec_eval_outputs(
     qrels: str, run: str, expected: str, rel_threshold: int, missing_topics: str
 ) -> None:
-    inp = align_run(read_run(TREC / run), read_qrels(TREC / qrels), missing_topics=missing_topics)
+    inp = read_trec(TREC / run, TREC / qrels, missing_topics=missing_topics)
     conv = resolve_conventions("trec_eval", rel_threshold=rel_threshold)
     table = per_query_table(
         inp.labels, inp.scores, inp.offsets, inp.qids, ks=(*CUTS, FULL), conventions=conv,
@@ -70,7 +70,7 @@ def test_trec_eval_outputs(
 
 def test_ties_by_docno_matter_only_in_6th_decimal() -> None:
     # results.test has tied scores; docno order vs input order moves topic 301 by < 1e-5 only
-    inp = align_run(read_run(TREC / "results.test"), read_qrels(TREC / "qrels.rel_level"))
+    inp = read_trec(TREC / "results.test", TREC / "qrels.rel_level")
     kw = {
         "ideal_labels": inp.ideal_labels,
         "ideal_offsets": inp.ideal_offsets,

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from ltr.cli.evaluate import build_parser, main
-from ltr.data.trec import align_run, read_qrels, read_run, read_trec_eval_output
+from ltr.data.trec import read_qrels, read_run, read_trec, read_trec_eval_output
 from ltr.errors import DataError, LtrUserError
 from ltr.metrics import per_query_table, resolve_conventions, summarize
 from ltr.metrics.conventions import UNJUDGED
@@ -116,8 +116,11 @@ def test_unjudged_never_relevant_with_rel_threshold_0(
     assert out["n_rows_unjudged"] == 1
 
 
-def test_unjudged_label_is_below_every_threshold() -> None:
-    inp = align_run(read_run_text("1 Q0 x 1 2.0 r\n1 Q0 a 2 1.0 r\n"), read_qrels_text("1 0 a 1\n"))
+def test_unjudged_label_is_below_every_threshold(tmp_path: Path) -> None:
+    run, qrels = tmp_path / "run", tmp_path / "qrels"
+    run.write_text("1 Q0 x 1 2.0 r\n1 Q0 a 2 1.0 r\n")
+    qrels.write_text("1 0 a 1\n")
+    inp = read_trec(run, qrels)
     assert inp.labels.tolist() == [UNJUDGED, 1]
     with pytest.raises(ValueError, match="unjudged rows"):
         resolve_conventions(None, rel_threshold=UNJUDGED)
@@ -261,24 +264,6 @@ def test_json_is_valid_with_every_key(tmp_path: Path, capsys: pytest.CaptureFixt
 # ---- 5. comment lines, --max-docs, --err-max-grade ---------------------------------------------
 
 
-def read_qrels_text(text: str) -> Any:
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as d:
-        p = Path(d) / "q"
-        p.write_text(text)
-        return read_qrels(p)
-
-
-def read_run_text(text: str) -> Any:
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as d:
-        p = Path(d) / "r"
-        p.write_text(text)
-        return read_run(p)
-
-
 def test_comment_lines_are_skipped_and_hash_in_docno_kept(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -345,9 +330,7 @@ def _table(
     max_docs: int | None = None,
     **conv: Any,
 ) -> pd.DataFrame:
-    inp = align_run(
-        read_run(TREC / run), read_qrels(TREC / qrels), missing_topics=missing, max_docs=max_docs
-    )
+    inp = read_trec(TREC / run, TREC / qrels, missing_topics=missing, max_docs=max_docs)
     return per_query_table(
         inp.labels, inp.scores, inp.offsets, inp.qids, ks=ks,
         conventions=resolve_conventions("trec_eval", **conv),
@@ -399,7 +382,7 @@ def test_qrels_123_is_judgment_groups_refused_as_qrels() -> None:
         DataError,
         match=r"line 3682 of .*qrels.123: docno CR93E-10279 is judged twice for topic 301",
     ):
-        align_run(read_run(TREC / "results.test"), read_qrels(TREC / "qrels.123"))
+        read_trec(TREC / "results.test", TREC / "qrels.123")
 
 
 @needs_trec
