@@ -46,6 +46,7 @@ INTEGRATION_MODULES = frozenset(
         "tests/dask/test_partitioned_pipeline.py",
         "tests/dask/test_partitions.py",
         "tests/dask/test_parquet.py",
+        "tests/dask/test_partition_cli.py",
         "tests/dask/test_training_dask.py",
         "tests/data/test_positions_in_files.py",
         "tests/data/test_cache_integrity.py",

@@ -1,7 +1,7 @@
 """The ``ltr`` command: a verb, its arguments, one exit-code policy.
 
 Each verb lives in its own module of :mod:`ltr.cli` (``train``, ``evaluate``, ``compare``,
-``cache``, ``ui``), imported only when that verb runs so ``ltr --help`` stays fast.
+``cache``, ``partition``, ``ui``), imported only when that verb runs so ``ltr --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 from ltr.errors import LtrUserError
 from ltr.tracking.lifecycle import Terminated
 
-VERBS = ("train", "rerun", "evaluate", "compare", "cache", "ui")
+VERBS = ("train", "rerun", "evaluate", "compare", "cache", "partition", "ui")
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
@@ -25,6 +25,7 @@ commands:
   evaluate ...           evaluate rankings made elsewhere (TREC run, or data + scores); --help for options
   compare RUN [RUN ...]  compare runs per query and per stratum with paired significance tests; --help
   cache [info|clear]     show (entries, size, limit) or clear the cache of parsed data files; --help
+  partition ...          write data files as the whole-query Parquet partitions data=parquet_partitions reads; --help
   ui [--port N]          open the MLflow UI on 127.0.0.1 against the default local store
 """
 
@@ -60,6 +61,10 @@ def main(argv: list[str] | None = None) -> int:
             from ltr.cli.cache import main as cache_main
 
             return int(cache_main(rest))
+        if verb == "partition":
+            from ltr.cli.partition import main as partition_main
+
+            return partition_main(rest)
         if verb == "compare":
             from ltr.cli.compare import main as compare_main
 

@@ -165,8 +165,8 @@ class LetorPartsDataConfig(FileDataConfig):
 class ParquetPartitionsDataConfig(DataConfig):
     """Splits stored as directories of Parquet files of whole queries, read by Dask workers.
 
-    ``root`` holds ``train/``, ``valid/`` and ``test/``, each written by
-    :func:`ltr.dask.parquet.write_query_partitions` (one partition per file). Needs
+    ``root`` holds ``train/``, ``valid/`` and ``test/``, each written by ``ltr partition``
+    (or :func:`ltr.data.query_parts.write_query_partitions`; one partition per file). Needs
     ``trainer=dask``: the client reads only the files' footers, the workers read the rows.
     The directory must be readable under the same path by every worker.
     """

@@ -13,65 +13,20 @@ under the same path (a shared file system); this reader takes local paths only.
 
 from __future__ import annotations
 
-import itertools
 import logging
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ltr.dask.partitions import (
-    PartitionedSplit,
-    PartTuple,
-    from_part_futures,
-    query_partition_bounds,
-    sorted_workers,
-)
-from ltr.data.ranking_data import RankingData
+from ltr.dask.partitions import PartitionedSplit, PartTuple, from_part_futures, sorted_workers
+from ltr.data.query_parts import write_query_partitions
 from ltr.errors import DataError
 
 log = logging.getLogger(__name__)
 
-
-def write_query_partitions(
-    data: RankingData,
-    directory: str | Path,
-    *,
-    n_partitions: int,
-    qid_column: str = "qid",
-    label_column: str = "label",
-) -> list[Path]:
-    """Write ``data`` as ``n_partitions`` Parquet files of whole queries, balanced by rows.
-
-    Feature columns are named by ``data.feature_names`` (``f0``, ``f1``, ... if empty). Returns
-    the paths written, in partition order. The directory must not hold other ``part-*.parquet``.
-    """
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    if any(directory.glob("part-*.parquet")):
-        raise DataError(f"{directory} already holds part-*.parquet files; use an empty directory")
-    names = list(data.feature_names) or [f"f{j}" for j in range(data.n_features)]
-    if {qid_column, label_column} & set(names):
-        raise DataError(f"a feature is named like the qid or label column: {qid_column!r}, {label_column!r}")
-    bounds = query_partition_bounds(data.offsets, n_partitions)
-    row_qids = data.row_qids()
-    paths = []
-    for i, (q0, q1) in enumerate(itertools.pairwise(bounds)):
-        r0, r1 = int(data.offsets[q0]), int(data.offsets[q1])
-        columns: dict[str, Any] = {
-            qid_column: pa.array(row_qids[r0:r1], type=pa.int64()),
-            label_column: pa.array(data.labels[r0:r1], type=pa.int32()),
-        }
-        block = data.features[r0:r1]
-        for j, name in enumerate(names):
-            columns[name] = pa.array(block[:, j], type=pa.float32())
-        path = directory / f"part-{i:05d}.parquet"
-        pq.write_table(pa.table(columns), path)
-        paths.append(path)
-    log.info("wrote %d queries / %d rows to %d files in %s", data.n_queries, data.n_rows, len(paths), directory)
-    return paths
+__all__ = ["read_query_partitions", "write_query_partitions"]
 
 
 def read_part(path: str, qid_column: str, label_column: str, feature_columns: list[str]) -> PartTuple:

@@ -55,7 +55,7 @@ def split_directories(data: ParquetPartitionsDataConfig, trainer: TrainerConfig)
         if not any(directory.glob("*.parquet")):
             raise DataError(
                 f"data.root={root}: no {split}/*.parquet files; write them with "
-                "ltr.dask.parquet.write_query_partitions"
+                "ltr partition --train F [--valid F --test F] --out DIR"
             )
     return dirs
 

@@ -23,52 +23,11 @@ import numpy as np
 from dask.delayed import delayed
 from numpy.typing import NDArray
 
+from ltr.data.query_parts import query_partition_bounds
 from ltr.data.ranking_data import RankingData
 
 # One partition on a worker: (features, labels, group_sizes, qids).
 PartTuple = tuple[NDArray[np.float32], NDArray[np.int32], NDArray[np.int64], NDArray[np.int64]]
-
-
-def query_partition_bounds(offsets: NDArray[np.int64], n_partitions: int) -> NDArray[np.int64]:
-    """Query-index boundaries of ``n_partitions`` row-balanced partitions of whole queries.
-
-    Parameters
-    ----------
-    offsets : int64 array, shape (n_queries + 1,)
-        Query boundaries (see :class:`ltr.data.ranking_data.RankingData`), strictly increasing.
-    n_partitions : int
-        Wanted number of partitions (>= 1); fewer are made when there are fewer queries.
-
-    Returns
-    -------
-    int64 array, shape (min(n_partitions, n_queries) + 1,)
-        Strictly increasing, from 0 to ``n_queries``: partition ``i`` holds queries
-        ``bounds[i]:bounds[i + 1]`` and rows ``offsets[bounds[i]]:offsets[bounds[i + 1]]``.
-        Each cut is the query boundary nearest to an equal share of rows, so partitions differ
-        in rows by at most about one query's length (unless a cut must move to keep every
-        partition non-empty).
-
-    Examples
-    --------
-    >>> query_partition_bounds(np.array([0, 5, 6, 7, 12]), 2).tolist()
-    [0, 2, 4]
-    """
-    if n_partitions < 1:
-        raise ValueError(f"n_partitions must be >= 1, got {n_partitions}")
-    offsets = np.asarray(offsets, dtype=np.int64)
-    n_queries = len(offsets) - 1
-    n_parts = min(n_partitions, n_queries)
-    targets = offsets[-1] * np.arange(1, n_parts, dtype=np.float64) / n_parts
-    right = np.searchsorted(offsets, targets, side="left").clip(1, n_queries)
-    left = right - 1
-    nearer_left = (targets - offsets[left]) <= (offsets[right] - targets)
-    cuts = np.where(nearer_left, left, right)
-    # Every partition keeps at least one query: shifting cut j by j turns "strictly increasing
-    # within [1, n_queries - 1]" into "non-decreasing within [0, n_queries - n_parts]".
-    j = np.arange(1, n_parts, dtype=np.int64)
-    shifted = np.maximum.accumulate(np.clip(cuts - j, 0, n_queries - n_parts))
-    cuts = shifted + j
-    return np.concatenate([[0], cuts, [n_queries]]).astype(np.int64)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,121 @@
+"""Whole-query partitions of a split: where to cut, and the Parquet files the Dask path reads.
+
+Layout (what `write_query_partitions` writes and :func:`ltr.dask.parquet.read_query_partitions`
+reads): one file per partition, ``part-00000.parquet``, ``part-00001.parquet``, ... in query
+order; columns ``qid`` (int64), ``label`` (int32) and the feature columns (float32, in order).
+Every file holds whole queries. This module needs neither Dask nor LightGBM (``ltr partition``
+uses it); pyarrow is imported when a file is written.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ltr.data.ranking_data import RankingData
+from ltr.errors import DataError
+
+log = logging.getLogger(__name__)
+
+#: Called after each file is written: (partition index, number of partitions, path, first query,
+#: end query, first row, end row).
+OnFile = Callable[[int, int, Path, int, int, int, int], None]
+
+
+def query_partition_bounds(offsets: NDArray[np.int64], n_partitions: int) -> NDArray[np.int64]:
+    """Query-index boundaries of ``n_partitions`` row-balanced partitions of whole queries.
+
+    Parameters
+    ----------
+    offsets : int64 array, shape (n_queries + 1,)
+        Query boundaries (see :class:`ltr.data.ranking_data.RankingData`), strictly increasing.
+    n_partitions : int
+        Wanted number of partitions (>= 1); fewer are made when there are fewer queries.
+
+    Returns
+    -------
+    int64 array, shape (min(n_partitions, n_queries) + 1,)
+        Strictly increasing, from 0 to ``n_queries``: partition ``i`` holds queries
+        ``bounds[i]:bounds[i + 1]`` and rows ``offsets[bounds[i]]:offsets[bounds[i + 1]]``.
+        Each cut is the query boundary nearest to an equal share of rows, so partitions differ
+        in rows by at most about one query's length (unless a cut must move to keep every
+        partition non-empty).
+
+    Examples
+    --------
+    >>> query_partition_bounds(np.array([0, 5, 6, 7, 12]), 2).tolist()
+    [0, 2, 4]
+    """
+    if n_partitions < 1:
+        raise ValueError(f"n_partitions must be >= 1, got {n_partitions}")
+    offsets = np.asarray(offsets, dtype=np.int64)
+    n_queries = len(offsets) - 1
+    n_parts = min(n_partitions, n_queries)
+    targets = offsets[-1] * np.arange(1, n_parts, dtype=np.float64) / n_parts
+    right = np.searchsorted(offsets, targets, side="left").clip(1, n_queries)
+    left = right - 1
+    nearer_left = (targets - offsets[left]) <= (offsets[right] - targets)
+    cuts = np.where(nearer_left, left, right)
+    # Every partition keeps at least one query: shifting cut j by j turns "strictly increasing
+    # within [1, n_queries - 1]" into "non-decreasing within [0, n_queries - n_parts]".
+    j = np.arange(1, n_parts, dtype=np.int64)
+    shifted = np.maximum.accumulate(np.clip(cuts - j, 0, n_queries - n_parts))
+    cuts = shifted + j
+    return np.concatenate([[0], cuts, [n_queries]]).astype(np.int64)
+
+
+def feature_names(data: RankingData) -> list[str]:
+    """The feature column names: ``data.feature_names``, or ``f0``, ``f1``, ... if it has none."""
+    return list(data.feature_names) or [f"f{j}" for j in range(data.n_features)]
+
+
+def write_query_partitions(
+    data: RankingData,
+    directory: str | Path,
+    *,
+    n_partitions: int,
+    qid_column: str = "qid",
+    label_column: str = "label",
+    on_file: OnFile | None = None,
+) -> list[Path]:
+    """Write ``data`` as ``n_partitions`` Parquet files of whole queries, balanced by rows.
+
+    Feature columns are named by `feature_names`. Returns the paths written, in partition
+    order; ``on_file`` is called after each (progress, fsync). The directory must not hold
+    other ``part-*.parquet``.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    if any(directory.glob("part-*.parquet")):
+        raise DataError(f"{directory} already holds part-*.parquet files; use an empty directory")
+    names = feature_names(data)
+    if {qid_column, label_column} & set(names):
+        raise DataError(f"a feature is named like the qid or label column: {qid_column!r}, {label_column!r}")
+    bounds = query_partition_bounds(data.offsets, n_partitions)
+    row_qids = data.row_qids()
+    paths = []
+    for i, (q0, q1) in enumerate(itertools.pairwise(bounds)):
+        r0, r1 = int(data.offsets[q0]), int(data.offsets[q1])
+        columns: dict[str, Any] = {
+            qid_column: pa.array(row_qids[r0:r1], type=pa.int64()),
+            label_column: pa.array(data.labels[r0:r1], type=pa.int32()),
+        }
+        block = data.features[r0:r1]
+        for j, name in enumerate(names):
+            columns[name] = pa.array(block[:, j], type=pa.float32())
+        path = directory / f"part-{i:05d}.parquet"
+        pq.write_table(pa.table(columns), path)
+        paths.append(path)
+        if on_file is not None:
+            on_file(i, len(bounds) - 1, path, int(q0), int(q1), r0, r1)
+    log.info("wrote %d queries / %d rows to %d files in %s", data.n_queries, data.n_rows, len(paths), directory)
+    return paths
