@@ -53,6 +53,7 @@ INTEGRATION_MODULES = frozenset(
         "tests/reliability/test_bad_input.py",
         "tests/experiment/test_checks.py",
         "tests/experiment/test_rerun.py",
+        "tests/experiment/test_rerank_runs.py",
         "tests/tracking/test_lifecycle.py",
         "tests/tracking/test_run_contents.py",
         "tests/tracking/test_store.py",

@@ -17,7 +17,7 @@ LEVELS = {
     "__init__": 0,
     "config": 1,
     "metrics": 1,
-    "rerank": 1,
+    "rerank": 2,
     "data": 2,
     "tracking": 2,
     "training": 3,

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from mlflow.tracking import MlflowClient
 
@@ -132,3 +133,51 @@ def test_two_sweeps_started_together_each_keep_their_own_children(tmp_path: Path
         assert parent.data.metrics["sweep/best/valid/ndcg_at_10"] == best
     assert leaves == {"3", "5", "7", "9"}
     assert len(list((tmp_path / "multirun").glob("*/*"))) == 2
+
+
+def test_diversity_sweep_on_default_data_marks_an_undominated_front(tmp_path: Path) -> None:
+    """experiment=diversity_tradeoff: nDCG@10 falls and ILD@10 rises with alpha; the front holds."""
+    db = tmp_path / "mlflow.db"
+    _ltr(tmp_path, "experiment=diversity_tradeoff", "rerank.alpha=0,0.4,0.8", "fit.show_progress=false",
+         f"tracking.uri=sqlite:///{db}")  # fmt: skip
+    parent, children = _runs(db)
+    by_alpha = sorted(children, key=lambda c: float(c.data.params["rerank.alpha"]))
+    ndcg = [c.data.metrics["valid/ndcg_at_10"] for c in by_alpha]
+    ild = [c.data.metrics["valid/ild_at_10"] for c in by_alpha]
+    print("alpha 0, 0.4, 0.8: nDCG@10", ndcg, "ILD@10", ild)
+    assert ndcg[0] > ndcg[1] > ndcg[2]
+    assert ild[0] < ild[1] < ild[2]
+    assert ndcg[0] == by_alpha[0].data.metrics["valid/pre_rerank/ndcg_at_10"]  # alpha 0: the model's order
+    marked = [c for c in children if c.data.tags["ltr.pareto"] == "true"]
+    assert parent.data.metrics["sweep/pareto/n_front"] == len(marked) >= 1
+    for run in marked:  # no marked run is dominated by another run
+        x, y = run.data.metrics["valid/ndcg_at_10"], run.data.metrics["valid/ild_at_10"]
+        for other in children:
+            ox, oy = other.data.metrics["valid/ndcg_at_10"], other.data.metrics["valid/ild_at_10"]
+            assert not (ox >= x and oy >= y and (ox > x or oy > y))
+    for run in children:  # every unmarked run is dominated
+        if run.data.tags["ltr.pareto"] == "false":
+            x, y = run.data.metrics["valid/ndcg_at_10"], run.data.metrics["valid/ild_at_10"]
+            assert any(o.data.metrics["valid/ndcg_at_10"] >= x and o.data.metrics["valid/ild_at_10"] >= y
+                       and o is not run for o in marked)  # fmt: skip
+    assert "on the front" in parent.data.tags["mlflow.note.content"]
+    client = MlflowClient(f"sqlite:///{db}")
+    assert "figures/pareto_front.png" in [a.path for a in client.list_artifacts(parent.info.run_id, "figures")]
+
+
+def test_click_sweep_logs_the_regression_of_online_ctr_on_ndcg(tmp_path: Path) -> None:
+    """The parent's slope, intercept and R² reproduce numpy.polyfit on the children's values."""
+    db = tmp_path / "mlflow.db"
+    _ltr(tmp_path, "-m", "data=synthetic_clicks", "data.n_queries=600", "rerank=diversify",
+         "rerank.alpha=0,0.5,0.9", "fit.show_progress=false", f"tracking.uri=sqlite:///{db}")  # fmt: skip
+    parent, children = _runs(db)
+    x = np.array([c.data.metrics["valid/ndcg_at_10"] for c in children])
+    y = np.array([c.data.metrics["valid/online/ctr"] for c in children])
+    slope, intercept = np.polyfit(x, y, 1)
+    r2 = 1 - np.sum((y - (slope * x + intercept)) ** 2) / np.sum((y - y.mean()) ** 2)
+    m = parent.data.metrics
+    assert m["sweep/online/slope"] == pytest.approx(slope, rel=1e-12, abs=1e-12)
+    assert m["sweep/online/intercept"] == pytest.approx(intercept, rel=1e-12, abs=1e-12)
+    assert m["sweep/online/r2"] == pytest.approx(r2, rel=1e-12, abs=1e-12)
+    assert m["sweep/online/gain_per_tenth_ndcg"] == pytest.approx(slope / 10, rel=1e-12)
+    assert "CTR per unit of nDCG@10" in parent.data.tags["mlflow.note.content"]

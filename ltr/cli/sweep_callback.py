@@ -28,6 +28,7 @@ from ltr.experiment.checks import check_config
 from ltr.experiment.cv import cv_metrics, cv_table
 from ltr.experiment.record import override_key, short_overrides, shown_overrides
 from ltr.experiment.spec import ExperimentSpec
+from ltr.experiment.sweep_tradeoffs import summarise_tradeoffs
 from ltr.tracking import RunStatus, make_tracker
 from ltr.tracking.gitinfo import source_tags
 from ltr.tracking.lifecycle import end_run
@@ -168,8 +169,16 @@ class MlflowSweepCallback(Callback):
         self.tracker.set_tags(tags | {"mlflow.note.content": summary.markdown})
         self.tracker.log_text(summary.markdown, "report/sweep.md")
         print(summary.text)
+        description = summary.markdown
         if self.spec is not None and self.spec.config.cv.fold_key:
-            self._summarise_folds(self.spec, self.spec.config.cv.fold_key, summary.markdown)
+            description = self._summarise_folds(self.spec, self.spec.config.cv.fold_key, summary.markdown)
+        if self.spec is not None:
+            finished = child_runs(self.tracker.client, self.tracker.experiment_id, self.tracker.run_id, finished_only=True)
+            tradeoffs = summarise_tradeoffs(self.tracker, self.spec, finished)
+            if tradeoffs:
+                self.tracker.set_tags({"mlflow.note.content": f"{tradeoffs}\n\n{description}"})
+                self.tracker.log_text(tradeoffs, "report/tradeoffs.md")
+                print(tradeoffs)
         if summary.n_killed or not completed:
             status = RunStatus.KILLED
         elif summary.n_failed:
@@ -185,9 +194,9 @@ class MlflowSweepCallback(Callback):
             print(f"ltr: {len(summary.failures)} of {summary.n_jobs} jobs failed (see above)", file=sys.stderr)
             sys.exit(1)
 
-    def _summarise_folds(self, spec: ExperimentSpec, fold_key: str, summary_md: str) -> None:
+    def _summarise_folds(self, spec: ExperimentSpec, fold_key: str, summary_md: str) -> str:
         """Mean and standard deviation over the folds (finished children), logged and printed;
-        the parent's description is this table, then the jobs' (``summary_md``)."""
+        the parent's description is this table, then the jobs' (``summary_md``): returned."""
         children = child_runs(self.tracker.client, self.tracker.experiment_id, self.tracker.run_id, finished_only=True)
         folds = {str(r.data.params.get(fold_key, r.info.run_id)): dict(r.data.metrics) for r in children}
         metrics = cv_metrics(folds)
@@ -202,6 +211,7 @@ class MlflowSweepCallback(Callback):
         self.tracker.log_text(table, "report/cv.md")
         self.tracker.set_tags({"mlflow.note.content": f"{table}\n\n{summary_md}", "ltr.cv.fold_key": fold_key})
         print(table)
+        return f"{table}\n\n{summary_md}"
 
     def _end_if_open(self) -> None:
         """At interpreter exit: a sweep that Hydra did not finish (a failed job, Ctrl-C) ends here."""

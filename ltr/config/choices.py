@@ -63,6 +63,20 @@ class Propensity(StrEnum):
     estimated = "estimated"
 
 
+class RerankKind(StrEnum):
+    """What happens to a model's ranking before it is evaluated (``rerank=...``)."""
+
+    none = "none"
+    diversify = "diversify"
+
+
+class Similarity(StrEnum):
+    """How alike two items are, for the diversity re-ranker (:mod:`ltr.rerank.similarity`)."""
+
+    cosine = "cosine"
+    category = "category"
+
+
 class ClickLabels(StrEnum):
     """What a click log's ranker is trained or early-stopped on."""
 

@@ -11,7 +11,17 @@ from typing import Any
 
 from omegaconf import MISSING
 
-from ltr.config.choices import Estimator, Gain, Preset, Propensity, Ties, TrainerKind, ZeroIdcg
+from ltr.config.choices import (
+    Estimator,
+    Gain,
+    Preset,
+    Propensity,
+    RerankKind,
+    Similarity,
+    Ties,
+    TrainerKind,
+    ZeroIdcg,
+)
 
 
 @dataclass
@@ -70,6 +80,33 @@ class ClickEvalConfig:
     propensity: Propensity = Propensity.config
     propensities: list[float] | None = None  # per 0-based position; the last one extends
     min_propensity: float = 0.01
+    # the online click-through rate of the run's ranking under the data's click model (what an
+    # A/B test would see): sessions simulated per query; 0 turns it off
+    online_sessions: int = 20
+
+
+@dataclass
+class RerankConfig:
+    """A re-ranking step after prediction (``rerank=diversify``; ``rerank=none``, the default).
+
+    ``diversify``: within each query, the greedy re-order of :func:`ltr.rerank.diversify`: the
+    next item maximises ``score * (1 - alpha * max similarity to the items above it)`` (scores
+    min-max normalised per query), similarity ``cosine`` on the feature columns ``features``
+    (0-based; null: all) or ``category`` (same category or not). ``category_feature``: the
+    column whose values are the items' categories (integers; or cut into ``category_bins``
+    quantile bins of the split), for ``similarity=category``, category coverage and alpha-nDCG;
+    null: those two measures are not computed. ``depth``: re-rank only the top ``depth`` of
+    each list (null: all). ``alpha_ndcg_alpha``: the redundancy penalty of alpha-nDCG@k.
+    """
+
+    kind: RerankKind = RerankKind.none
+    alpha: float = 0.3
+    similarity: Similarity = Similarity.cosine
+    features: list[int] | None = None
+    category_feature: int | None = None
+    category_bins: int | None = None
+    depth: int | None = None
+    alpha_ndcg_alpha: float = 0.5
 
 
 @dataclass
@@ -145,4 +182,5 @@ class TrainConfig:
     eval: EvalConfig = MISSING
     tracking: TrackingConfig = MISSING
     trainer: TrainerConfig = MISSING
+    rerank: RerankConfig = MISSING
     cv: CvConfig = field(default_factory=CvConfig)

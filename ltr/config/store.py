@@ -12,6 +12,7 @@ from ltr.config.schema import (
     EvalConfig,
     FitConfig,
     ModelConfig,
+    RerankConfig,
     TrackingConfig,
     TrainConfig,
     TrainerConfig,
@@ -40,3 +41,4 @@ def register_configs() -> None:
     cs.store(group="eval", name="eval_schema", node=EvalConfig)
     cs.store(group="tracking", name="tracking_schema", node=TrackingConfig)
     cs.store(group="trainer", name="trainer_schema", node=TrainerConfig)
+    cs.store(group="rerank", name="rerank_schema", node=RerankConfig)

@@ -18,10 +18,11 @@ import math
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
-from ltr.config.choices import Estimator, TrainerKind
+from ltr.config.choices import Estimator, RerankKind, Similarity, TrainerKind
 from ltr.config.schema import EvalConfig, FitConfig, ModelConfig, TrainConfig
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
+from ltr.experiment.rerank import diversity_measures
 from ltr.experiment.spec import Composites, ExperimentSpec
 from ltr.metrics import Measure, MetricConventions, Strata, resolve_conventions
 from ltr.metrics.composite import check_composites, composite_ks
@@ -57,6 +58,7 @@ def check_config(cfg: DictConfig) -> ExperimentSpec:
     early_stopping_metric = _check_fit(config.fit, ks)
     _check_model(config.model)
     _check_trainer(config)
+    _check_rerank(config)
     spec = ExperimentSpec(
         config=config,
         raw=cfg,
@@ -87,11 +89,21 @@ def check_data(spec: ExperimentSpec, splits: Splits | None) -> None:
             f"but the data has label {max_label}; give one gain per label 0..{max_label}"
         )
     check_lightgbm_accepts(model, spec.config.fit, max_label=max_label, seed=spec.seed)
+    rerank = spec.config.rerank
+    if splits is not None and rerank.kind != RerankKind.none:
+        n_features = splits.train.n_features
+        columns = [("features", c) for c in rerank.features or []]
+        if rerank.category_feature is not None:
+            columns.append(("category_feature", rerank.category_feature))
+        for name, col in columns:
+            if col >= n_features:
+                raise LtrUserError(f"rerank.{name}: column {col} is beyond the data's {n_features} features (0-based)")
 
 
 def metric_keys(spec: ExperimentSpec) -> list[str]:
     """The per-split measure keys a run of ``spec`` logs (``valid/ndcg_at_10``, ``.../len_1-10``)."""
     names = [m.key for m in table_measures(list(spec.table_ks))] + list(spec.composites)
+    names += [f"{m}_at_{k}" for m in diversity_measures(spec.config.rerank) for k in spec.ks]
     suffixes = ["", *(f"/{key}" for key in spec.strata.keys)]
     return [f"{split}/{name}{suffix}" for split in spec.config.eval.splits for name in names for suffix in suffixes]
 
@@ -239,6 +251,33 @@ def _check_trainer(config: TrainConfig) -> None:
             raise LtrUserError(f"trainer.n_partitions={config.trainer.n_partitions} must be >= 1")
         if importlib.util.find_spec("distributed") is None:
             raise LtrUserError("trainer=dask needs Dask: pip install 'ltr[dask]'")
+
+
+def _check_rerank(config: TrainConfig) -> None:
+    rerank = config.rerank
+    if config.eval.clicks.online_sessions < 0:
+        raise LtrUserError(f"eval.clicks.online_sessions={config.eval.clicks.online_sessions} must be >= 0 (0: off)")
+    if rerank.kind == RerankKind.none:
+        return
+    if config.data.read_by_workers:
+        raise LtrUserError(
+            f"rerank={rerank.kind} needs the rows in this process: data={config.data.kind} is "
+            "evaluated on the Dask workers (use rerank=none, or an in-memory data option)"
+        )
+    if not 0.0 <= rerank.alpha <= 1.0:
+        raise LtrUserError(f"rerank.alpha={rerank.alpha} must be in [0, 1] (0: the model's order)")
+    if not 0.0 <= rerank.alpha_ndcg_alpha < 1.0:
+        raise LtrUserError(f"rerank.alpha_ndcg_alpha={rerank.alpha_ndcg_alpha} must be in [0, 1)")
+    if rerank.depth is not None and rerank.depth < 1:
+        raise LtrUserError(f"rerank.depth={rerank.depth} must be >= 1 (null: the whole list)")
+    if rerank.features is not None and (not rerank.features or min(rerank.features) < 0):
+        raise LtrUserError(f"rerank.features={list(rerank.features)}: give 0-based feature columns, or null for all")
+    if rerank.category_bins is not None and rerank.category_bins < 2:
+        raise LtrUserError(f"rerank.category_bins={rerank.category_bins} must be >= 2")
+    if rerank.category_feature is not None and rerank.category_feature < 0:
+        raise LtrUserError(f"rerank.category_feature={rerank.category_feature} must be a 0-based feature column")
+    if rerank.similarity == Similarity.category and rerank.category_feature is None:
+        raise LtrUserError("rerank.similarity=category needs rerank.category_feature (the column holding categories)")
 
 
 def _check_optimized_metric(spec: ExperimentSpec) -> str:

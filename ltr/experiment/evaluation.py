@@ -18,6 +18,7 @@ from ltr.experiment.spec import ExperimentSpec
 from ltr.metrics import IdcgReport, idcg_report, summarize
 from ltr.metrics.composite import composite_columns, summarize_composites
 from ltr.metrics.measures import Measure
+from ltr.metrics.summary import is_metric_column
 
 
 @dataclass
@@ -48,6 +49,9 @@ def evaluate(spec: ExperimentSpec, scored: Scored) -> Evaluation:
         summary |= scored.extra_summaries.get(split, {})
         tables[split], summaries[split] = table, summary
         metrics.update({f"{split}/{key}": value for key, value in summary.items()})
+        if split in scored.pre_rerank:  # the model's own order, before the re-ranking step
+            before = summarize(scored.pre_rerank[split], strata=spec.strata)
+            metrics.update({f"{split}/pre_rerank/{key}": v for key, v in before.items() if is_metric_column(key.split("/")[0])})
         for k in spec.ks:
             report = idcg_report(table, k, bins=int(spec.config.eval.idcg_bins))
             reports[(split, k)] = report

@@ -18,6 +18,7 @@ from omegaconf import OmegaConf
 from ltr.experiment.charts import plot_feature_importance, plot_ndcg_by_stratum
 from ltr.experiment.evaluation import Evaluation, lightgbm_key
 from ltr.experiment.report import summary_rows, to_markdown
+from ltr.experiment.rerank import diversity_measures
 from ltr.experiment.sources import Scored
 from ltr.experiment.spec import ExperimentSpec
 from ltr.metrics.plots import plot_idcg_histogram
@@ -104,10 +105,15 @@ def run_tags(spec: ExperimentSpec, data_sha: str, overrides: Sequence[str]) -> d
 
 def headline_keys(spec: ExperimentSpec) -> list[str]:
     """The metric columns a user meets first in the MLflow runs table: the optimised metric, then
-    valid and test nDCG at the largest cut-off and test's per stratum, a sweep's best, the round."""
+    valid and test nDCG at the largest cut-off (with re-ranking: valid's nDCG before it and ILD;
+    on click data: valid's simulated CTR) and test's per stratum, a sweep's best, the round."""
     k = max(spec.ks)
+    split = spec.optimized_metric.split("/")[0]
+    extra = [f"{split}/pre_rerank/ndcg_at_{k}", f"{split}/ild_at_{k}"] if diversity_measures(spec.config.rerank) else []
+    if spec.config.data.kind == "synthetic_clicks" and spec.config.eval.clicks.online_sessions > 0:
+        extra.append(f"{split}/online/ctr")
     keys = [
-        spec.optimized_metric, f"valid/ndcg_at_{k}", f"test/ndcg_at_{k}",
+        spec.optimized_metric, f"valid/ndcg_at_{k}", *extra, f"test/ndcg_at_{k}",
         *(f"test/ndcg_at_{k}/{stratum}" for stratum in spec.strata.keys),
         f"sweep/best/{spec.optimized_metric}", "best_iteration",
     ]

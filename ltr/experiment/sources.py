@@ -20,11 +20,14 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from ltr.config.choices import RerankKind
+from ltr.data.clicks import simulate_online_ctr
 from ltr.data.fingerprint import fingerprint
 from ltr.data.load import ClickSplits, load_click_splits, load_splits
 from ltr.data.ranking_data import RankingData
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
+from ltr.experiment.rerank import rerank_split
 from ltr.experiment.spec import ExperimentSpec
 from ltr.metrics import per_query_table
 from ltr.metrics.gap import LightgbmGap, lightgbm_gap
@@ -57,6 +60,9 @@ class Scored:
     #: ``curves[key][measure key]``: our mean of the measure after every round trained (the
     #: trainer's ``TrainResult.curves``); ``key`` as in ``lightgbm_values``.
     curves: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    #: ``pre_rerank[split]``: the per-query table of the model's own order when the run re-ranks
+    #: (``rerank=...``; ``tables`` then describe the final order), else empty.
+    pre_rerank: dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
 class DataSource(Protocol):
@@ -109,12 +115,17 @@ class InMemorySource:
         scores = {split: result.predict(self._evaluated(split).features) for split in splits}
         tables: dict[str, pd.DataFrame] = {}
         gaps: dict[str, LightgbmGap] = {}
+        pre_rerank: dict[str, pd.DataFrame] = {}
         for split in splits:
             data = self._evaluated(split)
-            tables[split] = per_query_table(
-                data.labels, scores[split], data.offsets, data.qids,
-                ks=spec.table_ks, conventions=spec.conventions, strata=spec.strata,
-            )
+            diversity: pd.DataFrame | None = None
+            if spec.config.rerank.kind != RerankKind.none:
+                t_rerank = time.perf_counter()
+                reranked = rerank_split(spec.config.rerank, data, scores[split], spec.ks)
+                pre_rerank[split] = self._table(spec, data, reranked.model_scores, reranked.before)
+                scores[split], diversity = reranked.scores, reranked.after
+                timings[f"rerank_{split}"] = time.perf_counter() - t_rerank
+            tables[split] = self._table(spec, data, scores[split], diversity)
             gaps[split] = lightgbm_gap(
                 data.labels, scores[split], data.offsets, data.qids, max(spec.ks), spec.conventions
             )
@@ -122,11 +133,46 @@ class InMemorySource:
         extra: dict[str, dict[str, float]] = {}
         if self.clicks is not None and spec.config.eval.clicks.enabled:
             extra = {split: self._click_summary(spec, split, scores[split], tables[split]) for split in splits}
+            if spec.config.eval.clicks.online_sessions > 0:
+                for split in splits:
+                    extra[split] |= self._online_summary(spec, split, scores[split])
         return Scored(
             result, tables, gaps, lightgbm_values, extra, timings,
             lightgbm_curves={self._lightgbm_key(split): by_name for split, by_name in result.evals_result.items()},
             curves={self._our_key(split): by_key for split, by_key in result.curves.items()},
+            pre_rerank=pre_rerank,
         )
+
+    @staticmethod
+    def _table(
+        spec: ExperimentSpec, data: RankingData, scores: NDArray[np.float64], diversity: pd.DataFrame | None
+    ) -> pd.DataFrame:
+        """The per-query table of ``scores`` on ``data``, with the diversity columns if any."""
+        table = per_query_table(
+            data.labels, scores, data.offsets, data.qids,
+            ks=spec.table_ks, conventions=spec.conventions, strata=spec.strata,
+        )  # fmt: skip
+        if diversity is None:
+            return table
+        return pd.concat([table, diversity.set_axis(table.index)], axis=1)
+
+    def _online_summary(self, spec: ExperimentSpec, split: str, scores: NDArray[np.float64]) -> dict[str, float]:
+        """The simulated online click-through rate of the ranking (``online/ctr`` and its 95 % interval)."""
+        data = self._evaluated(split)
+        cfg = spec.config.data
+        seed = spec.seed + {"train": 0, "valid": 1, "test": 2}[split]  # one stream per split
+        online = simulate_online_ctr(
+            data.labels, scores, data.offsets, eta=float(cfg.examination_eta),
+            click_noise=float(cfg.click_noise), click_max=float(cfg.click_max),
+            sessions_per_query=int(spec.config.eval.clicks.online_sessions), seed=seed,
+        )  # fmt: skip
+        return {
+            "online/ctr": online.ctr,
+            "online/ctr_ci_low": online.ci_low,
+            "online/ctr_ci_high": online.ci_high,
+            "online/expected_ctr": online.expected,
+            "online/n_sessions": float(online.n_sessions),
+        }
 
     def _evaluated(self, split: str) -> RankingData:
         data: RankingData = getattr(self.evaluation, split)

@@ -49,8 +49,11 @@ class ExperimentSpec:
 
     def params(self) -> dict[str, Any]:
         """The config as flat MLflow params (``model.num_leaves``), conventions resolved; settings
-        left unset (None) are not logged (the MLflow UI shows "-" for them, not "None")."""
+        left unset (None) are not logged (the MLflow UI shows "-" for them, not "None"), nor the
+        re-ranking settings of a run that does not re-rank (only ``rerank.kind=none``)."""
         flat = _flatten(dataclasses.asdict(self.config))
+        if self.config.rerank.kind == "none":
+            flat = {key: value for key, value in flat.items() if not key.startswith("rerank.") or key == "rerank.kind"}
         conventions = self.conventions
         flat |= {
             "eval.gain": conventions.gain,

@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-_DISPLAY = {"ndcg": "nDCG", "dcg": "DCG", "idcg": "IDCG", "err": "ERR", "p": "P", "rr": "RR"}
+_DISPLAY = {
+    "ndcg": "nDCG", "dcg": "DCG", "idcg": "IDCG", "err": "ERR", "p": "P", "rr": "RR",
+    "ild": "ILD", "coverage": "Coverage", "alpha_ndcg": "alpha-nDCG",
+}  # fmt: skip
+#: Measures of the order's diversity (:mod:`ltr.metrics.diversity`), columns of runs that re-rank.
+DIVERSITY_MEASURES = ("ild", "coverage", "alpha_ndcg")
 
 
 @dataclass(frozen=True, slots=True)

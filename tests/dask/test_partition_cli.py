@@ -22,7 +22,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ltr.cli import partition
 from ltr.cli.main import main
 from ltr.dask.parquet import read_query_partitions, write_query_partitions
 from ltr.data.ranking_data import RankingData

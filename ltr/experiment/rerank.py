@@ -1,0 +1,110 @@
+"""The re-ranking step after prediction (``rerank=...``) and the diversity columns it adds.
+
+With ``rerank=diversify`` every evaluated split's scores are replaced by the order
+:func:`ltr.rerank.diversify` makes of them, expressed as scores (``0, -1, -2, ...`` down each
+query's list: no ties, so every measure and tie convention sees exactly that order). The per-query
+tables of the run then describe the final order, and gain diversity columns (``ild_at_k``; with
+``rerank.category_feature`` also ``coverage_at_k`` and ``alpha_ndcg_at_k``); the model's own order
+gets the same table, logged under ``{split}/pre_rerank/...``, so the cost of diversity is one
+subtraction. Both are strict orders: equal model scores are taken in row order, as the re-ranker
+takes them (`ltr.rerank.score_order`), so ``rerank.alpha=0`` reproduces ``pre_rerank`` exactly;
+with tied model scores ``pre_rerank`` can differ from a run without re-ranking, whose tie
+convention (``eval.ties``) averages over tied orders.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from ltr.config.choices import RerankKind, Similarity
+from ltr.config.schema import RerankConfig
+from ltr.data.ranking_data import RankingData
+from ltr.metrics.diversity import alpha_ndcg, category_coverage, intra_list_diversity
+from ltr.rerank import diversify, score_order
+
+
+def diversity_measures(cfg: RerankConfig) -> tuple[str, ...]:
+    """The diversity measures a run with this ``rerank`` config reports (none without re-ranking)."""
+    if cfg.kind == RerankKind.none:
+        return ()
+    return ("ild",) if cfg.category_feature is None else ("ild", "coverage", "alpha_ndcg")
+
+
+@dataclass(frozen=True, slots=True)
+class Reranked:
+    """One split after the re-ranking step: ``scores`` / ``model_scores`` give the final order and
+    the model's order (strictly decreasing within each query: equal model scores in row order,
+    as the re-ranker breaks them); ``before`` / ``after`` are the diversity columns of the
+    model's order and of the final order (one row per query, in query order)."""
+
+    scores: NDArray[np.float64]
+    model_scores: NDArray[np.float64]
+    before: pd.DataFrame
+    after: pd.DataFrame
+
+
+def item_features(cfg: RerankConfig, data: RankingData) -> NDArray[np.float64]:
+    """The feature columns cosine similarity and ILD compare (``rerank.features``; all if null)."""
+    columns = list(cfg.features) if cfg.features is not None else list(range(data.n_features))
+    return np.ascontiguousarray(data.features[:, columns], dtype=np.float64)
+
+
+def item_categories(cfg: RerankConfig, data: RankingData) -> NDArray[np.int64] | None:
+    """Each row's category code from ``rerank.category_feature`` (integer values, or
+    ``category_bins`` quantile bins of the split's values); None when no column is set."""
+    if cfg.category_feature is None:
+        return None
+    values = np.asarray(data.features[:, cfg.category_feature], dtype=np.float64)
+    if cfg.category_bins is not None:
+        edges = np.quantile(values, np.linspace(0, 1, cfg.category_bins + 1)[1:-1])
+        return np.searchsorted(edges, values, side="right").astype(np.int64)
+    return np.unique(values, return_inverse=True)[1].astype(np.int64).ravel()
+
+
+def order_as_scores(order: NDArray[np.int64], offsets: NDArray[np.int64]) -> NDArray[np.float64]:
+    """Scores that rank every query's rows exactly in ``order``: ``0, -1, -2, ...`` from the top."""
+    sizes = np.diff(offsets)
+    position = np.arange(order.shape[0]) - np.repeat(offsets[:-1], sizes)
+    scores = np.empty(order.shape[0], dtype=np.float64)
+    scores[order] = -position.astype(np.float64)
+    return scores
+
+
+def diversity_columns(
+    cfg: RerankConfig, data: RankingData, order: NDArray[np.int64], ks: tuple[int, ...]
+) -> pd.DataFrame:
+    """``ild_at_k`` (and ``coverage_at_k``, ``alpha_ndcg_at_k`` with categories) of ``order``."""
+    features = item_features(cfg, data)
+    categories = item_categories(cfg, data)
+    columns: dict[str, NDArray[np.float64]] = {}
+    for k in ks:
+        columns[f"ild_at_{k}"] = intra_list_diversity(order, data.offsets, features, k=k)
+    if categories is not None:
+        for k in ks:
+            columns[f"coverage_at_{k}"] = category_coverage(order, data.offsets, categories, k=k)
+        for k in ks:
+            columns[f"alpha_ndcg_at_{k}"] = alpha_ndcg(
+                order, data.offsets, categories, data.labels, k=k, alpha=cfg.alpha_ndcg_alpha
+            )
+    return pd.DataFrame(columns)
+
+
+def rerank_split(cfg: RerankConfig, data: RankingData, scores: NDArray[np.float64], ks: tuple[int, ...]) -> Reranked:
+    """Re-rank one split's scored lists as ``cfg`` says (see the module docstring)."""
+    model_order = score_order(scores, data.offsets)
+    if cfg.similarity == Similarity.category:
+        items = item_categories(cfg, data)
+        assert items is not None  # checked: similarity=category needs category_feature
+        order = diversify(scores, data.offsets, items, alpha=cfg.alpha, similarity="category", depth=cfg.depth)
+    else:
+        order = diversify(scores, data.offsets, item_features(cfg, data), alpha=cfg.alpha, depth=cfg.depth)
+    return Reranked(
+        order_as_scores(order, data.offsets),
+        order_as_scores(model_order, data.offsets),
+        diversity_columns(cfg, data, model_order, ks),
+        diversity_columns(cfg, data, order, ks),
+    )

@@ -1,0 +1,365 @@
+"""Trade-offs between runs: the Pareto front of two objectives, and offline NDCG against online CTR.
+
+Each point is one run (one row of a sweep), not one query.
+
+- :func:`pareto_front` marks the runs no other run beats on both objectives, both *maximised*
+  (``x`` is NDCG@10, ``y`` a diversity measure); :func:`front_figure` draws them.
+- :func:`fit_online` fits the least-squares line of a (simulated) online metric, CTR, on NDCG@10
+  across runs and says what +0.1 NDCG@10 is worth (:meth:`OnlineFit.describe`);
+  :func:`online_figure` draws the runs, their confidence intervals and the line.
+
+Conventions:
+
+- Dominance: run ``j`` dominates run ``i`` when ``x[j] >= x[i]`` and ``y[j] >= y[i]`` with at
+  least one ``>``. Equal runs do not dominate each other, so duplicates share the front.
+- A run with NaN in either coordinate is never on the front and dominates nothing (it was not
+  measured; it is neither good nor bad). ``±inf`` compare as numbers.
+- :func:`fit_online` takes no NaN (a ``ValueError`` names the run); R² is NaN when every CTR is
+  the same (no variance to explain), and the relative gain is NaN when the mean CTR is 0.
+
+matplotlib is imported lazily and no pyplot state is used (figures are plain ``Figure``s).
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def _pair(x: ArrayLike, y: ArrayLike, *, where: str) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``x`` and ``y`` as 1-D float64 arrays of one length, or a ``ValueError`` naming ``where``."""
+    xs = np.asarray(x, dtype=np.float64)
+    ys = np.asarray(y, dtype=np.float64)
+    if xs.ndim != 1 or ys.ndim != 1:
+        raise ValueError(f"{where}: x and y must be 1-D (one value per run), got shapes {xs.shape} and {ys.shape}")
+    if xs.shape != ys.shape:
+        raise ValueError(f"{where}: x has {xs.size} runs but y has {ys.size}")
+    return xs, ys
+
+
+def pareto_front(x: ArrayLike, y: ArrayLike) -> NDArray[np.bool_]:
+    """Mark the runs on the Pareto front of two objectives, both maximised.
+
+    A run is on the front when no other run is ``>=`` on both objectives and ``>`` on at least
+    one. Equal duplicate runs are both on the front (neither is strictly better). A run with NaN
+    in ``x`` or ``y`` is never on the front and dominates no run.
+
+    Sort-based, O(n log n): runs sorted by ``x`` descending, in groups of equal ``x``. A run is
+    on the front when its ``y`` is the largest of its group (else a run of equal ``x`` and
+    larger ``y`` dominates it) and strictly larger than every ``y`` of the groups of larger ``x``
+    (else one of those, ``>`` on ``x`` and ``>=`` on ``y``, dominates it).
+
+    Parameters
+    ----------
+    x, y : array_like of float, shape (n,)
+        The two objectives of each run (e.g. NDCG@10 and a diversity measure).
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (n,)
+        True for the runs on the front, in the order of the input.
+
+    Raises
+    ------
+    ValueError
+        If ``x`` and ``y`` are not 1-D arrays of one length.
+
+    Examples
+    --------
+    >>> pareto_front([0.40, 0.42, 0.41, 0.39], [0.30, 0.20, 0.25, 0.10]).tolist()
+    [True, True, True, False]
+    """
+    xs, ys = _pair(x, y, where="pareto_front")
+    on_front = np.zeros(xs.size, dtype=np.bool_)
+    measured = np.flatnonzero(~(np.isnan(xs) | np.isnan(ys)))
+    if measured.size == 0:
+        return on_front
+    order = measured[np.argsort(-xs[measured], kind="stable")]
+    sx, sy = xs[order], ys[order]
+    starts = np.flatnonzero(np.r_[True, sx[1:] != sx[:-1]])  # first index of each equal-x group
+    group = np.cumsum(np.r_[False, sx[1:] != sx[:-1]])  # group number of each sorted run
+    group_max = np.maximum.reduceat(sy, starts)
+    # Largest y of the groups of strictly larger x; -inf (nothing) for the first group.
+    before = np.r_[-np.inf, np.maximum.accumulate(group_max)[:-1]]
+    first = group == 0  # nothing has a larger x, so -inf in y is not dominated there
+    on_front[order] = (sy == group_max[group]) & (first | (sy > before[group]))
+    return on_front
+
+
+def front_figure(
+    x: ArrayLike,
+    y: ArrayLike,
+    on_front: NDArray[np.bool_],
+    labels: Sequence[str],
+    *,
+    x_label: str,
+    y_label: str,
+    title: str,
+) -> Figure:
+    """Scatter of the runs, the Pareto front highlighted and joined by its staircase.
+
+    The front's staircase, in ``x`` order, is the edge of the region the front dominates: at
+    each ``x`` the best ``y`` reached by a front run of that ``x`` or more. Every run is
+    annotated with its label; runs with NaN in ``x`` or ``y`` are neither drawn nor annotated.
+
+    Parameters
+    ----------
+    x, y : array_like of float, shape (n,)
+        The two objectives of each run.
+    on_front : numpy.ndarray of bool, shape (n,)
+        From :func:`pareto_front`.
+    labels : sequence of str, length n
+        One label per run, e.g. ``"alpha=0.3"``.
+    x_label, y_label, title : str
+        Axis labels and the title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Axes with two scatter collections (runs off the front, then on it), one line (the
+        staircase) and one annotation per drawn run. Save it with ``fig.savefig(path)``.
+    """
+    from matplotlib.figure import Figure
+
+    xs, ys = _pair(x, y, where="front_figure")
+    mask = np.asarray(on_front, dtype=np.bool_)
+    if mask.shape != xs.shape or len(labels) != xs.size:
+        raise ValueError(f"front_figure: {xs.size} runs but {mask.size} on_front flags and {len(labels)} labels")
+    drawn = ~(np.isnan(xs) | np.isnan(ys))
+    front = mask & drawn
+    off = ~mask & drawn
+
+    fig = Figure(figsize=(7.2, 5.0))
+    fig.subplots_adjust(left=0.12, right=0.97, top=0.88, bottom=0.11)
+    ax = fig.add_subplot()
+    ax.scatter(xs[off], ys[off], color="0.6", s=24, label="dominated runs", zorder=2)
+    ax.scatter(xs[front], ys[front], color="C3", s=40, label="Pareto front", zorder=3)
+    order = np.argsort(xs[front], kind="stable")
+    # where="pre": between two front runs the best y reached is the one of the run to the right.
+    ax.step(xs[front][order], ys[front][order], where="pre", color="C3", linewidth=1.2, zorder=1)
+    offsets = _label_offsets(xs)
+    for i in np.flatnonzero(drawn).tolist():
+        ax.annotate(
+            labels[i],
+            (float(xs[i]), float(ys[i])),
+            xytext=offsets[i][0],
+            ha=offsets[i][1],
+            textcoords="offset points",
+            fontsize="x-small",
+            color="C3" if mask[i] else "0.35",
+        )
+    ax.set_xlabel(x_label)
+    ax.set_ylabel(y_label)
+    ax.set_title(textwrap.fill(title, 80), fontsize=10)
+    ax.margins(x=0.12, y=0.12)
+    ax.legend(fontsize="small", loc="best")
+    return fig
+
+
+@dataclass(frozen=True, slots=True)
+class OnlineFit:
+    """The least-squares line of an online metric (CTR) on NDCG@10 across runs.
+
+    Attributes
+    ----------
+    slope : float
+        CTR per unit of NDCG@10.
+    intercept : float
+        CTR at NDCG@10 = 0 (an extrapolation; read the slope).
+    r2 : float
+        ``1 - SS_res / SS_tot``; NaN when every CTR is the same (``SS_tot == 0``).
+    n : int
+        Number of runs (>= 2).
+    gain_per_tenth : float
+        ``slope * 0.1``: the CTR change per +0.1 NDCG@10.
+    relative_gain_per_tenth : float
+        ``gain_per_tenth / mean(CTR)``, a fraction (0.012 is +1.2 %); NaN when the mean is 0.
+    """
+
+    slope: float
+    intercept: float
+    r2: float
+    n: int
+    gain_per_tenth: float
+    relative_gain_per_tenth: float
+
+    def describe(self, *, x_name: str = "NDCG@10", y_name: str = "CTR") -> str:
+        """The business sentence, e.g. ``each +0.1 NDCG@10 ≈ +1.2 % CTR (slope 0.0345 ...)``.
+
+        The gain is relative to the mean CTR of the runs; when that mean is 0 the absolute
+        change is given instead.
+
+        Examples
+        --------
+        >>> OnlineFit(0.0345, 0.02, 0.87, 6, 0.00345, 0.012).describe()
+        'each +0.1 NDCG@10 ≈ +1.2 % CTR (slope 0.0345 CTR per unit of NDCG@10, R² 0.87, 6 runs)'
+        """
+        if math.isnan(self.relative_gain_per_tenth):
+            gain = f"{self.gain_per_tenth:+.3g} {y_name}"
+        else:
+            gain = f"{_percent(100.0 * self.relative_gain_per_tenth)} % {y_name}"
+        r2 = "n/a" if math.isnan(self.r2) else f"{self.r2:.2f}"
+        return f"each +0.1 {x_name} ≈ {gain} (slope {self.slope:.3g} {y_name} per unit of {x_name}, R² {r2}, {self.n} runs)"
+
+
+def _percent(value: float) -> str:
+    """Signed, two significant figures, never in exponent notation: ``+1.2``, ``-0.034``, ``+120``."""
+    if abs(value) >= 10.0:
+        return f"{value:+.0f}"
+    return f"{value:+.2g}" if value != 0.0 else "+0"
+
+
+def fit_online(x: ArrayLike, y: ArrayLike) -> OnlineFit:
+    """Fit the least-squares line ``y ≈ slope * x + intercept`` of CTR on NDCG@10 across runs.
+
+    The same line as ``numpy.polyfit(x, y, 1)``, from centred sums (``slope = Sxy / Sxx``), so
+    it needs no lstsq and warns of no conditioning.
+
+    Parameters
+    ----------
+    x : array_like of float, shape (n,)
+        NDCG@10 of each run.
+    y : array_like of float, shape (n,)
+        The online metric (simulated CTR) of each run.
+
+    Returns
+    -------
+    OnlineFit
+
+    Raises
+    ------
+    ValueError
+        If there are fewer than 2 runs, a value is NaN or infinite, or NDCG@10 is the same in
+        every run (a line through one x has no slope).
+
+    Examples
+    --------
+    >>> fit = fit_online([0.30, 0.35, 0.40], [0.10, 0.11, 0.12])
+    >>> round(fit.slope, 12), round(fit.gain_per_tenth, 12), fit.n
+    (0.2, 0.02, 3)
+    """
+    xs, ys = _pair(x, y, where="fit_online")
+    n = xs.size
+    if n < 2:
+        raise ValueError(f"fit_online: a line needs at least 2 runs, got {n}")
+    for name, values in (("NDCG@10", xs), ("CTR", ys)):
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size:
+            raise ValueError(f"fit_online: {name} of run {int(bad[0])} is {values[bad[0]]}; drop that run or measure it")
+    # Equal values are tested as such: their float mean can differ from them in the last bit.
+    if np.all(xs == xs[0]):
+        raise ValueError(f"fit_online: NDCG@10 is the same in every run ({xs[0]:g}); vary something that changes it")
+    constant_y = bool(np.all(ys == ys[0]))
+    mean_x = float(xs.mean())
+    mean_y = float(ys[0]) if constant_y else float(ys.mean())
+    dx = xs - mean_x
+    dy = np.zeros_like(ys) if constant_y else ys - mean_y
+    slope = float(dx @ dy) / float(dx @ dx)
+    intercept = mean_y - slope * mean_x
+    residuals = ys - (slope * xs + intercept)
+    ss_tot = float(dy @ dy)
+    r2 = 1.0 - float(residuals @ residuals) / ss_tot if ss_tot > 0.0 else math.nan
+    gain = slope * 0.1
+    return OnlineFit(
+        slope=slope,
+        intercept=intercept,
+        r2=r2,
+        n=n,
+        gain_per_tenth=gain,
+        relative_gain_per_tenth=gain / mean_y if mean_y != 0.0 else math.nan,
+    )
+
+
+def _label_offsets(xs: NDArray[np.float64]) -> list[tuple[tuple[float, float], str]]:
+    """Per point: a label offset (points) and alignment. Labels alternate above and below along
+    ``x`` so neighbours do not overlap, and the right third's labels go left of their points."""
+    rank = np.empty(xs.shape[0], dtype=np.int64)
+    rank[np.argsort(xs, kind="stable")] = np.arange(xs.shape[0])
+    finite = xs[np.isfinite(xs)]
+    cut = float(finite.min() + 2 * (finite.max() - finite.min()) / 3) if finite.size else 0.0
+    out = []
+    for x, r in zip(xs.tolist(), rank.tolist(), strict=True):
+        dy = 4.0 if r % 2 == 0 else -11.0
+        out.append(((-4.0, dy), "right") if finite.size > 1 and x > cut else ((4.0, dy), "left"))
+    return out
+
+
+def online_figure(
+    x: ArrayLike,
+    y: ArrayLike,
+    fit: OnlineFit,
+    labels: Sequence[str],
+    *,
+    title: str,
+    y_err: ArrayLike | None = None,
+    x_label: str = "NDCG@10",
+    y_label: str = "simulated CTR",
+    x_name: str = "NDCG@10",
+) -> Figure:
+    """The runs' CTR against NDCG@10, their error bars, and the fitted line.
+
+    The line's legend entry is :meth:`OnlineFit.describe` (with ``x_name``).
+
+    Parameters
+    ----------
+    x, y : array_like of float, shape (n,)
+        NDCG@10 and CTR of each run.
+    fit : OnlineFit
+        From :func:`fit_online` (usually of the same ``x`` and ``y``).
+    labels : sequence of str, length n
+        One label per run, annotated next to its point.
+    title : str
+        The title.
+    y_err : array_like of float, shape (2, n), optional
+        Distances from ``y`` down and up to each run's confidence interval (``y - lower``,
+        ``upper - y``), both >= 0. No error bars when None.
+    x_label, y_label : str
+        Axis labels.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Axes with one scatter collection (the runs), the error bars when given, one line (the
+        fit, across the runs' NDCG@10 range) and one annotation per run.
+    """
+    from matplotlib.figure import Figure
+
+    xs, ys = _pair(x, y, where="online_figure")
+    if len(labels) != xs.size:
+        raise ValueError(f"online_figure: {xs.size} runs but {len(labels)} labels")
+    err = None
+    if y_err is not None:
+        err = np.asarray(y_err, dtype=np.float64)
+        if err.shape != (2, xs.size):
+            raise ValueError(f"online_figure: y_err must have shape (2, {xs.size}) (down, up), got {err.shape}")
+        if np.any(err < 0):
+            raise ValueError("online_figure: y_err holds distances from y, so it must be >= 0 (y - lower, upper - y)")
+
+    fig = Figure(figsize=(7.2, 5.0))
+    fig.subplots_adjust(left=0.13, right=0.97, top=0.88, bottom=0.11)
+    ax = fig.add_subplot()
+    if err is not None:
+        ax.errorbar(xs, ys, yerr=err, fmt="none", ecolor="0.55", elinewidth=1.0, capsize=3, zorder=1)
+    ax.scatter(xs, ys, color="C0", s=30, label="runs", zorder=3)
+    ends = np.array([np.nanmin(xs), np.nanmax(xs)]) if xs.size else np.array([0.0, 1.0])
+    ax.plot(ends, fit.slope * ends + fit.intercept, color="C1", linewidth=1.5, label=fit.describe(x_name=x_name), zorder=2)
+    offsets = _label_offsets(xs)
+    for i, label in enumerate(labels):
+        if np.isfinite(xs[i]) and np.isfinite(ys[i]):
+            ax.annotate(label, (float(xs[i]), float(ys[i])), xytext=offsets[i][0], ha=offsets[i][1],
+                        textcoords="offset points", fontsize="x-small")  # fmt: skip
+    ax.set_xlabel(x_label)
+    ax.set_ylabel(y_label)
+    ax.set_title(textwrap.fill(title, 80), fontsize=10)
+    ax.margins(x=0.12, y=0.12)
+    ax.legend(fontsize="small", loc="lower right" if fit.slope >= 0 else "upper right")
+    return fig
