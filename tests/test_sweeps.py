@@ -49,7 +49,7 @@ def test_grid_basic_and_joblib_launchers_give_identical_complete_runs(tmp_path: 
     basic_db, joblib_db = tmp_path / "basic.db", tmp_path / "joblib.db"
     _ltr(tmp_path, "-m", "debug=default", *GRID, f"tracking.uri=sqlite:///{basic_db}")
     _ltr(
-        tmp_path, "-m", "debug=default", *GRID, "hydra/launcher=joblib", "hydra.launcher.n_jobs=4",
+        tmp_path, "-m", "debug=default", *GRID, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
         f"tracking.uri=sqlite:///{joblib_db}",
     )
     basic_parent, basic_children = _runs(basic_db)
@@ -139,7 +139,7 @@ def test_diversity_sweep_on_default_data_marks_an_undominated_front(tmp_path: Pa
     """experiment=diversity_tradeoff: nDCG@10 falls and ILD@10 rises with alpha; the front holds."""
     db = tmp_path / "mlflow.db"
     _ltr(tmp_path, "experiment=diversity_tradeoff", "rerank.alpha=0,0.4,0.8", "fit.show_progress=false",
-         f"tracking.uri=sqlite:///{db}")  # fmt: skip
+         "fit.num_boost_round=60", "fit.early_stopping_rounds=null", f"tracking.uri=sqlite:///{db}")  # fmt: skip
     parent, children = _runs(db)
     by_alpha = sorted(children, key=lambda c: float(c.data.params["rerank.alpha"]))
     ndcg = [c.data.metrics["valid/ndcg_at_10"] for c in by_alpha]

@@ -1,10 +1,11 @@
-"""``ltr cache``: show or clear the binary cache of parsed data files (:mod:`ltr.data.cache`).
+"""``ltr cache``: show or clear the binary cache of parsed data files (:mod:`ltr.data.cache`) and
+the LightGBM binned data sets kept beside it (:mod:`ltr.training.binned_store`, ``binned/``).
 
 Examples
 --------
 ::
 
-    ltr cache                 # = ltr cache info: directory, entries, total size, limit
+    ltr cache                 # = ltr cache info: directory, entries, total size, limit, binned data sets
     ltr cache info --verbose  # also one line per entry: size, last use, source file
     ltr cache clear           # remove every entry; prints what it freed
     ltr cache clear --dir /scratch/ltr-cache
@@ -51,9 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``ltr cache``; returns the exit code. User errors raise `LtrUserError`."""
     args = build_parser().parse_args(argv)
     cache_dir = (args.dir if args.dir is not None else default_cache_dir()).expanduser()
+    binned_dir = cache_dir / "binned"  # LightGBM's binned data sets (ltr.training.binned_store)
     if args.action == "clear":
         n, freed = clear_cache(cache_dir)
         print(f"cleared {cache_dir}: removed {n} entries, freed {format_size(freed)}")
+        n, freed = clear_cache(binned_dir)
+        print(f"cleared {binned_dir}: removed {n} binned data sets, freed {format_size(freed)}")
         return 0
     limit = cache_limit_mb(DEFAULT_MAX_MB)
     entries, leftovers = list_entries(cache_dir)
@@ -75,6 +79,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.verbose:
         for e in reversed(entries):  # most recently used first
             print(f"  {e.path.name}  {format_size(e.size):>10}  {_when(e.last_used)}  {_source(e)}")
+    binned, _ = list_entries(binned_dir)
+    print(
+        f"binned:    {len(binned)} LightGBM data sets in {binned_dir}, {format_size(sum(e.size for e in binned))} "
+        "(limit: data.binned_cache_max_mb, default 4096 MB)"
+    )
+    if args.verbose:
+        for e in reversed(binned):
+            print(f"  {e.path.name}  {format_size(e.size):>10}  {_when(e.last_used)}")
     return 0
 
 

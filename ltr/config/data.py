@@ -79,7 +79,9 @@ class FileDataConfig(DataConfig):
     ``n_features``: fixed feature width (null: the largest index in any split).
     ``cache``: keep parsed files in ``cache_dir`` (null: ``$LTR_CACHE_DIR`` or ``~/.cache/ltr/data``).
     ``cache_max_mb``: size limit of that cache in MiB, least recently used entries evicted first
-    (null: no limit; ``$LTR_CACHE_MAX_MB`` overrides it).
+    (null: no limit; ``$LTR_CACHE_MAX_MB`` overrides it). ``binned_cache``: with ``cache`` on,
+    also keep LightGBM's binned data sets in ``<cache_dir>/binned`` for later processes (at most
+    ``binned_cache_max_mb`` MiB, least recently used evicted first; null: no limit).
     ``progress``: progress bar while parsing (null: only on a terminal, for large files).
     """
 
@@ -90,6 +92,8 @@ class FileDataConfig(DataConfig):
     cache: bool = True
     cache_dir: str | None = None
     cache_max_mb: int | None = 2048
+    binned_cache: bool = True
+    binned_cache_max_mb: int | None = 4096
     progress: bool | None = None
 
 

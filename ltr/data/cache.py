@@ -232,7 +232,7 @@ def load_cached(
             logger.debug("cache entry %s was removed or replaced while being read", entry)
             return None
         reason = " ".join(str(exc).split())
-        removed = _discard(entry, st.st_ino)
+        removed = discard_entry(entry, st.st_ino)
         logger.warning(
             "%s bad cache entry %s (%s); parsing %s again", "removed" if removed else "could not remove",
             entry, reason, ", ".join(str(p) for p in paths),
@@ -432,7 +432,7 @@ def store_cached(
     enforce_limit(cache_dir, max_mb, keep=key)
 
 
-def _discard(path: Path, inode: int | None = None) -> bool:
+def discard_entry(path: Path, inode: int | None = None) -> bool:
     """Remove an entry (or leftover): rename it out of the way (atomic), then delete it. With
     ``inode``, only if ``path`` is still that directory (not a fresh entry written meanwhile)."""
     try:
@@ -527,7 +527,7 @@ def enforce_limit(cache_dir: Path, max_mb: int | None, *, keep: str | None = Non
             break
         if e.path.name == keep:
             continue
-        if _discard(e.path):
+        if discard_entry(e.path):
             removed.append(e)
         total -= e.size
     if removed:
@@ -551,7 +551,7 @@ def clear_cache(cache_dir: Path) -> tuple[int, int]:
     entries, leftovers = list_entries(cache_dir)
     n, freed = 0, 0
     for e in entries:
-        if _discard(e.path):
+        if discard_entry(e.path):
             n += 1
             freed += e.size
     for left in leftovers:

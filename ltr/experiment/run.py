@@ -30,7 +30,7 @@ from ltr.experiment.checks import check_config, check_data
 from ltr.experiment.evaluation import evaluate
 from ltr.experiment.record import record_results, run_name, run_tags, summary_markdown
 from ltr.experiment.report import print_table
-from ltr.experiment.sources import open_source
+from ltr.experiment.sources import binned_store, open_source
 from ltr.experiment.spec import ExperimentSpec
 from ltr.tracking import Tracker, check_tracking_uri, open_tracker
 from ltr.tracking.lifecycle import tracked_run
@@ -41,7 +41,9 @@ log = logging.getLogger(__name__)
 
 #: The trainer of each ``trainer.kind``.
 TRAINERS: dict[TrainerKind, Callable[[ExperimentSpec], Trainer]] = {
-    TrainerKind.local: lambda spec: LocalTrainer(spec.config.model, spec.config.fit, spec.conventions, spec.table_ks),
+    TrainerKind.local: lambda spec: LocalTrainer(
+        spec.config.model, spec.config.fit, spec.conventions, spec.table_ks, binned_store(spec.config.data)
+    ),
     TrainerKind.dask: lambda spec: DaskTrainer(spec.config.model, spec.config.fit, spec.config.trainer, spec.conventions),
 }
 

@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -21,6 +22,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from ltr.config.choices import RerankKind
+from ltr.data.cache import default_cache_dir
 from ltr.data.clicks import simulate_online_ctr
 from ltr.data.fingerprint import fingerprint
 from ltr.data.load import ClickSplits, load_click_splits, load_splits
@@ -33,6 +35,7 @@ from ltr.metrics import per_query_table
 from ltr.metrics.gap import LightgbmGap, lightgbm_gap
 from ltr.metrics.ips import click_summary, click_tables, estimate_propensities, propensity_table
 from ltr.tracking import Tracker
+from ltr.training.binned_store import BinnedStore
 from ltr.training.local import TrainResult
 from ltr.training.trainer import Trainer
 
@@ -274,6 +277,19 @@ OPENERS: dict[str, Callable[[ExperimentSpec], DataSource]] = {
     "synthetic_clicks": _click_log,
     "parquet_partitions": _partitioned,
 }
+
+
+def binned_store(data_cfg: Any) -> BinnedStore | None:
+    """Where LightGBM's binned data sets of this data are kept across processes: beside the parse
+    cache (``<cache_dir>/binned``) for file data with ``cache`` and ``binned_cache`` on; else None."""
+    if not (getattr(data_cfg, "cache", False) and getattr(data_cfg, "binned_cache", False)):
+        return None
+    cache_dir = getattr(data_cfg, "cache_dir", None)
+    directory = (Path(cache_dir) if cache_dir else default_cache_dir()).expanduser() / "binned"
+    max_mb = getattr(data_cfg, "binned_cache_max_mb", None)
+    if max_mb is not None and (isinstance(max_mb, bool) or max_mb < 0):
+        raise LtrUserError(f"data.binned_cache_max_mb={max_mb!r} must be a non-negative integer (MB) or null")
+    return BinnedStore(directory, max_mb)
 
 
 def open_source(spec: ExperimentSpec) -> DataSource:

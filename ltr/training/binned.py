@@ -12,7 +12,9 @@ other parameter, including one LightGBM adds later, keys the data. ``min_child_s
 training-only only with ``feature_pre_filter=false``: by default LightGBM drops features that
 cannot split under it while binning. A reused data set gives the model a fresh build would,
 bit for bit (``tests/test_binned_reuse.py``). One entry is kept (the last data), so memory stays
-what one job needs; jobs in other processes (the joblib launcher, Dask) build their own.
+what one job needs. Jobs in other processes (the joblib launcher, a later ``ltr train``) find the
+data sets on disk when a :class:`ltr.training.binned_store.BinnedStore` is given (file data with
+its parse cache on); otherwise they bin again.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any, Literal
 import lightgbm as lgb
 
 from ltr.data.splits import Splits
+from ltr.training.binned_store import BinnedStore
 
 log = logging.getLogger(__name__)
 
@@ -67,14 +70,22 @@ def binned_datasets(
     *,
     position_bias: bool,
     data_key: str | None,
+    store: BinnedStore | None = None,
 ) -> tuple[lgb.Dataset, tuple[lgb.Dataset, ...], bool]:
     """The train set and the valid and test sets (binned like train) for ``params``: the last
     job's when :func:`binning_key` matches (``data_key``: the data's content fingerprint; None
-    never reuses), else new ones. Returns ``(train, (valid, test), reused)``."""
+    never reuses), else ``store``'s entry of that key, else new ones (then kept in ``store``).
+    Returns ``(train, (valid, test), reused)``."""
     key = None if data_key is None else binning_key(data_key, params, position_bias=position_bias)
     if key is not None and _last and _last[0].key == key:
         log.info("binned data: reused from the previous job (same data %s and binning parameters)", data_key)
         return _last[0].train, _last[0].evals, True
+    on_disk = store if key is not None and not position_bias else None
+    if on_disk is not None and key is not None:
+        loaded = on_disk.load(key, params)
+        if loaded is not None:
+            _last[:] = [_Binned(key, *loaded)]
+            return loaded[0], loaded[1], True
     train, valid, test = splits.train, splits.valid, splits.test
     names: list[str] | Literal["auto"] = list(train.feature_names) if train.feature_names else "auto"
     # raw data kept: LightGBM rebuilds a data set itself if a later job's parameters need it
@@ -88,5 +99,11 @@ def binned_datasets(
     )
     if key is not None:
         _last[:] = [_Binned(key, train_set, evals)]
-        log.info("binned data: built (kept for the next job with the same data %s and binning parameters)", data_key)
+        on = "" if on_disk is None else f", and in {on_disk.directory} for later processes"
+        log.info("binned data: built (kept for the next job with the same data %s and binning parameters%s)", data_key, on)
+    if on_disk is not None and key is not None:
+        train_set.construct()
+        for dataset in evals:
+            dataset.construct()
+        on_disk.save(key, train_set, evals)
     return train_set, evals, False

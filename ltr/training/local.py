@@ -33,6 +33,7 @@ from ltr.errors import LtrUserError
 from ltr.metrics import MetricConventions
 from ltr.tracking.lifecycle import raise_if_stop_requested
 from ltr.training.binned import binned_datasets
+from ltr.training.binned_store import BinnedStore
 from ltr.training.round_metric import RoundNdcg, curve_name, is_our_curve
 
 log = logging.getLogger(__name__)
@@ -380,6 +381,7 @@ def fit_ranker(
     seed: int,
     round_metric: RoundNdcg | None = None,
     data_key: str | None = None,
+    binned_store: BinnedStore | None = None,
 ) -> TrainResult:
     """Train on ``splits.train`` with ``lgb.train``; ``valid`` and ``test`` are evaluated every round.
 
@@ -389,7 +391,8 @@ def fit_ranker(
     curves, never for a decision. A ranker (lambdarank, rank_xendcg) and a pointwise regressor
     share this path; ``model.position_bias`` adds the training rows' positions to the data set
     (unbiased lambdarank). ``data_key`` (the data's content fingerprint) lets a sweep's next job
-    in this process reuse the binned data sets (:mod:`ltr.training.binned`).
+    in this process reuse the binned data sets (:mod:`ltr.training.binned`), and a later process
+    find them in ``binned_store``.
     """
     check_model_config(model)
     if model.position_bias:
@@ -399,7 +402,8 @@ def fit_ranker(
     params = train_params(lightgbm_params(model, seed=seed, num_threads=fit.num_threads), eval_at=eval_at)
     train, valid, test = splits.train, splits.valid, splits.test
     train_set, eval_sets, _ = binned_datasets(
-        splits, params, position_bias=model.position_bias, data_key=data_key if fit.reuse_binned_data else None
+        splits, params, position_bias=model.position_bias, data_key=data_key if fit.reuse_binned_data else None,
+        store=binned_store,
     )
     for dataset, data in zip(eval_sets, (valid, test), strict=True):
         round_metric.register(dataset, data.labels, data.offsets)
@@ -449,9 +453,11 @@ class LocalTrainer:
     fit_config: FitConfig
     conventions: MetricConventions = field(default_factory=MetricConventions)
     table_ks: tuple[int, ...] = ()  # the run's per-query table cut-offs (default: eval_at)
+    binned_store: BinnedStore | None = None  # LightGBM's binned data sets kept on disk
 
     def fit(self, splits: Splits, *, eval_at: list[int], seed: int, data_key: str | None = None) -> TrainResult:
         round_metric = RoundNdcg(ks=eval_at, table_ks=self.table_ks or tuple(eval_at), conventions=self.conventions)
         return fit_ranker(
-            splits, self.model, self.fit_config, eval_at=eval_at, seed=seed, round_metric=round_metric, data_key=data_key
+            splits, self.model, self.fit_config, eval_at=eval_at, seed=seed, round_metric=round_metric,
+            data_key=data_key, binned_store=self.binned_store,
         )

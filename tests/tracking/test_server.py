@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -58,6 +59,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
          "--backend-store-uri", f"sqlite:///{root / 'server.db'}",
          "--artifacts-destination", str(root / "artifacts"), "--workers", "1"],
         stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
+        # no background job runner (8 huey consumers): the runs here need none, and on CI's two
+        # cores they slowed every test running beside them
+        env=dict(os.environ, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false"),
     )
     url = f"http://127.0.0.1:{port}"
     try:

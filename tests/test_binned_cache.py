@@ -1,0 +1,194 @@
+"""LightGBM's binned data sets on disk (`ltr.training.binned_store`): bit-identical models, keys,
+concurrent builders, eviction, corrupt entries, and a second ``ltr train`` that skips binning."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from omegaconf import DictConfig
+
+from ltr.data.load import load_splits
+from ltr.data.splits import Splits
+from ltr.experiment import run as pipeline
+from ltr.training import binned
+from ltr.training.binned_store import FILES, BinnedStore
+from ltr.training.local import fit_ranker, lightgbm_params, train_params
+
+from .conftest import compose_train
+from .test_binned_reuse import SWEEP
+
+
+@pytest.fixture
+def splits(small_cfg: Callable[..., DictConfig]) -> tuple[DictConfig, Splits]:
+    cfg = small_cfg("fit.num_boost_round=25")
+    return cfg, load_splits(cfg.data, cfg.split, seed=cfg.seed)
+
+
+def _entries(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if not p.name.startswith("."))
+
+
+def test_models_from_disk_are_bit_identical_to_fresh_builds(
+    splits: tuple[DictConfig, Splits], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    cfg, data = splits
+    store = BinnedStore(tmp_path / "binned")
+    loaded = []
+    for leaves, rate, min_child in SWEEP:
+        model = cfg.model.copy()
+        model.num_leaves, model.learning_rate, model.min_child_samples = leaves, rate, min_child
+        binned._last.clear()  # a new process: nothing in memory
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="ltr.training"):
+            cached = fit_ranker(data, model, cfg.fit, eval_at=[5, 10], seed=cfg.seed, data_key="same data", binned_store=store)
+        loaded.append(any("binned data: loaded from" in r.message for r in caplog.records))
+        fresh = fit_ranker(data, model, cfg.fit, eval_at=[5, 10], seed=cfg.seed, data_key=None)
+        assert cached.booster.model_to_string() == fresh.booster.model_to_string(), (leaves, rate, min_child)
+        assert cached.curves == fresh.curves
+    # from disk whenever an earlier job stored the same binning key (min_child_samples keys it)
+    assert loaded == [False, True, True, False, True, True]
+    assert len(_entries(store.directory)) == 2
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"max_bin": 63}, {"min_data_in_bin": 7}, {"bin_construct_sample_cnt": 1000}, {"feature_pre_filter": False},
+     {"min_child_samples": 5}, {"categorical_feature": "0"}, {"use_missing": False}],
+)
+def test_every_binning_parameter_keys_the_entry(splits: tuple[DictConfig, Splits], change: dict[str, object]) -> None:
+    cfg, _ = splits
+    params = train_params(lightgbm_params(cfg.model, seed=cfg.seed, num_threads=1), eval_at=[10])
+    key = binned.binning_key("d", params, position_bias=False)
+    other = binned.binning_key("d", params | change, position_bias=False)
+    assert key != other
+    store = BinnedStore(Path("/nonexistent"))
+    assert store.entry_name(key) != store.entry_name(other)
+    # and the data: another fingerprint is another entry
+    assert store.entry_name(binned.binning_key("e", params, position_bias=False)) != store.entry_name(key)
+
+
+def test_a_changed_data_file_is_binned_again(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    rng = np.random.default_rng(0)
+    path = tmp_path / "all.txt"
+
+    def write(n_queries: int) -> None:
+        lines = [f"{rng.integers(0, 3)} qid:{q} " + " ".join(f"{j + 1}:{rng.normal():.4f}" for j in range(5))
+                 for q in range(n_queries) for _ in range(8)]  # fmt: skip
+        path.write_text("\n".join(lines) + "\n")
+
+    cache = tmp_path / "cache"
+    overrides = ["data=svmlight", f"data.train={path}", f"data.cache_dir={cache}", "tracking=none",
+                 "fit.num_boost_round=20", "fit.show_progress=false", "model.num_leaves=7"]
+    messages = []
+    for n in (120, 120, 121):
+        if n != 120 or not path.exists():
+            write(n)
+        binned._last.clear()
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="ltr.training"):
+            pipeline.run(compose_train(overrides))
+        messages.append(next(r.message.split(":")[1].split()[0] for r in caplog.records if r.message.startswith("binned data")))
+    assert messages == ["built", "loaded", "built"]
+    assert len(_entries(cache / "binned")) == 2
+
+
+def test_least_recently_used_entries_are_evicted(splits: tuple[DictConfig, Splits], tmp_path: Path) -> None:
+    cfg, data = splits
+    store = BinnedStore(tmp_path / "binned", max_mb=None)
+    sizes = []
+    for n in (20, 5, 2):  # three binning keys
+        model = cfg.model.copy()
+        model.min_child_samples = n
+        binned._last.clear()
+        fit_ranker(data, model, cfg.fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=store)
+        sizes.append(sum(f.stat().st_size for e in (store.directory).iterdir() for f in e.iterdir()))
+    names = _entries(store.directory)
+    assert len(names) == 3
+    entry_mb = sizes[0] / 2**20
+    oldest = min(names, key=lambda n: (store.directory / n / "meta.json").stat().st_mtime)
+    os.utime(store.directory / oldest / "meta.json", (1, 1))  # make it the least recently used
+    small = BinnedStore(store.directory, max_mb=int(np.ceil(2.5 * entry_mb)) or 1)
+    model = cfg.model.copy()
+    model.min_child_samples = 3
+    binned._last.clear()
+    fit_ranker(data, model, cfg.fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=small)
+    left = _entries(store.directory)
+    assert oldest not in left
+    assert sum(f.stat().st_size for n in left for f in (store.directory / n).iterdir()) <= small.max_mb * 2**20  # type: ignore[operator]
+
+
+def test_a_corrupt_entry_is_removed_and_binned_again(
+    splits: tuple[DictConfig, Splits], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    cfg, data = splits
+    store = BinnedStore(tmp_path / "binned")
+    binned._last.clear()
+    first = fit_ranker(data, cfg.model, cfg.fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=store)
+    (entry,) = store.directory.iterdir()
+    with (entry / FILES[0]).open("r+b") as f:  # flip a byte in the middle of train.bin
+        f.seek(f.seek(0, 2) // 2)
+        b = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([b[0] ^ 0xFF]))
+    binned._last.clear()
+    with caplog.at_level(logging.WARNING, logger="ltr.training"):
+        again = fit_ranker(data, cfg.model, cfg.fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=store)
+    assert any("removed bad binned-data entry" in r.message and "checksum mismatch of train.bin" in r.message for r in caplog.records)
+    assert again.booster.model_to_string() == first.booster.model_to_string()
+    assert len(_entries(store.directory)) == 1  # stored again
+
+
+BUILD = """
+import sys
+from tests.conftest import compose_train
+from ltr.data.load import load_splits
+from ltr.training.binned_store import BinnedStore
+from ltr.training.local import fit_ranker
+cfg = compose_train(["data.n_queries=300", "fit.num_boost_round=20", "fit.show_progress=false"])
+splits = load_splits(cfg.data, cfg.split, seed=cfg.seed)
+r = fit_ranker(splits, cfg.model, cfg.fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=BinnedStore(__import__("pathlib").Path(sys.argv[1])))
+open(sys.argv[2], "w").write(r.booster.model_to_string())
+"""
+
+
+def test_two_processes_building_the_same_entry(tmp_path: Path) -> None:
+    directory = tmp_path / "binned"
+    root = Path(__file__).resolve().parents[1]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", BUILD, str(directory), str(tmp_path / f"model{i}.txt")], cwd=root,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for i in range(2)
+    ]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-2000:]
+    assert (tmp_path / "model0.txt").read_text() == (tmp_path / "model1.txt").read_text()
+    assert len(_entries(directory)) == 1
+    assert not [p for p in directory.iterdir() if p.name.startswith(".tmp.")]  # no half entry left
+    store = BinnedStore(directory)
+    (entry,) = directory.iterdir()
+    assert sorted(f.name for f in entry.iterdir()) == sorted([*FILES, "meta.json"])
+    assert store.entry_name(("x",)) != entry.name
+
+
+def test_ltr_cache_lists_and_clears_binned_data(
+    splits: tuple[DictConfig, Splits], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ltr.cli.main import main
+
+    cfg, data = splits
+    monkeypatch.setenv("LTR_CACHE_DIR", str(tmp_path / "cache"))
+    binned._last.clear()
+    fit_ranker(data, cfg.model, cfg.fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=BinnedStore(tmp_path / "cache" / "binned"))
+    assert main(["cache"]) == 0
+    assert f"binned:    1 LightGBM data sets in {tmp_path / 'cache' / 'binned'}" in capsys.readouterr().out
+    assert main(["cache", "clear"]) == 0
+    assert "removed 1 binned data sets" in capsys.readouterr().out
+    assert _entries(tmp_path / "cache" / "binned") == []
