@@ -147,14 +147,24 @@ def test_a_corrupt_entry_is_removed_and_binned_again(
 
 BUILD = """
 import sys
-from tests.conftest import compose_train
-from ltr.data.load import load_splits
+from pathlib import Path
+import lightgbm as lgb
+import numpy as np
+from ltr.data.ranking_data import RankingData
+from ltr.data.splits import Splits
+from ltr.training.binned import binned_datasets
 from ltr.training.binned_store import BinnedStore
-from ltr.training.local import fit_ranker
-cfg = compose_train(["data.n_queries=300", "fit.num_boost_round=20", "fit.show_progress=false"])
-splits = load_splits(cfg.data, cfg.split, seed=cfg.seed)
-r = fit_ranker(splits, cfg.model, cfg.fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=BinnedStore(__import__("pathlib").Path(sys.argv[1])))
-open(sys.argv[2], "w").write(r.booster.model_to_string())
+rng = np.random.default_rng(0)
+def part(n_queries):
+    sizes = np.full(n_queries, 20)
+    x = rng.normal(size=(int(sizes.sum()), 8)).astype(np.float32)
+    y = (x[:, 0] > 0.5).astype(np.int32) + (x[:, 1] > 1).astype(np.int32)
+    return RankingData.from_group_sizes(x, y, np.arange(n_queries), sizes)
+splits = Splits(part(400), part(100), part(100))
+params = {"objective": "lambdarank", "num_leaves": 7, "seed": 1, "num_threads": 1, "verbosity": -1, "deterministic": True}
+train, evals, _ = binned_datasets(splits, params, position_bias=False, data_key="d", store=BinnedStore(Path(sys.argv[1])))
+booster = lgb.train(params, train, 10, valid_sets=list(evals))
+open(sys.argv[2], "w").write(booster.model_to_string())
 """
 
 

@@ -13,7 +13,9 @@ from mlflow.tracking import MlflowClient
 
 pytestmark = pytest.mark.slow
 
-GRID = ["model=lambdarank,rank_xendcg", "model.num_leaves=3,7"]
+#: Two jobs that differ in a training-only parameter: the basic launcher reuses the first job's
+#: binned data for the second, each joblib worker bins its own; the runs must still be equal.
+GRID = ["model.num_leaves=3,7"]
 
 
 def _ltr(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -54,11 +56,11 @@ def test_grid_basic_and_joblib_launchers_give_identical_complete_runs(tmp_path: 
     )
     basic_parent, basic_children = _runs(basic_db)
     joblib_parent, joblib_children = _runs(joblib_db)
-    assert len(basic_children) == len(joblib_children) == 4
+    assert len(basic_children) == len(joblib_children) == 2
     for run in [basic_parent, joblib_parent, *basic_children, *joblib_children]:
         assert run.info.status == "FINISHED"
     basic, parallel = _by_job(basic_children), _by_job(joblib_children)
-    assert set(basic) == {("lambdarank", "3"), ("lambdarank", "7"), ("rank_xendcg", "3"), ("rank_xendcg", "7")}
+    assert set(basic) == {("lambdarank", "3"), ("lambdarank", "7")}
     for job, metrics in basic.items():
         assert len(metrics) > 100
         assert parallel[job] == metrics, f"job {job}: joblib and basic launchers differ"  # bit for bit
@@ -89,7 +91,8 @@ def test_optuna_maximises_the_optimized_metric_of_the_cutoffs_asked_for(tmp_path
 def test_objective_comparison_on_default_data(tmp_path: Path) -> None:
     """On the default data lambdarank beats the pointwise regressor on test nDCG@10."""
     db = tmp_path / "mlflow.db"
-    proc = _ltr(tmp_path, "experiment=objective_comparison", f"tracking.uri=sqlite:///{db}")
+    proc = _ltr(tmp_path, "experiment=objective_comparison", "fit.num_boost_round=80", "fit.early_stopping_rounds=null",
+                f"tracking.uri=sqlite:///{db}")  # fmt: skip
     _, children = _runs(db)
     by_objective = {c.data.tags["ltr.objective"]: c.data.metrics for c in children}
     assert set(by_objective) == {"lambdarank", "rank_xendcg", "regression"}

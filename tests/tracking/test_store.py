@@ -153,7 +153,7 @@ def test_four_processes_creating_a_fresh_store_lose_no_run(tmp_path: Path) -> No
 
 #: Seconds after the child is ready (imports done) at which it gets the signal; creation itself
 #: takes about 1.5 s here, so early ones land before the rename and late ones after it.
-_DELAYS = [0.0, 0.1, 0.2, 0.5, 0.7, 1.2, 2.0]
+_DELAYS = [0.0, 0.2, 0.5, 1.2, 2.0]
 
 
 @pytest.mark.slow
