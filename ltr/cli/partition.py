@@ -90,6 +90,7 @@ from ltr.data.splits import holdout_queries, split_queries
 from ltr.data.validate import check_split_set
 from ltr.errors import DataError, LtrUserError
 from ltr.tracking.lifecycle import Terminated, signals_deferred
+from ltr.tracking.store import fsync_path
 
 SPLITS = ("train", "valid", "test")
 #: Default of ``--rows-per-partition``: about 0.5 GB of float32 features per partition at 136
@@ -317,7 +318,7 @@ def write_partitioned_splits(
             for split, data in splits.items():
                 written.append(_write_split(data, tmp, split, n_partitions[split], bar))
         for d in [*(tmp / s for s in splits), tmp]:
-            _fsync(d, os.O_RDONLY | os.O_DIRECTORY)
+            fsync_path(d, os.O_RDONLY | os.O_DIRECTORY)
         with signals_deferred():
             _commit(tmp, out, force=force)
             tmp = None
@@ -435,7 +436,7 @@ def _write_split(data: RankingData, tmp: Path, split: str, n_partitions: int, ba
     sizes: list[int] = []
 
     def written(i: int, n: int, path: Path, q0: int, q1: int, r0: int, r1: int) -> None:
-        _fsync(path)
+        fsync_path(path)
         sizes.append(path.stat().st_size)
         bar.advance(split, f"{split}: {path.name} ({i + 1}/{n}): {q1 - q0:,} queries, {r1 - r0:,} rows, "
                            f"{sizes[-1]:,} bytes")  # fmt: skip
@@ -462,17 +463,9 @@ def _commit(tmp: Path, out: Path, *, force: bool) -> None:
         if old is not None:
             os.rename(old, out)
         raise
-    _fsync(out.parent, os.O_RDONLY | os.O_DIRECTORY)
+    fsync_path(out.parent, os.O_RDONLY | os.O_DIRECTORY)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
-
-
-def _fsync(path: Path, flags: int = os.O_RDONLY) -> None:
-    fd = os.open(path, flags)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class _WriteProgress:

@@ -170,10 +170,10 @@ class MlflowSweepCallback(Callback):
         self.tracker.log_text(summary.markdown, "report/sweep.md")
         print(summary.text)
         description = summary.markdown
+        finished = child_runs(self.tracker.client, self.tracker.experiment_id, self.tracker.run_id, finished_only=True)
         if self.spec is not None and self.spec.config.cv.fold_key:
-            description = self._summarise_folds(self.spec, self.spec.config.cv.fold_key, summary.markdown)
+            description = self._summarise_folds(self.spec, self.spec.config.cv.fold_key, summary.markdown, finished)
         if self.spec is not None:
-            finished = child_runs(self.tracker.client, self.tracker.experiment_id, self.tracker.run_id, finished_only=True)
             tradeoffs = summarise_tradeoffs(self.tracker, self.spec, finished)
             if tradeoffs:
                 self.tracker.set_tags({"mlflow.note.content": f"{tradeoffs}\n\n{description}"})
@@ -194,10 +194,10 @@ class MlflowSweepCallback(Callback):
             print(f"ltr: {len(summary.failures)} of {summary.n_jobs} jobs failed (see above)", file=sys.stderr)
             sys.exit(1)
 
-    def _summarise_folds(self, spec: ExperimentSpec, fold_key: str, summary_md: str) -> str:
-        """Mean and standard deviation over the folds (finished children), logged and printed;
-        the parent's description is this table, then the jobs' (``summary_md``): returned."""
-        children = child_runs(self.tracker.client, self.tracker.experiment_id, self.tracker.run_id, finished_only=True)
+    def _summarise_folds(self, spec: ExperimentSpec, fold_key: str, summary_md: str, children: list[Any]) -> str:
+        """Mean and standard deviation over the folds (``children``: the finished child runs),
+        logged and printed; the parent's description is this table, then the jobs'
+        (``summary_md``): returned."""
         folds = {str(r.data.params.get(fold_key, r.info.run_id)): dict(r.data.metrics) for r in children}
         metrics = cv_metrics(folds)
         self.tracker.log_metrics(metrics)

@@ -223,6 +223,22 @@ def _parse_score(buf: Any, a: int, b: int) -> tuple[float, bool]:  # pragma: no 
     return (-v if neg else v), True
 
 
+@numba.njit(cache=True, inline="always")
+def _find_judgment(
+    buf: Any, a: int, b: int, code: int, dh: Any, qbuf: Any, q_slots: Any, q_topic: Any,
+    q_d0: Any, q_d1: Any, q_hash: Any,
+) -> tuple[Any, Any]:  # fmt: skip  # pragma: no cover - compiled
+    """The judgment of topic ``code`` and docno ``buf[a:b]`` (hash ``dh``) in the table
+    ``q_slots`` (its docnos in ``qbuf``): (slot, row), row -1 with the empty slot it would take."""
+    mask = q_slots.shape[0] - 1
+    s = np.int64(_mix(dh ^ (np.uint64(code + 1) * GOLDEN)) & np.uint64(mask))
+    while True:
+        e = q_slots[s]
+        if e < 0 or (q_topic[e] == code and q_hash[e] == dh and _equal(qbuf, q_d0[e], q_d1[e], buf, a, b)):
+            return s, e
+        s = (s + 1) & mask
+
+
 @numba.njit(cache=True)
 def ingest_qrels(
     qbuf: Any, rbuf: Any, slots: Any, t_hash: Any, t_src: Any, t_start: Any, t_len: Any,
@@ -239,7 +255,6 @@ def ingest_qrels(
     """
     n = qbuf.shape[0]
     out = np.zeros(6, dtype=np.int64)
-    mask = q_slots.shape[0] - 1
     i = 0
     m = 0
     while i < n:
@@ -252,18 +267,10 @@ def ingest_qrels(
         code = _intern(qbuf, 0, out[0], out[1], qbuf, rbuf, slots, t_hash, t_src, t_start,
                        t_len, n_topics)  # fmt: skip
         dh = _hash(qbuf, out[2], out[3])
-        key = _mix(dh ^ (np.uint64(code + 1) * GOLDEN))
-        s = np.int64(key & np.uint64(mask))
-        while True:
-            e = q_slots[s]
-            if e < 0:
-                q_slots[s] = m
-                break
-            if q_topic[e] == code and q_hash[e] == dh and _equal(
-                qbuf, q_d0[e], q_d1[e], qbuf, out[2], out[3]
-            ):
-                return DUPLICATE, m, start, e
-            s = (s + 1) & mask
+        s, e = _find_judgment(qbuf, out[2], out[3], code, dh, qbuf, q_slots, q_topic, q_d0, q_d1, q_hash)
+        if e >= 0:
+            return DUPLICATE, m, start, e
+        q_slots[s] = m
         v, ok = parse_int(qbuf, out[4], out[5])
         q_topic[m], q_d0[m], q_d1[m], q_hash[m] = code, out[2], out[3], dh
         q_label[m] = v
@@ -290,8 +297,6 @@ def ingest_run(
     """
     n = rbuf.shape[0]
     out = np.zeros(6, dtype=np.int64)
-    qmask = q_slots.shape[0] - 1
-    n_q = q_slots.shape[0] > 1
     cap = slots.shape[0] // 2
     n_slow = 0
     code = -1
@@ -313,20 +318,8 @@ def ingest_run(
                            t_len, n_topics)  # fmt: skip
             last0, last1 = out[0], out[1]
         dh = _hash(rbuf, out[2], out[3])
-        label = unjudged
-        if n_q:
-            key = _mix(dh ^ (np.uint64(code + 1) * GOLDEN))
-            s = np.int64(key & np.uint64(qmask))
-            while True:
-                e = q_slots[s]
-                if e < 0:
-                    break
-                if q_topic[e] == code and q_hash[e] == dh and _equal(
-                    qbuf, q_d0[e], q_d1[e], rbuf, out[2], out[3]
-                ):
-                    label = q_label[e]
-                    break
-                s = (s + 1) & qmask
+        _, e = _find_judgment(rbuf, out[2], out[3], code, dh, qbuf, q_slots, q_topic, q_d0, q_d1, q_hash)
+        label = q_label[e] if e >= 0 else unjudged
         v, ok = _parse_score(rbuf, out[4], out[5])
         if not ok:
             slow[n_slow, 0], slow[n_slow, 1], slow[n_slow, 2] = row, out[4], out[5]

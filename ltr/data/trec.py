@@ -380,8 +380,9 @@ def read_trec(
 
     qpath, rpath = Path(qrels_path), Path(run_path)
     with _mapped(qpath, "qrels") as (qbuf, _), _mapped(rpath, "run") as (rbuf, rmm):
-        topics = _Topics(int(np.count_nonzero(qbuf == _NEWLINE)) + 1)
-        judged = _ingest_qrels(qpath, qbuf, rbuf, topics, kernel)
+        cap = int(np.count_nonzero(qbuf == _NEWLINE)) + 1  # judgments at most
+        topics = _Topics(cap)
+        judged = _ingest_qrels(qpath, qbuf, rbuf, topics, cap, kernel)
         # no name holds the run's rows here, so _join frees each column when done with it
         return _join(qpath, rpath, qbuf, rbuf, topics, judged,
                      _ingest_run(rpath, rbuf, rmm, qbuf, topics, judged, kernel), missing_topics,
@@ -425,10 +426,10 @@ def _line_start(buf: NDArray[np.uint8], offset: int) -> int:
 
 
 def _ingest_qrels(
-    path: Path, qbuf: NDArray[np.uint8], rbuf: NDArray[np.uint8], topics: _Topics, kernel: Any
+    path: Path, qbuf: NDArray[np.uint8], rbuf: NDArray[np.uint8], topics: _Topics, cap: int, kernel: Any
 ) -> _Judgments:
-    """Intern the qrels' topics and fill the judgment table (the qrels are read whole)."""
-    cap = int(np.count_nonzero(qbuf == _NEWLINE)) + 1
+    """Intern the qrels' topics and fill the judgment table (the qrels are read whole; ``cap``:
+    an upper bound of their lines)."""
     size = 1 << max(4, int(2 * cap - 1).bit_length())
     slots = np.full(size, -1, dtype=np.int64)
     topic, d0, d1 = (np.zeros(cap, dtype=np.int64) for _ in range(3))

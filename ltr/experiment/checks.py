@@ -180,6 +180,8 @@ def _check_eval(eval_cfg: EvalConfig) -> None:
     clicks = eval_cfg.clicks
     if not 0 < clicks.min_propensity <= 1:
         raise LtrUserError(f"eval.clicks.min_propensity={clicks.min_propensity} must be in (0, 1]")
+    if clicks.online_sessions < 0:
+        raise LtrUserError(f"eval.clicks.online_sessions={clicks.online_sessions} must be >= 0 (0: off)")
     if clicks.propensities is not None:
         if not clicks.propensities:
             raise LtrUserError("eval.clicks.propensities=[] is empty; use null for the data's curve")
@@ -255,8 +257,6 @@ def _check_trainer(config: TrainConfig) -> None:
 
 def _check_rerank(config: TrainConfig) -> None:
     rerank = config.rerank
-    if config.eval.clicks.online_sessions < 0:
-        raise LtrUserError(f"eval.clicks.online_sessions={config.eval.clicks.online_sessions} must be >= 0 (0: off)")
     if rerank.kind == RerankKind.none:
         return
     if config.data.read_by_workers:

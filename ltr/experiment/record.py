@@ -103,15 +103,14 @@ def run_tags(spec: ExperimentSpec, data_sha: str, overrides: Sequence[str]) -> d
     } | source_tags("ltr train")
 
 
-def headline_keys(spec: ExperimentSpec) -> list[str]:
+def headline_keys(spec: ExperimentSpec, metrics: dict[str, float]) -> list[str]:
     """The metric columns a user meets first in the MLflow runs table: the optimised metric, then
     valid and test nDCG at the largest cut-off (with re-ranking: valid's nDCG before it and ILD;
     on click data: valid's simulated CTR) and test's per stratum, a sweep's best, the round."""
     k = max(spec.ks)
     split = spec.optimized_metric.split("/")[0]
     extra = [f"{split}/pre_rerank/ndcg_at_{k}", f"{split}/ild_at_{k}"] if diversity_measures(spec.config.rerank) else []
-    if spec.config.data.kind == "synthetic_clicks" and spec.config.eval.clicks.online_sessions > 0:
-        extra.append(f"{split}/online/ctr")
+    extra += [key for key in (f"{split}/online/ctr",) if key in metrics]  # data with a click model
     keys = [
         spec.optimized_metric, f"valid/ndcg_at_{k}", *extra, f"test/ndcg_at_{k}",
         *(f"test/ndcg_at_{k}/{stratum}" for stratum in spec.strata.keys),
@@ -174,7 +173,7 @@ def record_results(
     curves = logged_curves(scored)
     # the headline keys first: MLflow lists a run's metrics in logging order, and its compare
     # page plots the first one by default
-    headline = headline_keys(spec)
+    headline = headline_keys(spec, evaluation.metrics)
     first = {key: evaluation.metrics[key] for key in headline if key in evaluation.metrics}
     tracker.log_metrics(first | evaluation.metrics)
     tracker.log_curves(curves)

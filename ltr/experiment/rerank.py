@@ -75,11 +75,11 @@ def order_as_scores(order: NDArray[np.int64], offsets: NDArray[np.int64]) -> NDA
 
 
 def diversity_columns(
-    cfg: RerankConfig, data: RankingData, order: NDArray[np.int64], ks: tuple[int, ...]
-) -> pd.DataFrame:
-    """``ild_at_k`` (and ``coverage_at_k``, ``alpha_ndcg_at_k`` with categories) of ``order``."""
-    features = item_features(cfg, data)
-    categories = item_categories(cfg, data)
+    cfg: RerankConfig, data: RankingData, order: NDArray[np.int64], ks: tuple[int, ...],
+    features: NDArray[np.float64], categories: NDArray[np.int64] | None,
+) -> pd.DataFrame:  # fmt: skip
+    """``ild_at_k`` (and ``coverage_at_k``, ``alpha_ndcg_at_k`` with ``categories``) of ``order``;
+    ``features`` and ``categories`` as `item_features` and `item_categories` give them."""
     columns: dict[str, NDArray[np.float64]] = {}
     for k in ks:
         columns[f"ild_at_{k}"] = intra_list_diversity(order, data.offsets, features, k=k)
@@ -96,15 +96,15 @@ def diversity_columns(
 def rerank_split(cfg: RerankConfig, data: RankingData, scores: NDArray[np.float64], ks: tuple[int, ...]) -> Reranked:
     """Re-rank one split's scored lists as ``cfg`` says (see the module docstring)."""
     model_order = score_order(scores, data.offsets)
+    features, categories = item_features(cfg, data), item_categories(cfg, data)
     if cfg.similarity == Similarity.category:
-        items = item_categories(cfg, data)
-        assert items is not None  # checked: similarity=category needs category_feature
-        order = diversify(scores, data.offsets, items, alpha=cfg.alpha, similarity="category", depth=cfg.depth)
+        assert categories is not None  # checked: similarity=category needs category_feature
+        order = diversify(scores, data.offsets, categories, alpha=cfg.alpha, similarity="category", depth=cfg.depth)
     else:
-        order = diversify(scores, data.offsets, item_features(cfg, data), alpha=cfg.alpha, depth=cfg.depth)
+        order = diversify(scores, data.offsets, features, alpha=cfg.alpha, depth=cfg.depth)
     return Reranked(
         order_as_scores(order, data.offsets),
         order_as_scores(model_order, data.offsets),
-        diversity_columns(cfg, data, model_order, ks),
-        diversity_columns(cfg, data, order, ks),
+        diversity_columns(cfg, data, model_order, ks, features, categories),
+        diversity_columns(cfg, data, order, ks, features, categories),
     )

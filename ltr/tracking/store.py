@@ -404,7 +404,8 @@ def _remove_leftovers(db: Path) -> None:
             stale.unlink(missing_ok=True)
 
 
-def _fsync(path: Path, flags: int = os.O_RDONLY) -> None:
+def fsync_path(path: Path, flags: int = os.O_RDONLY) -> None:
+    """Flush a file (or, with ``os.O_DIRECTORY``, a directory's entries) to disk."""
     fd = os.open(path, flags)
     try:
         os.fsync(fd)
@@ -475,10 +476,10 @@ def _create(db: Path, uri: str) -> None:
         built = _inspect(tmp)
         if built.problems:  # MLflow itself failed: never let such a store go live
             raise LtrUserError(f"MLflow built an incomplete store for {db}: {'; '.join(built.problems)}")
-        _fsync(tmp)
+        fsync_path(tmp)
         with _signals_deferred():
             os.replace(tmp, db)
-            _fsync(db.parent, os.O_RDONLY | os.O_DIRECTORY)
+            fsync_path(db.parent, os.O_RDONLY | os.O_DIRECTORY)
         _dispose_engine(uri)
     finally:
         for leftover in (tmp, tmp.with_name(tmp.name + "-journal")):
