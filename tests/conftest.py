@@ -12,7 +12,7 @@ Every test is in one tier, by marker (``make test-unit``, ``test-integration``, 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -21,6 +21,7 @@ from hypothesis import settings
 from omegaconf import DictConfig
 
 from ltr.cli.train import CONF_DIR
+from ltr.data.cache import forget_recent
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -75,6 +76,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         else:
             item.add_marker(pytest.mark.unit)
 SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_recent_entries() -> Iterator[None]:
+    """Each test starts without the data the previous test's reads kept in memory (the disk
+    cache tests corrupt entries between reads: they must meet the disk)."""
+    forget_recent()
+    yield
+    forget_recent()
 
 
 def compose_train(overrides: Sequence[str] = ()) -> DictConfig:

@@ -9,7 +9,7 @@ Contract:
 - An entry is a directory named by its key holding ``.npy`` files (read without pickle;
   ``positions.npy`` only when the data has positions) plus ``meta.json``. ``meta.json`` records
   the dtype, shape and a checksum of every array (sha256 over 8 MiB chunks, see
-  :func:`array_digest`) and a checksum of itself (:func:`meta_digest`).
+  :func:`ltr.data.digest.array_digest`) and a checksum of itself (:func:`meta_digest`).
 - Every read verifies the entry: exactly the expected files, ``meta.json`` a JSON object of the
   expected form, every ``.npy`` header as recorded, every checksum. The arrays then go through
   :func:`ltr.data.validate.check_ranking_data` with the reader options of the key, so a cache
@@ -41,6 +41,7 @@ import shutil
 import tempfile
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -49,6 +50,16 @@ from typing import Any
 
 import numpy as np
 
+from ltr.data.digest import (
+    CHUNK_BYTES,
+    MB,
+    chunk_digest,
+    combine,
+    digest,
+    freeze,
+    hash_workers,
+    remember,
+)
 from ltr.data.ranking_data import RankingData
 from ltr.data.validate import LIGHTGBM_MAX_DEFAULT_LABEL, LIGHTGBM_MAX_LIST_LEN, check_ranking_data
 from ltr.errors import DataError, LtrUserError
@@ -59,9 +70,6 @@ logger = logging.getLogger(__name__)
 CACHE_VERSION = 3
 #: Default size limit in MiB (``data.cache_max_mb``).
 DEFAULT_MAX_MB = 2048
-MB = 1024 * 1024
-#: Arrays are hashed in chunks of this size (part of the checksum's definition).
-CHUNK_BYTES = 8 * MB
 #: Temporary (``.tmp.*``) and removed (``.trash.*``) directories older than this are swept.
 LEFTOVER_AGE_S = 3600.0
 
@@ -141,31 +149,6 @@ def cache_key(paths: Sequence[Path], options: Mapping[str, Any]) -> str:
 # -- checksums ----------------------------------------------------------------------------------
 
 
-def _chunk_digest(chunk: np.ndarray[Any, Any]) -> bytes:
-    return hashlib.sha256(chunk.data).digest()
-
-
-def _combine(digests: Sequence[bytes]) -> str:
-    return hashlib.sha256(b"".join(digests)).hexdigest()
-
-
-def _workers(n_chunks: int) -> int:
-    return max(1, min(n_chunks, os.cpu_count() or 1, 4))
-
-
-def array_digest(arr: np.ndarray[Any, Any]) -> str:
-    """The checksum of an array's bytes (C order): sha256 of the sha256 digests of its
-    :data:`CHUNK_BYTES` chunks, the chunks hashed in parallel threads (hashlib releases the GIL).
-    Dtype and shape are not part of it: ``meta.json`` records them and has its own checksum."""
-    flat = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
-    chunks = [flat[i : i + CHUNK_BYTES] for i in range(0, flat.shape[0], CHUNK_BYTES)] or [flat]
-    workers = _workers(len(chunks))
-    if workers == 1:
-        return _combine([_chunk_digest(c) for c in chunks])
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return _combine(list(pool.map(_chunk_digest, chunks)))
-
-
 def meta_digest(meta: Mapping[str, Any]) -> str:
     """The checksum of ``meta.json`` without its own ``digest`` field (canonical JSON)."""
     body = {k: v for k, v in meta.items() if k != "digest"}
@@ -173,7 +156,7 @@ def meta_digest(meta: Mapping[str, Any]) -> str:
 
 
 def _read_verified(f: io.BufferedReader, flat: np.ndarray[Any, Any], *, verify: bool) -> str | None:
-    """Fill ``flat`` (uint8) from ``f``; with ``verify``, return its :func:`array_digest`, each
+    """Fill ``flat`` (uint8) from ``f``; with ``verify``, return its digest (:func:`ltr.data.digest.array_digest`), each
     chunk hashed in a thread while the next one is read."""
     n = flat.shape[0]
     if not verify:
@@ -182,14 +165,14 @@ def _read_verified(f: io.BufferedReader, flat: np.ndarray[Any, Any], *, verify: 
     n_chunks = max(1, math.ceil(n / CHUNK_BYTES))
     if n_chunks == 1:
         _fill(f, flat)
-        return _combine([_chunk_digest(flat)])
-    with ThreadPoolExecutor(max_workers=_workers(n_chunks)) as pool:
+        return combine([chunk_digest(flat)])
+    with ThreadPoolExecutor(max_workers=hash_workers(n_chunks)) as pool:
         futures: list[Future[bytes]] = []
         for i in range(0, n, CHUNK_BYTES):
             chunk = flat[i : i + CHUNK_BYTES]
             _fill(f, chunk)
-            futures.append(pool.submit(_chunk_digest, chunk))
-        return _combine([fut.result() for fut in futures])
+            futures.append(pool.submit(chunk_digest, chunk))
+        return combine([fut.result() for fut in futures])
 
 
 def _fill(f: io.BufferedReader, buf: np.ndarray[Any, Any]) -> None:
@@ -244,6 +227,57 @@ def load_cached(
         os.utime(entry / _META)  # last use, for the LRU eviction
     logger.debug("cache hit for %s: %s", [str(p) for p in paths], entry)
     return data, notes
+
+
+# -- the entries this process used last ----------------------------------------------------------
+
+#: How many entries a process keeps in memory (a LETOR fold rotation reads five parts).
+RECENT_ENTRIES = 8
+#: key -> (data, notes) of the entries this process read or wrote last, most recent last.
+_RECENT: OrderedDict[str, tuple[RankingData, list[str]]] = OrderedDict()
+
+
+def recent_entry(
+    cache_dir: Path, paths: Sequence[Path], options: Mapping[str, Any]
+) -> tuple[RankingData, list[str]] | None:
+    """The data of ``paths`` read with ``options`` if this process read or wrote that entry
+    lately (the next job of a sweep, the next fold), else None: same (read-only) arrays, no
+    disk read. The key is the files' current state, so a changed file is a miss here too. A
+    hit still marks the entry on disk as used (LRU)."""
+    key = cache_key(paths, options)
+    hit = _RECENT.get(key)
+    if hit is None:
+        return None
+    _RECENT.move_to_end(key)
+    with contextlib.suppress(OSError):
+        os.utime(cache_dir / key / _META)  # last use, for the LRU eviction
+    return hit
+
+
+def keep_recent(
+    paths: Sequence[Path], options: Mapping[str, Any], data: RankingData, notes: Sequence[str]
+) -> None:
+    """Remember ``data`` (its arrays read-only) as the entry of ``paths`` and ``options``,
+    dropping the least recently used beyond :data:`RECENT_ENTRIES`."""
+    key = cache_key(paths, options)
+    _RECENT[key] = (data, list(notes))
+    _RECENT.move_to_end(key)
+    while len(_RECENT) > RECENT_ENTRIES:
+        _RECENT.popitem(last=False)
+
+
+def freeze_arrays(data: RankingData) -> RankingData:
+    """Make the arrays of ``data`` read-only (in place; see :func:`ltr.data.digest.freeze`):
+    what the cache hands out is shared between jobs and keeps its checksums."""
+    for arr in (data.features, data.labels, data.qids, data.offsets, data.positions):
+        if arr is not None:
+            freeze(arr)
+    return data
+
+
+def forget_recent() -> None:
+    """Drop the in-memory entries (the disk cache is untouched)."""
+    _RECENT.clear()
 
 
 def _read_entry(entry: Path, key: str, *, verify: bool) -> tuple[RankingData, list[str]]:
@@ -356,6 +390,9 @@ def _read_array(path: Path, spec: Mapping[str, Any], *, verify: bool) -> np.ndar
         raise _BadEntry(f"cannot read {path.name}: {exc}") from None
     if verify and digest != spec["sha256"]:
         raise _BadEntry(f"checksum mismatch of {path.name}")
+    freeze(arr)
+    if verify:
+        remember(arr, spec["sha256"])  # verified: the fingerprint need not read it again
     return arr
 
 
@@ -411,7 +448,7 @@ def store_cached(
             for name, arr in arrays.items():
                 arr = np.ascontiguousarray(arr, dtype=np.dtype(_DTYPES[name]))
                 np.save(tmp / f"{name}.npy", arr, allow_pickle=False)
-                specs[name] = {"dtype": arr.dtype.str, "shape": list(arr.shape), "sha256": array_digest(arr)}
+                specs[name] = {"dtype": arr.dtype.str, "shape": list(arr.shape), "sha256": digest(arr)}
             meta: dict[str, Any] = json.loads(json.dumps({
                 "version": CACHE_VERSION, "key": key, "files": file_state(paths), "options": dict(options),
                 "name": data.name, "feature_names": list(data.feature_names), "notes": list(notes),

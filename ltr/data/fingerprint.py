@@ -1,10 +1,12 @@
 """A deterministic fingerprint of a data set, for tracking: which data did this run see?
 
-The content hash is sha256 over the arrays of `RankingData` (features, labels, qids, offsets),
-each preceded by its dtype and shape (plus ``positions`` when the data has them; data without
-positions hashes as before), so the same data always gives the same hash on any machine
-(little-endian bytes) and any change to a value, a label or a query boundary changes it. The
-name is not hashed. The hash is shortened to 16 hex digits.
+The content hash is sha256 over one line per array of `RankingData` (features, labels, qids,
+offsets, plus ``positions`` when the data has them): ``name:dtype:shape:digest``, where digest is
+the array's :func:`ltr.data.digest.array_digest` of its little-endian bytes, the checksum the
+parse cache stores. So the same data always gives the same hash on any machine, any change to a
+value, a label or a query boundary changes it, and data read from the cache (verified there) or
+just parsed (hashed for the cache) is not read again for it. The name is not hashed. The hash is
+shortened to 16 hex digits; the hash of a split set covers each split's name and lines.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ltr.data.digest import digest
 from ltr.data.ranking_data import RankingData
 from ltr.data.splits import Splits
 from ltr.metrics.strata import Strata
@@ -111,6 +114,5 @@ def _update(h: Any, data: RankingData) -> Any:
     for name in names:
         arr = np.ascontiguousarray(getattr(data, name))
         arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
-        h.update(f"{name}:{arr.dtype.str}:{arr.shape}".encode())
-        h.update(arr.reshape(-1).view(np.uint8).data)
+        h.update(f"{name}:{arr.dtype.str}:{arr.shape}:{digest(arr)}\n".encode())
     return h

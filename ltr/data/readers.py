@@ -30,7 +30,15 @@ from typing import Any
 import numpy as np
 
 from ltr.config.choices import FileFormat
-from ltr.data.cache import DEFAULT_MAX_MB, cache_limit_mb, load_cached, store_cached
+from ltr.data.cache import (
+    DEFAULT_MAX_MB,
+    cache_limit_mb,
+    freeze_arrays,
+    keep_recent,
+    load_cached,
+    recent_entry,
+    store_cached,
+)
 from ltr.data.positions import concat_positions, find_position_file, read_position_file
 from ltr.data.ranking_data import RankingData
 from ltr.data.read_columns import read_table
@@ -214,12 +222,17 @@ def read_ranking_file(
     if cache is not None:
         max_mb = cache_limit_mb(cache_max_mb)
         t0 = time.perf_counter()
-        hit = load_cached(cache, sources, options)
+        recent = recent_entry(cache, sources, options)
+        hit = recent or load_cached(cache, sources, options)
         if hit is not None:
             cached, cached_notes = hit
             for note in cached_notes:
                 logger.warning("%s", note)
-            logger.info("read %s from the cache in %.2f s", path, time.perf_counter() - t0)
+            if recent is None:
+                keep_recent(sources, options, cached, cached_notes)
+                logger.info("read %s from the cache in %.2f s", path, time.perf_counter() - t0)
+            else:
+                logger.info("%s: the data this process read last (unchanged file)", path)
             return dataclasses.replace(cached, name=display_name)
     t0 = time.perf_counter()
     table = _parse(path, fmt, qfile, options, progress, pfile)
@@ -233,7 +246,9 @@ def read_ranking_file(
         path, data.n_rows, data.n_queries, data.n_features, time.perf_counter() - t0,
     )
     if cache is not None:
+        freeze_arrays(data)
         store_cached(cache, sources, options, data, notes=notes, max_mb=max_mb)
+        keep_recent(sources, options, data, notes)
     return data
 
 

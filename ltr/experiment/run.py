@@ -111,6 +111,7 @@ def run(
     for note in evaluation.gap_notes:
         log.info(note)
     timings["total"] = time.perf_counter() - t0
+    log.info("time: %s", ", ".join(f"{key} {seconds:.2f} s" for key, seconds in timings.items()))
     return RunOutcome(
         evaluation.summaries,
         evaluation.tables,

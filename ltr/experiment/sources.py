@@ -113,12 +113,17 @@ class InMemorySource:
     def train_and_score(self, trainer: Trainer, spec: ExperimentSpec) -> Scored:
         t = time.perf_counter()
         result = trainer.fit(self.training, eval_at=list(spec.ks), seed=spec.seed, data_key=str(self.fingerprint["sha256"]))
-        timings = {"train": time.perf_counter() - t}
+        seconds = time.perf_counter() - t
+        # the data sets (binned, reused or loaded), boosting, and of boosting our per-round metric
+        timings = {"datasets": seconds - result.seconds, "boost": result.seconds, "round_metric": result.metric_seconds}
         splits = list(spec.config.eval.splits)
-        scores = {split: result.predict(self._evaluated(split).features) for split in splits}
+        t = time.perf_counter()
+        scores = {split: self._scores(result, split) for split in splits}
+        timings["scores"] = time.perf_counter() - t
         tables: dict[str, pd.DataFrame] = {}
         gaps: dict[str, LightgbmGap] = {}
         pre_rerank: dict[str, pd.DataFrame] = {}
+        t = time.perf_counter()
         for split in splits:
             data = self._evaluated(split)
             diversity: pd.DataFrame | None = None
@@ -132,6 +137,7 @@ class InMemorySource:
             gaps[split] = lightgbm_gap(
                 data.labels, scores[split], data.offsets, data.qids, max(spec.ks), spec.conventions
             )
+        timings["tables"] = time.perf_counter() - t
         lightgbm_values = {self._lightgbm_key(split): values for split, values in result.values_at_best().items()}
         extra: dict[str, dict[str, float]] = {}
         if self.clicks is not None and spec.config.eval.clicks.enabled:
@@ -176,6 +182,16 @@ class InMemorySource:
             "online/expected_ctr": online.expected,
             "online/n_sessions": float(online.n_sessions),
         }
+
+    def _scores(self, result: TrainResult, split: str) -> NDArray[np.float64]:
+        """The model's scores of an evaluated split: those LightGBM computed at the best round
+        while training when it trained on these very rows (no second pass over the trees),
+        else a prediction."""
+        data = self._evaluated(split)
+        kept = result.best_scores.get(split)
+        if kept is not None and getattr(self.training, split).features is data.features:
+            return kept
+        return result.predict(data.features)
 
     def _evaluated(self, split: str) -> RankingData:
         data: RankingData = getattr(self.evaluation, split)

@@ -41,7 +41,8 @@ from typing import Any
 
 import lightgbm as lgb
 
-from ltr.data.cache import MB, discard_entry, enforce_limit, format_size, meta_digest
+from ltr.data.cache import discard_entry, enforce_limit, format_size, meta_digest
+from ltr.data.digest import MB
 
 log = logging.getLogger(__name__)
 

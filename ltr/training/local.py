@@ -58,6 +58,10 @@ class TrainResult:
     n_rounds: int
     seconds: float
     curves: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    metric_seconds: float = 0.0  # of ``seconds``: our per-round metric (RoundNdcg)
+    #: split -> the evaluated set's scores at the best round, as LightGBM computed them while
+    #: training, equal bit for bit to ``predict(features)`` (empty when they would not be)
+    best_scores: dict[str, NDArray[np.float64]] = field(default_factory=dict)
 
     @property
     def booster(self) -> lgb.Booster:
@@ -84,13 +88,20 @@ class EarlyStopOnMetric:
     ``rounds=None`` only records the best iteration.
     """
 
-    def __init__(self, data_name: str, metric: str, rounds: int | None) -> None:
+    def __init__(
+        self,
+        data_name: str,
+        metric: str,
+        rounds: int | None,
+        on_best: Callable[[], None] | None = None,
+    ) -> None:
         # An instance attribute: LightGBM overwrites a missing one in the instance __dict__.
         # 30 runs after record_evaluation (20), so the stopping round is recorded too.
         self.order = 30
         self.data_name = data_name
         self.metric = metric
         self.rounds = rounds
+        self.on_best = on_best  # called in the round that becomes the best
         self.best_iteration = -1
         self.best_value = -np.inf
         self.best_results: list[Any] = []
@@ -104,6 +115,8 @@ class EarlyStopOnMetric:
             self.best_value = value
             self.best_iteration = env.iteration
             self.best_results = list(env.evaluation_result_list or [])
+            if self.on_best is not None:
+                self.on_best()
         stalled = self.rounds is not None and env.iteration - self.best_iteration >= self.rounds
         if stalled or env.iteration == env.end_iteration - 1:
             raise lgb.callback.EarlyStopException(self.best_iteration, self.best_results)
@@ -328,13 +341,15 @@ def whose(metric: str) -> str:
 
 
 def _boost(
-    fit: FitConfig, metric: str, description: str, train: Callable[[list[Any]], Any]
+    fit: FitConfig,
+    metric: str,
+    description: str,
+    train: Callable[[list[Any]], Any],
+    on_best: Callable[[], None] | None = None,
 ) -> _Boosted:
-    """Run ``train(callbacks)`` with early stopping on valid ``metric``, progress and timing.
-
-    The one driver of both training APIs (``LGBMRanker.fit`` and ``lgb.train``).
-    """
-    stopper = EarlyStopOnMetric("valid", metric, fit.early_stopping_rounds)
+    """Run ``train(callbacks)`` with early stopping on valid ``metric``, progress and timing;
+    ``on_best`` is called in every round that improves the watched metric."""
+    stopper = EarlyStopOnMetric("valid", metric, fit.early_stopping_rounds, on_best)
     callbacks: list[Any] = [stopper]
     progress = None
     if fit.show_progress:
@@ -424,11 +439,35 @@ def fit_ranker(
     if model.position_bias:
         assert train.positions is not None  # checked by check_position_training
         what += f", position bias over {len(np.unique(train.positions))} positions"
-    boosted = _boost(fit, watched_metric(fit, eval_at), what, run)
+    boosted = _boost(fit, watched_metric(fit, eval_at), what, run, on_best=round_metric.mark_best)
     booster = boosted.model
     best = int(booster.best_iteration)
     lightgbm_curves, ours = _split_curves(evals)
-    return TrainResult(booster, params, lightgbm_curves, best, boosted.n_rounds, boosted.seconds, ours)
+    best_scores: dict[str, NDArray[np.float64]] = {}
+    if training_scores_are_predictions(params):
+        for name, dataset in zip(("valid", "test"), eval_sets, strict=True):
+            scores = round_metric.best_scores(dataset)
+            if scores is not None:
+                best_scores[name] = scores
+    return TrainResult(
+        booster, params, lightgbm_curves, best, boosted.n_rounds, boosted.seconds, ours,
+        round_metric.seconds, best_scores,
+    )  # fmt: skip
+
+
+#: LightGBM's names of its ``boosting`` parameter, and the kinds whose training scores of an
+#: evaluated set at round i are the doubles ``predict(num_iteration=i)`` returns: each round
+#: adds its tree's leaf values. DART re-weights earlier trees and ``rf`` averages them, so their
+#: scores at round i differ from the final model's (by ~1e-15): those runs predict.
+_BOOSTING_KEYS = ("boosting", "boosting_type", "boost")
+_ADDITIVE_BOOSTING = frozenset({"gbdt", "gbrt", "goss"})
+
+
+def training_scores_are_predictions(params: dict[str, Any]) -> bool:
+    """True when the scores LightGBM computed for the evaluated sets during training are, bit
+    for bit, what the model predicts at that round (plain gradient boosting; see above)."""
+    kinds = {str(params[key]).lower() for key in _BOOSTING_KEYS if params.get(key) is not None}
+    return kinds <= _ADDITIVE_BOOSTING
 
 
 def train_params(params: dict[str, Any], *, eval_at: list[int]) -> dict[str, Any]:

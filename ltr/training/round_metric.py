@@ -11,6 +11,7 @@ it. One kernel call per data set and round: no per-query loop.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -48,6 +49,20 @@ class RoundNdcg:
     table_ks: Sequence[int]
     conventions: MetricConventions
     _sets: dict[int, tuple[NDArray[np.int64], NDArray[np.int64]]] = field(default_factory=dict)
+    seconds: float = 0.0  # spent in __call__ so far (all sets, all rounds)
+    _latest: dict[int, NDArray[np.float64]] = field(default_factory=dict)  # this round's scores
+    _best: dict[int, NDArray[np.float64]] = field(default_factory=dict)  # the best round's
+
+    def mark_best(self) -> None:
+        """The round just evaluated is the best so far: keep its scores (:meth:`best_scores`)."""
+        for key, latest in self._latest.items():
+            self._latest[key] = self._best.get(key, np.empty_like(latest))
+            self._best[key] = latest
+
+    def best_scores(self, dataset: lgb.Dataset) -> NDArray[np.float64] | None:
+        """LightGBM's scores of ``dataset`` at the round last marked best (the sum of the trees
+        up to it, computed on the binned rows), or None if no round was marked."""
+        return self._best.get(id(dataset))
 
     def register(self, dataset: lgb.Dataset, labels: NDArray[np.integer], offsets: NDArray[np.int64]) -> lgb.Dataset:
         """Score ``dataset`` (an evaluated set passed to ``lgb.train``) with these labels and
@@ -56,7 +71,12 @@ class RoundNdcg:
         return dataset
 
     def __call__(self, preds: NDArray[np.float64], eval_data: lgb.Dataset) -> list[tuple[str, float, bool]]:
+        start = time.perf_counter()
         labels, offsets = self._sets[id(eval_data)]
+        buffer = self._latest.get(id(eval_data))
+        if buffer is None or buffer.shape != preds.shape:
+            buffer = self._latest[id(eval_data)] = np.empty(preds.shape, dtype=np.float64)
+        np.copyto(buffer, preds)  # LightGBM reuses its array for the next round
         if offsets.shape[0] <= 1:
             return [(curve_name(k), float("nan"), True) for k in self.ks]
         ndcg = measure_arrays(labels, preds, offsets, ks=self.table_ks, conventions=self.conventions).ndcg
@@ -64,4 +84,5 @@ class RoundNdcg:
         for k in self.ks:
             total, n_known = mean_of_known(ndcg[:, list(self.table_ks).index(k)])
             out.append((curve_name(k), total / n_known if n_known else float("nan"), True))
+        self.seconds += time.perf_counter() - start
         return out

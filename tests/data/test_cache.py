@@ -8,10 +8,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ltr.data import cache as data_cache
 from ltr.data import readers
 from ltr.data.readers import read_ranking_file
 from ltr.errors import DataError
 from tests.data.conftest import WriteFile
+
+
+@pytest.fixture(autouse=True)
+def _disk_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the disk: every read meets it, as a new process's would (no
+    in-memory entries, see ``test_recent_entries.py``)."""
+    monkeypatch.setattr(data_cache, "RECENT_ENTRIES", 0)
 
 
 def _no_parse(*args: object, **kwargs: object) -> None:

@@ -16,10 +16,19 @@ import numpy as np
 import pytest
 
 from ltr.data import cache
+from ltr.data.digest import array_digest
 from ltr.data.ranking_data import RankingData
 from ltr.data.readers import read_ranking_file
 from ltr.errors import DataError
 from tests.data.conftest import WriteFile
+
+
+@pytest.fixture(autouse=True)
+def _disk_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the disk: every read meets it, as a new process's would (no
+    in-memory entries, see ``test_recent_entries.py``)."""
+    monkeypatch.setattr(cache, "RECENT_ENTRIES", 0)
+
 
 REPO = Path(__file__).resolve().parents[2]
 TEXT = "2 qid:7 1:0.5 3:1\n0 qid:7 2:1.5\n1 qid:9 1:2 2:0.25\n0 qid:9 3:4\n0 qid:11 1:1\n"
@@ -69,7 +78,7 @@ def _forge(entry: Path, **arrays: np.ndarray) -> None:
     meta = json.loads((entry / "meta.json").read_text())
     for name, arr in arrays.items():
         np.save(entry / f"{name}.npy", arr, allow_pickle=False)
-        meta["arrays"][name] = {"dtype": arr.dtype.str, "shape": list(arr.shape), "sha256": cache.array_digest(arr)}
+        meta["arrays"][name] = {"dtype": arr.dtype.str, "shape": list(arr.shape), "sha256": array_digest(arr)}
     meta["digest"] = cache.meta_digest(meta)
     (entry / "meta.json").write_text(json.dumps(meta))
 
