@@ -53,12 +53,11 @@ import numpy as np
 from ltr.data.digest import (
     CHUNK_BYTES,
     MB,
+    array_digest,
     chunk_digest,
     combine,
-    digest,
     freeze,
     hash_workers,
-    remember,
 )
 from ltr.data.ranking_data import RankingData
 from ltr.data.validate import LIGHTGBM_MAX_DEFAULT_LABEL, LIGHTGBM_MAX_LIST_LEN, check_ranking_data
@@ -390,10 +389,7 @@ def _read_array(path: Path, spec: Mapping[str, Any], *, verify: bool) -> np.ndar
         raise _BadEntry(f"cannot read {path.name}: {exc}") from None
     if verify and digest != spec["sha256"]:
         raise _BadEntry(f"checksum mismatch of {path.name}")
-    freeze(arr)
-    if verify:
-        remember(arr, spec["sha256"])  # verified: the fingerprint need not read it again
-    return arr
+    return freeze(arr)  # shared between the jobs of a process (see recent_entry)
 
 
 def _validate(data: RankingData, options: Mapping[str, Any], entry: Path) -> None:
@@ -448,7 +444,7 @@ def store_cached(
             for name, arr in arrays.items():
                 arr = np.ascontiguousarray(arr, dtype=np.dtype(_DTYPES[name]))
                 np.save(tmp / f"{name}.npy", arr, allow_pickle=False)
-                specs[name] = {"dtype": arr.dtype.str, "shape": list(arr.shape), "sha256": digest(arr)}
+                specs[name] = {"dtype": arr.dtype.str, "shape": list(arr.shape), "sha256": array_digest(arr)}
             meta: dict[str, Any] = json.loads(json.dumps({
                 "version": CACHE_VERSION, "key": key, "files": file_state(paths), "options": dict(options),
                 "name": data.name, "feature_names": list(data.feature_names), "notes": list(notes),

@@ -1,15 +1,15 @@
-"""Checksums of arrays, computed once per array: the parse cache's checksum is the fingerprint's.
+"""Hashes of arrays: the parse cache's checksum, and hashes kept for arrays that cannot change.
 
 :func:`array_digest` is sha256 over the sha256 digests of an array's :data:`CHUNK_BYTES`
 chunks (C order, bytes as stored; dtype and shape are not part of it), the chunks hashed in
 parallel threads (hashlib releases the GIL). The parse cache stores it per array and checks it
-on every read (:mod:`ltr.data.cache`); the data fingerprint hashes it with each array's name,
-dtype and shape (:mod:`ltr.data.fingerprint`).
+on every read (:mod:`ltr.data.cache`).
 
-An array that cannot change (:func:`is_frozen`: read-only, and so is everything its memory
-comes from) keeps its digest: :func:`remember` records it (the cache does after writing or
-verifying an entry), :func:`digest` returns it without reading the bytes again. Entries are
-keyed by the array object and dropped when the array is freed.
+Arrays that cannot change (:func:`is_frozen`: read-only, and so is everything their memory
+comes from) keep what was computed from their bytes: :func:`remembered` returns a value of a
+kind (the fingerprint's content hash) again for the same array objects without reading them;
+entries are dropped when an array is freed. The parse cache hands out frozen arrays, so the
+jobs of a sweep, which share them, hash them once.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import functools
 import hashlib
 import os
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -29,8 +29,8 @@ MB = 1024 * 1024
 CHUNK_BYTES = 8 * MB
 
 _Array = np.ndarray[Any, Any]
-#: id(array) -> (a weak reference to it, its digest); an entry leaves with its array.
-_KNOWN: dict[int, tuple[weakref.ReferenceType[_Array], str]] = {}
+#: (kind, ids of the arrays) -> (weak references to them, the value); leaves with any array.
+_KNOWN: dict[tuple[str, tuple[int, ...]], tuple[tuple[weakref.ReferenceType[_Array], ...], str]] = {}
 
 
 def chunk_digest(chunk: _Array) -> bytes:
@@ -81,35 +81,22 @@ def freeze(arr: _Array) -> _Array:
     return arr
 
 
-def remember(arr: _Array, digest_hex: str) -> None:
-    """Keep ``digest_hex`` as the digest of ``arr`` if ``arr`` is frozen (else do nothing)."""
-    if not is_frozen(arr):
-        return
-    key = id(arr)
-    _KNOWN[key] = (weakref.ref(arr, functools.partial(_forget, key)), digest_hex)
-
-
-def _forget(key: int, ref: weakref.ReferenceType[_Array]) -> None:
-    """Drop the entry of a freed array (unless the id was taken by a newer array's entry)."""
+def remembered(arrays: Sequence[_Array], kind: str, compute: Callable[[], str]) -> str:
+    """``compute()``, a value of ``kind`` derived from the bytes of these very ``arrays``: kept
+    while they all are frozen (:func:`is_frozen`) and alive, and returned again for them
+    without calling ``compute``. Arrays that may change are computed every time."""
+    key = (kind, tuple(id(a) for a in arrays))
+    frozen = all(is_frozen(a) for a in arrays)
     entry = _KNOWN.get(key)
-    if entry is not None and entry[0] is ref:
-        del _KNOWN[key]
-
-
-def known_digest(arr: _Array) -> str | None:
-    """The remembered digest of ``arr``, or None."""
-    entry = _KNOWN.get(id(arr))
-    if entry is None or entry[0]() is not arr or not is_frozen(arr):
-        return None
-    return entry[1]
-
-
-def digest(arr: _Array) -> str:
-    """:func:`array_digest` of ``arr``: the remembered one, else computed (and remembered when
-    ``arr`` is frozen)."""
-    known = known_digest(arr)
-    if known is not None:
-        return known
-    value = array_digest(arr)
-    remember(arr, value)
+    if entry is not None and frozen and all(ref() is a for ref, a in zip(entry[0], arrays, strict=True)):
+        return entry[1]
+    value = compute()
+    if frozen:
+        refs = tuple(weakref.ref(a, functools.partial(_forget, key)) for a in arrays)
+        _KNOWN[key] = (refs, value)
     return value
+
+
+def _forget(key: tuple[str, tuple[int, ...]], _ref: weakref.ReferenceType[_Array]) -> None:
+    """One of the arrays of ``key`` was freed: drop the entry."""
+    _KNOWN.pop(key, None)

@@ -1,22 +1,25 @@
 """A deterministic fingerprint of a data set, for tracking: which data did this run see?
 
-The content hash is sha256 over one line per array of `RankingData` (features, labels, qids,
-offsets, plus ``positions`` when the data has them): ``name:dtype:shape:digest``, where digest is
-the array's :func:`ltr.data.digest.array_digest` of its little-endian bytes, the checksum the
-parse cache stores. So the same data always gives the same hash on any machine, any change to a
-value, a label or a query boundary changes it, and data read from the cache (verified there) or
-just parsed (hashed for the cache) is not read again for it. The name is not hashed. The hash is
-shortened to 16 hex digits; the hash of a split set covers each split's name and lines.
+The content hash is sha256 over the arrays of `RankingData` (features, labels, qids, offsets),
+each preceded by its dtype and shape (plus ``positions`` when the data has them; data without
+positions hashes as before), so the same data always gives the same hash on any machine
+(little-endian bytes) and any change to a value, a label or a query boundary changes it. The
+name is not hashed. The hash is shortened to 16 hex digits.
+
+The hashes of arrays that cannot change (the parse cache's, see :mod:`ltr.data.digest`) are
+kept: the jobs of a sweep, which share the data, hash it once. A split set's hash and its
+splits' hashes read the same bytes in two threads (hashlib releases the GIL).
 """
 
 from __future__ import annotations
 
 import hashlib
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
-from ltr.data.digest import digest
+from ltr.data.digest import remembered
 from ltr.data.ranking_data import RankingData
 from ltr.data.splits import Splits
 from ltr.metrics.strata import Strata
@@ -39,7 +42,20 @@ def label_histogram(data: RankingData) -> dict[str, int]:
 
 def content_hash(data: RankingData) -> str:
     """sha256 of the arrays (with dtype and shape), first 16 hex digits."""
-    return str(_update(hashlib.sha256(), data).hexdigest()[:HASH_HEX_DIGITS])
+    return remembered(_arrays(data), "content_hash", lambda: _update(hashlib.sha256(), data).hexdigest()[:HASH_HEX_DIGITS])
+
+
+def _split_set_hash(data: Splits) -> str:
+    """sha256 over each split's name and arrays, in train, valid, test order (16 hex digits)."""
+
+    def compute() -> str:
+        h = hashlib.sha256()
+        for name, d in data.items():
+            h.update(name.encode())
+            _update(h, d)
+        return h.hexdigest()[:HASH_HEX_DIGITS]
+
+    return remembered([a for _, d in data.items() for a in _arrays(d)], "split_set_hash", compute)
 
 
 def fingerprint(data: RankingData | Splits, *, strata: Strata = _DEFAULT_STRATA) -> dict[str, Any]:
@@ -71,11 +87,10 @@ def fingerprint(data: RankingData | Splits, *, strata: Strata = _DEFAULT_STRATA)
     """
     if isinstance(data, RankingData):
         return _one(data, strata, content_hash(data))
-    parts = {name: _one(d, strata, content_hash(d)) for name, d in data.items()}
-    h = hashlib.sha256()
-    for name, d in data.items():
-        h.update(name.encode())
-        _update(h, d)
+    with ThreadPoolExecutor(max_workers=1) as pool:  # the set's hash beside the splits' hashes
+        whole = pool.submit(_split_set_hash, data)
+        parts = {name: _one(d, strata, content_hash(d)) for name, d in data.items()}
+        sha = whole.result()
     labels: dict[str, int] = {}
     counts: dict[str, int] = dict.fromkeys(strata.labels, 0)
     for p in parts.values():
@@ -84,7 +99,7 @@ def fingerprint(data: RankingData | Splits, *, strata: Strata = _DEFAULT_STRATA)
         for k, v in p["strata"].items():
             counts[k] += v
     return {
-        "sha256": h.hexdigest()[:HASH_HEX_DIGITS],
+        "sha256": sha,
         "shape": [sum(p["n_rows"] for p in parts.values()), data.train.n_features],
         "n_rows": sum(p["n_rows"] for p in parts.values()),
         "n_queries": sum(p["n_queries"] for p in parts.values()),
@@ -107,12 +122,18 @@ def _one(data: RankingData, strata: Strata, digest: str) -> dict[str, Any]:
     }
 
 
+def _names(data: RankingData) -> list[str]:
+    return ["features", "labels", "qids", "offsets"] + (["positions"] if data.positions is not None else [])
+
+
+def _arrays(data: RankingData) -> list[np.ndarray[Any, Any]]:
+    return [getattr(data, name) for name in _names(data)]
+
+
 def _update(h: Any, data: RankingData) -> Any:
-    names = ["features", "labels", "qids", "offsets"]
-    if data.positions is not None:
-        names.append("positions")
-    for name in names:
+    for name in _names(data):
         arr = np.ascontiguousarray(getattr(data, name))
         arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
-        h.update(f"{name}:{arr.dtype.str}:{arr.shape}:{digest(arr)}\n".encode())
+        h.update(f"{name}:{arr.dtype.str}:{arr.shape}".encode())
+        h.update(arr.reshape(-1).view(np.uint8).data)
     return h

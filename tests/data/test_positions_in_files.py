@@ -282,24 +282,20 @@ def test_parquet_config_passes_position_column(tmp_path: Path) -> None:
 # fingerprint
 
 
-def _four_array_hash(data: RankingData) -> str:
-    """The fingerprint's definition by hand for arrays under one 8 MiB chunk: a line
-    ``name:dtype:shape:sha256(sha256(bytes))`` per array."""
+def _legacy_hash(data: RankingData) -> str:
     h = hashlib.sha256()
     for name in ("features", "labels", "qids", "offsets"):
         arr = np.ascontiguousarray(getattr(data, name))
         arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
-        chunk = hashlib.sha256(arr.reshape(-1).view(np.uint8).data).digest()
-        h.update(
-            f"{name}:{arr.dtype.str}:{arr.shape}:{hashlib.sha256(chunk).hexdigest()}\n".encode()
-        )
+        h.update(f"{name}:{arr.dtype.str}:{arr.shape}".encode())
+        h.update(arr.reshape(-1).view(np.uint8).data)
     return h.hexdigest()[:16]
 
 
 def test_fingerprint_hashes_positions_only_when_present(write: WriteFile) -> None:
     path = write(LETOR, "rank.train")
     plain = read_ranking_file(path)
-    assert content_hash(plain) == _four_array_hash(plain)  # no positions: no positions line
+    assert content_hash(plain) == _legacy_hash(plain)  # data without positions hashes as before
     pfile = write("0\n1\n0\n1\n", "rank.train.position")
     with_positions = read_ranking_file(path)
     pfile.write_text("1\n0\n1\n0\n")

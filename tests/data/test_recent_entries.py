@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from ltr.data import cache, digest, readers
+from ltr.data import fingerprint as fingerprint_module
 from ltr.data.fingerprint import content_hash, fingerprint
 from ltr.data.ranking_data import RankingData
 from ltr.data.readers import read_ranking_file
@@ -21,7 +22,7 @@ FIELDS = ("features", "labels", "qids", "offsets")
 
 
 def _fail(*args: object, **kwargs: object) -> None:
-    raise AssertionError("the disk (or the parser) was read although memory holds the data")
+    raise AssertionError("read or hashed again although the process keeps it")
 
 
 def _writable_copy(data: RankingData) -> RankingData:
@@ -102,47 +103,62 @@ def test_without_a_cache_nothing_is_kept_or_frozen(write: WriteFile) -> None:
     first.features[0, 0] = 5.0  # the caller's own arrays
 
 
-def test_the_fingerprint_reuses_the_cache_checksums(
+def test_the_fingerprint_of_shared_arrays_is_hashed_once(
     write: WriteFile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A sweep's jobs get the same frozen arrays: the fingerprint hashes them once, and its
+    value is the one computed from the bytes (a writeable copy is hashed every time)."""
     path, cache_dir = write(TEXT), tmp_path / "cache"
     parsed = read_ranking_file(path, cache_dir=cache_dir)
-    expected = content_hash(_writable_copy(parsed))  # hashed from the bytes
-    cache.forget_recent()
-    from_disk = read_ranking_file(path, cache_dir=cache_dir)
-    monkeypatch.setattr(digest, "array_digest", _fail)  # any hashing of bytes now fails
-    assert content_hash(parsed) == expected  # digests kept when the entry was written
-    assert content_hash(from_disk) == expected  # digests kept when the entry was verified
-    fp = fingerprint(Splits(from_disk, parsed, from_disk))  # the split set's hash: lines only
-    monkeypatch.undo()
-    assert fp == fingerprint(Splits(*[_writable_copy(parsed)] * 3))
+    copy = _writable_copy(parsed)
+    first = fingerprint(Splits(parsed, parsed, parsed))
+    assert first == fingerprint(Splits(copy, copy, copy))
+    assert content_hash(parsed) == content_hash(copy)
+    monkeypatch.setattr(fingerprint_module, "_update", _fail)  # hashing bytes now fails
+    job2 = read_ranking_file(path, cache_dir=cache_dir)  # the next job: the same arrays
+    assert fingerprint(Splits(job2, job2, job2)) == first
+    assert content_hash(job2) == content_hash(parsed)
+    with pytest.raises(AssertionError, match="hashed again"):
+        content_hash(copy)  # may have changed: hashed again
 
 
-def test_only_arrays_that_cannot_change_keep_a_digest() -> None:
+def test_only_arrays_that_cannot_change_keep_a_hash() -> None:
+    calls: list[int] = []
+
+    def kept(arrays: list[np.ndarray]) -> str:
+        def compute() -> str:
+            calls.append(1)
+            return digest.array_digest(np.concatenate([a.ravel() for a in arrays]))
+
+        return digest.remembered(arrays, "test", compute)
+
     base = np.arange(6, dtype=np.int64)
     view = base[:3]
     view.flags.writeable = False  # read-only, but its memory is writeable through base
     assert not digest.is_frozen(view)
-    before = digest.digest(view)
+    before = kept([view])
     base[0] = 100
-    assert digest.digest(view) != before  # recomputed, never stale
-    assert digest.known_digest(view) is None
+    assert kept([view]) != before  # computed again, never stale
+    assert len(calls) == 2
     owned = digest.freeze(np.arange(4, dtype=np.int64))
+    other = digest.freeze(np.arange(3, dtype=np.int64))
     assert digest.is_frozen(owned)
-    value = digest.digest(owned)
-    assert digest.known_digest(owned) == value == digest.array_digest(owned.copy())
+    value = kept([owned, other])
+    assert kept([owned, other]) == value == digest.array_digest(np.r_[owned, other])
+    assert len(calls) == 3  # the second call was answered from memory
+    kept([other, owned])  # other arrays (order matters): computed
+    assert len(calls) == 4
     sliced = digest.freeze(np.arange(8, dtype=np.int64))[2:5]  # a view of a frozen owner
     assert digest.is_frozen(sliced)
-    assert not digest.is_frozen(
-        np.frombuffer(bytearray(8), dtype=np.int64)
-    )  # a foreign, writeable buffer
+    assert not digest.is_frozen(np.frombuffer(bytearray(8), dtype=np.int64))  # a foreign, writeable buffer
     assert digest.is_frozen(np.frombuffer(b"\x00" * 8, dtype=np.int64))  # immutable bytes
 
 
 def test_a_freed_array_leaves_no_entry() -> None:
     arr = digest.freeze(np.arange(5, dtype=np.int64))
-    digest.digest(arr)
-    key = id(arr)
-    assert key in digest._KNOWN
+    keep = digest.freeze(np.arange(2, dtype=np.int64))
+    digest.remembered([keep, arr], "test", lambda: "value")
+    key = ("test", (id(keep), id(arr)))
+    assert digest._KNOWN[key][1] == "value"
     del arr
     assert key not in digest._KNOWN
