@@ -171,11 +171,14 @@ def record_results(
     ``mlflow.note.content``) and every artifact; figures and the model carry the run's ``name``."""
     result = scored.result
     curves = logged_curves(scored)
+    log_model = tracker.enabled and bool(spec.config.tracking.log_model)
     # the headline keys first: MLflow lists a run's metrics in logging order, and its compare
     # page plots the first one by default
     headline = headline_keys(spec, evaluation.metrics)
     first = {key: evaluation.metrics[key] for key in headline if key in evaluation.metrics}
-    tracker.log_metrics(first | evaluation.metrics)
+    # the model before the metrics, which name it: MLflow shows them on the model's page too
+    model_id = tracker.log_model(result.booster, list(result.booster.feature_name()), name) if log_model else None
+    tracker.log_metrics(first | evaluation.metrics, model_id=model_id)
     tracker.log_curves(curves)
     if not tracker.enabled:  # tracking=none: nothing to draw or write
         return
@@ -207,5 +210,3 @@ def record_results(
         model_path = Path(tmp) / "model.txt"
         result.booster.save_model(str(model_path), num_iteration=result.best_iteration)
         tracker.log_file(model_path, "model_text")
-    if spec.config.tracking.log_model:
-        tracker.log_model(result.booster, names, name)

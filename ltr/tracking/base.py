@@ -26,7 +26,12 @@ class Tracker(Protocol):
 
     def log_params(self, params: Mapping[str, Any]) -> None: ...
 
-    def log_metrics(self, metrics: Mapping[str, float], *, step: int | None = None) -> None: ...
+    def log_metrics(
+        self, metrics: Mapping[str, float], *, step: int | None = None, model_id: str | None = None
+    ) -> None:
+        """Metrics of the run (at ``step``, default 0); with ``model_id`` also linked to that
+        logged model (MLflow shows them on the model's page)."""
+        ...
 
     def log_curves(self, curves: Mapping[str, Sequence[float]]) -> None:
         """Per-iteration curves: ``values[i]`` is logged with ``step=i + 1`` (boosting round)."""
@@ -42,8 +47,8 @@ class Tracker(Protocol):
 
     def log_file(self, local_path: Path, artifact_dir: str | None = None) -> None: ...
 
-    def log_model(self, booster: Any, feature_names: Sequence[str], name: str = "model") -> None:
-        """The booster as an MLflow model named after ``name`` (the run's name)."""
+    def log_model(self, booster: Any, feature_names: Sequence[str], name: str = "model") -> str | None:
+        """The booster as an MLflow model named after ``name`` (the run's name); its model id."""
         ...
 
     def show_first(self, metric_keys: Sequence[str]) -> None:
@@ -73,7 +78,9 @@ class NullTracker:
     def log_params(self, params: Mapping[str, Any]) -> None:
         pass
 
-    def log_metrics(self, metrics: Mapping[str, float], *, step: int | None = None) -> None:
+    def log_metrics(
+        self, metrics: Mapping[str, float], *, step: int | None = None, model_id: str | None = None
+    ) -> None:
         pass
 
     def log_curves(self, curves: Mapping[str, Sequence[float]]) -> None:
@@ -94,8 +101,8 @@ class NullTracker:
     def log_file(self, local_path: Path, artifact_dir: str | None = None) -> None:
         pass
 
-    def log_model(self, booster: Any, feature_names: Sequence[str], name: str = "model") -> None:
-        pass
+    def log_model(self, booster: Any, feature_names: Sequence[str], name: str = "model") -> str | None:
+        return None
 
     def show_first(self, metric_keys: Sequence[str]) -> None:
         pass

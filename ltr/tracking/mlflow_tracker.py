@@ -118,10 +118,12 @@ class MlflowTracker:
             with self._locked():
                 self.client.log_batch(run_id, params=chunk, synchronous=True)
 
-    def log_metrics(self, metrics: Mapping[str, float], *, step: int | None = None) -> None:
+    def log_metrics(
+        self, metrics: Mapping[str, float], *, step: int | None = None, model_id: str | None = None
+    ) -> None:
         run_id = self._require_run()
         now = int(time.time() * 1000)
-        entries = [Metric(k, float(v), now, step or 0) for k, v in metrics.items()]
+        entries = [Metric(k, float(v), now, step or 0, model_id=model_id) for k, v in metrics.items()]
         for chunk in _chunks(entries, _BATCH_METRICS):
             with self._locked():
                 self.client.log_batch(run_id, metrics=chunk, synchronous=True)
@@ -157,10 +159,14 @@ class MlflowTracker:
     def log_file(self, local_path: Path, artifact_dir: str | None = None) -> None:
         self.client.log_artifact(self._require_run(), str(local_path), artifact_dir)
 
-    def log_model(self, booster: Any, feature_names: Sequence[str], name: str = "model") -> None:
+    def log_model(self, booster: Any, feature_names: Sequence[str], name: str = "model") -> str | None:
         """The booster as an MLflow LightGBM model (pyfunc-loadable), named ``name`` (made a valid
         MLflow model name: characters other than letters, digits, ``_ - = ,`` become ``_``); its
-        URI (``models:/m-...``) is the run's ``ltr.model_uri`` tag."""
+        URI (``models:/m-...``) is the run's ``ltr.model_uri`` tag. Returns its model id.
+
+        Log it before the run's metrics and pass the id to :meth:`log_metrics`: MLflow links the
+        run's step-0 metrics logged *before* a model by reading every metric's history again
+        (one query per key, a few hundred per run)."""
         run_id = self._require_run()
         mlflow.set_tracking_uri(self.uri)
         with self._locked(), mlflow.start_run(run_id=run_id, experiment_id=self.experiment_id):
@@ -171,6 +177,7 @@ class MlflowTracker:
             )
             # how to load it: mlflow.pyfunc.load_model(run.data.tags["ltr.model_uri"])
             self.client.set_tag(run_id, "ltr.model_uri", info.model_uri)
+        return str(info.model_id)
 
     def show_first(self, metric_keys: Sequence[str]) -> None:
         """Save the experiment's shared runs-table view (:data:`VIEW_KEY`): these metric columns

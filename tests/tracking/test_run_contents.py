@@ -75,6 +75,11 @@ def test_artifacts_params_tags_and_names(finished_run: tuple[MlflowClient, str, 
     # the figures and the model carry the run's name
     model = client.get_logged_model(tags["ltr.model_uri"].removeprefix("models:/"))
     assert model.name == "num_leaves=7_lambdarank"
+    # the model's page shows the run's metrics (not the per-round curves), the same values
+    on_model = {m.key: m.value for m in model.metrics}
+    summary_keys = {k for k in run.data.metrics if not k.startswith("iter/")}
+    assert set(on_model) == summary_keys
+    assert all(on_model[k] == run.data.metrics[k] for k in summary_keys)
 
 
 def test_per_query_parquet_reproduces_logged_summary_exactly(
