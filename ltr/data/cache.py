@@ -9,7 +9,7 @@ Contract:
 - An entry is a directory named by its key holding ``.npy`` files (read without pickle;
   ``positions.npy`` only when the data has positions) plus ``meta.json``. ``meta.json`` records
   the dtype, shape and a checksum of every array (sha256 over 8 MiB chunks, see
-  :func:`ltr.data.digest.array_digest`) and a checksum of itself (:func:`meta_digest`).
+  :func:`array_digest`) and a checksum of itself (:func:`meta_digest`).
 - Every read verifies the entry: exactly the expected files, ``meta.json`` a JSON object of the
   expected form, every ``.npy`` header as recorded, every checksum. The arrays then go through
   :func:`ltr.data.validate.check_ranking_data` with the reader options of the key, so a cache
@@ -50,15 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from ltr.data.digest import (
-    CHUNK_BYTES,
-    MB,
-    array_digest,
-    chunk_digest,
-    combine,
-    freeze,
-    hash_workers,
-)
+from ltr.data.frozen import freeze
 from ltr.data.ranking_data import RankingData
 from ltr.data.validate import LIGHTGBM_MAX_DEFAULT_LABEL, LIGHTGBM_MAX_LIST_LEN, check_ranking_data
 from ltr.errors import DataError, LtrUserError
@@ -69,6 +61,9 @@ logger = logging.getLogger(__name__)
 CACHE_VERSION = 3
 #: Default size limit in MiB (``data.cache_max_mb``).
 DEFAULT_MAX_MB = 2048
+MB = 1024 * 1024
+#: Arrays are hashed in chunks of this size (part of the checksum's definition).
+CHUNK_BYTES = 8 * MB
 #: Temporary (``.tmp.*``) and removed (``.trash.*``) directories older than this are swept.
 LEFTOVER_AGE_S = 3600.0
 
@@ -148,6 +143,31 @@ def cache_key(paths: Sequence[Path], options: Mapping[str, Any]) -> str:
 # -- checksums ----------------------------------------------------------------------------------
 
 
+def _chunk_digest(chunk: np.ndarray[Any, Any]) -> bytes:
+    return hashlib.sha256(chunk.data).digest()
+
+
+def _combine(digests: Sequence[bytes]) -> str:
+    return hashlib.sha256(b"".join(digests)).hexdigest()
+
+
+def _workers(n_chunks: int) -> int:
+    return max(1, min(n_chunks, os.cpu_count() or 1, 4))
+
+
+def array_digest(arr: np.ndarray[Any, Any]) -> str:
+    """The checksum of an array's bytes (C order): sha256 of the sha256 digests of its
+    :data:`CHUNK_BYTES` chunks, the chunks hashed in parallel threads (hashlib releases the GIL).
+    Dtype and shape are not part of it: ``meta.json`` records them and has its own checksum."""
+    flat = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+    chunks = [flat[i : i + CHUNK_BYTES] for i in range(0, flat.shape[0], CHUNK_BYTES)] or [flat]
+    workers = _workers(len(chunks))
+    if workers == 1:
+        return _combine([_chunk_digest(c) for c in chunks])
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return _combine(list(pool.map(_chunk_digest, chunks)))
+
+
 def meta_digest(meta: Mapping[str, Any]) -> str:
     """The checksum of ``meta.json`` without its own ``digest`` field (canonical JSON)."""
     body = {k: v for k, v in meta.items() if k != "digest"}
@@ -155,7 +175,7 @@ def meta_digest(meta: Mapping[str, Any]) -> str:
 
 
 def _read_verified(f: io.BufferedReader, flat: np.ndarray[Any, Any], *, verify: bool) -> str | None:
-    """Fill ``flat`` (uint8) from ``f``; with ``verify``, return its digest (:func:`ltr.data.digest.array_digest`), each
+    """Fill ``flat`` (uint8) from ``f``; with ``verify``, return its :func:`array_digest`, each
     chunk hashed in a thread while the next one is read."""
     n = flat.shape[0]
     if not verify:
@@ -164,14 +184,14 @@ def _read_verified(f: io.BufferedReader, flat: np.ndarray[Any, Any], *, verify: 
     n_chunks = max(1, math.ceil(n / CHUNK_BYTES))
     if n_chunks == 1:
         _fill(f, flat)
-        return combine([chunk_digest(flat)])
-    with ThreadPoolExecutor(max_workers=hash_workers(n_chunks)) as pool:
+        return _combine([_chunk_digest(flat)])
+    with ThreadPoolExecutor(max_workers=_workers(n_chunks)) as pool:
         futures: list[Future[bytes]] = []
         for i in range(0, n, CHUNK_BYTES):
             chunk = flat[i : i + CHUNK_BYTES]
             _fill(f, chunk)
-            futures.append(pool.submit(chunk_digest, chunk))
-        return combine([fut.result() for fut in futures])
+            futures.append(pool.submit(_chunk_digest, chunk))
+        return _combine([fut.result() for fut in futures])
 
 
 def _fill(f: io.BufferedReader, buf: np.ndarray[Any, Any]) -> None:
@@ -236,14 +256,11 @@ RECENT_ENTRIES = 8
 _RECENT: OrderedDict[str, tuple[RankingData, list[str]]] = OrderedDict()
 
 
-def recent_entry(
-    cache_dir: Path, paths: Sequence[Path], options: Mapping[str, Any]
-) -> tuple[RankingData, list[str]] | None:
-    """The data of ``paths`` read with ``options`` if this process read or wrote that entry
-    lately (the next job of a sweep, the next fold), else None: same (read-only) arrays, no
-    disk read. The key is the files' current state, so a changed file is a miss here too. A
-    hit still marks the entry on disk as used (LRU)."""
-    key = cache_key(paths, options)
+def recent_entry(cache_dir: Path, key: str) -> tuple[RankingData, list[str]] | None:
+    """The data of entry ``key`` (:func:`cache_key` of the files' state before reading) if this
+    process read or wrote it lately (the next job of a sweep, the next fold), else None: the same
+    (read-only) arrays, no disk read. A changed file has another key, so it is a miss here too.
+    A hit still marks the entry on disk as used (LRU)."""
     hit = _RECENT.get(key)
     if hit is None:
         return None
@@ -253,12 +270,9 @@ def recent_entry(
     return hit
 
 
-def keep_recent(
-    paths: Sequence[Path], options: Mapping[str, Any], data: RankingData, notes: Sequence[str]
-) -> None:
-    """Remember ``data`` (its arrays read-only) as the entry of ``paths`` and ``options``,
-    dropping the least recently used beyond :data:`RECENT_ENTRIES`."""
-    key = cache_key(paths, options)
+def keep_recent(key: str, data: RankingData, notes: Sequence[str]) -> None:
+    """Remember ``data`` (its arrays read-only) as entry ``key``, the :func:`cache_key` taken
+    before it was read, dropping the least recently used beyond :data:`RECENT_ENTRIES`."""
     _RECENT[key] = (data, list(notes))
     _RECENT.move_to_end(key)
     while len(_RECENT) > RECENT_ENTRIES:
@@ -266,8 +280,8 @@ def keep_recent(
 
 
 def freeze_arrays(data: RankingData) -> RankingData:
-    """Make the arrays of ``data`` read-only (in place; see :func:`ltr.data.digest.freeze`):
-    what the cache hands out is shared between jobs and keeps its checksums."""
+    """Make the arrays of ``data`` read-only (in place; see :func:`ltr.data.frozen.freeze`):
+    what the cache hands out is shared between jobs, and its fingerprint is kept."""
     for arr in (data.features, data.labels, data.qids, data.offsets, data.positions):
         if arr is not None:
             freeze(arr)

@@ -6,7 +6,7 @@ positions hashes as before), so the same data always gives the same hash on any 
 (little-endian bytes) and any change to a value, a label or a query boundary changes it. The
 name is not hashed. The hash is shortened to 16 hex digits.
 
-The hashes of arrays that cannot change (the parse cache's, see :mod:`ltr.data.digest`) are
+The hashes of arrays that cannot change (the parse cache's, see :mod:`ltr.data.frozen`) are
 kept: the jobs of a sweep, which share the data, hash it once. A split set's hash and its
 splits' hashes read the same bytes in two threads (hashlib releases the GIL).
 """
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ltr.data.digest import remembered
+from ltr.data.frozen import remembered
 from ltr.data.ranking_data import RankingData
 from ltr.data.splits import Splits
 from ltr.metrics.strata import Strata

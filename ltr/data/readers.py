@@ -32,6 +32,7 @@ import numpy as np
 from ltr.config.choices import FileFormat
 from ltr.data.cache import (
     DEFAULT_MAX_MB,
+    cache_key,
     cache_limit_mb,
     freeze_arrays,
     keep_recent,
@@ -222,14 +223,15 @@ def read_ranking_file(
     if cache is not None:
         max_mb = cache_limit_mb(cache_max_mb)
         t0 = time.perf_counter()
-        recent = recent_entry(cache, sources, options)
+        key = cache_key(sources, options)  # the files' state before reading them
+        recent = recent_entry(cache, key)
         hit = recent or load_cached(cache, sources, options)
         if hit is not None:
             cached, cached_notes = hit
             for note in cached_notes:
                 logger.warning("%s", note)
             if recent is None:
-                keep_recent(sources, options, cached, cached_notes)
+                keep_recent(key, cached, cached_notes)
                 logger.info("read %s from the cache in %.2f s", path, time.perf_counter() - t0)
             else:
                 logger.info("%s: the data this process read last (unchanged file)", path)
@@ -248,7 +250,7 @@ def read_ranking_file(
     if cache is not None:
         freeze_arrays(data)
         store_cached(cache, sources, options, data, notes=notes, max_mb=max_mb)
-        keep_recent(sources, options, data, notes)
+        keep_recent(key, data, notes)
     return data
 
 

@@ -171,13 +171,13 @@ def record_results(
     ``mlflow.note.content``) and every artifact; figures and the model carry the run's ``name``."""
     result = scored.result
     curves = logged_curves(scored)
-    log_model = tracker.enabled and bool(spec.config.tracking.log_model)
+    names = list(result.booster.feature_name())
     # the headline keys first: MLflow lists a run's metrics in logging order, and its compare
     # page plots the first one by default
     headline = headline_keys(spec, evaluation.metrics)
     first = {key: evaluation.metrics[key] for key in headline if key in evaluation.metrics}
     # the model before the metrics, which name it: MLflow shows them on the model's page too
-    model_id = tracker.log_model(result.booster, list(result.booster.feature_name()), name) if log_model else None
+    model_id = tracker.log_model(result.booster, names, name) if spec.config.tracking.log_model else None
     tracker.log_metrics(first | evaluation.metrics, model_id=model_id)
     tracker.log_curves(curves)
     if not tracker.enabled:  # tracking=none: nothing to draw or write
@@ -196,7 +196,6 @@ def record_results(
         "report/ndcg_by_stratum.png",
     )
     importance = np.asarray(result.booster.feature_importance(importance_type="gain"), dtype=np.float64)
-    names = list(result.booster.feature_name())
     tracker.log_figure(
         plot_feature_importance(importance, names, title=f"{name}\nfeature importance (gain)"), "feature_importance.png"
     )

@@ -41,8 +41,7 @@ from typing import Any
 
 import lightgbm as lgb
 
-from ltr.data.cache import discard_entry, enforce_limit, format_size, meta_digest
-from ltr.data.digest import MB
+from ltr.data.cache import MB, discard_entry, enforce_limit, format_size, meta_digest
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 from ltr.data import cache
-from ltr.data.digest import array_digest
 from ltr.data.ranking_data import RankingData
 from ltr.data.readers import read_ranking_file
 from ltr.errors import DataError
@@ -78,7 +77,7 @@ def _forge(entry: Path, **arrays: np.ndarray) -> None:
     meta = json.loads((entry / "meta.json").read_text())
     for name, arr in arrays.items():
         np.save(entry / f"{name}.npy", arr, allow_pickle=False)
-        meta["arrays"][name] = {"dtype": arr.dtype.str, "shape": list(arr.shape), "sha256": array_digest(arr)}
+        meta["arrays"][name] = {"dtype": arr.dtype.str, "shape": list(arr.shape), "sha256": cache.array_digest(arr)}
     meta["digest"] = cache.meta_digest(meta)
     (entry / "meta.json").write_text(json.dumps(meta))
 

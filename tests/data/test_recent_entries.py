@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ltr.data import cache, digest, readers
+from ltr.data import cache, frozen, readers
 from ltr.data import fingerprint as fingerprint_module
 from ltr.data.fingerprint import content_hash, fingerprint
 from ltr.data.ranking_data import RankingData
@@ -128,37 +128,37 @@ def test_only_arrays_that_cannot_change_keep_a_hash() -> None:
     def kept(arrays: list[np.ndarray]) -> str:
         def compute() -> str:
             calls.append(1)
-            return digest.array_digest(np.concatenate([a.ravel() for a in arrays]))
+            return cache.array_digest(np.concatenate([a.ravel() for a in arrays]))
 
-        return digest.remembered(arrays, "test", compute)
+        return frozen.remembered(arrays, "test", compute)
 
     base = np.arange(6, dtype=np.int64)
     view = base[:3]
     view.flags.writeable = False  # read-only, but its memory is writeable through base
-    assert not digest.is_frozen(view)
+    assert not frozen.is_frozen(view)
     before = kept([view])
     base[0] = 100
     assert kept([view]) != before  # computed again, never stale
     assert len(calls) == 2
-    owned = digest.freeze(np.arange(4, dtype=np.int64))
-    other = digest.freeze(np.arange(3, dtype=np.int64))
-    assert digest.is_frozen(owned)
+    owned = frozen.freeze(np.arange(4, dtype=np.int64))
+    other = frozen.freeze(np.arange(3, dtype=np.int64))
+    assert frozen.is_frozen(owned)
     value = kept([owned, other])
-    assert kept([owned, other]) == value == digest.array_digest(np.r_[owned, other])
+    assert kept([owned, other]) == value == cache.array_digest(np.r_[owned, other])
     assert len(calls) == 3  # the second call was answered from memory
     kept([other, owned])  # other arrays (order matters): computed
     assert len(calls) == 4
-    sliced = digest.freeze(np.arange(8, dtype=np.int64))[2:5]  # a view of a frozen owner
-    assert digest.is_frozen(sliced)
-    assert not digest.is_frozen(np.frombuffer(bytearray(8), dtype=np.int64))  # a foreign, writeable buffer
-    assert digest.is_frozen(np.frombuffer(b"\x00" * 8, dtype=np.int64))  # immutable bytes
+    sliced = frozen.freeze(np.arange(8, dtype=np.int64))[2:5]  # a view of a frozen owner
+    assert frozen.is_frozen(sliced)
+    assert not frozen.is_frozen(np.frombuffer(bytearray(8), dtype=np.int64))  # a foreign, writeable buffer
+    assert frozen.is_frozen(np.frombuffer(b"\x00" * 8, dtype=np.int64))  # immutable bytes
 
 
 def test_a_freed_array_leaves_no_entry() -> None:
-    arr = digest.freeze(np.arange(5, dtype=np.int64))
-    keep = digest.freeze(np.arange(2, dtype=np.int64))
-    digest.remembered([keep, arr], "test", lambda: "value")
+    arr = frozen.freeze(np.arange(5, dtype=np.int64))
+    keep = frozen.freeze(np.arange(2, dtype=np.int64))
+    frozen.remembered([keep, arr], "test", lambda: "value")
     key = ("test", (id(keep), id(arr)))
-    assert digest._KNOWN[key][1] == "value"
+    assert frozen._KNOWN[key][1] == "value"
     del arr
-    assert key not in digest._KNOWN
+    assert key not in frozen._KNOWN
