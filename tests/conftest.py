@@ -88,7 +88,7 @@ def _fresh_recent_entries() -> Iterator[None]:
 
 
 def compose_train(overrides: Sequence[str] = ()) -> DictConfig:
-    """The ``ltr train`` config composed from the real ``conf/`` with ``overrides``."""
+    """The ``ltr train`` config composed from the real ``ltr/conf/`` with ``overrides``."""
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         return compose(config_name="train", overrides=list(overrides))
 

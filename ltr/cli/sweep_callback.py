@@ -1,9 +1,9 @@
 """Multirun sweeps in MLflow: one parent run per sweep, one child run per job.
 
-:class:`MlflowSweepCallback` is a Hydra callback (configured in ``conf/train.yaml``). At the start
+:class:`MlflowSweepCallback` is a Hydra callback (configured in ``ltr/conf/train.yaml``). At the start
 of a multirun, in the launching process, it creates the parent run and writes its id to
 ``<sweep dir>/.ltr_parent_run_id``; every job (in this process or a launcher's worker) reads it
-from there and starts its run as a child. Each sweep has its own folder (``conf/train.yaml``:
+from there and starts its run as a child. Each sweep has its own folder (``ltr/conf/train.yaml``:
 ``multirun/<date>/<time>-<random suffix>``), so two sweeps started in the same second never share
 a parent. The config is checked (:func:`ltr.experiment.checks.check_config`) before the parent
 run exists. At the end the parent gets the best child's value of ``optimized_metric`` and, for an

@@ -35,12 +35,14 @@ from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
 from ltr.tracking.lifecycle import Terminated, raise_if_stop_requested, stop_signals
 
-CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
+#: The config groups, shipped inside the package (package data), so a wheel installed anywhere
+#: composes the same configs as the repository.
+CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 
 
 
 def config_groups(conf_dir: str = CONF_DIR) -> str:
-    """The ``--help`` list of config groups and their options: the YAML files of ``conf/``
+    """The ``--help`` list of config groups and their options: the YAML files of ``ltr/conf/``
     (the schemas the files extend are not options)."""
     root = Path(conf_dir)
     lines = []

@@ -203,7 +203,7 @@ class SplitConfig:
 
 
 #: Options of the ``data`` config group and their schemas; ``ltr.config.store.register_configs``
-#: stores each as ``{name}_schema``, and ``conf/data/{name}.yaml`` extends it.
+#: stores each as ``{name}_schema``, and ``ltr/conf/data/{name}.yaml`` extends it.
 DATA_OPTIONS: dict[str, type[DataConfig]] = {
     "synthetic": SyntheticDataConfig,
     "synthetic_clicks": SyntheticClicksDataConfig,

@@ -1,4 +1,4 @@
-"""Every group's schema registered in Hydra's ConfigStore, and the resolvers of `conf/train.yaml`."""
+"""Every group's schema registered in Hydra's ConfigStore, and the resolvers of `ltr/conf/train.yaml`."""
 
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ def _unique_suffix() -> str:
 
 
 def register_configs() -> None:
-    """Store each schema so that ``conf/<group>/*.yaml`` can extend it (``defaults: [<x>_schema]``),
-    and register the ``ltr_unique`` resolver of ``conf/train.yaml``'s run and sweep folders."""
+    """Store each schema so that ``ltr/conf/<group>/*.yaml`` can extend it (``defaults: [<x>_schema]``),
+    and register the ``ltr_unique`` resolver of ``ltr/conf/train.yaml``'s run and sweep folders."""
     OmegaConf.register_new_resolver("ltr_unique", _unique_suffix, use_cache=True, replace=True)
     cs = ConfigStore.instance()
     cs.store(name="train_schema", node=TrainConfig)

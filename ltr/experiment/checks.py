@@ -118,7 +118,7 @@ def _typed(cfg: DictConfig) -> TrainConfig:
     except OmegaConfBaseException as exc:
         raise LtrUserError(f"{exc.full_key}: {str(exc).splitlines()[0]}") from exc
     if not isinstance(config, TrainConfig):
-        raise LtrUserError("the config is not a ltr train config (compose it from conf/train.yaml)")
+        raise LtrUserError("the config is not a ltr train config (compose it from ltr/conf/train.yaml)")
     return config
 
 

@@ -19,7 +19,7 @@ from ltr.data.load import letor_parts_rotation, load_splits
 from ltr.errors import DataError
 from tests.data.conftest import SHARED_DATA, needs_shared_data
 
-CONF = Path(__file__).resolve().parents[2] / "conf"
+CONF = Path(__file__).resolve().parents[2] / "ltr" / "conf"
 
 
 def _data_cfg(option: str, overrides: Sequence[str] = ()) -> DictConfig:
