@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ltr.config.choices import FileFormat
+from ltr.data import doc_ids as doc_id_arrays
 from ltr.data.cache import (
     DEFAULT_MAX_MB,
     cache_key,
@@ -322,13 +323,16 @@ def concat_ranking_data(parts: Sequence[RankingData], *, name: str) -> RankingDa
     qids, offsets, order = group_rows(table)
     features, labels = table.features, np.concatenate([p.labels for p in parts])
     positions = table.positions
+    doc_ids = doc_id_arrays.concat([p.doc_ids for p in parts], [p.name for p in parts])
     if order is not None:
         features, labels = features[order], labels[order]
         if positions is not None:
             positions = positions[order]
+        if doc_ids is not None:
+            doc_ids = doc_ids[order]
     return RankingData(
         features=features, labels=labels, qids=qids, offsets=offsets,
-        feature_names=table.feature_names, name=name, positions=positions,
+        feature_names=table.feature_names, name=name, positions=positions, doc_ids=doc_ids,
     )
 
 
