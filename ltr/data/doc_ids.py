@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 logger = logging.getLogger(__name__)
@@ -27,7 +28,7 @@ def from_arrow(column: pa.Array | pa.ChunkedArray) -> NDArray[np.object_]:
     Raises
     ------
     ValueError
-        a null value (its row is named) or a type that does not cast to a string.
+        a null or empty value (its 1-based row is named) or a type that does not cast to text.
 
     Examples
     --------
@@ -42,6 +43,9 @@ def from_arrow(column: pa.Array | pa.ChunkedArray) -> NDArray[np.object_]:
         strings = column.cast(pa.large_string())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise ValueError(f"a column of type {column.type} does not convert to text: {exc}") from None
+    empty = np.asarray(pc.equal(pc.binary_length(strings), 0).to_numpy(zero_copy_only=False), dtype=bool)
+    if empty.any():
+        raise ValueError(f"row {int(np.argmax(empty)) + 1} has no document id (an empty string)")
     out: NDArray[np.object_] = np.asarray(strings.to_numpy(zero_copy_only=False), dtype=object)
     return out
 

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,11 +18,13 @@ from omegaconf import OmegaConf
 from ltr.config.data import LetorPartsDataConfig, SplitConfig
 from ltr.data import cache as data_cache
 from ltr.data import read_text, readers
-from ltr.data.load import load_splits
+from ltr.data.load import load_splits, reader_options
 from ltr.data.ranking_data import RankingData
 from ltr.data.read_text import parse_svmlight
 from ltr.data.readers import concat_ranking_data, read_ranking_file
 from ltr.data.splits import kfold_split, split_queries
+from ltr.errors import DataError
+from tests.conftest import compose_train
 from tests.data.conftest import SHARED_DATA, WriteFile
 
 #: The contract, written independently of the kernel: the first ``docid = X`` (any case, optional
@@ -304,3 +307,72 @@ def test_mq2008_through_the_data_config_keeps_the_docids(tmp_path: Path) -> None
     assert s1.doc_ids is not None
     assert train.doc_ids[: s1.n_rows].tolist() == s1.doc_ids.tolist()
     assert _grep_count(MQ2008 / "S3.txt.gz", f"#docid = {train.doc_ids[-1]} ") >= 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Parquet / CSV: data.doc_id_column
+
+
+def _table(tmp_path: Path, kind: str, **columns: list[object]) -> Path:
+    path = tmp_path / f"t.{kind}"
+    frame = pd.DataFrame(columns)
+    if kind == "parquet":
+        frame.to_parquet(path)
+    else:
+        frame.to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("kind", ["parquet", "csv"])
+def test_doc_id_column_is_read_as_text_and_is_not_a_feature(tmp_path: Path, kind: str) -> None:
+    path = _table(
+        tmp_path, kind, qid=[9, 7, 9], label=[1, 0, 2], f1=[0.5, 1.5, 2.5], url=["u/a", "u b", "u,c"]
+    )
+    data = read_ranking_file(path, doc_id_column="url")
+    assert data.feature_names == ("f1",)
+    assert data.doc_ids is not None
+    assert data.doc_ids.tolist() == ["u/a", "u,c", "u b"]  # regrouped with their rows: qid 9, 9, 7
+    assert data.features[:, 0].tolist() == [0.5, 2.5, 1.5]
+    assert read_ranking_file(path, feature_columns=["f1"]).doc_ids is None  # not asked: none
+    numbers = _table(tmp_path, kind, qid=[1, 1], label=[1, 0], f1=[0.0, 1.0], doc=[101, 7])
+    ids = read_ranking_file(numbers, doc_id_column="doc", feature_columns=["f1"]).doc_ids
+    assert ids is not None
+    assert ids.tolist() == ["101", "7"]
+
+
+@pytest.mark.parametrize("kind", ["parquet", "csv"])
+def test_doc_id_column_errors_are_one_line(tmp_path: Path, kind: str) -> None:
+    path = _table(tmp_path, kind, qid=[1, 1, 2], label=[1, 0, 2], f1=[0.5, 1.5, 2.5], url=["a", None, "c"])
+    with pytest.raises(DataError, match=rf"^{re.escape(str(path))} has no doc id column 'docno' \(columns: qid, label, f1, url\); set data.doc_id_column=<name>$"):
+        read_ranking_file(path, doc_id_column="docno")
+    where = "line 3" if kind == "csv" else "row 2"  # CSV: the header is line 1
+    null = "an empty string" if kind == "csv" else "null"  # CSV has no null text
+    with pytest.raises(DataError, match=rf"^doc id column 'url' of .*: {where} has no document id \({null}\); "):
+        read_ranking_file(path, doc_id_column="url")
+    with pytest.raises(DataError, match="a document id is not a feature"):
+        read_ranking_file(path, doc_id_column="url", feature_columns=["f1", "url"])
+
+
+def test_parquet_config_passes_doc_id_column_and_the_cache_keeps_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(data_cache, "RECENT_ENTRIES", 0)
+    rng = np.random.default_rng(0)
+    for i, split in enumerate(("train", "valid", "test")):
+        n = 40
+        pd.DataFrame({
+            "qid": np.repeat(np.arange(10) + 100 * i, 4), "label": rng.integers(0, 3, n),
+            "f1": rng.random(n), "docno": [f"{split}-{j}" for j in range(n)],
+        }).to_parquet(tmp_path / f"{split}.parquet")
+    overrides = [
+        "data=parquet", f"data.train={tmp_path / 'train.parquet'}", f"data.valid={tmp_path / 'valid.parquet'}",
+        f"data.test={tmp_path / 'test.parquet'}", f"data.cache_dir={tmp_path / 'cache'}",
+    ]
+    cfg = compose_train([*overrides, "data.doc_id_column=docno"])
+    assert reader_options(cfg.data)["doc_id_column"] == "docno"
+    for _ in range(2):  # parsed, then from the cache
+        splits = load_splits(cfg.data, cfg.split, seed=0)
+        for name, split in splits.items():
+            assert split.feature_names == ("f1",)
+            assert split.doc_ids is not None
+            assert split.doc_ids.tolist() == [f"{name}-{j}" for j in range(40)]
+    plain = load_splits(compose_train([*overrides, "data.feature_columns=[f1]"]).data, cfg.split, seed=0)
+    assert plain.test.doc_ids is None  # another cache entry: the option is part of the key
