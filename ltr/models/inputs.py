@@ -50,9 +50,8 @@ class InputBatch:
 
     @classmethod
     def of(cls, data: RankingData) -> InputBatch:
-        """``data`` with the document ids it carries (``RankingData.doc_ids`` where the reader keeps them)."""
-        ids = getattr(data, "doc_ids", None)
-        return cls(data, None if ids is None else np.asarray(ids, dtype=object))
+        """``data`` with the document ids it carries (``RankingData.doc_ids``)."""
+        return cls(data, data.doc_ids)
 
 
 @dataclass(frozen=True)
@@ -246,10 +245,8 @@ def _batch(
     else:
         labels = np.zeros(n_rows, dtype=np.int32)
     offsets = np.concatenate([starts, [n_rows]]).astype(np.int64)
-    data = RankingData(features, labels, qids, offsets, feature_names=tuple(names), name=path.stem)
-    if doc_id_column is None:
-        return InputBatch(data)
-    return InputBatch(data, np.asarray([str(v) for v in table.column(doc_id_column).to_pylist()], dtype=object))
+    ids = None if doc_id_column is None else np.asarray([str(v) for v in table.column(doc_id_column).to_pylist()], dtype=object)
+    return InputBatch.of(RankingData(features, labels, qids, offsets, feature_names=tuple(names), name=path.stem, doc_ids=ids))
 
 
 def _labels(column: pa.ChunkedArray, path: Path, name: str) -> NDArray[np.int32]:
