@@ -35,8 +35,8 @@ from ltr.metrics import per_query_table
 from ltr.metrics.gap import LightgbmGap, lightgbm_gap
 from ltr.metrics.ips import click_summary, click_tables, estimate_propensities, propensity_table
 from ltr.metrics.top import top_rows
-from ltr.models.artifact import INPUT_EXAMPLE_ROWS
 from ltr.tracking import Tracker
+from ltr.training.artifact import INPUT_EXAMPLE_ROWS
 from ltr.training.binned_store import BinnedStore
 from ltr.training.local import TrainResult
 from ltr.training.trainer import Trainer

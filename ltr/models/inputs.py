@@ -30,8 +30,9 @@ from numpy.typing import NDArray
 
 from ltr.data.load import reader_options
 from ltr.data.ranking_data import RankingData
-from ltr.data.readers import detect_format, read_ranking_file
+from ltr.data.readers import concat_ranking_data, detect_format, read_ranking_file, widen
 from ltr.errors import DataError, LtrUserError
+from ltr.experiment.sources import InMemorySource, open_source
 from ltr.metrics.table import largest_gain
 from ltr.models.logged import LoggedRun
 
@@ -132,16 +133,12 @@ def open_input(
 
 
 def _concat(parts: list[RankingData]) -> RankingData:
-    from ltr.data.readers import concat_ranking_data, widen
-
     width = max(p.n_features for p in parts)
     return concat_ranking_data([widen(p, width) for p in parts], name=parts[0].name)
 
 
 def split_input(run: LoggedRun, split: str) -> PredictInput:
     """The run's own ``split`` (``valid`` or ``test``), with the labels its evaluation used."""
-    from ltr.experiment.sources import InMemorySource, open_source
-
     if split not in ("train", "valid", "test"):
         raise LtrUserError(f"--split={split!r} is not one of train, valid, test")
     source = open_source(run.spec)

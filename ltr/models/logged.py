@@ -2,7 +2,7 @@
 ``ltr promote`` start from.
 
 The model is the run's ``model_text/model.txt`` (LightGBM's text format, the trees up to the
-best round: :mod:`ltr.models.artifact`); the settings are the run's composed config
+best round: :mod:`ltr.training.artifact`); the settings are the run's composed config
 (``config/config.yaml``) on ``ltr train``'s schemas, checked as ``ltr train`` checks them, so predictions use the run's metric conventions, strata and ranking
 step, whatever the defaults are today.
 """
@@ -22,9 +22,9 @@ from ltr.config.data import DATA_OPTIONS
 from ltr.errors import LtrUserError
 from ltr.experiment.checks import check_config
 from ltr.experiment.spec import ExperimentSpec
-from ltr.models.artifact import model_feature_names
 from ltr.tracking import resolve_tracking_uri
 from ltr.tracking.runs import RunRecord, RunStore
+from ltr.training.artifact import model_feature_names
 
 #: The run's model in LightGBM's text format (trees up to the best round).
 MODEL_TEXT = "model_text/model.txt"

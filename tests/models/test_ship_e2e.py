@@ -92,23 +92,29 @@ def test_promote_a_sweeps_best_child_and_refuse_a_worse_one(tmp_path: Path) -> N
     done = subprocess.run([sys.executable, "-m", "ltr", "promote", parent.info.run_id, *base], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     version = client.get_model_version_by_alias("ranker", "champion")
-    assert version.run_id == best.info.run_id and version.tags["ltr.run_id"] == best.info.run_id
+    assert version.run_id == best.info.run_id
+    assert version.tags["ltr.run_id"] == best.info.run_id
     assert version.tags["ltr.data.fingerprint"] == best.data.tags["ltr.data.fingerprint"]
     assert version.tags["ltr.metric"] == "test/ndcg_at_10"
-    assert best.info.run_id in version.description and "| 51+ |" in version.description
+    assert best.info.run_id in version.description
+    assert "| 51+ |" in version.description
     # a child worse on test nDCG@10 than the champion: the comparison is printed, the promotion refused
     worse = [r for r in children if r.data.metrics["test/ndcg_at_10"] < best.data.metrics["test/ndcg_at_10"]]
     assert worse, "the sweep's children all tie on test nDCG@10"
     refused = subprocess.run([sys.executable, "-m", "ltr", "promote", worse[0].info.run_id, *base], capture_output=True, text=True, timeout=300)
     assert refused.returncode == 2
-    assert "51+" in refused.stdout and "baseline" in refused.stdout  # the per-stratum comparison
-    assert refused.stderr.strip().count("\n") == 0 and "--force" in refused.stderr
+    assert "51+" in refused.stdout
+    assert "baseline" in refused.stdout
+    assert refused.stderr.strip().count("\n") == 0
+    assert "--force" in refused.stderr
     assert client.get_model_version_by_alias("ranker", "champion").version == version.version
     # a failed run is refused in one line
     failed = client.create_run(parent.info.experiment_id, run_name="broken")
     client.set_terminated(failed.info.run_id, "FAILED")
     bad = subprocess.run([sys.executable, "-m", "ltr", "promote", failed.info.run_id, *base], capture_output=True, text=True, timeout=300)
-    assert bad.returncode == 2 and "is FAILED" in bad.stderr and bad.stderr.strip().count("\n") == 0
+    assert bad.returncode == 2
+    assert "is FAILED" in bad.stderr
+    assert bad.stderr.strip().count("\n") == 0
 
 
 @pytest.mark.slow

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
 
 import lightgbm as lgb
 import mlflow
@@ -74,7 +73,9 @@ def test_predict_on_the_runs_test_file_gives_its_logged_metrics_bit_for_bit(
     path = _test_file(uri, kind, tmp_path)
     prediction = predict_input(run, open_input(run, [path], batch_rows=37), keep=True)  # many small batches
     compared = [key for key in prediction.summary if f"test/{key}" in logged]
-    assert "ndcg_at_10" in compared and "ndcg_at_10/len_11-50" in compared and "n_queries/len_51_plus" in compared
+    assert "ndcg_at_10" in compared
+    assert "ndcg_at_10/len_11-50" in compared
+    assert "n_queries/len_51_plus" in compared
     for key in compared:
         value, expected = prediction.summary[key], logged[f"test/{key}"]
         assert value == expected or (math.isnan(value) and math.isnan(expected)), key
@@ -124,7 +125,8 @@ def test_importance_and_params_come_from_the_shipped_trees(store: tuple[str, dic
     assert np.array_equal(importance["split"].to_numpy(), booster.feature_importance("split").astype(float))
     assert np.allclose(importance["gain"].to_numpy(), booster.feature_importance("gain"), rtol=0, atol=0)
     params = client.get_run(run_id).data.params
-    assert params["lightgbm.objective"] == "lambdarank" and params["lightgbm.num_leaves"] == "7"
+    assert params["lightgbm.objective"] == "lambdarank"
+    assert params["lightgbm.num_leaves"] == "7"
 
 
 def test_predict_cli_writes_scores_trec_run_and_table(
@@ -139,14 +141,16 @@ def test_predict_cli_writes_scores_trec_run_and_table(
     ])
     assert code == 0
     printed = capsys.readouterr().out
-    assert "re-ranked (diversify)" in printed and "51+" in printed
+    assert "re-ranked (diversify)" in printed
+    assert "51+" in printed
     table = pd.read_parquet(path)
     scores = np.array([float(line) for line in out.read_text().splitlines()])
     assert scores.shape == (len(table),)
     # the TREC run lists each query in the run's final (re-ranked) order: the logged per-query
     # table of the run is reproduced from the run file by ltr evaluate's own table
     lines = [line.split() for line in run_file.read_text().splitlines()]
-    assert len(lines) == len(table) and {line[1] for line in lines} == {"Q0"}
+    assert len(lines) == len(table)
+    assert {line[1] for line in lines} == {"Q0"}
     first_query = [line for line in lines if line[0] == lines[0][0]]
     assert [int(line[3]) for line in first_query] == list(range(1, len(first_query) + 1))
     assert [float(line[4]) for line in first_query] == sorted((float(line[4]) for line in first_query), reverse=True)
@@ -167,14 +171,19 @@ def test_predict_refuses_bad_input_in_one_line_and_writes_nothing(
     code = ltr_main(["predict", "local", "--data", str(broken), "--out", str(out), "--tracking-uri", uri])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
-    assert len(err) == 1 and f"has no column {table.columns[3]!r}" in err[0] and str(broken) in err[0]
-    assert not out.exists() and not list(tmp_path.glob(".scores.txt.tmp-*"))
+    assert len(err) == 1
+    assert f"has no column {table.columns[3]!r}" in err[0]
+    assert str(broken) in err[0]
+    assert not out.exists()
+    assert not list(tmp_path.glob(".scores.txt.tmp-*"))
     # rows of one query split apart are refused, naming the query
     shuffled = tmp_path / "shuffled.parquet"
     pd.concat([table.iloc[::2], table.iloc[1::2]]).to_parquet(shuffled)
     code = ltr_main(["predict", "local", "--data", str(shuffled), "--out", str(out), "--tracking-uri", uri])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1 and "not contiguous" in err[0]
+    assert code == 2
+    assert len(err) == 1
+    assert "not contiguous" in err[0]
     assert not out.exists()
     # an unfinished run is refused
     client = MlflowClient(uri)
@@ -182,6 +191,8 @@ def test_predict_refuses_bad_input_in_one_line_and_writes_nothing(
     client.set_terminated(failed.info.run_id, "FAILED")
     code = ltr_main(["predict", failed.info.run_id, "--data", str(path), "--tracking-uri", uri])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1 and "is FAILED, not FINISHED" in err[0]
+    assert code == 2
+    assert len(err) == 1
+    assert "is FAILED, not FINISHED" in err[0]
 
 
