@@ -123,9 +123,9 @@ def test_mlflow_models_serve_answers_with_ltr_predicts_scores(tmp_path: Path) ->
     pipeline.run(compose_train([*DEBUG, f"tracking.uri={uri}", "tracking.run_name=served"]))
     assert ltr_main(["promote", "served", "--name", "served", "--tracking-uri", uri]) == 0
     run = load_run("served", tracking_uri=uri)
-    batch = next(split_input(run, "test").batches())
+    data = next(split_input(run, "test").batches())
     expected = predict_input(run, split_input(run, "test"), keep=True).model_scores
-    frame = pd.DataFrame(batch.data.features.astype(np.float64), columns=run.feature_names)
+    frame = pd.DataFrame(data.features.astype(np.float64), columns=run.feature_names)
     port = _free_port()
     # mlflow models serve starts uvicorn from PATH: the environment's bin folder, as when activated
     env = {**os.environ, "MLFLOW_TRACKING_URI": uri, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}

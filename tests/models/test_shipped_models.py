@@ -57,9 +57,9 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, pipe
 def _test_file(uri: str, name: str, directory: Path) -> Path:
     """The run's test split (as its evaluation saw it) written as one Parquet file."""
     run = load_run(name, tracking_uri=uri)
-    batch = next(split_input(run, "test").batches())
+    data = next(split_input(run, "test").batches())
     out = directory / f"{name}-test"
-    return write_query_partitions(batch.data, out, n_partitions=1)[0]
+    return write_query_partitions(data, out, n_partitions=1)[0]
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
