@@ -353,6 +353,12 @@ def test_doc_id_column_errors_are_one_line(tmp_path: Path, kind: str) -> None:
         read_ranking_file(path, doc_id_column="url", feature_columns=["f1", "url"])
 
 
+def test_doc_id_column_on_a_text_file_is_refused(write: WriteFile) -> None:
+    path = write("1 qid:1 1:1 #docid = a\n")
+    with pytest.raises(DataError, match=r"^data.doc_id_column='url' names a column of a Parquet / CSV table, but .* set data.doc_id_column=null$"):
+        read_ranking_file(path, doc_id_column="url")
+
+
 def test_parquet_config_passes_doc_id_column_and_the_cache_keeps_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(data_cache, "RECENT_ENTRIES", 0)
     rng = np.random.default_rng(0)
