@@ -382,3 +382,14 @@ def test_parquet_config_passes_doc_id_column_and_the_cache_keeps_it(tmp_path: Pa
             assert split.doc_ids.tolist() == [f"{name}-{j}" for j in range(40)]
     plain = load_splits(compose_train([*overrides, "data.feature_columns=[f1]"]).data, cfg.split, seed=0)
     assert plain.test.doc_ids is None  # another cache entry: the option is part of the key
+
+
+def test_doc_ids_are_not_part_of_the_fingerprint(write: WriteFile) -> None:
+    from ltr.data.fingerprint import fingerprint
+
+    lines = ["2 qid:7 1:0.5 3:1", "0 qid:7 2:1.5", "1 qid:9 1:2"]
+    plain = read_ranking_file(write("\n".join(lines) + "\n", "plain.txt"))
+    named = read_ranking_file(write("".join(f"{x} #docid = d{i}\n" for i, x in enumerate(lines)), "named.txt"))
+    assert named.doc_ids is not None
+    assert plain.doc_ids is None
+    assert fingerprint(named) == fingerprint(plain)
