@@ -393,3 +393,28 @@ def test_doc_ids_are_not_part_of_the_fingerprint(write: WriteFile) -> None:
     assert named.doc_ids is not None
     assert plain.doc_ids is None
     assert fingerprint(named) == fingerprint(plain)
+
+
+def test_docstring_examples_run() -> None:
+    import doctest
+
+    from ltr.data import doc_ids, ranking_data
+
+    for module in (doc_ids, ranking_data):
+        result = doctest.testmod(module)
+        assert result.attempted > 0
+        assert result.failed == 0, module.__name__
+
+
+def test_encode_decode_round_trip_any_text() -> None:
+    from ltr.data.doc_ids import decode, encode
+
+    ids = np.array(["", "a\nb", "é中", "x" * 1000, " spaced "], dtype=object)
+    data, offsets = encode(ids)
+    assert offsets.dtype == np.int64
+    assert offsets.tolist()[0] == 0
+    assert decode(data, offsets).tolist() == ids.tolist()
+    with pytest.raises(ValueError, match="not valid UTF-8"):
+        decode(np.array([0xFF], dtype=np.uint8), np.array([0, 1]))
+    with pytest.raises(ValueError, match="offsets must run from 0 to 1"):
+        decode(np.array([65], dtype=np.uint8), np.array([0, 2]))
