@@ -6,7 +6,7 @@ Synopsis
 
     ltr partition --train F [F ...] [--valid F [F ...]] [--test F [F ...]] --out DIR
                   [--partitions N | --rows-per-partition N] [--force]
-                  [--format FMT] [--qid-column C] [--label-column C] [--feature-columns A,B,...]
+                  [--format FMT] [--qid-column C] [--label-column C] [--feature-columns A,B,...] [--doc-id-column C]
                   [--delimiter D] [--n-features N]
                   [--valid-fraction X] [--test-fraction X] [--seed S]
 
@@ -26,7 +26,7 @@ Contract
   float32 named by the table's columns or ``f0``, ``f1``, ...), so that
   ``ltr train data=parquet_partitions data.root=OUT trainer=dask`` trains on it with no further
   step. Positions (a ``.position`` file, a position column) are not written: that path does not
-  use them.
+  use them. Doc ids (``#docid = X`` comments, ``--doc-id-column``) are, as a ``doc_id`` column.
 - **Partitions**: ``--partitions N`` per split, or ``--rows-per-partition N`` (default 1,000,000):
   ``ceil(rows / N)`` per split; never more partitions than queries.
 - **Atomic**: everything is written into a hidden temporary sibling ``.OUT.partial-*`` and
@@ -147,6 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="Parquet / CSV: the feature columns, comma-separated (default: every other column)",
     )
     src.add_argument("--delimiter", metavar="CHAR", help="CSV: the delimiter (default: tab for .tsv, else comma)")
+    src.add_argument(
+        "--doc-id-column", metavar="COLUMN",
+        help="Parquet / CSV: a column of document ids, written as doc_id (text files: #docid = X comments)",
+    )
     src.add_argument(
         "--n-features", type=_positive, metavar="N",
         help="fixed feature width, as data.n_features (default: the largest index in any file)",
@@ -400,7 +404,7 @@ def _reader_options(args: argparse.Namespace) -> dict[str, Any]:
         feature_columns=None if args.feature_columns is None else [
             c.strip() for c in args.feature_columns.split(",") if c.strip()
         ],
-        delimiter=args.delimiter, n_features=args.n_features, cache=False,
+        delimiter=args.delimiter, n_features=args.n_features, cache=False, doc_id_column=args.doc_id_column,
     )
     options = reader_options(cfg)
     options.pop("name")  # each split is named after its first file, as the readers do

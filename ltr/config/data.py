@@ -186,6 +186,9 @@ class ParquetPartitionsDataConfig(DataConfig):
     root: str = "???"
     qid_column: str = "qid"
     label_column: str = "label"
+    # the column of document ids (``ltr partition`` writes it when the data has them); files
+    # without it have none; null: no column is read as doc ids
+    doc_id_column: str | None = "doc_id"
 
 
 @dataclass

@@ -219,6 +219,12 @@ def read_ranking_file(
         "integer_labels": integer_labels, "max_label": max_label, "max_list_len": max_list_len,
     }
     if doc_id_column is not None:  # only then: the cache keys of other reads stay as they were
+        if fmt not in ("parquet", "csv"):
+            raise DataError(
+                f"data.doc_id_column={doc_id_column!r} names a column of a Parquet / CSV table, but {path} "
+                "is sparse text, whose lines name their documents in '# docid = X' comments; set "
+                "data.doc_id_column=null"
+            )
         options["doc_id_column"] = doc_id_column
     if not path.is_file():
         raise DataError(f"data file {path} does not exist; check the path")

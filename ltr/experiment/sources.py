@@ -34,7 +34,7 @@ from ltr.experiment.spec import ExperimentSpec
 from ltr.metrics import per_query_table
 from ltr.metrics.gap import LightgbmGap, lightgbm_gap
 from ltr.metrics.ips import click_summary, click_tables, estimate_propensities, propensity_table
-from ltr.metrics.top import top_rows
+from ltr.metrics.top import with_top_doc_ids
 from ltr.tracking import Tracker
 from ltr.training.artifact import INPUT_EXAMPLE_ROWS
 from ltr.training.binned_store import BinnedStore
@@ -62,7 +62,7 @@ def query_table(
     )  # fmt: skip
     if diversity is not None:
         table = pd.concat([table, diversity.set_axis(table.index)], axis=1)
-    return with_top_doc_ids(table, data, scores, spec.conventions.ties)
+    return with_top_doc_ids(table, data.doc_ids, scores, data.offsets, labels=data.labels, ties=spec.conventions.ties)
 
 
 @dataclass(frozen=True)
@@ -297,16 +297,6 @@ class PartitionedSource:
             lightgbm_curves=result.evals_result, curves=result.curves,
             example_features=first_rows(spec.config.data, "test", INPUT_EXAMPLE_ROWS),
         )
-
-
-def with_top_doc_ids(table: pd.DataFrame, data: RankingData, scores: NDArray[np.float64], ties: str) -> pd.DataFrame:
-    """``table`` (one row per query of ``data``) with a last column ``top_doc_id``: the doc id of
-    the row ``scores`` rank first (ties as the run's ``eval.ties``: :func:`ltr.metrics.top.top_rows`);
-    ``table`` itself when ``data`` has no doc ids."""
-    if data.doc_ids is None:
-        return table
-    rows = top_rows(scores, data.offsets, labels=data.labels, ties=ties)
-    return table.assign(top_doc_id=data.doc_ids[rows])
 
 
 def _log_sizes(splits: Splits) -> None:

@@ -11,6 +11,7 @@ order among equal labels), ``docno_desc`` the tied row with the largest tie key.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 
 from ltr.metrics.conventions import TIES
@@ -74,3 +75,25 @@ def top_rows(
     key = np.where(is_top, key, np.iinfo(np.int64).max)
     out[full] = np.minimum.reduceat(key, starts) % (n + 1)
     return out
+
+
+#: The per-query table column naming the top-ranked document.
+TOP_DOC_ID = "top_doc_id"
+
+
+def with_top_doc_ids(
+    table: pd.DataFrame,
+    doc_ids: NDArray[np.object_] | None,
+    scores: NDArray[np.floating],
+    offsets: NDArray[np.int64],
+    *,
+    labels: NDArray[np.integer],
+    ties: str,
+) -> pd.DataFrame:
+    """``table`` (one row per query of ``offsets``) with a last column ``top_doc_id``: the id of
+    the row `top_rows` ranks first (``ties`` as the table's conventions); ``table`` itself when
+    ``doc_ids`` is None."""
+    if doc_ids is None:
+        return table
+    rows = top_rows(scores, offsets, labels=labels, ties=ties)
+    return table.assign(**{TOP_DOC_ID: np.asarray(doc_ids, dtype=object)[rows]})

@@ -25,7 +25,7 @@ from typing import IO
 import numpy as np
 import pandas as pd
 
-from ltr.errors import LtrUserError
+from ltr.errors import DataError, LtrUserError
 from ltr.models.predict import Prediction, ScoredBatch
 
 
@@ -49,6 +49,12 @@ def trec_lines(batch: ScoredBatch, tag: str) -> pd.DataFrame:
     qids = np.repeat(data.qids, sizes)
     if batch.doc_ids is not None:
         docnos: pd.Series = pd.Series(batch.doc_ids[order], dtype=object)
+        spaced = docnos.str.contains(r"\s", regex=True)
+        if spaced.any():
+            raise DataError(
+                f"document id {docnos[spaced].iloc[0]!r} of qid {qids[order][np.argmax(spaced.to_numpy())]} holds "
+                "white space: a TREC run line cannot carry it (use ids without spaces)"
+            )
     else:
         docnos = pd.Series(qids[order]).astype(str) + "-" + pd.Series(within[order]).astype(str)
     return pd.DataFrame(

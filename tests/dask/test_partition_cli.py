@@ -71,13 +71,17 @@ def _assert_same(actual: RankingData, expected: RankingData) -> None:
     assert np.array_equal(actual.labels, expected.labels)
     assert np.array_equal(actual.qids, expected.qids)
     assert np.array_equal(actual.offsets, expected.offsets)
+    assert (actual.doc_ids is None) == (expected.doc_ids is None)
+    if actual.doc_ids is not None and expected.doc_ids is not None:
+        assert actual.doc_ids.tolist() == expected.doc_ids.tolist()
 
 
 def _read_back(client: Any, directory: Path) -> RankingData:
     """A split as the Dask path reads it (``read_query_partitions``), gathered here."""
     split = read_query_partitions(client, directory)
     features, labels, sizes, qids = client.compute([split.features, split.labels, split.group_sizes, split.qids], sync=True)
-    return RankingData.from_group_sizes(features, labels, qids, sizes, feature_names=split.feature_names)
+    doc_ids = None if split.doc_ids is None else split.doc_ids.compute()
+    return RankingData.from_group_sizes(features, labels, qids, sizes, feature_names=split.feature_names, doc_ids=doc_ids)
 
 
 def _file_qids(directory: Path) -> list[np.ndarray[Any, Any]]:
@@ -275,6 +279,7 @@ def test_mq2008_fold1_round_trips(tmp_path: Path, client: Any, capsys: pytest.Ca
     source = read_split_files(parts)
     stats = {e["name"]: e for e in json.loads((SHARED_DATA / "stats.json").read_text())}
     for split, data in source.items():
+        assert data.doc_ids is not None  # MQ2008's "#docid = GX..." comments
         _assert_same(_read_back(client, out / split), data)
         _assert_whole_queries(out / split)
         assert len(list((out / split).iterdir())) == math.ceil(data.n_rows / 2500)

@@ -353,6 +353,12 @@ def test_doc_id_column_errors_are_one_line(tmp_path: Path, kind: str) -> None:
         read_ranking_file(path, doc_id_column="url", feature_columns=["f1", "url"])
 
 
+def test_doc_id_column_on_a_text_file_is_refused(write: WriteFile) -> None:
+    path = write("1 qid:1 1:1 #docid = a\n")
+    with pytest.raises(DataError, match=r"^data.doc_id_column='url' names a column of a Parquet / CSV table, but .* set data.doc_id_column=null$"):
+        read_ranking_file(path, doc_id_column="url")
+
+
 def test_parquet_config_passes_doc_id_column_and_the_cache_keeps_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(data_cache, "RECENT_ENTRIES", 0)
     rng = np.random.default_rng(0)
@@ -376,3 +382,39 @@ def test_parquet_config_passes_doc_id_column_and_the_cache_keeps_it(tmp_path: Pa
             assert split.doc_ids.tolist() == [f"{name}-{j}" for j in range(40)]
     plain = load_splits(compose_train([*overrides, "data.feature_columns=[f1]"]).data, cfg.split, seed=0)
     assert plain.test.doc_ids is None  # another cache entry: the option is part of the key
+
+
+def test_doc_ids_are_not_part_of_the_fingerprint(write: WriteFile) -> None:
+    from ltr.data.fingerprint import fingerprint
+
+    lines = ["2 qid:7 1:0.5 3:1", "0 qid:7 2:1.5", "1 qid:9 1:2"]
+    plain = read_ranking_file(write("\n".join(lines) + "\n", "plain.txt"))
+    named = read_ranking_file(write("".join(f"{x} #docid = d{i}\n" for i, x in enumerate(lines)), "named.txt"))
+    assert named.doc_ids is not None
+    assert plain.doc_ids is None
+    assert fingerprint(named) == fingerprint(plain)
+
+
+def test_docstring_examples_run() -> None:
+    import doctest
+
+    from ltr.data import doc_ids, ranking_data
+
+    for module in (doc_ids, ranking_data):
+        result = doctest.testmod(module)
+        assert result.attempted > 0
+        assert result.failed == 0, module.__name__
+
+
+def test_encode_decode_round_trip_any_text() -> None:
+    from ltr.data.doc_ids import decode, encode
+
+    ids = np.array(["", "a\nb", "é中", "x" * 1000, " spaced "], dtype=object)
+    data, offsets = encode(ids)
+    assert offsets.dtype == np.int64
+    assert offsets.tolist()[0] == 0
+    assert decode(data, offsets).tolist() == ids.tolist()
+    with pytest.raises(ValueError, match="not valid UTF-8"):
+        decode(np.array([0xFF], dtype=np.uint8), np.array([0, 1]))
+    with pytest.raises(ValueError, match="offsets must run from 0 to 1"):
+        decode(np.array([65], dtype=np.uint8), np.array([0, 2]))

@@ -51,3 +51,13 @@ def test_top_rows_refuses_what_it_cannot_order() -> None:
         top_rows(np.zeros(2), off, ties="docno_desc")
     with pytest.raises(ValueError, match="is NaN"):
         top_rows(np.array([0.0, np.nan]), off)
+
+
+def test_docstring_examples_run() -> None:
+    import doctest
+
+    from ltr.metrics import top
+
+    result = doctest.testmod(top)
+    assert result.attempted > 0
+    assert result.failed == 0
