@@ -108,7 +108,7 @@ def test_failing_job_does_not_hide_the_others(tmp_path: Path) -> None:
     summary = proc.stderr.strip().splitlines()[-1]
     assert summary.startswith("ltr: sweep of 9 jobs: 4 finished, 2 failed, 3 refused; parent run http"), summary
     assert parent.info.run_id in summary
-    best = max(children, key=lambda r: r.data.metrics.get("valid/ndcg_at_10", -1))
+    best = max((r for r in children if r.info.status == "FINISHED"), key=lambda r: r.data.metrics["valid/ndcg_at_10"])
     assert summary.endswith(f"best run http://127.0.0.1:5000/#/experiments/{best.info.experiment_id}/runs/{best.info.run_id}?workflowType=machine_learning")
     assert "ndcg@7" in proc.stdout + proc.stderr
     assert parent.info.status == "FAILED"
