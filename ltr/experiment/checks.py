@@ -11,15 +11,28 @@ few rules that need the loaded data (positions for position-bias training, label
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import importlib.util
 import itertools
+import logging
 import math
+from typing import Any
 
+import numpy as np
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
+from ltr.config.allowed import allowed_of, problems
 from ltr.config.choices import Estimator, RerankKind, Similarity, TrainerKind
-from ltr.config.schema import EvalConfig, FitConfig, ModelConfig, TrainConfig
+from ltr.config.schema import (
+    EVAL_SPLITS,
+    EvalConfig,
+    FitConfig,
+    ModelConfig,
+    RerankConfig,
+    TrainConfig,
+    TrainerConfig,
+)
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
 from ltr.experiment.rerank import diversity_measures
@@ -36,8 +49,7 @@ from ltr.training.local import (
 )
 from ltr.training.round_metric import is_our_curve
 
-#: The splits ``eval.splits`` may name.
-EVAL_SPLITS = ("train", "valid", "test")
+log = logging.getLogger(__name__)
 
 
 def check_config(cfg: DictConfig) -> ExperimentSpec:
@@ -49,6 +61,7 @@ def check_config(cfg: DictConfig) -> ExperimentSpec:
         One line naming the config key, for the first rule the config breaks.
     """
     config = _typed(cfg)
+    check_schema(cfg, config)
     ks = _check_ks(config.eval)
     strata = _check_strata(config.eval)
     conventions = _check_conventions(config.eval)
@@ -98,6 +111,80 @@ def check_data(spec: ExperimentSpec, splits: Splits | None) -> None:
         for name, col in columns:
             if col >= n_features:
                 raise LtrUserError(f"rerank.{name}: column {col} is beyond the data's {n_features} features (0-based)")
+        _check_categories(rerank, splits)
+
+
+def check_schema(cfg: DictConfig, config: TrainConfig) -> None:
+    """The rules every config dataclass declares: no key the schemas lack (a ``+key=`` override
+    is checked as any other; the free maps ``model.params`` and ``eval.composite`` excepted), and
+    every field's allowed values (:mod:`ltr.config.allowed`). Then a setting that cannot take
+    effect (it needs another one that is off) is warned about in one line."""
+    unknown = unknown_keys(cfg)
+    if unknown:
+        key, known = unknown[0]
+        close = difflib.get_close_matches(key.rsplit(".", 1)[-1], known, n=1)
+        hint = f"; did you mean {key.rsplit('.', 1)[0]}.{close[0]}?" if close and "." in key else ""
+        raise LtrUserError(f"{key} is not a config key{hint} (ltr train --cfg job lists them)")
+    found = problems(config)
+    if found:
+        raise LtrUserError(found[0])
+    for warning in inactive_settings(config):
+        log.warning("ltr: %s", warning)
+
+
+def unknown_keys(node: Any, prefix: str = "") -> list[tuple[str, list[str]]]:
+    """``(dotted key, the known keys beside it)`` of every key of ``node`` (a composed config)
+    that its dataclass does not define; free maps (``allowed(free=True)``) are not looked into."""
+    if not isinstance(node, DictConfig):
+        return []
+    schema = OmegaConf.get_type(node)
+    if not dataclasses.is_dataclass(schema):
+        return []
+    fields = {f.name: f for f in dataclasses.fields(schema)}
+    out: list[tuple[str, list[str]]] = []
+    for key in node:
+        name = str(key)
+        f = fields.get(name)
+        if f is None:
+            out.append((f"{prefix}{name}", list(fields)))
+            continue
+        rule = allowed_of(f)
+        if rule is not None and rule.free:
+            continue
+        out += unknown_keys(node._get_node(name), f"{prefix}{name}.")
+    return out
+
+
+def _changed(value: Any, schema: type[Any], prefix: str) -> list[str]:
+    """``key=value`` of each field of the dataclass instance ``value`` set away from the schema's default."""
+    default = schema()
+    return [
+        f"{prefix}{f.name}={getattr(value, f.name)}"
+        for f in dataclasses.fields(value)
+        if getattr(value, f.name) != getattr(default, f.name)
+    ]
+
+
+def inactive_settings(config: TrainConfig) -> list[str]:
+    """One line per setting that cannot take effect because the setting it serves is off."""
+    out = []
+    if config.rerank.kind == RerankKind.none:
+        changed = [c for c in _changed(config.rerank, RerankConfig, "rerank.") if not c.startswith("rerank.kind=")]
+        if changed:
+            out.append(f"{', '.join(changed)} has no effect with rerank=none (add rerank=diversify to re-rank)")
+    if config.trainer.kind == TrainerKind.local:
+        changed = [c for c in _changed(config.trainer, TrainerConfig, "trainer.") if not c.startswith("trainer.kind=")]
+        if changed:
+            out.append(f"{', '.join(changed)} has no effect with trainer=local (add trainer=dask)")
+    if config.fit.early_stopping_rounds is None and config.fit.early_stopping_metric is not None:
+        out.append(
+            f"fit.early_stopping_metric={config.fit.early_stopping_metric} has no effect with "
+            "fit.early_stopping_rounds=null (no early stopping)"
+        )
+    split = config.split
+    if getattr(split, "n_folds", None) is None and getattr(split, "fold", 1) != 1:
+        out.append(f"split.fold={split.fold} has no effect without split.n_folds (k-fold by query)")
+    return out
 
 
 def metric_keys(spec: ExperimentSpec) -> list[str]:
@@ -106,6 +193,22 @@ def metric_keys(spec: ExperimentSpec) -> list[str]:
     names += [f"{m}_at_{k}" for m in diversity_measures(spec.config.rerank) for k in spec.ks]
     suffixes = ["", *(f"/{key}" for key in spec.strata.keys)]
     return [f"{split}/{name}{suffix}" for split in spec.config.eval.splits for name in names for suffix in suffixes]
+
+
+def _check_categories(rerank: RerankConfig, splits: Splits) -> None:
+    """Categories are integer codes: a column of other values needs ``rerank.category_bins``
+    (else every distinct value is its own category and ``similarity=category`` re-ranks nothing)."""
+    col = rerank.category_feature
+    if col is None or rerank.category_bins is not None:
+        return
+    values = splits.train.features[:, col]
+    fractional = values[np.isfinite(values) & (values != np.rint(values))]
+    if fractional.size:
+        raise LtrUserError(
+            f"rerank.category_feature={col}: column {col} holds non-integer values (e.g. {fractional[0]:.6g}), "
+            "so each value would be a category of its own; set rerank.category_bins=N to cut it into N "
+            "quantile bins, or pick a column of integer categories"
+        )
 
 
 def _typed(cfg: DictConfig) -> TrainConfig:
