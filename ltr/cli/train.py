@@ -205,8 +205,13 @@ def main(argv: list[str]) -> int:
         print(ended.line, file=sys.stderr if ended.code else sys.stdout)
         return ended.code
     except (HydraException, OmegaConfBaseException) as exc:
-        message = one_line(exc)
-        if "LexerNoViableAlt" in message and not all(arg.isascii() for arg in argv):
-            message += " (quote a value with non-ASCII characters: \"key='/path/données'\")"
-        raise LtrUserError(message) from exc
+        raise composition_error(exc, argv) from exc
     return 0
+
+
+def composition_error(exc: HydraException | OmegaConfBaseException, argv: list[str]) -> LtrUserError:
+    """The one-line `LtrUserError` of a config Hydra could not compose from ``argv``."""
+    message = one_line(exc)
+    if "LexerNoViableAlt" in message and not all(arg.isascii() for arg in argv):
+        message += " (quote a value with non-ASCII characters: \"key='/path/données'\")"
+    return LtrUserError(message)

@@ -15,7 +15,6 @@ import difflib
 import importlib.util
 import itertools
 import logging
-import math
 from typing import Any
 
 import numpy as np
@@ -25,7 +24,6 @@ from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 from ltr.config.allowed import allowed_of, problems
 from ltr.config.choices import Estimator, RerankKind, Similarity, TrainerKind
 from ltr.config.schema import (
-    EVAL_SPLITS,
     EvalConfig,
     FitConfig,
     ModelConfig,
@@ -227,10 +225,6 @@ def _typed(cfg: DictConfig) -> TrainConfig:
 
 def _check_ks(eval_cfg: EvalConfig) -> tuple[int, ...]:
     ks = tuple(int(k) for k in eval_cfg.k)
-    if not ks:
-        raise LtrUserError("eval.k=[] is empty: give at least one cut-off, e.g. eval.k=[5,10]")
-    if min(ks) < 1:
-        raise LtrUserError(f"eval.k={list(ks)}: every cut-off must be >= 1")
     if len(set(ks)) != len(ks):
         raise LtrUserError(f"eval.k={list(ks)} repeats a cut-off")
     return ks
@@ -244,8 +238,6 @@ def _check_strata(eval_cfg: EvalConfig) -> Strata:
 
 
 def _check_conventions(eval_cfg: EvalConfig) -> MetricConventions:
-    if eval_cfg.rel_threshold < 0:
-        raise LtrUserError(f"eval.rel_threshold={eval_cfg.rel_threshold} must be >= 0")
     try:
         conventions = resolve_conventions(
             None if eval_cfg.preset is None else str(eval_cfg.preset),
@@ -271,38 +263,12 @@ def _check_composites(eval_cfg: EvalConfig) -> Composites:
 
 def _check_eval(eval_cfg: EvalConfig) -> None:
     splits = list(eval_cfg.splits)
-    if not splits:
-        raise LtrUserError("eval.splits=[] is empty: e.g. eval.splits=[valid,test]")
-    bad = [s for s in splits if s not in EVAL_SPLITS]
-    if bad:
-        raise LtrUserError(f"eval.splits: {bad[0]!r} is not one of {', '.join(EVAL_SPLITS)}")
     if len(set(splits)) != len(splits):
         raise LtrUserError(f"eval.splits={splits} repeats a split")
-    if eval_cfg.idcg_bins < 1:
-        raise LtrUserError(f"eval.idcg_bins={eval_cfg.idcg_bins} must be >= 1")
-    clicks = eval_cfg.clicks
-    if not 0 < clicks.min_propensity <= 1:
-        raise LtrUserError(f"eval.clicks.min_propensity={clicks.min_propensity} must be in (0, 1]")
-    if clicks.online_sessions < 0:
-        raise LtrUserError(f"eval.clicks.online_sessions={clicks.online_sessions} must be >= 0 (0: off)")
-    if clicks.propensities is not None:
-        if not clicks.propensities:
-            raise LtrUserError("eval.clicks.propensities=[] is empty; use null for the data's curve")
-        bad_p = [p for p in clicks.propensities if not (math.isfinite(p) and 0 < p <= 1)]
-        if bad_p:
-            raise LtrUserError(f"eval.clicks.propensities has {bad_p[0]}; every propensity must be in (0, 1]")
 
 
 def _check_fit(fit: FitConfig, ks: tuple[int, ...]) -> str:
     """The checks of ``fit``; returns the early-stopping metric (ours ``ndcg_at_k`` or LightGBM's ``ndcg@k``)."""
-    if fit.num_boost_round < 1:
-        raise LtrUserError(f"fit.num_boost_round={fit.num_boost_round} must be >= 1")
-    if fit.early_stopping_rounds is not None and fit.early_stopping_rounds < 1:
-        raise LtrUserError(
-            f"fit.early_stopping_rounds={fit.early_stopping_rounds} must be >= 1 (null: no early stopping)"
-        )
-    if fit.num_threads < 0:
-        raise LtrUserError(f"fit.num_threads={fit.num_threads} must be >= 0 (0: all cores)")
     metric = watched_metric(fit, ks)
     allowed = watchable_metrics(ks)
     if metric not in allowed:
@@ -317,14 +283,7 @@ def _check_fit(fit: FitConfig, ks: tuple[int, ...]) -> str:
 
 
 def _check_model(model: ModelConfig) -> None:
-    if not model.learning_rate > 0:
-        raise LtrUserError(f"model.learning_rate={model.learning_rate} must be > 0")
-    if model.num_leaves < 2:
-        raise LtrUserError(f"model.num_leaves={model.num_leaves} must be >= 2")
     if model.label_gain is not None:
-        bad = [g for g in model.label_gain if not (math.isfinite(g) and g >= 0)]
-        if bad or not model.label_gain:
-            raise LtrUserError(f"model.label_gain={list(model.label_gain)}: give finite gains >= 0, one per label")
         gains = list(model.label_gain)
         if any(b < a for a, b in itertools.pairwise(gains)):
             raise LtrUserError(
@@ -347,13 +306,6 @@ def _check_trainer(config: TrainConfig) -> None:
             raise LtrUserError(
                 f"trainer=dask trains DaskLGBMRanker only: model.estimator={config.model.estimator} needs trainer=local"
             )
-        if config.trainer.n_workers < 1 or config.trainer.threads_per_worker < 1:
-            raise LtrUserError(
-                f"trainer.n_workers={config.trainer.n_workers} and trainer.threads_per_worker="
-                f"{config.trainer.threads_per_worker} must both be >= 1"
-            )
-        if config.trainer.n_partitions is not None and config.trainer.n_partitions < 1:
-            raise LtrUserError(f"trainer.n_partitions={config.trainer.n_partitions} must be >= 1")
         if importlib.util.find_spec("distributed") is None:
             raise LtrUserError("trainer=dask needs Dask: pip install 'ltr[dask]'")
 
@@ -367,18 +319,6 @@ def _check_rerank(config: TrainConfig) -> None:
             f"rerank={rerank.kind} needs the rows in this process: data={config.data.kind} is "
             "evaluated on the Dask workers (use rerank=none, or an in-memory data option)"
         )
-    if not 0.0 <= rerank.alpha <= 1.0:
-        raise LtrUserError(f"rerank.alpha={rerank.alpha} must be in [0, 1] (0: the model's order)")
-    if not 0.0 <= rerank.alpha_ndcg_alpha < 1.0:
-        raise LtrUserError(f"rerank.alpha_ndcg_alpha={rerank.alpha_ndcg_alpha} must be in [0, 1)")
-    if rerank.depth is not None and rerank.depth < 1:
-        raise LtrUserError(f"rerank.depth={rerank.depth} must be >= 1 (null: the whole list)")
-    if rerank.features is not None and (not rerank.features or min(rerank.features) < 0):
-        raise LtrUserError(f"rerank.features={list(rerank.features)}: give 0-based feature columns, or null for all")
-    if rerank.category_bins is not None and rerank.category_bins < 2:
-        raise LtrUserError(f"rerank.category_bins={rerank.category_bins} must be >= 2")
-    if rerank.category_feature is not None and rerank.category_feature < 0:
-        raise LtrUserError(f"rerank.category_feature={rerank.category_feature} must be a 0-based feature column")
     if rerank.similarity == Similarity.category and rerank.category_feature is None:
         raise LtrUserError("rerank.similarity=category needs rerank.category_feature (the column holding categories)")
 
