@@ -37,7 +37,7 @@ from ltr.tracking.mlflow_tracker import MlflowTracker
 from ltr.tracking.store import check_tracking_uri, open_client
 
 _RUN_ID = re.compile(r"[0-9a-f]{32}")
-_ID_PREFIX = re.compile(r"[0-9a-f]{6,31}")
+_ID_PREFIX = re.compile(r"[0-9a-f]{1,31}")  # any prefix: one that matches several runs says so
 #: MLflow's tag value limit is larger, but the UI note only needs the table's head.
 _NOTE_MAX = 5000
 

@@ -114,6 +114,18 @@ def test_run_references_by_id_name_and_prefix(store: Store) -> None:
         assert runs.resolve(ref, experiment="ltr").run_id == weak_id
     with pytest.raises(LtrUserError, match="no run 'nope' in experiment 'ltr'"):
         runs.resolve("nope", experiment="ltr")
+    # a 1-digit prefix is tried too (issue 30: `ltr compare A 8` said "no run")
+    first = weak_id[0]
+    all_ids = [r.info.run_id for r in runs.client.search_runs([runs.experiment_id("ltr")], max_results=1000)]
+    sharing = [i for i in all_ids if i.startswith(first)]
+    if len(sharing) == 1:
+        assert runs.resolve(first, experiment="ltr").run_id == weak_id
+    else:
+        with pytest.raises(LtrUserError, match=f"run id prefix '{first}' matches"):
+            runs.resolve(first, experiment="ltr")
+    unused = next(c for c in "0123456789abcdef" if not any(i.startswith(c) for i in all_ids))
+    with pytest.raises(LtrUserError, match=f"no run '{unused}' in experiment 'ltr'"):
+        runs.resolve(unused, experiment="ltr")
     with pytest.raises(LtrUserError, match="no experiment 'other'"):
         runs.resolve("weak", experiment="other")
     with pytest.raises(LtrUserError, match="no MLflow store"):
