@@ -20,7 +20,7 @@ import lightgbm
 from omegaconf import OmegaConf
 
 from ltr.tracking.gitinfo import git_state
-from ltr.tracking.runs import RunRecord
+from ltr.tracking.runs import RunRecord, unfinished
 
 #: Metrics that measure time, not results: left out of the comparison.
 TIMING_SUFFIX = "_seconds"
@@ -95,7 +95,7 @@ def config_differences(logged_yaml: str, composed_yaml: str, *, ignore: Sequence
 
 def describe_changes(source: RunRecord, config_changes: Sequence[str]) -> list[str]:
     """What differs between the source run's code and environment and this one, before running."""
-    out = []
+    out = [] if source.status == "FINISHED" else [f"the source run {unfinished(source.status)}"]
     commit, dirty = git_state(Path(__file__).resolve().parent)
     old_commit = source.tags.get("ltr.git.commit", "unknown")
     if old_commit != commit:

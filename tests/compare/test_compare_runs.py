@@ -184,3 +184,23 @@ def test_log_records_the_comparison_as_a_linked_run(
         f"run name {run.info.run_name!r} matches 2 runs; using the latest finished one, "
         f"{latest.run_id[:8]} (pass a run id for another)"
     ]
+
+
+def test_a_killed_run_is_said_to_be_killed(tmp_path: Path) -> None:
+    """Issue 30: ``ltr compare`` / ``ltr rerun`` of a killed run said nothing about it."""
+    from ltr.experiment.rerun import describe_changes
+    from ltr.tracking.base import RunStatus
+    from ltr.tracking.mlflow_tracker import MlflowTracker
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = MlflowTracker(uri, "ltr")
+    run_id = tracker.start_run("half done", {})
+    tracker.log_metrics({"valid/ndcg_at_10": 0.5})
+    tracker.end_run(RunStatus.KILLED, error="KeyboardInterrupt: interrupted")
+    runs = RunStore(uri)
+    record = runs.resolve(run_id[:6], experiment="ltr")
+    assert record.status == "KILLED"
+    assert runs.notes == [f"run {run_id[:8]} (half done) was killed (status KILLED: interrupted before it finished)"]
+    with pytest.raises(LtrUserError, match=r"\('half done'\) was killed .* has no artifact per_query/test.parquet"):
+        runs.per_query_table(record, "test")
+    assert describe_changes(record, [])[0] == "the source run was killed (status KILLED: interrupted before it finished)"
