@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import sys
+import unicodedata
 
 from ltr.errors import LtrUserError
 from ltr.tracking.lifecycle import Terminated
@@ -30,6 +31,13 @@ commands:
   partition ...          write data files as the whole-query Parquet partitions data=parquet_partitions reads; --help
   ui [--port N]          open the MLflow UI on 127.0.0.1 against the default local store
 """
+
+
+def printable(text: str) -> str:
+    """``text`` with its control characters (ESC, BEL, CR, newlines, ...) written as escapes
+    (``\\x1b``): a message quoting a file's content (a TREC topic id) can never drive the
+    terminal (set its title, clear it) or break the one line an error is."""
+    return "".join(ch.encode("unicode_escape").decode("ascii") if unicodedata.category(ch) == "Cc" else ch for ch in text)
 
 
 def _notes(exc: BaseException) -> str:
@@ -88,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
 
             return ui_main(rest)
     except LtrUserError as exc:
-        print(f"ltr: error: {exc}", file=sys.stderr)
+        print(f"ltr: error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt as exc:
         print(f"ltr: interrupted{_notes(exc)}", file=sys.stderr)

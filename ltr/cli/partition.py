@@ -86,7 +86,7 @@ from ltr.data.load import reader_options
 from ltr.data.query_parts import feature_names, write_query_partitions
 from ltr.data.ranking_data import RankingData
 from ltr.data.readers import FORMATS, detect_format, read_split_files
-from ltr.data.splits import holdout_queries, split_queries
+from ltr.data.splits import check_fractions, holdout_queries, split_queries
 from ltr.data.validate import check_split_set
 from ltr.errors import DataError, LtrUserError
 from ltr.tracking.lifecycle import Terminated, signals_deferred
@@ -181,6 +181,15 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     out = Path(os.path.abspath(args.out.expanduser()))
     check_target(out, force=args.force)
+    # before parsing: a bad fraction never costs a read of the whole input
+    for flag, value in (("--valid-fraction", args.valid_fraction), ("--test-fraction", args.test_fraction)):
+        if not 0.0 < value < 1.0:
+            raise LtrUserError(f"{flag} {value} must lie in (0, 1)")
+    if not args.valid and not args.test:
+        try:
+            check_fractions(args.valid_fraction, args.test_fraction)
+        except DataError as exc:
+            raise LtrUserError(f"--valid-fraction + --test-fraction: {exc}") from None
     files: dict[str, list[Path]] = {
         split: [Path(f).expanduser() for f in getattr(args, split)]
         for split in SPLITS

@@ -1,6 +1,7 @@
 """``ltr rerun RUN [OVERRIDES...]``: run a logged run again and say what moved.
 
-RUN is a run id, id prefix or run name (as ``ltr compare`` takes it). The run's logged overrides
+RUN is a run id, id prefix or run name (as ``ltr compare`` takes it), read from ``--tracking-uri``;
+the rerun is logged in that same store (``tracking.uri=...`` logs it elsewhere). The run's logged overrides
 are composed again (extra overrides replace those of the same key: "the same, but ..."), one
 line says what differs from the source run (code commit, uncommitted changes, LightGBM's version,
 the composed config, the data), the new run is logged beside it (tag ``ltr.rerun_of``), and the
@@ -43,6 +44,15 @@ def _describe(old: float, new: float) -> str:
     return f"{old:.6g} -> {new:.6g} ({new - old:+.6g})"
 
 
+def _target_store(store: RunStore, overrides: list[str]) -> RunStore:
+    """The store the rerun is logged in: ``store`` (the one the source run was read from) unless
+    a ``tracking.uri=`` override names another."""
+    given = [o.split("=", 1)[1] for o in overrides if o.startswith("tracking.uri=")]
+    if not given or resolve_tracking_uri(given[-1]) == store.uri:
+        return store
+    return RunStore(resolve_tracking_uri(given[-1]))
+
+
 def build_parser() -> OneLineParser:
     parser = OneLineParser(prog="ltr rerun", description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("run", metavar="RUN", help="run id, id prefix or run name")
@@ -53,7 +63,7 @@ def build_parser() -> OneLineParser:
 
 
 def main(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_intermixed_args(argv)
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
     store = RunStore(resolve_tracking_uri(args.tracking_uri))
     source = store.resolve(args.run, experiment=args.experiment)
@@ -75,7 +85,8 @@ def main(argv: list[str]) -> int:
     )
     if outcome.run_id is None:
         raise LtrUserError("the rerun logged nothing (tracking=none): there is nothing to compare")
-    rerun = store.resolve(outcome.run_id, experiment=experiment)
+    target = _target_store(store, plan.overrides)
+    rerun = target.resolve(outcome.run_id, experiment=str(cfg.tracking.experiment))
     old_data, new_data = source.tags.get("ltr.data.fingerprint"), rerun.tags.get("ltr.data.fingerprint")
     if old_data != new_data:
         changes.append(f"data fingerprint {old_data} -> {new_data} (a changed data file or data setting)")
@@ -83,7 +94,7 @@ def main(argv: list[str]) -> int:
         changes.insert(0, "changed on purpose: " + ", ".join(plan.changed))
     print(f"ltr: rerun of {label} as {rerun.run_id[:8]}: " + ("; ".join(changes) if changes else "nothing differs"))
     old_metrics = store.metrics(source)
-    differences = metric_differences(old_metrics, store.metrics(rerun))
+    differences = metric_differences(old_metrics, target.metrics(rerun))
     if not differences:
         n_keys = len([k for k in old_metrics if not k.endswith(TIMING_SUFFIX)])
         print(f"identical metrics, bit for bit ({n_keys} keys)")
@@ -93,6 +104,9 @@ def main(argv: list[str]) -> int:
         print(f"  {key}: {_describe(old, new)}")
     if len(differences) > SHOWN:
         print(f"  ... and {len(differences) - SHOWN} more")
+    if target is not store:
+        print(f"(the rerun is in {target.uri}: ltr compare reads one store, so no per-stratum comparison)")
+        return 0
     loaded = load_comparison(
         [source.run_id, rerun.run_id], tracking_uri=store.uri, experiment=experiment, force=True, n_resamples=2000
     )

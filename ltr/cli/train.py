@@ -7,8 +7,11 @@ a sweeper maximises.
   Hydra finds it while composing or :mod:`ltr.experiment.checks` after, before any data is
   read or run exists); Ctrl-C or SIGTERM end the run KILLED and exit 130 / 143.
 - A multirun job: an error is logged, the job's run (if it started) ends FAILED and the job
-  returns NaN, so the other jobs still run; the sweep's summary lists the failures and the
-  sweep exits 1. Ctrl-C or SIGTERM stop the sweep (exit 130 / 143, its parent run KILLED).
+  returns NaN, so the other jobs still run. The sweep ends with one line (jobs finished /
+  failed / refused, the parent's and the best run's links) and exits 0 when every job
+  finished, 2 when every job was refused before its run, else 1; a refused tracking URI or
+  store refuses the whole sweep before its first job (exit 2). Ctrl-C or SIGTERM stop the
+  sweep (exit 130 / 143, its parent run KILLED).
 """
 
 from __future__ import annotations
@@ -29,7 +32,14 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from ltr.cli.sweep_callback import parent_run_id_for, record_job_error, sweep_tags, varying_keys_for
+from ltr.cli.sweep_callback import (
+    SweepEnded,
+    parent_run_id_for,
+    record_job_error,
+    record_job_outcome,
+    sweep_tags,
+    varying_keys_for,
+)
 from ltr.config.compose import CONF_DIR, one_line
 from ltr.config.store import register_configs
 from ltr.errors import LtrUserError
@@ -100,25 +110,7 @@ def job(cfg: DictConfig) -> float:
     hydra_cfg = HydraConfig.get()
     overrides = list(hydra_cfg.overrides.task)
     if hydra_cfg.mode == RunMode.MULTIRUN:
-        job_num = str(hydra_cfg.job.num)
-        try:
-            outcome = pipeline.run(
-                cfg,
-                overrides=overrides,
-                parent_run_id=parent_run_id_for(hydra_cfg.sweep.dir),
-                extra_tags=sweep_tags(hydra_cfg.sweep.dir) | {"ltr.job_num": job_num},
-                varying=varying_keys_for(hydra_cfg.sweep.dir),
-            )
-        except LtrUserError as exc:
-            log.error("job %s failed: %s", job_num, exc)
-            record_job_error(hydra_cfg.runtime.output_dir, str(exc))
-            return math.nan
-        except Exception as exc:
-            log.exception("job %s failed", job_num)
-            record_job_error(hydra_cfg.runtime.output_dir, f"{type(exc).__name__}: {exc}")
-            return math.nan
-        return outcome.objective_value
-
+        return _sweep_job(cfg, overrides)
     try:
         outcome = pipeline.run(cfg, overrides=overrides)
     except LtrUserError as exc:
@@ -129,6 +121,35 @@ def job(cfg: DictConfig) -> float:
             f"MLflow run {outcome.run_id} in experiment {cfg.tracking.experiment!r}: {outcome.run_url}"
             + ("  (serve it with: ltr ui)" if local else "")
         )
+    return outcome.objective_value
+
+
+def _sweep_job(cfg: DictConfig, overrides: list[str]) -> float:
+    """One job of a multirun: its outcome (finished / failed / refused before its run) and error
+    go to its folder for the sweep's summary; an error returns NaN so the other jobs still run."""
+    hydra_cfg = HydraConfig.get()
+    job_num, job_dir = str(hydra_cfg.job.num), hydra_cfg.runtime.output_dir
+    started: list[str | None] = []
+    try:
+        outcome = pipeline.run(
+            cfg,
+            overrides=overrides,
+            parent_run_id=parent_run_id_for(hydra_cfg.sweep.dir),
+            extra_tags=sweep_tags(hydra_cfg.sweep.dir) | {"ltr.job_num": job_num},
+            varying=varying_keys_for(hydra_cfg.sweep.dir),
+            on_run_start=started.append,
+        )
+    except LtrUserError as exc:
+        log.error("job %s %s: %s", job_num, "failed" if started else "refused", exc)
+        record_job_error(job_dir, str(exc))
+        record_job_outcome(job_dir, "failed" if started else "refused")
+        return math.nan
+    except Exception as exc:
+        log.exception("job %s failed", job_num)
+        record_job_error(job_dir, f"{type(exc).__name__}: {exc}")
+        record_job_outcome(job_dir, "failed")
+        return math.nan
+    record_job_outcome(job_dir, "finished")
     return outcome.objective_value
 
 
@@ -155,9 +176,18 @@ def main(argv: list[str]) -> int:
         raise_if_stop_requested()  # stopped after the run ended: exit 130 / 143 all the same
     except _UserErrorInJob as wrapped:
         raise wrapped.error from None
+    except SweepEnded as ended:
+        raise_if_stop_requested()
+        print(ended.line, file=sys.stderr if ended.code else sys.stdout)
+        return ended.code
     except (HydraException, OmegaConfBaseException) as exc:
-        message = one_line(exc)
-        if "LexerNoViableAlt" in message and not all(arg.isascii() for arg in argv):
-            message += " (quote a value with non-ASCII characters: \"key='/path/données'\")"
-        raise LtrUserError(message) from exc
+        raise composition_error(exc, argv) from exc
     return 0
+
+
+def composition_error(exc: HydraException | OmegaConfBaseException, argv: list[str]) -> LtrUserError:
+    """The one-line `LtrUserError` of a config Hydra could not compose from ``argv``."""
+    message = one_line(exc)
+    if "LexerNoViableAlt" in message and not all(arg.isascii() for arg in argv):
+        message += " (quote a value with non-ASCII characters: \"key='/path/données'\")"
+    return LtrUserError(message)

@@ -22,7 +22,15 @@ CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 
 def one_line(exc: BaseException) -> str:
     """Hydra's or OmegaConf's message (and its cause's) on one line, without search paths."""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    text = lines[0] if lines else type(exc).__name__
+    if text.endswith("raised while composing config:") and len(lines) > 1:
+        # "In 'debug/default': ConfigKeyError raised while composing config:" says neither key nor why
+        where = text.split(":", 1)[0]
+        full_key = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("full_key:")), "")
+        text = f"{where}: {lines[1]}" + (f" (it sets {full_key})" if full_key else "")
+        if where == "In 'debug/default'" and full_key.startswith("data."):
+            text += "; debug=default shrinks the synthetic data: with file data leave it out and set fit.num_boost_round"
     override = getattr(exc, "override", None)
     if isinstance(exc, OverrideParseException) and override and override not in text:
         text = f"cannot parse {override!r}: {text}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from ltr.config.allowed import INT32_MAX, SEED_MAX, allowed
 from ltr.config.choices import ClickLabels, FileFormat
 
 
@@ -20,27 +21,27 @@ class DataConfig:
     #: Its rows are read by Dask workers, never by this process: needs ``trainer=dask``.
     read_by_workers: ClassVar[bool] = False
 
-    kind: str = "synthetic"
-    name: str = "synthetic"
+    kind: str = field(default="synthetic", metadata=allowed(min_len=1))
+    name: str = field(default="synthetic", metadata=allowed(min_len=1))
 
 
 @dataclass
 class SyntheticDataConfig(DataConfig):
     """The built-in seeded generator (``ltr.data.synthetic``); nothing is downloaded."""
 
-    kind: str = "synthetic"
-    name: str = "synthetic"
-    n_queries: int = 3000
-    n_informative: int = 8
-    n_noise: int = 8
+    kind: str = field(default="synthetic", metadata=allowed(min_len=1))
+    name: str = field(default="synthetic", metadata=allowed(min_len=1))
+    n_queries: int = field(default=3000, metadata=allowed(ge=3, le=10**8, note="one per split at least"))
+    n_informative: int = field(default=8, metadata=allowed(ge=1, le=10**5))
+    n_noise: int = field(default=8, metadata=allowed(ge=0, le=10**5))
     # list lengths: share of queries in 1-10, 11-50 and 51-max_list_len (must sum to 1)
-    short_share: float = 0.45
-    medium_share: float = 0.40
-    long_share: float = 0.15
-    max_list_len: int = 200
-    all_zero_share: float = 0.08
-    noise: float = 1.0
-    seed: int | None = None  # None: use the experiment's seed
+    short_share: float = field(default=0.45, metadata=allowed(ge=0, le=1))
+    medium_share: float = field(default=0.40, metadata=allowed(ge=0, le=1))
+    long_share: float = field(default=0.15, metadata=allowed(ge=0, le=1))
+    max_list_len: int = field(default=200, metadata=allowed(ge=51, le=10**6, note="covers the 51+ stratum"))
+    all_zero_share: float = field(default=0.08, metadata=allowed(ge=0, le=1))
+    noise: float = field(default=1.0, metadata=allowed(ge=0))
+    seed: int | None = field(default=None, metadata=allowed(ge=0, le=SEED_MAX))  # None: the experiment's seed
 
 
 @dataclass
@@ -57,16 +58,16 @@ class SyntheticClicksDataConfig(SyntheticDataConfig):
     ``randomized_share`` of sessions is shown in random order.
     """
 
-    kind: str = "synthetic_clicks"
-    name: str = "synthetic_clicks"
+    kind: str = field(default="synthetic_clicks", metadata=allowed(min_len=1))
+    name: str = field(default="synthetic_clicks", metadata=allowed(min_len=1))
     train_labels: ClickLabels = ClickLabels.clicks
     valid_labels: ClickLabels = ClickLabels.relevance
-    examination_eta: float = 1.0
-    click_noise: float = 0.05
-    click_max: float = 1.0
-    logger_popularity: float = 2.0
-    logger_noise: float = 0.5
-    randomized_share: float = 0.0
+    examination_eta: float = field(default=1.0, metadata=allowed(ge=0))
+    click_noise: float = field(default=0.05, metadata=allowed(ge=0, le=1))
+    click_max: float = field(default=1.0, metadata=allowed(ge=0, le=1))
+    logger_popularity: float = field(default=2.0, metadata=allowed(ge=0))
+    logger_noise: float = field(default=0.5, metadata=allowed(ge=0))
+    randomized_share: float = field(default=0.0, metadata=allowed(ge=0, le=1))
 
 
 @dataclass
@@ -86,14 +87,14 @@ class FileDataConfig(DataConfig):
     """
 
     integer_labels: bool = True
-    max_label: int | None = 30
-    max_list_len: int | None = 10000
-    n_features: int | None = None
+    max_label: int | None = field(default=30, metadata=allowed(ge=0, le=INT32_MAX))
+    max_list_len: int | None = field(default=10000, metadata=allowed(ge=1, le=INT32_MAX))
+    n_features: int | None = field(default=None, metadata=allowed(ge=1, le=INT32_MAX))
     cache: bool = True
-    cache_dir: str | None = None
-    cache_max_mb: int | None = 2048
+    cache_dir: str | None = field(default=None, metadata=allowed(min_len=1))
+    cache_max_mb: int | None = field(default=2048, metadata=allowed(ge=0, le=2**40))
     binned_cache: bool = True
-    binned_cache_max_mb: int | None = 4096
+    binned_cache_max_mb: int | None = field(default=4096, metadata=allowed(ge=0, le=2**40))
     progress: bool | None = None
 
 
@@ -106,10 +107,10 @@ class LetorDataConfig(FileDataConfig):
     query-level split of train (the ``split`` group's fractions).
     """
 
-    kind: str = "letor"
-    name: str = "letor"
-    root: str = "???"
-    fold: int | None = None
+    kind: str = field(default="letor", metadata=allowed(min_len=1))
+    name: str = field(default="letor", metadata=allowed(min_len=1))
+    root: str = field(default="???", metadata=allowed(min_len=1, exists=True))
+    fold: int | None = field(default=None, metadata=allowed(ge=1, le=1000))
 
 
 @dataclass
@@ -118,11 +119,11 @@ class SvmlightDataConfig(FileDataConfig):
     Parquet, CSV; chosen by extension and content). Only ``train`` is required; missing splits are
     cut from train by query."""
 
-    kind: str = "svmlight"
-    name: str = "svmlight"
-    train: str = "???"
-    valid: str | None = None
-    test: str | None = None
+    kind: str = field(default="svmlight", metadata=allowed(min_len=1))
+    name: str = field(default="svmlight", metadata=allowed(min_len=1))
+    train: str = field(default="???", metadata=allowed(min_len=1, exists=True))
+    valid: str | None = field(default=None, metadata=allowed(min_len=1, exists=True))
+    test: str | None = field(default=None, metadata=allowed(min_len=1, exists=True))
     format: FileFormat = FileFormat.auto
 
 
@@ -137,14 +138,14 @@ class ParquetDataConfig(SvmlightDataConfig):
     per-query tables then name each query's top-ranked document). Null: no doc ids.
     """
 
-    kind: str = "parquet"
-    name: str = "parquet"
-    qid_column: str = "qid"
-    label_column: str = "label"
-    feature_columns: list[str] | None = None
-    delimiter: str | None = None  # CSV only; null: tab for .tsv, else comma
-    position_column: str | None = None
-    doc_id_column: str | None = None  # null: no doc ids; else a column naming each row's document
+    kind: str = field(default="parquet", metadata=allowed(min_len=1))
+    name: str = field(default="parquet", metadata=allowed(min_len=1))
+    qid_column: str = field(default="qid", metadata=allowed(min_len=1))
+    label_column: str = field(default="label", metadata=allowed(min_len=1))
+    feature_columns: list[str] | None = field(default=None, metadata=allowed(min_len=1))
+    delimiter: str | None = field(default=None, metadata=allowed(min_len=1))  # CSV only; null: tab for .tsv, else comma
+    position_column: str | None = field(default=None, metadata=allowed(min_len=1))
+    doc_id_column: str | None = field(default=None, metadata=allowed(min_len=1))  # null: no doc ids; else a column naming each row's document
 
 
 def _mq_parts() -> list[str]:
@@ -160,12 +161,12 @@ class LetorPartsDataConfig(FileDataConfig):
     Fold1 train = S1+S2+S3, vali = S4, test = S5; Fold2 train = S2+S3+S4, vali = S5, test = S1; ...
     """
 
-    kind: str = "letor_parts"
-    name: str = "letor_parts"
-    root: str = "???"
-    fold: int = 1
-    parts: list[str] = field(default_factory=_mq_parts)
-    n_train_parts: int = 3
+    kind: str = field(default="letor_parts", metadata=allowed(min_len=1))
+    name: str = field(default="letor_parts", metadata=allowed(min_len=1))
+    root: str = field(default="???", metadata=allowed(min_len=1, exists=True))
+    fold: int = field(default=1, metadata=allowed(ge=1, le=1000))
+    parts: list[str] = field(default_factory=_mq_parts, metadata=allowed(min_len=2))
+    n_train_parts: int = field(default=3, metadata=allowed(ge=1, le=1000))
 
 
 @dataclass
@@ -181,14 +182,14 @@ class ParquetPartitionsDataConfig(DataConfig):
     #: Its rows are read by Dask workers, never by this process: needs ``trainer=dask``.
     read_by_workers: ClassVar[bool] = True
 
-    kind: str = "parquet_partitions"
-    name: str = "parquet_partitions"
-    root: str = "???"
-    qid_column: str = "qid"
-    label_column: str = "label"
+    kind: str = field(default="parquet_partitions", metadata=allowed(min_len=1))
+    name: str = field(default="parquet_partitions", metadata=allowed(min_len=1))
+    root: str = field(default="???", metadata=allowed(min_len=1, exists=True))
+    qid_column: str = field(default="qid", metadata=allowed(min_len=1))
+    label_column: str = field(default="label", metadata=allowed(min_len=1))
     # the column of document ids (``ltr partition`` writes it when the data has them); files
     # without it have none; null: no column is read as doc ids
-    doc_id_column: str | None = "doc_id"
+    doc_id_column: str | None = field(default="doc_id", metadata=allowed(min_len=1))
 
 
 @dataclass
@@ -201,11 +202,11 @@ class SplitConfig:
     missing split is held out of train with ``valid_fraction`` (or ``test_fraction``).
     """
 
-    valid_fraction: float = 0.2
-    test_fraction: float = 0.2
-    seed: int | None = None  # None: use the experiment's seed
-    n_folds: int | None = None
-    fold: int = 1
+    valid_fraction: float = field(default=0.2, metadata=allowed(gt=0, lt=1))
+    test_fraction: float = field(default=0.2, metadata=allowed(gt=0, lt=1))
+    seed: int | None = field(default=None, metadata=allowed(ge=0, le=SEED_MAX))  # None: the experiment's seed
+    n_folds: int | None = field(default=None, metadata=allowed(ge=2, le=10**6))
+    fold: int = field(default=1, metadata=allowed(ge=1, le=10**6))
 
 
 #: Options of the ``data`` config group and their schemas; ``ltr.config.store.register_configs``

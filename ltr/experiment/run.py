@@ -71,10 +71,13 @@ def run(
     parent_run_id: str | None = None,
     extra_tags: dict[str, str] | None = None,
     varying: Sequence[str] | None = None,
+    on_run_start: Callable[[str | None], None] | None = None,
 ) -> RunOutcome:
     """Run one experiment described by a composed ``ltr train`` config (see the module docstring).
 
     ``varying``: the config keys a sweep varies (a job's name is its values of those keys).
+    ``on_run_start``: called with the run id (None without tracking) once every check has
+    passed and the run has started (an error before it is a refusal: no run exists).
     Returns the summaries and ``metrics[spec.optimized_metric]`` as the objective value.
     """
     t0 = time.perf_counter()
@@ -92,6 +95,8 @@ def run(
     tags = run_tags(spec, str(source.fingerprint["sha256"]), overrides) | (extra_tags or {})
     name = run_name(spec, overrides, varying)
     with tracked_run(tracker, name, tags, parent_run_id=parent_run_id) as run_id:
+        if on_run_start is not None:
+            on_run_start(run_id)
         t = time.perf_counter()
         tracker.log_params(spec.params())
         source.log_inputs(tracker)

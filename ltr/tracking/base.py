@@ -62,8 +62,9 @@ class Tracker(Protocol):
 
     def end_run(self, status: RunStatus, *, error: str | None = None) -> None: ...
 
-    def run_url(self) -> str | None:
-        """The run's page in the MLflow UI (a server's, or ``ltr ui``'s default address)."""
+    def run_url(self, run_id: str | None = None) -> str | None:
+        """The page of ``run_id`` (default: the current run) in the MLflow UI (a server's, or
+        ``ltr ui``'s default address)."""
         ...
 
 
@@ -114,5 +115,5 @@ class NullTracker:
     def end_run(self, status: RunStatus, *, error: str | None = None) -> None:
         pass
 
-    def run_url(self) -> str | None:
+    def run_url(self, run_id: str | None = None) -> str | None:
         return None

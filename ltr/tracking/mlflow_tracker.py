@@ -227,12 +227,14 @@ class MlflowTracker:
         with self._locked():
             self.client.set_terminated(self.run_id, status=status.value)
 
-    def run_url(self) -> str | None:
-        """The run's page: on the tracking server, or on ``ltr ui``'s default address."""
-        if self.run_id is None:
+    def run_url(self, run_id: str | None = None) -> str | None:
+        """The page of ``run_id`` (default: this tracker's run): on the tracking server, or on
+        ``ltr ui``'s default address."""
+        run_id = run_id or self.run_id
+        if run_id is None:
             return None
         base = self.uri if self.uri.startswith("http") else f"http://127.0.0.1:{UI_PORT}"
-        return ui_url(base, self.experiment_id, self.run_id)
+        return ui_url(base, self.experiment_id, run_id)
 
 
 def mark_model_training(client: MlflowClient, experiment: Any) -> None:

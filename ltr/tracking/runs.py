@@ -37,7 +37,7 @@ from ltr.tracking.mlflow_tracker import MlflowTracker
 from ltr.tracking.store import check_tracking_uri, open_client
 
 _RUN_ID = re.compile(r"[0-9a-f]{32}")
-_ID_PREFIX = re.compile(r"[0-9a-f]{6,31}")
+_ID_PREFIX = re.compile(r"[0-9a-f]{1,31}")  # any prefix: one that matches several runs says so
 #: MLflow's tag value limit is larger, but the UI note only needs the table's head.
 _NOTE_MAX = 5000
 
@@ -91,6 +91,15 @@ def _record(run: Run) -> RunRecord:
 
 def _first_line(exc: MlflowException) -> str:
     return str(exc.message).splitlines()[0] if exc.message else type(exc).__name__
+
+
+def unfinished(status: str) -> str:
+    """What a run's status says about how it ended, for a run that did not finish."""
+    return {
+        "KILLED": "was killed (status KILLED: interrupted before it finished)",
+        "FAILED": "failed (status FAILED)",
+        "RUNNING": "is still running, or its process died (status RUNNING)",
+    }.get(status, f"did not finish (status {status})")
 
 
 def _describe(runs: Sequence[Run]) -> str:
@@ -149,8 +158,15 @@ class RunStore:
         """The run ``ref`` names: run id, else run name in ``experiment``, else id prefix.
 
         A name several runs share (a quickstart run twice) names the latest finished one; a note
-        in :attr:`notes` says so.
+        in :attr:`notes` says so, and another says when the run did not finish (KILLED: it was
+        interrupted; FAILED).
         """
+        record = self._resolve(ref, experiment=experiment)
+        if record.status != "FINISHED":
+            self.notes.append(f"run {record.short_id} ({record.run_name}) {unfinished(record.status)}")
+        return record
+
+    def _resolve(self, ref: str, *, experiment: str) -> RunRecord:
         ref = ref.strip()
         if not ref:
             raise LtrUserError("an empty run reference was given")
@@ -217,8 +233,9 @@ class RunStore:
                 have = [Path(a.path).name for a in self.client.list_artifacts(run.run_id, folder)]
             except (MlflowException, OSError):
                 have = []
+            status = "" if run.status == "FINISHED" else f" {unfinished(run.status)} and"
             raise LtrUserError(
-                f"run {run.run_id} ({run.run_name!r}) has no artifact {path}"
+                f"run {run.run_id} ({run.run_name!r}){status} has no artifact {path}"
                 + (f"; {folder}/ holds {', '.join(have)}" if have else f" and no {folder}/ artifacts")
             ) from exc
 

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from ltr.errors import LtrUserError
+from ltr.tracking.moved_store import follow_moved_artifacts
 from ltr.tracking.store_lock import (
     SQLITE_PREFIX,
     lock_path,
@@ -505,6 +506,7 @@ def ensure_store(uri: str, *, create: bool = True) -> None:
             return
         found = _inspect(db)
         if not found.problems:
+            follow_moved_artifacts(db)  # a copied store reads and writes its own artifacts
             return
         if found.data or not found.repairable:
             raise LtrUserError(_refusal(db, uri, found))

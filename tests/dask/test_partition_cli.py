@@ -302,3 +302,20 @@ def test_the_ltr_command_partitions_without_importing_dask(tmp_path: Path) -> No
     imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
     assert "pyarrow.parquet" in imported
     assert not {m for m in imported if m.split(".")[0] in ("dask", "distributed", "lightgbm", "mlflow")}
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [(["--valid-fraction", "1.5"], "--valid-fraction 1.5 must lie in (0, 1)"),
+     (["--valid-fraction", "0.6", "--test-fraction", "0.5"], "leaves no training queries")],
+)
+def test_bad_fractions_are_refused_before_the_input_is_parsed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], says: str
+) -> None:
+    """The input is not even valid: a refusal that names the fraction proves nothing was parsed."""
+    train = tmp_path / "train.txt"
+    train.write_text("this is not a ranking file\n")
+    assert main(["partition", "--train", str(train), "--out", str(tmp_path / "out"), *flags]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert says in line
+    assert not (tmp_path / "out").exists()
