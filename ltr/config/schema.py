@@ -12,6 +12,7 @@ from typing import Any
 from omegaconf import MISSING
 
 from ltr.config.choices import (
+    Discount,
     Estimator,
     Gain,
     Preset,
@@ -124,7 +125,10 @@ class EvalConfig:
     label_gain: list[float] | None = None
     ties: Ties | None = None
     zero_idcg: ZeroIdcg | None = None
-    rel_threshold: int = 1
+    rel_threshold: int = 1  # binary relevance (P, R, AP, RR): label >= this
+    # position discount of DCG/IDCG/NDCG and the per-round curves; jarvelin's base: discount_base
+    discount: Discount = Discount.log2_rank_plus_1
+    discount_base: float = 2.0
     strata: list[int] = field(default_factory=lambda: [1, 11, 51])  # lower edges of the strata
     idcg_bins: int = 30
     splits: list[str] = field(default_factory=lambda: ["valid", "test"])

@@ -9,7 +9,7 @@ round and the decomposition of the gap to them. The flat metric keys are the MLf
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -30,6 +30,8 @@ class Evaluation:
     reports: dict[tuple[str, int], IdcgReport]
     metrics: dict[str, float]
     gap_notes: list[str]
+    #: lines on what the numbers mean for this data (exposure against eval.k, low-IDCG queries)
+    advice: list[str] = field(default_factory=list)
 
 
 def evaluate(spec: ExperimentSpec, scored: Scored) -> Evaluation:
@@ -39,6 +41,7 @@ def evaluate(spec: ExperimentSpec, scored: Scored) -> Evaluation:
     reports: dict[tuple[str, int], IdcgReport] = {}
     metrics: dict[str, float] = {}
     notes: list[str] = []
+    advice: list[str] = []
     for split in spec.config.eval.splits:
         table = scored.tables[split]
         summary = summarize(table, strata=spec.strata)
@@ -67,13 +70,18 @@ def evaluate(spec: ExperimentSpec, scored: Scored) -> Evaluation:
     for key, by_metric in scored.lightgbm_values.items():
         if "/" in key:  # {split}/lightgbm_train_labels: LightGBM's values on the training labels
             metrics.update({f"{key}/{lightgbm_key(name)}": value for name, value in by_metric.items()})
+    if scored.exposure is not None:  # a click log: where its exposure ends, and K against it
+        metrics |= {f"data/{key}": value for key, value in scored.exposure.metrics().items()}
+        line = scored.exposure.advice(max(spec.ks))
+        if line:
+            advice.append(line)
     result = scored.result
     metrics |= {
         "best_iteration": float(result.best_iteration),
         "n_rounds": float(result.n_rounds),
         "train_seconds": result.seconds,
     }
-    return Evaluation(summaries, tables, reports, metrics, notes)
+    return Evaluation(summaries, tables, reports, metrics, notes, advice)
 
 
 def lightgbm_key(name: str) -> str:

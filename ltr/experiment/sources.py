@@ -32,6 +32,7 @@ from ltr.errors import LtrUserError
 from ltr.experiment.rerank import rerank_split
 from ltr.experiment.spec import ExperimentSpec
 from ltr.metrics import per_query_table
+from ltr.metrics.exposure import ExposureReport, exposure_report
 from ltr.metrics.gap import LightgbmGap, lightgbm_gap
 from ltr.metrics.ips import click_summary, click_tables, estimate_propensities, propensity_table
 from ltr.tracking import Tracker
@@ -66,6 +67,8 @@ class Scored:
     #: ``pre_rerank[split]``: the per-query table of the model's own order when the run re-ranks
     #: (``rerank=...``; ``tables`` then describe the final order), else empty.
     pre_rerank: dict[str, pd.DataFrame] = field(default_factory=dict)
+    #: where the exposure of a click log ends (:mod:`ltr.metrics.exposure`); None without positions
+    exposure: ExposureReport | None = None
 
 
 class DataSource(Protocol):
@@ -150,7 +153,31 @@ class InMemorySource:
             lightgbm_curves={self._lightgbm_key(split): by_name for split, by_name in result.evals_result.items()},
             curves={self._our_key(split): by_key for split, by_key in result.curves.items()},
             pre_rerank=pre_rerank,
+            exposure=self._exposure(spec),
         )
+
+    def _exposure(self, spec: ExperimentSpec) -> ExposureReport | None:
+        """The exposure report of the training click log, under the propensities in use."""
+        if self.clicks is None:
+            return None
+        train = self.clicks.clicks.train
+        assert train.positions is not None  # a click log always has positions
+        props = self._propensities(spec, int(train.positions.max()) + 1)
+        source = "estimated" if spec.config.eval.clicks.propensity != "config" else "configured"
+        return exposure_report(train.positions, train.labels, props, propensity_source=source)
+
+    def _propensities(self, spec: ExperimentSpec, n_positions: int) -> NDArray[np.float64]:
+        """The propensity model in use (``eval.clicks``): the configured curve, or one estimated
+        on the training log."""
+        assert self.clicks is not None
+        click_cfg = spec.config.eval.clicks
+        floor = float(click_cfg.min_propensity)
+        if click_cfg.propensity == "config":
+            curve = self.clicks.examination if click_cfg.propensities is None else list(click_cfg.propensities)
+            return propensity_table(curve, n_positions, min_propensity=floor)
+        train = self.clicks.clicks.train
+        assert train.positions is not None
+        return estimate_propensities(train.labels, train.positions, n_positions=n_positions, min_propensity=floor)
 
     @staticmethod
     def _table(
@@ -214,17 +241,8 @@ class InMemorySource:
         """Naive and IPS click NDCG of one split, and the true NDCG on the queries with clicks."""
         assert self.clicks is not None
         data: RankingData = getattr(self.clicks.clicks, split)
-        click_cfg = spec.config.eval.clicks
         assert data.positions is not None  # a click log always has positions
-        n_positions = int(data.positions.max()) + 1
-        floor = float(click_cfg.min_propensity)
-        if click_cfg.propensity == "config":
-            curve = self.clicks.examination if click_cfg.propensities is None else list(click_cfg.propensities)
-            props = propensity_table(curve, n_positions, min_propensity=floor)
-        else:  # estimated on the training log, applied to every split
-            train = self.clicks.clicks.train
-            assert train.positions is not None
-            props = estimate_propensities(train.labels, train.positions, n_positions=n_positions, min_propensity=floor)
+        props = self._propensities(spec, int(data.positions.max()) + 1)
         naive, ips = click_tables(
             data.labels, data.positions, scores, data.offsets, data.qids, propensities=props,
             ks=list(spec.ks), conventions=spec.conventions, strata=spec.strata,

@@ -65,6 +65,27 @@ class Measure:
         return cls(name, int(k))
 
 
+#: trec_eval's name of a measure at cut-off ``{k}`` (the ``trec_eval`` preset reproduces them).
+_TREC_EVAL = {
+    "ndcg": "ndcg_cut_{k}", "p": "P_{k}", "recall": "recall_{k}", "ap": "map_cut_{k}",
+}  # fmt: skip
+_TREC_EVAL_UNCUT = {"rr": "recip_rank", "ap": "map"}
+
+
+def trec_eval_name(measure: Measure) -> str | None:
+    """trec_eval's name of ``measure`` (its mean over topics), or None when it has none.
+
+    Examples
+    --------
+    >>> trec_eval_name(Measure("recall", 10)), trec_eval_name(Measure("ap", 5)), trec_eval_name(Measure("ap"))
+    ('recall_10', 'map_cut_5', 'map')
+    """
+    if measure.k is None:
+        return _TREC_EVAL_UNCUT.get(measure.name)
+    name = _TREC_EVAL.get(measure.name)
+    return None if name is None else name.format(k=measure.k)
+
+
 def table_measures(ks: list[int] | tuple[int, ...]) -> list[Measure]:
     """The measures of a per-query table built with ``ks``, in a reading order for reports."""
     out: list[Measure] = []
