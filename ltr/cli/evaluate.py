@@ -31,6 +31,7 @@ from ltr.data.trec import read_trec
 from ltr.errors import DataError, LtrUserError
 from ltr.metrics import PRESETS, Strata, per_query_table, resolve_conventions, summarize
 from ltr.metrics.conventions import DISCOUNTS, GAINS, TIES, ZERO_IDCG
+from ltr.metrics.idcg_report import low_idcg_note
 from ltr.metrics.measures import table_measures, trec_eval_name
 
 #: The largest cut-off: a list is never cut deeper than its length, but the discount table is
@@ -215,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
         _print_table(summary, ks, strata, conventions.describe(), args.preset)
         if counts:
             print(", ".join(f"{k} {v}" for k, v in counts.items()))
+        note = low_idcg_note(table, max(ks))
+        if note:
+            print(note)
     return 0
 
 
@@ -357,6 +361,8 @@ def _print_table(
     if "n_queries/len_empty" in summary:
         keys.append("len_empty")
         labels.append("empty")
+    if conv.get("discount") == "log2_rank_plus_1":
+        conv = {k: v for k, v in conv.items() if k != "discount_base"}  # the base is jarvelin's only
     conv_text = ", ".join(f"{k}={v}" for k, v in conv.items() if v is not None)
     title = f"ltr evaluate ({'preset ' + preset + ': ' if preset else ''}{conv_text})"
     table = Table(title=title, title_justify="left")

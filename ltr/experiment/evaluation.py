@@ -17,6 +17,7 @@ from ltr.experiment.sources import Scored
 from ltr.experiment.spec import ExperimentSpec
 from ltr.metrics import IdcgReport, idcg_report, summarize
 from ltr.metrics.composite import composite_columns, summarize_composites
+from ltr.metrics.idcg_report import low_idcg_note
 from ltr.metrics.measures import Measure
 from ltr.metrics.summary import is_metric_column
 
@@ -61,6 +62,9 @@ def evaluate(spec: ExperimentSpec, scored: Scored) -> Evaluation:
             metrics[f"{split}/idcg_at_{k}/share_zero"] = report.share_zero
             metrics[f"{split}/idcg_at_{k}/share_le_one"] = report.share_le_one
             metrics[f"{split}/share_shorter_than_{k}"] = report.share_shorter_than_k
+        note = low_idcg_note(table, max(spec.ks), split=split)
+        if note:
+            advice.append(note)
         for name, value in scored.lightgbm_values.get(split, {}).items():
             metrics[f"{split}/lightgbm/{lightgbm_key(name)}"] = value
         gap = scored.gaps[split]

@@ -97,7 +97,7 @@ class ExposureReport:
             )
         if 2 * k < k80:
             return (
-                f"eval.k {k} covers {share:.0%} of the examinations, well inside the 80 % "
+                f"eval.k {k} covers {share * 100:.0f} % of the examinations, well inside the 80 % "
                 f"point (k={k80}): users look further down than NDCG@{k} scores; consider K={k80}"
             )
         return None

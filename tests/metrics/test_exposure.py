@@ -59,14 +59,16 @@ def test_ltr_exposure_prints_the_k_table(tmp_path: Path, capsys: pytest.CaptureF
     assert "advice: eval.k 20 lies beyond the 95 % exposure point" in text
     assert main([str(tmp_path / "log.csv"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["rows"][-1][1:] == [1.0, 1.0] and out["exposure_k50"] >= 1
+    assert out["rows"][-1][1:] == [1.0, 1.0]
+    assert out["exposure_k50"] >= 1
 
 
 def test_bad_log_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "bad.csv").write_text("query,position,click\nq1,0,1\nq1,-1,0\n")
     assert ltr_main(["exposure", str(tmp_path / "bad.csv")]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "row 2: position '-1' is not an integer >= 0" in err
+    assert len(err.splitlines()) == 1
+    assert "row 2: position '-1' is not an integer >= 0" in err
     (tmp_path / "cols.csv").write_text("q,pos,c\n")
     assert ltr_main(["exposure", str(tmp_path / "cols.csv")]) == 2
     assert "has no column 'query'" in capsys.readouterr().err

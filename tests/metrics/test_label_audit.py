@@ -85,12 +85,14 @@ def test_sample_is_seeded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         assert main([str(tmp_path / "t.parquet"), "--columns", "old", "new", "--sample", "4", "--seed", str(seed), "--json"]) == 0
         runs.append(json.loads(capsys.readouterr().out))
     assert runs[0] == runs[1]
-    assert runs[0]["n_queries"] == 4 and runs[0]["n_pairs"] == 4 * N_DOC
+    assert runs[0]["n_queries"] == 4
+    assert runs[0]["n_pairs"] == 4 * N_DOC
 
 
 def test_agreement_of_identical_labels() -> None:
     a = label_agreement(np.array([0, 1, 2, 3]), np.array([0, 1, 2, 3]))
-    assert a.exact == 1.0 and a.kappa == pytest.approx(1.0)
+    assert a.exact == 1.0
+    assert a.kappa == pytest.approx(1.0)
     assert a.confusion.trace() == 4
 
 
@@ -100,8 +102,10 @@ def test_missing_pair_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureF
     assert ltr_main(["labels", str(tmp_path / "a.csv"), str(tmp_path / "b.csv")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
-    assert "1 (query, document) pair(s)" in err and "qid 1 docno y" in err
+    assert "1 (query, document) pair(s)" in err
+    assert "qid 1 docno y" in err
     (tmp_path / "c.csv").write_text("qid,docno,label\n1,x,one\n")
     assert ltr_main(["labels", str(tmp_path / "c.csv"), str(tmp_path / "b.csv")]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "row 1: label 'one' is not an integer" in err
+    assert len(err.splitlines()) == 1
+    assert "row 1: label 'one' is not an integer" in err

@@ -77,7 +77,8 @@ def test_full_ap_off_changes_nothing_else() -> None:
     b = measure_arrays(labels, scores, offsets, ks=(1, 5), full_ap=False)
     for name in ("idcg", "dcg", "ndcg", "err", "precision", "rr", "rr_at", "recall", "ap_at"):
         assert np.array_equal(getattr(a, name), getattr(b, name)), name
-    assert np.isnan(b.ap).all() and not np.isnan(a.ap).any()
+    assert np.isnan(b.ap).all()
+    assert not np.isnan(a.ap).any()
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -103,7 +104,8 @@ def test_average_ties_equal_mean_over_all_orders(
         ideal_labels=ideal, ideal_offsets=np.array([0, len(ideal)]),
     ).iloc[0]  # fmt: skip
     if n_rel == 0:
-        assert got["ap"] == 0.0 and all(got[f"recall_at_{k}"] == 0.0 for k in ks)
+        assert got["ap"] == 0.0
+        assert all(got[f"recall_at_{k}"] == 0.0 for k in ks)
         return
     sums: dict[str, float] = {}
     count = 0
