@@ -386,7 +386,8 @@ def _one_query(
             prec[q, ki] = 0.0
             rec[q, ki] = 0.0
             ap_at[q, ki] = 0.0
-        ap[q] = 0.0
+        if full_ap:
+            ap[q] = 0.0
         _set_rr(q, rr, rr_at, ks, 0, 0, 0)
         return
     # ---- ranked: the top k_max rows in rank order, expected gain / relevance / stop ---------

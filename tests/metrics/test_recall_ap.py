@@ -72,7 +72,7 @@ def test_full_ap_off_changes_nothing_else() -> None:
     rng = np.random.default_rng(3)
     labels = rng.integers(0, 3, 400)
     scores = rng.integers(0, 5, 400).astype(np.float64)
-    offsets = np.array([0, 7, 50, 51, 200, 400])
+    offsets = np.array([0, 7, 50, 50, 51, 200, 400])  # query 2 is empty
     a = measure_arrays(labels, scores, offsets, ks=(1, 5), full_ap=True)
     b = measure_arrays(labels, scores, offsets, ks=(1, 5), full_ap=False)
     for name in ("idcg", "dcg", "ndcg", "err", "precision", "rr", "rr_at", "recall", "ap_at"):
