@@ -207,12 +207,69 @@ def _count_relevant(labels: Any, lo: int, hi: int, rel_threshold: int) -> int:
 
 
 @_jit
+def _ap_by_score_blocks(s: Any, labels: Any, lo: int, hi: int, rel_threshold: int, n_rel: int, average: bool) -> float:
+    """`_full_ap_sum` without sorting the list: only the scores of its ``n_rel >= 1`` relevant
+    rows are sorted (their distinct values are the blocks that matter), and one pass with a
+    binary search counts, per block, the rows above it and in it. Exact for ``average``, and for
+    any order when no relevant row ties with another row; else -1 (the caller sorts)."""
+    u = np.empty(n_rel)
+    c = 0
+    for i in range(lo, hi):
+        if labels[i] >= rel_threshold:
+            u[c] = s[i]
+            c += 1
+    u.sort()
+    rc = np.zeros(n_rel, dtype=np.int64)
+    d = 0  # distinct relevant scores, ascending, with their relevant counts
+    for j in range(n_rel):
+        if d == 0 or u[j] != u[d - 1]:
+            u[d] = u[j]
+            rc[d] = 1
+            d += 1
+        else:
+            rc[d - 1] += 1
+            if not average:
+                return -1.0
+    cnt = np.zeros(d + 1, dtype=np.int64)  # cnt[b]: rows with u[b-1] < score <= u[b] (b = d: above all)
+    eq = np.zeros(d, dtype=np.int64)  # eq[b]: rows with score == u[b]
+    for i in range(lo, hi):
+        v = s[i]
+        a = 0
+        b = d
+        while a < b:  # a = number of distinct relevant scores below v
+            mid = (a + b) >> 1
+            if u[mid] < v:
+                a = mid + 1
+            else:
+                b = mid
+        cnt[a] += 1
+        if a < d and u[a] == v:
+            eq[a] += 1
+    total = 0.0
+    above = 0
+    crel = 0
+    for b in range(d - 1, -1, -1):  # blocks from the highest score down
+        above += cnt[b + 1]
+        m = eq[b]
+        if m > 1 and not average:
+            return -1.0
+        for t in range(m):
+            total += _block_term(crel, m, rc[b], t) / (above + t + 1)
+        crel += rc[b]
+    return total
+
+
+@_jit
 def _full_ap_sum(
-    s: Any, labels: Any, lut: Any, tk: Any, mode: int, average: bool, lo: int, hi: int, rel_threshold: int
+    s: Any, labels: Any, lut: Any, tk: Any, mode: int, average: bool, lo: int, hi: int, rel_threshold: int, n_rel: int
 ) -> float:
     """``sum_p E[rel_p * (relevant rows at positions <= p)] / p`` over the whole list ``lo:hi``
-    (AP times the number of relevant judgments), from a full sort of the list: numpy's stable
-    sort for input order (``stable``, ``average``), the heap of `_top_k` for the other modes."""
+    (AP times the number of relevant judgments; ``n_rel`` relevant rows in the list, >= 1).
+    `_ap_by_score_blocks` when it applies, else a full sort of the list: numpy's stable sort for
+    input order (``stable``), the heap of `_top_k` for the other modes."""
+    by_blocks = _ap_by_score_blocks(s, labels, lo, hi, rel_threshold, n_rel, average)
+    if by_blocks >= 0.0:
+        return by_blocks
     n = hi - lo
     if mode == MODE_INPUT:
         order = np.argsort(-s[lo:hi], kind="mergesort") + lo
@@ -493,11 +550,12 @@ def _one_query(
             ki += 1
     # ---- average precision over the whole list ---------------------------------------------
     if full_ap:
-        if n == n_top or (partial_r == 0 and crel == _count_relevant(labels, lo, hi, rel_threshold)):
+        r_list = crel if n == n_top else _count_relevant(labels, lo, hi, rel_threshold)
+        if n == n_top or (partial_r == 0 and crel == r_list):
             # every relevant row (and its tie block) lies in the top: AP is the sum above
             ap[q] = run_a * inv_rel
         else:
-            ap[q] = _full_ap_sum(scores, labels, lut, tie_keys, mode, average, lo, hi, rel_threshold) * inv_rel
+            ap[q] = _full_ap_sum(scores, labels, lut, tie_keys, mode, average, lo, hi, rel_threshold, r_list) * inv_rel
     # ---- reciprocal rank of the first relevant row (whole list) ----------------------------
     # from the top when a relevant row is there (and, for average, its tie block ends inside
     # the top); else by passes over the whole list

@@ -72,7 +72,7 @@ def gap_parts(
     col = f"ndcg_at_{k}"
 
     def table(conventions: MetricConventions) -> pd.DataFrame:
-        return per_query_table(labels, scores, offsets, qids, ks=(k,), conventions=conventions)
+        return per_query_table(labels, scores, offsets, qids, ks=(k,), conventions=conventions, full_ap=False)
 
     theirs_table = table(theirs)
     return pd.DataFrame({

@@ -39,6 +39,7 @@ def per_query_table(
     ideal_offsets: NDArray[np.int64] | None = None,
     tie_keys: NDArray[np.generic] | None = None,
     max_gain: float | None = None,
+    full_ap: bool = True,
 ) -> pd.DataFrame:
     """One row per query with its list length, stratum and every measure at every ``k``.
 
@@ -70,6 +71,10 @@ def per_query_table(
         Default: the largest gain of ``labels`` / ``ideal_labels`` (see :func:`largest_gain`).
         Pass the value of the whole split when the table is built part by part, so the parts'
         tables concatenate to the whole split's table.
+    full_ap : bool
+        Compute ``ap`` (AP over the whole list; default). It is the one measure that looks past
+        the top ``max(ks)`` of every list, and costs more than all the others together on long
+        lists with many relevant rows; False leaves the column out (callers that need NDCG only).
 
     Returns
     -------
@@ -77,7 +82,7 @@ def per_query_table(
         Columns ``qid, list_len, stratum`` (categorical of the stratum display labels, e.g.
         ``"11-50"``; ``"empty"`` for an empty list), ``n_relevant``, then per ``k``
         ``idcg_at_k, dcg_at_k, ndcg_at_k, err_at_k, p_at_k, rr_at_k, recall_at_k, ap_at_k``,
-        then ``rr`` and ``ap``; rows in input order.
+        then ``rr`` and ``ap`` (without ``full_ap``: no ``ap``); rows in input order.
 
     Examples
     --------
@@ -92,7 +97,7 @@ def per_query_table(
         raise ValueError(f"qids have shape {qids_a.shape}; offsets describe {n_q} queries")
     m = measure_arrays(
         labels, scores, offsets, ks=ks, conventions=conventions, ideal_labels=ideal_labels,
-        ideal_offsets=ideal_offsets, tie_keys=tie_keys, max_gain=max_gain, qids=qids_a,
+        ideal_offsets=ideal_offsets, tie_keys=tie_keys, max_gain=max_gain, qids=qids_a, full_ap=full_ap,
     )
     list_len = m.list_len
     data: dict[str, object] = {
@@ -114,7 +119,8 @@ def per_query_table(
         data[f"recall_at_{k}"] = m.recall[:, j]
         data[f"ap_at_{k}"] = m.ap_at[:, j]
     data["rr"] = m.rr
-    data["ap"] = m.ap
+    if full_ap:
+        data["ap"] = m.ap
     return pd.DataFrame(data)
 
 
