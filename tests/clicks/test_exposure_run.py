@@ -29,7 +29,8 @@ def test_click_run_logs_exposure_keys_and_figure(
     clicks = load_click_splits(cfg.data, cfg.split, seed=cfg.seed).clicks.train
     assert clicks.positions is not None
     curve = examination_curve(int(clicks.positions.max()) + 1, eta=float(cfg.data.examination_eta))
-    exams = np.bincount(clicks.positions) * np.maximum(curve, float(cfg.eval.clicks.min_propensity))
+    curve = np.maximum(curve, float(cfg.eval.clicks.min_propensity))  # the floor of eval.clicks
+    exams = np.bincount(clicks.positions) * curve
     share = np.cumsum(exams) / exams.sum()
     for pct in (50, 80, 95):
         assert metrics[f"data/exposure_k{pct}"] == int(np.flatnonzero(share >= pct / 100 - 1e-12)[0]) + 1
