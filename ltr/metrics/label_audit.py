@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from sklearn.metrics import cohen_kappa_score
 
 from ltr.metrics.conventions import MetricConventions
 from ltr.metrics.strata import Strata
@@ -69,8 +70,6 @@ class LabelAgreement:
 
 def label_agreement(labels_a: NDArray[np.integer], labels_b: NDArray[np.integer]) -> LabelAgreement:
     """Agreement of two label arrays of the same pairs (same order), see `LabelAgreement`."""
-    from sklearn.metrics import cohen_kappa_score  # sklearn loads in about 1 s: only here
-
     a = np.asarray(labels_a, dtype=np.int64)
     b = np.asarray(labels_b, dtype=np.int64)
     if a.shape != b.shape or a.ndim != 1:
