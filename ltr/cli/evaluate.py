@@ -30,8 +30,9 @@ from ltr.data.readers import read_ranking_file
 from ltr.data.trec import read_trec
 from ltr.errors import DataError, LtrUserError
 from ltr.metrics import PRESETS, Strata, per_query_table, resolve_conventions, summarize
-from ltr.metrics.conventions import GAINS, TIES, ZERO_IDCG
-from ltr.metrics.measures import table_measures
+from ltr.metrics.conventions import DISCOUNTS, GAINS, TIES, ZERO_IDCG
+from ltr.metrics.idcg_report import low_idcg_note
+from ltr.metrics.measures import table_measures, trec_eval_name
 
 #: The largest cut-off: a list is never cut deeper than its length, but the discount table is
 #: ``max(--k)`` long (8 bytes each).
@@ -41,7 +42,7 @@ MAX_K = 1_000_000
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(
         prog="ltr evaluate",
-        description="Evaluate rankings made elsewhere: nDCG/ERR/P/RR@k and RR (reciprocal rank), overall and per list-length stratum.",
+        description="Evaluate rankings made elsewhere: nDCG/ERR/P/R/AP/RR@k, RR (reciprocal rank) and AP (average precision), overall and per list-length stratum.",
     )
     src = p.add_argument_group("input (either --qrels and --run, or --data and --scores)")
     src.add_argument(
@@ -96,6 +97,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--label-gain",
         help="explicit gain per label 0,1,2,...: comma-separated (trec_eval -m ndcg.1=3,2=9: "
         "0,3,9; a level it leaves out has gain = level)",
+    )
+    conv.add_argument(
+        "--discount",
+        choices=DISCOUNTS,
+        help="position discount of DCG and IDCG: log2_rank_plus_1 (default: 1/log2(rank+1)) or "
+        "jarvelin (Järvelin and Kekäläinen's classic DCG: rank 1 undiscounted, then "
+        "1/log_b(rank); b = --discount-base)",
+    )
+    conv.add_argument(
+        "--discount-base",
+        type=float,
+        metavar="B",
+        help="the base b of --discount jarvelin, a number > 1 (default 2): ranks below b are "
+        "not discounted",
     )
     conv.add_argument("--ties", choices=TIES)
     conv.add_argument("--zero-idcg", choices=ZERO_IDCG)
@@ -161,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
             ties=args.ties,
             zero_idcg=args.zero_idcg,
             rel_threshold=args.rel_threshold,
+            discount=args.discount,
+            discount_base=args.discount_base,
         )
     except ValueError as exc:
         raise LtrUserError(str(exc)) from None
@@ -199,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
         _print_table(summary, ks, strata, conventions.describe(), args.preset)
         if counts:
             print(", ".join(f"{k} {v}" for k, v in counts.items()))
+        note = low_idcg_note(table, max(ks))
+        if note:
+            print(note)
     return 0
 
 
@@ -341,6 +361,8 @@ def _print_table(
     if "n_queries/len_empty" in summary:
         keys.append("len_empty")
         labels.append("empty")
+    if conv.get("discount") == "log2_rank_plus_1":
+        conv = {k: v for k, v in conv.items() if k != "discount_base"}  # the base is jarvelin's only
     conv_text = ", ".join(f"{k}={v}" for k, v in conv.items() if v is not None)
     title = f"ltr evaluate ({'preset ' + preset + ': ' if preset else ''}{conv_text})"
     table = Table(title=title, title_justify="left")
@@ -355,7 +377,8 @@ def _print_table(
     )
     for m in table_measures(ks):
         cells = [_fmt(summary.get(m.key))] + [_fmt(summary.get(f"{m.key}/{k}")) for k in keys]
-        table.add_row(m.display, *cells)
+        peer = trec_eval_name(m) if preset == "trec_eval" else None
+        table.add_row(m.display if peer is None else f"{m.display} ({peer})", *cells)
     console = Console()
     console.print(table)
     console.print(

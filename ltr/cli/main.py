@@ -1,7 +1,7 @@
 """The ``ltr`` command: a verb, its arguments, one exit-code policy.
 
 Each verb lives in its own module of :mod:`ltr.cli` (``train``, ``evaluate``, ``compare``,
-``cache``, ``partition``, ``ui``), imported only when that verb runs so ``ltr --help`` stays fast.
+``exposure``, ``labels``, ``cache``, ``partition``, ``ui``), imported only when that verb runs so ``ltr --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import unicodedata
 from ltr.errors import LtrUserError
 from ltr.tracking.lifecycle import Terminated
 
-VERBS = ("train", "rerun", "predict", "promote", "evaluate", "compare", "cache", "partition", "ui")
+VERBS = ("train", "rerun", "predict", "promote", "evaluate", "compare", "exposure", "labels", "cache", "partition", "ui")
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
@@ -27,6 +27,8 @@ commands:
   promote RUN --name N   register a run's (or a sweep's best) model in the MLflow Model Registry; --help
   evaluate ...           evaluate rankings made elsewhere (TREC run, or data + scores); --help for options
   compare RUN [RUN ...]  compare runs per query and per stratum with paired significance tests; --help
+  exposure LOG           where a click log's exposure ends: share of clicks/examinations at <= k, K advice
+  labels A B             audit two label sets of the same documents: agreement, kappa, NDCG moved; --help
   cache [info|clear]     show (entries, size, limit) or clear the cache of parsed data files; --help
   partition ...          write data files as the whole-query Parquet partitions data=parquet_partitions reads; --help
   ui [--port N]          open the MLflow UI on 127.0.0.1 against the default local store
@@ -79,6 +81,14 @@ def main(argv: list[str] | None = None) -> int:
             from ltr.cli.compare import main as compare_main
 
             return int(compare_main(rest))
+        if verb == "exposure":
+            from ltr.cli.exposure import main as exposure_main
+
+            return int(exposure_main(rest))
+        if verb == "labels":
+            from ltr.cli.labels import main as labels_main
+
+            return int(labels_main(rest))
         if verb == "rerun":
             from ltr.cli.rerun import main as rerun_main
 

@@ -25,8 +25,10 @@ from ltr.tracking.sweep_summary import child_runs
 FINGERPRINT_TAG = "ltr.data.fingerprint"
 #: Tags of the metric conventions runs must agree on. ``ltr.eval.k`` is not among them: runs
 #: with different cut-offs compare fine on a metric both have (a missing column is an error).
-CONVENTION_TAGS = ("ltr.eval.gain", "ltr.eval.ties", "ltr.eval.zero_idcg", "ltr.eval.strata")
+CONVENTION_TAGS = ("ltr.eval.gain", "ltr.eval.ties", "ltr.eval.zero_idcg", "ltr.eval.discount", "ltr.eval.strata")
 _MISSING = "(no tag)"
+#: What a run logged before a convention tag existed used (runs before ``eval.discount``).
+_TAG_DEFAULTS = {"ltr.eval.discount": "log2_rank_plus_1"}
 #: Tag of a cross-validation sweep's parent: the config key that picks the fold.
 CV_FOLD_KEY_TAG = "ltr.cv.fold_key"
 
@@ -66,7 +68,7 @@ def check_compatible(runs: Sequence[RunRecord], labels: Sequence[str], *, force:
     """
     notes: list[str] = []
     for tag in (FINGERPRINT_TAG, *CONVENTION_TAGS):
-        values = [r.tags.get(tag, _MISSING) for r in runs]
+        values = [r.tags.get(tag, _TAG_DEFAULTS.get(tag, _MISSING)) for r in runs]
         if len(set(values)) == 1:
             if tag == FINGERPRINT_TAG and values[0] == _MISSING:
                 notes.append(f"no run has a {tag} tag: cannot check they were evaluated on the same data")

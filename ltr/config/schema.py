@@ -13,6 +13,7 @@ from omegaconf import MISSING
 
 from ltr.config.allowed import INT32_MAX, SEED_MAX, allowed
 from ltr.config.choices import (
+    Discount,
     Estimator,
     Gain,
     Preset,
@@ -128,7 +129,10 @@ class EvalConfig:
     label_gain: list[float] | None = field(default=None, metadata=allowed(ge=0, min_len=1))
     ties: Ties | None = None
     zero_idcg: ZeroIdcg | None = None
-    rel_threshold: int = field(default=1, metadata=allowed(ge=0, le=INT32_MAX))
+    rel_threshold: int = field(default=1, metadata=allowed(ge=0, le=INT32_MAX))  # binary relevance (P, R, AP, RR): label >= this
+    # position discount of DCG/IDCG/NDCG and the per-round curves; jarvelin's base: discount_base
+    discount: Discount = Discount.log2_rank_plus_1
+    discount_base: float = field(default=2.0, metadata=allowed(gt=1, le=1e6))
     strata: list[int] = field(default_factory=lambda: [1, 11, 51], metadata=allowed(ge=1, le=INT32_MAX, min_len=1))  # lower edges
     idcg_bins: int = field(default=30, metadata=allowed(ge=1, le=10**6))
     splits: list[str] = field(default_factory=lambda: ["valid", "test"], metadata=allowed(min_len=1, choices=EVAL_SPLITS))

@@ -246,6 +246,8 @@ def _check_conventions(eval_cfg: EvalConfig) -> MetricConventions:
             zero_idcg=None if eval_cfg.zero_idcg is None else str(eval_cfg.zero_idcg),
             label_gain=eval_cfg.label_gain,
             rel_threshold=int(eval_cfg.rel_threshold),
+            discount=str(eval_cfg.discount),
+            discount_base=float(eval_cfg.discount_base),
         )
     except ValueError as exc:
         raise LtrUserError(f"eval: {exc}") from exc

@@ -21,7 +21,7 @@ from ltr.experiment.report import summary_rows, to_markdown
 from ltr.experiment.rerank import diversity_measures
 from ltr.experiment.sources import Scored
 from ltr.experiment.spec import ExperimentSpec
-from ltr.metrics.plots import plot_idcg_histogram
+from ltr.metrics.plots import plot_exposure, plot_idcg_histogram
 from ltr.tracking import Tracker
 from ltr.tracking.gitinfo import code_state, source_tags
 from ltr.training.artifact import ShippedModel, ship_model
@@ -98,6 +98,8 @@ def run_tags(spec: ExperimentSpec, data_sha: str, overrides: Sequence[str]) -> d
         "ltr.eval.ties": conventions.ties,
         "ltr.eval.zero_idcg": conventions.zero_idcg,
         "ltr.eval.rel_threshold": str(conventions.rel_threshold),
+        "ltr.eval.discount": conventions.discount
+        + ("" if conventions.discount == "log2_rank_plus_1" else f" (base {conventions.discount_base:g})"),
         "ltr.eval.strata": ",".join(spec.strata.labels),
         "ltr.eval.k": ",".join(str(k) for k in spec.ks),
         "ltr.seed": str(config.seed),
@@ -134,6 +136,7 @@ def summary_markdown(spec: ExperimentSpec, evaluation: Evaluation, result: Train
         f"# {title}\n\n" + to_markdown(header, rows)
         + f"\nBest round {result.best_iteration} of {result.n_rounds}.\n\n## Beside LightGBM's own metric\n\n"
         + "\n\n".join(evaluation.gap_notes) + "\n"
+        + ("\n## Advice\n\n" + "\n\n".join(evaluation.advice) + "\n" if evaluation.advice else "")
     )
     return title, text, header, rows
 
@@ -201,6 +204,12 @@ def record_results(
     for (split, k), report in evaluation.reports.items():
         tracker.log_figure(plot_idcg_histogram(report, title=f"{name}\n{split}: IDCG@{k} per query"), f"idcg/{split}/hist_at_{k}.png")
         tracker.log_dict(report.to_dict(), f"idcg/{split}/hist_at_{k}.json")
+    if scored.exposure is not None:
+        tracker.log_figure(
+            plot_exposure(scored.exposure, title=f"{name}\nexposure by position (training log)", eval_k=max(spec.ks)),
+            "data/exposure.png",
+        )
+        tracker.log_dict(scored.exposure.to_dict(), "data/exposure.json")
     tracker.log_figure(
         plot_ndcg_by_stratum(evaluation.summaries, ks=list(spec.ks), strata=spec.strata, title=f"{name}\nnDCG by list length"),
         "report/ndcg_by_stratum.png",

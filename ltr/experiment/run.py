@@ -115,6 +115,8 @@ def run(
     print_table(header, rows, title=title)
     for note in evaluation.gap_notes:
         log.info(note)
+    for line in evaluation.advice:
+        log.warning(line)
     timings["total"] = time.perf_counter() - t0
     log.info("time: %s", ", ".join(f"{key} {seconds:.2f} s" for key, seconds in timings.items()))
     return RunOutcome(

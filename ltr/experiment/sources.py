@@ -32,6 +32,7 @@ from ltr.errors import LtrUserError
 from ltr.experiment.rerank import rerank_split
 from ltr.experiment.spec import ExperimentSpec
 from ltr.metrics import per_query_table
+from ltr.metrics.exposure import ExposureReport, exposure_report
 from ltr.metrics.gap import LightgbmGap, lightgbm_gap
 from ltr.metrics.ips import click_summary, click_tables, estimate_propensities, propensity_table
 from ltr.metrics.top import with_top_doc_ids
@@ -119,6 +120,8 @@ class Scored:
     #: a few rows of features (float32, the model's columns) for the logged model's input
     #: example and signature; None when no rows reach this process
     example_features: NDArray[np.float32] | None = None
+    #: where the exposure of a click log ends (:mod:`ltr.metrics.exposure`); None without positions
+    exposure: ExposureReport | None = None
 
 
 class DataSource(Protocol):
@@ -200,7 +203,31 @@ class InMemorySource:
             curves={self._our_key(split): by_key for split, by_key in result.curves.items()},
             pre_rerank=pre_rerank,
             example_features=self.training.test.features[:INPUT_EXAMPLE_ROWS],
+            exposure=self._exposure(spec),
         )
+
+    def _exposure(self, spec: ExperimentSpec) -> ExposureReport | None:
+        """The exposure report of the training click log, under the propensities in use."""
+        if self.clicks is None:
+            return None
+        train = self.clicks.clicks.train
+        assert train.positions is not None  # a click log always has positions
+        props = self._propensities(spec, int(train.positions.max()) + 1)
+        source = "estimated" if spec.config.eval.clicks.propensity != "config" else "configured"
+        return exposure_report(train.positions, train.labels, props, propensity_source=source)
+
+    def _propensities(self, spec: ExperimentSpec, n_positions: int) -> NDArray[np.float64]:
+        """The propensity model in use (``eval.clicks``): the configured curve, or one estimated
+        on the training log."""
+        assert self.clicks is not None
+        click_cfg = spec.config.eval.clicks
+        floor = float(click_cfg.min_propensity)
+        if click_cfg.propensity == "config":
+            curve = self.clicks.examination if click_cfg.propensities is None else list(click_cfg.propensities)
+            return propensity_table(curve, n_positions, min_propensity=floor)
+        train = self.clicks.clicks.train
+        assert train.positions is not None
+        return estimate_propensities(train.labels, train.positions, n_positions=n_positions, min_propensity=floor)
 
     def _online_summary(self, spec: ExperimentSpec, split: str, scores: NDArray[np.float64]) -> dict[str, float]:
         """The simulated online click-through rate of the ranking (``online/ctr`` and its 95 % interval)."""
@@ -251,17 +278,8 @@ class InMemorySource:
         """Naive and IPS click NDCG of one split, and the true NDCG on the queries with clicks."""
         assert self.clicks is not None
         data: RankingData = getattr(self.clicks.clicks, split)
-        click_cfg = spec.config.eval.clicks
         assert data.positions is not None  # a click log always has positions
-        n_positions = int(data.positions.max()) + 1
-        floor = float(click_cfg.min_propensity)
-        if click_cfg.propensity == "config":
-            curve = self.clicks.examination if click_cfg.propensities is None else list(click_cfg.propensities)
-            props = propensity_table(curve, n_positions, min_propensity=floor)
-        else:  # estimated on the training log, applied to every split
-            train = self.clicks.clicks.train
-            assert train.positions is not None
-            props = estimate_propensities(train.labels, train.positions, n_positions=n_positions, min_propensity=floor)
+        props = self._propensities(spec, int(data.positions.max()) + 1)
         naive, ips = click_tables(
             data.labels, data.positions, scores, data.offsets, data.qids, propensities=props,
             ks=list(spec.ks), conventions=spec.conventions, strata=spec.strata,

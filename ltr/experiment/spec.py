@@ -59,6 +59,7 @@ class ExperimentSpec:
             "eval.gain": conventions.gain,
             "eval.ties": conventions.ties,
             "eval.zero_idcg": conventions.zero_idcg,
+            "eval.discount": conventions.discount,
             "fit.early_stopping_metric": self.early_stopping_metric,
             "optimized_metric": self.optimized_metric,
         }

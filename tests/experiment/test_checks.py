@@ -12,7 +12,7 @@ from ltr.config import choices
 from ltr.errors import LtrUserError
 from ltr.experiment.checks import check_config, metric_keys
 from ltr.metrics import PRESETS, MetricConventions
-from ltr.metrics.conventions import GAINS, TIES, ZERO_IDCG
+from ltr.metrics.conventions import DISCOUNTS, GAINS, TIES, ZERO_IDCG
 from tests.conftest import compose_train
 
 #: (overrides, what the one-line message must say). The issue's ten mistakes.
@@ -108,6 +108,7 @@ def test_enum_choices_are_the_metric_conventions_choices() -> None:
     assert tuple(choices.Gain) == GAINS
     assert set(choices.Ties) == set(TIES) - {"docno_desc"}  # docno_desc needs docnos: ltr evaluate only
     assert tuple(choices.ZeroIdcg) == ZERO_IDCG
+    assert tuple(choices.Discount) == DISCOUNTS
     assert set(choices.Preset) <= set(PRESETS)
 
 
