@@ -14,15 +14,12 @@ import logging
 import math
 import sys
 
-from hydra import compose, initialize_config_dir
-from hydra.errors import HydraException
 from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 
 from ltr.cli.args import OneLineParser
 from ltr.cli.compare import print_terminal
-from ltr.cli.train import CONF_DIR, one_line
 from ltr.compare.loading import load_comparison
+from ltr.config.compose import compose_train
 from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
 from ltr.experiment.rerun import (
@@ -66,10 +63,9 @@ def main(argv: list[str]) -> int:
         tracking_uri=store.uri, experiment=experiment,
     )
     try:
-        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-            cfg = compose(config_name="train", overrides=plan.overrides)
-    except (HydraException, OmegaConfBaseException) as exc:
-        raise LtrUserError(f"cannot compose the rerun: {one_line(exc)}") from exc
+        cfg = compose_train(plan.overrides)
+    except LtrUserError as exc:
+        raise LtrUserError(f"cannot compose the rerun: {exc}") from exc
     changes = describe_changes(
         source,
         config_differences(store.text_artifact(source, "config/config.yaml"), OmegaConf.to_yaml(cfg), ignore=plan.changed),

@@ -24,21 +24,17 @@ from types import FrameType
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from hydra.errors import HydraException, OverrideParseException
+from hydra.errors import HydraException
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ltr.cli.sweep_callback import parent_run_id_for, record_job_error, sweep_tags, varying_keys_for
+from ltr.config.compose import CONF_DIR, quote_non_ascii, user_message
 from ltr.config.store import register_configs
 from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
 from ltr.tracking.lifecycle import Terminated, raise_if_stop_requested, stop_signals
-
-#: The config groups, shipped inside the package (package data), so a wheel installed anywhere
-#: composes the same configs as the repository.
-CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
-
 
 
 def config_groups(conf_dir: str = CONF_DIR) -> str:
@@ -136,31 +132,6 @@ def job(cfg: DictConfig) -> float:
     return outcome.objective_value
 
 
-def one_line(exc: BaseException) -> str:
-    """Hydra's or OmegaConf's message (and its cause's) on one line, without search paths."""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    override = getattr(exc, "override", None)
-    if isinstance(exc, OverrideParseException) and override and override not in text:
-        text = f"cannot parse {override!r}: {text}"
-    cause = exc.__cause__
-    if isinstance(cause, OmegaConfBaseException) and str(cause).strip():
-        text = f"{text}: {str(cause).strip().splitlines()[0]}"
-    return text
-
-
-_GRAMMAR = set(",[]{}()'\"$=:\\ ")
-
-
-def quote_non_ascii(override: str) -> str:
-    """``key=value`` with a non-ASCII value (``data.train=/data/données/train.txt``) quoted, as
-    Hydra's override grammar needs; values with grammar characters (sweeps, lists) are left to
-    the user (and get a one-line hint when Hydra refuses them)."""
-    key, sep, value = override.partition("=")
-    if not sep or value.isascii() or _GRAMMAR & set(value) or key.startswith("-"):
-        return override
-    return f"{key}='{value}'"
-
-
 def main(argv: list[str]) -> int:
     """``ltr train ARGV``: run the Hydra app; config mistakes become one-line `LtrUserError`s."""
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises; ltr.cli.main prints one line
@@ -172,8 +143,5 @@ def main(argv: list[str]) -> int:
     except _UserErrorInJob as wrapped:
         raise wrapped.error from None
     except (HydraException, OmegaConfBaseException) as exc:
-        message = one_line(exc)
-        if "LexerNoViableAlt" in message and not all(arg.isascii() for arg in argv):
-            message += " (quote a value with non-ASCII characters: \"key='/path/données'\")"
-        raise LtrUserError(message) from exc
+        raise LtrUserError(user_message(exc, argv)) from exc
     return 0
