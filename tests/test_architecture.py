@@ -24,8 +24,9 @@ LEVELS = {
     "compare": 3,
     "dask": 4,
     "experiment": 5,
-    "cli": 6,
-    "__main__": 7,
+    "api": 6,
+    "cli": 7,
+    "__main__": 8,
 }
 
 #: Modules a function may import lazily, and why (README "Imports"); any other import is at the top.
@@ -90,7 +91,7 @@ def test_parts_levels_and_no_cycles() -> None:
     modules = _modules()
     parts = {_part(m) for m in modules}
     assert parts <= set(LEVELS), f"parts without a level: {parts - set(LEVELS)}"
-    assert len(parts) <= 13
+    assert len(parts) <= 14  # 13 parts, and the Python API (ltr.api) the verbs share
     upward = []
     for module, tree in modules.items():
         for imported, _, _ in _imports(tree, module):

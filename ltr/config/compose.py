@@ -64,6 +64,8 @@ def one_line(exc: BaseException) -> str:
 def user_message(exc: HydraException | OmegaConfBaseException, overrides: Sequence[str]) -> str:
     """:func:`one_line`, with a hint when a non-ASCII value needs quotes."""
     message = one_line(exc)
+    if message.startswith("Ambiguous value for argument"):
+        message += "; a list is key=[a,b]; a sweep over values is ltr train -m key=a,b"
     if "LexerNoViableAlt" in message and not all(o.isascii() for o in overrides):
         message += " (quote a value with non-ASCII characters: \"key='/path/données'\")"
     return message
