@@ -7,7 +7,9 @@ Each function does what its ``ltr`` verb does, with the same checks: a mistake r
 - :func:`train`: ``ltr train OVERRIDES`` (one run; sweeps are the command line's ``-m``);
 - :func:`evaluate`: ``ltr evaluate`` (rankings made elsewhere);
 - :func:`compare`: ``ltr compare`` (per query and per stratum, paired statistics);
-- :func:`load_run`: a logged run (id, id prefix or name, as ``ltr compare`` resolves them).
+- :func:`load_run`: a finished run and its model (id, id prefix or name, as ``ltr compare``
+  resolves them);
+- :func:`predict`: ``ltr predict`` (score data with a run's model, ranked as the run ranked).
 
 Runs are read from the store :func:`ltr.tracking.find_tracking_uri` finds (``tracking_uri``, else
 ``$LTR_TRACKING_URI``, ``$MLFLOW_TRACKING_URI``, ``./mlflow.db``, the project root's
@@ -23,16 +25,17 @@ Examples
 >>> comparison = api.compare(a.run_id, b.run_id, n_resamples=200)
 >>> comparison.labels
 ('leaves3', 'leaves7')
+>>> best = max((a, b), key=lambda run: run.metrics["valid/ndcg_at_10"])
+>>> api.predict(best.run_id, split="test").summary["ndcg_at_10"] == best.metrics["test/ndcg_at_10"]
+True
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 
-import pandas as pd
 from numpy.typing import ArrayLike
 
 from ltr.compare.comparison import Comparison
@@ -42,10 +45,22 @@ from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
 from ltr.experiment.external import DEFAULT_STRATA, RankingEvaluation, evaluate_rankings
 from ltr.experiment.run import RunOutcome
-from ltr.tracking import find_tracking_uri
-from ltr.tracking.runs import RunRecord, RunStore
+from ltr.models.inputs import DEFAULT_BATCH_ROWS, open_input, split_input
+from ltr.models.logged import LoggedRun
+from ltr.models.logged import load_run as load_logged_run
+from ltr.models.predict import Prediction, predict_input
 
-__all__ = ["LoggedRun", "RankingEvaluation", "RunOutcome", "compare", "evaluate", "load_run", "train"]
+__all__ = [
+    "LoggedRun",
+    "Prediction",
+    "RankingEvaluation",
+    "RunOutcome",
+    "compare",
+    "evaluate",
+    "load_run",
+    "predict",
+    "train",
+]
 
 log = logging.getLogger(__name__)
 
@@ -216,28 +231,9 @@ def compare(
     return loaded.comparison
 
 
-@dataclass(frozen=True)
-class LoggedRun:
-    """A run read back from the store: who it is, its metrics, and its per-query tables."""
-
-    run_id: str
-    run_name: str
-    status: str
-    experiment_id: str
-    tags: Mapping[str, str]
-    metrics: dict[str, float]
-    tracking_uri: str
-    _store: RunStore = field(repr=False, compare=False)
-    _record: RunRecord = field(repr=False, compare=False)
-
-    def per_query(self, split: str = "test") -> pd.DataFrame:
-        """The run's per-query table of ``split`` (one row per query: ``qid``, the measures,
-        the list length and its stratum), as ``ltr compare`` reads it."""
-        return self._store.per_query_table(self._record, split)
-
-
 def load_run(run: str, *, tracking_uri: str | None = None, experiment: str = "ltr") -> LoggedRun:
-    """A logged run, by id, id prefix or name, resolved as ``ltr compare`` resolves them.
+    """A finished run with its model and settings, by id, id prefix or name (as ``ltr compare``
+    resolves them): what :func:`predict` scores with.
 
     Parameters
     ----------
@@ -245,17 +241,25 @@ def load_run(run: str, *, tracking_uri: str | None = None, experiment: str = "lt
         (both within ``experiment``)
     tracking_uri : the store (default: :func:`ltr.tracking.find_tracking_uri`)
 
+    Returns
+    -------
+    LoggedRun
+        ``run_id``, ``run_name``, ``record`` (status, tags), ``metrics`` (as logged),
+        ``per_query(split)`` (the logged per-query table), ``booster`` (the LightGBM model: the
+        best round's trees), ``spec`` (the run's checked settings), ``feature_names``.
+
     Raises
     ------
     LtrUserError
-        No store there, no such run, or a name or prefix that matches several runs (listed).
+        No store there, no such run, a name or prefix that matches several runs (listed), or
+        a run that did not finish.
 
     Examples
     --------
     >>> from ltr import api
     >>> outcome = api.train(["debug=default", "fit.num_boost_round=3", "tracking.run_name=tiny"])
     >>> logged = api.load_run("tiny")
-    >>> logged.run_id == outcome.run_id, logged.status
+    >>> logged.run_id == outcome.run_id, logged.record.status
     (True, 'FINISHED')
     >>> logged.metrics["test/ndcg_at_10"] == outcome.metrics["test/ndcg_at_10"]
     True
@@ -264,11 +268,71 @@ def load_run(run: str, *, tracking_uri: str | None = None, experiment: str = "lt
     """
     if not run:
         raise LtrUserError("load_run needs a run id, id prefix or name")
-    store = RunStore(find_tracking_uri(tracking_uri))
-    record = store.resolve(run, experiment=experiment)
-    for note in store.notes:
+    logged = load_logged_run(run, tracking_uri=tracking_uri, experiment=experiment)
+    for note in logged.store.notes:
         log.warning("%s", note)
-    return LoggedRun(
-        record.run_id, record.run_name, record.status, record.experiment_id, dict(record.tags),
-        store.metrics(record), store.uri, store, record,
-    )  # fmt: skip
+    return logged
+
+
+def predict(
+    run: str | LoggedRun,
+    data: str | Path | Sequence[str | Path] | None = None,
+    *,
+    split: str | None = None,
+    tracking_uri: str | None = None,
+    experiment: str = "ltr",
+    format: str = "auto",
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    qid_column: str | None = None,
+    label_column: str | None = None,
+    doc_id_column: str | None = None,
+) -> Prediction:
+    """Score data with a run's model, ranked as the run ranked: ``ltr predict`` from Python.
+
+    Parameters
+    ----------
+    run : a run reference (as :func:`load_run` takes it) or a :class:`LoggedRun`
+    data : data files (any format ``ltr`` reads; a folder of Parquet partitions), or None with
+        ``split``
+    split : ``"train"``, ``"valid"`` or ``"test"``: the run's own split, made again from its config
+    format, batch_rows, qid_column, label_column, doc_id_column : as ``ltr predict --help``
+
+    Returns
+    -------
+    Prediction
+        ``model_scores`` (the model's score per row, input order), ``scores`` (the run's final
+        order as scores: the model's, or re-ranked), and with labels in the data ``table`` (one
+        row per query) and ``summary`` (``ndcg_at_10``, ``ndcg_at_10/len_1-10``, ... under the
+        run's conventions: on the run's own split, its logged metrics bit for bit).
+
+    Raises
+    ------
+    LtrUserError
+        As :func:`load_run`; neither or both of ``data`` and ``split``; data the model cannot
+        score (more features than it was trained on, ...).
+
+    Examples
+    --------
+    >>> from ltr import api
+    >>> outcome = api.train(["debug=default", "fit.num_boost_round=3", "tracking.run_name=scored"])
+    >>> prediction = api.predict("scored", split="test")
+    >>> prediction.summary["ndcg_at_10"] == outcome.metrics["test/ndcg_at_10"]
+    True
+    >>> prediction.model_scores.shape == (prediction.n_rows,)
+    True
+    """
+    if (data is None) == (split is None):
+        raise LtrUserError("give data (files) or split (the run's own), one of them")
+    logged = run if isinstance(run, LoggedRun) else load_run(run, tracking_uri=tracking_uri, experiment=experiment)
+    if split is not None:
+        source = split_input(logged, split)
+    else:
+        paths = [data] if isinstance(data, str | Path) else list(data or [])
+        source = open_input(
+            logged, paths, fmt=format, batch_rows=batch_rows, qid_column=qid_column,
+            label_column=label_column, doc_id_column=doc_id_column,
+        )  # fmt: skip
+    try:
+        return predict_input(logged, source, keep=True)
+    except ValueError as exc:  # data the model cannot take (ltr predict prints it as one line)
+        raise LtrUserError(str(exc)) from None

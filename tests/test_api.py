@@ -7,6 +7,7 @@ import doctest
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import ltr.api
@@ -53,6 +54,8 @@ def test_readme_example_runs_in_under_15_lines(tmp_path: Path, monkeypatch: pyte
     assert means["xendcg"] == pytest.approx(b.metrics["test/ndcg_at_10"], abs=1e-12)
     best = max((a, b), key=lambda o: o.metrics["valid/ndcg_at_10"])
     assert scope["best"].run_id == best.run_id  # type: ignore[attr-defined]
+    # the logged model scores the run's own test split to the run's logged metric, bit for bit
+    assert scope["prediction"].summary["ndcg_at_10"] == best.metrics["test/ndcg_at_10"]  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(
@@ -92,8 +95,6 @@ def test_user_config_dir_adds_options_and_cannot_shadow_shipped_ones(tmp_path: P
     assert compose_train(["model=tiny"], config_dir=mine).model.num_leaves == 3
     # the shipped option comes first on the search path: a user file of the same name is not used
     assert layered.model.num_leaves == plain.model.num_leaves != 99
-    # the command line's way, as an override, gives the same config
-    assert compose_train([f"hydra.searchpath=['file://{mine}']"]) == layered
     with pytest.raises(LtrUserError, match="no such directory"):
         compose_train([], config_dir=tmp_path / "missing")
 
@@ -108,6 +109,29 @@ def test_ltr_train_takes_a_config_dir(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "seed: 7\n" in capsys.readouterr().out.splitlines(keepends=True)
     assert main(["train", f"hydra.searchpath=['file://{mine.parent}']", "--cfg", "job"]) == 0
     assert "seed: 7\n" in capsys.readouterr().out.splitlines(keepends=True)
+
+
+def test_predict_needs_data_or_split_and_refuses_a_wider_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    outcome = api.train([*FAST, "tracking.run_name=narrow", "data.n_informative=2", "data.n_noise=2"])
+    with pytest.raises(LtrUserError, match="give data"):
+        api.predict("narrow")
+    wide = tmp_path / "wide.txt"
+    wide.write_text("1 qid:1 1:0.5 9:1.0\n0 qid:1 1:0.1 9:0.0\n")
+    with pytest.raises(LtrUserError, match=r"feature index 9 at line 1 .* is above n_features"):
+        api.predict(outcome.run_id or "", wide)
+    # a file of the model's width: hand-checkable scores are the booster's own
+    ok = tmp_path / "ok.txt"
+    ok.write_text("1 qid:1 1:0.5 2:1.0\n0 qid:1 1:0.1\n2 qid:2 3:2.0\n")
+    logged = api.load_run("narrow")
+    prediction = api.predict(logged, ok)
+    assert prediction.n_rows == 3
+    assert prediction.n_queries == 2
+    features = np.zeros((3, logged.n_features))  # the sparse rows above, zeros elsewhere
+    features[0, :2] = [0.5, 1.0]
+    features[1, 0] = 0.1
+    features[2, 2] = 2.0
+    assert list(prediction.model_scores) == list(logged.booster.predict(features))
 
 
 def test_evaluate_and_compare_raise_ltr_errors_not_system_exit(tmp_path: Path) -> None:

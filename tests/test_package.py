@@ -1,5 +1,6 @@
 """The wheel works anywhere: built with ``pip wheel``, installed into a fresh venv outside the
-repository, run from an empty folder (``ltr train``, ``ltr evaluate``, the Python API).
+repository, run from an empty folder (``ltr train``, ``ltr evaluate``, the Python API's
+``train``, ``load_run`` and ``predict``).
 
 The fresh venv gets the wheel alone (``--no-deps``); its dependencies come from this
 interpreter's site-packages through a ``.pth`` file that lists that directory (installing them
@@ -116,12 +117,15 @@ import ltr
 from ltr import api
 out = api.train(["debug=default", "fit.show_progress=false", "tracking.run_name=from-python"], config_dir="myconf")
 logged = api.load_run("from-python")
+predicted = api.predict(logged, split="test")
 print(json.dumps({"ltr": ltr.__file__, "best_iteration": out.best_iteration, "run_id": out.run_id,
                   "logged": logged.run_id, "test": out.metrics["test/ndcg_at_10"],
-                  "logged_test": logged.metrics["test/ndcg_at_10"]}))
+                  "logged_test": logged.metrics["test/ndcg_at_10"],
+                  "predicted_test": predicted.summary["ndcg_at_10"]}))
 """
     result = json.loads(run(str(venv / "bin" / "python"), "-c", script).stdout.strip().splitlines()[-1])
     assert Path(result["ltr"]).resolve().is_relative_to(venv.resolve())  # the wheel's ltr, not the repo's
     assert 1 <= result["best_iteration"] <= 3  # myconf/local/default.yaml's num_boost_round
     assert result["logged"] == result["run_id"]
     assert result["logged_test"] == result["test"]
+    assert result["predicted_test"] == result["test"]  # the logged model scores its split as the run did

@@ -12,7 +12,7 @@ import sys
 from ltr.errors import LtrUserError
 from ltr.tracking.lifecycle import Terminated
 
-VERBS = ("train", "rerun", "evaluate", "compare", "cache", "partition", "ui")
+VERBS = ("train", "rerun", "predict", "promote", "evaluate", "compare", "cache", "partition", "ui")
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
@@ -22,6 +22,8 @@ USAGE = """usage: ltr <command> [args...]
 commands:
   train [overrides...]   train and evaluate one experiment (Hydra app; -m for multirun, --help for config)
   rerun RUN [overrides]  run a logged run again (its overrides, plus yours), say what differs, compare
+  predict RUN --data F   score data with a run's model, ranked as the run ranked (scores, TREC run, table); --help
+  promote RUN --name N   register a run's (or a sweep's best) model in the MLflow Model Registry; --help
   evaluate ...           evaluate rankings made elsewhere (TREC run, or data + scores); --help for options
   compare RUN [RUN ...]  compare runs per query and per stratum with paired significance tests; --help
   cache [info|clear]     show (entries, size, limit) or clear the cache of parsed data files; --help
@@ -73,6 +75,14 @@ def main(argv: list[str] | None = None) -> int:
             from ltr.cli.rerun import main as rerun_main
 
             return rerun_main(rest)
+        if verb == "predict":
+            from ltr.cli.predict import main as predict_main
+
+            return predict_main(rest)
+        if verb == "promote":
+            from ltr.cli.promote import main as promote_main
+
+            return promote_main(rest)
         if verb == "ui":
             from ltr.cli.ui import main as ui_main
 

@@ -62,10 +62,7 @@ def main(argv: list[str]) -> int:
         logged_overrides(store.text_artifact(source, "config/overrides.yaml")), args.overrides,
         tracking_uri=store.uri, experiment=experiment,
     )
-    try:
-        cfg = compose_train(plan.overrides)
-    except LtrUserError as exc:
-        raise LtrUserError(f"cannot compose the rerun: {exc}") from exc
+    cfg = compose_train(plan.overrides, what="the rerun")
     changes = describe_changes(
         source,
         config_differences(store.text_artifact(source, "config/config.yaml"), OmegaConf.to_yaml(cfg), ignore=plan.changed),

@@ -1,7 +1,7 @@
-"""The ``ltr train`` config, composed from the package's ``ltr/conf/`` with Hydra's compose API.
+"""The ``ltr train`` config composed outside the Hydra app, from the package's ``ltr/conf/``.
 
 One mechanism for every caller that composes outside ``@hydra.main`` (the Python API, ``ltr
-rerun``, the tests): the schemas registered, the overrides read exactly as the command line
+rerun``, ``ltr predict``): the schemas registered, the overrides read exactly as the command line
 reads them (:func:`quote_non_ascii`), a user's config directory layered on top, and Hydra's or
 OmegaConf's complaints turned into one-line `LtrUserError`\\ s (:func:`one_line`).
 
@@ -85,26 +85,27 @@ def search_path_override(config_dir: str | Path) -> str:
     return f"hydra.searchpath=['file://{path}']"
 
 
-def compose_train(overrides: Sequence[str] = (), *, config_dir: str | Path | None = None) -> DictConfig:
+def compose_train(
+    overrides: Sequence[str] = (), *, what: str = "the config", config_dir: str | Path | None = None
+) -> DictConfig:
     """The composed ``ltr train`` config: ``ltr/conf/train.yaml`` with ``overrides`` (as typed on
-    the command line) and ``config_dir`` (a user's config directory) layered on top.
+    the command line; Hydra's own ``hydra.*`` keys left out) and ``config_dir`` (a user's config
+    directory) layered on top.
 
     Sweeps (``a=1,2``) are the command line's (``ltr train -m``); here they are refused.
 
     Raises
     ------
     LtrUserError
-        One line: a bad override, an unknown option or key, a value of the wrong type,
-        ``config_dir`` missing, or ``config_dir`` given together with ``hydra.searchpath``.
+        One line (``cannot compose {what}: ...``): a bad override, an unknown option or key, a
+        value of the wrong type; or ``config_dir`` missing.
     """
-    quoted = [quote_non_ascii(o) for o in overrides]
+    kept = [quote_non_ascii(o) for o in overrides if not o.lstrip("+~").startswith(("hydra.", "hydra/"))]
     if config_dir is not None:
-        if any(o.lstrip("+~").startswith("hydra.searchpath") for o in quoted):
-            raise LtrUserError("give config_dir or a hydra.searchpath override, not both")
-        quoted.append(search_path_override(config_dir))
+        kept.append(search_path_override(config_dir))
     register_configs()
     try:
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-            return compose(config_name="train", overrides=quoted)
+            return compose(config_name="train", overrides=kept)
     except (HydraException, OmegaConfBaseException) as exc:
-        raise LtrUserError(user_message(exc, overrides)) from exc
+        raise LtrUserError(f"cannot compose {what}: {user_message(exc, overrides)}") from exc

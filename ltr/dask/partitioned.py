@@ -192,3 +192,14 @@ def fit_partitioned_tables(
             )
         timings["evaluate_tables"] = time.perf_counter() - t
     return result, tables, gaps, timings
+
+
+def first_rows(data: ParquetPartitionsDataConfig, split: str, n_rows: int) -> NDArray[np.float32]:
+    """The feature columns (all but the qid and label columns, in file order) of the first
+    ``n_rows`` rows of ``split``'s first partition file, as float32 (the logged model's input
+    example); reads one row group's worth at most."""
+    path = sorted((Path(str(data.root)) / split).glob("*.parquet"))[0]
+    reader = pq.ParquetFile(path)
+    names = [n for n in reader.schema_arrow.names if n not in (data.qid_column, data.label_column)]
+    batch = next(reader.iter_batches(batch_size=n_rows, columns=names))
+    return np.column_stack([batch.column(name).to_numpy(zero_copy_only=False) for name in names]).astype(np.float32)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ltr.data.ranking_data import RankingData
+from ltr.data.ranking_data import RankingData, text_feature_names
 from ltr.errors import DataError
 
 log = logging.getLogger(__name__)
@@ -71,8 +71,9 @@ def query_partition_bounds(offsets: NDArray[np.int64], n_partitions: int) -> NDA
 
 
 def feature_names(data: RankingData) -> list[str]:
-    """The feature column names: ``data.feature_names``, or ``f0``, ``f1``, ... if it has none."""
-    return list(data.feature_names) or [f"f{j}" for j in range(data.n_features)]
+    """The feature column names: ``data.feature_names``, or ``f1``, ``f2``, ... (LETOR's feature
+    numbers, as the logged models name them) if it has none."""
+    return list(data.feature_names) or text_feature_names(data.n_features)
 
 
 def write_query_partitions(

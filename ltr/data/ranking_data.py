@@ -24,6 +24,16 @@ import numpy as np
 from numpy.typing import NDArray
 
 
+def text_feature_names(n_features: int) -> list[str]:
+    """``f1 .. f{n_features}``: the names of features numbered as in LETOR/SVMlight files
+    (``f1`` is feature ``1:``, column 0), for data whose columns have no names of their own.
+
+    >>> text_feature_names(3)
+    ['f1', 'f2', 'f3']
+    """
+    return [f"f{j + 1}" for j in range(n_features)]
+
+
 @dataclass(frozen=True, slots=True)
 class RankingData:
     """Features, graded labels and query boundaries of one split.

@@ -40,12 +40,7 @@ def evaluate(spec: ExperimentSpec, scored: Scored) -> Evaluation:
     metrics: dict[str, float] = {}
     notes: list[str] = []
     for split in spec.config.eval.splits:
-        table = scored.tables[split]
-        summary = summarize(table, strata=spec.strata)
-        if spec.composites:
-            extra = composite_columns(table, spec.composites)
-            table = pd.concat([table, extra], axis=1)
-            summary |= summarize_composites(table, list(extra.columns), strata=spec.strata)
+        table, summary = split_summary(spec, scored.tables[split])
         summary |= scored.extra_summaries.get(split, {})
         tables[split], summaries[split] = table, summary
         metrics.update({f"{split}/{key}": value for key, value in summary.items()})
@@ -74,6 +69,17 @@ def evaluate(spec: ExperimentSpec, scored: Scored) -> Evaluation:
         "train_seconds": result.seconds,
     }
     return Evaluation(summaries, tables, reports, metrics, notes)
+
+
+def split_summary(spec: ExperimentSpec, table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float]]:
+    """A split's per-query table with the composite columns (``eval.composite``) and its summary:
+    every measure overall and per stratum, with counts (keys without the split prefix)."""
+    summary = summarize(table, strata=spec.strata)
+    if spec.composites:
+        extra = composite_columns(table, spec.composites)
+        table = pd.concat([table, extra], axis=1)
+        summary |= summarize_composites(table, list(extra.columns), strata=spec.strata)
+    return table, summary
 
 
 def lightgbm_key(name: str) -> str:

@@ -34,12 +34,60 @@ from ltr.experiment.spec import ExperimentSpec
 from ltr.metrics import per_query_table
 from ltr.metrics.gap import LightgbmGap, lightgbm_gap
 from ltr.metrics.ips import click_summary, click_tables, estimate_propensities, propensity_table
+from ltr.models.artifact import INPUT_EXAMPLE_ROWS
 from ltr.tracking import Tracker
 from ltr.training.binned_store import BinnedStore
 from ltr.training.local import TrainResult
 from ltr.training.trainer import Trainer
 
 log = logging.getLogger(__name__)
+
+
+def query_table(
+    spec: ExperimentSpec,
+    data: RankingData,
+    scores: NDArray[np.float64],
+    diversity: pd.DataFrame | None,
+    *,
+    max_gain: float | None = None,
+) -> pd.DataFrame:
+    """The per-query table of ``scores`` on ``data`` under the run's conventions (cut-offs
+    ``spec.table_ks``), with the re-ranker's diversity columns if any. ``max_gain``: ERR's
+    normaliser when ``data`` is a part of a split (the split's largest gain)."""
+    table = per_query_table(
+        data.labels, scores, data.offsets, data.qids,
+        ks=spec.table_ks, conventions=spec.conventions, strata=spec.strata, max_gain=max_gain,
+    )  # fmt: skip
+    if diversity is None:
+        return table
+    return pd.concat([table, diversity.set_axis(table.index)], axis=1)
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One split ranked as the run ranks it: ``scores`` give the final order (the model's scores,
+    or with ``rerank=...`` the re-ranked order as scores), ``table`` its per-query table;
+    ``pre_rerank`` the table of the model's own order when the run re-ranks, else None."""
+
+    scores: NDArray[np.float64]
+    model_scores: NDArray[np.float64]
+    table: pd.DataFrame
+    pre_rerank: pd.DataFrame | None
+
+
+def rank_split(
+    spec: ExperimentSpec, data: RankingData, scores: NDArray[np.float64], *, max_gain: float | None = None
+) -> Ranked:
+    """The run's ranking step on the model's ``scores`` of ``data`` (``rerank=...`` or none) and
+    the per-query tables of the final order (and of the model's order when it re-ranks)."""
+    if spec.config.rerank.kind == RerankKind.none:
+        return Ranked(scores, scores, query_table(spec, data, scores, None, max_gain=max_gain), None)
+    reranked = rerank_split(spec.config.rerank, data, scores, spec.ks)
+    return Ranked(
+        reranked.scores, scores,
+        query_table(spec, data, reranked.scores, reranked.after, max_gain=max_gain),
+        query_table(spec, data, reranked.model_scores, reranked.before, max_gain=max_gain),
+    )
 
 
 @dataclass
@@ -66,6 +114,9 @@ class Scored:
     #: ``pre_rerank[split]``: the per-query table of the model's own order when the run re-ranks
     #: (``rerank=...``; ``tables`` then describe the final order), else empty.
     pre_rerank: dict[str, pd.DataFrame] = field(default_factory=dict)
+    #: a few rows of features (float32, the model's columns) for the logged model's input
+    #: example and signature; None when no rows reach this process
+    example_features: NDArray[np.float32] | None = None
 
 
 class DataSource(Protocol):
@@ -126,14 +177,10 @@ class InMemorySource:
         t = time.perf_counter()
         for split in splits:
             data = self._evaluated(split)
-            diversity: pd.DataFrame | None = None
-            if spec.config.rerank.kind != RerankKind.none:
-                t_rerank = time.perf_counter()
-                reranked = rerank_split(spec.config.rerank, data, scores[split], spec.ks)
-                pre_rerank[split] = self._table(spec, data, reranked.model_scores, reranked.before)
-                scores[split], diversity = reranked.scores, reranked.after
-                timings[f"rerank_{split}"] = time.perf_counter() - t_rerank
-            tables[split] = self._table(spec, data, scores[split], diversity)
+            ranked = rank_split(spec, data, scores[split])
+            if ranked.pre_rerank is not None:
+                pre_rerank[split] = ranked.pre_rerank
+            scores[split], tables[split] = ranked.scores, ranked.table
             gaps[split] = lightgbm_gap(
                 data.labels, scores[split], data.offsets, data.qids, max(spec.ks), spec.conventions
             )
@@ -150,20 +197,8 @@ class InMemorySource:
             lightgbm_curves={self._lightgbm_key(split): by_name for split, by_name in result.evals_result.items()},
             curves={self._our_key(split): by_key for split, by_key in result.curves.items()},
             pre_rerank=pre_rerank,
+            example_features=self.training.test.features[:INPUT_EXAMPLE_ROWS],
         )
-
-    @staticmethod
-    def _table(
-        spec: ExperimentSpec, data: RankingData, scores: NDArray[np.float64], diversity: pd.DataFrame | None
-    ) -> pd.DataFrame:
-        """The per-query table of ``scores`` on ``data``, with the diversity columns if any."""
-        table = per_query_table(
-            data.labels, scores, data.offsets, data.qids,
-            ks=spec.table_ks, conventions=spec.conventions, strata=spec.strata,
-        )  # fmt: skip
-        if diversity is None:
-            return table
-        return pd.concat([table, diversity.set_axis(table.index)], axis=1)
 
     def _online_summary(self, spec: ExperimentSpec, split: str, scores: NDArray[np.float64]) -> dict[str, float]:
         """The simulated online click-through rate of the ranking (``online/ctr`` and its 95 % interval)."""
@@ -253,9 +288,12 @@ class PartitionedSource:
             spec.config, ks=list(spec.ks), table_ks=list(spec.table_ks),
             strata=spec.strata, conventions=spec.conventions,
         )
+        from ltr.dask.partitioned import first_rows
+
         return Scored(
             result, tables, gaps, result.values_at_best(), {}, timings,
             lightgbm_curves=result.evals_result, curves=result.curves,
+            example_features=first_rows(spec.config.data, "test", INPUT_EXAMPLE_ROWS),
         )
 
 

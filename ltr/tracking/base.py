@@ -47,8 +47,9 @@ class Tracker(Protocol):
 
     def log_file(self, local_path: Path, artifact_dir: str | None = None) -> None: ...
 
-    def log_model(self, booster: Any, feature_names: Sequence[str], name: str = "model") -> str | None:
-        """The booster as an MLflow model named after ``name`` (the run's name); its model id."""
+    def log_model(self, booster: Any, input_example: Any, metadata: Mapping[str, Any]) -> str | None:
+        """The booster as the run's MLflow model (signature from ``input_example``, a DataFrame
+        of the named feature columns; ``metadata`` in its MLmodel file); its model id."""
         ...
 
     def show_first(self, metric_keys: Sequence[str]) -> None:
@@ -101,7 +102,7 @@ class NullTracker:
     def log_file(self, local_path: Path, artifact_dir: str | None = None) -> None:
         pass
 
-    def log_model(self, booster: Any, feature_names: Sequence[str], name: str = "model") -> str | None:
+    def log_model(self, booster: Any, input_example: Any, metadata: Mapping[str, Any]) -> str | None:
         return None
 
     def show_first(self, metric_keys: Sequence[str]) -> None:

@@ -206,7 +206,8 @@ class RunStore:
         )
         return [_record(r) for r in runs if r.data.tags.get(TAG_KIND) != "comparison"][:n]
 
-    def _download(self, run: RunRecord, path: str, dst: str) -> Path:
+    def download(self, run: RunRecord, path: str, dst: str) -> Path:
+        """Download the run's artifact ``path`` into ``dst``; one line naming what the run holds instead."""
         try:
             with _no_progress_bar():
                 return Path(self.client.download_artifacts(run.run_id, path, dst))
@@ -224,7 +225,7 @@ class RunStore:
     def text_artifact(self, run: RunRecord, path: str) -> str:
         """The text of the run's artifact ``path`` (e.g. ``config/config.yaml``)."""
         with tempfile.TemporaryDirectory() as tmp:
-            return self._download(run, path, tmp).read_text()
+            return self.download(run, path, tmp).read_text()
 
     def metrics(self, run: RunRecord) -> dict[str, float]:
         """The run's metrics: the last value of each key."""
@@ -233,13 +234,13 @@ class RunStore:
     def per_query_table(self, run: RunRecord, split: str) -> pd.DataFrame:
         """The run's per-query table of ``split`` (artifact ``per_query/{split}.parquet``)."""
         with tempfile.TemporaryDirectory() as tmp:
-            path = self._download(run, f"per_query/{split}.parquet", tmp)
+            path = self.download(run, f"per_query/{split}.parquet", tmp)
             return pd.read_parquet(path)
 
     def idcg_report(self, run: RunRecord, split: str, k: int) -> IdcgReport:
         """The run's IDCG@k histogram of ``split`` (artifact ``idcg/{split}/hist_at_{k}.json``)."""
         with tempfile.TemporaryDirectory() as tmp:
-            path = self._download(run, f"idcg/{split}/hist_at_{k}.json", tmp)
+            path = self.download(run, f"idcg/{split}/hist_at_{k}.json", tmp)
             data = json.loads(path.read_text())
         return idcg_report_from_dict(data)
 
