@@ -30,6 +30,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ltr.cli.sweep_callback import parent_run_id_for, record_job_error, sweep_tags, varying_keys_for
+from ltr.config.completion import bash_script
 from ltr.config.compose import CONF_DIR, quote_non_ascii, user_message
 from ltr.config.store import register_configs
 from ltr.errors import LtrUserError
@@ -132,9 +133,25 @@ def job(cfg: DictConfig) -> float:
     return outcome.objective_value
 
 
+def shell_completion(argv: list[str]) -> int:
+    """Hydra's ``-sc install=bash``: the script of ``ltr completion bash`` (Hydra's own would
+    register ``ltr`` and ``train`` as two commands); other ``-sc`` uses are refused in one line."""
+    from ltr.cli.main import VERBS
+
+    if "install=bash" in argv:
+        print(bash_script(VERBS), end="")
+        return 0
+    raise LtrUserError(
+        "shell completion of ltr: ltr completion bash > ~/.ltr-completion.bash && "
+        "echo 'source ~/.ltr-completion.bash' >> ~/.bashrc (bash only)"
+    )
+
+
 def main(argv: list[str]) -> int:
     """``ltr train ARGV``: run the Hydra app; config mistakes become one-line `LtrUserError`s."""
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises; ltr.cli.main prints one line
+    if any(arg in ("-sc", "--shell-completion") or arg.startswith("--shell-completion=") for arg in argv):
+        return shell_completion(argv)
     argv = [quote_non_ascii(arg) for arg in argv]
     sys.argv = ["ltr train", *argv]
     try:
