@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 #: Longest run label a figure shows (legends and titles stay beside the axes, not over them).
 LABEL_WIDTH = 36
 _DOTTED_KEY = re.compile(r"(?<![A-Za-z0-9.])(?:[A-Za-z]\w*\.)+(?=[A-Za-z_]\w*=)")
+_KEY = re.compile(r"(?<![A-Za-z0-9.=])([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*)=")
 _FLOAT = re.compile(r"-?\d+\.\d+(?:[eE][-+]?\d+)?|-?\d+[eE][-+]?\d+")
 
 
@@ -39,21 +40,29 @@ def round_floats(text: str, digits: int = 4) -> str:
     return _FLOAT.sub(lambda m: f"{float(m.group()):.{digits}g}", text)
 
 
+def _initials(match: re.Match[str]) -> str:
+    return "".join(part[0] for part in match.group(1).split("_") if part) + "="
+
+
 def short_labels(labels: Sequence[str], width: int = LABEL_WIDTH) -> list[str]:
-    """Run labels a figure can show: numbers rounded (`round_floats`), config keys without their
-    group (``model.num_leaves=7`` -> ``num_leaves=7``), then names longer than ``width`` cut in
-    the middle (``head…tail``); labels that end up equal get `` #1``, `` #2``, ...
+    """Run labels a figure can show: numbers rounded to 4 significant digits (`round_floats`),
+    config keys without their group (``model.num_leaves=7`` -> ``num_leaves=7``); a label still
+    longer than ``width`` gets its keys' initials (``num_leaves=7`` -> ``nl=7``: every value
+    stays visible), then is cut in the middle (``head…tail``). Labels that end up equal get
+    `` #1``, `` #2``, ... The tables keep the whole names.
 
     Examples
     --------
     >>> short_labels(["lambdarank", "model.learning_rate=0.012345678901234_model.num_leaves=31"])
     ['lambdarank', 'learning_rate=0.01235_num_leaves=31']
-    >>> short_labels(["model.learning_rate=0.012345678901234_model.num_leaves=31_model.min_child_samples=20"])
-    ['learning_rate=0.01…_child_samples=20']
+    >>> short_labels(["num_leaves=25 learning_rate=0.039638958863878505 min_child_samples=10"])
+    ['nl=25 lr=0.03964 mcs=10']
     """
     out = []
     for label in labels:
         text = _DOTTED_KEY.sub("", round_floats(label))
+        if len(text) > width:
+            text = _KEY.sub(_initials, text)
         if len(text) > width:
             head = (width - 1) // 2 + (width - 1) % 2
             text = f"{text[:head]}…{text[len(text) - (width - 1 - head):]}"
@@ -115,8 +124,8 @@ def plot_strata(comparison: Comparison, metric: str = "ndcg_at_10") -> Figure:
     ax_mean.set_title(f"{name} per stratum, {comparison.confidence:.0%} CI")
     ax_mean.legend(fontsize="small")
     ax_delta.axhline(0.0, color="grey", linewidth=0.8)
-    ax_delta.set_ylabel(f"delta {name} vs {shown[comparison.baseline]}")
-    ax_delta.set_title("paired delta (hollow: not significant after Holm)")
+    ax_delta.set_ylabel(f"delta {name} vs baseline")
+    ax_delta.set_title(f"paired delta vs {shown[comparison.baseline]}\n(hollow: not significant after Holm)")
     ax_delta.legend(fontsize="small")
     return fig
 
