@@ -41,7 +41,7 @@ def sweep_like_store(tmp_path_factory: pytest.TempPathFactory) -> str:
         rate = re.search(r"learning_rate=([\d.]+)", name)
         assert leaves is not None and rate is not None
         overrides = [*SMALL, f"model.num_leaves={leaves[1]}", f"model.learning_rate={rate[1]}",
-                     f"tracking.uri={uri}", f"tracking.run_name={name}"]  # fmt: skip
+                     f"tracking.uri={uri}", f"tracking.run_name='{name}'"]  # fmt: skip
         pipeline.run(compose_train(overrides), overrides=overrides, print_summary=False)
     return uri
 
@@ -61,7 +61,7 @@ def test_notebook_executes_in_place_with_nbconvert(sweep_like_store: str, tmp_pa
     html = (tmp_path / "compare_runs.html").read_text()
     assert "TqdmWarning" not in html
     assert "Traceback" not in html
-    assert html.count("data:image/png;base64") == 2  # per-stratum NDCG with CIs; the IDCG histograms
+    assert html.count('<img alt="No description') == 2  # per-stratum NDCG with CIs; the IDCG histograms
     # the table holds the runs' whole names; the two latest runs were compared, the older the baseline
     assert NAMES[0] in html
     assert NAMES[1] in html
