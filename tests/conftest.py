@@ -40,6 +40,7 @@ INTEGRATION_MODULES = frozenset(
         "tests/test_end_to_end.py",
         "tests/test_api.py",
         "tests/test_model_options.py",
+        "tests/models/test_shipped_models.py",
         "tests/test_real_data.py",
         "tests/test_training.py",
         "tests/test_binned_cache.py",

@@ -14,6 +14,12 @@ import re
 from pathlib import Path
 
 from ltr.cli.args import OneLineParser
+from ltr.errors import LtrUserError
+from ltr.experiment.report import print_table, summary_rows
+from ltr.models.inputs import DEFAULT_BATCH_ROWS, open_input, split_input
+from ltr.models.logged import load_run
+from ltr.models.outputs import PredictionFiles, check_target
+from ltr.models.predict import predict_input
 
 
 def build_parser() -> OneLineParser:
@@ -44,13 +50,6 @@ def build_parser() -> OneLineParser:
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
-    from ltr.errors import LtrUserError
-    from ltr.experiment.report import print_table, summary_rows
-    from ltr.models.inputs import DEFAULT_BATCH_ROWS, open_input, split_input
-    from ltr.models.logged import load_run
-    from ltr.models.outputs import PredictionFiles, check_target
-    from ltr.models.predict import predict_input
-
     targets = {
         "scores": None if args.out is None else check_target(args.out, "--out"),
         "trec_run": None if args.trec_run is None else check_target(args.trec_run, "--trec-run"),

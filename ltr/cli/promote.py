@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 
 from ltr.cli.args import OneLineParser
+from ltr.cli.compare import print_terminal
+from ltr.models.promote import apply_promotion, plan_promotion
 
 
 def build_parser() -> OneLineParser:
@@ -30,9 +32,6 @@ def build_parser() -> OneLineParser:
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
-    from ltr.cli.compare import print_terminal
-    from ltr.models.promote import apply_promotion, plan_promotion
-
     plan = plan_promotion(
         args.run, name=args.name, alias=args.alias, split=args.split, tracking_uri=args.tracking_uri,
         experiment=args.experiment, n_resamples=args.n_resamples,

@@ -133,6 +133,8 @@ class ParquetDataConfig(SvmlightDataConfig):
     ``feature_columns`` null: every column but the qid, label and position columns (all must be
     numeric). ``position_column``: a column of logged 0-based positions (0 = shown first, one
     integer >= 0 per row) for ``model.position_bias=true``; never a feature. Null: no positions.
+    ``doc_id_column``: a column naming every row's document (kept as text, never a feature; the
+    per-query tables then name each query's top-ranked document). Null: no doc ids.
     """
 
     kind: str = "parquet"
@@ -142,6 +144,7 @@ class ParquetDataConfig(SvmlightDataConfig):
     feature_columns: list[str] | None = None
     delimiter: str | None = None  # CSV only; null: tab for .tsv, else comma
     position_column: str | None = None
+    doc_id_column: str | None = None  # null: no doc ids; else a column naming each row's document
 
 
 def _mq_parts() -> list[str]:

@@ -11,6 +11,10 @@ Layout (the same as LightGBM's query boundaries):
 - ``positions`` (optional): int32, shape ``(n_rows,)``, the 0-based position at which each row
   was shown in a logged ranking (0 = first), for unbiased learning to rank from clicks; None when
   the data has no positions.
+- ``doc_ids`` (optional): object array of Python ``str``, shape ``(n_rows,)``, the id of every
+  row's document (LETOR ``#docid = X`` comments, a Parquet / CSV ``data.doc_id_column``); None
+  when the data has none. Carried through every subset, reorder and concatenation; never used
+  for training, never hashed into the data fingerprint.
 
 Rows of a query are contiguous by construction: a reader that meets interleaved rows must
 regroup them before building a ``RankingData``.
@@ -19,6 +23,7 @@ regroup them before building a ``RankingData``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -48,6 +53,9 @@ class RankingData:
     name : a short name of the data set (for tracking)
     positions : int array, shape (n_rows,), values >= 0, or None
         Logged display position of every row (0-based); stored as int32.
+    doc_ids : object array of str, shape (n_rows,), or None
+        The document id of every row, in row order (any sequence of str is stored as an
+        object array).
 
     Examples
     --------
@@ -65,6 +73,7 @@ class RankingData:
     feature_names: tuple[str, ...] = field(default=())
     name: str = "data"
     positions: NDArray[np.int32] | None = None
+    doc_ids: NDArray[np.object_] | None = None
 
     def __post_init__(self) -> None:
         if self.features.ndim != 2:
@@ -89,6 +98,8 @@ class RankingData:
             )
         if self.positions is not None:
             object.__setattr__(self, "positions", _checked_positions(self.positions, n_rows))
+        if self.doc_ids is not None:
+            object.__setattr__(self, "doc_ids", _checked_doc_ids(self.doc_ids, n_rows))
 
     @classmethod
     def from_group_sizes(
@@ -101,6 +112,7 @@ class RankingData:
         feature_names: tuple[str, ...] = (),
         name: str = "data",
         positions: NDArray[np.integer] | None = None,
+        doc_ids: NDArray[np.object_] | None = None,
     ) -> RankingData:
         """Build from per-query group sizes (LightGBM's ``group``), converting dtypes."""
         offsets = np.zeros(len(group_sizes) + 1, dtype=np.int64)
@@ -113,6 +125,7 @@ class RankingData:
             feature_names=feature_names,
             name=name,
             positions=None if positions is None else np.asarray(positions, dtype=np.int32),
+            doc_ids=doc_ids,
         )
 
     @property
@@ -154,6 +167,7 @@ class RankingData:
             feature_names=self.feature_names,
             name=self.name if name is None else name,
             positions=None if self.positions is None else self.positions[rows],
+            doc_ids=None if self.doc_ids is None else self.doc_ids[rows],
         )
 
 
@@ -170,3 +184,19 @@ def _checked_positions(positions: NDArray[np.integer], n_rows: int) -> NDArray[n
     if arr.size and int(arr.max()) > np.iinfo(np.int32).max:
         raise ValueError(f"position {int(arr.max())} does not fit a 32-bit integer")
     return np.ascontiguousarray(arr, dtype=np.int32)
+
+
+def _checked_doc_ids(doc_ids: Any, n_rows: int) -> NDArray[np.object_]:
+    """``doc_ids`` as a 1-D object array of str after checking its shape (ValueError otherwise).
+
+    An object array is kept as it is (its elements are the readers' ``str``); any other array or
+    sequence is converted element by element with ``str``.
+    """
+    arr = doc_ids if isinstance(doc_ids, np.ndarray) and doc_ids.dtype == object else None
+    if arr is None:
+        arr = np.asarray(doc_ids)
+        if arr.ndim == 1:
+            arr = arr.astype(str).astype(object)
+    if arr.shape != (n_rows,):
+        raise ValueError(f"doc_ids have shape {arr.shape}, expected ({n_rows},): one per row")
+    return arr

@@ -22,9 +22,9 @@ from ltr.experiment.rerank import diversity_measures
 from ltr.experiment.sources import Scored
 from ltr.experiment.spec import ExperimentSpec
 from ltr.metrics.plots import plot_idcg_histogram
-from ltr.models.artifact import ShippedModel, ship_model
 from ltr.tracking import Tracker
 from ltr.tracking.gitinfo import code_state, source_tags
+from ltr.training.artifact import ShippedModel, ship_model
 from ltr.training.local import TrainResult
 
 

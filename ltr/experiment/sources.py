@@ -34,8 +34,9 @@ from ltr.experiment.spec import ExperimentSpec
 from ltr.metrics import per_query_table
 from ltr.metrics.gap import LightgbmGap, lightgbm_gap
 from ltr.metrics.ips import click_summary, click_tables, estimate_propensities, propensity_table
-from ltr.models.artifact import INPUT_EXAMPLE_ROWS
+from ltr.metrics.top import top_rows
 from ltr.tracking import Tracker
+from ltr.training.artifact import INPUT_EXAMPLE_ROWS
 from ltr.training.binned_store import BinnedStore
 from ltr.training.local import TrainResult
 from ltr.training.trainer import Trainer
@@ -52,15 +53,16 @@ def query_table(
     max_gain: float | None = None,
 ) -> pd.DataFrame:
     """The per-query table of ``scores`` on ``data`` under the run's conventions (cut-offs
-    ``spec.table_ks``), with the re-ranker's diversity columns if any. ``max_gain``: ERR's
+    ``spec.table_ks``), with the re-ranker's diversity columns if any, and last ``top_doc_id``
+    (the document ranked first) when ``data`` has doc ids. ``max_gain``: ERR's
     normaliser when ``data`` is a part of a split (the split's largest gain)."""
     table = per_query_table(
         data.labels, scores, data.offsets, data.qids,
         ks=spec.table_ks, conventions=spec.conventions, strata=spec.strata, max_gain=max_gain,
     )  # fmt: skip
-    if diversity is None:
-        return table
-    return pd.concat([table, diversity.set_axis(table.index)], axis=1)
+    if diversity is not None:
+        table = pd.concat([table, diversity.set_axis(table.index)], axis=1)
+    return with_top_doc_ids(table, data, scores, spec.conventions.ties)
 
 
 @dataclass(frozen=True)
@@ -295,6 +297,16 @@ class PartitionedSource:
             lightgbm_curves=result.evals_result, curves=result.curves,
             example_features=first_rows(spec.config.data, "test", INPUT_EXAMPLE_ROWS),
         )
+
+
+def with_top_doc_ids(table: pd.DataFrame, data: RankingData, scores: NDArray[np.float64], ties: str) -> pd.DataFrame:
+    """``table`` (one row per query of ``data``) with a last column ``top_doc_id``: the doc id of
+    the row ``scores`` rank first (ties as the run's ``eval.ties``: :func:`ltr.metrics.top.top_rows`);
+    ``table`` itself when ``data`` has no doc ids."""
+    if data.doc_ids is None:
+        return table
+    rows = top_rows(scores, data.offsets, labels=data.labels, ties=ties)
+    return table.assign(top_doc_id=data.doc_ids[rows])
 
 
 def _log_sizes(splits: Splits) -> None:

@@ -30,8 +30,9 @@ from numpy.typing import NDArray
 
 from ltr.data.load import reader_options
 from ltr.data.ranking_data import RankingData
-from ltr.data.readers import detect_format, read_ranking_file
+from ltr.data.readers import concat_ranking_data, detect_format, read_ranking_file, widen
 from ltr.errors import DataError, LtrUserError
+from ltr.experiment.sources import InMemorySource, open_source
 from ltr.metrics.table import largest_gain
 from ltr.models.logged import LoggedRun
 
@@ -42,25 +43,11 @@ DEFAULT_BATCH_ROWS = 100_000
 
 
 @dataclass(frozen=True)
-class InputBatch:
-    """Whole queries to score, and their rows' document ids (None: the input has none)."""
-
-    data: RankingData
-    doc_ids: NDArray[np.object_] | None = None
-
-    @classmethod
-    def of(cls, data: RankingData) -> InputBatch:
-        """``data`` with the document ids it carries (``RankingData.doc_ids`` where the reader keeps them)."""
-        ids = getattr(data, "doc_ids", None)
-        return cls(data, None if ids is None else np.asarray(ids, dtype=object))
-
-
-@dataclass(frozen=True)
 class PredictInput:
     """Batches of whole queries, and what is known before reading them."""
 
     description: str
-    batches: Callable[[], Iterator[InputBatch]]
+    batches: Callable[[], Iterator[RankingData]]
     labelled: bool
     n_rows: int
     #: ERR's normaliser for batch-wise tables (the largest gain of the whole input); None: one batch
@@ -129,20 +116,16 @@ def open_input(
         for f in files
     ]
     data = parts[0] if len(parts) == 1 else _concat(parts)
-    return PredictInput(", ".join(str(f) for f in files), lambda: iter([InputBatch.of(data)]), True, data.n_rows, None)
+    return PredictInput(", ".join(str(f) for f in files), lambda: iter([data]), True, data.n_rows, None)
 
 
 def _concat(parts: list[RankingData]) -> RankingData:
-    from ltr.data.readers import concat_ranking_data, widen
-
     width = max(p.n_features for p in parts)
     return concat_ranking_data([widen(p, width) for p in parts], name=parts[0].name)
 
 
 def split_input(run: LoggedRun, split: str) -> PredictInput:
     """The run's own ``split`` (``valid`` or ``test``), with the labels its evaluation used."""
-    from ltr.experiment.sources import InMemorySource, open_source
-
     if split not in ("train", "valid", "test"):
         raise LtrUserError(f"--split={split!r} is not one of train, valid, test")
     source = open_source(run.spec)
@@ -151,7 +134,7 @@ def split_input(run: LoggedRun, split: str) -> PredictInput:
             f"run {run.label} read its data on Dask workers (data={source.name}): pass --data <data.root>/{split}"
         )
     data: RankingData = getattr(source.evaluation, split)
-    return PredictInput(f"the {split} split of run {run.label}", lambda: iter([InputBatch.of(data)]), True, data.n_rows, None)
+    return PredictInput(f"the {split} split of run {run.label}", lambda: iter([data]), True, data.n_rows, None)
 
 
 def _parquet_input(
@@ -183,7 +166,7 @@ def _parquet_input(
         max_gain = largest_gain(np.array([top], dtype=np.int64), run.spec.conventions)
     columns = [qid_column, *([label_column] if labelled else []), *([doc_id_column] if doc_id_column else []), *names]
 
-    def batches() -> Iterator[InputBatch]:
+    def batches() -> Iterator[RankingData]:
         return _stream(files, columns, names, qid_column, label_column if labelled else None, doc_id_column, batch_rows)
 
     described = f"{len(files)} Parquet file{'s' if len(files) > 1 else ''} ({files[0]}{' ...' if len(files) > 1 else ''})"
@@ -198,7 +181,7 @@ def _stream(
     label_column: str | None,
     doc_id_column: str | None,
     batch_rows: int,
-) -> Iterator[InputBatch]:
+) -> Iterator[RankingData]:
     """Whole-query batches of the files: each record batch, plus the rows of its last query
     carried from the previous one, up to the start of its own last query."""
     seen: set[int] = set()
@@ -227,7 +210,7 @@ def _batch(
     doc_id_column: str | None,
     seen: set[int],
     path: Path,
-) -> InputBatch:
+) -> RankingData:
     n_rows = table.num_rows
     row_qids = np.asarray(table.column(qid_column).to_numpy(), dtype=np.int64)
     starts = np.flatnonzero(np.concatenate([[True], row_qids[1:] != row_qids[:-1]]))
@@ -246,10 +229,8 @@ def _batch(
     else:
         labels = np.zeros(n_rows, dtype=np.int32)
     offsets = np.concatenate([starts, [n_rows]]).astype(np.int64)
-    data = RankingData(features, labels, qids, offsets, feature_names=tuple(names), name=path.stem)
-    if doc_id_column is None:
-        return InputBatch(data)
-    return InputBatch(data, np.asarray([str(v) for v in table.column(doc_id_column).to_pylist()], dtype=object))
+    ids = None if doc_id_column is None else np.asarray([str(v) for v in table.column(doc_id_column).to_pylist()], dtype=object)
+    return RankingData(features, labels, qids, offsets, feature_names=tuple(names), name=path.stem, doc_ids=ids)
 
 
 def _labels(column: pa.ChunkedArray, path: Path, name: str) -> NDArray[np.int32]:

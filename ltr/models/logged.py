@@ -2,9 +2,8 @@
 ``ltr promote`` start from.
 
 The model is the run's ``model_text/model.txt`` (LightGBM's text format, the trees up to the
-best round: :mod:`ltr.models.artifact`); the settings are the run's composed config
-(``config/config.yaml``) on the schemas of its overrides (``config/overrides.yaml``), checked as
-``ltr train`` checks them, so predictions use the run's metric conventions, strata and ranking
+best round: :mod:`ltr.training.artifact`); the settings are the run's composed config
+(``config/config.yaml``) on ``ltr train``'s schemas, checked as ``ltr train`` checks them, so predictions use the run's metric conventions, strata and ranking
 step, whatever the defaults are today.
 """
 
@@ -16,17 +15,17 @@ from pathlib import Path
 
 import lightgbm as lgb
 import pandas as pd
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ltr.config.compose import compose_train, one_line
+from ltr.config.data import DATA_OPTIONS
 from ltr.errors import LtrUserError
 from ltr.experiment.checks import check_config
-from ltr.experiment.rerun import logged_overrides
 from ltr.experiment.spec import ExperimentSpec
-from ltr.models.artifact import model_feature_names
 from ltr.tracking import find_tracking_uri
 from ltr.tracking.runs import RunRecord, RunStore
+from ltr.training.artifact import model_feature_names
 
 #: The run's model in LightGBM's text format (trees up to the best round).
 MODEL_TEXT = "model_text/model.txt"
@@ -82,14 +81,19 @@ def require_finished(record: RunRecord) -> None:
 
 
 def run_spec(store: RunStore, record: RunRecord) -> ExperimentSpec:
-    """The run's checked settings: its logged config on the schemas its overrides select."""
-    overrides = logged_overrides(store.text_artifact(record, "config/overrides.yaml"))
-    composed = compose_train(overrides, what=f"the config of run {record.short_id}")
+    """The run's checked settings: its logged config (``config/config.yaml``) merged onto the
+    schemas (the ``data`` group's by the logged ``data.kind``), checked as ``ltr train`` checks."""
     try:
-        merged = OmegaConf.merge(composed, OmegaConf.create(store.text_artifact(record, "config/config.yaml")))
+        logged = OmegaConf.create(store.text_artifact(record, "config/config.yaml"))
+        kind = OmegaConf.select(logged, "data.kind")
+        option = next((name for name, schema in DATA_OPTIONS.items() if schema.kind == kind), None)
+        composed = compose_train([f"data={option}"] if option else [], what=f"the config of run {record.short_id}")
+        OmegaConf.set_struct(composed, False)  # free maps (model.params) hold the run's own keys
+        merged = OmegaConf.merge(composed, logged)
+        OmegaConf.set_struct(merged, True)
     except OmegaConfBaseException as exc:
         raise LtrUserError(f"the logged config of run {record.short_id} does not fit ltr's schemas: {one_line(exc)}") from exc
-    if not isinstance(merged, type(composed)):  # pragma: no cover - merge of two DictConfigs
+    if not isinstance(merged, DictConfig):  # pragma: no cover - the merge of two mappings
         raise LtrUserError(f"the logged config of run {record.short_id} is not a mapping")
     return check_config(merged)
 

@@ -26,9 +26,10 @@ from numpy.typing import NDArray
 
 from ltr.config.choices import RerankKind
 from ltr.data.ranking_data import RankingData
+from ltr.errors import DataError
 from ltr.experiment.evaluation import split_summary
 from ltr.experiment.sources import rank_split
-from ltr.models.inputs import InputBatch, PredictInput
+from ltr.models.inputs import PredictInput
 from ltr.models.logged import LoggedRun
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,11 @@ class ScoredBatch:
     scores: NDArray[np.float64]
     table: pd.DataFrame | None
     labelled: bool
-    doc_ids: NDArray[np.object_] | None = None
+
+    @property
+    def doc_ids(self) -> NDArray[np.object_] | None:
+        """The rows' document ids (LETOR ``#docid``, a document id column), or None."""
+        return self.data.doc_ids
 
 
 @dataclass
@@ -81,7 +86,7 @@ def check_width(run: LoggedRun, data: RankingData, where: str) -> NDArray[np.flo
     features are absent) are padded with zeros, more are refused in one line."""
     width = run.n_features
     if data.n_features > width:
-        raise ValueError(
+        raise DataError(
             f"{where} has {data.n_features} features but the model of run {run.label} takes {width}"
         )
     if data.n_features == width:
@@ -92,25 +97,24 @@ def check_width(run: LoggedRun, data: RankingData, where: str) -> NDArray[np.flo
 
 
 def score_batch(
-    run: LoggedRun, batch: InputBatch, *, labelled: bool, max_gain: float | None = None, where: str = "the data"
+    run: LoggedRun, data: RankingData, *, labelled: bool, max_gain: float | None = None, where: str = "the data"
 ) -> ScoredBatch:
     """The model's scores of ``data`` (whole queries), the run's ranking of them, and their
     per-query table if ``labelled``. ``max_gain``: the largest gain of the whole input (ERR's
     normaliser) when ``data`` is one batch of several."""
-    data = batch.data
     features = check_width(run, data, where)
     if features is not data.features:
         data = dataclasses.replace(data, features=features)
     model_scores = np.asarray(run.booster.predict(features), dtype=np.float64)
     if not labelled and run.spec.config.rerank.kind == RerankKind.none:
-        return ScoredBatch(data, model_scores, model_scores, None, False, batch.doc_ids)
+        return ScoredBatch(data, model_scores, model_scores, None, False)
     ranked = rank_split(run.spec, data, model_scores, max_gain=max_gain)
-    return ScoredBatch(data, model_scores, ranked.scores, ranked.table if labelled else None, labelled, batch.doc_ids)
+    return ScoredBatch(data, model_scores, ranked.scores, ranked.table if labelled else None, labelled)
 
 
 def predict(
     run: LoggedRun,
-    batches: Iterable[InputBatch],
+    batches: Iterable[RankingData],
     *,
     labelled: bool,
     max_gain: float | None = None,
@@ -118,8 +122,8 @@ def predict(
 ) -> Iterator[ScoredBatch]:
     """Score and rank ``batches`` (whole queries each) with ``run``'s model, yielding each
     :class:`ScoredBatch` as it is done (writers and progress take them one at a time)."""
-    for batch in batches:
-        yield score_batch(run, batch, labelled=labelled, max_gain=max_gain, where=where)
+    for data in batches:
+        yield score_batch(run, data, labelled=labelled, max_gain=max_gain, where=where)
 
 
 def summarize_batches(run: LoggedRun, scored: Iterable[ScoredBatch], *, keep: bool = False) -> Prediction:

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import mlflow
 from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
 
 from ltr.compare.loading import LoadedComparison, load_comparison
 from ltr.errors import LtrUserError
@@ -98,7 +100,7 @@ def _candidate(store: RunStore, ref: str, experiment: str) -> tuple[RunRecord, l
 
 def _holder(store: RunStore, name: str, alias: str) -> Holder | None:
     try:
-        version = store.client.get_model_version_by_alias(name, alias)
+        version = MlflowClient(tracking_uri=store.uri, registry_uri=store.uri).get_model_version_by_alias(name, alias)
     except MlflowException:
         return None  # no such model, or no such alias yet
     return Holder(str(version.version), str(version.tags.get(TAG_RUN) or version.run_id or ""), version.tags.get(TAG_FINGERPRINT))
@@ -158,7 +160,11 @@ def apply_promotion(plan: PromotionPlan, *, force: bool = False) -> Promotion:
             f"run {plan.run.short_id} has {plan.metric} = {plan.value:.6f}, below {plan.name}@{plan.alias} "
             f"(version {plan.holder.version if plan.holder else '?'}: {plan.holder_value:.6f}); not promoted (--force to promote it anyway)"
         )
-    client = plan.store.client
+    # the registry is the tracking store (MlflowClient's default registry is the process-wide
+    # URI, and MLflow resolves a version's models:/m-... source through the global tracking URI)
+    mlflow.set_tracking_uri(plan.store.uri)
+    mlflow.set_registry_uri(plan.store.uri)
+    client = MlflowClient(tracking_uri=plan.store.uri, registry_uri=plan.store.uri)
     run = plan.run
     fingerprint = run.tags.get(TAG_FINGERPRINT, "")
     try:

@@ -39,7 +39,8 @@ def sweep_like_store(tmp_path_factory: pytest.TempPathFactory) -> str:
     for name in NAMES:
         leaves = re.search(r"num_leaves=(\d+)", name)
         rate = re.search(r"learning_rate=([\d.]+)", name)
-        assert leaves is not None and rate is not None
+        assert leaves is not None
+        assert rate is not None
         overrides = [*SMALL, f"model.num_leaves={leaves[1]}", f"model.learning_rate={rate[1]}",
                      f"tracking.uri={uri}", f"tracking.run_name='{name}'"]  # fmt: skip
         pipeline.run(compose_train(overrides), overrides=overrides, print_summary=False)
