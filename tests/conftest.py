@@ -38,6 +38,7 @@ E2E_MODULES = frozenset({"tests/compare/test_notebook.py", "tests/compare/test_c
 INTEGRATION_MODULES = frozenset(
     {
         "tests/test_end_to_end.py",
+        "tests/test_api.py",
         "tests/test_model_options.py",
         "tests/models/test_shipped_models.py",
         "tests/test_real_data.py",
@@ -86,6 +87,17 @@ def _fresh_recent_entries() -> Iterator[None]:
     forget_recent()
     yield
     forget_recent()
+
+
+@pytest.fixture(autouse=True)
+def _no_store_from_the_environment() -> Iterator[None]:
+    """MLflow exports ``MLFLOW_TRACKING_URI`` when a tracker sets its URI; readers of runs honour
+    it (``ltr.tracking.find_tracking_uri``), so no test may see the store of a test before it."""
+    for var in ("LTR_TRACKING_URI", "MLFLOW_TRACKING_URI"):
+        os.environ.pop(var, None)
+    yield
+    for var in ("LTR_TRACKING_URI", "MLFLOW_TRACKING_URI"):
+        os.environ.pop(var, None)
 
 
 def compose_train(overrides: Sequence[str] = ()) -> DictConfig:

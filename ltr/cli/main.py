@@ -1,7 +1,7 @@
 """The ``ltr`` command: a verb, its arguments, one exit-code policy.
 
 Each verb lives in its own module of :mod:`ltr.cli` (``train``, ``evaluate``, ``compare``,
-``exposure``, ``labels``, ``cache``, ``partition``, ``ui``), imported only when that verb runs so ``ltr --help`` stays fast.
+``exposure``, ``labels``, ``cache``, ``partition``, ``ui``, ``completion``, ...), imported only when that verb runs so ``ltr --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import unicodedata
 from ltr.errors import LtrUserError
 from ltr.tracking.lifecycle import Terminated
 
-VERBS = ("train", "rerun", "predict", "promote", "evaluate", "compare", "exposure", "labels", "cache", "partition", "ui")
+VERBS = ("train", "rerun", "predict", "promote", "evaluate", "compare", "exposure", "labels", "cache", "partition", "ui", "completion")
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
@@ -32,6 +32,7 @@ commands:
   cache [info|clear]     show (entries, size, limit) or clear the cache of parsed data files; --help
   partition ...          write data files as the whole-query Parquet partitions data=parquet_partitions reads; --help
   ui [--port N]          open the MLflow UI on 127.0.0.1 against the default local store
+  completion bash        print the bash completion script of ltr (verbs; ltr train's groups, options, keys)
 """
 
 
@@ -105,6 +106,10 @@ def main(argv: list[str] | None = None) -> int:
             from ltr.cli.ui import main as ui_main
 
             return ui_main(rest)
+        if verb == "completion":
+            from ltr.cli.completion import main as completion_main
+
+            return completion_main(rest, VERBS)
     except LtrUserError as exc:
         print(f"ltr: error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_USER_ERROR

@@ -43,7 +43,7 @@ def build_parser() -> OneLineParser:
     parser.add_argument("--label-column", default=None, help="Parquet/CSV label column (default: the run's, else label)")
     parser.add_argument("--doc-id-column", default=None, help="Parquet/CSV document id column, for the TREC run's docnos")
     parser.add_argument("--experiment", default="ltr", help="experiment of a run name (default: ltr)")
-    parser.add_argument("--tracking-uri", default=None, help="the store (default: sqlite:///./mlflow.db)")
+    parser.add_argument("--tracking-uri", default=None, help="the store (default: $LTR_TRACKING_URI, $MLFLOW_TRACKING_URI, ./mlflow.db, the project root's mlflow.db)")
     return parser
 
 

@@ -25,7 +25,7 @@ def build_parser() -> OneLineParser:
     parser.add_argument("--force", action="store_true", help="promote even if worse than the alias's current model")
     parser.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap resamples of the comparison (default 10000)")
     parser.add_argument("--experiment", default="ltr", help="experiment of a run name (default: ltr)")
-    parser.add_argument("--tracking-uri", default=None, help="the store (default: sqlite:///./mlflow.db)")
+    parser.add_argument("--tracking-uri", default=None, help="the store (default: $LTR_TRACKING_URI, $MLFLOW_TRACKING_URI, ./mlflow.db, the project root's mlflow.db)")
     return parser
 
 

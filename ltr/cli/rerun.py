@@ -31,7 +31,7 @@ from ltr.experiment.rerun import (
     metric_differences,
     plan_rerun,
 )
-from ltr.tracking import resolve_tracking_uri
+from ltr.tracking import find_tracking_uri, resolve_tracking_uri
 from ltr.tracking.runs import RunStore
 
 #: Differences listed one per line at the most (the rest are counted).
@@ -58,14 +58,14 @@ def build_parser() -> OneLineParser:
     parser.add_argument("run", metavar="RUN", help="run id, id prefix or run name")
     parser.add_argument("overrides", nargs="*", metavar="OVERRIDE", help="Hydra overrides that change the rerun")
     parser.add_argument("--experiment", default="ltr", help="experiment of a run name (default: ltr)")
-    parser.add_argument("--tracking-uri", default=None, help="the store (default: sqlite:///./mlflow.db)")
+    parser.add_argument("--tracking-uri", default=None, help="the store (default: $LTR_TRACKING_URI, $MLFLOW_TRACKING_URI, ./mlflow.db, the project root's mlflow.db)")
     return parser
 
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_intermixed_args(argv)
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
-    store = RunStore(resolve_tracking_uri(args.tracking_uri))
+    store = RunStore(find_tracking_uri(args.tracking_uri))
     source = store.resolve(args.run, experiment=args.experiment)
     experiment = store.client.get_experiment(source.experiment_id).name
     plan = plan_rerun(

@@ -40,7 +40,8 @@ from ltr.cli.sweep_callback import (
     sweep_tags,
     varying_keys_for,
 )
-from ltr.config.compose import CONF_DIR, one_line
+from ltr.config.completion import bash_script
+from ltr.config.compose import CONF_DIR, quote_non_ascii, user_message
 from ltr.config.store import register_configs
 from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
@@ -153,22 +154,25 @@ def _sweep_job(cfg: DictConfig, overrides: list[str]) -> float:
     return outcome.objective_value
 
 
-_GRAMMAR = set(",[]{}()'\"$=:\\ ")
+def shell_completion(argv: list[str]) -> int:
+    """Hydra's ``-sc install=bash``: the script of ``ltr completion bash`` (Hydra's own would
+    register ``ltr`` and ``train`` as two commands); other ``-sc`` uses are refused in one line."""
+    from ltr.cli.main import VERBS
 
-
-def quote_non_ascii(override: str) -> str:
-    """``key=value`` with a non-ASCII value (``data.train=/data/données/train.txt``) quoted, as
-    Hydra's override grammar needs; values with grammar characters (sweeps, lists) are left to
-    the user (and get a one-line hint when Hydra refuses them)."""
-    key, sep, value = override.partition("=")
-    if not sep or value.isascii() or _GRAMMAR & set(value) or key.startswith("-"):
-        return override
-    return f"{key}='{value}'"
+    if "install=bash" in argv:
+        print(bash_script(VERBS), end="")
+        return 0
+    raise LtrUserError(
+        "shell completion of ltr: ltr completion bash > ~/.ltr-completion.bash && "
+        "echo 'source ~/.ltr-completion.bash' >> ~/.bashrc (bash only)"
+    )
 
 
 def main(argv: list[str]) -> int:
     """``ltr train ARGV``: run the Hydra app; config mistakes become one-line `LtrUserError`s."""
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises; ltr.cli.main prints one line
+    if any(arg in ("-sc", "--shell-completion") or arg.startswith("--shell-completion=") for arg in argv):
+        return shell_completion(argv)
     argv = [quote_non_ascii(arg) for arg in argv]
     sys.argv = ["ltr train", *argv]
     try:
@@ -181,13 +185,5 @@ def main(argv: list[str]) -> int:
         print(ended.line, file=sys.stderr if ended.code else sys.stdout)
         return ended.code
     except (HydraException, OmegaConfBaseException) as exc:
-        raise composition_error(exc, argv) from exc
+        raise LtrUserError(user_message(exc, argv)) from exc
     return 0
-
-
-def composition_error(exc: HydraException | OmegaConfBaseException, argv: list[str]) -> LtrUserError:
-    """The one-line `LtrUserError` of a config Hydra could not compose from ``argv``."""
-    message = one_line(exc)
-    if "LexerNoViableAlt" in message and not all(arg.isascii() for arg in argv):
-        message += " (quote a value with non-ASCII characters: \"key='/path/données'\")"
-    return LtrUserError(message)

@@ -17,7 +17,7 @@ from scipy import stats
 from ltr.compare.comparison import Comparison, compare_runs
 from ltr.errors import LtrUserError
 from ltr.metrics import IdcgReport
-from ltr.tracking import resolve_tracking_uri
+from ltr.tracking import find_tracking_uri
 from ltr.tracking.runs import RunRecord, RunStore
 from ltr.tracking.sweep_summary import child_runs
 
@@ -144,7 +144,8 @@ def load_comparison(
         ``baseline``): the two latest finished runs of ``experiment``, the older one as baseline
     baseline : reference of the baseline; default the first of ``refs``. It may also appear in
         ``refs``; a run named twice is compared once.
-    tracking_uri : the store; default the one ``ltr train`` uses
+    tracking_uri : the store; default :func:`ltr.tracking.find_tracking_uri` (``$LTR_TRACKING_URI``,
+        ``$MLFLOW_TRACKING_URI``, ``./mlflow.db``, the project root's ``mlflow.db``)
     experiment, split, metrics, force, seed, n_resamples : as the CLI options
 
     Raises
@@ -157,7 +158,7 @@ def load_comparison(
         raise LtrUserError(f"--n-resamples={n_resamples} must be >= 1")
     if not metrics:
         raise LtrUserError("no metric to compare")
-    store = RunStore(resolve_tracking_uri(tracking_uri))
+    store = RunStore(find_tracking_uri(tracking_uri))
     if not refs and baseline is None:
         refs = [r.run_id for r in reversed(store.latest_runs(experiment=experiment, n=2))]
     runs: list[RunRecord] = []

@@ -1,5 +1,14 @@
-"""The ``ltr train`` config composed outside the Hydra app: ``ltr rerun``, ``ltr predict`` and
-the Python API compose the same ``ltr/conf`` (package data) the command line does.
+"""The ``ltr train`` config composed outside the Hydra app, from the package's ``ltr/conf/``.
+
+One mechanism for every caller that composes outside ``@hydra.main`` (the Python API, ``ltr
+rerun``, ``ltr predict``): the schemas registered, the overrides read exactly as the command line
+reads them (:func:`quote_non_ascii`), a user's config directory layered on top, and Hydra's or
+OmegaConf's complaints turned into one-line `LtrUserError`\\ s (:func:`one_line`).
+
+Layering: the package's directory comes first, a user's directory (``config_dir`` here,
+``--config-dir`` or ``hydra.searchpath`` on the command line) after it, so a user's directory
+*adds* options (``local/default.yaml``, ``model/mine.yaml``, ``experiment/mine.yaml``) and cannot
+shadow a shipped one of the same name.
 """
 
 from __future__ import annotations
@@ -18,6 +27,26 @@ from ltr.errors import LtrUserError
 #: The config groups, shipped inside the package (package data), so a wheel installed anywhere
 #: composes the same configs as the repository.
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
+
+_GRAMMAR = set(",[]{}()'\"$=:\\ ")
+
+
+def quote_non_ascii(override: str) -> str:
+    """``key=value`` with a non-ASCII value (``data.train=/data/données/train.txt``) quoted, as
+    Hydra's override grammar needs; values with grammar characters (sweeps, lists) are left to
+    the user (and get a one-line hint when Hydra refuses them).
+
+    Examples
+    --------
+    >>> quote_non_ascii("data.train=/data/données/train.txt")
+    "data.train='/data/données/train.txt'"
+    >>> quote_non_ascii("model.num_leaves=7")
+    'model.num_leaves=7'
+    """
+    key, sep, value = override.partition("=")
+    if not sep or value.isascii() or _GRAMMAR & set(value) or key.startswith("-"):
+        return override
+    return f"{key}='{value}'"
 
 
 def one_line(exc: BaseException) -> str:
@@ -40,14 +69,51 @@ def one_line(exc: BaseException) -> str:
     return text
 
 
-def compose_train(overrides: Sequence[str] = (), *, what: str = "the config") -> DictConfig:
-    """The ``ltr train`` config of ``overrides`` (Hydra's ``hydra.*`` keys left out), composed
-    from ``ltr/conf``; a composition error is one :class:`LtrUserError` line (``cannot compose
-    {what}: ...``)."""
+def user_message(exc: HydraException | OmegaConfBaseException, overrides: Sequence[str]) -> str:
+    """:func:`one_line`, with a hint when a non-ASCII value needs quotes."""
+    message = one_line(exc)
+    if message.startswith("Ambiguous value for argument"):
+        message += "; a list is key=[a,b]; a sweep over values is ltr train -m key=a,b"
+    if "LexerNoViableAlt" in message and not all(o.isascii() for o in overrides):
+        message += " (quote a value with non-ASCII characters: \"key='/path/données'\")"
+    return message
+
+
+def search_path_override(config_dir: str | Path) -> str:
+    """The ``hydra.searchpath`` override that layers ``config_dir`` on top of ``ltr/conf/``.
+
+    Raises
+    ------
+    LtrUserError
+        ``config_dir`` is not a directory.
+    """
+    path = Path(config_dir).expanduser().resolve()
+    if not path.is_dir():
+        raise LtrUserError(f"config_dir {str(config_dir)!r}: no such directory ({path})")
+    return f"hydra.searchpath=['file://{path}']"
+
+
+def compose_train(
+    overrides: Sequence[str] = (), *, what: str = "the config", config_dir: str | Path | None = None
+) -> DictConfig:
+    """The composed ``ltr train`` config: ``ltr/conf/train.yaml`` with ``overrides`` (as typed on
+    the command line; Hydra's own ``hydra.*`` keys left out) and ``config_dir`` (a user's config
+    directory) layered on top.
+
+    Sweeps (``a=1,2``) are the command line's (``ltr train -m``); here they are refused.
+
+    Raises
+    ------
+    LtrUserError
+        One line (``cannot compose {what}: ...``): a bad override, an unknown option or key, a
+        value of the wrong type; or ``config_dir`` missing.
+    """
+    kept = [quote_non_ascii(o) for o in overrides if not o.lstrip("+~").startswith(("hydra.", "hydra/"))]
+    if config_dir is not None:
+        kept.append(search_path_override(config_dir))
     register_configs()
-    kept = [o for o in overrides if not o.lstrip("+~").startswith(("hydra.", "hydra/"))]
     try:
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
             return compose(config_name="train", overrides=kept)
     except (HydraException, OmegaConfBaseException) as exc:
-        raise LtrUserError(f"cannot compose {what}: {one_line(exc)}") from exc
+        raise LtrUserError(f"cannot compose {what}: {user_message(exc, overrides)}") from exc

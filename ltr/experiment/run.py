@@ -72,12 +72,14 @@ def run(
     extra_tags: dict[str, str] | None = None,
     varying: Sequence[str] | None = None,
     on_run_start: Callable[[str | None], None] | None = None,
+    print_summary: bool = True,
 ) -> RunOutcome:
     """Run one experiment described by a composed ``ltr train`` config (see the module docstring).
 
     ``varying``: the config keys a sweep varies (a job's name is its values of those keys).
     ``on_run_start``: called with the run id (None without tracking) once every check has
     passed and the run has started (an error before it is a refusal: no run exists).
+    ``print_summary``: print the summary table to stdout (the CLI's; the Python API's is quiet).
     Returns the summaries and ``metrics[spec.optimized_metric]`` as the objective value.
     """
     t0 = time.perf_counter()
@@ -112,7 +114,8 @@ def run(
         title, summary_md, header, rows = summary_markdown(spec, evaluation, scored.result)
         record_results(tracker, spec, overrides, evaluation, scored, source.fingerprint, summary_md, name)
         timings["log"] = time.perf_counter() - t
-    print_table(header, rows, title=title)
+    if print_summary:
+        print_table(header, rows, title=title)
     for note in evaluation.gap_notes:
         log.info(note)
     for line in evaluation.advice:

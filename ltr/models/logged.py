@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import lightgbm as lgb
+import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -22,7 +23,7 @@ from ltr.config.data import DATA_OPTIONS
 from ltr.errors import LtrUserError
 from ltr.experiment.checks import check_config
 from ltr.experiment.spec import ExperimentSpec
-from ltr.tracking import resolve_tracking_uri
+from ltr.tracking import find_tracking_uri
 from ltr.tracking.runs import RunRecord, RunStore
 from ltr.training.artifact import model_feature_names
 
@@ -51,6 +52,23 @@ class LoggedRun:
     @property
     def label(self) -> str:
         return f"{self.record.short_id} ({self.record.run_name})"
+
+    @property
+    def run_id(self) -> str:
+        return self.record.run_id
+
+    @property
+    def run_name(self) -> str:
+        return self.record.run_name
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        """The run's logged metrics (the last value of each key: ``test/ndcg_at_10``, ...)."""
+        return self.store.metrics(self.record)
+
+    def per_query(self, split: str = "test") -> pd.DataFrame:
+        """The run's logged per-query table of ``split`` (``per_query/{split}.parquet``)."""
+        return self.store.per_query_table(self.record, split)
 
 
 def require_finished(record: RunRecord) -> None:
@@ -82,7 +100,8 @@ def run_spec(store: RunStore, record: RunRecord) -> ExperimentSpec:
 
 def load_run(ref: str, *, tracking_uri: str | None = None, experiment: str = "ltr") -> LoggedRun:
     """The finished run ``ref`` names (run id, id prefix or run name, as ``ltr compare`` takes
-    them) in the store ``tracking_uri`` (default: ``./mlflow.db``), with its model and settings.
+    them) in the store ``tracking_uri`` (default: :func:`ltr.tracking.find_tracking_uri`), with
+    its model and settings.
 
     Raises
     ------
@@ -90,7 +109,7 @@ def load_run(ref: str, *, tracking_uri: str | None = None, experiment: str = "lt
         no such run, a run that did not finish, a run without a model (``tracking.log_model``
         does not matter: every run logs ``model_text/model.txt``), in one line.
     """
-    store = RunStore(resolve_tracking_uri(tracking_uri))
+    store = RunStore(find_tracking_uri(tracking_uri))
     record = store.resolve(ref, experiment=experiment)
     require_finished(record)
     spec = run_spec(store, record)

@@ -20,7 +20,7 @@ from mlflow.tracking import MlflowClient
 from ltr.compare.loading import LoadedComparison, load_comparison
 from ltr.errors import LtrUserError
 from ltr.models.logged import require_finished
-from ltr.tracking import resolve_tracking_uri
+from ltr.tracking import find_tracking_uri
 from ltr.tracking.runs import RunRecord, RunStore
 from ltr.tracking.uri import ui_path, ui_url
 
@@ -121,7 +121,7 @@ def plan_promotion(
         raise LtrUserError("--name is empty: give the registered model's name")
     if not alias.strip() or alias.strip().isdigit() or alias.lower() == "latest":
         raise LtrUserError(f"--alias {alias!r} is not a usable alias (not empty, not a number, not 'latest')")
-    store = RunStore(resolve_tracking_uri(tracking_uri))
+    store = RunStore(find_tracking_uri(tracking_uri))
     run, notes = _candidate(store, ref, experiment)
     model_uri = run.tags.get("ltr.model_uri")
     if not model_uri:
