@@ -29,6 +29,7 @@ from ltr.experiment.cv import cv_metrics, cv_table
 from ltr.experiment.record import override_key, short_overrides, shown_overrides
 from ltr.experiment.spec import ExperimentSpec
 from ltr.experiment.sweep_tradeoffs import summarise_tradeoffs
+from ltr.sweeper.record import check_sweep, record_search
 from ltr.tracking import RunStatus, make_tracker
 from ltr.tracking.gitinfo import source_tags
 from ltr.tracking.lifecycle import end_run
@@ -119,6 +120,7 @@ class MlflowSweepCallback(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         self.spec = job_spec(config)
+        check_sweep(config, self.spec)
         self.objective = self.spec.optimized_metric
         if not config.tracking.enabled:
             return
@@ -152,6 +154,8 @@ class MlflowSweepCallback(Callback):
     def _summarise(self, *, completed: bool) -> None:
         assert self.sweep_dir is not None
         summary = child_summary(self.tracker, self.objective, job_errors(self.sweep_dir))
+        if self.spec is not None:  # pruned and infeasible jobs are never the best (ltr.sweeper.record)
+            summary = record_search(self.tracker, self.spec, self.sweep_dir, summary)
         metrics: dict[str, float] = {"sweep/n_jobs": summary.n_jobs, "sweep/n_failed": summary.n_failed}
         if summary.best_value is not None:
             metrics[f"sweep/best/{self.objective}"] = summary.best_value

@@ -33,6 +33,7 @@ from ltr.cli.sweep_callback import parent_run_id_for, record_job_error, sweep_ta
 from ltr.config.store import register_configs
 from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
+from ltr.sweeper.link import search_trial
 from ltr.tracking.lifecycle import Terminated, raise_if_stop_requested, stop_signals
 
 #: The config groups, shipped inside the package (package data), so a wheel installed anywhere
@@ -106,13 +107,14 @@ def job(cfg: DictConfig) -> float:
     if hydra_cfg.mode == RunMode.MULTIRUN:
         job_num = str(hydra_cfg.job.num)
         try:
-            outcome = pipeline.run(
-                cfg,
-                overrides=overrides,
-                parent_run_id=parent_run_id_for(hydra_cfg.sweep.dir),
-                extra_tags=sweep_tags(hydra_cfg.sweep.dir) | {"ltr.job_num": job_num},
-                varying=varying_keys_for(hydra_cfg.sweep.dir),
-            )
+            with search_trial(hydra_cfg.sweep.dir, job_num) as trial:
+                outcome = pipeline.run(
+                    cfg,
+                    overrides=overrides,
+                    parent_run_id=parent_run_id_for(hydra_cfg.sweep.dir),
+                    extra_tags=sweep_tags(hydra_cfg.sweep.dir) | {"ltr.job_num": job_num},
+                    varying=varying_keys_for(hydra_cfg.sweep.dir),
+                )
         except LtrUserError as exc:
             log.error("job %s failed: %s", job_num, exc)
             record_job_error(hydra_cfg.runtime.output_dir, str(exc))
@@ -121,7 +123,7 @@ def job(cfg: DictConfig) -> float:
             log.exception("job %s failed", job_num)
             record_job_error(hydra_cfg.runtime.output_dir, f"{type(exc).__name__}: {exc}")
             return math.nan
-        return outcome.objective_value
+        return trial.result(outcome.objective_value, outcome.metrics)
 
     try:
         outcome = pipeline.run(cfg, overrides=overrides)

@@ -12,6 +12,7 @@ from typing import Any
 from omegaconf import MISSING
 
 from ltr.config.choices import (
+    Direction,
     Estimator,
     Gain,
     Preset,
@@ -168,13 +169,32 @@ class CvConfig:
 
 
 @dataclass
+class SweepConfig:
+    """What a sweep's parent run judges its jobs by, for grids and searches alike (README:
+    "Searches: several objectives, guardrails, pruning").
+
+    ``directions``: one per ``optimized_metric`` key (``maximize`` / ``minimize``); None:
+    maximise each. ``constraints``: guardrails a job must meet to count as the sweep's best,
+    each ``"<metric key> <op> <number | baseline>"`` with op one of ``>= <= > <``, e.g.
+    ``"valid/ild_at_10 >= 0.30"``, ``"valid/ndcg_at_10/len_51_plus >= baseline"``.
+    ``baseline``: the run ``baseline`` means (a run id, name or id prefix in the experiment);
+    None: the sweep's first job (job 0).
+    """
+
+    directions: list[Direction] | None = None
+    constraints: list[str] = field(default_factory=list)
+    baseline: str | None = None
+
+
+@dataclass
 class TrainConfig:
     """The composed config of ``ltr train``."""
 
     seed: int = 42
     # The value ``ltr train`` returns to a sweeper (maximised): a metric key the run logs, e.g.
     # valid/ndcg_at_10 or valid/ndcg_at_10/len_51_plus; None: valid/ndcg_at_<max(eval.k)>.
-    optimized_metric: str | None = None
+    # A list of keys is a multi-objective search (sweep.directions; the first key is the primary).
+    optimized_metric: Any = None
     data: Any = MISSING
     split: Any = MISSING
     model: ModelConfig = MISSING
@@ -184,3 +204,4 @@ class TrainConfig:
     trainer: TrainerConfig = MISSING
     rerank: RerankConfig = MISSING
     cv: CvConfig = field(default_factory=CvConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)
