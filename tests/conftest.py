@@ -41,6 +41,7 @@ INTEGRATION_MODULES = frozenset(
         "tests/test_model_options.py",
         "tests/test_real_data.py",
         "tests/test_training.py",
+        "tests/test_round_hook.py",
         "tests/test_binned_cache.py",
         "tests/test_binned_reuse.py",
         "tests/clicks/test_position_training.py",

@@ -40,6 +40,7 @@ from ltr.errors import LtrUserError
 from ltr.experiment.guardrails import Constraint, failed_constraints, parse_constraints
 from ltr.experiment.spec import ExperimentSpec
 from ltr.sweeper.link import JOURNAL_FILE, RESULTS_FILE, TRIALS_FILE
+from ltr.tracking.store import check_tracking_uri
 from ltr.tracking.sweep_summary import SweepSummary, child_runs, run_link
 
 log = logging.getLogger(__name__)
@@ -62,8 +63,7 @@ def check_sweep(config: DictConfig, spec: ExperimentSpec) -> None:
 
 def baseline_metrics(spec: ExperimentSpec) -> dict[str, float]:
     """The metrics of the named baseline run (``sweep.baseline``), read from the store."""
-    from ltr.tracking.runs import RunStore
-    from ltr.tracking.store import check_tracking_uri
+    from ltr.tracking.runs import RunStore  # MLflow: only for a named baseline
 
     tracking = spec.config.tracking
     if not tracking.enabled:

@@ -107,9 +107,16 @@ def search_space(overrides: Sequence[str]) -> tuple[dict[str, BaseDistribution],
     return space, fixed
 
 
-def params_overrides(params: Mapping[str, Any] | None) -> list[str]:
-    """``hydra.sweeper.params`` (key -> sweep string) as overrides."""
-    return [f"{key}={value}" for key, value in (params or {}).items()]
+def params_overrides(params: Mapping[str, Any] | None, prefix: str = "") -> list[str]:
+    """``hydra.sweeper.params`` (key -> sweep string) as overrides; a nested entry (what
+    ``+hydra.sweeper.params.rerank.alpha=...`` on the command line makes) by its dotted key."""
+    out: list[str] = []
+    for key, value in (params or {}).items():
+        if isinstance(value, Mapping):
+            out += params_overrides(value, f"{prefix}{key}.")
+        else:
+            out.append(f"{prefix}{key}={value}")
+    return out
 
 
 def trial_overrides(values: Mapping[str, Any], fixed: Mapping[str, str]) -> tuple[str, ...]:
