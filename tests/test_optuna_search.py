@@ -88,11 +88,15 @@ def test_a_persistent_study_resumes_across_invocations_and_maximises(tmp_path: P
     assert parent.data.metrics["sweep/optuna/best_value"] == max(t.value for t in study.trials)
 
 
-def test_no_trials_is_refused_in_one_line_before_any_run(tmp_path: Path) -> None:
+def test_no_trials_or_an_unknown_baseline_is_refused_in_one_line_before_any_run(tmp_path: Path) -> None:
+    uri = f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}"
     for n in ("0", "-2"):
-        proc = _ltr(tmp_path, "hparams_search=optuna", f"hydra.sweeper.n_trials={n}", *SMALL,
-                    f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}", code=2)  # fmt: skip
+        proc = _ltr(tmp_path, "hparams_search=optuna", f"hydra.sweeper.n_trials={n}", *SMALL, uri, code=2)
         assert proc.stderr.strip().splitlines() == [f"ltr: error: hydra.sweeper.n_trials={n} must be a whole number >= 1 (the trials to run)"]
+    proc = _ltr(tmp_path, "-m", "model.num_leaves=3,7", "sweep.constraints=['valid/ndcg_at_10 >= baseline']",
+                "sweep.baseline=no_such_run", *SMALL, uri, code=2)  # fmt: skip
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("ltr: error: sweep.baseline='no_such_run': ")
     assert not (tmp_path / "mlflow.db").exists() or not _sweeps(tmp_path / "mlflow.db")
 
 

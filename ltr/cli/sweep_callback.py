@@ -24,6 +24,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
+from ltr.errors import LtrUserError
 from ltr.experiment.checks import check_config
 from ltr.experiment.cv import cv_metrics, cv_table
 from ltr.experiment.record import override_key, short_overrides, shown_overrides
@@ -42,6 +43,16 @@ PARENT_ID_FILE = ".ltr_parent_run_id"
 VARYING_KEYS_FILE = ".ltr_varying_keys"
 #: In a job's folder: why the job failed (a job whose config is refused has no run to say so).
 JOB_ERROR_FILE = ".ltr_job_error"
+
+
+class SweepRefused(BaseException):
+    """A sweep setting refused before the parent run exists (:func:`ltr.sweeper.record.check_sweep`),
+    carried past Hydra (which turns a callback's ``Exception`` into a warning) to
+    :func:`ltr.cli.train.main`, which re-raises the `LtrUserError` itself."""
+
+    def __init__(self, error: LtrUserError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def parent_run_id_for(sweep_dir: str | Path) -> str | None:
@@ -120,7 +131,10 @@ class MlflowSweepCallback(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         self.spec = job_spec(config)
-        check_sweep(config, self.spec)
+        try:
+            check_sweep(config, self.spec)
+        except LtrUserError as exc:
+            raise SweepRefused(exc) from exc
         self.objective = self.spec.optimized_metric
         if not config.tracking.enabled:
             return

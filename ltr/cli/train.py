@@ -29,7 +29,13 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from ltr.cli.sweep_callback import parent_run_id_for, record_job_error, sweep_tags, varying_keys_for
+from ltr.cli.sweep_callback import (
+    SweepRefused,
+    parent_run_id_for,
+    record_job_error,
+    sweep_tags,
+    varying_keys_for,
+)
 from ltr.config.store import register_configs
 from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
@@ -171,7 +177,7 @@ def main(argv: list[str]) -> int:
     try:
         job()
         raise_if_stop_requested()  # stopped after the run ended: exit 130 / 143 all the same
-    except _UserErrorInJob as wrapped:
+    except (_UserErrorInJob, SweepRefused) as wrapped:
         raise wrapped.error from None
     except (HydraException, OmegaConfBaseException) as exc:
         message = one_line(exc)

@@ -36,11 +36,10 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from ltr.config.sweeper import SWEEPER_TARGET
-from ltr.errors import LtrUserError
 from ltr.experiment.guardrails import Constraint, failed_constraints, parse_constraints
 from ltr.experiment.spec import ExperimentSpec
+from ltr.sweeper.baseline import baseline_metrics
 from ltr.sweeper.link import JOURNAL_FILE, RESULTS_FILE, TRIALS_FILE
-from ltr.tracking.store import check_tracking_uri
 from ltr.tracking.sweep_summary import SweepSummary, child_runs, run_link
 
 log = logging.getLogger(__name__)
@@ -59,18 +58,6 @@ def check_sweep(config: DictConfig, spec: ExperimentSpec) -> None:
         check_settings(config.hydra.sweeper)
     if spec.config.sweep.baseline is not None:
         baseline_metrics(spec)
-
-
-def baseline_metrics(spec: ExperimentSpec) -> dict[str, float]:
-    """The metrics of the named baseline run (``sweep.baseline``), read from the store."""
-    from ltr.tracking.runs import RunStore  # MLflow: only for a named baseline
-
-    tracking = spec.config.tracking
-    if not tracking.enabled:
-        raise LtrUserError("sweep.baseline names a run, but tracking is off: turn it on, or drop sweep.baseline")
-    store = RunStore(check_tracking_uri(tracking.uri, writable=False))
-    run = store.resolve(str(spec.config.sweep.baseline), experiment=tracking.experiment)
-    return store.metrics(run)
 
 
 def _job(run: Any) -> str:

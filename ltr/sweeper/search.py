@@ -40,6 +40,7 @@ from omegaconf import DictConfig, OmegaConf
 from ltr.errors import LtrUserError
 from ltr.experiment.guardrails import Constraint, parse_constraints
 from ltr.experiment.spec import ExperimentSpec
+from ltr.sweeper.baseline import baseline_metrics
 from ltr.sweeper.link import RESULTS_FILE, TRIALS_FILE, JobResult, Link, open_storage
 from ltr.sweeper.space import params_overrides, search_space, trial_overrides
 
@@ -103,7 +104,10 @@ class OptunaSearch:
         self.launcher = launcher
         self.sweep_dir = Path(str(config.hydra.sweep.dir))
         self.constraints: tuple[Constraint, ...] = parse_constraints(list(spec.config.sweep.constraints))
-        self.baseline: dict[str, float] | None = None
+        # the baseline of "<key> >= baseline": a named run's metrics, else the first job's (in _tell)
+        self.baseline: dict[str, float] | None = (
+            baseline_metrics(spec) if spec.config.sweep.baseline is not None and any(c.needs_baseline for c in self.constraints) else None
+        )
         self.multi = len(spec.objectives) > 1
 
     def _sampler(self) -> optuna.samplers.BaseSampler:
