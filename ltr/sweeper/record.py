@@ -7,7 +7,7 @@ Called by the sweep callback (:mod:`ltr.cli.sweep_callback`):
   baseline run of ``sweep.constraints``, each refused with one line.
 - :func:`record_search` at the end, on the parent (``tracker``'s current run):
 
-  * an Optuna search: params ``optuna.study_name`` and ``optuna.storage`` (the sweep's journal
+  * an Optuna search: params ``optuna.study_name`` and ``optuna.storage`` (its password hidden; the sweep's journal
     file when no storage was given), metrics ``sweep/optuna/n_trials`` (the study's, all
     invocations), ``sweep/optuna/n_pruned`` and ``sweep/optuna/n_rounds_reported`` (boosting
     rounds the jobs reported to their trials); each child gets the tags ``ltr.optuna.trial``,
@@ -40,6 +40,7 @@ from ltr.experiment.guardrails import Constraint, failed_constraints, parse_cons
 from ltr.experiment.spec import ExperimentSpec
 from ltr.sweeper.baseline import baseline_metrics
 from ltr.sweeper.link import JOURNAL_FILE, RESULTS_FILE, TRIALS_FILE
+from ltr.tracking.store import redact_uri
 from ltr.tracking.sweep_summary import SweepSummary, child_runs, run_link
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,7 @@ def _tag_trials(tracker: Any, sweep_dir: Path, runs: dict[str, Any]) -> set[str]
         loaded = OmegaConf.to_container(OmegaConf.load(results_path))
         assert isinstance(loaded, dict)
         results = {str(k): v for k, v in loaded.items()}
-    storage = str(results.get("storage") or sweep_dir / JOURNAL_FILE)
+    storage = redact_uri(str(results["storage"])) if results.get("storage") else str(sweep_dir / JOURNAL_FILE)
     tracker.log_params({"optuna.study_name": str(results.get("study_name", "")), "optuna.storage": storage})
     pruned = {job for job, t in trials.items() if t["state"] == "PRUNED"}
     tracker.log_metrics({
