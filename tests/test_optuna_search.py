@@ -149,7 +149,7 @@ def test_a_constraint_no_job_meets_says_so_and_names_no_best(tmp_path: Path) -> 
     assert study.directions == [optuna.study.StudyDirection.MAXIMIZE], "maximised without any direction setting"
     for trial in study.trials:  # what the sampler's constraints_func read: 1.5 - nDCG > 0
         assert trial.user_attrs["ltr.constraints"] == [pytest.approx(1.5 - trial.value)]
-        assert trial.system_attrs["constraints"] == tuple(trial.user_attrs["ltr.constraints"])
+        assert list(trial.system_attrs["constraints"]) == trial.user_attrs["ltr.constraints"]
 
 
 def test_a_grid_honours_constraints_against_its_first_job(tmp_path: Path) -> None:
