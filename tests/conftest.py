@@ -43,6 +43,7 @@ INTEGRATION_MODULES = frozenset(
         "tests/models/test_shipped_models.py",
         "tests/test_real_data.py",
         "tests/test_training.py",
+        "tests/test_round_hook.py",
         "tests/test_binned_cache.py",
         "tests/test_binned_reuse.py",
         "tests/clicks/test_position_training.py",

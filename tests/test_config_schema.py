@@ -4,7 +4,7 @@ out-of-range value, a wrong type and (lists) an empty list in one line naming it
 The cases are not written by hand: :func:`cases` walks the dataclasses of every group (each
 option of ``data``), reads what each field declares (:mod:`ltr.config.allowed`, or its bool /
 Enum type) and derives the bad values from it. Most run in this process through the CLI's own
-path (Hydra composes the overrides, a composition error becomes ``composition_error``'s line,
+path (Hydra composes the overrides, a composition error becomes ``user_message``'s line,
 then ``check_config``); a few run as real ``ltr train`` subprocesses (exit 2, no traceback, no
 store). A field that declares nothing fails :func:`test_every_field_declares_its_allowed_values`.
 """
@@ -29,8 +29,9 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
-from ltr.cli.train import CONF_DIR, composition_error
+from ltr.cli.train import CONF_DIR
 from ltr.config.allowed import Allowed, allowed_of
+from ltr.config.compose import user_message
 from ltr.config.data import DATA_OPTIONS, SplitConfig
 from ltr.config.schema import TrainConfig
 from ltr.errors import LtrUserError
@@ -149,7 +150,7 @@ def cases(field: Field, tmp: Path) -> list[tuple[str, str]]:
 
 def refusal(overrides: list[str], base: DictConfig | None = None) -> str:
     """The one line ``ltr train OVERRIDES`` is refused with, by the CLI's path (Hydra composes,
-    a composition error becomes ``composition_error``'s line, then the checks); fails the test
+    a composition error becomes ``user_message``'s line, then the checks); fails the test
     if nothing refuses it. With ``base`` (a config already composed with the group options of
     the overrides), the value overrides are applied to a copy of it as Hydra's composition
     applies them (``ConfigLoaderImpl._apply_overrides_to_config``): the same code, without
@@ -162,7 +163,7 @@ def refusal(overrides: list[str], base: DictConfig | None = None) -> str:
                 cfg = copy.deepcopy(base)
                 ConfigLoaderImpl._apply_overrides_to_config(OverridesParser.create().parse_overrides(overrides), cfg)
         except (HydraException, OmegaConfBaseException) as exc:
-            raise composition_error(exc, overrides) from exc
+            raise LtrUserError(user_message(exc, overrides)) from exc
         check_config(cfg)
     except LtrUserError as exc:
         return str(exc)

@@ -29,6 +29,7 @@ from ltr.experiment.cv import cv_metrics, cv_table
 from ltr.experiment.record import override_key, short_overrides, shown_overrides
 from ltr.experiment.spec import ExperimentSpec
 from ltr.experiment.sweep_tradeoffs import summarise_tradeoffs
+from ltr.sweeper.record import check_sweep, record_search
 from ltr.tracking import RunStatus, make_tracker
 from ltr.tracking.gitinfo import source_tags
 from ltr.tracking.lifecycle import end_run
@@ -46,6 +47,16 @@ JOB_OUTCOME_FILE = ".ltr_job_outcome"
 #: A job's outcomes: it ran to the end; it failed (its run, if it has one, is FAILED); its input was
 #: refused (an `LtrUserError`) before its run existed.
 OUTCOMES = ("finished", "failed", "refused")
+
+
+class SweepRefused(BaseException):
+    """A sweep setting refused before the parent run exists (:func:`ltr.sweeper.record.check_sweep`),
+    carried past Hydra (which turns a callback's ``Exception`` into a warning) to
+    :func:`ltr.cli.train.main`, which re-raises the `LtrUserError` itself."""
+
+    def __init__(self, error: LtrUserError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def parent_run_id_for(sweep_dir: str | Path) -> str | None:
@@ -194,6 +205,10 @@ class MlflowSweepCallback(Callback):
             self.objective = self.spec.optimized_metric
         except LtrUserError as exc:  # the swept values may mend it: each job is checked with its own
             log.info("the sweep's base config is refused (%s); each job is checked with its own values", exc)
+        try:
+            check_sweep(config, self.spec)
+        except LtrUserError as exc:
+            raise SweepRefused(exc) from exc
         if not config.tracking.enabled:
             return
         self.tracker = open_sweep_store(config)
@@ -231,6 +246,8 @@ class MlflowSweepCallback(Callback):
         if not self.objective:  # the base config was refused: the children say what they optimised
             self.objective = children_objective(self.tracker)
         summary = child_summary(self.tracker, self.objective, job_errors(self.sweep_dir))
+        if self.spec is not None:  # pruned and infeasible jobs are never the best (ltr.sweeper.record)
+            summary = record_search(self.tracker, self.spec, self.sweep_dir, summary)
         metrics: dict[str, float] = {"sweep/n_jobs": summary.n_jobs, "sweep/n_failed": summary.n_failed}
         if summary.best_value is not None:
             metrics[f"sweep/best/{self.objective}"] = summary.best_value

@@ -34,6 +34,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from ltr.cli.sweep_callback import (
     SweepEnded,
+    SweepRefused,
     parent_run_id_for,
     record_job_error,
     record_job_outcome,
@@ -45,6 +46,7 @@ from ltr.config.compose import CONF_DIR, quote_non_ascii, user_message
 from ltr.config.store import register_configs
 from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
+from ltr.sweeper.link import search_trial
 from ltr.tracking.lifecycle import Terminated, raise_if_stop_requested, stop_signals
 
 
@@ -132,14 +134,15 @@ def _sweep_job(cfg: DictConfig, overrides: list[str]) -> float:
     job_num, job_dir = str(hydra_cfg.job.num), hydra_cfg.runtime.output_dir
     started: list[str | None] = []
     try:
-        outcome = pipeline.run(
-            cfg,
-            overrides=overrides,
-            parent_run_id=parent_run_id_for(hydra_cfg.sweep.dir),
-            extra_tags=sweep_tags(hydra_cfg.sweep.dir) | {"ltr.job_num": job_num},
-            varying=varying_keys_for(hydra_cfg.sweep.dir),
-            on_run_start=started.append,
-        )
+        with search_trial(hydra_cfg.sweep.dir, job_num) as trial:  # an Optuna search's trial, if any
+            outcome = pipeline.run(
+                cfg,
+                overrides=overrides,
+                parent_run_id=parent_run_id_for(hydra_cfg.sweep.dir),
+                extra_tags=sweep_tags(hydra_cfg.sweep.dir) | {"ltr.job_num": job_num},
+                varying=varying_keys_for(hydra_cfg.sweep.dir),
+                on_run_start=started.append,
+            )
     except LtrUserError as exc:
         log.error("job %s %s: %s", job_num, "failed" if started else "refused", exc)
         record_job_error(job_dir, str(exc))
@@ -151,7 +154,7 @@ def _sweep_job(cfg: DictConfig, overrides: list[str]) -> float:
         record_job_outcome(job_dir, "failed")
         return math.nan
     record_job_outcome(job_dir, "finished")
-    return outcome.objective_value
+    return trial.result(outcome.objective_value, outcome.metrics)
 
 
 def shell_completion(argv: list[str]) -> int:
@@ -178,7 +181,7 @@ def main(argv: list[str]) -> int:
     try:
         job()
         raise_if_stop_requested()  # stopped after the run ended: exit 130 / 143 all the same
-    except _UserErrorInJob as wrapped:
+    except (_UserErrorInJob, SweepRefused) as wrapped:
         raise wrapped.error from None
     except SweepEnded as ended:
         raise_if_stop_requested()

@@ -101,3 +101,10 @@ class FileFormat(StrEnum):
     lightgbm = "lightgbm"
     parquet = "parquet"
     csv = "csv"
+
+
+class Direction(StrEnum):
+    """Which way a sweep optimises one ``optimized_metric`` key."""
+
+    maximize = "maximize"
+    minimize = "minimize"

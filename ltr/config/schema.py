@@ -13,6 +13,7 @@ from omegaconf import MISSING
 
 from ltr.config.allowed import INT32_MAX, SEED_MAX, allowed
 from ltr.config.choices import (
+    Direction,
     Discount,
     Estimator,
     Gain,
@@ -176,13 +177,32 @@ class CvConfig:
 
 
 @dataclass
+class SweepConfig:
+    """What a sweep's parent run judges its jobs by, for grids and searches alike (README:
+    "Searches: several objectives, guardrails, pruning").
+
+    ``directions``: one per ``optimized_metric`` key (``maximize`` / ``minimize``); None:
+    maximise each. ``constraints``: guardrails a job must meet to count as the sweep's best,
+    each ``"<metric key> <op> <number | baseline>"`` with op one of ``>= <= > <``, e.g.
+    ``"valid/ild_at_10 >= 0.30"``, ``"valid/ndcg_at_10/len_51_plus >= baseline"``.
+    ``baseline``: the run ``baseline`` means (a run id, name or id prefix in the experiment);
+    None: the sweep's first job (job 0).
+    """
+
+    directions: list[Direction] | None = field(default=None, metadata=allowed(min_len=1))
+    constraints: list[str] = field(default_factory=list, metadata=allowed(note="each '<key> <op> <number | baseline>'"))
+    baseline: str | None = field(default=None, metadata=allowed(min_len=1))
+
+
+@dataclass
 class TrainConfig:
     """The composed config of ``ltr train``."""
 
     seed: int = field(default=42, metadata=allowed(ge=0, le=SEED_MAX))
     # The value ``ltr train`` returns to a sweeper (maximised): a metric key the run logs, e.g.
     # valid/ndcg_at_10 or valid/ndcg_at_10/len_51_plus; None: valid/ndcg_at_<max(eval.k)>.
-    optimized_metric: str | None = field(default=None, metadata=allowed(min_len=1))
+    # A list of keys is a multi-objective search (sweep.directions; the first key is the primary).
+    optimized_metric: Any = field(default=None, metadata=allowed(free=True, note="a metric key the run logs, or a list of two"))
     data: Any = MISSING
     split: Any = MISSING
     model: ModelConfig = MISSING
@@ -192,3 +212,4 @@ class TrainConfig:
     trainer: TrainerConfig = MISSING
     rerank: RerankConfig = MISSING
     cv: CvConfig = field(default_factory=CvConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)

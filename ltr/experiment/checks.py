@@ -15,10 +15,11 @@ import difflib
 import importlib.util
 import itertools
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from ltr.config.allowed import allowed_of, problems
@@ -33,6 +34,7 @@ from ltr.config.schema import (
 )
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
+from ltr.experiment.guardrails import parse_constraints
 from ltr.experiment.rerank import diversity_measures
 from ltr.experiment.spec import Composites, ExperimentSpec
 from ltr.metrics import Measure, MetricConventions, Strata, resolve_conventions
@@ -81,10 +83,11 @@ def check_config(cfg: DictConfig) -> ExperimentSpec:
         optimized_metric="",
         early_stopping_metric=early_stopping_metric,
     )
-    optimized_metric = _check_optimized_metric(spec)
+    objectives = _check_optimized_metric(spec)
+    directions = _check_sweep(config, objectives, metric_keys(spec))
     config.fit.early_stopping_metric = early_stopping_metric
-    config.optimized_metric = optimized_metric
-    return dataclasses.replace(spec, optimized_metric=optimized_metric)
+    config.optimized_metric = objectives[0] if len(objectives) == 1 else list(objectives)
+    return dataclasses.replace(spec, optimized_metric=objectives[0], objectives=objectives, directions=directions)
 
 
 def check_data(spec: ExperimentSpec, splits: Splits | None) -> None:
@@ -325,8 +328,9 @@ def _check_rerank(config: TrainConfig) -> None:
         raise LtrUserError("rerank.similarity=category needs rerank.category_feature (the column holding categories)")
 
 
-def _check_optimized_metric(spec: ExperimentSpec) -> str:
-    """``optimized_metric``, or ``valid/ndcg_at_<max k>``; it must be a key the run logs."""
+def _check_optimized_metric(spec: ExperimentSpec) -> tuple[str, ...]:
+    """The keys of ``optimized_metric`` (one, or a list: several objectives), or
+    ``(valid/ndcg_at_<max k>,)``; each must be a key the run logs, none twice."""
     config = spec.config
     if config.optimized_metric is None:
         if "valid" not in config.eval.splits:
@@ -334,12 +338,35 @@ def _check_optimized_metric(spec: ExperimentSpec) -> str:
                 f"eval.splits={list(config.eval.splits)} has no valid split to optimise on: "
                 "add it, or set optimized_metric (e.g. optimized_metric=test/ndcg_at_10)"
             )
-        return f"valid/{Measure('ndcg', max(spec.ks)).key}"
-    key = str(config.optimized_metric)
-    if key not in metric_keys(spec):
-        examples = ", ".join(f"{s}/{Measure('ndcg', max(spec.ks)).key}" for s in config.eval.splits)
+        return (f"valid/{Measure('ndcg', max(spec.ks)).key}",)
+    raw = config.optimized_metric
+    keys = tuple(str(k) for k in raw) if isinstance(raw, list | tuple | ListConfig) else (str(raw),)
+    if not keys:
+        raise LtrUserError("optimized_metric=[] names no metric; give a key (valid/ndcg_at_10) or a list of keys")
+    logged = metric_keys(spec)
+    for key in keys:
+        if key not in logged:
+            examples = ", ".join(f"{s}/{Measure('ndcg', max(spec.ks)).key}" for s in config.eval.splits)
+            raise LtrUserError(
+                f"optimized_metric={key!r} is not a metric this run logs; use a measure of eval.splits "
+                f"at a cut-off of eval.k, e.g. {examples} (or .../len_1-10 for a stratum)"
+            )
+    if len(set(keys)) != len(keys):
+        raise LtrUserError(f"optimized_metric={list(keys)} names a key twice")
+    if len(keys) > 2:
+        raise LtrUserError(f"optimized_metric={list(keys)}: a sweep optimises one key or two (a front of two objectives)")
+    return keys
+
+
+def _check_sweep(config: TrainConfig, objectives: tuple[str, ...], logged: Sequence[str]) -> tuple[str, ...]:
+    """``sweep.directions`` (one per objective; default: maximise each) and the grammar and keys
+    of ``sweep.constraints``; returns the directions."""
+    sweep = config.sweep
+    directions = tuple(str(d) for d in sweep.directions) if sweep.directions is not None else ("maximize",) * len(objectives)
+    if len(directions) != len(objectives):
         raise LtrUserError(
-            f"optimized_metric={key!r} is not a metric this run logs; use a measure of eval.splits "
-            f"at a cut-off of eval.k, e.g. {examples} (or .../len_1-10 for a stratum)"
+            f"sweep.directions={list(directions)} has {len(directions)} entries but optimized_metric has "
+            f"{len(objectives)} ({', '.join(objectives)}): give one direction per key"
         )
-    return key
+    parse_constraints(list(sweep.constraints), known_keys=logged)
+    return directions

@@ -225,6 +225,11 @@ def _redact(raw: str) -> str:
     return raw.replace(f":{parts.password}@", ":***@", 1)
 
 
+def redact_uri(raw: str) -> str:
+    """A database or server URI as it may be shown or logged: its password as ``***``."""
+    return _redact(raw)
+
+
 def _check_database(raw: str) -> str:
     from sqlalchemy.engine import make_url
 
