@@ -202,3 +202,20 @@ def test_ltr_cache_lists_and_clears_binned_data(
     assert main(["cache", "clear"]) == 0
     assert "removed 1 binned data sets" in capsys.readouterr().out
     assert _entries(tmp_path / "cache" / "binned") == []
+
+
+def test_stored_data_sets_are_built_with_the_training_parameters(
+    splits: tuple[DictConfig, Splits], tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 30: ``experiment=letor_cv`` (min_child_samples=10) printed "[LightGBM] [Fatal]
+    Reducing `min_data_in_leaf` ..." for data sets built with LightGBM's defaults to be stored."""
+    cfg, data = splits
+    model = cfg.model.copy()
+    model.min_child_samples = 10
+    binned._last.clear()
+    stored = fit_ranker(data, model, cfg.fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=BinnedStore(tmp_path / "b"))
+    out, err = capfd.readouterr()
+    assert "Fatal" not in out + err
+    assert "min_data_in_leaf" not in out + err
+    fresh = fit_ranker(data, model, cfg.fit, eval_at=[10], seed=cfg.seed, data_key=None)
+    assert stored.booster.model_to_string() == fresh.booster.model_to_string()

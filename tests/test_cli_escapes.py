@@ -25,3 +25,15 @@ def test_a_topic_id_with_escape_bytes_is_printed_escaped(tmp_path: Path, capsys:
     assert "\x07" not in err
     (line,) = err.strip().splitlines()
     assert "1\\x1b]0;PWNED\\x07\\x1b[2J" in line
+
+
+def test_a_binary_qrels_file_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 30: a binary qrels file said "expected at least 4 fields for a qrels line, got 5"."""
+    (tmp_path / "run.txt").write_text("1 Q0 D 1 2.0 sys\n")
+    (tmp_path / "qrels.bin").write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00 1 0 D\n" + bytes(range(256)))
+    assert main(["evaluate", "--run", str(tmp_path / "run.txt"), "--qrels", str(tmp_path / "qrels.bin")]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == (
+        f"ltr: error: qrels file {tmp_path / 'qrels.bin'} is binary (a NUL byte at offset 7), not a text "
+        "qrels file (topic iteration docno relevance, one per line)"
+    )

@@ -41,7 +41,7 @@ def test_model_params_pass_through_to_lightgbm(small_cfg: Callable[..., DictConf
         ("+model.params.num_leafs=3", "model.params.num_leafs is not a LightGBM parameter; did you mean"),
         ("+model.params.seed=3", "set by ltr"),
         ("model.objective=regression", "not a ranking objective"),
-        ("model.learning_rate=-1", "model.learning_rate=-1.0 must be > 0"),
+        ("model.learning_rate=-1", "model.learning_rate=-1 is out of range: it must be > 0"),
         ("model.label_gain=[0,1]", "model.label_gain has 2 entries"),
         ("+model.params.min_data_in_bin=0", "LightGBM refuses the model settings"),
     ],

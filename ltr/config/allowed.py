@@ -83,7 +83,7 @@ class Allowed:
             if self.min_len is not None and len(value.strip()) < self.min_len:
                 return "is empty"
             if self.exists and not Path(value).expanduser().exists():
-                return f"{value} does not exist"
+                return f"{value} does not exist" + (f" ({self.note})" if self.note else "")
             return self.item_problem(value) if self.choices else None
         if isinstance(value, Sequence):
             if self.min_len is not None and len(value) < self.min_len:

@@ -163,7 +163,10 @@ class LetorPartsDataConfig(FileDataConfig):
 
     kind: str = field(default="letor_parts", metadata=allowed(min_len=1))
     name: str = field(default="letor_parts", metadata=allowed(min_len=1))
-    root: str = field(default="???", metadata=allowed(min_len=1, exists=True))
+    root: str = field(
+        default="???",
+        metadata=allowed(min_len=1, exists=True, note="set data.root, or LTR_SHARED_DATA to the folder of the shared data sets"),
+    )
     fold: int = field(default=1, metadata=allowed(ge=1, le=1000))
     parts: list[str] = field(default_factory=_mq_parts, metadata=allowed(min_len=2))
     n_train_parts: int = field(default=3, metadata=allowed(ge=1, le=1000))

@@ -112,7 +112,8 @@ class TrecEvalInput:
 
 @contextmanager
 def _mapped(path: Path, what: str) -> Iterator[tuple[NDArray[np.uint8], mmap.mmap | None]]:
-    """The bytes of ``path``, memory-mapped read-only (an empty file: an empty array)."""
+    """The bytes of ``path``, memory-mapped read-only (an empty file: an empty array); a binary
+    file is refused (:func:`_check_text`)."""
     try:
         f = path.open("rb")
     except OSError as exc:
@@ -124,7 +125,9 @@ def _mapped(path: Path, what: str) -> Iterator[tuple[NDArray[np.uint8], mmap.mma
             return
         mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         try:
-            yield np.frombuffer(mm, dtype=np.uint8), mm
+            buf = np.frombuffer(mm, dtype=np.uint8)
+            _check_text(buf, path, what)
+            yield buf, mm
         finally:
             with suppress(BufferError):  # a view still referenced (an exception's frame)
                 mm.close()
@@ -212,6 +215,22 @@ def _int_labels(
 
 
 # ---- fields as bytes -----------------------------------------------------------------------
+
+
+#: How far into a file a NUL byte marks it as binary (as git and grep decide).
+_BINARY_PROBE = 8192
+
+
+def _check_text(buf: NDArray[np.uint8], path: Path, what: str) -> None:
+    """A NUL byte near the start: the file is binary, not a TREC text file (one line saying so,
+    not a field count of a line that is no line)."""
+    nul = np.flatnonzero(buf[:_BINARY_PROBE] == 0)
+    if nul.size:
+        layout = "topic iteration docno relevance" if what == "qrels" else "topic Q0 docno rank score tag"
+        raise DataError(
+            f"{what} file {path} is binary (a NUL byte at offset {int(nul[0])}), not a text {what} "
+            f"file ({layout}, one per line)"
+        )
 
 
 def _read_fields(

@@ -89,12 +89,18 @@ def binned_datasets(
     train, valid, test = splits.train, splits.valid, splits.test
     names: list[str] | Literal["auto"] = list(train.feature_names) if train.feature_names else "auto"
     # raw data kept: LightGBM rebuilds a data set itself if a later job's parameters need it
+    # built with the training parameters: a data set constructed with LightGBM's defaults (to be
+    # stored) and trained with a smaller min_data_in_leaf makes LightGBM print "[Fatal] Reducing
+    # `min_data_in_leaf` ..." and rebuild it
     train_set = lgb.Dataset(
-        train.features, train.labels, group=train.group_sizes,
+        train.features, train.labels, group=train.group_sizes, params=dict(params),
         position=train.positions if position_bias else None, feature_name=names, free_raw_data=False,
     )
     evals = tuple(
-        lgb.Dataset(d.features, d.labels, group=d.group_sizes, reference=train_set, feature_name=names, free_raw_data=False)
+        lgb.Dataset(
+            d.features, d.labels, group=d.group_sizes, reference=train_set, feature_name=names, free_raw_data=False,
+            params=dict(params),
+        )
         for d in (valid, test)
     )
     if key is not None:

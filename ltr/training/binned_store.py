@@ -46,7 +46,7 @@ from ltr.data.cache import MB, discard_entry, enforce_limit, format_size, meta_d
 log = logging.getLogger(__name__)
 
 #: Bump when the entry layout changes: old entries are then ignored (and age out).
-STORE_VERSION = 1
+STORE_VERSION = 2  # 2: entries built with the training parameters (not LightGBM's defaults)
 #: The files of an entry, in the order the data sets are returned (train, valid, test).
 FILES = ("train.bin", "valid.bin", "test.bin")
 _META = "meta.json"

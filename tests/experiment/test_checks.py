@@ -156,3 +156,27 @@ def test_run_names_lead_with_what_varies_and_fit_narrow_columns() -> None:
     ]
     named = check_config(compose_train(["tracking.run_name=baseline"]))
     assert run_name(named, ["model.num_leaves=7"]) == "baseline"
+
+
+def test_a_category_column_of_continuous_values_needs_bins() -> None:
+    """Issue 30: rerank.similarity=category on a continuous column re-ranked nothing, silently
+    (each distinct value its own category); it is refused unless cut into bins."""
+    from ltr.data.load import load_splits
+    from ltr.experiment.checks import check_data
+
+    base = ["data.n_queries=60", "rerank=diversify", "rerank.similarity=category", "rerank.category_feature=0"]
+    spec = check_config(compose_train(base))
+    splits = load_splits(spec.config.data, spec.config.split, seed=spec.seed)
+    assert not np.all(splits.train.features[:, 0] == np.rint(splits.train.features[:, 0]))  # continuous
+    with pytest.raises(LtrUserError, match=r"rerank.category_feature=0: column 0 holds non-integer values .* rerank.category_bins"):
+        check_data(spec, splits)
+    check_data(check_config(compose_train([*base, "rerank.category_bins=4"])), splits)  # binned: accepted
+
+
+def test_settings_that_cannot_take_effect_are_warned_about(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger="ltr.experiment.checks"):
+        check_config(compose_train(["rerank.alpha=0.5", "trainer.n_workers=4"]))
+    assert [r.getMessage() for r in caplog.records] == [
+        "ltr: rerank.alpha=0.5 has no effect with rerank=none (add rerank=diversify to re-rank)",
+        "ltr: trainer.n_workers=4 has no effect with trainer=local (add trainer=dask)",
+    ]
