@@ -47,12 +47,18 @@ class Tracker(Protocol):
 
     def log_file(self, local_path: Path, artifact_dir: str | None = None) -> None: ...
 
+    def log_table(self, table: Any, artifact_file: str) -> None:
+        """A pandas DataFrame as a JSON table artifact (``artifact_file`` ends in ``.json``)
+        that the MLflow UI shows as a table."""
+        ...
+
     def log_model(self, booster: Any, feature_names: Sequence[str], name: str = "model") -> str | None:
         """The booster as an MLflow model named after ``name`` (the run's name); its model id."""
         ...
 
     def show_first(self, metric_keys: Sequence[str]) -> None:
-        """Make these metric columns the first a user meets in the runs table of the experiment."""
+        """Make these metric columns the first a user meets in the runs table of the experiment,
+        beside those earlier runs asked for (the view serves every run kind of the experiment)."""
         ...
 
     def log_dataset(self, name: str, digest: str, features: Any, labels: Any, *, context: str) -> None:
@@ -99,6 +105,9 @@ class NullTracker:
         pass
 
     def log_file(self, local_path: Path, artifact_dir: str | None = None) -> None:
+        pass
+
+    def log_table(self, table: Any, artifact_file: str) -> None:
         pass
 
     def log_model(self, booster: Any, feature_names: Sequence[str], name: str = "model") -> str | None:

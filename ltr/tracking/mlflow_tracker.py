@@ -159,6 +159,10 @@ class MlflowTracker:
     def log_file(self, local_path: Path, artifact_dir: str | None = None) -> None:
         self.client.log_artifact(self._require_run(), str(local_path), artifact_dir)
 
+    def log_table(self, table: Any, artifact_file: str) -> None:
+        with self._locked():  # MLflow also records the table in a run tag
+            self.client.log_table(self._require_run(), table, artifact_file)
+
     def log_model(self, booster: Any, feature_names: Sequence[str], name: str = "model") -> str | None:
         """The booster as an MLflow LightGBM model (pyfunc-loadable), named ``name`` (made a valid
         MLflow model name: characters other than letters, digits, ``_ - = ,`` become ``_``); its
@@ -181,18 +185,27 @@ class MlflowTracker:
 
     def show_first(self, metric_keys: Sequence[str]) -> None:
         """Save the experiment's shared runs-table view (:data:`VIEW_KEY`): these metric columns
-        first, in this order, wide enough to read; newest runs first. MLflow's UI opens it from
-        a link with ``viewStateShareKey`` (:func:`ltr.tracking.uri.ui_url`)."""
-        columns = [f"metrics.`{key}`" for key in metric_keys]
-        view = {
-            "selectedColumns": columns,
-            "columnOrder": columns,
-            "columnWidths": {column: max(130, 8 * len(key) + 24) for column, key in zip(columns, metric_keys, strict=True)},
-            "orderByKey": "attributes.start_time",
-            "orderByAsc": False,
-        }
+        first, merged into those of the view earlier runs saved (:func:`merged_columns`: a later
+        run never narrows the view), narrow enough that the headline and stratum columns fit a
+        1600 px window (:func:`column_width`); newest runs first. MLflow's UI opens it from a link
+        with ``viewStateShareKey`` (:func:`ltr.tracking.uri.ui_url`). Read and written under the
+        store's lock, so parallel jobs never drop each other's columns."""
+        tag = f"mlflow.sharedViewState.{VIEW_KEY}"
         with self._locked():
-            self.client.set_experiment_tag(self.experiment_id, f"mlflow.sharedViewState.{VIEW_KEY}", json.dumps(view))
+            experiment = self.client.get_experiment(self.experiment_id)
+            view = saved_view(experiment.tags.get(tag))
+            columns = merged_columns(view.get("columnOrder", []), [f"metrics.`{key}`" for key in metric_keys])
+            widths = view.get("columnWidths", {})
+            view |= {
+                "selectedColumns": columns,
+                "columnOrder": columns,
+                "columnWidths": {column: column_width(column) for column in columns} | {
+                    column: width for column, width in widths.items() if column not in columns
+                },
+                "orderByKey": "attributes.start_time",
+                "orderByAsc": False,
+            }
+            self.client.set_experiment_tag(self.experiment_id, tag, json.dumps(view))
 
     def log_dataset(
         self, name: str, digest: str, features: Any, labels: Any, *, context: str
@@ -229,6 +242,43 @@ def mark_model_training(client: MlflowClient, experiment: Any) -> None:
     if "mlflow.experimentKind" not in experiment.tags:
         for key, value in EXPERIMENT_KIND.items():
             client.set_experiment_tag(experiment.experiment_id, key, value)
+
+
+def saved_view(text: str | None) -> dict[str, Any]:
+    """The saved view of an experiment tag's JSON text; {} when absent or unreadable."""
+    try:
+        view = json.loads(text) if text else {}
+    except json.JSONDecodeError:
+        return {}
+    return view if isinstance(view, dict) else {}
+
+
+def merged_columns(existing: Sequence[str], new: Sequence[str]) -> list[str]:
+    """``existing`` columns in their order, with each column of ``new`` they lack inserted right
+    after the column that precedes it in ``new`` (first if none does): the union, in an order
+    that adding runs never shuffles.
+
+    Examples
+    --------
+    >>> merged_columns(["v", "t", "b"], ["v", "pre", "ild", "t", "b"])
+    ['v', 'pre', 'ild', 't', 'b']
+    >>> merged_columns(["v", "pre", "ild", "t", "b"], ["v", "ctr", "t", "sd", "b"])
+    ['v', 'ctr', 'pre', 'ild', 't', 'sd', 'b']
+    """
+    out = [str(c) for c in existing]
+    for i, column in enumerate(new):
+        if column in out:
+            continue
+        before = new[i - 1] if i else None
+        out.insert(out.index(before) + 1 if before in out else 0, column)
+    return out
+
+
+def column_width(column: str) -> int:
+    """A metric column's width in the runs table (px): the value (``0.7471``) and the key's
+    last part readable (``len_1-10``, ``ndcg_at_10``); the full key is the column's tooltip."""
+    key = column.removeprefix("metrics.`").removesuffix("`")
+    return max(90, min(150, 7 * len(key.rsplit("/", 1)[-1]) + 40))
 
 
 def model_name(name: str) -> str:
