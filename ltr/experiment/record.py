@@ -26,7 +26,6 @@ from ltr.tracking import Tracker
 from ltr.tracking.gitinfo import code_state, source_tags
 from ltr.training.local import TrainResult
 
-
 #: A split's per-query table is also logged as ``per_query/{split}.json``, a table the MLflow
 #: UI displays, when it has at most this many queries (rows); the Parquet file always.
 UI_TABLE_MAX_QUERIES = 2000
