@@ -205,7 +205,7 @@ def record_results(
         return
     # the description on the run's page: the summary, its title a heading of the page's size
     tracker.set_tags({"mlflow.note.content": "##" + summary_md if summary_md.startswith("# ") else summary_md})
-    tracker.show_first(headline)
+    tracker.show_first(headline, list(curves))
     tracker.log_text(OmegaConf.to_yaml(spec.raw), "config/config.yaml")
     tracker.log_text("".join(f"- {o}\n" for o in overrides) or "[]\n", "config/overrides.yaml")
     tracker.log_dict(data_fingerprint, "data/fingerprint.json")

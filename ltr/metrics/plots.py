@@ -11,11 +11,11 @@ if TYPE_CHECKING:
 
 
 def title_top(title: str, height_in: float, *, fontsize_pt: float = 12.0) -> float:
-    """The axes' top (figure fraction) that leaves room for every line of ``title`` above it.
+    r"""The axes' top (figure fraction) that leaves room for every line of ``title`` above it.
 
     Our figures use fixed margins (a layout engine doubles the time to render one); a fixed top
     cuts a two-line title (run name, then what the figure shows) short. Each line takes 1.3
-    times its font size, plus MLflow-sized padding above and below.
+    times its font size, plus 0.16 in of padding above and below.
 
     >>> round(title_top("one line", 4.0), 3), round(title_top("run name\nwhat", 4.0), 3)
     (0.906, 0.852)

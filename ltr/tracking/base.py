@@ -56,9 +56,10 @@ class Tracker(Protocol):
         """The booster as an MLflow model named after ``name`` (the run's name); its model id."""
         ...
 
-    def show_first(self, metric_keys: Sequence[str]) -> None:
+    def show_first(self, metric_keys: Sequence[str], curves: Sequence[str] = ()) -> None:
         """Make these metric columns the first a user meets in the runs table of the experiment,
-        beside those earlier runs asked for (the view serves every run kind of the experiment)."""
+        beside those earlier runs asked for (the view serves every run kind of the experiment),
+        and these per-round ``curves`` the first charts of its chart view."""
         ...
 
     def log_dataset(self, name: str, digest: str, features: Any, labels: Any, *, context: str) -> None:
@@ -113,7 +114,7 @@ class NullTracker:
     def log_model(self, booster: Any, feature_names: Sequence[str], name: str = "model") -> str | None:
         return None
 
-    def show_first(self, metric_keys: Sequence[str]) -> None:
+    def show_first(self, metric_keys: Sequence[str], curves: Sequence[str] = ()) -> None:
         pass
 
     def log_dataset(self, name: str, digest: str, features: Any, labels: Any, *, context: str) -> None:

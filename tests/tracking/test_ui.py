@@ -137,6 +137,15 @@ def test_the_ui_opens_on_the_runs_table_with_the_headline_columns(ui: tuple[str,
     assert view["columnOrder"] == view["selectedColumns"]
     assert len(set(columns)) == len(columns)
     assert set(view["columnWidths"]) >= set(view["selectedColumns"])
+    # the chart view: our curves first (valid, then test), LightGBM's own in a section saying so
+    assert [s["uuid"] for s in view["compareRunSections"][:3]] == ["ltr-curves-valid", "ltr-curves-test", "ltr-curves-lightgbm"]
+    assert "LightGBM's own" in view["compareRunSections"][2]["name"]
+    charts = {c["metricKey"]: c for c in view["compareRunCharts"]}
+    curves = {m["key"] for run in _runs(base)[1] for m in run["data"].get("metrics", []) if m["key"].startswith("iter/")}
+    assert curves <= set(charts)  # every curve of every run has its chart, titled for what it is
+    assert charts["iter/valid/ndcg_at_10"]["metricSectionId"] == "ltr-curves-valid"
+    assert charts["iter/valid/pre_rerank/ndcg_at_10"]["displayName"] == "valid nDCG@10, model's order before re-ranking"
+    assert charts["iter/test/lightgbm/ndcg_at_10"]["metricSectionId"] == "ltr-curves-lightgbm"
     # ltr ui prints the link that opens that view in model-training mode
     link = f"{base}/#/experiments/{experiment['experiment_id']}/runs?viewStateShareKey=ltr&workflowType=machine_learning"
     assert f"  ltr: {link}\n" in lines
@@ -150,7 +159,7 @@ def test_runs_have_distinct_readable_names_and_descriptions(ui: tuple[str, list[
     names = sorted(r["info"]["run_name"] for r in runs)
     assert len(set(names)) == len(names) == 10
     # what varies leads; a sweep's jobs say only what their sweep varies
-    assert {"lambdarank", "model=rank_xendcg", "rerank=diversify", "data=synthetic_clicks (lambdarank)"} <= set(names)
+    assert {"lambdarank", "model=rank_xendcg", "rerank=diversify (lambdarank)", "data=synthetic_clicks (lambdarank)"} <= set(names)
     assert {"num_leaves=7", "num_leaves=15", "seed=1", "seed=2"} <= set(names)
     assert "num_leaves=7,15 debug=default show_progress=false" in names  # the parent: what varies first
     for run in runs:
@@ -173,7 +182,7 @@ def test_runs_have_distinct_readable_names_and_descriptions(ui: tuple[str, list[
             assert description.startswith("### ")
             assert "| 51+ |" in description  # the stratified table
             assert "Beside LightGBM's own metric" in description
-            reranked = tags["mlflow.runName"] == "rerank=diversify"
+            reranked = tags["mlflow.runName"] == "rerank=diversify (lambdarank)"
             assert ("re-ranked (rerank=diversify, alpha=0.3" in description.splitlines()[0]) == reranked
             if reranked:  # before -> after per stratum, from the run's own metrics
                 metrics = _metrics(run)
@@ -203,7 +212,7 @@ def test_every_curve_ends_on_the_value_of_its_key(ui: tuple[str, list[str]]) -> 
             history = _api(base, f"metrics/get-history?run_id={run['info']['run_id']}&metric_key=iter/valid/ndcg_at_10")["metrics"]
             assert max(m["value"] for m in history) == metrics["valid/ndcg_at_10"]
     assert n_curves >= 8 * 12
-    (reranked,) = [r for r in runs if r["info"]["run_name"] == "rerank=diversify"]
+    (reranked,) = [r for r in runs if r["info"]["run_name"] == "rerank=diversify (lambdarank)"]
     curves = {k for k in _metrics(reranked) if k.startswith("iter/")}
     assert "iter/valid/pre_rerank/ndcg_at_10" in curves  # the model's order, named so
     assert "iter/valid/ndcg_at_10" not in curves  # the final order is not computed per round
