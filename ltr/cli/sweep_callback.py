@@ -10,7 +10,7 @@ run exists. At the end the parent gets the best child's value of ``optimized_met
 (``sweep/best/...``) and that child's headline metrics under their own keys (the runs table's
 columns show what the sweep reached) and, for an Optuna sweep, the best params. A
 cross-validation sweep (``cv.fold_key``) has no best child: its parent's headline keys hold the
-fold means, with standard deviations beside them (:mod:`ltr.experiment.cv`). The parent ends
+fold means, and their standard deviations as ``{key}/sd`` (:mod:`ltr.experiment.cv`). The parent ends
 FAILED when a job failed, and KILLED when the sweep is interrupted (an ``atexit`` hook ends it
 if Hydra never calls back).
 """
@@ -209,7 +209,7 @@ class MlflowSweepCallback(Callback):
     def _summarise_folds(self, spec: ExperimentSpec, fold_key: str, summary_md: str, children: list[Any]) -> str:
         """Mean and standard deviation over the folds (``children``: the finished child runs):
         the headline keys' fold means under the keys themselves (``test/ndcg_at_10``) and their
-        standard deviations beside them (``test/ndcg_at_10/sd``), the runs table's columns; every
+        standard deviations (``test/ndcg_at_10/sd``), the runs table's columns; every
         per-split key's in the table artifact ``report/cv_metrics.json``. The parent's
         description is the per-stratum table of means ± sd, then the jobs (``summary_md``):
         returned, and printed."""

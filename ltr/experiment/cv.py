@@ -7,7 +7,7 @@ deviation, ``ddof=1``; 0 for one fold) and ``cv/n_folds``, for every per-split k
 
 - :func:`cv_headline`: the headline keys' means under the keys themselves (``test/ndcg_at_10``,
   the runs table's column, as for any run) and their standard deviations as ``{key}/sd``, and
-  ``cv/n_folds``; :func:`cv_columns` orders them for the runs table (each sd beside its mean);
+  ``cv/n_folds``; :func:`cv_columns` orders them for the runs table (the means, then the sds);
 - :func:`cv_frame`: every key's mean and sd as one table (the ``report/cv_metrics.json``
   artifact), not hundreds of one-value metrics;
 - :func:`cv_table`: the table of the description: per stratum, queries and each nDCG@k as
@@ -53,12 +53,14 @@ def cv_headline(stats: Mapping[str, float], keys: Sequence[str]) -> dict[str, fl
 
 
 def cv_columns(keys: Sequence[str]) -> list[str]:
-    """The runs table's columns of :func:`cv_headline`: each key, then its sd.
+    """The runs table's columns of :func:`cv_headline`: the means, then their sds in the same
+    order (the means are the columns every run shares; the sds follow, so the headline and
+    stratum columns still fit a 1600 px window).
 
     >>> cv_columns(["valid/ndcg_at_10", "test/ndcg_at_10"])
-    ['valid/ndcg_at_10', 'valid/ndcg_at_10/sd', 'test/ndcg_at_10', 'test/ndcg_at_10/sd']
+    ['valid/ndcg_at_10', 'test/ndcg_at_10', 'valid/ndcg_at_10/sd', 'test/ndcg_at_10/sd']
     """
-    return [column for key in keys for column in (key, f"{key}/sd")]
+    return [*keys, *(f"{key}/sd" for key in keys)]
 
 
 def cv_frame(stats: Mapping[str, float]) -> pd.DataFrame:

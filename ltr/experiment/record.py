@@ -109,15 +109,16 @@ def run_tags(spec: ExperimentSpec, data_sha: str, overrides: Sequence[str]) -> d
 
 def headline_keys(spec: ExperimentSpec, metrics: dict[str, float]) -> list[str]:
     """The metric columns a user meets first in the MLflow runs table: the optimised metric, then
-    valid and test nDCG at the largest cut-off (with re-ranking: valid's nDCG before it and ILD;
-    on click data: valid's simulated CTR) and test's per stratum, a sweep's best, the round."""
+    valid and test nDCG at the largest cut-off and test's per stratum, then (with re-ranking)
+    valid's nDCG before it and ILD, (on click data) valid's simulated CTR, a sweep's best, the
+    round."""
     k = max(spec.ks)
     split = spec.optimized_metric.split("/")[0]
     extra = [f"{split}/pre_rerank/ndcg_at_{k}", f"{split}/ild_at_{k}"] if diversity_measures(spec.config.rerank) else []
     extra += [key for key in (f"{split}/online/ctr",) if key in metrics]  # data with a click model
-    keys = [
-        spec.optimized_metric, f"valid/ndcg_at_{k}", *extra, f"test/ndcg_at_{k}",
-        *(f"test/ndcg_at_{k}/{stratum}" for stratum in spec.strata.keys),
+    keys = [  # the kind's own columns after the strata: headline and strata fit a 1600 px window
+        spec.optimized_metric, f"valid/ndcg_at_{k}", f"test/ndcg_at_{k}",
+        *(f"test/ndcg_at_{k}/{stratum}" for stratum in spec.strata.keys), *extra,
         f"sweep/best/{spec.optimized_metric}", "best_iteration",
     ]
     return list(dict.fromkeys(keys))

@@ -186,8 +186,8 @@ class MlflowTracker:
     def show_first(self, metric_keys: Sequence[str], curves: Sequence[str] = ()) -> None:
         """Save the experiment's shared runs-table view (:data:`VIEW_KEY`): these metric columns
         first, merged into those of the view earlier runs saved (:func:`merged_columns`: a later
-        run never narrows the view), narrow enough that the headline and stratum columns fit a
-        1600 px window (:func:`column_width`); newest runs first; in the chart view, the
+        run never narrows the view), wide enough to read each key whole, the headline and stratum
+        columns first so they fit a 1600 px window (:func:`column_width`); newest runs first; in the chart view, the
         per-round ``curves`` (``iter/...`` keys) first (:func:`chart_view`). MLflow's UI opens it
         from a link with ``viewStateShareKey`` (:func:`ltr.tracking.uri.ui_url`). Read and
         written under the store's lock, so parallel jobs never drop each other's columns."""
@@ -332,10 +332,11 @@ def chart_view(charts: Sequence[dict[str, Any]], sections: Sequence[dict[str, An
 
 
 def column_width(column: str) -> int:
-    """A metric column's width in the runs table (px): the value (``0.7471``) and the key's
-    last part readable (``len_1-10``, ``ndcg_at_10``); the full key is the column's tooltip."""
+    """A metric column's width in the runs table (px): its whole key readable in the header
+    (MLflow cuts a header from the right, and ``test/ndcg_at_10`` and ``test/ndcg_at_10/sd``
+    differ at the end), 7 px a character, at least 90."""
     key = column.removeprefix("metrics.`").removesuffix("`")
-    return max(90, min(150, 7 * len(key.rsplit("/", 1)[-1]) + 40))
+    return max(90, 7 * len(key) + 24)
 
 
 def model_name(name: str) -> str:

@@ -128,12 +128,14 @@ def test_the_ui_opens_on_the_runs_table_with_the_headline_columns(ui: tuple[str,
     # the last run was a plain one: the columns of every kind of run are still there, in order
     for kind, keys in {
         "plain": ["valid/ndcg_at_10", "test/ndcg_at_10", "test/ndcg_at_10/len_1-10", "test/ndcg_at_10/len_51_plus", "best_iteration"],
-        "re-ranked": ["valid/ndcg_at_10", "valid/pre_rerank/ndcg_at_10", "valid/ild_at_10", "test/ndcg_at_10"],
-        "click": ["valid/online/ctr", "test/ndcg_at_10"],
-        "cv": ["valid/ndcg_at_10", "valid/ndcg_at_10/sd", "test/ndcg_at_10", "test/ndcg_at_10/sd", "test/ndcg_at_10/len_1-10/sd"],
+        "re-ranked": ["valid/ndcg_at_10", "test/ndcg_at_10/len_51_plus", "valid/pre_rerank/ndcg_at_10", "valid/ild_at_10"],
+        "click": ["test/ndcg_at_10/len_51_plus", "valid/online/ctr"],
+        "cv": ["valid/ndcg_at_10", "test/ndcg_at_10", "valid/ndcg_at_10/sd", "test/ndcg_at_10/sd", "test/ndcg_at_10/len_1-10/sd"],
         "sweep": ["sweep/best/valid/ndcg_at_10", "best_iteration"],
     }.items():
         assert [c for c in columns if c in keys] == keys, kind
+    # the headline and stratum columns come first, before any kind's own
+    assert columns[:5] == ["valid/ndcg_at_10", "test/ndcg_at_10", *(f"test/ndcg_at_10/len_{s}" for s in ("1-10", "11-50", "51_plus"))]
     assert view["columnOrder"] == view["selectedColumns"]
     assert len(set(columns)) == len(columns)
     assert set(view["columnWidths"]) >= set(view["selectedColumns"])

@@ -21,7 +21,7 @@ from ltr.tracking.mlflow_tracker import (
 PLAIN = ["valid/ndcg_at_10", "test/ndcg_at_10", "test/ndcg_at_10/len_1-10", "best_iteration"]
 RERANKED = ["valid/ndcg_at_10", "valid/pre_rerank/ndcg_at_10", "valid/ild_at_10", "test/ndcg_at_10", "best_iteration"]
 CLICKS = ["valid/ndcg_at_10", "valid/online/ctr", "test/ndcg_at_10", "best_iteration"]
-CV = ["valid/ndcg_at_10", "valid/ndcg_at_10/sd", "test/ndcg_at_10", "test/ndcg_at_10/sd"]
+CV = ["valid/ndcg_at_10", "test/ndcg_at_10", "valid/ndcg_at_10/sd", "test/ndcg_at_10/sd"]
 
 
 @pytest.mark.parametrize("order", [(PLAIN, RERANKED, CLICKS, CV), (CV, CLICKS, RERANKED, PLAIN), (RERANKED, PLAIN, CV, CLICKS)])
@@ -39,9 +39,10 @@ def test_merged_columns_keep_every_kind_in_a_stable_order(order: tuple[list[str]
 def test_column_widths_fit_the_headline_and_strata_in_1600_px() -> None:
     headline = ["valid/ndcg_at_10", "test/ndcg_at_10", *(f"test/ndcg_at_10/len_{s}" for s in ("1-10", "11-50", "51_plus"))]
     widths = [column_width(f"metrics.`{key}`") for key in headline]
-    assert all(90 <= w <= 150 for w in widths)
-    # beside MLflow's own columns (checkbox, run name, created, dataset, duration, source, models: ~720 px)
-    assert sum(widths) + 720 <= 1600
+    # each header whole: "test/ndcg_at_10/len_51_plus" is 27 characters of ~7 px
+    assert widths == [7 * len(key) + 24 for key in headline]
+    # beside MLflow's sidebar (190 px) and its own columns (checkbox, run name, created: ~400 px)
+    assert sum(widths) + 190 + 400 <= 1600
 
 
 def test_saved_view_reads_garbage_as_empty() -> None:
@@ -75,7 +76,7 @@ def test_cv_headline_columns_are_fold_means_with_sd_beside() -> None:
     headline = cv_headline(stats, ["test/ndcg_at_10", "best_iteration"])
     # mean 0.6, sd sqrt(((0.5-0.6)^2 + (0.7-0.6)^2) / (2-1)) = sqrt(0.02)
     assert headline == {"cv/n_folds": 2.0, "test/ndcg_at_10": pytest.approx(0.6), "test/ndcg_at_10/sd": pytest.approx(0.02**0.5)}
-    assert cv_columns(["test/ndcg_at_10"]) == ["test/ndcg_at_10", "test/ndcg_at_10/sd"]
+    assert cv_columns(["test/ndcg_at_10", "valid/ndcg_at_10"]) == ["test/ndcg_at_10", "valid/ndcg_at_10", "test/ndcg_at_10/sd", "valid/ndcg_at_10/sd"]
     frame = cv_frame(stats)
     assert frame["key"].tolist() == ["test/err_at_10", "test/ndcg_at_10"]
     assert frame["mean"].tolist() == pytest.approx([0.3, 0.6])
