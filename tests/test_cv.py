@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
@@ -46,20 +47,31 @@ def test_letor_cv_parent_reports_mean_and_std_over_the_five_folds(
     assert all(c.info.status == "FINISHED" for c in [parent, *children])
     metrics = parent.data.metrics
     assert metrics["cv/n_folds"] == 5
-    for key in ("test/ndcg_at_10", "test/ndcg_at_5/len_11-50", "valid/err_at_10", "test/n_queries"):
-        values = np.array([c.data.metrics[key] for c in sorted(children, key=lambda c: c.data.params["data.fold"])])
-        assert metrics[f"cv/{key}/mean"] == values.mean()
-        assert metrics[f"cv/{key}/std"] == values.std(ddof=1)
+    ordered = sorted(children, key=lambda c: c.data.params["data.fold"])
+    for key in ("test/ndcg_at_10", "test/ndcg_at_10/len_11-50", "valid/ndcg_at_10"):  # headline: its own key
+        values = np.array([c.data.metrics[key] for c in ordered])
+        assert metrics[key] == values.mean()
+        assert metrics[f"{key}/sd"] == values.std(ddof=1)
+    assert not any(k.startswith(("cv/test", "cv/valid", "sweep/best")) for k in metrics)  # no fold is "best"
+    assert "ltr.sweep.best_run_id" not in parent.data.tags
+    # every other key's mean and sd: one table
+    table = pd.read_json(client.download_artifacts(parent.info.run_id, "report/cv_metrics.json", str(tmp_path)), orient="split")
+    rows = table.set_index("key")
+    for key in ("test/ndcg_at_5/len_11-50", "valid/err_at_10", "test/n_queries"):
+        values = np.array([c.data.metrics[key] for c in ordered])
+        assert rows.loc[key, "mean"] == values.mean()
+        assert rows.loc[key, "sd"] == values.std(ddof=1)
     # every fold's test split is one part of MQ2008: together they hold each query once
-    assert metrics["cv/test/n_queries/mean"] * 5 == sum(c.data.metrics["test/n_queries"] for c in children)
+    assert rows.loc["test/n_queries", "mean"] * 5 == sum(c.data.metrics["test/n_queries"] for c in children)
     description = parent.data.tags["mlflow.note.content"]
-    mean, std = metrics["cv/test/ndcg_at_10/mean"], metrics["cv/test/ndcg_at_10/std"]
-    assert f"| all | {metrics['cv/test/n_queries/mean']:.1f} |" in description
+    mean, std = metrics["test/ndcg_at_10"], metrics["test/ndcg_at_10/sd"]
+    assert description.startswith("### lambdarank on mq2008: mean ± sd over 5 folds")
+    assert f"| all | {rows.loc['test/n_queries', 'mean']:.1f} |" in description
     assert f"{mean:.4f} ± {std:.4f} |" in description
-    table, _, jobs = description.partition("\n\n**Best run**: ")
-    assert table in proc.stdout  # the fold table, as printed
-    best = parent.data.tags["ltr.sweep.best_run_id"]
-    assert f"/runs/{best}?workflowType=machine_learning)" in jobs  # then the jobs, the best linked
+    table_md, _, jobs = description.partition("\n\n**Fold runs**: 5 of 5 finished.")
+    assert table_md in proc.stdout  # the fold table, as printed
+    assert "best" not in description.lower()
+    assert all(f"/runs/{c.info.run_id}?workflowType=machine_learning)" in jobs for c in children)  # then the folds
 
     # a second CV sweep, compared with the first fold by fold: paired over folds and over queries
     _cv(tmp_path, uri, "model.num_leaves=3", "tracking.run_name=small")
@@ -73,5 +85,5 @@ def test_letor_cv_parent_reports_mean_and_std_over_the_five_folds(
     assert "paired over 5 folds, mean of the fold deltas of test/ndcg_at_10" in out
     second_means = [c.data.metrics["test/ndcg_at_10"] for c in MlflowClient(uri).search_runs(
         [experiment.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{second.info.run_id}'")]
-    delta = np.mean(second_means) - metrics["cv/test/ndcg_at_10/mean"]
+    delta = np.mean(second_means) - metrics["test/ndcg_at_10"]
     assert f"{delta:+.4f} (t-test p=" in out

@@ -6,9 +6,13 @@ of a multirun, in the launching process, it creates the parent run and writes it
 from there and starts its run as a child. Each sweep has its own folder (``ltr/conf/train.yaml``:
 ``multirun/<date>/<time>-<random suffix>``), so two sweeps started in the same second never share
 a parent. The config is checked (:func:`ltr.experiment.checks.check_config`) before the parent
-run exists. At the end the parent gets the best child's value of ``optimized_metric`` and, for an
-Optuna sweep, the best params; it ends FAILED when a job failed, and KILLED when the sweep is
-interrupted (an ``atexit`` hook ends it if Hydra never calls back).
+run exists. At the end the parent gets the best child's value of ``optimized_metric``
+(``sweep/best/...``) and that child's headline metrics under their own keys (the runs table's
+columns show what the sweep reached) and, for an Optuna sweep, the best params. A
+cross-validation sweep (``cv.fold_key``) has no best child: its parent's headline keys hold the
+fold means, and their standard deviations as ``{key}/sd`` (:mod:`ltr.experiment.cv`). The parent ends
+FAILED when a job failed, and KILLED when the sweep is interrupted (an ``atexit`` hook ends it
+if Hydra never calls back).
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from ltr.errors import LtrUserError
 from ltr.experiment.checks import check_config
-from ltr.experiment.cv import cv_metrics, cv_table
-from ltr.experiment.record import override_key, short_overrides, shown_overrides
+from ltr.experiment.cv import cv_columns, cv_frame, cv_headline, cv_metrics, cv_table
+from ltr.experiment.record import headline_keys, override_key, short_overrides, shown_overrides
 from ltr.experiment.spec import ExperimentSpec
 from ltr.experiment.sweep_tradeoffs import summarise_tradeoffs
 from ltr.sweeper.record import check_sweep, record_search
@@ -245,14 +249,16 @@ class MlflowSweepCallback(Callback):
         assert self.sweep_dir is not None
         if not self.objective:  # the base config was refused: the children say what they optimised
             self.objective = children_objective(self.tracker)
-        summary = child_summary(self.tracker, self.objective, job_errors(self.sweep_dir))
-        if self.spec is not None:  # pruned and infeasible jobs are never the best (ltr.sweeper.record)
+        cv = self.spec is not None and bool(self.spec.config.cv.fold_key)
+        # a fold is no candidate: a CV sweep has no best run, its result is the fold means
+        summary = child_summary(self.tracker, self.objective, job_errors(self.sweep_dir), pick_best=not cv)
+        if self.spec is not None and not cv:  # pruned and infeasible jobs are never the best (ltr.sweeper.record)
             summary = record_search(self.tracker, self.spec, self.sweep_dir, summary)
         metrics: dict[str, float] = {"sweep/n_jobs": summary.n_jobs, "sweep/n_failed": summary.n_failed}
         if summary.best_value is not None:
             metrics[f"sweep/best/{self.objective}"] = summary.best_value
         self.tracker.log_metrics(metrics)
-        tags = {"ltr.sweep.best_run_id": summary.best_run_id or ""}
+        tags = {"ltr.sweep.best_run_id": summary.best_run_id or ""} if not cv else {}
         assert self.sweep_dir is not None
         optuna_results = self.sweep_dir / "optimization_results.yaml"
         if optuna_results.exists():
@@ -269,6 +275,12 @@ class MlflowSweepCallback(Callback):
         finished = child_runs(self.tracker.client, self.tracker.experiment_id, self.tracker.run_id, finished_only=True)
         if self.spec is not None and self.spec.config.cv.fold_key:
             description = self._summarise_folds(self.spec, self.spec.config.cv.fold_key, summary.markdown, finished)
+        elif self.spec is not None and summary.best_run_id is not None:
+            best = next((r for r in finished if r.info.run_id == summary.best_run_id), None)
+            if best is not None:  # the parent's row shows its best child's headline values
+                keys = headline_keys(self.spec, dict(best.data.metrics))
+                self.tracker.log_metrics({key: best.data.metrics[key] for key in keys if key in best.data.metrics})
+                self.tracker.show_first(keys)
         if self.spec is not None:
             tradeoffs = summarise_tradeoffs(self.tracker, self.spec, finished)
             if tradeoffs:
@@ -289,19 +301,26 @@ class MlflowSweepCallback(Callback):
         return summary
 
     def _summarise_folds(self, spec: ExperimentSpec, fold_key: str, summary_md: str, children: list[Any]) -> str:
-        """Mean and standard deviation over the folds (``children``: the finished child runs),
-        logged and printed; the parent's description is this table, then the jobs'
-        (``summary_md``): returned."""
+        """Mean and standard deviation over the folds (``children``: the finished child runs):
+        the headline keys' fold means under the keys themselves (``test/ndcg_at_10``) and their
+        standard deviations (``test/ndcg_at_10/sd``), the runs table's columns; every
+        per-split key's in the table artifact ``report/cv_metrics.json``. The parent's
+        description is the per-stratum table of means ± sd, then the jobs (``summary_md``):
+        returned, and printed."""
         folds = {str(r.data.params.get(fold_key, r.info.run_id)): dict(r.data.metrics) for r in children}
-        metrics = cv_metrics(folds)
-        self.tracker.log_metrics(metrics)
+        stats = cv_metrics(folds)
+        common = set.intersection(*(set(m) for m in folds.values())) if folds else set()
+        headline = [key for key in headline_keys(spec, dict.fromkeys(common, 0.0)) if f"cv/{key}/mean" in stats]
+        self.tracker.log_metrics(cv_headline(stats, headline))
+        self.tracker.show_first(cv_columns(headline))
+        self.tracker.log_table(cv_frame(stats), "report/cv_metrics.json")
         c = spec.conventions
         title = (
-            f"{spec.config.model.name} on {spec.config.data.name}: mean ± std over {len(folds)} folds "
+            f"{spec.config.model.name} on {spec.config.data.name}: mean ± sd over {len(folds)} folds "
             f"({fold_key} = {', '.join(sorted(folds))}), test, nDCG ({c.gain} gain, ties={c.ties}, "
             f"zero_idcg={c.zero_idcg})"
         )
-        table = cv_table(metrics, split="test", ks=spec.ks, strata=spec.strata, title=title)
+        table = cv_table(stats, split="test", ks=spec.ks, strata=spec.strata, title=title)
         self.tracker.log_text(table, "report/cv.md")
         self.tracker.set_tags({"mlflow.note.content": f"{table}\n\n{summary_md}", "ltr.cv.fold_key": fold_key})
         print(table)

@@ -5,11 +5,15 @@ empty store); the store is checked (rebuilt or refused) under its lock and dead 
 The server is the lightest that serves one user: one worker, no job runner (MLflow's GenAI jobs),
 no deprecation noise. Once it answers, ``ltr ui`` prints the link to each experiment's runs table
 (model-training mode) and how long the UI took to come up.
+
+``ltr ui`` only waits while the UI runs, so it stays light: it never imports MLflow (or numpy);
+the store's check and the links are the work of a child process that ends before the server
+starts (:mod:`ltr.cli.ui_links`).
 """
 
 from __future__ import annotations
 
-import contextlib
+import json
 import os
 import signal
 import socket
@@ -18,16 +22,13 @@ import sys
 import time
 import urllib.request
 from types import FrameType
-from typing import Any
 
 from ltr.cli.args import OneLineParser
 from ltr.errors import LtrUserError
 from ltr.tracking import check_tracking_uri, find_tracking_uri
 from ltr.tracking.lifecycle import Terminated
-from ltr.tracking.mlflow_tracker import mark_model_training
-from ltr.tracking.store import open_client
 from ltr.tracking.store_lock import sqlite_db_path
-from ltr.tracking.uri import UI_PORT, VIEW_KEY, ui_url
+from ltr.tracking.uri import UI_PORT
 
 #: How long the server may take to answer ``/health`` before ``ltr ui`` gives up.
 START_TIMEOUT_S = 120.0
@@ -47,18 +48,19 @@ def server_env() -> dict[str, str]:
     return os.environ | {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "PYTHONWARNINGS": "ignore"}
 
 
-def experiment_links(client: Any, base: str) -> list[str]:
-    """``name: link to its runs table`` of every experiment that holds runs; an experiment made
-    without ``ltr``'s kind tag gets it, so the UI opens it on its runs (when the store is writable)."""
-    lines = []
-    for experiment in client.search_experiments():
-        if not client.search_runs([experiment.experiment_id], max_results=1):
-            continue
-        with contextlib.suppress(Exception):  # a read-only store: the UI asks the user to pick the mode
-            mark_model_training(client, experiment)
-        view = f"mlflow.sharedViewState.{VIEW_KEY}" in experiment.tags
-        lines.append(f"  {experiment.name}: {ui_url(base, experiment.experiment_id, view=view)}")
-    return lines
+def store_links(uri: str, base: str) -> list[str]:
+    """The store checked and its experiments' links (:mod:`ltr.cli.ui_links`), computed in a
+    child process so this one never holds MLflow; a refused store is an `LtrUserError`."""
+    child = subprocess.run(
+        [sys.executable, "-m", "ltr.cli.ui_links", uri, base], stdout=subprocess.PIPE, text=True, env=server_env(),
+    )  # fmt: skip
+    try:
+        answer = json.loads(child.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        raise LtrUserError(f"could not open the MLflow store {uri} (exit code {child.returncode}; see above)") from None
+    if "error" in answer:
+        raise LtrUserError(str(answer["error"]))
+    return [str(line) for line in answer["links"]]
 
 
 def wait_until_up(proc: subprocess.Popen[bytes], base: str, timeout: float) -> None:
@@ -104,9 +106,8 @@ def main(argv: list[str]) -> int:
     if uri.startswith(("http://", "https://")):
         raise LtrUserError(f"{uri} is an MLflow server: browse it, it serves its own UI")
     start = time.monotonic()
-    client = open_client(uri, create=False)  # checked (rebuilt or refused) under the lock, dead runs reaped
     base = f"http://127.0.0.1:{args.port}"
-    links = experiment_links(client, base)
+    links = store_links(uri, base)  # checked (rebuilt or refused) under the lock, dead runs reaped
     print(f"starting the MLflow UI for {uri} ...", file=sys.stderr, flush=True)
     signal.signal(signal.SIGTERM, _terminate)  # `kill` stops the server too, never orphans it
     proc = subprocess.Popen(server_command(uri, args.port), env=server_env())

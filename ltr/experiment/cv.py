@@ -3,8 +3,15 @@
 LETOR papers and benchmarks report the mean over the five folds. :func:`cv_metrics` takes the
 metrics each fold's run logged and returns ``cv/{key}/mean``, ``cv/{key}/std`` (sample standard
 deviation, ``ddof=1``; 0 for one fold) and ``cv/n_folds``, for every per-split key
-(``test/ndcg_at_10``, ``test/ndcg_at_10/len_1-10``, ...). :func:`cv_table` is the table of
-the parent run's description: per stratum, queries and each nDCG@k as ``mean ± std``.
+(``test/ndcg_at_10``, ``test/ndcg_at_10/len_1-10``, ...). What the sweep's parent run logs:
+
+- :func:`cv_headline`: the headline keys' means under the keys themselves (``test/ndcg_at_10``,
+  the runs table's column, as for any run) and their standard deviations as ``{key}/sd``, and
+  ``cv/n_folds``; :func:`cv_columns` orders them for the runs table (the means, then the sds);
+- :func:`cv_frame`: every key's mean and sd as one table (the ``report/cv_metrics.json``
+  artifact), not hundreds of one-value metrics;
+- :func:`cv_table`: the table of the description: per stratum, queries and each nDCG@k as
+  ``mean ± sd``.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 
 from ltr.metrics import Strata
 
@@ -33,8 +41,42 @@ def cv_metrics(folds: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
     return out
 
 
+def cv_headline(stats: Mapping[str, float], keys: Sequence[str]) -> dict[str, float]:
+    """``key`` -> its fold mean and ``key/sd`` -> its standard deviation, for the ``keys`` that
+    :func:`cv_metrics` (``stats``) averaged, and ``cv/n_folds``."""
+    out = {"cv/n_folds": stats["cv/n_folds"]}
+    for key in keys:
+        if f"cv/{key}/mean" in stats:
+            out[key] = stats[f"cv/{key}/mean"]
+            out[f"{key}/sd"] = stats[f"cv/{key}/std"]
+    return out
+
+
+def cv_columns(keys: Sequence[str]) -> list[str]:
+    """The runs table's columns of :func:`cv_headline`: the means, then their sds in the same
+    order (the means are the columns every run shares; the sds follow, so the headline and
+    stratum columns still fit a 1600 px window).
+
+    >>> cv_columns(["valid/ndcg_at_10", "test/ndcg_at_10"])
+    ['valid/ndcg_at_10', 'test/ndcg_at_10', 'valid/ndcg_at_10/sd', 'test/ndcg_at_10/sd']
+    """
+    return [*keys, *(f"{key}/sd" for key in keys)]
+
+
+def cv_frame(stats: Mapping[str, float]) -> pd.DataFrame:
+    """Every averaged key of :func:`cv_metrics` (``stats``) as a row: ``key``, ``mean``, ``sd``,
+    ``n_folds``; keys sorted."""
+    keys = sorted(k.removeprefix("cv/").removesuffix("/mean") for k in stats if k.endswith("/mean"))
+    return pd.DataFrame({
+        "key": keys,
+        "mean": [stats[f"cv/{k}/mean"] for k in keys],
+        "sd": [stats[f"cv/{k}/std"] for k in keys],
+        "n_folds": [int(stats["cv/n_folds"])] * len(keys),
+    })  # fmt: skip
+
+
 def cv_table(metrics: Mapping[str, float], *, split: str, ks: Sequence[int], strata: Strata, title: str) -> str:
-    """Markdown: per stratum (``all`` first) the mean query count and ``mean ± std`` of nDCG@k."""
+    """Markdown: per stratum (``all`` first) the mean query count and ``mean ± sd`` of nDCG@k."""
     header = ["stratum", "queries (mean)", *[f"nDCG@{k}" for k in ks]]
     lines = [f"### {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for label, suffix in [("all", ""), *[(lab, f"/{key}") for lab, key in zip(strata.labels, strata.keys, strict=True)]]:

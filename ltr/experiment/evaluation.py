@@ -5,6 +5,11 @@ list-length stratum, with counts), the composites (``eval.composite``), the extr
 the source (click estimates), the IDCG reports per cut-off, LightGBM's own values at the best
 round and the decomposition of the gap to them. The flat metric keys are the MLflow keys
 (``valid/ndcg_at_10``, ``valid/ndcg_at_10/len_1-10``, ``valid/lightgbm/ndcg_at_10``, ...).
+
+:func:`our_curves` are the per-round curves of ours a run logs (``iter/`` + their key): each
+ends at the best round on the metric of its key. Where nothing else computes that metric (our
+nDCG against a click log's training labels, ``valid/train_labels/ndcg_at_10``), the curve's
+value at the best round is the metric.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from ltr.metrics.composite import composite_columns, summarize_composites
 from ltr.metrics.idcg_report import low_idcg_note
 from ltr.metrics.measures import Measure
 from ltr.metrics.summary import is_metric_column
+from ltr.training.round_metric import PRE_RERANK_PREFIX
 
 
 @dataclass
@@ -66,6 +72,8 @@ def evaluate(spec: ExperimentSpec, scored: Scored) -> Evaluation:
         metrics[f"{split}/lightgbm_gap/ndcg_at_{gap.k}/zero_idcg"] = gap.from_zero_idcg
         metrics[f"{split}/lightgbm_gap/ndcg_at_{gap.k}/ties"] = gap.from_ties
         notes.append(gap.explain(split))
+    computed = set(metrics)
+    metrics |= {key: values[-1] for key, values in our_curves(scored).items() if key not in computed and values}
     for key, by_metric in scored.lightgbm_values.items():
         if "/" in key:  # {split}/lightgbm_train_labels: LightGBM's values on the training labels
             metrics.update({f"{key}/{lightgbm_key(name)}": value for name, value in by_metric.items()})
@@ -98,3 +106,20 @@ def lightgbm_key(name: str) -> str:
     """LightGBM's metric name as a measure key: ``ndcg@10`` -> ``ndcg_at_10``."""
     measure, _, k = name.partition("@")
     return Measure(measure, int(k)).key if k.isdigit() and measure == "ndcg" else name.replace("@", "_at_")
+
+
+def our_curves(scored: Scored) -> dict[str, list[float]]:
+    """Our per-round curves, rounds 1 to the best, by metric key (``valid/ndcg_at_10``; logged
+    as ``iter/valid/ndcg_at_10``).
+
+    A run that re-ranks has no per-round curve of its final order (the re-ranker is not run
+    every round): the model's own order is drawn as ``{split}/pre_rerank/ndcg_at_k`` (ending
+    on the metric of that name), and the curve under the final order's name is left out.
+    """
+    best = scored.result.best_iteration
+    return {
+        f"{key}/{name}": list(values[:best])
+        for key, by_name in scored.curves.items()
+        for name, values in by_name.items()
+        if not scored.pre_rerank or name.startswith(PRE_RERANK_PREFIX)
+    }

@@ -16,8 +16,8 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from ltr.experiment.charts import plot_feature_importance, plot_ndcg_by_stratum
-from ltr.experiment.evaluation import Evaluation, lightgbm_key
-from ltr.experiment.report import summary_rows, to_markdown
+from ltr.experiment.evaluation import Evaluation, lightgbm_key, our_curves
+from ltr.experiment.report import rerank_rows, summary_rows, to_markdown
 from ltr.experiment.rerank import diversity_measures
 from ltr.experiment.sources import Scored
 from ltr.experiment.spec import ExperimentSpec
@@ -26,6 +26,10 @@ from ltr.tracking import Tracker
 from ltr.tracking.gitinfo import code_state, source_tags
 from ltr.training.artifact import ShippedModel, ship_model
 from ltr.training.local import TrainResult
+
+#: A split's per-query table is also logged as ``per_query/{split}.json``, a table the MLflow
+#: UI displays, when it has at most this many queries (rows); the Parquet file always.
+UI_TABLE_MAX_QUERIES = 2000
 
 
 def shown_overrides(overrides: Sequence[str]) -> list[str]:
@@ -109,15 +113,16 @@ def run_tags(spec: ExperimentSpec, data_sha: str, overrides: Sequence[str]) -> d
 
 def headline_keys(spec: ExperimentSpec, metrics: dict[str, float]) -> list[str]:
     """The metric columns a user meets first in the MLflow runs table: the optimised metric, then
-    valid and test nDCG at the largest cut-off (with re-ranking: valid's nDCG before it and ILD;
-    on click data: valid's simulated CTR) and test's per stratum, a sweep's best, the round."""
+    valid and test nDCG at the largest cut-off and test's per stratum, then (with re-ranking)
+    valid's nDCG before it and ILD, (on click data) valid's simulated CTR, a sweep's best, the
+    round."""
     k = max(spec.ks)
     split = spec.optimized_metric.split("/")[0]
     extra = [f"{split}/pre_rerank/ndcg_at_{k}", f"{split}/ild_at_{k}"] if diversity_measures(spec.config.rerank) else []
     extra += [key for key in (f"{split}/online/ctr",) if key in metrics]  # data with a click model
-    keys = [
-        spec.optimized_metric, f"valid/ndcg_at_{k}", *extra, f"test/ndcg_at_{k}",
-        *(f"test/ndcg_at_{k}/{stratum}" for stratum in spec.strata.keys),
+    keys = [  # the kind's own columns after the strata: headline and strata fit a 1600 px window
+        spec.optimized_metric, f"valid/ndcg_at_{k}", f"test/ndcg_at_{k}",
+        *(f"test/ndcg_at_{k}/{stratum}" for stratum in spec.strata.keys), *extra,
         f"sweep/best/{spec.optimized_metric}", "best_iteration",
     ]
     return list(dict.fromkeys(keys))
@@ -132,10 +137,27 @@ def summary_markdown(spec: ExperimentSpec, evaluation: Evaluation, result: Train
         f"{spec.config.model.name} on {spec.config.data.name}: our nDCG "
         f"({conventions.gain} gain, ties={conventions.ties}, zero_idcg={conventions.zero_idcg})"
     )
+    rerank = spec.config.rerank
+    measures = diversity_measures(rerank)
+    reranked = ""
+    if measures:
+        what = f"rerank={rerank.kind}, alpha={rerank.alpha}, similarity={rerank.similarity}"
+        title = title.replace(": our nDCG", f", re-ranked ({what}): our nDCG", 1)
+        before_after = rerank_rows(
+            evaluation.metrics, splits=list(spec.config.eval.splits), k=max(spec.ks),
+            measures=("ndcg", *measures), strata=spec.strata,
+        )  # fmt: skip
+        reranked = (
+            f"## Re-ranked: the model's order -> the final order\n\nEvery metric above and every "
+            f"`{{split}}/...` key is of the final order ({what}); the model's own order is "
+            f"`{{split}}/pre_rerank/...`, and its per-round curve `iter/{{split}}/pre_rerank/ndcg_at_k` "
+            f"(no curve of the final order: the re-ranker is not run every round).\n\n"
+            + to_markdown(*before_after) + "\n"
+        )
     text = (
         f"# {title}\n\n" + to_markdown(header, rows)
-        + f"\nBest round {result.best_iteration} of {result.n_rounds}.\n\n## Beside LightGBM's own metric\n\n"
-        + "\n\n".join(evaluation.gap_notes) + "\n"
+        + f"\nBest round {result.best_iteration} of {result.n_rounds}.\n\n" + reranked
+        + "## Beside LightGBM's own metric\n\n" + "\n\n".join(evaluation.gap_notes) + "\n"
         + ("\n## Advice\n\n" + "\n\n".join(evaluation.advice) + "\n" if evaluation.advice else "")
     )
     return title, text, header, rows
@@ -148,8 +170,10 @@ def logged_curves(scored: Scored) -> dict[str, list[float]]:
     number ``{split}/ndcg_at_k`` is); ``iter/{split}/lightgbm/ndcg_at_k``: LightGBM's own values
     (its conventions). A split the trainer saw with other labels than evaluation uses (clicks)
     has ``iter/{split}/train_labels/...`` and ``iter/{split}/lightgbm_train_labels/...`` instead.
-    The curves end at the best round, where the model ends: their last value, which the MLflow
-    runs table and compare page show, is the model's.
+    A re-ranked run has ``iter/{split}/pre_rerank/ndcg_at_k`` (the model's order) and no curve
+    of its final order (:func:`ltr.experiment.evaluation.our_curves`). Every curve ends at the
+    best round, on the value of the metric it is named after: the MLflow runs table and compare
+    page show that last value.
     """
     best = scored.result.best_iteration
     theirs = {
@@ -157,9 +181,7 @@ def logged_curves(scored: Scored) -> dict[str, list[float]]:
         for key, by_name in scored.lightgbm_curves.items()
         for name, values in by_name.items()
     }
-    return theirs | {
-        f"iter/{key}/{name}": values[:best] for key, by_name in scored.curves.items() for name, values in by_name.items()
-    }
+    return theirs | {f"iter/{key}": values for key, values in our_curves(scored).items()}
 
 
 def record_results(
@@ -197,7 +219,7 @@ def record_results(
     tracker.log_params(lightgbm_params_logged(shipped.params))
     # the description on the run's page: the summary, its title a heading of the page's size
     tracker.set_tags({"mlflow.note.content": "##" + summary_md if summary_md.startswith("# ") else summary_md})
-    tracker.show_first(headline)
+    tracker.show_first(headline, list(curves))
     tracker.log_text(OmegaConf.to_yaml(spec.raw), "config/config.yaml")
     tracker.log_text("".join(f"- {o}\n" for o in overrides) or "[]\n", "config/overrides.yaml")
     tracker.log_dict(data_fingerprint, "data/fingerprint.json")
@@ -222,6 +244,9 @@ def record_results(
     tracker.log_dict(importance, "feature_importance.json")
     tracker.log_dict(shipped.params, "model_text/lightgbm_params.json")
     tracker.log_text(summary_md, "report/summary.md")
+    for split, table in evaluation.tables.items():  # the UI shows these as tables; Parquet it cannot
+        if len(table) <= UI_TABLE_MAX_QUERIES:
+            tracker.log_table(table, f"per_query/{split}.json")
     with tempfile.TemporaryDirectory() as tmp:
         for split, table in evaluation.tables.items():
             path = Path(tmp) / f"{split}.parquet"

@@ -32,6 +32,27 @@ def summary_rows(
     return header, rows
 
 
+def rerank_rows(
+    metrics: Mapping[str, float], *, splits: Sequence[str], k: int, measures: Sequence[str], strata: Strata
+) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of a re-ranked run's before/after table: one row per stratum (``all``
+    first); per split and measure (``ndcg``, ``ild``, ...) at cut-off ``k`` a cell ``model's
+    order -> final order (difference)`` from the flat ``metrics`` (``valid/pre_rerank/ndcg_at_10``
+    and ``valid/ndcg_at_10``, per stratum with the ``/len_...`` suffix)."""
+    names = {"ndcg": "nDCG", "ild": "ILD", "coverage": "coverage", "alpha_ndcg": "alpha-nDCG"}
+    header = ["stratum"] + [f"{split} {names.get(m, m)}@{k}" for split in splits for m in measures]
+    rows: list[list[str]] = []
+    for label, suffix in [("all", "")] + [(lab, f"/{key}") for lab, key in zip(strata.labels, strata.keys, strict=True)]:
+        row = [label]
+        for split in splits:
+            for measure in measures:
+                before = metrics.get(f"{split}/pre_rerank/{measure}_at_{k}{suffix}")
+                after = metrics.get(f"{split}/{measure}_at_{k}{suffix}")
+                row.append("-" if before is None or after is None else f"{before:.4f} → {after:.4f} ({after - before:+.4f})")
+        rows.append(row)
+    return header, rows
+
+
 def to_markdown(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]

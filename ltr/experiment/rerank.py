@@ -24,7 +24,7 @@ from ltr.config.choices import RerankKind, Similarity
 from ltr.config.schema import RerankConfig
 from ltr.data.ranking_data import RankingData
 from ltr.metrics.diversity import alpha_ndcg, category_coverage, intra_list_diversity
-from ltr.rerank import diversify, score_order
+from ltr.rerank import diversify, order_as_scores, score_order
 
 
 def diversity_measures(cfg: RerankConfig) -> tuple[str, ...]:
@@ -63,15 +63,6 @@ def item_categories(cfg: RerankConfig, data: RankingData) -> NDArray[np.int64] |
         edges = np.quantile(values, np.linspace(0, 1, cfg.category_bins + 1)[1:-1])
         return np.searchsorted(edges, values, side="right").astype(np.int64)
     return np.unique(values, return_inverse=True)[1].astype(np.int64).ravel()
-
-
-def order_as_scores(order: NDArray[np.int64], offsets: NDArray[np.int64]) -> NDArray[np.float64]:
-    """Scores that rank every query's rows exactly in ``order``: ``0, -1, -2, ...`` from the top."""
-    sizes = np.diff(offsets)
-    position = np.arange(order.shape[0]) - np.repeat(offsets[:-1], sizes)
-    scores = np.empty(order.shape[0], dtype=np.float64)
-    scores[order] = -position.astype(np.float64)
-    return scores
 
 
 def diversity_columns(

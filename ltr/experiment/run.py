@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 from omegaconf import DictConfig
 
-from ltr.config.choices import TrainerKind
+from ltr.config.choices import RerankKind, TrainerKind
 from ltr.dask.trainer import DaskTrainer
 from ltr.experiment.checks import check_config, check_data
 from ltr.experiment.evaluation import evaluate
@@ -42,7 +42,8 @@ log = logging.getLogger(__name__)
 #: The trainer of each ``trainer.kind``.
 TRAINERS: dict[TrainerKind, Callable[[ExperimentSpec], Trainer]] = {
     TrainerKind.local: lambda spec: LocalTrainer(
-        spec.config.model, spec.config.fit, spec.conventions, spec.table_ks, binned_store(spec.config.data)
+        spec.config.model, spec.config.fit, spec.conventions, spec.table_ks, binned_store(spec.config.data),
+        model_order=spec.config.rerank.kind != RerankKind.none,
     ),
     TrainerKind.dask: lambda spec: DaskTrainer(spec.config.model, spec.config.fit, spec.config.trainer, spec.conventions),
 }

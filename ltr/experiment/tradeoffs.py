@@ -26,7 +26,7 @@ import math
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -138,25 +138,15 @@ def front_figure(
     front = mask & drawn
     off = ~mask & drawn
 
-    fig = Figure(figsize=(7.2, 5.0))
-    fig.subplots_adjust(left=0.12, right=0.97, top=0.88, bottom=0.11)
+    fig = Figure(figsize=(KEYED_WIDTH_IN, 5.0))
+    fig.subplots_adjust(left=0.09, right=KEY_LEFT - 0.02, top=0.88, bottom=0.11)
     ax = fig.add_subplot()
     ax.scatter(xs[off], ys[off], color="0.6", s=24, label="dominated runs", zorder=2)
     ax.scatter(xs[front], ys[front], color="C3", s=40, label="Pareto front", zorder=3)
     order = np.argsort(xs[front], kind="stable")
     # where="pre": between two front runs the best y reached is the one of the run to the right.
     ax.step(xs[front][order], ys[front][order], where="pre", color="C3", linewidth=1.2, zorder=1)
-    offsets = _label_offsets(xs)
-    for i in np.flatnonzero(drawn).tolist():
-        ax.annotate(
-            labels[i],
-            (float(xs[i]), float(ys[i])),
-            xytext=offsets[i][0],
-            ha=offsets[i][1],
-            textcoords="offset points",
-            fontsize="x-small",
-            color="C3" if mask[i] else "0.35",
-        )
+    _number_points(fig, ax, xs, ys, drawn, labels, colors=["C3" if m else "0.35" for m in mask.tolist()])
     ax.set_xlabel(x_label)
     ax.set_ylabel(y_label)
     ax.set_title(textwrap.fill(title, 80), fontsize=10)
@@ -279,18 +269,63 @@ def fit_online(x: ArrayLike, y: ArrayLike) -> OnlineFit:
     )
 
 
-def _label_offsets(xs: NDArray[np.float64]) -> list[tuple[tuple[float, float], str]]:
-    """Per point: a label offset (points) and alignment. Labels alternate above and below along
-    ``x`` so neighbours do not overlap, and the right third's labels go left of their points."""
-    rank = np.empty(xs.shape[0], dtype=np.int64)
-    rank[np.argsort(xs, kind="stable")] = np.arange(xs.shape[0])
-    finite = xs[np.isfinite(xs)]
-    cut = float(finite.min() + 2 * (finite.max() - finite.min()) / 3) if finite.size else 0.0
-    out = []
-    for x, r in zip(xs.tolist(), rank.tolist(), strict=True):
-        dy = 4.0 if r % 2 == 0 else -11.0
-        out.append(((-4.0, dy), "right") if finite.size > 1 and x > cut else ((4.0, dy), "left"))
-    return out
+#: Figures that number their points: the width (inches) and where the key of numbers begins.
+KEYED_WIDTH_IN = 10.0
+KEY_LEFT = 0.70
+
+
+def point_groups(px: NDArray[np.float64], py: NDArray[np.float64], *, radius: float) -> list[list[int]]:
+    """Points (display coordinates, e.g. points of a figure) joined into groups wherever two are
+    closer than ``radius`` (single linkage: a chain of close points is one group); groups in
+    order of their first point, members in index order.
+
+    >>> point_groups(np.array([0.0, 4.0, 50.0, 8.0]), np.array([0.0, 0.0, 0.0, 0.0]), radius=5.0)
+    [[0, 1, 3], [2]]
+    """
+    n = px.shape[0]
+    root = list(range(n))
+
+    def find(i: int) -> int:
+        while root[i] != i:
+            i = root[i]
+        return i
+
+    for i in range(n):
+        for j in range(i):
+            if (px[i] - px[j]) ** 2 + (py[i] - py[j]) ** 2 < radius**2:
+                root[find(i)] = find(j)
+    groups: dict[int, list[int]] = {}
+    for i in range(n):
+        groups.setdefault(find(i), []).append(i)
+    return sorted(groups.values(), key=lambda g: g[0])
+
+
+def _number_points(
+    fig: Figure, ax: Any, xs: NDArray[np.float64], ys: NDArray[np.float64], drawn: NDArray[np.bool_],
+    labels: Sequence[str], *, colors: Sequence[str],
+) -> None:  # fmt: skip
+    """Each drawn point gets its number (1-based, in input order); points that would print over
+    each other share one annotation (``3,4,5``), alternating above and below along ``x``; the
+    key (number, label) is listed right of the axes, where no point can cover it."""
+    index = np.flatnonzero(drawn)
+    if index.size:
+        ax.margins(x=0.12, y=0.12)
+        ax.autoscale_view()
+        fig.canvas.draw_idle()
+        shown = ax.transData.transform(np.column_stack([xs[index], ys[index]]))
+        groups = point_groups(shown[:, 0], shown[:, 1], radius=18.0 * fig.dpi / 72.0)
+        by_x = sorted(range(len(groups)), key=lambda g: float(xs[index[groups[g][0]]]))
+        for rank, g in enumerate(by_x):
+            members = [int(index[m]) for m in groups[g]]
+            above = rank % 2 == 0  # above the group's highest point, or below its lowest
+            y = float(ys[members].max() if above else ys[members].min())
+            ax.annotate(
+                ",".join(str(m + 1) for m in members), (float(xs[members].mean()), y),
+                xytext=(0.0, 6.0 if above else -6.0), textcoords="offset points", ha="center",
+                va="bottom" if above else "top", fontsize="small", color=colors[members[0]], fontweight="bold",
+            )  # fmt: skip
+    key = "\n".join(f"{i + 1:>2}  {labels[i]}" for i in range(len(labels)) if drawn[i])
+    fig.text(KEY_LEFT, 0.88, key, va="top", ha="left", fontsize="small", family="monospace")
 
 
 def online_figure(
@@ -344,19 +379,15 @@ def online_figure(
         if np.any(err < 0):
             raise ValueError("online_figure: y_err holds distances from y, so it must be >= 0 (y - lower, upper - y)")
 
-    fig = Figure(figsize=(7.2, 5.0))
-    fig.subplots_adjust(left=0.13, right=0.97, top=0.88, bottom=0.11)
+    fig = Figure(figsize=(KEYED_WIDTH_IN, 5.0))
+    fig.subplots_adjust(left=0.09, right=KEY_LEFT - 0.02, top=0.88, bottom=0.11)
     ax = fig.add_subplot()
     if err is not None:
         ax.errorbar(xs, ys, yerr=err, fmt="none", ecolor="0.55", elinewidth=1.0, capsize=3, zorder=1)
     ax.scatter(xs, ys, color="C0", s=30, label="runs", zorder=3)
     ends = np.array([np.nanmin(xs), np.nanmax(xs)]) if xs.size else np.array([0.0, 1.0])
     ax.plot(ends, fit.slope * ends + fit.intercept, color="C1", linewidth=1.5, label=fit.describe(x_name=x_name), zorder=2)
-    offsets = _label_offsets(xs)
-    for i, label in enumerate(labels):
-        if np.isfinite(xs[i]) and np.isfinite(ys[i]):
-            ax.annotate(label, (float(xs[i]), float(ys[i])), xytext=offsets[i][0], ha=offsets[i][1],
-                        textcoords="offset points", fontsize="x-small")  # fmt: skip
+    _number_points(fig, ax, xs, ys, np.isfinite(xs) & np.isfinite(ys), labels, colors=["0.2"] * xs.size)
     ax.set_xlabel(x_label)
     ax.set_ylabel(y_label)
     ax.set_title(textwrap.fill(title, 80), fontsize=10)

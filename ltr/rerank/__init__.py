@@ -11,7 +11,7 @@ the kernel loads when `diversify` first runs.
 from __future__ import annotations
 
 from ltr.metrics.diversity import unit_rows
-from ltr.rerank.diversify import diversify, score_order
+from ltr.rerank.diversify import diversify, order_as_scores, score_order
 from ltr.rerank.similarity import SIMILARITIES, category_similarity, cosine_similarity
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "category_similarity",
     "cosine_similarity",
     "diversify",
+    "order_as_scores",
     "score_order",
     "unit_rows",
 ]

@@ -42,6 +42,23 @@ def score_order(scores: NDArray[np.floating], offsets: NDArray[np.integer]) -> N
     return _score_order(s, off)
 
 
+def order_as_scores(order: NDArray[np.int64], offsets: NDArray[np.int64]) -> NDArray[np.float64]:
+    """Scores that rank every query's rows exactly in ``order``: ``0, -1, -2, ...`` from the top.
+
+    No ties, so every measure and tie convention sees exactly that order.
+
+    Examples
+    --------
+    >>> (-order_as_scores(np.array([1, 2, 0, 4, 3]), np.array([0, 3, 5]))).tolist()  # positions
+    [2.0, 0.0, 1.0, 1.0, 0.0]
+    """
+    sizes = np.diff(offsets)
+    position = np.arange(order.shape[0]) - np.repeat(offsets[:-1], sizes)
+    scores = np.empty(order.shape[0], dtype=np.float64)
+    scores[order] = -position.astype(np.float64)
+    return scores
+
+
 def diversify(
     scores: NDArray[np.floating],
     offsets: NDArray[np.integer],

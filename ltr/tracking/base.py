@@ -47,13 +47,20 @@ class Tracker(Protocol):
 
     def log_file(self, local_path: Path, artifact_dir: str | None = None) -> None: ...
 
+    def log_table(self, table: Any, artifact_file: str) -> None:
+        """A pandas DataFrame as a JSON table artifact (``artifact_file`` ends in ``.json``)
+        that the MLflow UI shows as a table."""
+        ...
+
     def log_model(self, booster: Any, input_example: Any, metadata: Mapping[str, Any]) -> str | None:
         """The booster as the run's MLflow model (signature from ``input_example``, a DataFrame
         of the named feature columns; ``metadata`` in its MLmodel file); its model id."""
         ...
 
-    def show_first(self, metric_keys: Sequence[str]) -> None:
-        """Make these metric columns the first a user meets in the runs table of the experiment."""
+    def show_first(self, metric_keys: Sequence[str], curves: Sequence[str] = ()) -> None:
+        """Make these metric columns the first a user meets in the runs table of the experiment,
+        beside those earlier runs asked for (the view serves every run kind of the experiment),
+        and these per-round ``curves`` the first charts of its chart view."""
         ...
 
     def log_dataset(self, name: str, digest: str, features: Any, labels: Any, *, context: str) -> None:
@@ -103,10 +110,13 @@ class NullTracker:
     def log_file(self, local_path: Path, artifact_dir: str | None = None) -> None:
         pass
 
+    def log_table(self, table: Any, artifact_file: str) -> None:
+        pass
+
     def log_model(self, booster: Any, input_example: Any, metadata: Mapping[str, Any]) -> str | None:
         return None
 
-    def show_first(self, metric_keys: Sequence[str]) -> None:
+    def show_first(self, metric_keys: Sequence[str], curves: Sequence[str] = ()) -> None:
         pass
 
     def log_dataset(self, name: str, digest: str, features: Any, labels: Any, *, context: str) -> None:

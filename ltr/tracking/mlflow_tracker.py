@@ -160,6 +160,10 @@ class MlflowTracker:
     def log_file(self, local_path: Path, artifact_dir: str | None = None) -> None:
         self.client.log_artifact(self._require_run(), str(local_path), artifact_dir)
 
+    def log_table(self, table: Any, artifact_file: str) -> None:
+        with self._locked():  # MLflow also records the table in a run tag
+            self.client.log_table(self._require_run(), table, artifact_file)
+
     def log_model(self, booster: Any, input_example: Any, metadata: Mapping[str, Any]) -> str | None:
         """The booster as an MLflow LightGBM model named ``model``, so ``runs:/<run id>/model``
         resolves as MLflow documents it; its ``models:/m-...`` URI is the run's ``ltr.model_uri``
@@ -190,20 +194,32 @@ class MlflowTracker:
             self.client.set_tag(run_id, "ltr.model_uri", info.model_uri)
         return str(info.model_id)
 
-    def show_first(self, metric_keys: Sequence[str]) -> None:
+    def show_first(self, metric_keys: Sequence[str], curves: Sequence[str] = ()) -> None:
         """Save the experiment's shared runs-table view (:data:`VIEW_KEY`): these metric columns
-        first, in this order, wide enough to read; newest runs first. MLflow's UI opens it from
-        a link with ``viewStateShareKey`` (:func:`ltr.tracking.uri.ui_url`)."""
-        columns = [f"metrics.`{key}`" for key in metric_keys]
-        view = {
-            "selectedColumns": columns,
-            "columnOrder": columns,
-            "columnWidths": {column: max(130, 8 * len(key) + 24) for column, key in zip(columns, metric_keys, strict=True)},
-            "orderByKey": "attributes.start_time",
-            "orderByAsc": False,
-        }
+        first, merged into those of the view earlier runs saved (:func:`merged_columns`: a later
+        run never narrows the view), wide enough to read each key whole, the headline and stratum
+        columns first so they fit a 1600 px window (:func:`column_width`); newest runs first; in the chart view, the
+        per-round ``curves`` (``iter/...`` keys) first (:func:`chart_view`). MLflow's UI opens it
+        from a link with ``viewStateShareKey`` (:func:`ltr.tracking.uri.ui_url`). Read and
+        written under the store's lock, so parallel jobs never drop each other's columns."""
+        tag = f"mlflow.sharedViewState.{VIEW_KEY}"
         with self._locked():
-            self.client.set_experiment_tag(self.experiment_id, f"mlflow.sharedViewState.{VIEW_KEY}", json.dumps(view))
+            experiment = self.client.get_experiment(self.experiment_id)
+            view = saved_view(experiment.tags.get(tag))
+            columns = merged_columns(view.get("columnOrder", []), [f"metrics.`{key}`" for key in metric_keys])
+            widths = view.get("columnWidths", {})
+            view |= {
+                "selectedColumns": columns,
+                "columnOrder": columns,
+                "columnWidths": {column: column_width(column) for column in columns} | {
+                    column: width for column, width in widths.items() if column not in columns
+                },
+                "orderByKey": "attributes.start_time",
+                "orderByAsc": False,
+            }
+            if curves:
+                view |= chart_view(view.get("compareRunCharts") or [], view.get("compareRunSections") or [], curves)
+            self.client.set_experiment_tag(self.experiment_id, tag, json.dumps(view))
 
     def log_dataset(
         self, name: str, digest: str, features: Any, labels: Any, *, context: str
@@ -244,3 +260,93 @@ def mark_model_training(client: MlflowClient, experiment: Any) -> None:
             client.set_experiment_tag(experiment.experiment_id, key, value)
 
 
+def saved_view(text: str | None) -> dict[str, Any]:
+    """The saved view of an experiment tag's JSON text; {} when absent or unreadable."""
+    try:
+        view = json.loads(text) if text else {}
+    except json.JSONDecodeError:
+        return {}
+    return view if isinstance(view, dict) else {}
+
+
+def merged_columns(existing: Sequence[str], new: Sequence[str]) -> list[str]:
+    """``existing`` columns in their order, with each column of ``new`` they lack inserted right
+    after the column that precedes it in ``new`` (first if none does): the union, in an order
+    that adding runs never shuffles.
+
+    Examples
+    --------
+    >>> merged_columns(["v", "t", "b"], ["v", "pre", "ild", "t", "b"])
+    ['v', 'pre', 'ild', 't', 'b']
+    >>> merged_columns(["v", "pre", "ild", "t", "b"], ["v", "ctr", "t", "sd", "b"])
+    ['v', 'ctr', 'pre', 'ild', 't', 'sd', 'b']
+    """
+    out = [str(c) for c in existing]
+    for i, column in enumerate(new):
+        if column in out:
+            continue
+        before = new[i - 1] if i else None
+        out.insert(out.index(before) + 1 if before in out else 0, column)
+    return out
+
+
+#: The chart view's first sections (uuid, title): our curves of valid, of test, then LightGBM's.
+CURVE_SECTIONS = (
+    ("ltr-curves-valid", "valid: our nDCG per boosting round (iter/valid/...)"),
+    ("ltr-curves-test", "test: our nDCG per boosting round (iter/test/...)"),
+    ("ltr-curves-lightgbm", "LightGBM's own ndcg@k per round (its conventions: a query with nothing relevant scores 1)"),
+)
+
+
+def curve_section(key: str) -> str:
+    """The uuid of the :data:`CURVE_SECTIONS` section an ``iter/...`` curve is drawn in."""
+    parts = key.split("/")
+    if any(part.startswith("lightgbm") for part in parts[2:-1]):
+        return CURVE_SECTIONS[2][0]
+    return CURVE_SECTIONS[0][0] if parts[1] == "valid" else CURVE_SECTIONS[1][0]
+
+
+def curve_title(key: str) -> str:
+    """A curve's chart title: ``iter/valid/pre_rerank/ndcg_at_10`` -> ``valid nDCG@10, model's
+    order before re-ranking``; LightGBM's own keep LightGBM's spelling (``ndcg@10``)."""
+    parts = key.split("/")
+    split, measure, middle = parts[1], parts[-1], parts[2:-1]
+    k = measure.rsplit("_at_", 1)[-1]
+    if any(part.startswith("lightgbm") for part in middle):
+        labels = ", on the training labels" if "lightgbm_train_labels" in middle else ""
+        return f"{split} ndcg@{k} (LightGBM's own{labels})"
+    notes = {"pre_rerank": ", model's order before re-ranking", "train_labels": ", on the training labels"}
+    return f"{split} nDCG@{k}" + "".join(notes.get(part, f", {part}") for part in middle)
+
+
+def chart_view(charts: Sequence[dict[str, Any]], sections: Sequence[dict[str, Any]], curves: Sequence[str]) -> dict[str, Any]:
+    """The chart view's state merged with a chart per curve in ``curves`` that has none: our
+    curves first (valid, then test), LightGBM's own in a section that says so; every other
+    metric gets MLflow's own chart, in sections after these (``isAccordionReordered`` keeps
+    this order)."""
+    own = [section for section in sections if section.get("uuid") not in {uuid for uuid, _ in CURVE_SECTIONS}]
+    ours = [
+        {"uuid": uuid, "name": name, "display": True, "isReordered": True, "deleted": False, "isGenerated": False}
+        for uuid, name in CURVE_SECTIONS
+    ]
+    drawn = {chart.get("metricKey") for chart in charts}
+    new = [
+        {
+            "uuid": f"ltr-chart-{key}", "type": "LINE", "metricKey": key, "selectedMetricKeys": [key],
+            "displayName": curve_title(key), "metricSectionId": curve_section(key), "isGenerated": False,
+            "deleted": False, "isReordered": False, "lineSmoothness": 0, "xAxisScaleType": "linear",
+            "scaleType": "linear", "range": {}, "xAxisKey": "step", "selectedXAxisMetricKey": "",
+            "yAxisKey": "metric", "yAxisExpressions": [], "ignoreOutliers": False,
+            "useGlobalXaxisKey": True, "useGlobalLineSmoothing": True,
+        }
+        for key in sorted(set(curves) - drawn, key=lambda key: (key.split("/")[1] != "valid", key))
+    ]  # fmt: skip
+    return {"compareRunCharts": [*charts, *new], "compareRunSections": ours + own, "isAccordionReordered": True}
+
+
+def column_width(column: str) -> int:
+    """A metric column's width in the runs table (px): its whole key readable in the header
+    (MLflow cuts a header from the right, and ``test/ndcg_at_10`` and ``test/ndcg_at_10/sd``
+    differ at the end), 7 px a character, at least 90."""
+    key = column.removeprefix("metrics.`").removesuffix("`")
+    return max(90, 7 * len(key) + 24)

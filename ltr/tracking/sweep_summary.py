@@ -39,8 +39,13 @@ def child_runs(client: Any, experiment_id: str, parent_run_id: str, *, finished_
     return list(client.search_runs([experiment_id], filter_string=query, max_results=10_000))
 
 
-def child_summary(tracker: Any, objective: str, job_errors: dict[str, str] | None = None) -> SweepSummary:
+def child_summary(
+    tracker: Any, objective: str, job_errors: dict[str, str] | None = None, *, pick_best: bool = True
+) -> SweepSummary:
     """Read the children of ``tracker``'s current run (an :class:`MlflowTracker`).
+
+    ``pick_best=False`` (cross-validation: the folds are no candidates): no best run is named,
+    and the summary opens with the number of runs instead.
 
     ``job_errors``: job number -> error of every job that failed; those without a run (their
     config was refused before a run existed) count as failed jobs too, listed with their error.
@@ -63,7 +68,7 @@ def child_summary(tracker: Any, objective: str, job_errors: dict[str, str] | Non
             killed.append(f"job {r.data.tags.get('ltr.job_num', '?')} ({r.info.run_name})")
         elif status != "FINISHED":
             failures.append(f"job {r.data.tags.get('ltr.job_num', '?')} ({r.info.run_name}): {r.data.tags.get('ltr.error', status)}")
-        if value is not None and status == "FINISHED" and value > best_value:
+        if pick_best and value is not None and status == "FINISHED" and value > best_value:
             best_id, best_value = r.info.run_id, value
         rows.append((r.data.tags.get("ltr.job_num", "?"), r.info.run_name or "", status, "-" if value is None else f"{value:.4f}"))
         links.append(run_link(r.info.run_name or r.info.run_id, tracker.experiment_id, r.info.run_id))
@@ -76,7 +81,10 @@ def child_summary(tracker: Any, objective: str, job_errors: dict[str, str] | Non
             links.append(rows[-1][1])
     header = ("job", "run", "status", objective)
     best_line = "No job finished."
-    if best_id is not None:
+    if not pick_best:
+        n_finished = sum(r.info.status == "FINISHED" for r in runs)
+        best_line = f"**Fold runs**: {n_finished} of {len(rows)} finished."
+    elif best_id is not None:
         best = next(r for r in runs if r.info.run_id == best_id)
         best_line = (
             f"**Best run**: {run_link(best.info.run_name or best_id, tracker.experiment_id, best_id)} "

@@ -500,9 +500,13 @@ class LocalTrainer:
     conventions: MetricConventions = field(default_factory=MetricConventions)
     table_ks: tuple[int, ...] = ()  # the run's per-query table cut-offs (default: eval_at)
     binned_store: BinnedStore | None = None  # LightGBM's binned data sets kept on disk
+    model_order: bool = False  # the run re-ranks: curves of the model's strict order too (RoundNdcg)
 
     def fit(self, splits: Splits, *, eval_at: list[int], seed: int, data_key: str | None = None) -> TrainResult:
-        round_metric = RoundNdcg(ks=eval_at, table_ks=self.table_ks or tuple(eval_at), conventions=self.conventions)
+        round_metric = RoundNdcg(
+            ks=eval_at, table_ks=self.table_ks or tuple(eval_at), conventions=self.conventions,
+            model_order=self.model_order,
+        )  # fmt: skip
         return fit_ranker(
             splits, self.model, self.fit_config, eval_at=eval_at, seed=seed, round_metric=round_metric,
             data_key=data_key, binned_store=self.binned_store,

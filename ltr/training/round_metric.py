@@ -7,6 +7,15 @@ beside LightGBM's own ``ndcg@k``) for every cut-off. The mean is taken exactly a
 summary takes it (:func:`ltr.metrics.summary.mean_of_known`, on the same table cut-offs), so the
 value at the best round *is* the run's ``valid/ndcg_at_k``, bit for bit; early stopping watches
 it. One kernel call per data set and round: no per-query loop.
+
+A run that re-ranks (``rerank=...``) reports the order the *model* makes, as a strict order
+(equal scores in row order, :func:`ltr.rerank.score_order`), which is how its
+``{split}/pre_rerank/...`` table is computed: with ``model_order=True`` every round also gives
+``pre_rerank/ndcg_at_k``, computed from the very scores that table is computed from
+(:func:`ltr.rerank.order_as_scores` of that order), so at the best round it is the run's
+``{split}/pre_rerank/ndcg_at_k`` bit for bit. (The re-ranked order itself is not computed per
+round: one re-ranking of a split costs about as much as tens of boosting rounds; README
+"Re-ranking".)
 """
 
 from __future__ import annotations
@@ -22,9 +31,12 @@ from numpy.typing import NDArray
 from ltr.metrics import MetricConventions
 from ltr.metrics.summary import mean_of_known
 from ltr.metrics.table import measure_arrays
+from ltr.rerank import order_as_scores, score_order
 
 #: Our curve names: ``ndcg_at_10`` (LightGBM names its own ``ndcg@10``).
 CURVE_PREFIX = "ndcg_at_"
+#: Our curves of the model's strict order in a re-ranked run: ``pre_rerank/ndcg_at_10``.
+PRE_RERANK_PREFIX = "pre_rerank/"
 
 
 def curve_name(k: int) -> str:
@@ -34,7 +46,7 @@ def curve_name(k: int) -> str:
 
 def is_our_curve(name: str) -> bool:
     """True for the names :class:`RoundNdcg` reports (LightGBM's own are ``ndcg@k``)."""
-    return name.startswith(CURVE_PREFIX)
+    return name.removeprefix(PRE_RERANK_PREFIX).startswith(CURVE_PREFIX)
 
 
 @dataclass
@@ -43,11 +55,13 @@ class RoundNdcg:
 
     ``table_ks``: the cut-offs the run's per-query tables are computed with (a superset of
     ``ks``); the kernel is called with the same ones so each value equals the table's.
+    ``model_order``: also report ``pre_rerank/ndcg_at_k`` (see the module docstring).
     """
 
     ks: Sequence[int]
     table_ks: Sequence[int]
     conventions: MetricConventions
+    model_order: bool = False
     _sets: dict[int, tuple[NDArray[np.int64], NDArray[np.int64]]] = field(default_factory=dict)
     seconds: float = 0.0  # spent in __call__ so far (all sets, all rounds)
     _latest: dict[int, NDArray[np.float64]] = field(default_factory=dict)  # this round's scores
@@ -78,11 +92,21 @@ class RoundNdcg:
             buffer = self._latest[id(eval_data)] = np.empty(preds.shape, dtype=np.float64)
         np.copyto(buffer, preds)  # LightGBM reuses its array for the next round
         if offsets.shape[0] <= 1:
-            return [(curve_name(k), float("nan"), True) for k in self.ks]
-        ndcg = measure_arrays(labels, preds, offsets, ks=self.table_ks, conventions=self.conventions, full_ap=False).ndcg
+            prefixes = ("", PRE_RERANK_PREFIX) if self.model_order else ("",)
+            return [(prefix + curve_name(k), float("nan"), True) for prefix in prefixes for k in self.ks]
+        out = self._means(labels, preds, offsets, "")
+        if self.model_order:
+            strict = order_as_scores(score_order(preds, offsets), offsets)
+            out += self._means(labels, strict, offsets, PRE_RERANK_PREFIX)
+        self.seconds += time.perf_counter() - start
+        return out
+
+    def _means(
+        self, labels: NDArray[np.int64], scores: NDArray[np.float64], offsets: NDArray[np.int64], prefix: str
+    ) -> list[tuple[str, float, bool]]:
+        ndcg = measure_arrays(labels, scores, offsets, ks=self.table_ks, conventions=self.conventions, full_ap=False).ndcg
         out = []
         for k in self.ks:
             total, n_known = mean_of_known(ndcg[:, list(self.table_ks).index(k)])
-            out.append((curve_name(k), total / n_known if n_known else float("nan"), True))
-        self.seconds += time.perf_counter() - start
+            out.append((prefix + curve_name(k), total / n_known if n_known else float("nan"), True))
         return out

@@ -73,7 +73,8 @@ def test_dask_run_logs_everything_and_matches_local_ndcg(
     assert [m.step for m in lightgbm] == list(range(1, best + 1))
 
     artifacts = {a.path for a in client.list_artifacts(dask_run.info.run_id, "per_query")}
-    assert artifacts == {"per_query/valid.parquet", "per_query/test.parquet"}
+    # Parquet always; small tables also as JSON tables the MLflow UI displays
+    assert artifacts == {"per_query/valid.parquet", "per_query/test.parquet", "per_query/valid.json", "per_query/test.json"}
     table_path = client.download_artifacts(dask_run.info.run_id, "per_query/test.parquet", str(tmp_path))
     import pandas as pd
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import LineCollection, PathCollection
 from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
@@ -291,7 +292,10 @@ def test_front_figure() -> None:
     assert np.asarray(step.get_xdata()).tolist() == [0.38, 0.40, 0.42]
     assert np.asarray(step.get_ydata()).tolist() == [0.35, 0.30, 0.20]
     assert step.get_drawstyle() == "steps-pre"
-    assert _annotations(fig) == labels[:5]
+    # the five drawn runs numbered (A and E share x = 0.42 but not y: each has its number), the
+    # key beside the axes names them; the NaN run is neither numbered nor in the key
+    assert sorted(_annotations(fig), key=int) == ["1", "2", "3", "4", "5"]
+    assert _key(fig) == [f"{i + 1:>2}  {label}" for i, label in enumerate(labels[:5])]
     assert ax.get_xlabel() == "NDCG@10"
     assert ax.get_ylabel() == "ILD@10"
     assert ax.get_title() == "relevance vs diversity"
@@ -330,7 +334,8 @@ def test_online_figure_with_error_bars() -> None:
     (line,) = [ln for ln in ax.lines if ln.get_label() == fit.describe()]
     assert np.asarray(line.get_xdata()).tolist() == [0.30, 0.45]
     np.testing.assert_allclose(np.asarray(line.get_ydata(), dtype=np.float64), fit.slope * np.array([0.30, 0.45]) + fit.intercept, rtol=1e-12)
-    assert _annotations(fig) == labels
+    assert sorted(_annotations(fig), key=int) == ["1", "2", "3", "4", "5"]
+    assert _key(fig) == [f"{i + 1:>2}  {label}" for i, label in enumerate(labels)]
     legend = ax.get_legend()
     assert legend is not None
     assert sorted(t.get_text() for t in legend.get_texts()) == sorted([fit.describe(), "runs"])
@@ -347,7 +352,36 @@ def test_online_figure_without_error_bars() -> None:
     assert not ax.containers
     assert len(ax.collections) == 1
     assert len(ax.lines) == 1
-    assert _annotations(fig) == labels
+    assert _key(fig) == [f"{i + 1:>2}  {label}" for i, label in enumerate(labels)]
+
+
+def _key(fig: Figure) -> list[str]:
+    (key,) = fig.texts
+    return key.get_text().splitlines()
+
+
+def test_close_runs_share_one_legible_label() -> None:
+    """Runs that would print their labels over each other (the diversity sweep's alpha = 0, 0.1,
+    0.2 reach the same nDCG) share one number list; no two labels overlap, none leaves the figure."""
+    x = np.array([0.7203, 0.7398, 0.7443, 0.7464, 0.7471, 0.7471])
+    y = np.array([0.3194, 0.3079, 0.3033, 0.3012, 0.3006, 0.3002])
+    labels = [f"alpha={a}" for a in (0.8, 0.6, 0.4, 0.2, 0.1, 0.0)]
+    figures = [
+        front_figure(x, y, pareto_front(x, y), labels, x_label="x", y_label="y", title="front"),
+        online_figure(x, y, fit_online(x, y), labels, title="online"),
+    ]
+    for fig in figures:
+        assert sorted(_annotations(fig)) == ["1", "2", "3", "4,5,6"]
+        renderer = FigureCanvasAgg(fig).get_renderer()
+        fig.draw(renderer)  # lays the texts out
+        boxes = [t.get_window_extent(renderer) for t in [*fig.axes[0].texts, *fig.texts]]
+        whole = fig.bbox
+        for i, box in enumerate(boxes):
+            assert whole.x0 <= box.x0
+            assert box.x1 <= whole.x1
+            assert whole.y0 <= box.y0
+            assert box.y1 <= whole.y1
+            assert not any(box.overlaps(other) for other in boxes[i + 1 :])
 
 
 @pytest.mark.parametrize(

@@ -1,15 +1,19 @@
 """What the MLflow UI shows, read through the REST API of a real ``ltr ui`` on 127.0.0.1.
 
-A store with a two-job sweep (a real ``ltr train -m`` process) and two single runs; ``ltr ui``
+A store with every kind of run: a two-job sweep and a two-fold cross-validation (real ``ltr
+train -m`` processes), a re-ranked run, a run on a click log, and two plain runs last; ``ltr ui``
 serves it. Everything is asked of the UI's own server, as the browser asks it: the experiment's
-kind (the runs table, not the GenAI screens) and shared view, distinct readable run names,
-descriptions holding the stratified table (the sweep's with a link to its best run), the
-Source / Created by / Git commit tags, unset params not logged, and the per-round curve at the
-best round equal to the run's metric, bit for bit.
+kind (the runs table, not the GenAI screens) and shared view (after the last, plain, run still
+the headline columns of every kind), distinct readable run names, descriptions holding the
+stratified table (the sweep's with a link to its best run, the CV's fold means, the re-ranked
+run's before/after), the Source / Created by / Git commit tags, unset params not logged, every
+``iter/<key>`` curve ending on ``<key>`` bit for bit, the CV parent's fold means and sds, and
+the per-query tables the UI can show.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
@@ -22,6 +26,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from ltr.experiment import run as pipeline
@@ -49,16 +55,22 @@ def _api(base: str, path: str, body: dict[str, Any] | None = None) -> Any:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder whose ``mlflow.db`` holds a two-job sweep and two single runs."""
+    """A folder whose ``mlflow.db`` holds a two-job sweep, a two-fold CV (two seeds' splits as
+    folds), a re-ranked run, a click-log run and two plain runs, in that order."""
     root = tmp_path_factory.mktemp("ui")
     uri = f"sqlite:///{root / 'mlflow.db'}"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    sweep = subprocess.run(
-        [sys.executable, "-m", "ltr", "train", "-m", "model.num_leaves=7,15", *SMALL],
-        cwd=root, env=env, capture_output=True, text=True, timeout=300,
-    )
-    assert sweep.returncode == 0, sweep.stderr[-3000:]
-    for overrides in ([], ["model=rank_xendcg"]):
+    sweeps = [
+        subprocess.Popen(
+            [sys.executable, "-m", "ltr", "train", "-m", *overrides, *SMALL, "tracking.log_model=false"],
+            cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )
+        for overrides in (["model.num_leaves=7,15"], ["seed=1,2", "cv.fold_key=seed"])
+    ]
+    for sweep in sweeps:  # the two sweeps at once: one store, its lock serialises their writes
+        _, err = sweep.communicate(timeout=900)
+        assert sweep.returncode == 0, err[-3000:]
+    for overrides in (["rerank=diversify"], ["data=synthetic_clicks"], [], ["model=rank_xendcg"]):
         pipeline.run(compose_train([*SMALL, f"tracking.uri={uri}", *overrides]), overrides=overrides)
     return root
 
@@ -111,8 +123,31 @@ def test_the_ui_opens_on_the_runs_table_with_the_headline_columns(ui: tuple[str,
     tags = {t["key"]: t["value"] for t in experiment["tags"]}
     assert tags["mlflow.experimentKind"] == "custom_model_development"  # not the GenAI screens
     view = json.loads(tags["mlflow.sharedViewState.ltr"])
-    assert view["selectedColumns"][:3] == ["metrics.`valid/ndcg_at_10`", "metrics.`test/ndcg_at_10`", "metrics.`test/ndcg_at_10/len_1-10`"]
+    columns = [c.removeprefix("metrics.`").removesuffix("`") for c in view["selectedColumns"]]
+    assert columns[0] == "valid/ndcg_at_10"
+    # the last run was a plain one: the columns of every kind of run are still there, in order
+    for kind, keys in {
+        "plain": ["valid/ndcg_at_10", "test/ndcg_at_10", "test/ndcg_at_10/len_1-10", "test/ndcg_at_10/len_51_plus", "best_iteration"],
+        "re-ranked": ["valid/ndcg_at_10", "test/ndcg_at_10/len_51_plus", "valid/pre_rerank/ndcg_at_10", "valid/ild_at_10"],
+        "click": ["test/ndcg_at_10/len_51_plus", "valid/online/ctr"],
+        "cv": ["valid/ndcg_at_10", "test/ndcg_at_10", "valid/ndcg_at_10/sd", "test/ndcg_at_10/sd", "test/ndcg_at_10/len_1-10/sd"],
+        "sweep": ["sweep/best/valid/ndcg_at_10", "best_iteration"],
+    }.items():
+        assert [c for c in columns if c in keys] == keys, kind
+    # the headline and stratum columns come first, before any kind's own
+    assert columns[:5] == ["valid/ndcg_at_10", "test/ndcg_at_10", *(f"test/ndcg_at_10/len_{s}" for s in ("1-10", "11-50", "51_plus"))]
     assert view["columnOrder"] == view["selectedColumns"]
+    assert len(set(columns)) == len(columns)
+    assert set(view["columnWidths"]) >= set(view["selectedColumns"])
+    # the chart view: our curves first (valid, then test), LightGBM's own in a section saying so
+    assert [s["uuid"] for s in view["compareRunSections"][:3]] == ["ltr-curves-valid", "ltr-curves-test", "ltr-curves-lightgbm"]
+    assert "LightGBM's own" in view["compareRunSections"][2]["name"]
+    charts = {c["metricKey"]: c for c in view["compareRunCharts"]}
+    curves = {m["key"] for run in _runs(base)[1] for m in run["data"].get("metrics", []) if m["key"].startswith("iter/")}
+    assert curves <= set(charts)  # every curve of every run has its chart, titled for what it is
+    assert charts["iter/valid/ndcg_at_10"]["metricSectionId"] == "ltr-curves-valid"
+    assert charts["iter/valid/pre_rerank/ndcg_at_10"]["displayName"] == "valid nDCG@10, model's order before re-ranking"
+    assert charts["iter/test/lightgbm/ndcg_at_10"]["metricSectionId"] == "ltr-curves-lightgbm"
     # ltr ui prints the link that opens that view in model-training mode
     link = f"{base}/#/experiments/{experiment['experiment_id']}/runs?viewStateShareKey=ltr&workflowType=machine_learning"
     assert f"  ltr: {link}\n" in lines
@@ -124,11 +159,10 @@ def test_runs_have_distinct_readable_names_and_descriptions(ui: tuple[str, list[
     base, _ = ui
     _, runs = _runs(base)
     names = sorted(r["info"]["run_name"] for r in runs)
-    assert len(set(names)) == len(names) == 5
+    assert len(set(names)) == len(names) == 10
     # what varies leads; a sweep's jobs say only what their sweep varies
-    assert "lambdarank" in names
-    assert "model=rank_xendcg" in names
-    assert {"num_leaves=7", "num_leaves=15"} <= set(names)
+    assert {"lambdarank", "model=rank_xendcg", "rerank=diversify (lambdarank)", "data=synthetic_clicks (lambdarank)"} <= set(names)
+    assert {"num_leaves=7", "num_leaves=15", "seed=1", "seed=2"} <= set(names)
     assert "num_leaves=7,15 debug=default show_progress=false" in names  # the parent: what varies first
     for run in runs:
         tags = _tags(run)
@@ -138,7 +172,11 @@ def test_runs_have_distinct_readable_names_and_descriptions(ui: tuple[str, list[
         params = {p["key"]: p["value"] for p in run["data"].get("params", [])}
         assert "None" not in params.values()
         description = tags["mlflow.note.content"]
-        if tags.get("ltr.role") == "sweep":
+        if tags.get("ltr.cv.fold_key"):  # cross-validation: the fold means, no fold called best
+            assert description.startswith("### lambdarank on synthetic: mean ± sd over 2 folds (seed = 1, 2)")
+            assert "best" not in description.lower()
+            assert "ltr.sweep.best_run_id" not in tags
+        elif tags.get("ltr.role") == "sweep":
             best_id = tags["ltr.sweep.best_run_id"]
             assert f"(#/experiments/{run['info']['experiment_id']}/runs/{best_id}?workflowType=machine_learning)" in description
             assert description.startswith("**Best run**: [num_leaves=")
@@ -146,21 +184,87 @@ def test_runs_have_distinct_readable_names_and_descriptions(ui: tuple[str, list[
             assert description.startswith("### ")
             assert "| 51+ |" in description  # the stratified table
             assert "Beside LightGBM's own metric" in description
+            reranked = tags["mlflow.runName"] == "rerank=diversify (lambdarank)"
+            assert ("re-ranked (rerank=diversify, alpha=0.3" in description.splitlines()[0]) == reranked
+            if reranked:  # before -> after per stratum, from the run's own metrics
+                metrics = _metrics(run)
+                before, after = metrics["valid/pre_rerank/ndcg_at_10/len_11-50"], metrics["valid/ndcg_at_10/len_11-50"]
+                assert f"| 11-50 | {before:.4f} → {after:.4f} ({after - before:+.4f}) |" in description
 
 
-def test_curves_end_at_the_best_round_on_the_runs_value(ui: tuple[str, list[str]]) -> None:
+def _metrics(run: dict[str, Any]) -> dict[str, float]:
+    return {m["key"]: m["value"] for m in run["data"]["metrics"]}
+
+
+def test_every_curve_ends_on_the_value_of_its_key(ui: tuple[str, list[str]]) -> None:
+    """For every run and every ``iter/<key>`` curve: its last point is ``<key>``, bit for bit."""
     base, _ = ui
     _, runs = _runs(base)
-    trained = [r for r in runs if _tags(r).get("ltr.role") != "sweep"]
-    assert len(trained) == 4
-    for run in trained:
-        metrics = {m["key"]: m["value"] for m in run["data"]["metrics"]}
-        history = _api(base, f"metrics/get-history?run_id={run['info']['run_id']}&metric_key=iter/valid/ndcg_at_10")["metrics"]
-        steps = sorted(history, key=lambda m: m["step"])
-        assert [m["step"] for m in steps] == list(range(1, int(metrics["best_iteration"]) + 1))
-        assert steps[-1]["value"] == metrics["valid/ndcg_at_10"]  # exactly, through the REST API
-        assert metrics["iter/valid/ndcg_at_10"] == metrics["valid/ndcg_at_10"]  # the table's value
-        assert max(m["value"] for m in steps) == metrics["valid/ndcg_at_10"]  # early stopping's pick
+    n_curves = 0
+    for run in runs:
+        metrics = _metrics(run)
+        for name in sorted(k for k in metrics if k.startswith("iter/")):
+            history = _api(base, f"metrics/get-history?run_id={run['info']['run_id']}&metric_key={name}")["metrics"]
+            steps = sorted(history, key=lambda m: m["step"])
+            assert [m["step"] for m in steps] == list(range(1, int(metrics["best_iteration"]) + 1)), name
+            assert steps[-1]["value"] == metrics[name.removeprefix("iter/")], (run["info"]["run_name"], name)
+            n_curves += 1
+        if _tags(run).get("ltr.role") != "sweep" and "valid/ild_at_10" not in metrics:
+            # early stopping's pick: the best round of our curve of the model's order
+            history = _api(base, f"metrics/get-history?run_id={run['info']['run_id']}&metric_key=iter/valid/ndcg_at_10")["metrics"]
+            assert max(m["value"] for m in history) == metrics["valid/ndcg_at_10"]
+    assert n_curves >= 8 * 8  # 8 trained runs, valid and test, ours and LightGBM's, k = 5 and 10
+    (reranked,) = [r for r in runs if r["info"]["run_name"] == "rerank=diversify (lambdarank)"]
+    curves = {k for k in _metrics(reranked) if k.startswith("iter/")}
+    assert "iter/valid/pre_rerank/ndcg_at_10" in curves  # the model's order, named so
+    assert "iter/valid/ndcg_at_10" not in curves  # the final order is not computed per round
+
+
+def test_parents_show_their_result_in_the_headline_columns(ui: tuple[str, list[str]]) -> None:
+    base, _ = ui
+    _, runs = _runs(base)
+    by_id = {r["info"]["run_id"]: r for r in runs}
+    (cv,) = [r for r in runs if _tags(r).get("ltr.cv.fold_key") == "seed"]
+    folds = [_metrics(r) for r in runs if _tags(r).get("mlflow.parentRunId") == cv["info"]["run_id"]]
+    assert len(folds) == 2
+    metrics = _metrics(cv)
+    for key in ("test/ndcg_at_10", "valid/ndcg_at_10", "test/ndcg_at_10/len_11-50"):
+        values = np.array([f[key] for f in folds])
+        assert metrics[key] == pytest.approx(values.mean(), rel=1e-15, abs=1e-15)
+        assert metrics[f"{key}/sd"] == pytest.approx(values.std(ddof=1), rel=1e-12, abs=1e-15)
+    assert metrics["cv/n_folds"] == 2
+    assert not any(key.startswith(("cv/test", "cv/valid", "sweep/best")) for key in metrics)  # no fold is "best"
+    # every other key's mean and sd: one table artifact
+    table = pd.read_json(_artifact(base, cv["info"]["run_id"], "report/cv_metrics.json"), orient="split")
+    row = table.set_index("key").loc["test/err_at_10"]  # MLflow's JSON tables keep 10 digits
+    assert row["mean"] == pytest.approx(np.mean([f["test/err_at_10"] for f in folds]), rel=0, abs=1e-10)
+    assert (table["n_folds"] == 2).all()
+
+    (sweep,) = [r for r in runs if _tags(r).get("ltr.role") == "sweep" and r is not cv]
+    best = _metrics(by_id[_tags(sweep)["ltr.sweep.best_run_id"]])
+    shown = _metrics(sweep)
+    for key in ("valid/ndcg_at_10", "test/ndcg_at_10", "test/ndcg_at_10/len_1-10", "best_iteration"):
+        assert shown[key] == best[key]  # the best child's values, in the same columns
+    assert shown["sweep/best/valid/ndcg_at_10"] == best["valid/ndcg_at_10"]
+
+
+def _artifact(base: str, run_id: str, path: str) -> io.BytesIO:
+    with urllib.request.urlopen(f"{base}/get-artifact?path={path}&run_uuid={run_id}", timeout=30) as response:
+        return io.BytesIO(response.read())
+
+
+def test_per_query_tables_are_tables_the_ui_shows(ui: tuple[str, list[str]]) -> None:
+    base, _ = ui
+    _, runs = _runs(base)
+    run = next(r for r in runs if r["info"]["run_name"] == "lambdarank")
+    for split in ("valid", "test"):
+        shown = pd.read_json(_artifact(base, run["info"]["run_id"], f"per_query/{split}.json"), orient="split")
+        stored = pd.read_parquet(_artifact(base, run["info"]["run_id"], f"per_query/{split}.parquet"))
+        assert list(shown.columns) == list(stored.columns)
+        assert len(shown) == len(stored) == _metrics(run)[f"{split}/n_queries"]
+        assert np.allclose(shown["ndcg_at_10"], stored["ndcg_at_10"], rtol=0, atol=1e-10)  # 10 digits in JSON
+    logged = json.loads(_tags(run)["mlflow.loggedArtifacts"])  # what makes the UI show them as tables
+    assert {"path": "per_query/test.json", "type": "table"} in logged
 
 
 def test_sigterm_stops_the_ui_and_its_server(served: tuple[str, list[str], subprocess.Popen[str]]) -> None:
