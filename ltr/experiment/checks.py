@@ -20,6 +20,8 @@ from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from ltr.config.choices import Estimator, RerankKind, Similarity, TrainerKind
 from ltr.config.schema import EvalConfig, FitConfig, ModelConfig, TrainConfig
+from ltr.data.clicks import BEHAVIOURS
+from ltr.data.recipes import BUILTIN_SOURCES, check_recipe
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
 from ltr.experiment.rerank import diversity_measures
@@ -59,6 +61,7 @@ def check_config(cfg: DictConfig) -> ExperimentSpec:
     _check_model(config.model)
     _check_trainer(config)
     _check_rerank(config)
+    _check_labels(config)
     spec = ExperimentSpec(
         config=config,
         raw=cfg,
@@ -278,6 +281,25 @@ def _check_rerank(config: TrainConfig) -> None:
         raise LtrUserError(f"rerank.category_feature={rerank.category_feature} must be a 0-based feature column")
     if rerank.similarity == Similarity.category and rerank.category_feature is None:
         raise LtrUserError("rerank.similarity=category needs rerank.category_feature (the column holding categories)")
+
+
+def _check_labels(config: TrainConfig) -> None:
+    """Label sources name a built-in source or a recipe of ``data.label_recipes``, and every recipe
+    can grade the data's behaviour columns (``data=synthetic_clicks``: click, dwell, cart, purchase)."""
+    data = config.data
+    if not hasattr(data, "train_labels"):
+        return
+    recipes = dict(getattr(data, "label_recipes", None) or {})
+    known = [*BUILTIN_SOURCES, *recipes]
+    for role in ("train", "valid", "eval"):
+        value = str(getattr(data, f"{role}_labels"))
+        if value not in known:
+            raise LtrUserError(
+                f"data.{role}_labels={value!r} is not one of: {', '.join(known)} (define a recipe in data.label_recipes)"
+            )
+    columns = BEHAVIOURS if str(data.kind) == "synthetic_clicks" else None
+    for name, recipe in recipes.items():
+        check_recipe(str(name), recipe, columns)
 
 
 def _check_optimized_metric(spec: ExperimentSpec) -> str:

@@ -27,6 +27,7 @@ from ltr.data.clicks import simulate_online_ctr
 from ltr.data.fingerprint import fingerprint
 from ltr.data.load import ClickSplits, load_click_splits, load_splits
 from ltr.data.ranking_data import RankingData
+from ltr.data.recipes import grade_counts
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
 from ltr.experiment.rerank import rerank_split
@@ -66,6 +67,11 @@ class Scored:
     #: ``pre_rerank[split]``: the per-query table of the model's own order when the run re-ranks
     #: (``rerank=...``; ``tables`` then describe the final order), else empty.
     pre_rerank: dict[str, pd.DataFrame] = field(default_factory=dict)
+    #: ``label_histograms[source][split]``: rows per grade of each label source (click data:
+    #: ``relevance``, ``clicks`` and every label recipe), else empty.
+    label_histograms: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    #: ``label_sources[role]``: the source of the ``train``, ``valid`` and ``eval`` labels.
+    label_sources: dict[str, str] = field(default_factory=dict)
 
 
 class DataSource(Protocol):
@@ -150,7 +156,15 @@ class InMemorySource:
             lightgbm_curves={self._lightgbm_key(split): by_name for split, by_name in result.evals_result.items()},
             curves={self._our_key(split): by_key for split, by_key in result.curves.items()},
             pre_rerank=pre_rerank,
+            label_histograms=self.label_histograms(),
+            label_sources=self._label_sources(spec),
         )
+
+    def _label_sources(self, spec: ExperimentSpec) -> dict[str, str]:
+        if self.clicks is None:
+            return {}
+        data = spec.config.data
+        return {"train": str(data.train_labels), "valid": str(data.valid_labels), "eval": str(data.eval_labels)}
 
     @staticmethod
     def _table(
@@ -165,9 +179,21 @@ class InMemorySource:
             return table
         return pd.concat([table, diversity.set_axis(table.index)], axis=1)
 
+    def label_histograms(self) -> dict[str, dict[str, list[int]]]:
+        """Rows per grade of every label source of click data (relevance, clicks, each recipe)
+        and split: ``{source: {split: [n_grade_0, n_grade_1, ...]}}``; {} for other data."""
+        if self.clicks is None:
+            return {}
+        return {
+            source: {split: grade_counts(part.labels) for split, part in views.items()}
+            for source, views in self.clicks.sources().items()
+        }
+
     def _online_summary(self, spec: ExperimentSpec, split: str, scores: NDArray[np.float64]) -> dict[str, float]:
-        """The simulated online click-through rate of the ranking (``online/ctr`` and its 95 % interval)."""
-        data = self._evaluated(split)
+        """The simulated online click-through rate of the ranking (``online/ctr`` and its 95 % interval),
+        under the click model of the log: on the true grades, whatever labels the run judges."""
+        assert self.clicks is not None
+        data: RankingData = getattr(self.clicks.relevance, split)
         cfg = spec.config.data
         seed = spec.seed + {"train": 0, "valid": 1, "test": 2}[split]  # one stream per split
         online = simulate_online_ctr(
@@ -273,11 +299,13 @@ def _in_memory(spec: ExperimentSpec) -> DataSource:
 
 def _click_log(spec: ExperimentSpec) -> DataSource:
     config = spec.config
-    clicks = load_click_splits(config.data, config.split, seed=spec.seed)
-    training = clicks.training_view(str(config.data.train_labels), str(config.data.valid_labels))
+    data = config.data
+    clicks = load_click_splits(data, config.split, seed=spec.seed)
+    training = clicks.training_view(str(data.train_labels), str(data.valid_labels), str(data.eval_labels))
+    evaluation = clicks.view(str(data.eval_labels))  # the same split objects as training's where the labels agree
     _log_sizes(training)
     return InMemorySource(
-        str(config.data.name), training, clicks.relevance, fingerprint(training, strata=spec.strata), clicks
+        str(config.data.name), training, evaluation, fingerprint(training, strata=spec.strata), clicks
     )
 
 
