@@ -1,6 +1,6 @@
 """The ``ltr`` command: a verb, its arguments, one exit-code policy.
 
-Each verb lives in its own module of :mod:`ltr.cli` (``train``, ``evaluate``, ``compare``,
+Each verb lives in its own module of :mod:`ltr.cli` (``train``, ``evaluate``, ``compare``, ``abtest``,
 ``cache``, ``partition``, ``ui``), imported only when that verb runs so ``ltr --help`` stays fast.
 """
 
@@ -12,7 +12,7 @@ import sys
 from ltr.errors import LtrUserError
 from ltr.tracking.lifecycle import Terminated
 
-VERBS = ("train", "rerun", "evaluate", "compare", "cache", "partition", "ui")
+VERBS = ("train", "rerun", "evaluate", "compare", "abtest", "cache", "partition", "ui")
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
@@ -24,6 +24,7 @@ commands:
   rerun RUN [overrides]  run a logged run again (its overrides, plus yours), say what differs, compare
   evaluate ...           evaluate rankings made elsewhere (TREC run, or data + scores); --help for options
   compare RUN [RUN ...]  compare runs per query and per stratum with paired significance tests; --help
+  abtest A B             simulate an A/B test and interleaving of two click-log runs before any traffic; --help
   cache [info|clear]     show (entries, size, limit) or clear the cache of parsed data files; --help
   partition ...          write data files as the whole-query Parquet partitions data=parquet_partitions reads; --help
   ui [--port N]          open the MLflow UI on 127.0.0.1 against the default local store
@@ -69,6 +70,10 @@ def main(argv: list[str] | None = None) -> int:
             from ltr.cli.compare import main as compare_main
 
             return int(compare_main(rest))
+        if verb == "abtest":
+            from ltr.cli.abtest import main as abtest_main
+
+            return abtest_main(rest)
         if verb == "rerun":
             from ltr.cli.rerun import main as rerun_main
 
