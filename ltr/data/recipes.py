@@ -16,6 +16,7 @@ Everything is numpy over the flat row arrays. Behaviour columns are float64, one
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -46,7 +47,7 @@ def check_recipe(name: str, recipe: Any, columns: Iterable[str] | None = None) -
         if not recipe.weights:
             raise DataError(f"{where}: kind=weighted needs weights (column: weight)")
         thresholds = [float(t) for t in recipe.thresholds]
-        if not thresholds or any(b <= a for a, b in zip(thresholds, thresholds[1:], strict=False)):
+        if not thresholds or any(b <= a for a, b in itertools.pairwise(thresholds)):
             raise DataError(f"{where}.thresholds={thresholds} must be a non-empty increasing list (grade g from the g-th)")
         used = [str(c) for c in recipe.weights]
     if known is not None:

@@ -13,7 +13,12 @@ import pytest
 from omegaconf import DictConfig
 
 from ltr.config.choices import RecipeKind
-from ltr.config.data import LabelRecipeConfig, LabelRuleConfig, SplitConfig, SyntheticClicksDataConfig
+from ltr.config.data import (
+    LabelRecipeConfig,
+    LabelRuleConfig,
+    SplitConfig,
+    SyntheticClicksDataConfig,
+)
 from ltr.data.clicks import cart_probability, generate_click_log
 from ltr.data.load import load_click_splits
 from ltr.data.recipes import apply_recipe, grade_counts
@@ -75,9 +80,11 @@ def test_behaviours_leave_every_earlier_array_of_the_log_unchanged() -> None:
     )
     for a, b in ((base.clicks, other.clicks), (base.data.features, other.data.features),
                  (base.data.labels, other.data.labels), (base.data.positions, other.data.positions)):  # fmt: skip
-        assert a is not None and b is not None
+        assert a is not None
+        assert b is not None
         assert a.tobytes() == b.tobytes()
-    assert base.data.behaviours is not None and other.data.behaviours is not None
+    assert base.data.behaviours is not None
+    assert other.data.behaviours is not None
     assert not np.array_equal(base.data.behaviours["cart"], other.data.behaviours["cart"])
 
 
@@ -89,7 +96,8 @@ def test_behaviours_follow_the_funnel_and_its_probabilities() -> None:
     clicked = b["click"] == 1
     assert np.array_equal(clicked, log.clicks == 1)
     assert np.all((b["dwell"] > 0) == clicked)
-    assert np.all(b["cart"] <= b["click"]) and np.all(b["purchase"] <= b["cart"])
+    assert np.all(b["cart"] <= b["click"])
+    assert np.all(b["purchase"] <= b["cart"])
     # cart rate among clicks, per grade, within 4 binomial standard errors of its probability
     for grade in range(5):
         at = clicked & (log.data.labels == grade)
@@ -116,7 +124,7 @@ def test_recipe_views_are_the_recipe_of_the_behaviours_on_the_same_queries() -> 
     assert mixed.train is views.clicks.train
     assert mixed.valid is views.relevance.valid
     assert mixed.test is views.view("purchases").test
-    with pytest.raises(DataError, match="data.train_labels='likes' is not one of"):
+    with pytest.raises(DataError, match=r"data\.train_labels=.likes. is not one of"):
         views.training_view("likes")
 
 
@@ -131,8 +139,10 @@ def test_training_on_a_recipe_logs_its_histogram(small_cfg: Callable[..., DictCo
     train = views.view("purchase_first").train
     counts = grade_counts(train.labels)
     logged = [out.metrics[f"labels/purchase_first/train/grade_{g}"] for g in range(len(counts))]
-    assert logged == counts and sum(logged) == train.n_rows
-    assert "test/ndcg_at_10" in out.metrics and "labels/relevance/test/grade_4" in out.metrics
+    assert logged == counts
+    assert sum(logged) == train.n_rows
+    assert "test/ndcg_at_10" in out.metrics
+    assert "labels/relevance/test/grade_4" in out.metrics
     mlflow.set_tracking_uri(tracking_uri)
     run = mlflow.get_run(out.run_id)
     assert run.info.status == "FINISHED"

@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from ltr.compare.abtest import AbTestResult, ClickModel, simulate_abtest
 from ltr.compare.loading import run_labels
 from ltr.config.choices import RerankKind
 from ltr.config.data import SplitConfig, SyntheticClicksDataConfig
@@ -32,7 +33,6 @@ from ltr.data.ranking_data import RankingData
 from ltr.errors import LtrUserError
 from ltr.experiment.rerank import rerank_split
 from ltr.metrics.strata import Strata
-from ltr.online.simulate import AbTestResult, ClickModel, simulate_abtest
 from ltr.tracking import resolve_tracking_uri
 from ltr.tracking.runs import RunRecord, RunStore
 

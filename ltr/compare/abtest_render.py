@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ltr.online.simulate import AbTestResult, Difference, Interleaving, power_curves
+from ltr.compare.abtest import AbTestResult, Difference, Interleaving, power_curves
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

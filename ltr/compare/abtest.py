@@ -23,7 +23,7 @@ Statistics (two-sided, alpha = 0.05, power 0.8):
   the sessions needed for 80 % power at the observed win rate and share of decided sessions.
 
 Everything is numpy over the flat session-by-row arrays, plus one numba kernel
-(:func:`ltr.online._kernel.team_draft`); no per-session Python loop.
+(:func:`ltr.compare._interleave.team_draft`); no per-session Python loop.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from scipy import stats
 
 from ltr.data.clicks import attractiveness, examination_curve, rank_within_queries
 from ltr.metrics.strata import Strata
-from ltr.online._kernel import team_draft
 
 Z_ALPHA = 1.959963984540054  # two-sided alpha = 0.05
 Z_POWER = 0.8416212335729143  # power 0.8
@@ -279,7 +278,7 @@ def simulate_abtest(
     labels = np.asarray(labels)
     offsets = np.asarray(offsets, dtype=np.int64)
     sizes = np.diff(offsets)
-    n_sessions = int(round(sessions_per_day * traffic_share * days))
+    n_sessions = round(sessions_per_day * traffic_share * days)
     per_day = sessions_per_day * traffic_share
     ranks_a = rank_within_queries(np.asarray(scores_a, dtype=np.float64), offsets)
     ranks_b = rank_within_queries(np.asarray(scores_b, dtype=np.float64), offsets)
@@ -308,7 +307,9 @@ def simulate_abtest(
         any_buy = np.bincount(session, weights=bought, minlength=n_sessions) > 0
 
     # interleaving on the same sessions: clicks on the interleaved list, credited per team
-    coins = rng.random(rows.shape[0]) < 0.5
+    from ltr.compare._interleave import team_draft  # numba: loaded when a kernel runs
+
+    coins = np.asarray(rng.random(rows.shape[0]) < 0.5, dtype=np.bool_)
     position, team = team_draft(starts, s_sizes, _orders(ranks_a, offsets), _orders(ranks_b, offsets), coins)
     il_click = rng.random(rows.shape[0]) < exam[position] * attract
     clicks_b = np.bincount(session, weights=il_click & (team == 1), minlength=n_sessions)

@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from ltr.cli.main import main as ltr_main
+from ltr.compare._interleave import team_draft
+from ltr.compare.abtest import interleaving_test, two_proportions, wilson
 from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
-from ltr.online._kernel import team_draft
-from ltr.online.abtest import load_abtest
-from ltr.online.simulate import interleaving_test, two_proportions, wilson
+from ltr.experiment.abtest import load_abtest
 from tests.conftest import compose_train
 
 COMMON = ("data=synthetic_clicks", "data.n_queries=400", "fit.num_boost_round=30", "fit.early_stopping_rounds=10",
@@ -30,10 +30,11 @@ COMMON = ("data=synthetic_clicks", "data.n_queries=400", "fit.num_boost_round=30
 RUNS = {"clicks": ("data.train_labels=clicks",), "relevance": ("data.train_labels=relevance",)}
 
 
-@pytest.mark.parametrize("name", ["ltr.online._kernel", "ltr.online.simulate"])
+@pytest.mark.parametrize("name", ["ltr.compare._interleave", "ltr.compare.abtest"])
 def test_docstring_examples(name: str) -> None:
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 0 and result.failed == 0
+    assert result.attempted > 0
+    assert result.failed == 0
 
 
 @settings(max_examples=60, deadline=None)
@@ -71,14 +72,14 @@ def test_statistics_match_their_references() -> None:
 
 
 @dataclass(frozen=True)
-class Store:
+class ClickStore:
     uri: str
     run_ids: dict[str, str]
     metrics: dict[str, dict[str, float]]
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Store:
+def click_store(tmp_path_factory: pytest.TempPathFactory) -> ClickStore:
     root = tmp_path_factory.mktemp("abtest_store")
     uri = f"sqlite:///{root / 'mlflow.db'}"
     ids, metrics = {}, {}
@@ -87,52 +88,56 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Store:
         out = pipeline.run(compose_train(overrides), overrides=overrides)
         assert out.run_id is not None
         ids[name], metrics[name] = out.run_id, out.metrics
-    return Store(uri, ids, metrics)
+    return ClickStore(uri, ids, metrics)
 
 
-def test_abtest_estimates_the_runs_exact_ctr_difference(store: Store) -> None:
-    loaded = load_abtest("clicks", "relevance", tracking_uri=store.uri, days=14.0, seed=3)
+def test_abtest_estimates_the_runs_exact_ctr_difference(click_store: ClickStore) -> None:
+    loaded = load_abtest("clicks", "relevance", tracking_uri=click_store.uri, days=14.0, seed=3)
     r = loaded.result
     # the re-made rankings are the runs' own: their exact expected CTRs are the logged ones
-    assert r.expected_ctr_a == pytest.approx(store.metrics["clicks"]["test/online/expected_ctr"], abs=1e-12)
-    assert r.expected_ctr_b == pytest.approx(store.metrics["relevance"]["test/online/expected_ctr"], abs=1e-12)
-    exact = store.metrics["relevance"]["test/online/expected_ctr"] - store.metrics["clicks"]["test/online/expected_ctr"]
+    assert r.expected_ctr_a == pytest.approx(click_store.metrics["clicks"]["test/online/expected_ctr"], abs=1e-12)
+    assert r.expected_ctr_b == pytest.approx(click_store.metrics["relevance"]["test/online/expected_ctr"], abs=1e-12)
+    exact = click_store.metrics["relevance"]["test/online/expected_ctr"] - click_store.metrics["clicks"]["test/online/expected_ctr"]
     assert r.ctr.low <= exact <= r.ctr.high
-    assert r.n_sessions == 70_000 and r.ctr.a.n + r.ctr.b.n == 70_000
-    assert r.purchases is not None and 0 < r.purchases.a.value < r.ctr.a.value
+    assert r.n_sessions == 70_000
+    assert r.ctr.a.n + r.ctr.b.n == 70_000
+    assert r.purchases is not None
+    assert 0 < r.purchases.a.value < r.ctr.a.value
     assert sum(s.n_sessions for s in r.strata) == r.n_sessions
     # interleaving is the more sensitive test of the two on the same sessions
-    assert r.interleaving.win_rate > 0.5 and r.ctr.diff > 0
+    assert r.interleaving.win_rate > 0.5
+    assert r.ctr.diff > 0
     assert r.interleaving.sessions_needed < r.ctr.sessions_needed
-    again = load_abtest("clicks", "relevance", tracking_uri=store.uri, days=14.0, seed=3).result
+    again = load_abtest("clicks", "relevance", tracking_uri=click_store.uri, days=14.0, seed=3).result
     assert again.to_dict() == r.to_dict()
-    other = load_abtest("clicks", "relevance", tracking_uri=store.uri, days=14.0, seed=4).result
+    other = load_abtest("clicks", "relevance", tracking_uri=click_store.uri, days=14.0, seed=4).result
     assert other.ctr.a.value != r.ctr.a.value
 
 
-def test_bad_settings_are_refused(store: Store) -> None:
+def test_bad_settings_are_refused(click_store: ClickStore) -> None:
     with pytest.raises(LtrUserError, match="traffic-share"):
-        load_abtest("clicks", "relevance", tracking_uri=store.uri, traffic_share=0.0)
+        load_abtest("clicks", "relevance", tracking_uri=click_store.uri, traffic_share=0.0)
     with pytest.raises(LtrUserError, match="same run"):
-        load_abtest("clicks", store.run_ids["clicks"], tracking_uri=store.uri)
+        load_abtest("clicks", click_store.run_ids["clicks"], tracking_uri=click_store.uri)
 
 
 @pytest.mark.slow
-def test_python_m_ltr_abtest(store: Store, tmp_path: Path) -> None:
+def test_python_m_ltr_abtest(click_store: ClickStore, tmp_path: Path) -> None:
     figure = tmp_path / "power.png"
-    args = [sys.executable, "-m", "ltr", "abtest", "clicks", "relevance", "--tracking-uri", store.uri, "--days", "7"]
+    args = [sys.executable, "-m", "ltr", "abtest", "clicks", "relevance", "--tracking-uri", click_store.uri, "--days", "7"]
     proc = subprocess.run([*args, "--figure", str(figure), "--log"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     for text in ("A (CTR, 95 %)", "B - A", "days", "purchase rate", "Team-draft interleaving", "51+"):
         assert text in proc.stdout
     assert figure.stat().st_size > 10_000
-    mlflow.set_tracking_uri(store.uri)
+    mlflow.set_tracking_uri(click_store.uri)
     logged = mlflow.search_runs(experiment_names=["ltr"], filter_string="tags.`ltr.kind` = 'abtest'", output_format="list")
     assert len(logged) == 1
-    assert logged[0].data.tags["ltr.compare.run_ids"] == f"{store.run_ids['clicks']},{store.run_ids['relevance']}"
+    assert logged[0].data.tags["ltr.compare.run_ids"] == f"{click_store.run_ids['clicks']},{click_store.run_ids['relevance']}"
 
 
-def test_an_unknown_run_is_one_line_exit_2(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
-    assert ltr_main(["abtest", "nope", "relevance", "--tracking-uri", store.uri]) == 2
+def test_an_unknown_run_is_one_line_exit_2(click_store: ClickStore, capsys: pytest.CaptureFixture[str]) -> None:
+    assert ltr_main(["abtest", "nope", "relevance", "--tracking-uri", click_store.uri]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "no run 'nope'" in err[0]
+    assert len(err) == 1
+    assert "no run 'nope'" in err[0]
