@@ -22,6 +22,10 @@ class DataConfig:
 
     kind: str = "synthetic"
     name: str = "synthetic"
+    # long-tail exposure: the feature whose values are the items' popularity (null: not measured);
+    # items below its tail_quantile (null: 0.8) in a split are the tail (ltr.metrics.exposure)
+    popularity_feature: str | None = None
+    tail_quantile: float | None = None
 
 
 @dataclass
@@ -115,6 +119,7 @@ class SyntheticClicksDataConfig(SyntheticDataConfig):
     valid_labels: str = "relevance"  # relevance | clicks | a name in label_recipes
     eval_labels: str = "relevance"  # relevance | clicks | a name in label_recipes
     label_recipes: dict[str, LabelRecipeConfig] = field(default_factory=_default_recipes)
+    popularity_feature: str | None = "popularity"
     examination_eta: float = 1.0
     click_noise: float = 0.05
     click_max: float = 1.0

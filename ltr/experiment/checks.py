@@ -14,6 +14,7 @@ import dataclasses
 import importlib.util
 import itertools
 import math
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
@@ -21,6 +22,7 @@ from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 from ltr.config.choices import Estimator, RerankKind, Similarity, TrainerKind
 from ltr.config.schema import EvalConfig, FitConfig, ModelConfig, TrainConfig
 from ltr.data.clicks import BEHAVIOURS
+from ltr.data.ranking_data import RankingData
 from ltr.data.recipes import BUILTIN_SOURCES, check_recipe
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
@@ -92,6 +94,8 @@ def check_data(spec: ExperimentSpec, splits: Splits | None) -> None:
             f"but the data has label {max_label}; give one gain per label 0..{max_label}"
         )
     check_lightgbm_accepts(model, spec.config.fit, max_label=max_label, seed=spec.seed)
+    if splits is not None:
+        popularity_column(spec.config.data, splits.train)
     rerank = spec.config.rerank
     if splits is not None and rerank.kind != RerankKind.none:
         n_features = splits.train.n_features
@@ -283,10 +287,25 @@ def _check_rerank(config: TrainConfig) -> None:
         raise LtrUserError("rerank.similarity=category needs rerank.category_feature (the column holding categories)")
 
 
+def popularity_column(data_cfg: Any, data: RankingData) -> int | None:
+    """The feature column of ``data.popularity_feature`` (None when unset); a one-line error
+    naming the feature names when the data has no such feature."""
+    name = getattr(data_cfg, "popularity_feature", None)
+    if name is None:
+        return None
+    if str(name) not in data.feature_names:
+        shown = ", ".join(data.feature_names[:8]) + (", ..." if len(data.feature_names) > 8 else "")
+        raise LtrUserError(f"data.popularity_feature={name!r} is not a feature of the data ({shown})")
+    return data.feature_names.index(str(name))
+
+
 def _check_labels(config: TrainConfig) -> None:
     """Label sources name a built-in source or a recipe of ``data.label_recipes``, and every recipe
     can grade the data's behaviour columns (``data=synthetic_clicks``: click, dwell, cart, purchase)."""
     data = config.data
+    quantile = getattr(data, "tail_quantile", None)
+    if quantile is not None and not 0.0 < quantile < 1.0:
+        raise LtrUserError(f"data.tail_quantile={quantile} must lie in (0, 1) (null: 0.8)")
     if not hasattr(data, "train_labels"):
         return
     recipes = dict(getattr(data, "label_recipes", None) or {})

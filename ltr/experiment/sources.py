@@ -30,11 +30,14 @@ from ltr.data.ranking_data import RankingData
 from ltr.data.recipes import grade_counts
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
+from ltr.experiment.checks import popularity_column
 from ltr.experiment.rerank import rerank_split
 from ltr.experiment.spec import ExperimentSpec
 from ltr.metrics import per_query_table
+from ltr.metrics.exposure import tail_exposure, tail_items
 from ltr.metrics.gap import LightgbmGap, lightgbm_gap
 from ltr.metrics.ips import click_summary, click_tables, estimate_propensities, propensity_table
+from ltr.rerank import score_order
 from ltr.tracking import Tracker
 from ltr.training.binned_store import BinnedStore
 from ltr.training.local import TrainResult
@@ -72,6 +75,22 @@ class Scored:
     label_histograms: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     #: ``label_sources[role]``: the source of the ``train``, ``valid`` and ``eval`` labels.
     label_sources: dict[str, str] = field(default_factory=dict)
+
+
+def _with_tail(
+    spec: ExperimentSpec, data: RankingData, scores: NDArray[np.float64], columns: pd.DataFrame | None
+) -> pd.DataFrame | None:
+    """``columns`` (or nothing) plus ``tail_at_k`` for every cut-off when the data names a
+    popularity feature: the tail's share of the top-k exposure of the order of ``scores``
+    (equal scores in row order; :mod:`ltr.metrics.exposure`)."""
+    column = popularity_column(spec.config.data, data)
+    if column is None:
+        return columns
+    quantile = spec.config.data.tail_quantile
+    is_tail = tail_items(data.features[:, column], tail_quantile=0.8 if quantile is None else float(quantile))
+    order = score_order(scores, data.offsets)
+    tail = pd.DataFrame({f"tail_at_{k}": tail_exposure(order, data.offsets, is_tail, k=k) for k in spec.ks})
+    return tail if columns is None else pd.concat([columns.reset_index(drop=True), tail], axis=1)
 
 
 class DataSource(Protocol):
@@ -136,10 +155,11 @@ class InMemorySource:
             if spec.config.rerank.kind != RerankKind.none:
                 t_rerank = time.perf_counter()
                 reranked = rerank_split(spec.config.rerank, data, scores[split], spec.ks)
-                pre_rerank[split] = self._table(spec, data, reranked.model_scores, reranked.before)
+                before = _with_tail(spec, data, reranked.model_scores, reranked.before)
+                pre_rerank[split] = self._table(spec, data, reranked.model_scores, before)
                 scores[split], diversity = reranked.scores, reranked.after
                 timings[f"rerank_{split}"] = time.perf_counter() - t_rerank
-            tables[split] = self._table(spec, data, scores[split], diversity)
+            tables[split] = self._table(spec, data, scores[split], _with_tail(spec, data, scores[split], diversity))
             gaps[split] = lightgbm_gap(
                 data.labels, scores[split], data.offsets, data.qids, max(spec.ks), spec.conventions
             )

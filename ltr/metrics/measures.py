@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 _DISPLAY = {
     "ndcg": "nDCG", "dcg": "DCG", "idcg": "IDCG", "err": "ERR", "p": "P", "rr": "RR",
-    "ild": "ILD", "coverage": "Coverage", "alpha_ndcg": "alpha-nDCG",
+    "ild": "ILD", "coverage": "Coverage", "alpha_ndcg": "alpha-nDCG", "tail": "Tail exposure",
 }  # fmt: skip
 #: Measures of the order's diversity (:mod:`ltr.metrics.diversity`), columns of runs that re-rank.
 DIVERSITY_MEASURES = ("ild", "coverage", "alpha_ndcg")
