@@ -68,6 +68,7 @@ class RerankKind(StrEnum):
 
     none = "none"
     diversify = "diversify"
+    uncertainty = "uncertainty"
 
 
 class Similarity(StrEnum):

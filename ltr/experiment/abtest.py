@@ -31,6 +31,7 @@ from ltr.data.clicks import cart_probability, purchase_probability
 from ltr.data.load import load_click_splits
 from ltr.data.ranking_data import RankingData
 from ltr.errors import LtrUserError
+from ltr.experiment.checks import popularity_column
 from ltr.experiment.rerank import rerank_split
 from ltr.metrics.strata import Strata
 from ltr.tracking import resolve_tracking_uri
@@ -89,7 +90,9 @@ def run_ranking(store: RunStore, run: RunRecord, label: str, *, split: str) -> R
     scores = np.asarray(booster.predict(data.features), dtype=np.float64)
     if rerank_cfg.kind != RerankKind.none:
         ks = tuple(int(k) for k in raw.eval.k)
-        scores = rerank_split(rerank_cfg, data, scores, ks).scores
+        column = popularity_column(data_cfg, data)
+        popularity = None if column is None else data.features[:, column]
+        scores = rerank_split(rerank_cfg, data, scores, ks, popularity).scores
     return RunRanking(run, label, data, scores, data_cfg)
 
 

@@ -271,6 +271,12 @@ def _check_rerank(config: TrainConfig) -> None:
             f"rerank={rerank.kind} needs the rows in this process: data={config.data.kind} is "
             "evaluated on the Dask workers (use rerank=none, or an in-memory data option)"
         )
+    if rerank.kind == RerankKind.uncertainty:
+        if getattr(config.data, "popularity_feature", None) is None:
+            raise LtrUserError("rerank=uncertainty needs data.popularity_feature (the column of the items' popularity)")
+        if not rerank.alpha >= 0.0:
+            raise LtrUserError(f"rerank.alpha={rerank.alpha} must be >= 0 (0: the model's order)")
+        return
     if not 0.0 <= rerank.alpha <= 1.0:
         raise LtrUserError(f"rerank.alpha={rerank.alpha} must be in [0, 1] (0: the model's order)")
     if not 0.0 <= rerank.alpha_ndcg_alpha < 1.0:

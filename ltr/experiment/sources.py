@@ -154,7 +154,9 @@ class InMemorySource:
             diversity: pd.DataFrame | None = None
             if spec.config.rerank.kind != RerankKind.none:
                 t_rerank = time.perf_counter()
-                reranked = rerank_split(spec.config.rerank, data, scores[split], spec.ks)
+                column = popularity_column(spec.config.data, data)
+                popularity = None if column is None else data.features[:, column]
+                reranked = rerank_split(spec.config.rerank, data, scores[split], spec.ks, popularity)
                 before = _with_tail(spec, data, reranked.model_scores, reranked.before)
                 pre_rerank[split] = self._table(spec, data, reranked.model_scores, before)
                 scores[split], diversity = reranked.scores, reranked.after

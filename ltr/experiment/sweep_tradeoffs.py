@@ -7,6 +7,9 @@ On the split and cut-off of the sweep's objective (``valid/ndcg_at_10``: split `
   (:func:`ltr.experiment.tradeoffs.pareto_front`). Every child gets the tag ``ltr.pareto``
   (``true`` / ``false``); the parent logs ``sweep/pareto/n_front``, the figure
   ``figures/pareto_front.png`` and its data ``report/pareto_front.json``.
+- **Tail front** (children that re-rank with ``rerank=uncertainty`` and log ``{split}/tail_at_K``):
+  nDCG@K against the long tail's share of the top-K exposure, the same way; the parent logs
+  ``sweep/tail_front/n_front``, ``figures/tail_front.png`` and ``report/tail_front.json``.
 - **Online vs offline** (children that log ``{split}/online/ctr``, i.e. click data): the
   least-squares line of simulated CTR on nDCG@K (:func:`ltr.experiment.tradeoffs.fit_online`);
   the parent logs ``sweep/online/slope``, ``intercept``, ``r2``, ``gain_per_tenth_ndcg`` and
@@ -43,6 +46,11 @@ def summarise_tradeoffs(tracker: Any, spec: ExperimentSpec, children: list[Any])
     diverse = [r for r in children if ndcg_key in r.data.metrics and f"{split}/ild_at_{k}" in r.data.metrics]
     if len(diverse) >= 2:
         sections.append(_front(tracker, parent, diverse, ndcg_key, f"{split}/ild_at_{k}", split, k))
+    tail_key = f"{split}/tail_at_{k}"
+    raised = [r for r in children if ndcg_key in r.data.metrics and tail_key in r.data.metrics
+              and r.data.params.get("rerank.kind") == "uncertainty"]  # fmt: skip
+    if len(raised) >= 2:
+        sections.append(_front(tracker, parent, raised, ndcg_key, tail_key, split, k, what=TAIL))
     online = [r for r in children if ndcg_key in r.data.metrics and f"{split}/online/ctr" in r.data.metrics]
     if len(online) >= 2:
         sections.append(_online(tracker, parent, online, ndcg_key, split, k))
@@ -53,7 +61,15 @@ def _name(run: Any) -> str:
     return str(run.data.tags.get("mlflow.runName", run.info.run_id))
 
 
-def _front(tracker: Any, parent: str, runs: list[Any], x_key: str, y_key: str, split: str, k: int) -> str:
+#: What a front plots on y: its display name, its title, and the stem of its metric, figure and report.
+DIVERSITY = ("ILD@{k}", "intra-list diversity@{k}", "pareto")
+TAIL = ("tail exposure@{k}", "the long tail's share of the top-{k} exposure", "tail_front")
+
+
+def _front(
+    tracker: Any, parent: str, runs: list[Any], x_key: str, y_key: str, split: str, k: int,
+    what: tuple[str, str, str] = DIVERSITY,
+) -> str:  # fmt: skip
     runs = sorted(runs, key=lambda r: r.data.metrics[x_key], reverse=True)
     x = np.array([r.data.metrics[x_key] for r in runs])
     y = np.array([r.data.metrics[y_key] for r in runs])
@@ -61,27 +77,30 @@ def _front(tracker: Any, parent: str, runs: list[Any], x_key: str, y_key: str, s
     names = [_name(r) for r in runs]
     for run, front in zip(runs, on_front, strict=True):
         tracker.client.set_tag(run.info.run_id, "ltr.pareto", "true" if front else "false")
-    tracker.log_metrics({"sweep/pareto/n_front": float(on_front.sum())})
+    y_name, y_title, stem = what[0].format(k=k), what[1].format(k=k), what[2]
+    figure_path, report_path = ("figures/pareto_front.png", "report/pareto_front.json") if stem == "pareto" else (
+        f"figures/{stem}.png", f"report/{stem}.json")
+    tracker.log_metrics({f"sweep/{stem}/n_front": float(on_front.sum())})
     tracker.set_tags({"ltr.pareto_runs": ",".join(r.info.run_id for r, f in zip(runs, on_front, strict=True) if f)})
     figure = front_figure(
-        x, y, on_front, names, x_label=f"nDCG@{k} ({split})", y_label=f"ILD@{k} ({split})",
-        title=f"{parent}: nDCG@{k} vs intra-list diversity@{k}, {len(runs)} runs",
+        x, y, on_front, names, x_label=f"nDCG@{k} ({split})", y_label=f"{y_name} ({split})",
+        title=f"{parent}: nDCG@{k} vs {y_title}, {len(runs)} runs",
     )  # fmt: skip
-    tracker.log_figure(figure, "figures/pareto_front.png")
+    tracker.log_figure(figure, figure_path)
     tracker.log_dict(
         [{"run_id": r.info.run_id, "name": n, x_key: float(a), y_key: float(b), "on_front": bool(f)}
          for r, n, a, b, f in zip(runs, names, x, y, on_front, strict=True)],
-        "report/pareto_front.json",
+        report_path,
     )  # fmt: skip
     rows = [
         f"| {run_link(n, tracker.experiment_id, r.info.run_id)} | {a:.4f} | {b:.4f} | {'yes' if f else ''} |"
         for r, n, a, b, f in zip(runs, names, x, y, on_front, strict=True)
     ]
     return "\n".join([
-        f"### nDCG@{k} vs ILD@{k} ({split}): {int(on_front.sum())} of {len(runs)} runs on the front",
+        f"### nDCG@{k} vs {y_name} ({split}): {int(on_front.sum())} of {len(runs)} runs on the front",
         "", "No run on the front is beaten on both by another run (tag `ltr.pareto`, figure "
-        "`figures/pareto_front.png`).", "",
-        f"| run | nDCG@{k} | ILD@{k} | on the front |", "|---|---:|---:|---|", *rows,
+        f"`{figure_path}`).", "",
+        f"| run | nDCG@{k} | {y_name} | on the front |", "|---|---:|---:|---|", *rows,
     ])  # fmt: skip
 
 
