@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import lightgbm as lgb
@@ -82,9 +81,7 @@ def run_ranking(store: RunStore, run: RunRecord, label: str, *, split: str) -> R
     views = load_click_splits(data_cfg, split_cfg, seed=int(raw.seed))
     data: RankingData = getattr(views.relevance, split)
     with tempfile.TemporaryDirectory() as tmp:
-        store_path = Path(tmp)
-        model_file = store._download(run, "model_text/model.txt", str(store_path))
-        booster = lgb.Booster(model_file=str(model_file))
+        booster = lgb.Booster(model_file=str(store.download(run, "model_text/model.txt", tmp)))
     if booster.num_feature() != data.n_features:
         raise LtrUserError(f"run {run.run_id}: its model takes {booster.num_feature()} features, the data has {data.n_features}")
     scores = np.asarray(booster.predict(data.features), dtype=np.float64)

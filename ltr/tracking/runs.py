@@ -221,6 +221,11 @@ class RunStore:
                 + (f"; {folder}/ holds {', '.join(have)}" if have else f" and no {folder}/ artifacts")
             ) from exc
 
+    def download(self, run: RunRecord, path: str, dst: str) -> Path:
+        """The run's artifact ``path`` downloaded into the folder ``dst``; an error naming what
+        the run has instead when it has no such artifact."""
+        return self._download(run, path, dst)
+
     def text_artifact(self, run: RunRecord, path: str) -> str:
         """The text of the run's artifact ``path`` (e.g. ``config/config.yaml``)."""
         with tempfile.TemporaryDirectory() as tmp:
