@@ -43,7 +43,7 @@ test-fast: $(STAMP) ## tiers 1 and 2 (everything but the slow subprocess tests)
 
 .PHONY: lint
 lint: $(STAMP) ## ruff and mypy
-	$(BIN)/ruff check ltr tests benchmarks
+	$(BIN)/ruff check ltr tests benchmarks hydra_plugins
 	$(BIN)/mypy
 
 .PHONY: ui

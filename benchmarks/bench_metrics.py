@@ -5,8 +5,10 @@ labels 0-4 with MSLR's label shares, random float scores), generated here with a
 
 Measured in one run, each including its own input conversion from the flat arrays:
 
-- ours: `per_query_table` with ks=(5, 10) (NDCG@5, NDCG@10, ERR@5/10, P, RR, IDCG per query)
-  plus `summarize` (overall and per stratum);
+- ours: `per_query_table` with ks=(5, 10) (NDCG@5, NDCG@10, ERR@5/10, P, RR, R@k, AP@k, IDCG
+  per query; ``full_ap=False``: without AP over the whole list) plus `summarize` (overall and
+  per stratum); and the same with full AP (the one measure that looks past the top 10 of every
+  list), on its own row;
 - LightGBM: its built-in ``ndcg@10`` of the same scores (a Booster whose train set carries the
   scores as ``init_score``; ``eval_train`` only runs the metric), same thread count; the setup
   (Dataset + Booster, where LightGBM also computes and caches its IDCGs) is timed separately;
@@ -71,11 +73,11 @@ def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
 
 
 def run_ours(
-    labels: NDArray[np.int32], scores: NDArray[np.float64], offsets: NDArray[np.int64]
+    labels: NDArray[np.int32], scores: NDArray[np.float64], offsets: NDArray[np.int64], full_ap: bool = False
 ) -> dict[str, float]:
     from ltr.metrics import per_query_table, summarize
 
-    table = per_query_table(labels, scores, offsets, np.arange(offsets.shape[0] - 1), ks=(5, 10))
+    table = per_query_table(labels, scores, offsets, np.arange(offsets.shape[0] - 1), ks=(5, 10), full_ap=full_ap)
     return summarize(table)
 
 
@@ -257,6 +259,7 @@ def main() -> int:
 
     t_ours, summary = timed(lambda: run_ours(*data), args.repeat)
     rows["ltr.metrics (ndcg@5,@10, err@10, strata)"] = t_ours
+    rows["ltr.metrics, the same + full AP"], _ = timed(lambda: run_ours(*data, full_ap=True), args.repeat)
     try:
         t_lgb, lgb_setup, lgb_ndcg = bench_lightgbm(data, args.threads, args.repeat)
         rows["LightGBM built-in ndcg@10 (eval only)"] = t_lgb

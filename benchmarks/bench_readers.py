@@ -56,8 +56,11 @@ def make_table(n_rows: int, n_features: int, seed: int) -> tuple[np.ndarray, np.
     return labels, qids, features
 
 
-def write_letor(path: Path, labels: np.ndarray, qids: np.ndarray, features: np.ndarray) -> None:
-    """``<label> qid:<q> 1:<v> ...`` lines, written in batches with pyarrow's string kernels."""
+def write_letor(
+    path: Path, labels: np.ndarray, qids: np.ndarray, features: np.ndarray, *, docids: bool = False
+) -> None:
+    """``<label> qid:<q> 1:<v> ...`` lines, written in batches with pyarrow's string kernels; with
+    ``docids``, each ends in MQ2008's comment ``#docid = GX<row> inc = 1 prob = 0.0212``."""
     n_rows, n_features = features.shape
     with path.open("wb") as out:
         for start in range(0, n_rows, 100_000):
@@ -69,6 +72,9 @@ def write_letor(path: Path, labels: np.ndarray, qids: np.ndarray, features: np.n
             for j in range(n_features):
                 values = pc.cast(pa.array(features[start:stop, j]), pa.string())
                 cols.append(pc.binary_join_element_wise(str(j + 1), values, ":"))
+            if docids:
+                ids = pc.cast(pa.array(np.arange(start, stop)), pa.string())
+                cols.append(pc.binary_join_element_wise("#docid = GX", ids, " inc = 1 prob = 0.0212", ""))
             lines = pc.binary_join_element_wise(*cols, " ")
             out.write(("\n".join(lines.to_pylist()) + "\n").encode())
 
@@ -103,6 +109,10 @@ def main() -> None:
     parser.add_argument("--skip-sklearn", action="store_true")
     parser.add_argument("--repeat", type=int, default=2, help="runs of the fast readers; the best counts")
     parser.add_argument("--dir", type=Path, default=None, help="work dir (default: a temp dir)")
+    parser.add_argument(
+        "--docids", action="store_true",
+        help="also time a copy of the LETOR file with MQ2008's '#docid = ...' comment on every line",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
 
@@ -133,6 +143,14 @@ def main() -> None:
         assert np.array_equal(data.features, features.astype(np.float32))
         assert np.array_equal(data.labels, labels)
         del data
+        if args.docids:
+            commented = work / "train_docids.txt"
+            write_letor(commented, labels, qids, features, docids=True)
+            with_ids = timed("ltr: parse LETOR text + #docid (no cache)", lambda: read_ranking_file(commented), results, cpu, args.repeat)
+            assert with_ids.doc_ids is not None
+            assert with_ids.doc_ids[-1] == f"GX{args.rows - 1}"
+            del with_ids
+            commented.unlink()
         timed("ltr: parse + write cache (first read)", lambda: read_ranking_file(letor, cache_dir=cache), results, cpu)
         cached = timed("ltr: cached load (same path, size, mtime)", lambda: read_ranking_file(letor, cache_dir=cache), results, cpu, args.repeat)
         assert np.array_equal(cached.features, features.astype(np.float32))

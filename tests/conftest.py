@@ -38,9 +38,12 @@ E2E_MODULES = frozenset({"tests/compare/test_notebook.py", "tests/compare/test_c
 INTEGRATION_MODULES = frozenset(
     {
         "tests/test_end_to_end.py",
+        "tests/test_api.py",
         "tests/test_model_options.py",
+        "tests/models/test_shipped_models.py",
         "tests/test_real_data.py",
         "tests/test_training.py",
+        "tests/test_round_hook.py",
         "tests/test_binned_cache.py",
         "tests/test_binned_reuse.py",
         "tests/clicks/test_position_training.py",
@@ -88,6 +91,17 @@ def _fresh_recent_entries() -> Iterator[None]:
     forget_recent()
     yield
     forget_recent()
+
+
+@pytest.fixture(autouse=True)
+def _no_store_from_the_environment() -> Iterator[None]:
+    """MLflow exports ``MLFLOW_TRACKING_URI`` when a tracker sets its URI; readers of runs honour
+    it (``ltr.tracking.find_tracking_uri``), so no test may see the store of a test before it."""
+    for var in ("LTR_TRACKING_URI", "MLFLOW_TRACKING_URI"):
+        os.environ.pop(var, None)
+    yield
+    for var in ("LTR_TRACKING_URI", "MLFLOW_TRACKING_URI"):
+        os.environ.pop(var, None)
 
 
 def compose_train(overrides: Sequence[str] = ()) -> DictConfig:

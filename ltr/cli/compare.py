@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="per-query metric column, repeatable (default: ndcg_at_10)",
     )
     parser.add_argument("--experiment", default="ltr", help="experiment of run names, and of --log (default: ltr)")
-    parser.add_argument("--tracking-uri", default=None, help="tracking store (default: the one ltr train uses, sqlite:///./mlflow.db)")
+    parser.add_argument("--tracking-uri", default=None, help="tracking store (default: $LTR_TRACKING_URI, $MLFLOW_TRACKING_URI, ./mlflow.db, the project root's mlflow.db)")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--markdown", action="store_true", help="print markdown instead of a terminal table")
     output.add_argument("--json", action="store_true", help="print JSON instead of a terminal table")

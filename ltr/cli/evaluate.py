@@ -17,31 +17,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
 from ltr.cli.args import OneLineParser
-from ltr.data.readers import read_ranking_file
-from ltr.data.trec import read_trec
-from ltr.errors import DataError, LtrUserError
-from ltr.metrics import PRESETS, Strata, per_query_table, resolve_conventions, summarize
-from ltr.metrics.conventions import GAINS, TIES, ZERO_IDCG
-from ltr.metrics.measures import table_measures
-
-#: The largest cut-off: a list is never cut deeper than its length, but the discount table is
-#: ``max(--k)`` long (8 bytes each).
-MAX_K = 1_000_000
+from ltr.experiment.external import MAX_K, evaluate_rankings
+from ltr.metrics import PRESETS, Strata
+from ltr.metrics.conventions import DISCOUNTS, GAINS, TIES, ZERO_IDCG
+from ltr.metrics.idcg_report import low_idcg_note
+from ltr.metrics.measures import table_measures, trec_eval_name
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(
         prog="ltr evaluate",
-        description="Evaluate rankings made elsewhere: nDCG/ERR/P/RR@k and RR (reciprocal rank), overall and per list-length stratum.",
+        description="Evaluate rankings made elsewhere: nDCG/ERR/P/R/AP/RR@k, RR (reciprocal rank) and AP (average precision), overall and per list-length stratum.",
     )
     src = p.add_argument_group("input (either --qrels and --run, or --data and --scores)")
     src.add_argument(
@@ -117,6 +108,20 @@ def build_parser() -> argparse.ArgumentParser:
         default="1,11,51",
         help="lower edges of the list-length strata: increasing integers from 1 (default 1,11,51)",
     )
+    conv.add_argument(
+        "--discount",
+        choices=DISCOUNTS,
+        help="position discount of DCG and IDCG: log2_rank_plus_1 (default: 1/log2(rank+1)) or "
+        "jarvelin (Järvelin and Kekäläinen's classic DCG: rank 1 undiscounted, then "
+        "1/log_b(rank); b = --discount-base)",
+    )
+    conv.add_argument(
+        "--discount-base",
+        type=float,
+        metavar="B",
+        help="the base b of --discount jarvelin, a number > 1 (default 2): ranks below b are "
+        "not discounted",
+    )
     out = p.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print the summary as JSON")
     out.add_argument("--per-query", type=Path, help="write the per-query table (.csv or .parquet)")
@@ -126,204 +131,36 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run ``ltr evaluate``; returns the exit code. User errors raise `LtrUserError`."""
     args = build_parser().parse_args(argv)
-    ks = args.k or [5, 10]
-    if len(set(ks)) != len(ks) or min(ks) < 1 or max(ks) > MAX_K:
-        raise LtrUserError(f"--k values must be distinct integers from 1 to {MAX_K:,}, got {ks}")
-    if args.rel_threshold is not None and args.rel_threshold < 0:
-        raise LtrUserError(
-            f"--rel-threshold {args.rel_threshold} is negative; give an integer >= 0 (a label >= "
-            "it is relevant; 0 counts every judged document, as trec_eval's relevance_level 0)"
-        )
-    if args.max_docs is not None and args.max_docs < 1:
-        raise LtrUserError(f"--max-docs {args.max_docs}: give an integer >= 1")
-    if args.err_max_grade is not None and args.err_max_grade < 0:
-        raise LtrUserError(f"--err-max-grade {args.err_max_grade}: give a label >= 0")
-    strata = _parse_strata(args.strata)
-    label_gain = None
-    if args.label_gain is not None:
-        try:
-            label_gain = tuple(float(g) for g in args.label_gain.split(","))
-        except ValueError:
-            raise LtrUserError(
-                f"--label-gain {args.label_gain!r} is not a comma-separated list of numbers"
-            ) from None
-        bad = [g for g in label_gain if not (math.isfinite(g) and g >= 0)]
-        if bad:
-            raise LtrUserError(
-                f"--label-gain {args.label_gain!r} has gain {bad[0]}; every gain must be a finite "
-                "number >= 0 (one per label 0, 1, 2, ...)"
-            )
-    try:
-        conventions = resolve_conventions(
-            args.preset,
-            gain=args.gain,
-            label_gain=label_gain,
-            ties=args.ties,
-            zero_idcg=args.zero_idcg,
-            rel_threshold=args.rel_threshold,
-        )
-    except ValueError as exc:
-        raise LtrUserError(str(exc)) from None
-
-    trec = args.qrels is not None or args.run is not None
-    table_input = args.data is not None or args.scores is not None
-    if (
-        trec == table_input
-        or (trec and (args.qrels is None or args.run is None))
-        or (table_input and (args.data is None or args.scores is None))
-    ):
-        raise LtrUserError("give either --qrels and --run, or --data and --scores")
-    if args.per_query is not None and args.per_query.suffix.lower() not in (
-        ".csv",
-        ".parquet",
-        ".pq",
-    ):
-        raise LtrUserError(f"--per-query {args.per_query}: the name must end in .csv or .parquet")
-
-    counts: dict[str, int] = {}
-    try:
-        if trec:
-            table, counts = _evaluate_trec(args, ks, conventions, strata)
-        else:
-            table = _evaluate_data(args, ks, conventions, strata)
-    except ValueError as exc:  # a convention that does not fit the data (e.g. label_gain)
-        raise LtrUserError(str(exc)) from None
-    summary = _complete(summarize(table, strata=strata), table, ks, strata)
-    summary.update({k: float(v) for k, v in counts.items()})
-
-    if args.per_query is not None:
-        _write_table(table, args.per_query)
+    result = evaluate_rankings(
+        qrels=args.qrels,
+        run=args.run,
+        data=args.data,
+        scores=args.scores,
+        k=args.k or [5, 10],
+        preset=args.preset,
+        gain=args.gain,
+        label_gain=args.label_gain,
+        ties=args.ties,
+        zero_idcg=args.zero_idcg,
+        rel_threshold=args.rel_threshold,
+        discount=args.discount,
+        discount_base=args.discount_base,
+        err_max_grade=args.err_max_grade,
+        strata=args.strata,
+        missing_topics=args.missing_topics,
+        max_docs=args.max_docs,
+        per_query=args.per_query,
+    )
     if args.json:
-        print(json.dumps(summary, indent=2, allow_nan=False))
+        print(json.dumps(result.summary, indent=2, allow_nan=False))
     else:
-        _print_table(summary, ks, strata, conventions.describe(), args.preset)
-        if counts:
-            print(", ".join(f"{k} {v}" for k, v in counts.items()))
+        _print_table(result.summary, list(result.ks), result.strata, result.conventions.describe(), args.preset)
+        if result.counts:
+            print(", ".join(f"{k} {v}" for k, v in result.counts.items()))
+        note = low_idcg_note(result.table, max(result.ks))
+        if note:
+            print(note)
     return 0
-
-
-def _complete(
-    summary: dict[str, float], table: pd.DataFrame, ks: list[int], strata: Strata
-) -> dict[str, float | None]:
-    """Every key of the summary, always: a mean over no values (or not finite) is None."""
-    suffixes = [*strata.keys]
-    if "n_queries/len_empty" in summary:
-        suffixes.append("len_empty")
-    keys = [m.key for m in table_measures(ks)]
-    out: dict[str, float | None] = {}
-    for key, value in summary.items():
-        out[key] = value if math.isfinite(value) else None
-    for key in keys:
-        for full in (key, *(f"{key}/{sfx}" for sfx in suffixes)):
-            out.setdefault(full, None)
-    return out
-
-
-def _parse_strata(text: str) -> Strata:
-    example = "give increasing list lengths starting at 1, e.g. --strata 1,11,51"
-    edges = []
-    for item in text.split(","):
-        try:
-            edges.append(int(item))
-        except ValueError:
-            raise LtrUserError(
-                f"--strata {text!r}: {item.strip()!r} is not an integer; {example}"
-            ) from None
-    try:
-        return Strata(tuple(edges))
-    except ValueError as exc:
-        raise LtrUserError(f"--strata {text!r}: {exc}; {example}") from None
-
-
-def _evaluate_trec(
-    args: argparse.Namespace, ks: list[int], conventions: Any, strata: Strata
-) -> tuple[pd.DataFrame, dict[str, int]]:
-    inp = read_trec(args.run, args.qrels, missing_topics=args.missing_topics, max_docs=args.max_docs)
-    max_gain = _max_gain(args, conventions, inp.labels, inp.ideal_labels)
-    table = per_query_table(
-        inp.labels, inp.scores, inp.offsets, inp.qids, ks=ks, conventions=conventions,
-        strata=strata, ideal_labels=inp.ideal_labels, ideal_offsets=inp.ideal_offsets,
-        tie_keys=inp.tie_keys, max_gain=max_gain,
-    )  # fmt: skip
-    return table, inp.counts()
-
-
-def _max_gain(
-    args: argparse.Namespace, conventions: Any, *labels: np.ndarray[Any, Any]
-) -> float | None:
-    """ERR's largest gain from ``--err-max-grade`` (None: the data's largest gain)."""
-    if args.err_max_grade is None:
-        return None
-    grade = int(args.err_max_grade)
-    top = max((int(a.max()) for a in labels if a.size), default=0)
-    if top > grade:
-        raise LtrUserError(
-            f"--err-max-grade {grade}: the data has label {top}; give a grade >= {top} (ERR's "
-            "stop probability gain / (gain(G) + 1) must stay below 1)"
-        )
-    return float(conventions.gains_of(np.array([grade], dtype=np.int64))[0])
-
-
-def _evaluate_data(
-    args: argparse.Namespace, ks: list[int], conventions: Any, strata: Strata
-) -> pd.DataFrame:
-    if conventions.ties == "docno_desc":
-        raise LtrUserError("--ties docno_desc needs docnos: use it with --qrels and --run")
-    data = read_ranking_file(args.data, max_label=None)
-    scores = read_scores(args.scores)
-    if scores.shape[0] != data.n_rows:
-        raise DataError(
-            f"scores file {args.scores} has {scores.shape[0]} scores; data file {args.data} has "
-            f"{data.n_rows} rows (one score per row, in row order)"
-        )
-    max_gain = _max_gain(args, conventions, np.asarray(data.labels))
-    return per_query_table(
-        data.labels, scores, data.offsets, data.qids, ks=ks, conventions=conventions,
-        strata=strata, max_gain=max_gain,
-    )  # fmt: skip
-
-
-def read_scores(path: Path) -> np.ndarray[Any, np.dtype[np.float64]]:
-    """One finite float per line (LightGBM's predict output).
-
-    Raises
-    ------
-    DataError
-        Unreadable file, a line that is not exactly one number, NaN or infinite scores; the
-        message names the file and line.
-    """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DataError(f"cannot read scores file {path}: {exc.strerror or exc}") from None
-    lines = text.splitlines()
-    while lines and not lines[-1].strip():
-        lines.pop()
-    if not lines:
-        raise DataError(f"scores file {path} is empty")
-    col = pd.Series(lines, dtype=object).str.strip()
-    values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64)
-    bad = ~np.isfinite(values)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        what = (
-            "is not a finite number"
-            if not math.isnan(values[i]) or col[i].lower() == "nan"
-            else "is not a number"
-        )
-        raise DataError(f"line {i + 1} of {path}: score {col[i]!r} {what}")
-    return values
-
-
-def _write_table(table: pd.DataFrame, path: Path) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.suffix.lower() == ".csv":
-            table.to_csv(path, index=False)
-        else:
-            table.to_parquet(path, index=False)
-    except OSError as exc:
-        raise LtrUserError(f"cannot write --per-query {path}: {exc.strerror or exc}") from None
 
 
 def _print_table(
@@ -341,6 +178,8 @@ def _print_table(
     if "n_queries/len_empty" in summary:
         keys.append("len_empty")
         labels.append("empty")
+    if conv.get("discount") == "log2_rank_plus_1":
+        conv = {k: v for k, v in conv.items() if k != "discount_base"}  # the base is jarvelin's only
     conv_text = ", ".join(f"{k}={v}" for k, v in conv.items() if v is not None)
     title = f"ltr evaluate ({'preset ' + preset + ': ' if preset else ''}{conv_text})"
     table = Table(title=title, title_justify="left")
@@ -355,7 +194,8 @@ def _print_table(
     )
     for m in table_measures(ks):
         cells = [_fmt(summary.get(m.key))] + [_fmt(summary.get(f"{m.key}/{k}")) for k in keys]
-        table.add_row(m.display, *cells)
+        peer = trec_eval_name(m) if preset == "trec_eval" else None
+        table.add_row(m.display if peer is None else f"{m.display} ({peer})", *cells)
     console = Console()
     console.print(table)
     console.print(

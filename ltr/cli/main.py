@@ -1,18 +1,19 @@
 """The ``ltr`` command: a verb, its arguments, one exit-code policy.
 
-Each verb lives in its own module of :mod:`ltr.cli` (``train``, ``evaluate``, ``compare``, ``abtest``,
-``cache``, ``partition``, ``ui``), imported only when that verb runs so ``ltr --help`` stays fast.
+Each verb lives in its own module of :mod:`ltr.cli` (``train``, ``evaluate``, ``compare``,
+``exposure``, ``labels``, ``abtest``, ``cache``, ``partition``, ``ui``, ``completion``, ...), imported only when that verb runs so ``ltr --help`` stays fast.
 """
 
 from __future__ import annotations
 
 import difflib
 import sys
+import unicodedata
 
 from ltr.errors import LtrUserError
 from ltr.tracking.lifecycle import Terminated
 
-VERBS = ("train", "rerun", "evaluate", "compare", "abtest", "cache", "partition", "ui")
+VERBS = ("train", "rerun", "predict", "promote", "evaluate", "compare", "abtest", "exposure", "labels", "cache", "partition", "ui", "completion")
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
@@ -22,13 +23,25 @@ USAGE = """usage: ltr <command> [args...]
 commands:
   train [overrides...]   train and evaluate one experiment (Hydra app; -m for multirun, --help for config)
   rerun RUN [overrides]  run a logged run again (its overrides, plus yours), say what differs, compare
+  predict RUN --data F   score data with a run's model, ranked as the run ranked (scores, TREC run, table); --help
+  promote RUN --name N   register a run's (or a sweep's best) model in the MLflow Model Registry; --help
   evaluate ...           evaluate rankings made elsewhere (TREC run, or data + scores); --help for options
   compare RUN [RUN ...]  compare runs per query and per stratum with paired significance tests; --help
   abtest A B             simulate an A/B test and interleaving of two click-log runs before any traffic; --help
+  exposure LOG           where a click log's exposure ends: share of clicks/examinations at <= k, K advice
+  labels A B             audit two label sets of the same documents: agreement, kappa, NDCG moved; --help
   cache [info|clear]     show (entries, size, limit) or clear the cache of parsed data files; --help
   partition ...          write data files as the whole-query Parquet partitions data=parquet_partitions reads; --help
   ui [--port N]          open the MLflow UI on 127.0.0.1 against the default local store
+  completion bash        print the bash completion script of ltr (verbs; ltr train's groups, options, keys)
 """
+
+
+def printable(text: str) -> str:
+    """``text`` with its control characters (ESC, BEL, CR, newlines, ...) written as escapes
+    (``\\x1b``): a message quoting a file's content (a TREC topic id) can never drive the
+    terminal (set its title, clear it) or break the one line an error is."""
+    return "".join(ch.encode("unicode_escape").decode("ascii") if unicodedata.category(ch) == "Cc" else ch for ch in text)
 
 
 def _notes(exc: BaseException) -> str:
@@ -70,6 +83,14 @@ def main(argv: list[str] | None = None) -> int:
             from ltr.cli.compare import main as compare_main
 
             return int(compare_main(rest))
+        if verb == "exposure":
+            from ltr.cli.exposure import main as exposure_main
+
+            return int(exposure_main(rest))
+        if verb == "labels":
+            from ltr.cli.labels import main as labels_main
+
+            return int(labels_main(rest))
         if verb == "abtest":
             from ltr.cli.abtest import main as abtest_main
 
@@ -78,12 +99,24 @@ def main(argv: list[str] | None = None) -> int:
             from ltr.cli.rerun import main as rerun_main
 
             return rerun_main(rest)
+        if verb == "predict":
+            from ltr.cli.predict import main as predict_main
+
+            return predict_main(rest)
+        if verb == "promote":
+            from ltr.cli.promote import main as promote_main
+
+            return promote_main(rest)
         if verb == "ui":
             from ltr.cli.ui import main as ui_main
 
             return ui_main(rest)
+        if verb == "completion":
+            from ltr.cli.completion import main as completion_main
+
+            return completion_main(rest, VERBS)
     except LtrUserError as exc:
-        print(f"ltr: error: {exc}", file=sys.stderr)
+        print(f"ltr: error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt as exc:
         print(f"ltr: interrupted{_notes(exc)}", file=sys.stderr)

@@ -6,7 +6,7 @@ Synopsis
 
     ltr partition --train F [F ...] [--valid F [F ...]] [--test F [F ...]] --out DIR
                   [--partitions N | --rows-per-partition N] [--force]
-                  [--format FMT] [--qid-column C] [--label-column C] [--feature-columns A,B,...]
+                  [--format FMT] [--qid-column C] [--label-column C] [--feature-columns A,B,...] [--doc-id-column C]
                   [--delimiter D] [--n-features N]
                   [--valid-fraction X] [--test-fraction X] [--seed S]
 
@@ -26,7 +26,7 @@ Contract
   float32 named by the table's columns or ``f0``, ``f1``, ...), so that
   ``ltr train data=parquet_partitions data.root=OUT trainer=dask`` trains on it with no further
   step. Positions (a ``.position`` file, a position column) are not written: that path does not
-  use them.
+  use them. Doc ids (``#docid = X`` comments, ``--doc-id-column``) are, as a ``doc_id`` column.
 - **Partitions**: ``--partitions N`` per split, or ``--rows-per-partition N`` (default 1,000,000):
   ``ceil(rows / N)`` per split; never more partitions than queries.
 - **Atomic**: everything is written into a hidden temporary sibling ``.OUT.partial-*`` and
@@ -86,7 +86,7 @@ from ltr.data.load import reader_options
 from ltr.data.query_parts import feature_names, write_query_partitions
 from ltr.data.ranking_data import RankingData
 from ltr.data.readers import FORMATS, detect_format, read_split_files
-from ltr.data.splits import holdout_queries, split_queries
+from ltr.data.splits import check_fractions, holdout_queries, split_queries
 from ltr.data.validate import check_split_set
 from ltr.errors import DataError, LtrUserError
 from ltr.tracking.lifecycle import Terminated, signals_deferred
@@ -148,6 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     src.add_argument("--delimiter", metavar="CHAR", help="CSV: the delimiter (default: tab for .tsv, else comma)")
     src.add_argument(
+        "--doc-id-column", metavar="COLUMN",
+        help="Parquet / CSV: a column of document ids, written as doc_id (text files: #docid = X comments)",
+    )
+    src.add_argument(
         "--n-features", type=_positive, metavar="N",
         help="fixed feature width, as data.n_features (default: the largest index in any file)",
     )
@@ -177,6 +181,15 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     out = Path(os.path.abspath(args.out.expanduser()))
     check_target(out, force=args.force)
+    # before parsing: a bad fraction never costs a read of the whole input
+    for flag, value in (("--valid-fraction", args.valid_fraction), ("--test-fraction", args.test_fraction)):
+        if not 0.0 < value < 1.0:
+            raise LtrUserError(f"{flag} {value} must lie in (0, 1)")
+    if not args.valid and not args.test:
+        try:
+            check_fractions(args.valid_fraction, args.test_fraction)
+        except DataError as exc:
+            raise LtrUserError(f"--valid-fraction + --test-fraction: {exc}") from None
     files: dict[str, list[Path]] = {
         split: [Path(f).expanduser() for f in getattr(args, split)]
         for split in SPLITS
@@ -400,7 +413,7 @@ def _reader_options(args: argparse.Namespace) -> dict[str, Any]:
         feature_columns=None if args.feature_columns is None else [
             c.strip() for c in args.feature_columns.split(",") if c.strip()
         ],
-        delimiter=args.delimiter, n_features=args.n_features, cache=False,
+        delimiter=args.delimiter, n_features=args.n_features, cache=False, doc_id_column=args.doc_id_column,
     )
     options = reader_options(cfg)
     options.pop("name")  # each split is named after its first file, as the readers do

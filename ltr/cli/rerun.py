@@ -1,6 +1,7 @@
 """``ltr rerun RUN [OVERRIDES...]``: run a logged run again and say what moved.
 
-RUN is a run id, id prefix or run name (as ``ltr compare`` takes it). The run's logged overrides
+RUN is a run id, id prefix or run name (as ``ltr compare`` takes it), read from ``--tracking-uri``;
+the rerun is logged in that same store (``tracking.uri=...`` logs it elsewhere). The run's logged overrides
 are composed again (extra overrides replace those of the same key: "the same, but ..."), one
 line says what differs from the source run (code commit, uncommitted changes, LightGBM's version,
 the composed config, the data), the new run is logged beside it (tag ``ltr.rerun_of``), and the
@@ -14,15 +15,12 @@ import logging
 import math
 import sys
 
-from hydra import compose, initialize_config_dir
-from hydra.errors import HydraException
 from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 
 from ltr.cli.args import OneLineParser
 from ltr.cli.compare import print_terminal
-from ltr.cli.train import CONF_DIR, one_line
 from ltr.compare.loading import load_comparison
+from ltr.config.compose import compose_train
 from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
 from ltr.experiment.rerun import (
@@ -33,7 +31,7 @@ from ltr.experiment.rerun import (
     metric_differences,
     plan_rerun,
 )
-from ltr.tracking import resolve_tracking_uri
+from ltr.tracking import find_tracking_uri, resolve_tracking_uri
 from ltr.tracking.runs import RunStore
 
 #: Differences listed one per line at the most (the rest are counted).
@@ -46,30 +44,35 @@ def _describe(old: float, new: float) -> str:
     return f"{old:.6g} -> {new:.6g} ({new - old:+.6g})"
 
 
+def _target_store(store: RunStore, overrides: list[str]) -> RunStore:
+    """The store the rerun is logged in: ``store`` (the one the source run was read from) unless
+    a ``tracking.uri=`` override names another."""
+    given = [o.split("=", 1)[1] for o in overrides if o.startswith("tracking.uri=")]
+    if not given or resolve_tracking_uri(given[-1]) == store.uri:
+        return store
+    return RunStore(resolve_tracking_uri(given[-1]))
+
+
 def build_parser() -> OneLineParser:
     parser = OneLineParser(prog="ltr rerun", description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("run", metavar="RUN", help="run id, id prefix or run name")
     parser.add_argument("overrides", nargs="*", metavar="OVERRIDE", help="Hydra overrides that change the rerun")
     parser.add_argument("--experiment", default="ltr", help="experiment of a run name (default: ltr)")
-    parser.add_argument("--tracking-uri", default=None, help="the store (default: sqlite:///./mlflow.db)")
+    parser.add_argument("--tracking-uri", default=None, help="the store (default: $LTR_TRACKING_URI, $MLFLOW_TRACKING_URI, ./mlflow.db, the project root's mlflow.db)")
     return parser
 
 
 def main(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_intermixed_args(argv)
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
-    store = RunStore(resolve_tracking_uri(args.tracking_uri))
+    store = RunStore(find_tracking_uri(args.tracking_uri))
     source = store.resolve(args.run, experiment=args.experiment)
     experiment = store.client.get_experiment(source.experiment_id).name
     plan = plan_rerun(
         logged_overrides(store.text_artifact(source, "config/overrides.yaml")), args.overrides,
         tracking_uri=store.uri, experiment=experiment,
     )
-    try:
-        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-            cfg = compose(config_name="train", overrides=plan.overrides)
-    except (HydraException, OmegaConfBaseException) as exc:
-        raise LtrUserError(f"cannot compose the rerun: {one_line(exc)}") from exc
+    cfg = compose_train(plan.overrides, what="the rerun")
     changes = describe_changes(
         source,
         config_differences(store.text_artifact(source, "config/config.yaml"), OmegaConf.to_yaml(cfg), ignore=plan.changed),
@@ -82,7 +85,8 @@ def main(argv: list[str]) -> int:
     )
     if outcome.run_id is None:
         raise LtrUserError("the rerun logged nothing (tracking=none): there is nothing to compare")
-    rerun = store.resolve(outcome.run_id, experiment=experiment)
+    target = _target_store(store, plan.overrides)
+    rerun = target.resolve(outcome.run_id, experiment=str(cfg.tracking.experiment))
     old_data, new_data = source.tags.get("ltr.data.fingerprint"), rerun.tags.get("ltr.data.fingerprint")
     if old_data != new_data:
         changes.append(f"data fingerprint {old_data} -> {new_data} (a changed data file or data setting)")
@@ -90,7 +94,7 @@ def main(argv: list[str]) -> int:
         changes.insert(0, "changed on purpose: " + ", ".join(plan.changed))
     print(f"ltr: rerun of {label} as {rerun.run_id[:8]}: " + ("; ".join(changes) if changes else "nothing differs"))
     old_metrics = store.metrics(source)
-    differences = metric_differences(old_metrics, store.metrics(rerun))
+    differences = metric_differences(old_metrics, target.metrics(rerun))
     if not differences:
         n_keys = len([k for k in old_metrics if not k.endswith(TIMING_SUFFIX)])
         print(f"identical metrics, bit for bit ({n_keys} keys)")
@@ -100,6 +104,9 @@ def main(argv: list[str]) -> int:
         print(f"  {key}: {_describe(old, new)}")
     if len(differences) > SHOWN:
         print(f"  ... and {len(differences) - SHOWN} more")
+    if target is not store:
+        print(f"(the rerun is in {target.uri}: ltr compare reads one store, so no per-stratum comparison)")
+        return 0
     loaded = load_comparison(
         [source.run_id, rerun.run_id], tracking_uri=store.uri, experiment=experiment, force=True, n_resamples=2000
     )

@@ -16,7 +16,6 @@ from __future__ import annotations
 import atexit
 import copy
 import logging
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +23,17 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
+from ltr.errors import LtrUserError
 from ltr.experiment.checks import check_config
 from ltr.experiment.cv import cv_metrics, cv_table
 from ltr.experiment.record import override_key, short_overrides, shown_overrides
 from ltr.experiment.spec import ExperimentSpec
 from ltr.experiment.sweep_tradeoffs import summarise_tradeoffs
+from ltr.sweeper.record import check_sweep, record_search
 from ltr.tracking import RunStatus, make_tracker
 from ltr.tracking.gitinfo import source_tags
 from ltr.tracking.lifecycle import end_run
-from ltr.tracking.sweep_summary import child_runs, child_summary
+from ltr.tracking.sweep_summary import SweepSummary, child_runs, child_summary
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,21 @@ PARENT_ID_FILE = ".ltr_parent_run_id"
 VARYING_KEYS_FILE = ".ltr_varying_keys"
 #: In a job's folder: why the job failed (a job whose config is refused has no run to say so).
 JOB_ERROR_FILE = ".ltr_job_error"
+#: In a job's folder: how the job ended, one of :data:`OUTCOMES`.
+JOB_OUTCOME_FILE = ".ltr_job_outcome"
+#: A job's outcomes: it ran to the end; it failed (its run, if it has one, is FAILED); its input was
+#: refused (an `LtrUserError`) before its run existed.
+OUTCOMES = ("finished", "failed", "refused")
+
+
+class SweepRefused(BaseException):
+    """A sweep setting refused before the parent run exists (:func:`ltr.sweeper.record.check_sweep`),
+    carried past Hydra (which turns a callback's ``Exception`` into a warning) to
+    :func:`ltr.cli.train.main`, which re-raises the `LtrUserError` itself."""
+
+    def __init__(self, error: LtrUserError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def parent_run_id_for(sweep_dir: str | Path) -> str | None:
@@ -94,6 +110,53 @@ def job_errors(sweep_dir: str | Path) -> dict[str, str]:
     }
 
 
+def record_job_outcome(job_dir: str | Path, outcome: str) -> None:
+    """Leave the job's outcome (one of :data:`OUTCOMES`) in its folder for the sweep's exit code."""
+    assert outcome in OUTCOMES, outcome
+    path = Path(job_dir)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / JOB_OUTCOME_FILE).write_text(outcome)
+
+
+def job_outcomes(sweep_dir: str | Path) -> dict[str, str]:
+    """Job number -> outcome of every job of the sweep that recorded one."""
+    return {path.parent.name: path.read_text().strip() for path in sorted(Path(sweep_dir).glob(f"*/{JOB_OUTCOME_FILE}"))}
+
+
+def sweep_exit_code(outcomes: list[str]) -> int:
+    """The sweep's exit code: 0 every job finished (or there was none), 2 every job was refused
+    before a run, 1 otherwise (a job failed, or some were refused while others ran)."""
+    if all(o == "finished" for o in outcomes):
+        return 0
+    if all(o == "refused" for o in outcomes):
+        return 2
+    return 1
+
+
+def summary_line(outcomes: list[str], *, parent_url: str | None = None, best_url: str | None = None) -> str:
+    """The one line a sweep ends with: its jobs by outcome, the parent's and the best run's links.
+
+    >>> summary_line(["finished", "refused"], parent_url="http://p")
+    'ltr: sweep of 2 jobs: 1 finished, 0 failed, 1 refused; parent run http://p; no job finished'
+    """
+    counts = ", ".join(f"{outcomes.count(o)} {o}" for o in OUTCOMES)
+    line = f"ltr: sweep of {len(outcomes)} job{'s' * (len(outcomes) != 1)}: {counts}"
+    if parent_url:
+        line += f"; parent run {parent_url}"
+        line += f"; best run {best_url}" if best_url else "; no job finished"
+    return line
+
+
+class SweepEnded(BaseException):
+    """The end of a sweep (or its refusal before the first job): ``code`` and the one ``line`` to
+    print. A ``BaseException``, so Hydra's callback wrapper passes it through to ``ltr train``."""
+
+    def __init__(self, code: int, line: str) -> None:
+        super().__init__(line)
+        self.code = code
+        self.line = line
+
+
 def sweep_tags(sweep_dir: str | Path) -> dict[str, str]:
     """The tag every run of one sweep shares (the parent too): its folder, which is unique."""
     return {"ltr.sweep_id": str(Path(sweep_dir).resolve())}
@@ -107,6 +170,23 @@ def job_spec(config: DictConfig) -> ExperimentSpec:
     return check_config(task)
 
 
+def open_sweep_store(config: DictConfig) -> Any:
+    """The tracker of a sweep's parent run, checked once before the first job (the tracking URI
+    and the store do not depend on the swept values); a refused one refuses the whole sweep."""
+    try:
+        return make_tracker(True, config.tracking.uri, config.tracking.experiment)
+    except LtrUserError as exc:
+        raise SweepEnded(2, f"ltr: error: the sweep is refused before its first job: {exc}") from None
+
+
+def children_objective(tracker: Any) -> str:
+    """The ``optimized_metric`` param of the current run's first child that logged one, or ""."""
+    for run in child_runs(tracker.client, tracker.experiment_id, tracker.run_id):
+        if run.data.params.get("optimized_metric"):
+            return str(run.data.params["optimized_metric"])
+    return ""
+
+
 class MlflowSweepCallback(Callback):
     """Create, summarise and end the parent run of a multirun (see the module docstring)."""
 
@@ -118,14 +198,21 @@ class MlflowSweepCallback(Callback):
         self.spec: ExperimentSpec | None = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        self.spec = job_spec(config)
-        self.objective = self.spec.optimized_metric
+        sweep_dir = Path(config.hydra.sweep.dir).resolve()
+        self.sweep_dir = sweep_dir
+        try:
+            self.spec = job_spec(config)
+            self.objective = self.spec.optimized_metric
+        except LtrUserError as exc:  # the swept values may mend it: each job is checked with its own
+            log.info("the sweep's base config is refused (%s); each job is checked with its own values", exc)
+        try:
+            check_sweep(config, self.spec)
+        except LtrUserError as exc:
+            raise SweepRefused(exc) from exc
         if not config.tracking.enabled:
             return
-        sweep_dir = Path(config.hydra.sweep.dir).resolve()
+        self.tracker = open_sweep_store(config)
         sweep_dir.mkdir(parents=True, exist_ok=True)
-        self.sweep_dir = sweep_dir
-        self.tracker = make_tracker(True, config.tracking.uri, config.tracking.experiment)
         overrides = " ".join(config.hydra.overrides.task)
         sweeper = str(config.hydra.sweeper.get("_target_", "basic")).rsplit(".", 1)[-1]
         varying = varying_keys(config)
@@ -145,13 +232,22 @@ class MlflowSweepCallback(Callback):
         log.info("MLflow parent run %s for sweep %s", run_id, sweep_dir)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        if self.tracker is None or self.ended:
-            return
-        self._summarise(completed=True)
+        """Summarise the parent run, then end the sweep with its exit code and one line."""
+        parent_url = best_url = None
+        if self.tracker is not None and not self.ended:
+            summary = self._summarise(completed=True)
+            parent_url = self.tracker.run_url()
+            best_url = self.tracker.run_url(summary.best_run_id) if summary.best_run_id else None
+        outcomes = list(job_outcomes(self.sweep_dir).values()) if self.sweep_dir is not None else []
+        raise SweepEnded(sweep_exit_code(outcomes), summary_line(outcomes, parent_url=parent_url, best_url=best_url))
 
-    def _summarise(self, *, completed: bool) -> None:
+    def _summarise(self, *, completed: bool) -> SweepSummary:
         assert self.sweep_dir is not None
+        if not self.objective:  # the base config was refused: the children say what they optimised
+            self.objective = children_objective(self.tracker)
         summary = child_summary(self.tracker, self.objective, job_errors(self.sweep_dir))
+        if self.spec is not None:  # pruned and infeasible jobs are never the best (ltr.sweeper.record)
+            summary = record_search(self.tracker, self.spec, self.sweep_dir, summary)
         metrics: dict[str, float] = {"sweep/n_jobs": summary.n_jobs, "sweep/n_failed": summary.n_failed}
         if summary.best_value is not None:
             metrics[f"sweep/best/{self.objective}"] = summary.best_value
@@ -190,9 +286,7 @@ class MlflowSweepCallback(Callback):
             error = "the sweep was interrupted before all jobs ran"
         end_run(self.tracker, status, error=error)
         self.ended = True
-        if completed and summary.failures:
-            print(f"ltr: {len(summary.failures)} of {summary.n_jobs} jobs failed (see above)", file=sys.stderr)
-            sys.exit(1)
+        return summary
 
     def _summarise_folds(self, spec: ExperimentSpec, fold_key: str, summary_md: str, children: list[Any]) -> str:
         """Mean and standard deviation over the folds (``children``: the finished child runs),

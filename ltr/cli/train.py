@@ -7,8 +7,11 @@ a sweeper maximises.
   Hydra finds it while composing or :mod:`ltr.experiment.checks` after, before any data is
   read or run exists); Ctrl-C or SIGTERM end the run KILLED and exit 130 / 143.
 - A multirun job: an error is logged, the job's run (if it started) ends FAILED and the job
-  returns NaN, so the other jobs still run; the sweep's summary lists the failures and the
-  sweep exits 1. Ctrl-C or SIGTERM stop the sweep (exit 130 / 143, its parent run KILLED).
+  returns NaN, so the other jobs still run. The sweep ends with one line (jobs finished /
+  failed / refused, the parent's and the best run's links) and exits 0 when every job
+  finished, 2 when every job was refused before its run, else 1; a refused tracking URI or
+  store refuses the whole sweep before its first job (exit 2). Ctrl-C or SIGTERM stop the
+  sweep (exit 130 / 143, its parent run KILLED).
 """
 
 from __future__ import annotations
@@ -24,21 +27,27 @@ from types import FrameType
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from hydra.errors import HydraException, OverrideParseException
+from hydra.errors import HydraException
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from ltr.cli.sweep_callback import parent_run_id_for, record_job_error, sweep_tags, varying_keys_for
+from ltr.cli.sweep_callback import (
+    SweepEnded,
+    SweepRefused,
+    parent_run_id_for,
+    record_job_error,
+    record_job_outcome,
+    sweep_tags,
+    varying_keys_for,
+)
+from ltr.config.completion import bash_script
+from ltr.config.compose import CONF_DIR, quote_non_ascii, user_message
 from ltr.config.store import register_configs
 from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
+from ltr.sweeper.link import search_trial
 from ltr.tracking.lifecycle import Terminated, raise_if_stop_requested, stop_signals
-
-#: The config groups, shipped inside the package (package data), so a wheel installed anywhere
-#: composes the same configs as the repository.
-CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
-
 
 
 def config_groups(conf_dir: str = CONF_DIR) -> str:
@@ -104,25 +113,7 @@ def job(cfg: DictConfig) -> float:
     hydra_cfg = HydraConfig.get()
     overrides = list(hydra_cfg.overrides.task)
     if hydra_cfg.mode == RunMode.MULTIRUN:
-        job_num = str(hydra_cfg.job.num)
-        try:
-            outcome = pipeline.run(
-                cfg,
-                overrides=overrides,
-                parent_run_id=parent_run_id_for(hydra_cfg.sweep.dir),
-                extra_tags=sweep_tags(hydra_cfg.sweep.dir) | {"ltr.job_num": job_num},
-                varying=varying_keys_for(hydra_cfg.sweep.dir),
-            )
-        except LtrUserError as exc:
-            log.error("job %s failed: %s", job_num, exc)
-            record_job_error(hydra_cfg.runtime.output_dir, str(exc))
-            return math.nan
-        except Exception as exc:
-            log.exception("job %s failed", job_num)
-            record_job_error(hydra_cfg.runtime.output_dir, f"{type(exc).__name__}: {exc}")
-            return math.nan
-        return outcome.objective_value
-
+        return _sweep_job(cfg, overrides)
     try:
         outcome = pipeline.run(cfg, overrides=overrides)
     except LtrUserError as exc:
@@ -136,44 +127,66 @@ def job(cfg: DictConfig) -> float:
     return outcome.objective_value
 
 
-def one_line(exc: BaseException) -> str:
-    """Hydra's or OmegaConf's message (and its cause's) on one line, without search paths."""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    override = getattr(exc, "override", None)
-    if isinstance(exc, OverrideParseException) and override and override not in text:
-        text = f"cannot parse {override!r}: {text}"
-    cause = exc.__cause__
-    if isinstance(cause, OmegaConfBaseException) and str(cause).strip():
-        text = f"{text}: {str(cause).strip().splitlines()[0]}"
-    return text
+def _sweep_job(cfg: DictConfig, overrides: list[str]) -> float:
+    """One job of a multirun: its outcome (finished / failed / refused before its run) and error
+    go to its folder for the sweep's summary; an error returns NaN so the other jobs still run."""
+    hydra_cfg = HydraConfig.get()
+    job_num, job_dir = str(hydra_cfg.job.num), hydra_cfg.runtime.output_dir
+    started: list[str | None] = []
+    try:
+        with search_trial(hydra_cfg.sweep.dir, job_num) as trial:  # an Optuna search's trial, if any
+            outcome = pipeline.run(
+                cfg,
+                overrides=overrides,
+                parent_run_id=parent_run_id_for(hydra_cfg.sweep.dir),
+                extra_tags=sweep_tags(hydra_cfg.sweep.dir) | {"ltr.job_num": job_num},
+                varying=varying_keys_for(hydra_cfg.sweep.dir),
+                on_run_start=started.append,
+            )
+    except LtrUserError as exc:
+        log.error("job %s %s: %s", job_num, "failed" if started else "refused", exc)
+        record_job_error(job_dir, str(exc))
+        record_job_outcome(job_dir, "failed" if started else "refused")
+        return math.nan
+    except Exception as exc:
+        log.exception("job %s failed", job_num)
+        record_job_error(job_dir, f"{type(exc).__name__}: {exc}")
+        record_job_outcome(job_dir, "failed")
+        return math.nan
+    record_job_outcome(job_dir, "finished")
+    return trial.result(outcome.objective_value, outcome.metrics)
 
 
-_GRAMMAR = set(",[]{}()'\"$=:\\ ")
+def shell_completion(argv: list[str]) -> int:
+    """Hydra's ``-sc install=bash``: the script of ``ltr completion bash`` (Hydra's own would
+    register ``ltr`` and ``train`` as two commands); other ``-sc`` uses are refused in one line."""
+    from ltr.cli.main import VERBS
 
-
-def quote_non_ascii(override: str) -> str:
-    """``key=value`` with a non-ASCII value (``data.train=/data/données/train.txt``) quoted, as
-    Hydra's override grammar needs; values with grammar characters (sweeps, lists) are left to
-    the user (and get a one-line hint when Hydra refuses them)."""
-    key, sep, value = override.partition("=")
-    if not sep or value.isascii() or _GRAMMAR & set(value) or key.startswith("-"):
-        return override
-    return f"{key}='{value}'"
+    if "install=bash" in argv:
+        print(bash_script(VERBS), end="")
+        return 0
+    raise LtrUserError(
+        "shell completion of ltr: ltr completion bash > ~/.ltr-completion.bash && "
+        "echo 'source ~/.ltr-completion.bash' >> ~/.bashrc (bash only)"
+    )
 
 
 def main(argv: list[str]) -> int:
     """``ltr train ARGV``: run the Hydra app; config mistakes become one-line `LtrUserError`s."""
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises; ltr.cli.main prints one line
+    if any(arg in ("-sc", "--shell-completion") or arg.startswith("--shell-completion=") for arg in argv):
+        return shell_completion(argv)
     argv = [quote_non_ascii(arg) for arg in argv]
     sys.argv = ["ltr train", *argv]
     try:
         job()
         raise_if_stop_requested()  # stopped after the run ended: exit 130 / 143 all the same
-    except _UserErrorInJob as wrapped:
+    except (_UserErrorInJob, SweepRefused) as wrapped:
         raise wrapped.error from None
+    except SweepEnded as ended:
+        raise_if_stop_requested()
+        print(ended.line, file=sys.stderr if ended.code else sys.stdout)
+        return ended.code
     except (HydraException, OmegaConfBaseException) as exc:
-        message = one_line(exc)
-        if "LexerNoViableAlt" in message and not all(arg.isascii() for arg in argv):
-            message += " (quote a value with non-ASCII characters: \"key='/path/données'\")"
-        raise LtrUserError(message) from exc
+        raise LtrUserError(user_message(exc, argv)) from exc
     return 0

@@ -22,7 +22,7 @@ from typing import Any
 
 from ltr.cli.args import OneLineParser
 from ltr.errors import LtrUserError
-from ltr.tracking import check_tracking_uri, resolve_tracking_uri
+from ltr.tracking import check_tracking_uri, find_tracking_uri
 from ltr.tracking.lifecycle import Terminated
 from ltr.tracking.mlflow_tracker import mark_model_training
 from ltr.tracking.store import open_client
@@ -85,7 +85,7 @@ def main(argv: list[str]) -> int:
     """``ltr ui [--port N] [--uri URI]``: check the port and the store, serve, print the links."""
     parser = OneLineParser(prog="ltr ui", description="MLflow UI on 127.0.0.1 for the local store")
     parser.add_argument("--port", type=int, default=UI_PORT)
-    parser.add_argument("--uri", default=None, help="tracking store (default: sqlite:///./mlflow.db)")
+    parser.add_argument("--uri", default=None, help="tracking store (default: $LTR_TRACKING_URI, $MLFLOW_TRACKING_URI, ./mlflow.db, the project root's mlflow.db)")
     args = parser.parse_args(argv)
     if not 1 <= args.port <= 65535:
         raise LtrUserError(f"--port {args.port} is not a TCP port (1-65535)")
@@ -96,7 +96,7 @@ def main(argv: list[str]) -> int:
             probe.bind(("127.0.0.1", args.port))
         except OSError as exc:
             raise LtrUserError(f"port {args.port} is in use ({exc.strerror}); pass --port with a free one") from exc
-    uri = resolve_tracking_uri(args.uri)
+    uri = find_tracking_uri(args.uri)
     db = sqlite_db_path(uri)
     if db is not None and not db.is_file():  # mlflow ui would create an empty store
         raise LtrUserError(f"no MLflow store at {db}; run `ltr train` first or pass --uri")

@@ -17,7 +17,7 @@ from scipy import stats
 from ltr.compare.comparison import Comparison, compare_runs
 from ltr.errors import LtrUserError
 from ltr.metrics import IdcgReport
-from ltr.tracking import resolve_tracking_uri
+from ltr.tracking import find_tracking_uri
 from ltr.tracking.runs import RunRecord, RunStore
 from ltr.tracking.sweep_summary import child_runs
 
@@ -25,8 +25,10 @@ from ltr.tracking.sweep_summary import child_runs
 FINGERPRINT_TAG = "ltr.data.fingerprint"
 #: Tags of the metric conventions runs must agree on. ``ltr.eval.k`` is not among them: runs
 #: with different cut-offs compare fine on a metric both have (a missing column is an error).
-CONVENTION_TAGS = ("ltr.eval.gain", "ltr.eval.ties", "ltr.eval.zero_idcg", "ltr.eval.strata")
+CONVENTION_TAGS = ("ltr.eval.gain", "ltr.eval.ties", "ltr.eval.zero_idcg", "ltr.eval.discount", "ltr.eval.strata")
 _MISSING = "(no tag)"
+#: What a run logged before a convention tag existed used (runs before ``eval.discount``).
+_TAG_DEFAULTS = {"ltr.eval.discount": "log2_rank_plus_1"}
 #: Tag of a cross-validation sweep's parent: the config key that picks the fold.
 CV_FOLD_KEY_TAG = "ltr.cv.fold_key"
 
@@ -66,7 +68,7 @@ def check_compatible(runs: Sequence[RunRecord], labels: Sequence[str], *, force:
     """
     notes: list[str] = []
     for tag in (FINGERPRINT_TAG, *CONVENTION_TAGS):
-        values = [r.tags.get(tag, _MISSING) for r in runs]
+        values = [r.tags.get(tag, _TAG_DEFAULTS.get(tag, _MISSING)) for r in runs]
         if len(set(values)) == 1:
             if tag == FINGERPRINT_TAG and values[0] == _MISSING:
                 notes.append(f"no run has a {tag} tag: cannot check they were evaluated on the same data")
@@ -142,7 +144,8 @@ def load_comparison(
         ``baseline``): the two latest finished runs of ``experiment``, the older one as baseline
     baseline : reference of the baseline; default the first of ``refs``. It may also appear in
         ``refs``; a run named twice is compared once.
-    tracking_uri : the store; default the one ``ltr train`` uses
+    tracking_uri : the store; default :func:`ltr.tracking.find_tracking_uri` (``$LTR_TRACKING_URI``,
+        ``$MLFLOW_TRACKING_URI``, ``./mlflow.db``, the project root's ``mlflow.db``)
     experiment, split, metrics, force, seed, n_resamples : as the CLI options
 
     Raises
@@ -155,7 +158,7 @@ def load_comparison(
         raise LtrUserError(f"--n-resamples={n_resamples} must be >= 1")
     if not metrics:
         raise LtrUserError("no metric to compare")
-    store = RunStore(resolve_tracking_uri(tracking_uri))
+    store = RunStore(find_tracking_uri(tracking_uri))
     if not refs and baseline is None:
         refs = [r.run_id for r in reversed(store.latest_runs(experiment=experiment, n=2))]
     runs: list[RunRecord] = []

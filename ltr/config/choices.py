@@ -3,7 +3,7 @@
 OmegaConf matches an Enum by member *name*, so every member's name is its value (``exp``,
 ``average``, ...). The members are ``StrEnum``s: they compare equal to, print as and are logged as
 their value. The metric conventions' own choices (:mod:`ltr.metrics.conventions`) are the source
-of ``Gain``, ``Ties``, ``ZeroIdcg`` and ``Preset``; a test keeps them equal.
+of ``Gain``, ``Ties``, ``ZeroIdcg``, ``Discount`` and ``Preset``; a test keeps them equal.
 """
 
 from __future__ import annotations
@@ -47,6 +47,14 @@ class ZeroIdcg(StrEnum):
     zero = "zero"
     one = "one"
     skip = "skip"
+
+
+class Discount(StrEnum):
+    """Position discount: ``log2_rank_plus_1`` (``1 / log2(rank + 1)``) or ``jarvelin``
+    (Järvelin and Kekäläinen's ``1 / max(1, log_b(rank))``, base ``eval.discount_base``)."""
+
+    log2_rank_plus_1 = "log2_rank_plus_1"
+    jarvelin = "jarvelin"
 
 
 class Preset(StrEnum):
@@ -101,3 +109,10 @@ class FileFormat(StrEnum):
     lightgbm = "lightgbm"
     parquet = "parquet"
     csv = "csv"
+
+
+class Direction(StrEnum):
+    """Which way a sweep optimises one ``optimized_metric`` key."""
+
+    maximize = "maximize"
+    minimize = "minimize"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from ltr.config.allowed import INT32_MAX, SEED_MAX, allowed
 from ltr.config.choices import FileFormat, RecipeKind
 
 
@@ -20,40 +21,40 @@ class DataConfig:
     #: Its rows are read by Dask workers, never by this process: needs ``trainer=dask``.
     read_by_workers: ClassVar[bool] = False
 
-    kind: str = "synthetic"
-    name: str = "synthetic"
+    kind: str = field(default="synthetic", metadata=allowed(min_len=1))
+    name: str = field(default="synthetic", metadata=allowed(min_len=1))
     # long-tail exposure: the feature whose values are the items' popularity (null: not measured);
-    # items below its tail_quantile (null: 0.8) in a split are the tail (ltr.metrics.exposure)
-    popularity_feature: str | None = None
-    tail_quantile: float | None = None
+    # items below its tail_quantile (null: 0.8) in a split are the tail (ltr.metrics.tail)
+    popularity_feature: str | None = field(default=None, metadata=allowed(min_len=1))
+    tail_quantile: float | None = field(default=None, metadata=allowed(gt=0, lt=1))
 
 
 @dataclass
 class SyntheticDataConfig(DataConfig):
     """The built-in seeded generator (``ltr.data.synthetic``); nothing is downloaded."""
 
-    kind: str = "synthetic"
-    name: str = "synthetic"
-    n_queries: int = 3000
-    n_informative: int = 8
-    n_noise: int = 8
+    kind: str = field(default="synthetic", metadata=allowed(min_len=1))
+    name: str = field(default="synthetic", metadata=allowed(min_len=1))
+    n_queries: int = field(default=3000, metadata=allowed(ge=3, le=10**8, note="one per split at least"))
+    n_informative: int = field(default=8, metadata=allowed(ge=1, le=10**5))
+    n_noise: int = field(default=8, metadata=allowed(ge=0, le=10**5))
     # list lengths: share of queries in 1-10, 11-50 and 51-max_list_len (must sum to 1)
-    short_share: float = 0.45
-    medium_share: float = 0.40
-    long_share: float = 0.15
-    max_list_len: int = 200
-    all_zero_share: float = 0.08
-    noise: float = 1.0
-    seed: int | None = None  # None: use the experiment's seed
+    short_share: float = field(default=0.45, metadata=allowed(ge=0, le=1))
+    medium_share: float = field(default=0.40, metadata=allowed(ge=0, le=1))
+    long_share: float = field(default=0.15, metadata=allowed(ge=0, le=1))
+    max_list_len: int = field(default=200, metadata=allowed(ge=51, le=10**6, note="covers the 51+ stratum"))
+    all_zero_share: float = field(default=0.08, metadata=allowed(ge=0, le=1))
+    noise: float = field(default=1.0, metadata=allowed(ge=0))
+    seed: int | None = field(default=None, metadata=allowed(ge=0, le=SEED_MAX))  # None: the experiment's seed
 
 
 @dataclass
 class LabelRuleConfig:
     """One rule of a ``rules`` recipe: rows whose behaviour ``column`` is ``>= min`` get ``grade``."""
 
-    column: str = "???"  # a behaviour column: click, dwell, cart, purchase (synthetic_clicks)
-    min: float = 1.0
-    grade: int = 1
+    column: str = field(default="???", metadata=allowed(min_len=1))  # a behaviour column: click, dwell, cart, purchase (synthetic_clicks)
+    min: float = field(default=1.0, metadata=allowed())
+    grade: int = field(default=1, metadata=allowed(ge=0, le=INT32_MAX))
 
 
 @dataclass
@@ -67,10 +68,10 @@ class LabelRecipeConfig:
     """
 
     kind: RecipeKind = RecipeKind.rules
-    rules: list[LabelRuleConfig] = field(default_factory=list)
-    default: int = 0
-    weights: dict[str, float] = field(default_factory=dict)
-    thresholds: list[float] = field(default_factory=list)
+    rules: list[LabelRuleConfig] = field(default_factory=list, metadata=allowed())
+    default: int = field(default=0, metadata=allowed(ge=0, le=INT32_MAX))
+    weights: dict[str, float] = field(default_factory=dict, metadata=allowed(free=True))
+    thresholds: list[float] = field(default_factory=list, metadata=allowed())
 
 
 def _default_recipes() -> dict[str, LabelRecipeConfig]:
@@ -113,26 +114,27 @@ class SyntheticClicksDataConfig(SyntheticDataConfig):
     purchase with probability ``purchase_base + (purchase_max - purchase_base) * g / 4``.
     """
 
-    kind: str = "synthetic_clicks"
-    name: str = "synthetic_clicks"
-    train_labels: str = "clicks"  # relevance | clicks | a name in label_recipes
-    valid_labels: str = "relevance"  # relevance | clicks | a name in label_recipes
-    eval_labels: str = "relevance"  # relevance | clicks | a name in label_recipes
-    label_recipes: dict[str, LabelRecipeConfig] = field(default_factory=_default_recipes)
-    popularity_feature: str | None = "popularity"
-    examination_eta: float = 1.0
-    click_noise: float = 0.05
-    click_max: float = 1.0
-    logger_popularity: float = 2.0
-    logger_noise: float = 0.5
-    randomized_share: float = 0.0
-    dwell_seconds: float = 8.0  # median dwell of a grade-0 click, > 0
-    dwell_per_grade: float = 0.5  # log-seconds added per grade
-    dwell_sigma: float = 0.6  # >= 0
-    cart_base: float = 0.01  # 0 <= cart_base <= cart_max <= 1
-    cart_max: float = 0.5
-    purchase_base: float = 0.1  # 0 <= purchase_base <= purchase_max <= 1
-    purchase_max: float = 0.7
+    kind: str = field(default="synthetic_clicks", metadata=allowed(min_len=1))
+    name: str = field(default="synthetic_clicks", metadata=allowed(min_len=1))
+    # relevance | clicks | a name in label_recipes (checked against label_recipes in ltr.experiment.checks)
+    train_labels: str = field(default="clicks", metadata=allowed(min_len=1, note="a label source: relevance, clicks or a name in label_recipes"))
+    valid_labels: str = field(default="relevance", metadata=allowed(min_len=1, note="a label source: relevance, clicks or a name in label_recipes"))
+    eval_labels: str = field(default="relevance", metadata=allowed(min_len=1, note="a label source: relevance, clicks or a name in label_recipes"))
+    label_recipes: dict[str, LabelRecipeConfig] = field(default_factory=_default_recipes, metadata=allowed(free=True))
+    popularity_feature: str | None = field(default="popularity", metadata=allowed(min_len=1))
+    examination_eta: float = field(default=1.0, metadata=allowed(ge=0))
+    click_noise: float = field(default=0.05, metadata=allowed(ge=0, le=1))
+    click_max: float = field(default=1.0, metadata=allowed(ge=0, le=1))
+    logger_popularity: float = field(default=2.0, metadata=allowed(ge=0))
+    logger_noise: float = field(default=0.5, metadata=allowed(ge=0))
+    randomized_share: float = field(default=0.0, metadata=allowed(ge=0, le=1))
+    dwell_seconds: float = field(default=8.0, metadata=allowed(gt=0))  # median dwell of a grade-0 click
+    dwell_per_grade: float = field(default=0.5, metadata=allowed(ge=-100, le=100))  # log-seconds added per grade
+    dwell_sigma: float = field(default=0.6, metadata=allowed(ge=0))
+    cart_base: float = field(default=0.01, metadata=allowed(ge=0, le=1))  # cart_base <= cart_max
+    cart_max: float = field(default=0.5, metadata=allowed(ge=0, le=1))
+    purchase_base: float = field(default=0.1, metadata=allowed(ge=0, le=1))  # purchase_base <= purchase_max
+    purchase_max: float = field(default=0.7, metadata=allowed(ge=0, le=1))
 
 
 @dataclass
@@ -152,14 +154,14 @@ class FileDataConfig(DataConfig):
     """
 
     integer_labels: bool = True
-    max_label: int | None = 30
-    max_list_len: int | None = 10000
-    n_features: int | None = None
+    max_label: int | None = field(default=30, metadata=allowed(ge=0, le=INT32_MAX))
+    max_list_len: int | None = field(default=10000, metadata=allowed(ge=1, le=INT32_MAX))
+    n_features: int | None = field(default=None, metadata=allowed(ge=1, le=INT32_MAX))
     cache: bool = True
-    cache_dir: str | None = None
-    cache_max_mb: int | None = 2048
+    cache_dir: str | None = field(default=None, metadata=allowed(min_len=1))
+    cache_max_mb: int | None = field(default=2048, metadata=allowed(ge=0, le=2**40))
     binned_cache: bool = True
-    binned_cache_max_mb: int | None = 4096
+    binned_cache_max_mb: int | None = field(default=4096, metadata=allowed(ge=0, le=2**40))
     progress: bool | None = None
 
 
@@ -172,10 +174,10 @@ class LetorDataConfig(FileDataConfig):
     query-level split of train (the ``split`` group's fractions).
     """
 
-    kind: str = "letor"
-    name: str = "letor"
-    root: str = "???"
-    fold: int | None = None
+    kind: str = field(default="letor", metadata=allowed(min_len=1))
+    name: str = field(default="letor", metadata=allowed(min_len=1))
+    root: str = field(default="???", metadata=allowed(min_len=1, exists=True))
+    fold: int | None = field(default=None, metadata=allowed(ge=1, le=1000))
 
 
 @dataclass
@@ -184,11 +186,11 @@ class SvmlightDataConfig(FileDataConfig):
     Parquet, CSV; chosen by extension and content). Only ``train`` is required; missing splits are
     cut from train by query."""
 
-    kind: str = "svmlight"
-    name: str = "svmlight"
-    train: str = "???"
-    valid: str | None = None
-    test: str | None = None
+    kind: str = field(default="svmlight", metadata=allowed(min_len=1))
+    name: str = field(default="svmlight", metadata=allowed(min_len=1))
+    train: str = field(default="???", metadata=allowed(min_len=1, exists=True))
+    valid: str | None = field(default=None, metadata=allowed(min_len=1, exists=True))
+    test: str | None = field(default=None, metadata=allowed(min_len=1, exists=True))
     format: FileFormat = FileFormat.auto
 
 
@@ -199,15 +201,18 @@ class ParquetDataConfig(SvmlightDataConfig):
     ``feature_columns`` null: every column but the qid, label and position columns (all must be
     numeric). ``position_column``: a column of logged 0-based positions (0 = shown first, one
     integer >= 0 per row) for ``model.position_bias=true``; never a feature. Null: no positions.
+    ``doc_id_column``: a column naming every row's document (kept as text, never a feature; the
+    per-query tables then name each query's top-ranked document). Null: no doc ids.
     """
 
-    kind: str = "parquet"
-    name: str = "parquet"
-    qid_column: str = "qid"
-    label_column: str = "label"
-    feature_columns: list[str] | None = None
-    delimiter: str | None = None  # CSV only; null: tab for .tsv, else comma
-    position_column: str | None = None
+    kind: str = field(default="parquet", metadata=allowed(min_len=1))
+    name: str = field(default="parquet", metadata=allowed(min_len=1))
+    qid_column: str = field(default="qid", metadata=allowed(min_len=1))
+    label_column: str = field(default="label", metadata=allowed(min_len=1))
+    feature_columns: list[str] | None = field(default=None, metadata=allowed(min_len=1))
+    delimiter: str | None = field(default=None, metadata=allowed(min_len=1))  # CSV only; null: tab for .tsv, else comma
+    position_column: str | None = field(default=None, metadata=allowed(min_len=1))
+    doc_id_column: str | None = field(default=None, metadata=allowed(min_len=1))  # null: no doc ids; else a column naming each row's document
 
 
 def _mq_parts() -> list[str]:
@@ -223,12 +228,12 @@ class LetorPartsDataConfig(FileDataConfig):
     Fold1 train = S1+S2+S3, vali = S4, test = S5; Fold2 train = S2+S3+S4, vali = S5, test = S1; ...
     """
 
-    kind: str = "letor_parts"
-    name: str = "letor_parts"
-    root: str = "???"
-    fold: int = 1
-    parts: list[str] = field(default_factory=_mq_parts)
-    n_train_parts: int = 3
+    kind: str = field(default="letor_parts", metadata=allowed(min_len=1))
+    name: str = field(default="letor_parts", metadata=allowed(min_len=1))
+    root: str = field(default="???", metadata=allowed(min_len=1, exists=True))
+    fold: int = field(default=1, metadata=allowed(ge=1, le=1000))
+    parts: list[str] = field(default_factory=_mq_parts, metadata=allowed(min_len=2))
+    n_train_parts: int = field(default=3, metadata=allowed(ge=1, le=1000))
 
 
 @dataclass
@@ -244,11 +249,14 @@ class ParquetPartitionsDataConfig(DataConfig):
     #: Its rows are read by Dask workers, never by this process: needs ``trainer=dask``.
     read_by_workers: ClassVar[bool] = True
 
-    kind: str = "parquet_partitions"
-    name: str = "parquet_partitions"
-    root: str = "???"
-    qid_column: str = "qid"
-    label_column: str = "label"
+    kind: str = field(default="parquet_partitions", metadata=allowed(min_len=1))
+    name: str = field(default="parquet_partitions", metadata=allowed(min_len=1))
+    root: str = field(default="???", metadata=allowed(min_len=1, exists=True))
+    qid_column: str = field(default="qid", metadata=allowed(min_len=1))
+    label_column: str = field(default="label", metadata=allowed(min_len=1))
+    # the column of document ids (``ltr partition`` writes it when the data has them); files
+    # without it have none; null: no column is read as doc ids
+    doc_id_column: str | None = field(default="doc_id", metadata=allowed(min_len=1))
 
 
 @dataclass
@@ -261,11 +269,11 @@ class SplitConfig:
     missing split is held out of train with ``valid_fraction`` (or ``test_fraction``).
     """
 
-    valid_fraction: float = 0.2
-    test_fraction: float = 0.2
-    seed: int | None = None  # None: use the experiment's seed
-    n_folds: int | None = None
-    fold: int = 1
+    valid_fraction: float = field(default=0.2, metadata=allowed(gt=0, lt=1))
+    test_fraction: float = field(default=0.2, metadata=allowed(gt=0, lt=1))
+    seed: int | None = field(default=None, metadata=allowed(ge=0, le=SEED_MAX))  # None: the experiment's seed
+    n_folds: int | None = field(default=None, metadata=allowed(ge=2, le=10**6))
+    fold: int = field(default=1, metadata=allowed(ge=1, le=10**6))
 
 
 #: Options of the ``data`` config group and their schemas; ``ltr.config.store.register_configs``

@@ -11,7 +11,10 @@ from typing import Any
 
 from omegaconf import MISSING
 
+from ltr.config.allowed import INT32_MAX, SEED_MAX, allowed
 from ltr.config.choices import (
+    Direction,
+    Discount,
     Estimator,
     Gain,
     Preset,
@@ -23,45 +26,48 @@ from ltr.config.choices import (
     ZeroIdcg,
 )
 
+#: The splits ``eval.splits`` may name.
+EVAL_SPLITS = ("train", "valid", "test")
+
 
 @dataclass
 class ModelConfig:
     """A LightGBM model. ``estimator`` picks ``LGBMRanker`` or ``LGBMRegressor`` (pointwise)."""
 
-    name: str = "lambdarank"
+    name: str = field(default="lambdarank", metadata=allowed(min_len=1))
     estimator: Estimator = Estimator.ranker
-    objective: str = "lambdarank"
-    learning_rate: float = 0.05
-    num_leaves: int = 31
-    max_depth: int = -1
-    min_child_samples: int = 20
-    min_child_weight: float = 1e-3
-    subsample: float = 1.0
-    subsample_freq: int = 0
-    colsample_bytree: float = 1.0
-    reg_alpha: float = 0.0
-    reg_lambda: float = 0.0
-    max_bin: int = 255
-    lambdarank_truncation_level: int | None = None
+    objective: str = field(default="lambdarank", metadata=allowed(min_len=1))
+    learning_rate: float = field(default=0.05, metadata=allowed(gt=0))
+    num_leaves: int = field(default=31, metadata=allowed(ge=2, le=131072))  # LightGBM's limits
+    max_depth: int = field(default=-1, metadata=allowed(ge=-1, le=INT32_MAX, note="<= 0: no limit"))
+    min_child_samples: int = field(default=20, metadata=allowed(ge=0, le=INT32_MAX))
+    min_child_weight: float = field(default=1e-3, metadata=allowed(ge=0))
+    subsample: float = field(default=1.0, metadata=allowed(gt=0, le=1))
+    subsample_freq: int = field(default=0, metadata=allowed(ge=0, le=INT32_MAX, note="0: no bagging"))
+    colsample_bytree: float = field(default=1.0, metadata=allowed(gt=0, le=1))
+    reg_alpha: float = field(default=0.0, metadata=allowed(ge=0))
+    reg_lambda: float = field(default=0.0, metadata=allowed(ge=0))
+    max_bin: int = field(default=255, metadata=allowed(ge=2, le=INT32_MAX))
+    lambdarank_truncation_level: int | None = field(default=None, metadata=allowed(ge=1, le=INT32_MAX))
     lambdarank_norm: bool | None = None
-    label_gain: list[float] | None = None
+    label_gain: list[float] | None = field(default=None, metadata=allowed(ge=0, min_len=1))
     # Learn the position bias jointly (unbiased lambdarank; needs objective=lambdarank and data
     # with positions, e.g. data=synthetic_clicks); trains through lgb.train.
     position_bias: bool = False
     # Any other LightGBM parameter by its LightGBM name, e.g. model.params.path_smooth=0.1
-    params: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict, metadata=allowed(free=True))
 
 
 @dataclass
 class FitConfig:
     """Boosting rounds and early stopping (on the validation split)."""
 
-    num_boost_round: int = 1000
-    early_stopping_rounds: int | None = 50  # None: no early stopping
+    num_boost_round: int = field(default=1000, metadata=allowed(ge=1, le=INT32_MAX))
+    early_stopping_rounds: int | None = field(default=50, metadata=allowed(ge=1, le=INT32_MAX))  # None: no early stopping
     # watched on valid: ndcg_at_K (ours, the run's eval conventions) or ndcg@K (LightGBM's own),
     # K in eval.k; None: ndcg_at_<max(eval.k)>
-    early_stopping_metric: str | None = None
-    num_threads: int = 0  # 0: LightGBM's default (all cores); else >= 1
+    early_stopping_metric: str | None = field(default=None, metadata=allowed(min_len=1))
+    num_threads: int = field(default=0, metadata=allowed(ge=0, le=4096, note="0: all cores"))
     show_progress: bool = True
     # a sweep's next job in this process reuses the binned data when data and binning match
     reuse_binned_data: bool = True
@@ -78,11 +84,11 @@ class ClickEvalConfig:
 
     enabled: bool = True
     propensity: Propensity = Propensity.config
-    propensities: list[float] | None = None  # per 0-based position; the last one extends
-    min_propensity: float = 0.01
+    propensities: list[float] | None = field(default=None, metadata=allowed(gt=0, le=1, min_len=1))  # per 0-based position; the last one extends
+    min_propensity: float = field(default=0.01, metadata=allowed(gt=0, le=1))
     # the online click-through rate of the run's ranking under the data's click model (what an
     # A/B test would see): sessions simulated per query; 0 turns it off
-    online_sessions: int = 20
+    online_sessions: int = field(default=20, metadata=allowed(ge=0, le=10**6, note="0: off"))
 
 
 @dataclass
@@ -105,13 +111,13 @@ class RerankConfig:
     """
 
     kind: RerankKind = RerankKind.none
-    alpha: float = 0.3
+    alpha: float = field(default=0.3, metadata=allowed(ge=0, le=1, note="0: the model's order"))
     similarity: Similarity = Similarity.cosine
-    features: list[int] | None = None
-    category_feature: int | None = None
-    category_bins: int | None = None
-    depth: int | None = None
-    alpha_ndcg_alpha: float = 0.5
+    features: list[int] | None = field(default=None, metadata=allowed(ge=0, le=INT32_MAX, min_len=1, note="0-based columns"))
+    category_feature: int | None = field(default=None, metadata=allowed(ge=0, le=INT32_MAX, note="a 0-based column"))
+    category_bins: int | None = field(default=None, metadata=allowed(ge=2, le=10**6))
+    depth: int | None = field(default=None, metadata=allowed(ge=1, le=INT32_MAX))
+    alpha_ndcg_alpha: float = field(default=0.5, metadata=allowed(ge=0, lt=1))
 
 
 @dataclass
@@ -123,18 +129,21 @@ class EvalConfig:
     average / zero); a field that is set wins over the preset.
     """
 
-    k: list[int] = field(default_factory=lambda: [5, 10])
+    k: list[int] = field(default_factory=lambda: [5, 10], metadata=allowed(ge=1, le=INT32_MAX, min_len=1))
     preset: Preset | None = None
     gain: Gain | None = None
-    label_gain: list[float] | None = None
+    label_gain: list[float] | None = field(default=None, metadata=allowed(ge=0, min_len=1))
     ties: Ties | None = None
     zero_idcg: ZeroIdcg | None = None
-    rel_threshold: int = 1
-    strata: list[int] = field(default_factory=lambda: [1, 11, 51])  # lower edges of the strata
-    idcg_bins: int = 30
-    splits: list[str] = field(default_factory=lambda: ["valid", "test"])
+    rel_threshold: int = field(default=1, metadata=allowed(ge=0, le=INT32_MAX))  # binary relevance (P, R, AP, RR): label >= this
+    # position discount of DCG/IDCG/NDCG and the per-round curves; jarvelin's base: discount_base
+    discount: Discount = Discount.log2_rank_plus_1
+    discount_base: float = field(default=2.0, metadata=allowed(gt=1, le=1e6))
+    strata: list[int] = field(default_factory=lambda: [1, 11, 51], metadata=allowed(ge=1, le=INT32_MAX, min_len=1))  # lower edges
+    idcg_bins: int = field(default=30, metadata=allowed(ge=1, le=10**6))
+    splits: list[str] = field(default_factory=lambda: ["valid", "test"], metadata=allowed(min_len=1, choices=EVAL_SPLITS))
     # weighted sums of per-query metrics, e.g. {ndcg_blend: {ndcg_at_3: 0.4, ndcg_at_10: 0.6}}
-    composite: dict[str, dict[str, float]] = field(default_factory=dict)
+    composite: dict[str, dict[str, float]] = field(default_factory=dict, metadata=allowed(free=True))
     clicks: ClickEvalConfig = field(default_factory=ClickEvalConfig)
 
 
@@ -143,9 +152,9 @@ class TrackingConfig:
     """Where runs go. ``uri=None``: ``sqlite:///<cwd>/mlflow.db`` with artifacts beside it."""
 
     enabled: bool = True
-    uri: str | None = None
-    experiment: str = "ltr"
-    run_name: str | None = None  # None: made from the overrides
+    uri: str | None = field(default=None, metadata=allowed(min_len=1, note="checked by ltr.tracking.check_tracking_uri"))
+    experiment: str = field(default="ltr", metadata=allowed(min_len=1))
+    run_name: str | None = field(default=None, metadata=allowed(min_len=1))  # None: made from the overrides
     log_model: bool = True  # also log the booster as an MLflow model (mlflow.pyfunc.load_model)
 
 
@@ -155,10 +164,10 @@ class TrainerConfig:
 
     kind: TrainerKind = TrainerKind.local
     # dask only: a scheduler address (tcp://host:8786), or None for a LocalCluster on this machine
-    scheduler_address: str | None = None
-    n_workers: int = 2
-    threads_per_worker: int = 1
-    n_partitions: int | None = None  # partitions of whole queries per split; None: one per worker
+    scheduler_address: str | None = field(default=None, metadata=allowed(min_len=1))
+    n_workers: int = field(default=2, metadata=allowed(ge=1, le=4096))
+    threads_per_worker: int = field(default=1, metadata=allowed(ge=1, le=4096))
+    n_partitions: int | None = field(default=None, metadata=allowed(ge=1, le=10**6))  # per split; None: one per worker
 
 
 @dataclass
@@ -169,17 +178,36 @@ class CvConfig:
     sweep's parent run reports every metric's mean and standard deviation over the folds.
     """
 
-    fold_key: str | None = None
+    fold_key: str | None = field(default=None, metadata=allowed(min_len=1))
+
+
+@dataclass
+class SweepConfig:
+    """What a sweep's parent run judges its jobs by, for grids and searches alike (README:
+    "Searches: several objectives, guardrails, pruning").
+
+    ``directions``: one per ``optimized_metric`` key (``maximize`` / ``minimize``); None:
+    maximise each. ``constraints``: guardrails a job must meet to count as the sweep's best,
+    each ``"<metric key> <op> <number | baseline>"`` with op one of ``>= <= > <``, e.g.
+    ``"valid/ild_at_10 >= 0.30"``, ``"valid/ndcg_at_10/len_51_plus >= baseline"``.
+    ``baseline``: the run ``baseline`` means (a run id, name or id prefix in the experiment);
+    None: the sweep's first job (job 0).
+    """
+
+    directions: list[Direction] | None = field(default=None, metadata=allowed(min_len=1))
+    constraints: list[str] = field(default_factory=list, metadata=allowed(note="each '<key> <op> <number | baseline>'"))
+    baseline: str | None = field(default=None, metadata=allowed(min_len=1))
 
 
 @dataclass
 class TrainConfig:
     """The composed config of ``ltr train``."""
 
-    seed: int = 42
+    seed: int = field(default=42, metadata=allowed(ge=0, le=SEED_MAX))
     # The value ``ltr train`` returns to a sweeper (maximised): a metric key the run logs, e.g.
     # valid/ndcg_at_10 or valid/ndcg_at_10/len_51_plus; None: valid/ndcg_at_<max(eval.k)>.
-    optimized_metric: str | None = None
+    # A list of keys is a multi-objective search (sweep.directions; the first key is the primary).
+    optimized_metric: Any = field(default=None, metadata=allowed(free=True, note="a metric key the run logs, or a list of two"))
     data: Any = MISSING
     split: Any = MISSING
     model: ModelConfig = MISSING
@@ -189,3 +217,4 @@ class TrainConfig:
     trainer: TrainerConfig = MISSING
     rerank: RerankConfig = MISSING
     cv: CvConfig = field(default_factory=CvConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)

@@ -17,6 +17,7 @@ from ltr.config.schema import (
     TrainConfig,
     TrainerConfig,
 )
+from ltr.config.sweeper import register_sweeper_config
 
 __all__ = ["register_configs"]
 
@@ -33,6 +34,7 @@ def register_configs() -> None:
     OmegaConf.register_new_resolver("ltr_unique", _unique_suffix, use_cache=True, replace=True)
     cs = ConfigStore.instance()
     cs.store(name="train_schema", node=TrainConfig)
+    register_sweeper_config()  # hydra/sweeper=optuna: ltr's own Optuna sweeper
     for name, cls in DATA_OPTIONS.items():
         cs.store(group="data", name=f"{name}_schema", node=cls)
     cs.store(group="split", name="split_schema", node=SplitConfig)

@@ -71,7 +71,7 @@ def ndcg_sums_per_round(
     for i, tree in enumerate(tree_outputs(booster, features, n_rounds)):
         raw += tree
         for c, convention in enumerate(conventions):
-            ndcg = measure_arrays(labels, raw, offsets, ks=ks, conventions=convention).ndcg
+            ndcg = measure_arrays(labels, raw, offsets, ks=ks, conventions=convention, full_ap=False).ndcg
             known = ~np.isnan(ndcg)
             sums[c, i] = np.where(known, ndcg, 0.0).sum(axis=0)
             counts[c, i] = known.sum(axis=0)

@@ -2,7 +2,8 @@
 
 Layout (what :func:`write_query_partitions` writes and :func:`read_query_partitions` reads):
 one file per partition, ``part-00000.parquet``, ``part-00001.parquet``, ... in query order;
-columns ``qid`` (int64), ``label`` (int32) and the feature columns (float32, in order). Every
+columns ``qid`` (int64), ``label`` (int32), optionally ``doc_id`` (text: the rows' document ids,
+never a feature) and the feature columns (float32, in order). Every
 file holds whole queries: the rows of a query are contiguous within one file, and no qid appears
 in two files (both are checked when reading).
 
@@ -21,6 +22,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from ltr.dask.partitions import PartitionedSplit, PartTuple, from_part_futures, sorted_workers
+from ltr.data import doc_ids as doc_id_arrays
 from ltr.data.query_parts import write_query_partitions
 from ltr.errors import DataError
 
@@ -29,9 +31,13 @@ log = logging.getLogger(__name__)
 __all__ = ["read_query_partitions", "write_query_partitions"]
 
 
-def read_part(path: str, qid_column: str, label_column: str, feature_columns: list[str]) -> PartTuple:
-    """Read one file of whole queries into ``(features, labels, group_sizes, qids)`` (on a worker)."""
-    table = pq.read_table(path, columns=[qid_column, label_column, *feature_columns])
+def read_part(
+    path: str, qid_column: str, label_column: str, feature_columns: list[str], doc_id_column: str | None = None
+) -> PartTuple:
+    """Read one file of whole queries into ``(features, labels, group_sizes, qids, doc_ids)`` (on a
+    worker); ``doc_ids`` is None without a ``doc_id_column``."""
+    extra = [] if doc_id_column is None else [doc_id_column]
+    table = pq.read_table(path, columns=[qid_column, label_column, *feature_columns, *extra])
     n_rows = table.num_rows
     if n_rows == 0:
         raise DataError(f"{path} holds no rows")
@@ -47,7 +53,13 @@ def read_part(path: str, qid_column: str, label_column: str, feature_columns: li
         qid = unique[np.argmax(counts > 1)]
         raise DataError(f"the rows of qid {qid} in {path} are not contiguous; group each query's rows together")
     group_sizes = np.diff(np.concatenate([starts, [n_rows]])).astype(np.int64)
-    return features, labels, group_sizes, qids
+    doc_ids = None
+    if doc_id_column is not None:
+        try:
+            doc_ids = doc_id_arrays.from_arrow(table.column(doc_id_column))
+        except ValueError as exc:
+            raise DataError(f"doc id column {doc_id_column!r} of {path}: {exc}") from None
+    return features, labels, group_sizes, qids, doc_ids
 
 
 def _sizes(part: PartTuple) -> tuple[int, int]:
@@ -64,6 +76,7 @@ def read_query_partitions(
     *,
     qid_column: str = "qid",
     label_column: str = "label",
+    doc_id_column: str | None = "doc_id",
 ) -> PartitionedSplit:
     """Have the workers read ``directory/*.parquet`` as one partition per file.
 
@@ -73,6 +86,8 @@ def read_query_partitions(
     directory : a directory of Parquet files of whole queries (see the module docstring)
     qid_column, label_column : names of the qid and label columns; every other column is a
         feature, in the order of the first file's schema
+    doc_id_column : the column of document ids, when the files have it (not a feature); the
+        split then carries them (None: no such column)
 
     Returns
     -------
@@ -95,14 +110,16 @@ def read_query_partitions(
     for name in (qid_column, label_column):
         if name not in schema.names:
             raise DataError(f"{paths[0]} has no column {name!r}; columns: {', '.join(schema.names)}")
-    features = [n for n in schema.names if n not in (qid_column, label_column)]
+    if doc_id_column is not None and doc_id_column not in schema.names:
+        doc_id_column = None  # the files have no doc ids
+    features = [n for n in schema.names if n not in (qid_column, label_column, doc_id_column)]
     for path in paths[1:]:
         if pq.read_schema(path).names != schema.names:
             raise DataError(f"{path} has other columns than {paths[0]}")
     workers = sorted_workers(client)
     futures = [
         client.submit(
-            read_part, str(path), qid_column, label_column, features,
+            read_part, str(path), qid_column, label_column, features, doc_id_column,
             workers=[workers[i % len(workers)]], pure=False,
         )
         for i, path in enumerate(paths)
@@ -122,4 +139,5 @@ def read_query_partitions(
         n_queries=[s[1] for s in sizes],
         n_features=len(features),
         feature_names=tuple(features),
+        has_doc_ids=doc_id_column is not None,
     )

@@ -37,6 +37,7 @@ from ltr.errors import DataError, LtrUserError
 from ltr.metrics import MetricConventions, Strata, per_query_table
 from ltr.metrics.gap import LightgbmGap, gap_from_parts, gap_parts
 from ltr.metrics.table import largest_gain
+from ltr.metrics.top import with_top_doc_ids
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,7 @@ def partitions_fingerprint(data: ParquetPartitionsDataConfig, trainer: TrainerCo
             meta = pq.read_metadata(path)
             files.append({"path": f"{split}/{path.name}", "bytes": path.stat().st_size, "rows": meta.num_rows})
         names = pq.read_schema(sorted(directory.glob("*.parquet"))[0]).names
-        n_features = len([n for n in names if n not in (data.qid_column, data.label_column)])
+        n_features = len([n for n in names if n not in (data.qid_column, data.label_column, _doc_id_column(data))])
         entry = json.dumps(files, sort_keys=True)
         h.update(split.encode())
         h.update(entry.encode())
@@ -95,6 +96,7 @@ def _tables_block(
     labels: NDArray[np.int32],
     group_sizes: NDArray[np.int64],
     qids: NDArray[np.int64],
+    doc_ids: NDArray[np.object_] | None,
     model_text: str,
     num_iteration: int,
     ks: tuple[int, ...],
@@ -109,6 +111,7 @@ def _tables_block(
     table = per_query_table(
         labels, scores, offsets, qids, ks=ks, conventions=conventions, strata=strata, max_gain=max_gain
     )
+    table = with_top_doc_ids(table, doc_ids, scores, offsets, labels=labels, ties=conventions.ties)
     return table, gap_parts(labels, scores, offsets, qids, gap_k, conventions)
 
 
@@ -135,9 +138,10 @@ def partitioned_tables(
     model = client.scatter(booster.model_to_string(num_iteration=-1), broadcast=True, hash=False)
     blocks = [
         delayed(_tables_block, pure=True)(
-            features, labels, groups, qids, model, num_iteration, tuple(ks), conventions, strata, max_gain, gap_k
+            features, labels, groups, qids, doc_ids, model, num_iteration, tuple(ks), conventions, strata,
+            max_gain, gap_k,
         )
-        for features, labels, groups, qids in parts
+        for (features, labels, groups, qids), doc_ids in zip(parts, split.doc_id_blocks(), strict=True)
     ]
     results = client.gather(client.compute(blocks))
     table = pd.concat([r[0] for r in results], ignore_index=True)
@@ -164,7 +168,8 @@ def fit_partitioned_tables(
         t = time.perf_counter()
         parts = {
             split: read_query_partitions(
-                client, directory, qid_column=str(cfg.data.qid_column), label_column=str(cfg.data.label_column)
+                client, directory, qid_column=str(cfg.data.qid_column), label_column=str(cfg.data.label_column),
+                doc_id_column=_doc_id_column(cfg.data),
             )
             for split, directory in dirs.items()
         }
@@ -192,3 +197,20 @@ def fit_partitioned_tables(
             )
         timings["evaluate_tables"] = time.perf_counter() - t
     return result, tables, gaps, timings
+
+
+def first_rows(data: ParquetPartitionsDataConfig, split: str, n_rows: int) -> NDArray[np.float32]:
+    """The feature columns (all but the qid, label and document id columns, in file order) of the first
+    ``n_rows`` rows of ``split``'s first partition file, as float32 (the logged model's input
+    example); reads one row group's worth at most."""
+    path = sorted((Path(str(data.root)) / split).glob("*.parquet"))[0]
+    reader = pq.ParquetFile(path)
+    names = [n for n in reader.schema_arrow.names if n not in (data.qid_column, data.label_column, _doc_id_column(data))]
+    batch = next(reader.iter_batches(batch_size=n_rows, columns=names))
+    return np.column_stack([batch.column(name).to_numpy(zero_copy_only=False) for name in names]).astype(np.float32)
+
+
+def _doc_id_column(data: Any) -> str | None:
+    """The column of document ids of the partition files (``data.doc_id_column``)."""
+    value = getattr(data, "doc_id_column", None)
+    return None if value is None else str(value)

@@ -26,8 +26,10 @@ from numpy.typing import NDArray
 from ltr.data.query_parts import query_partition_bounds
 from ltr.data.ranking_data import RankingData
 
-# One partition on a worker: (features, labels, group_sizes, qids).
-PartTuple = tuple[NDArray[np.float32], NDArray[np.int32], NDArray[np.int64], NDArray[np.int64]]
+# One partition on a worker: (features, labels, group_sizes, qids, doc_ids or None).
+PartTuple = tuple[
+    NDArray[np.float32], NDArray[np.int32], NDArray[np.int64], NDArray[np.int64], NDArray[np.object_] | None
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +38,7 @@ class PartitionedSplit:
 
     ``features`` float32 (n_rows, n_features), ``labels`` int32 (n_rows,), ``group_sizes`` int64
     (n_queries,), ``qids`` int64 (n_queries,); chunk ``i`` of each belongs to partition ``i``.
+    ``doc_ids`` (object, (n_rows,), chunked like ``labels``) when the partitions have doc ids.
     """
 
     features: da.Array
@@ -43,6 +46,7 @@ class PartitionedSplit:
     group_sizes: da.Array
     qids: da.Array
     feature_names: tuple[str, ...] = ()
+    doc_ids: da.Array | None = None
 
     def __post_init__(self) -> None:
         rows, queries = self.labels.chunks[0], self.group_sizes.chunks[0]
@@ -67,6 +71,13 @@ class PartitionedSplit:
     def n_features(self) -> int:
         return int(self.features.shape[1])
 
+    def doc_id_blocks(self) -> list[Any]:
+        """Per partition the delayed block of doc ids, or None when the split has none."""
+        if self.doc_ids is None:
+            return [None] * self.n_partitions
+        blocks: list[Any] = self.doc_ids.to_delayed().ravel().tolist()  # type: ignore[no-untyped-call]
+        return blocks
+
     def partitions(self) -> list[tuple[Any, Any, Any, Any]]:
         """Per partition the delayed blocks ``(features, labels, group_sizes, qids)``."""
         return list(
@@ -87,18 +98,19 @@ def from_part_futures(
     n_queries: Sequence[int],
     n_features: int,
     feature_names: tuple[str, ...] = (),
+    has_doc_ids: bool = False,
 ) -> PartitionedSplit:
     """A :class:`PartitionedSplit` from futures of :data:`PartTuple`, one per partition.
 
     ``n_rows[i]`` and ``n_queries[i]`` must be the sizes of partition ``i`` (the arrays' chunk
-    sizes); nothing is computed here.
+    sizes); ``has_doc_ids``: every part's doc ids are an array (else None). Nothing is computed here.
     """
     getitem = delayed(operator.getitem, pure=True)
 
     def column(i: int, shape: tuple[int, ...], dtype: type[np.generic]) -> da.Array:
         blocks = [
             da.from_delayed(getitem(fut, i), shape=(n, *shape), dtype=dtype)  # type: ignore[no-untyped-call]
-            for fut, n in zip(futures, n_rows if i < 2 else n_queries, strict=True)
+            for fut, n in zip(futures, n_rows if i in (0, 1, 4) else n_queries, strict=True)
         ]
         stacked: da.Array = da.concatenate(blocks, axis=0)  # type: ignore[no-untyped-call]
         return stacked
@@ -109,6 +121,7 @@ def from_part_futures(
         group_sizes=column(2, (), np.int64),
         qids=column(3, (), np.int64),
         feature_names=feature_names,
+        doc_ids=column(4, (), np.object_) if has_doc_ids else None,
     )
 
 
@@ -137,6 +150,7 @@ def scatter_ranking_data(client: Any, data: RankingData, *, n_partitions: int) -
             np.ascontiguousarray(data.labels[r0:r1]),
             np.diff(data.offsets[q0 : q1 + 1]),
             np.ascontiguousarray(data.qids[q0:q1]),
+            None,  # evaluation of in-memory splits is local: the workers need no doc ids
         )
         futures.append(client.scatter(part, workers=[workers[i % len(workers)]], hash=False))
         n_rows.append(r1 - r0)

@@ -134,6 +134,63 @@ def parse_int(buf: Any, a: int, b: int) -> tuple[int, bool]:  # pragma: no cover
     return (-v if neg else v), True
 
 
+@numba.njit(cache=True)
+def find_docid(buf: Any, a: int, b: int) -> tuple[int, int]:  # pragma: no cover - compiled
+    """The value of the first ``docid = X`` (or ``docid=X``, any case) in the comment ``buf[a:b]``.
+
+    ``docid`` must start the comment or follow a space, tab or ``#``; the value is the run of
+    bytes after ``=`` (and optional spaces or tabs) up to the next space, tab, CR or the end.
+    A ``docid`` without ``=`` or with an empty value is passed over. Returns ``(start, end)`` of
+    the value, or ``(-1, -1)`` when the comment names no document.
+    """
+    i = a
+    while i + 5 < b:
+        if (
+            (buf[i] | 32) == 100  # d
+            and (i == a or buf[i - 1] == 32 or buf[i - 1] == 9 or buf[i - 1] == 35)
+            and (buf[i + 1] | 32) == 111  # o
+            and (buf[i + 2] | 32) == 99  # c
+            and (buf[i + 3] | 32) == 105  # i
+            and (buf[i + 4] | 32) == 100  # d
+        ):
+            j = i + 5
+            while j < b and (buf[j] == 32 or buf[j] == 9):
+                j += 1
+            if j < b and buf[j] == 61:  # =
+                j += 1
+                while j < b and (buf[j] == 32 or buf[j] == 9):
+                    j += 1
+                k = j
+                while k < b and not _is_sep(buf[k]):
+                    k += 1
+                if k > j:
+                    return j, k
+        i += 1
+    return -1, -1
+
+
+@numba.njit(cache=True)
+def gather_spans(buf: Any, spans: Any) -> Any:  # pragma: no cover - compiled
+    """The bytes of every span ``buf[start:end]`` of ``spans`` (int64, (m, 2)), each followed by
+    a newline (a span of -1 adds only the newline): one buffer to decode and split at once."""
+    m = spans.shape[0]
+    total = 0
+    for r in range(m):
+        if spans[r, 0] >= 0:
+            total += spans[r, 1] - spans[r, 0]
+    out = np.empty(total + m, np.uint8)
+    o = 0
+    for r in range(m):
+        a = spans[r, 0]
+        if a >= 0:
+            for i in range(a, spans[r, 1]):
+                out[o] = buf[i]
+                o += 1
+        out[o] = 10
+        o += 1
+    return out
+
+
 @numba.njit(cache=True, nogil=True)
 def parse_chunk(  # pragma: no cover - compiled
     buf: Any,
@@ -148,11 +205,14 @@ def parse_chunk(  # pragma: no cover - compiled
     qid_mode: int,
     max_index: int,
     pow10: Any,
+    doc_spans: Any,
 ) -> tuple[int, int, int, int, int, int, int]:
     """Parse whole lines of ``buf`` from ``pos`` into row ``row`` onwards.
 
     ``qid_mode``: 1 = every line needs ``qid:``, 0 = no line may have one. ``line_no`` is the
-    number of lines before ``pos``. Returns ``(status, pos, line_no, row, token_start, info,
+    number of lines before ``pos``. ``doc_spans`` (int64, shape (rows, 2)) receives, for every
+    row, the bytes ``[start, end)`` of ``buf`` that hold the row's ``docid`` in its comment
+    (:func:`find_docid`), or ``(-1, -1)``. Returns ``(status, pos, line_no, row, token_start, info,
     max_index)``: on ``NEED_ROWS`` / ``NEED_WIDTH`` call again from the returned ``pos`` (the
     start of the line) after growing the arrays; on an error, ``token_start`` and ``info`` locate it.
     """
@@ -188,14 +248,18 @@ def parse_chunk(  # pragma: no cover - compiled
             return 11, line_start, this_line, row, a, 0, max_index
         labels[row] = v
         has_qid = False
+        doc_a = -1
+        doc_b = -1
         while True:
             while pos < n and _is_sep(buf[pos]):
                 pos += 1
             if pos >= n or buf[pos] == 10:
                 break
             if buf[pos] == 35:
+                hash_at = pos
                 while pos < n and buf[pos] != 10:
                     pos += 1
+                doc_a, doc_b = find_docid(buf, hash_at + 1, pos)
                 break
             a = pos
             c = buf[pos]
@@ -280,6 +344,8 @@ def parse_chunk(  # pragma: no cover - compiled
         if qid_mode == 1 and not has_qid:
             return 12, line_start, this_line, row, line_start, 0, max_index
         lines[row] = this_line
+        doc_spans[row, 0] = doc_a
+        doc_spans[row, 1] = doc_b
         row += 1
         pos += 1  # the newline (or one past the end)
         line_no += 1

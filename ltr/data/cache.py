@@ -7,7 +7,9 @@ Contract:
   ``touch``, replacement by a copy) changes the key, so a changed file is never served stale;
   the stat is taken again after loading and the entry is ignored if the file changed meanwhile.
 - An entry is a directory named by its key holding ``.npy`` files (read without pickle;
-  ``positions.npy`` only when the data has positions) plus ``meta.json``. ``meta.json`` records
+  ``positions.npy`` only when the data has positions; ``doc_id_utf8.npy`` and
+  ``doc_id_offsets.npy``, the doc ids as UTF-8 bytes and offsets, only when it has doc ids)
+  plus ``meta.json``. ``meta.json`` records
   the dtype, shape and a checksum of every array (sha256 over 8 MiB chunks, see
   :func:`array_digest`) and a checksum of itself (:func:`meta_digest`).
 - Every read verifies the entry: exactly the expected files, ``meta.json`` a JSON object of the
@@ -50,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from ltr.data import doc_ids as doc_id_arrays
 from ltr.data.frozen import freeze
 from ltr.data.ranking_data import RankingData
 from ltr.data.validate import LIGHTGBM_MAX_DEFAULT_LABEL, LIGHTGBM_MAX_LIST_LEN, check_ranking_data
@@ -58,7 +61,7 @@ from ltr.errors import DataError, LtrUserError
 logger = logging.getLogger(__name__)
 
 #: Bump when the parse or the entry layout changes: old entries are then ignored (and age out).
-CACHE_VERSION = 3
+CACHE_VERSION = 4  # 4: doc ids (doc_id_utf8.npy + doc_id_offsets.npy)
 #: Default size limit in MiB (``data.cache_max_mb``).
 DEFAULT_MAX_MB = 2048
 MB = 1024 * 1024
@@ -69,12 +72,17 @@ LEFTOVER_AGE_S = 3600.0
 
 _REQUIRED = ("features", "labels", "qids", "offsets")
 _POSITIONS = "positions"  # optional: stored only when the data has positions
+# optional, both or neither: the doc ids as UTF-8 bytes back to back and their offsets
+_DOC_UTF8, _DOC_OFFSETS = "doc_id_utf8", "doc_id_offsets"
+_OPTIONAL = (_POSITIONS, _DOC_UTF8, _DOC_OFFSETS)
 _DTYPES = {
     "features": np.dtype(np.float32).str,
     "labels": np.dtype(np.int32).str,
     "qids": np.dtype(np.int64).str,
     "offsets": np.dtype(np.int64).str,
     _POSITIONS: np.dtype(np.int32).str,
+    _DOC_UTF8: np.dtype(np.uint8).str,
+    _DOC_OFFSETS: np.dtype(np.int64).str,
 }
 _META = "meta.json"
 _KEY_RE = re.compile(r"^[0-9a-f]{32}$")
@@ -282,7 +290,7 @@ def keep_recent(key: str, data: RankingData, notes: Sequence[str]) -> None:
 def freeze_arrays(data: RankingData) -> RankingData:
     """Make the arrays of ``data`` read-only (in place; see :func:`ltr.data.frozen.freeze`):
     what the cache hands out is shared between jobs, and its fingerprint is kept."""
-    for arr in (data.features, data.labels, data.qids, data.offsets, data.positions):
+    for arr in (data.features, data.labels, data.qids, data.offsets, data.positions, data.doc_ids):
         if arr is not None:
             freeze(arr)
     return data
@@ -312,6 +320,9 @@ def _read_entry(entry: Path, key: str, *, verify: bool) -> tuple[RankingData, li
         raise _BadEntry("; ".join(parts))
     arrays = {name: _read_array(entry / f"{name}.npy", spec, verify=verify) for name, spec in specs.items()}
     try:
+        doc_ids = None
+        if _DOC_UTF8 in arrays:
+            doc_ids = freeze(doc_id_arrays.decode(arrays[_DOC_UTF8], arrays[_DOC_OFFSETS]))
         data = RankingData(
             features=arrays["features"],
             labels=arrays["labels"],
@@ -320,6 +331,7 @@ def _read_entry(entry: Path, key: str, *, verify: bool) -> tuple[RankingData, li
             feature_names=tuple(meta["feature_names"]),
             name=meta["name"],
             positions=arrays.get(_POSITIONS),
+            doc_ids=doc_ids,
         )
     except ValueError as exc:
         raise _BadEntry(str(exc)) from None
@@ -348,8 +360,11 @@ def _parse_meta(raw: bytes, key: str) -> dict[str, Any]:
     want("digest", lambda v: isinstance(v, str), "a string")
     arrays = want("arrays", lambda v: isinstance(v, dict), "an object")
     names = set(arrays)
-    if not set(_REQUIRED) <= names <= {*_REQUIRED, _POSITIONS}:
-        raise _BadEntry(f"{_META} lists arrays {sorted(names)}, expected {list(_REQUIRED)} (+ {_POSITIONS})")
+    if not set(_REQUIRED) <= names <= {*_REQUIRED, *_OPTIONAL} or (_DOC_UTF8 in names) != (_DOC_OFFSETS in names):
+        raise _BadEntry(
+            f"{_META} lists arrays {sorted(names)}, expected {list(_REQUIRED)} (+ {_POSITIONS}, "
+            f"+ {_DOC_UTF8} with {_DOC_OFFSETS})"
+        )
     for name, spec in arrays.items():
         ok = (
             isinstance(spec, dict)
@@ -442,6 +457,8 @@ def store_cached(
     arrays: dict[str, np.ndarray[Any, Any]] = {name: getattr(data, name) for name in _REQUIRED}
     if data.positions is not None:
         arrays[_POSITIONS] = data.positions
+    if data.doc_ids is not None:
+        arrays[_DOC_UTF8], arrays[_DOC_OFFSETS] = doc_id_arrays.encode(data.doc_ids)
     size = sum(int(a.nbytes) for a in arrays.values())
     if max_mb is not None and size > max_mb * MB:
         logger.warning(

@@ -2,7 +2,8 @@
 
 Layout (what `write_query_partitions` writes and :func:`ltr.dask.parquet.read_query_partitions`
 reads): one file per partition, ``part-00000.parquet``, ``part-00001.parquet``, ... in query
-order; columns ``qid`` (int64), ``label`` (int32) and the feature columns (float32, in order).
+order; columns ``qid`` (int64), ``label`` (int32), ``doc_id`` (string; only when the data has doc
+ids) and the feature columns (float32, in order).
 Every file holds whole queries. This module needs neither Dask nor LightGBM (``ltr partition``
 uses it); pyarrow is imported when a file is written.
 """
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ltr.data.ranking_data import RankingData
+from ltr.data.ranking_data import RankingData, text_feature_names
 from ltr.errors import DataError
 
 log = logging.getLogger(__name__)
@@ -71,8 +72,9 @@ def query_partition_bounds(offsets: NDArray[np.int64], n_partitions: int) -> NDA
 
 
 def feature_names(data: RankingData) -> list[str]:
-    """The feature column names: ``data.feature_names``, or ``f0``, ``f1``, ... if it has none."""
-    return list(data.feature_names) or [f"f{j}" for j in range(data.n_features)]
+    """The feature column names: ``data.feature_names``, or ``f1``, ``f2``, ... (LETOR's feature
+    numbers, as the logged models name them) if it has none."""
+    return list(data.feature_names) or text_feature_names(data.n_features)
 
 
 def write_query_partitions(
@@ -82,11 +84,13 @@ def write_query_partitions(
     n_partitions: int,
     qid_column: str = "qid",
     label_column: str = "label",
+    doc_id_column: str = "doc_id",
     on_file: OnFile | None = None,
 ) -> list[Path]:
     """Write ``data`` as ``n_partitions`` Parquet files of whole queries, balanced by rows.
 
-    Feature columns are named by `feature_names`. Returns the paths written, in partition
+    Feature columns are named by `feature_names`; ``doc_id_column`` holds the doc ids when
+    ``data`` has them (else it is not written). Returns the paths written, in partition
     order; ``on_file`` is called after each (progress, fsync). The directory must not hold
     other ``part-*.parquet``.
     """
@@ -100,6 +104,8 @@ def write_query_partitions(
     names = feature_names(data)
     if {qid_column, label_column} & set(names):
         raise DataError(f"a feature is named like the qid or label column: {qid_column!r}, {label_column!r}")
+    if data.doc_ids is not None and doc_id_column in {qid_column, label_column, *names}:
+        raise DataError(f"a column is named like the doc id column {doc_id_column!r}; rename the feature")
     bounds = query_partition_bounds(data.offsets, n_partitions)
     row_qids = data.row_qids()
     paths = []
@@ -109,6 +115,8 @@ def write_query_partitions(
             qid_column: pa.array(row_qids[r0:r1], type=pa.int64()),
             label_column: pa.array(data.labels[r0:r1], type=pa.int32()),
         }
+        if data.doc_ids is not None:
+            columns[doc_id_column] = pa.array(data.doc_ids[r0:r1], type=pa.string())
         block = data.features[r0:r1]
         for j, name in enumerate(names):
             columns[name] = pa.array(block[:, j], type=pa.float32())

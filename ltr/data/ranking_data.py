@@ -14,6 +14,10 @@ Layout (the same as LightGBM's query boundaries):
 - ``behaviours`` (optional): named float64 columns, shape ``(n_rows,)`` each, of what users did
   with each row (``click``, ``dwell``, ``cart``, ``purchase``): the input of label recipes
   (:mod:`ltr.data.recipes`); never features. None when the data has none.
+- ``doc_ids`` (optional): object array of Python ``str``, shape ``(n_rows,)``, the id of every
+  row's document (LETOR ``#docid = X`` comments, a Parquet / CSV ``data.doc_id_column``); None
+  when the data has none. Carried through every subset, reorder and concatenation; never used
+  for training, never hashed into the data fingerprint.
 
 Rows of a query are contiguous by construction: a reader that meets interleaved rows must
 regroup them before building a ``RankingData``.
@@ -23,9 +27,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+
+def text_feature_names(n_features: int) -> list[str]:
+    """``f1 .. f{n_features}``: the names of features numbered as in LETOR/SVMlight files
+    (``f1`` is feature ``1:``, column 0), for data whose columns have no names of their own.
+
+    >>> text_feature_names(3)
+    ['f1', 'f2', 'f3']
+    """
+    return [f"f{j + 1}" for j in range(n_features)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +59,9 @@ class RankingData:
         Logged display position of every row (0-based); stored as int32.
     behaviours : mapping of name to float64 array, shape (n_rows,), or None
         Behaviour columns (clicks, dwell, ...) that label recipes turn into grades.
+    doc_ids : object array of str, shape (n_rows,), or None
+        The document id of every row, in row order (any sequence of str is stored as an
+        object array).
 
     Examples
     --------
@@ -62,6 +80,7 @@ class RankingData:
     name: str = "data"
     positions: NDArray[np.int32] | None = None
     behaviours: Mapping[str, NDArray[np.float64]] | None = None
+    doc_ids: NDArray[np.object_] | None = None
 
     def __post_init__(self) -> None:
         if self.features.ndim != 2:
@@ -92,6 +111,8 @@ class RankingData:
             if bad:
                 raise ValueError(f"behaviour column {bad[0]!r} has shape {columns[bad[0]].shape}, expected ({n_rows},)")
             object.__setattr__(self, "behaviours", columns)
+        if self.doc_ids is not None:
+            object.__setattr__(self, "doc_ids", _checked_doc_ids(self.doc_ids, n_rows))
 
     @classmethod
     def from_group_sizes(
@@ -104,6 +125,7 @@ class RankingData:
         feature_names: tuple[str, ...] = (),
         name: str = "data",
         positions: NDArray[np.integer] | None = None,
+        doc_ids: NDArray[np.object_] | None = None,
     ) -> RankingData:
         """Build from per-query group sizes (LightGBM's ``group``), converting dtypes."""
         offsets = np.zeros(len(group_sizes) + 1, dtype=np.int64)
@@ -116,6 +138,7 @@ class RankingData:
             feature_names=feature_names,
             name=name,
             positions=None if positions is None else np.asarray(positions, dtype=np.int32),
+            doc_ids=doc_ids,
         )
 
     @property
@@ -158,6 +181,7 @@ class RankingData:
             name=self.name if name is None else name,
             positions=None if self.positions is None else self.positions[rows],
             behaviours=None if self.behaviours is None else {k: v[rows] for k, v in self.behaviours.items()},
+            doc_ids=None if self.doc_ids is None else self.doc_ids[rows],
         )
 
 
@@ -174,3 +198,19 @@ def _checked_positions(positions: NDArray[np.integer], n_rows: int) -> NDArray[n
     if arr.size and int(arr.max()) > np.iinfo(np.int32).max:
         raise ValueError(f"position {int(arr.max())} does not fit a 32-bit integer")
     return np.ascontiguousarray(arr, dtype=np.int32)
+
+
+def _checked_doc_ids(doc_ids: Any, n_rows: int) -> NDArray[np.object_]:
+    """``doc_ids`` as a 1-D object array of str after checking its shape (ValueError otherwise).
+
+    An object array is kept as it is (its elements are the readers' ``str``); any other array or
+    sequence is converted element by element with ``str``.
+    """
+    arr = doc_ids if isinstance(doc_ids, np.ndarray) and doc_ids.dtype == object else None
+    if arr is None:
+        arr = np.asarray(doc_ids)
+        if arr.ndim == 1:
+            arr = arr.astype(str).astype(object)
+    if arr.shape != (n_rows,):
+        raise ValueError(f"doc_ids have shape {arr.shape}, expected ({n_rows},): one per row")
+    return arr

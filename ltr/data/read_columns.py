@@ -8,7 +8,9 @@ and row: an infinity has no place in a tree's bins. A table without rows (a CSV 
 header, a Parquet file of 0 rows) is an error too.
 String qids are accepted and numbered 0, 1, ... in order of first appearance (logged).
 An optional ``position_column`` holds the logged 0-based position of every row (checked by
-:func:`ltr.data.positions.check_positions`); it is never a feature.
+:func:`ltr.data.positions.check_positions`); it is never a feature. An optional
+``doc_id_column`` names every row's document (any type, kept as ``str``: an int 7 becomes
+``"7"``; a null is an error naming the row); it is never a feature either.
 CSV is read with pyarrow (multithreaded); ``.gz`` / ``.bz2`` / ``.zst`` compression follows the
 file name. Messages name CSV rows by their line in the file (the header is line 1) and Parquet
 rows by their 1-based row number.
@@ -17,6 +19,7 @@ rows by their 1-based row number.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ltr.data import doc_ids as doc_id_arrays
 from ltr.data.positions import check_positions
 from ltr.data.validate import RawTable
 from ltr.errors import DataError
@@ -41,6 +45,7 @@ def read_table(
     delimiter: str | None = None,
     n_features: int | None = None,
     position_column: str | None = None,
+    doc_id_column: str | None = None,
 ) -> RawTable:
     """Read a Parquet (``kind="parquet"``) or CSV (``kind="csv"``) file into a `RawTable`.
 
@@ -54,17 +59,20 @@ def read_table(
     n_features : if given, the number of feature columns must equal it
     position_column : name of a column of logged 0-based positions (never a feature); None: the
         table has no positions
+    doc_id_column : name of a column of document ids (never a feature); None: no doc ids
 
     Raises
     ------
     DataError
         a missing file or column, no data rows, a non-numeric feature column or label, an
-        infinite feature value, a bad qid column, a missing, negative or non-integer position.
+        infinite feature value, a bad qid column, a missing, negative or non-integer position,
+        a missing document id.
     """
     path = Path(path)
     if not path.is_file():
         raise DataError(f"data file {path} does not exist; check the path")
-    table = _read_arrow(path, kind, delimiter, qid_column, label_column, feature_columns, position_column)
+    extra = [c for c in (position_column, doc_id_column) if c is not None]
+    table = _read_arrow(path, kind, delimiter, qid_column, label_column, feature_columns, extra)
     names = list(table.column_names)
     if table.num_rows == 0:
         shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
@@ -80,14 +88,16 @@ def read_table(
     roles = [("qid", qid_column), ("label", label_column)]
     if position_column is not None:
         roles.append(("position", position_column))
+    if doc_id_column is not None:
+        roles.append(("doc_id", doc_id_column))
     for role, col in roles:
         if col not in names:
             raise DataError(
-                f"{path} has no {role} column {col!r} (columns: {', '.join(names[:20])}); "
+                f"{path} has no {role.replace('_', ' ')} column {col!r} (columns: {', '.join(names[:20])}); "
                 f"set data.{role}_column=<name>"
             )
     if feature_columns is None:
-        feature_columns = [c for c in names if c not in (qid_column, label_column, position_column)]
+        feature_columns = [c for c in names if c not in (qid_column, label_column, position_column, doc_id_column)]
     else:
         missing = [c for c in feature_columns if c not in names]
         if missing:
@@ -99,6 +109,11 @@ def read_table(
             raise DataError(
                 f"position column {position_column!r} of {path} is also in data.feature_columns; "
                 "a logged position is not a feature: leave it out of data.feature_columns"
+            )
+        if doc_id_column is not None and doc_id_column in feature_columns:
+            raise DataError(
+                f"doc id column {doc_id_column!r} of {path} is also in data.feature_columns; "
+                "a document id is not a feature: leave it out of data.feature_columns"
             )
     if not feature_columns:
         raise DataError(f"{path} has no feature columns besides {qid_column!r} and {label_column!r}")
@@ -167,6 +182,15 @@ def read_table(
             table.column(position_column), position_column, path=path, where=where,
             row_lines=row_lines, row_qids=np.asarray(row_qids, dtype=np.int64) if numeric_qids else None,
         )
+    doc_ids = None
+    if doc_id_column is not None:
+        try:
+            doc_ids = doc_id_arrays.from_arrow(table.column(doc_id_column))
+        except ValueError as exc:
+            raise DataError(
+                f"doc id column {doc_id_column!r} of {path}: {_rows_to_where(str(exc), where, first_line)}; "
+                "give every row a document id, or set data.doc_id_column=null"
+            ) from None
     return RawTable(
         features=features,
         labels=np.asarray(labels, dtype=np.float64),
@@ -176,7 +200,16 @@ def read_table(
         where=where,
         feature_names=tuple(feature_columns),
         positions=positions,
+        doc_ids=doc_ids,
     )
+
+
+def _rows_to_where(message: str, where: str, first_line: int) -> str:
+    """``message`` of :func:`ltr.data.doc_ids.from_arrow` ("row N ...") with CSV rows named by line."""
+    found = re.match(r"row (\d+) (.*)", message)
+    if found is None:
+        return message
+    return f"{where} {int(found.group(1)) - 1 + first_line} {found.group(2)}"
 
 
 def _positions(
@@ -208,11 +241,11 @@ def _read_arrow(
     qid_column: str,
     label_column: str,
     feature_columns: Sequence[str] | None,
-    position_column: str | None = None,
+    extra_columns: Sequence[str] = (),
 ) -> pa.Table:
     columns = None if feature_columns is None else [qid_column, label_column, *feature_columns]
-    if columns is not None and position_column is not None and position_column not in columns:
-        columns.append(position_column)
+    if columns is not None:
+        columns += [c for c in extra_columns if c not in columns]
     try:
         if kind == "parquet":
             import pyarrow.parquet as pq

@@ -209,12 +209,57 @@ class _Rows:
         self.labels = np.zeros(n_rows, np.float64)
         self.qids = np.full(n_rows, -1, np.int64)
         self.lines = np.zeros(n_rows, np.int64)
+        self.doc_spans = np.full((n_rows, 2), -1, np.int64)
         self.seen = [np.full(width, -1, np.int64) for _ in range(max(PARSE_THREADS, 1))]
         self.qid_mode = qid_mode
         self.n_features = n_features
         self.row = 0
         self.line_no = 0
         self.max_index = 0
+        # Doc ids of the rows parsed so far: one list of str per chunk (None: no docid in it),
+        # and the rows of each chunk that have one.
+        self.doc_chunks: list[list[str] | None] = []
+        self.doc_found: list[NDArray[np.bool_]] = []
+
+    def collect_doc_ids(self, buf: NDArray[np.uint8], row0: int) -> None:
+        """Keep the doc ids of rows ``row0:self.row``, just parsed from ``buf`` (before it is reused).
+
+        Costs one vectorised test per chunk when no row of the chunk has a ``docid``.
+        """
+        spans = self.doc_spans[row0 : self.row]
+        if spans.shape[0] == 0:
+            return
+        found = spans[:, 0] >= 0
+        if not found.any():
+            self.doc_chunks.append(None)
+        else:
+            text = bytes(_kernel().gather_spans(buf, spans)).decode("utf-8", errors="replace")
+            ids = text.split("\n")
+            ids.pop()  # after the last newline
+            self.doc_chunks.append(ids)
+        self.doc_found.append(found)
+
+    def doc_ids(self, row_lines: NDArray[np.int64]) -> tuple[NDArray[np.object_] | None, tuple[str, ...]]:
+        """The doc ids of all rows (None unless every data line names one) and a note when only
+        some do (the rows then get none, and the note names the first line without one)."""
+        if not any(ids is not None for ids in self.doc_chunks):
+            return None, ()
+        found = np.concatenate(self.doc_found)
+        if not found.all():
+            first = int(row_lines[int(np.argmin(found))])
+            note = (
+                f"{self.source}: {int(found.sum()):,} of {found.shape[0]:,} data lines name a document "
+                f"(# docid = ...) but line {first} does not; the rows get no doc ids (give every "
+                "line a docid, or none)"
+            )
+            return None, (note,)
+        out = np.empty(found.shape[0], dtype=object)
+        start = 0
+        for ids in self.doc_chunks:
+            assert ids is not None  # every row has one
+            out[start : start + len(ids)] = ids
+            start += len(ids)
+        return out, ()
 
     def grow_rows(self, at_least: int) -> None:
         width = self.features.shape[1]
@@ -224,6 +269,7 @@ class _Rows:
         self.labels = _grow(self.labels, (cap,))
         self.qids = _grow(self.qids, (cap,), fill=-1)
         self.lines = _grow(self.lines, (cap,))
+        self.doc_spans = _grow(self.doc_spans, (cap, 2), fill=-1)
 
     def grow_width(self, index: int, line: int) -> None:
         if self.n_features is not None:
@@ -252,7 +298,7 @@ class _Rows:
         while True:
             status, pos, self.line_no, self.row, tok, info, self.max_index = _kernel().parse_chunk(
                 buf, pos, self.line_no, self.row, self.features, self.labels, self.qids, self.lines,
-                seen, self.qid_mode, self.max_index, _kernel().POW10,
+                seen, self.qid_mode, self.max_index, _kernel().POW10, self.doc_spans,
             )
             if status == _kernel().OK:
                 return
@@ -294,7 +340,7 @@ class _Rows:
         jobs = [
             pool.submit(
                 _kernel().parse_chunk, buf[:b], a, ln, r, self.features, self.labels, self.qids, self.lines,
-                seen, self.qid_mode, self.max_index, _kernel().POW10,
+                seen, self.qid_mode, self.max_index, _kernel().POW10, self.doc_spans,
             )
             for a, b, ln, r, seen in zip(cuts[:-1], cuts[1:], starts_line, starts_row, self.seen, strict=True)
         ]
@@ -307,7 +353,7 @@ class _Rows:
         for start, res in zip(starts_row, results, strict=True):
             count = res[3] - start
             if start != dst:
-                for arr in (self.features, self.labels, self.qids, self.lines):
+                for arr in (self.features, self.labels, self.qids, self.lines, self.doc_spans):
                     arr[dst : dst + count] = arr[start : start + count].copy()
             dst += count
         if dst < row:
@@ -361,10 +407,12 @@ def _parse_stream(
                 out = _Rows(est_rows, width, qid_mode, source, n_features)
                 if block.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark
                     pos = 3
+            row0 = out.row
             if PARSE_THREADS > 1 and cut - pos >= PARALLEL_MIN_BYTES:
                 out.parse_parallel(block, buf, pos, pool)
             else:
                 out.parse(buf, pos)
+            out.collect_doc_ids(buf, row0)
             del buf  # release the export, so the block may grow
             block[: end - cut] = block[cut:end]
             n_left = end - cut
@@ -378,12 +426,16 @@ def _parse_stream(
     features = out.features[:row]
     if features.shape[1] != width:
         features = np.ascontiguousarray(features[:, :width])
+    row_lines = out.lines[:row].copy()
+    doc_ids, notes = out.doc_ids(row_lines)
     return RawTable(
         features=features,
         labels=out.labels[:row].copy(),
         row_qids=out.qids[:row].copy(),
-        row_lines=out.lines[:row].copy(),
+        row_lines=row_lines,
         source=source,
+        doc_ids=doc_ids,
+        notes=notes,
     )
 
 

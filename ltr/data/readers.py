@@ -12,7 +12,8 @@
 Positions (the logged 0-based place of every row, :mod:`ltr.data.positions`) come from a
 LightGBM ``.position`` side file beside a text file (``rank.train`` -> ``rank.train.position``),
 or from ``position_column`` of a Parquet / CSV table; they follow their rows through any
-regrouping. A ``.position`` file is part of the cache key, so a changed one is read again.
+regrouping. So do document ids (:mod:`ltr.data.doc_ids`): ``#docid = X`` comments of a text
+file, or ``doc_id_column`` of a table. A ``.position`` file is part of the cache key, so a changed one is read again.
 
 Every read is validated (:mod:`ltr.data.validate`) and, with a ``cache_dir``, cached
 (:mod:`ltr.data.cache`).
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ltr.config.choices import FileFormat
+from ltr.data import doc_ids as doc_id_arrays
 from ltr.data.cache import (
     DEFAULT_MAX_MB,
     cache_key,
@@ -137,6 +139,7 @@ def read_ranking_file(
     feature_columns: Sequence[str] | None = None,
     delimiter: str | None = None,
     position_column: str | None = None,
+    doc_id_column: str | None = None,
     integer_labels: bool = True,
     max_label: int | None = LIGHTGBM_MAX_DEFAULT_LABEL,
     max_list_len: int | None = LIGHTGBM_MAX_LIST_LEN,
@@ -159,6 +162,8 @@ def read_ranking_file(
     qid_column, label_column, feature_columns, delimiter : table options (Parquet / CSV)
     position_column : Parquet / CSV column of logged 0-based positions (not a feature); None: no
         positions. Text files take theirs from a ``.position`` side file when one exists.
+    doc_id_column : Parquet / CSV column of document ids (kept as str, not a feature); None: no
+        doc ids. Text files take theirs from ``#docid = X`` comments (every data line, or none).
     integer_labels, max_label, max_list_len : validation policies (:mod:`ltr.data.validate`)
     cache_dir : a directory for the binary cache; None: no cache
     cache_max_mb : size limit of the cache in MiB, least recently used entries evicted first;
@@ -213,6 +218,14 @@ def read_ranking_file(
         "delimiter": delimiter, "position_column": position_column,
         "integer_labels": integer_labels, "max_label": max_label, "max_list_len": max_list_len,
     }
+    if doc_id_column is not None:  # only then: the cache keys of other reads stay as they were
+        if fmt not in ("parquet", "csv"):
+            raise DataError(
+                f"data.doc_id_column={doc_id_column!r} names a column of a Parquet / CSV table, but {path} "
+                "is sparse text, whose lines name their documents in '# docid = X' comments; set "
+                "data.doc_id_column=null"
+            )
+        options["doc_id_column"] = doc_id_column
     if not path.is_file():
         raise DataError(f"data file {path} does not exist; check the path")
     sources = [path] if qfile is None or fmt != "lightgbm" else [path, qfile]
@@ -322,13 +335,16 @@ def concat_ranking_data(parts: Sequence[RankingData], *, name: str) -> RankingDa
     qids, offsets, order = group_rows(table)
     features, labels = table.features, np.concatenate([p.labels for p in parts])
     positions = table.positions
+    doc_ids = doc_id_arrays.concat([p.doc_ids for p in parts], [p.name for p in parts])
     if order is not None:
         features, labels = features[order], labels[order]
         if positions is not None:
             positions = positions[order]
+        if doc_ids is not None:
+            doc_ids = doc_ids[order]
     return RankingData(
         features=features, labels=labels, qids=qids, offsets=offsets,
-        feature_names=table.feature_names, name=name, positions=positions,
+        feature_names=table.feature_names, name=name, positions=positions, doc_ids=doc_ids,
     )
 
 
@@ -345,6 +361,7 @@ def _parse(
             path, kind=fmt, qid_column=options["qid_column"], label_column=options["label_column"],
             feature_columns=options["feature_columns"], delimiter=options["delimiter"],
             n_features=options["n_features"], position_column=options["position_column"],
+            doc_id_column=options.get("doc_id_column"),
         )
     if fmt == "letor":
         table = parse_svmlight(path, qid_required=True, n_features=options["n_features"], progress=progress)

@@ -23,14 +23,9 @@ class Splits:
         return (("train", self.train), ("valid", self.valid), ("test", self.test))
 
 
-def split_queries(
-    data: RankingData, *, valid_fraction: float, test_fraction: float, seed: int
-) -> Splits:
-    """Shuffle the queries with ``seed`` and cut them into train / valid / test.
-
-    Each split keeps its queries in their original relative order, so the result does not
-    depend on anything but the data, the fractions and the seed.
-    """
+def check_fractions(valid_fraction: float, test_fraction: float) -> None:
+    """Both fractions in (0, 1) and their sum below 1 (`DataError` otherwise): checked before
+    any data is read where the fractions come from the user (``ltr partition``)."""
     if not (0.0 < valid_fraction < 1.0 and 0.0 < test_fraction < 1.0):
         raise DataError(
             f"split fractions must lie in (0, 1): valid={valid_fraction}, test={test_fraction}"
@@ -40,6 +35,17 @@ def split_queries(
             f"split.valid_fraction + split.test_fraction = {valid_fraction + test_fraction} "
             "leaves no training queries; make their sum < 1"
         )
+
+
+def split_queries(
+    data: RankingData, *, valid_fraction: float, test_fraction: float, seed: int
+) -> Splits:
+    """Shuffle the queries with ``seed`` and cut them into train / valid / test.
+
+    Each split keeps its queries in their original relative order, so the result does not
+    depend on anything but the data, the fractions and the seed.
+    """
+    check_fractions(valid_fraction, test_fraction)
     n = data.n_queries
     n_valid = round(n * valid_fraction)
     n_test = round(n * test_fraction)

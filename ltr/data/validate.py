@@ -58,6 +58,9 @@ class RawTable:
     feature_names : names of the feature columns, or ``()``
     positions : int32 array, shape (n_rows,), the logged 0-based position of every row (already
         checked by :mod:`ltr.data.positions`), or None when the file has none
+    doc_ids : object array of str, shape (n_rows,), the document id of every row, or None
+    notes : warnings of the parse that :func:`to_ranking_data` logs and hands on (e.g. to the
+        cache, which repeats them on a hit)
     """
 
     features: NDArray[np.float32]
@@ -68,6 +71,8 @@ class RawTable:
     where: str = "line"
     feature_names: tuple[str, ...] = ()
     positions: NDArray[np.int32] | None = None
+    doc_ids: NDArray[np.object_] | None = None
+    notes: tuple[str, ...] = ()
 
     @property
     def n_rows(self) -> int:
@@ -229,15 +234,21 @@ def to_ranking_data(
             "check the path, or regenerate the file"
         )
     labels = check_labels(table, integer_labels=integer_labels, max_label=max_label)
+    for note in table.notes:
+        logger.warning("%s", note)
+        if notes is not None:
+            notes.append(note)
     qids, offsets, order = group_rows(table, notes=notes)
     check_list_lengths(table, qids, offsets, max_list_len=max_list_len, order=order)
     features = table.features
-    positions = table.positions
+    positions, doc_ids = table.positions, table.doc_ids
     if order is not None:
         features = features[order]
         labels = labels[order]
         if positions is not None:
             positions = positions[order]  # a position follows its row
+        if doc_ids is not None:
+            doc_ids = doc_ids[order]  # so does its document id
     return RankingData(
         features=np.ascontiguousarray(features, dtype=np.float32),
         labels=labels,
@@ -246,6 +257,7 @@ def to_ranking_data(
         feature_names=table.feature_names,
         name=name,
         positions=positions,
+        doc_ids=doc_ids,
     )
 
 

@@ -11,21 +11,33 @@ few rules that need the loaded data (positions for position-bias training, label
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import importlib.util
 import itertools
-import math
+import logging
+from collections.abc import Sequence
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+import numpy as np
+from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
+from ltr.config.allowed import allowed_of, problems
 from ltr.config.choices import Estimator, RerankKind, Similarity, TrainerKind
-from ltr.config.schema import EvalConfig, FitConfig, ModelConfig, TrainConfig
+from ltr.config.schema import (
+    EvalConfig,
+    FitConfig,
+    ModelConfig,
+    RerankConfig,
+    TrainConfig,
+    TrainerConfig,
+)
 from ltr.data.clicks import BEHAVIOURS
 from ltr.data.ranking_data import RankingData
 from ltr.data.recipes import BUILTIN_SOURCES, check_recipe
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
+from ltr.experiment.guardrails import parse_constraints
 from ltr.experiment.rerank import diversity_measures
 from ltr.experiment.spec import Composites, ExperimentSpec
 from ltr.metrics import Measure, MetricConventions, Strata, resolve_conventions
@@ -40,8 +52,7 @@ from ltr.training.local import (
 )
 from ltr.training.round_metric import is_our_curve
 
-#: The splits ``eval.splits`` may name.
-EVAL_SPLITS = ("train", "valid", "test")
+log = logging.getLogger(__name__)
 
 
 def check_config(cfg: DictConfig) -> ExperimentSpec:
@@ -53,6 +64,7 @@ def check_config(cfg: DictConfig) -> ExperimentSpec:
         One line naming the config key, for the first rule the config breaks.
     """
     config = _typed(cfg)
+    check_schema(cfg, config)
     ks = _check_ks(config.eval)
     strata = _check_strata(config.eval)
     conventions = _check_conventions(config.eval)
@@ -75,10 +87,11 @@ def check_config(cfg: DictConfig) -> ExperimentSpec:
         optimized_metric="",
         early_stopping_metric=early_stopping_metric,
     )
-    optimized_metric = _check_optimized_metric(spec)
+    objectives = _check_optimized_metric(spec)
+    directions = _check_sweep(config, objectives, metric_keys(spec))
     config.fit.early_stopping_metric = early_stopping_metric
-    config.optimized_metric = optimized_metric
-    return dataclasses.replace(spec, optimized_metric=optimized_metric)
+    config.optimized_metric = objectives[0] if len(objectives) == 1 else list(objectives)
+    return dataclasses.replace(spec, optimized_metric=objectives[0], objectives=objectives, directions=directions)
 
 
 def check_data(spec: ExperimentSpec, splits: Splits | None) -> None:
@@ -105,6 +118,80 @@ def check_data(spec: ExperimentSpec, splits: Splits | None) -> None:
         for name, col in columns:
             if col >= n_features:
                 raise LtrUserError(f"rerank.{name}: column {col} is beyond the data's {n_features} features (0-based)")
+        _check_categories(rerank, splits)
+
+
+def check_schema(cfg: DictConfig, config: TrainConfig) -> None:
+    """The rules every config dataclass declares: no key the schemas lack (a ``+key=`` override
+    is checked as any other; the free maps ``model.params`` and ``eval.composite`` excepted), and
+    every field's allowed values (:mod:`ltr.config.allowed`). Then a setting that cannot take
+    effect (it needs another one that is off) is warned about in one line."""
+    unknown = unknown_keys(cfg)
+    if unknown:
+        key, known = unknown[0]
+        close = difflib.get_close_matches(key.rsplit(".", 1)[-1], known, n=1)
+        hint = f"; did you mean {key.rsplit('.', 1)[0]}.{close[0]}?" if close and "." in key else ""
+        raise LtrUserError(f"{key} is not a config key{hint} (ltr train --cfg job lists them)")
+    found = problems(config)
+    if found:
+        raise LtrUserError(found[0])
+    for warning in inactive_settings(config):
+        log.warning("ltr: %s", warning)
+
+
+def unknown_keys(node: Any, prefix: str = "") -> list[tuple[str, list[str]]]:
+    """``(dotted key, the known keys beside it)`` of every key of ``node`` (a composed config)
+    that its dataclass does not define; free maps (``allowed(free=True)``) are not looked into."""
+    if not isinstance(node, DictConfig):
+        return []
+    schema = OmegaConf.get_type(node)
+    if not dataclasses.is_dataclass(schema):
+        return []
+    fields = {f.name: f for f in dataclasses.fields(schema)}
+    out: list[tuple[str, list[str]]] = []
+    for key in node:
+        name = str(key)
+        f = fields.get(name)
+        if f is None:
+            out.append((f"{prefix}{name}", list(fields)))
+            continue
+        rule = allowed_of(f)
+        if rule is not None and rule.free:
+            continue
+        out += unknown_keys(node._get_node(name), f"{prefix}{name}.")
+    return out
+
+
+def _changed(value: Any, schema: type[Any], prefix: str) -> list[str]:
+    """``key=value`` of each field of the dataclass instance ``value`` set away from the schema's default."""
+    default = schema()
+    return [
+        f"{prefix}{f.name}={getattr(value, f.name)}"
+        for f in dataclasses.fields(value)
+        if getattr(value, f.name) != getattr(default, f.name)
+    ]
+
+
+def inactive_settings(config: TrainConfig) -> list[str]:
+    """One line per setting that cannot take effect because the setting it serves is off."""
+    out = []
+    if config.rerank.kind == RerankKind.none:
+        changed = [c for c in _changed(config.rerank, RerankConfig, "rerank.") if not c.startswith("rerank.kind=")]
+        if changed:
+            out.append(f"{', '.join(changed)} has no effect with rerank=none (add rerank=diversify to re-rank)")
+    if config.trainer.kind == TrainerKind.local:
+        changed = [c for c in _changed(config.trainer, TrainerConfig, "trainer.") if not c.startswith("trainer.kind=")]
+        if changed:
+            out.append(f"{', '.join(changed)} has no effect with trainer=local (add trainer=dask)")
+    if config.fit.early_stopping_rounds is None and config.fit.early_stopping_metric is not None:
+        out.append(
+            f"fit.early_stopping_metric={config.fit.early_stopping_metric} has no effect with "
+            "fit.early_stopping_rounds=null (no early stopping)"
+        )
+    split = config.split
+    if getattr(split, "n_folds", None) is None and getattr(split, "fold", 1) != 1:
+        out.append(f"split.fold={split.fold} has no effect without split.n_folds (k-fold by query)")
+    return out
 
 
 def metric_keys(spec: ExperimentSpec) -> list[str]:
@@ -113,6 +200,22 @@ def metric_keys(spec: ExperimentSpec) -> list[str]:
     names += [f"{m}_at_{k}" for m in diversity_measures(spec.config.rerank) for k in spec.ks]
     suffixes = ["", *(f"/{key}" for key in spec.strata.keys)]
     return [f"{split}/{name}{suffix}" for split in spec.config.eval.splits for name in names for suffix in suffixes]
+
+
+def _check_categories(rerank: RerankConfig, splits: Splits) -> None:
+    """Categories are integer codes: a column of other values needs ``rerank.category_bins``
+    (else every distinct value is its own category and ``similarity=category`` re-ranks nothing)."""
+    col = rerank.category_feature
+    if col is None or rerank.category_bins is not None:
+        return
+    values = splits.train.features[:, col]
+    fractional = values[np.isfinite(values) & (values != np.rint(values))]
+    if fractional.size:
+        raise LtrUserError(
+            f"rerank.category_feature={col}: column {col} holds non-integer values (e.g. {fractional[0]:.6g}), "
+            "so each value would be a category of its own; set rerank.category_bins=N to cut it into N "
+            "quantile bins, or pick a column of integer categories"
+        )
 
 
 def _typed(cfg: DictConfig) -> TrainConfig:
@@ -131,10 +234,6 @@ def _typed(cfg: DictConfig) -> TrainConfig:
 
 def _check_ks(eval_cfg: EvalConfig) -> tuple[int, ...]:
     ks = tuple(int(k) for k in eval_cfg.k)
-    if not ks:
-        raise LtrUserError("eval.k=[] is empty: give at least one cut-off, e.g. eval.k=[5,10]")
-    if min(ks) < 1:
-        raise LtrUserError(f"eval.k={list(ks)}: every cut-off must be >= 1")
     if len(set(ks)) != len(ks):
         raise LtrUserError(f"eval.k={list(ks)} repeats a cut-off")
     return ks
@@ -148,8 +247,6 @@ def _check_strata(eval_cfg: EvalConfig) -> Strata:
 
 
 def _check_conventions(eval_cfg: EvalConfig) -> MetricConventions:
-    if eval_cfg.rel_threshold < 0:
-        raise LtrUserError(f"eval.rel_threshold={eval_cfg.rel_threshold} must be >= 0")
     try:
         conventions = resolve_conventions(
             None if eval_cfg.preset is None else str(eval_cfg.preset),
@@ -158,6 +255,8 @@ def _check_conventions(eval_cfg: EvalConfig) -> MetricConventions:
             zero_idcg=None if eval_cfg.zero_idcg is None else str(eval_cfg.zero_idcg),
             label_gain=eval_cfg.label_gain,
             rel_threshold=int(eval_cfg.rel_threshold),
+            discount=str(eval_cfg.discount),
+            discount_base=float(eval_cfg.discount_base),
         )
     except ValueError as exc:
         raise LtrUserError(f"eval: {exc}") from exc
@@ -175,38 +274,12 @@ def _check_composites(eval_cfg: EvalConfig) -> Composites:
 
 def _check_eval(eval_cfg: EvalConfig) -> None:
     splits = list(eval_cfg.splits)
-    if not splits:
-        raise LtrUserError("eval.splits=[] is empty: e.g. eval.splits=[valid,test]")
-    bad = [s for s in splits if s not in EVAL_SPLITS]
-    if bad:
-        raise LtrUserError(f"eval.splits: {bad[0]!r} is not one of {', '.join(EVAL_SPLITS)}")
     if len(set(splits)) != len(splits):
         raise LtrUserError(f"eval.splits={splits} repeats a split")
-    if eval_cfg.idcg_bins < 1:
-        raise LtrUserError(f"eval.idcg_bins={eval_cfg.idcg_bins} must be >= 1")
-    clicks = eval_cfg.clicks
-    if not 0 < clicks.min_propensity <= 1:
-        raise LtrUserError(f"eval.clicks.min_propensity={clicks.min_propensity} must be in (0, 1]")
-    if clicks.online_sessions < 0:
-        raise LtrUserError(f"eval.clicks.online_sessions={clicks.online_sessions} must be >= 0 (0: off)")
-    if clicks.propensities is not None:
-        if not clicks.propensities:
-            raise LtrUserError("eval.clicks.propensities=[] is empty; use null for the data's curve")
-        bad_p = [p for p in clicks.propensities if not (math.isfinite(p) and 0 < p <= 1)]
-        if bad_p:
-            raise LtrUserError(f"eval.clicks.propensities has {bad_p[0]}; every propensity must be in (0, 1]")
 
 
 def _check_fit(fit: FitConfig, ks: tuple[int, ...]) -> str:
     """The checks of ``fit``; returns the early-stopping metric (ours ``ndcg_at_k`` or LightGBM's ``ndcg@k``)."""
-    if fit.num_boost_round < 1:
-        raise LtrUserError(f"fit.num_boost_round={fit.num_boost_round} must be >= 1")
-    if fit.early_stopping_rounds is not None and fit.early_stopping_rounds < 1:
-        raise LtrUserError(
-            f"fit.early_stopping_rounds={fit.early_stopping_rounds} must be >= 1 (null: no early stopping)"
-        )
-    if fit.num_threads < 0:
-        raise LtrUserError(f"fit.num_threads={fit.num_threads} must be >= 0 (0: all cores)")
     metric = watched_metric(fit, ks)
     allowed = watchable_metrics(ks)
     if metric not in allowed:
@@ -221,14 +294,7 @@ def _check_fit(fit: FitConfig, ks: tuple[int, ...]) -> str:
 
 
 def _check_model(model: ModelConfig) -> None:
-    if not model.learning_rate > 0:
-        raise LtrUserError(f"model.learning_rate={model.learning_rate} must be > 0")
-    if model.num_leaves < 2:
-        raise LtrUserError(f"model.num_leaves={model.num_leaves} must be >= 2")
     if model.label_gain is not None:
-        bad = [g for g in model.label_gain if not (math.isfinite(g) and g >= 0)]
-        if bad or not model.label_gain:
-            raise LtrUserError(f"model.label_gain={list(model.label_gain)}: give finite gains >= 0, one per label")
         gains = list(model.label_gain)
         if any(b < a for a, b in itertools.pairwise(gains)):
             raise LtrUserError(
@@ -251,13 +317,6 @@ def _check_trainer(config: TrainConfig) -> None:
             raise LtrUserError(
                 f"trainer=dask trains DaskLGBMRanker only: model.estimator={config.model.estimator} needs trainer=local"
             )
-        if config.trainer.n_workers < 1 or config.trainer.threads_per_worker < 1:
-            raise LtrUserError(
-                f"trainer.n_workers={config.trainer.n_workers} and trainer.threads_per_worker="
-                f"{config.trainer.threads_per_worker} must both be >= 1"
-            )
-        if config.trainer.n_partitions is not None and config.trainer.n_partitions < 1:
-            raise LtrUserError(f"trainer.n_partitions={config.trainer.n_partitions} must be >= 1")
         if importlib.util.find_spec("distributed") is None:
             raise LtrUserError("trainer=dask needs Dask: pip install 'ltr[dask]'")
 
@@ -272,23 +331,10 @@ def _check_rerank(config: TrainConfig) -> None:
             "evaluated on the Dask workers (use rerank=none, or an in-memory data option)"
         )
     if rerank.kind == RerankKind.uncertainty:
+        # rerank.alpha's range (>= 0, <= 1) is declared on the field (ltr.config.allowed)
         if getattr(config.data, "popularity_feature", None) is None:
             raise LtrUserError("rerank=uncertainty needs data.popularity_feature (the column of the items' popularity)")
-        if not rerank.alpha >= 0.0:
-            raise LtrUserError(f"rerank.alpha={rerank.alpha} must be >= 0 (0: the model's order)")
         return
-    if not 0.0 <= rerank.alpha <= 1.0:
-        raise LtrUserError(f"rerank.alpha={rerank.alpha} must be in [0, 1] (0: the model's order)")
-    if not 0.0 <= rerank.alpha_ndcg_alpha < 1.0:
-        raise LtrUserError(f"rerank.alpha_ndcg_alpha={rerank.alpha_ndcg_alpha} must be in [0, 1)")
-    if rerank.depth is not None and rerank.depth < 1:
-        raise LtrUserError(f"rerank.depth={rerank.depth} must be >= 1 (null: the whole list)")
-    if rerank.features is not None and (not rerank.features or min(rerank.features) < 0):
-        raise LtrUserError(f"rerank.features={list(rerank.features)}: give 0-based feature columns, or null for all")
-    if rerank.category_bins is not None and rerank.category_bins < 2:
-        raise LtrUserError(f"rerank.category_bins={rerank.category_bins} must be >= 2")
-    if rerank.category_feature is not None and rerank.category_feature < 0:
-        raise LtrUserError(f"rerank.category_feature={rerank.category_feature} must be a 0-based feature column")
     if rerank.similarity == Similarity.category and rerank.category_feature is None:
         raise LtrUserError("rerank.similarity=category needs rerank.category_feature (the column holding categories)")
 
@@ -327,8 +373,9 @@ def _check_labels(config: TrainConfig) -> None:
         check_recipe(str(name), recipe, columns)
 
 
-def _check_optimized_metric(spec: ExperimentSpec) -> str:
-    """``optimized_metric``, or ``valid/ndcg_at_<max k>``; it must be a key the run logs."""
+def _check_optimized_metric(spec: ExperimentSpec) -> tuple[str, ...]:
+    """The keys of ``optimized_metric`` (one, or a list: several objectives), or
+    ``(valid/ndcg_at_<max k>,)``; each must be a key the run logs, none twice."""
     config = spec.config
     if config.optimized_metric is None:
         if "valid" not in config.eval.splits:
@@ -336,12 +383,35 @@ def _check_optimized_metric(spec: ExperimentSpec) -> str:
                 f"eval.splits={list(config.eval.splits)} has no valid split to optimise on: "
                 "add it, or set optimized_metric (e.g. optimized_metric=test/ndcg_at_10)"
             )
-        return f"valid/{Measure('ndcg', max(spec.ks)).key}"
-    key = str(config.optimized_metric)
-    if key not in metric_keys(spec):
-        examples = ", ".join(f"{s}/{Measure('ndcg', max(spec.ks)).key}" for s in config.eval.splits)
+        return (f"valid/{Measure('ndcg', max(spec.ks)).key}",)
+    raw = config.optimized_metric
+    keys = tuple(str(k) for k in raw) if isinstance(raw, list | tuple | ListConfig) else (str(raw),)
+    if not keys:
+        raise LtrUserError("optimized_metric=[] names no metric; give a key (valid/ndcg_at_10) or a list of keys")
+    logged = metric_keys(spec)
+    for key in keys:
+        if key not in logged:
+            examples = ", ".join(f"{s}/{Measure('ndcg', max(spec.ks)).key}" for s in config.eval.splits)
+            raise LtrUserError(
+                f"optimized_metric={key!r} is not a metric this run logs; use a measure of eval.splits "
+                f"at a cut-off of eval.k, e.g. {examples} (or .../len_1-10 for a stratum)"
+            )
+    if len(set(keys)) != len(keys):
+        raise LtrUserError(f"optimized_metric={list(keys)} names a key twice")
+    if len(keys) > 2:
+        raise LtrUserError(f"optimized_metric={list(keys)}: a sweep optimises one key or two (a front of two objectives)")
+    return keys
+
+
+def _check_sweep(config: TrainConfig, objectives: tuple[str, ...], logged: Sequence[str]) -> tuple[str, ...]:
+    """``sweep.directions`` (one per objective; default: maximise each) and the grammar and keys
+    of ``sweep.constraints``; returns the directions."""
+    sweep = config.sweep
+    directions = tuple(str(d) for d in sweep.directions) if sweep.directions is not None else ("maximize",) * len(objectives)
+    if len(directions) != len(objectives):
         raise LtrUserError(
-            f"optimized_metric={key!r} is not a metric this run logs; use a measure of eval.splits "
-            f"at a cut-off of eval.k, e.g. {examples} (or .../len_1-10 for a stratum)"
+            f"sweep.directions={list(directions)} has {len(directions)} entries but optimized_metric has "
+            f"{len(objectives)} ({', '.join(objectives)}): give one direction per key"
         )
-    return key
+    parse_constraints(list(sweep.constraints), known_keys=logged)
+    return directions

@@ -10,7 +10,7 @@ round and the decomposition of the gap to them. The flat metric keys are the MLf
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -18,6 +18,7 @@ from ltr.experiment.sources import Scored
 from ltr.experiment.spec import ExperimentSpec
 from ltr.metrics import IdcgReport, idcg_report, summarize
 from ltr.metrics.composite import composite_columns, summarize_composites
+from ltr.metrics.idcg_report import low_idcg_note
 from ltr.metrics.measures import Measure
 from ltr.metrics.summary import is_metric_column
 
@@ -31,6 +32,8 @@ class Evaluation:
     reports: dict[tuple[str, int], IdcgReport]
     metrics: dict[str, float]
     gap_notes: list[str]
+    #: lines on what the numbers mean for this data (exposure against eval.k, low-IDCG queries)
+    advice: list[str] = field(default_factory=list)
 
 
 def evaluate(spec: ExperimentSpec, scored: Scored) -> Evaluation:
@@ -40,13 +43,9 @@ def evaluate(spec: ExperimentSpec, scored: Scored) -> Evaluation:
     reports: dict[tuple[str, int], IdcgReport] = {}
     metrics: dict[str, float] = {}
     notes: list[str] = []
+    advice: list[str] = []
     for split in spec.config.eval.splits:
-        table = scored.tables[split]
-        summary = summarize(table, strata=spec.strata)
-        if spec.composites:
-            extra = composite_columns(table, spec.composites)
-            table = pd.concat([table, extra], axis=1)
-            summary |= summarize_composites(table, list(extra.columns), strata=spec.strata)
+        table, summary = split_summary(spec, scored.tables[split])
         summary |= scored.extra_summaries.get(split, {})
         tables[split], summaries[split] = table, summary
         metrics.update({f"{split}/{key}": value for key, value in summary.items()})
@@ -59,6 +58,9 @@ def evaluate(spec: ExperimentSpec, scored: Scored) -> Evaluation:
             metrics[f"{split}/idcg_at_{k}/share_zero"] = report.share_zero
             metrics[f"{split}/idcg_at_{k}/share_le_one"] = report.share_le_one
             metrics[f"{split}/share_shorter_than_{k}"] = report.share_shorter_than_k
+        note = low_idcg_note(table, max(spec.ks), split=split)
+        if note:
+            advice.append(note)
         for name, value in scored.lightgbm_values.get(split, {}).items():
             metrics[f"{split}/lightgbm/{lightgbm_key(name)}"] = value
         gap = scored.gaps[split]
@@ -69,13 +71,29 @@ def evaluate(spec: ExperimentSpec, scored: Scored) -> Evaluation:
         if "/" in key:  # {split}/lightgbm_train_labels: LightGBM's values on the training labels
             metrics.update({f"{key}/{lightgbm_key(name)}": value for name, value in by_metric.items()})
     metrics |= label_metrics(scored.label_histograms, scored.label_sources)
+    if scored.exposure is not None:  # a click log: where its exposure ends, and K against it
+        metrics |= {f"data/{key}": value for key, value in scored.exposure.metrics().items()}
+        line = scored.exposure.advice(max(spec.ks))
+        if line:
+            advice.append(line)
     result = scored.result
     metrics |= {
         "best_iteration": float(result.best_iteration),
         "n_rounds": float(result.n_rounds),
         "train_seconds": result.seconds,
     }
-    return Evaluation(summaries, tables, reports, metrics, notes)
+    return Evaluation(summaries, tables, reports, metrics, notes, advice)
+
+
+def split_summary(spec: ExperimentSpec, table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float]]:
+    """A split's per-query table with the composite columns (``eval.composite``) and its summary:
+    every measure overall and per stratum, with counts (keys without the split prefix)."""
+    summary = summarize(table, strata=spec.strata)
+    if spec.composites:
+        extra = composite_columns(table, spec.composites)
+        table = pd.concat([table, extra], axis=1)
+        summary |= summarize_composites(table, list(extra.columns), strata=spec.strata)
+    return table, summary
 
 
 def lightgbm_key(name: str) -> str:

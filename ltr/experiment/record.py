@@ -21,9 +21,10 @@ from ltr.experiment.report import summary_rows, to_markdown
 from ltr.experiment.rerank import diversity_measures
 from ltr.experiment.sources import Scored
 from ltr.experiment.spec import ExperimentSpec
-from ltr.metrics.plots import plot_idcg_histogram
+from ltr.metrics.plots import plot_exposure, plot_idcg_histogram
 from ltr.tracking import Tracker
 from ltr.tracking.gitinfo import code_state, source_tags
+from ltr.training.artifact import ShippedModel, ship_model
 from ltr.training.local import TrainResult
 
 
@@ -86,6 +87,7 @@ def run_tags(spec: ExperimentSpec, data_sha: str, overrides: Sequence[str]) -> d
     label_gain = "" if conventions.label_gain is None else ",".join(map(str, conventions.label_gain))
     return {
         "ltr.objective": str(config.model.objective),
+        "ltr.optimized_metric": spec.optimized_metric,
         "ltr.model": str(config.model.name),
         "ltr.data.name": str(config.data.name),
         "ltr.data.fingerprint": data_sha,
@@ -96,6 +98,8 @@ def run_tags(spec: ExperimentSpec, data_sha: str, overrides: Sequence[str]) -> d
         "ltr.eval.ties": conventions.ties,
         "ltr.eval.zero_idcg": conventions.zero_idcg,
         "ltr.eval.rel_threshold": str(conventions.rel_threshold),
+        "ltr.eval.discount": conventions.discount
+        + ("" if conventions.discount == "log2_rank_plus_1" else f" (base {conventions.discount_base:g})"),
         "ltr.eval.strata": ",".join(spec.strata.labels),
         "ltr.eval.k": ",".join(str(k) for k in spec.ks),
         "ltr.seed": str(config.seed),
@@ -134,6 +138,7 @@ def summary_markdown(spec: ExperimentSpec, evaluation: Evaluation, result: Train
         f"# {title}\n\n" + to_markdown(header, rows)
         + f"\nBest round {result.best_iteration} of {result.n_rounds}.\n\n## Beside LightGBM's own metric\n\n"
         + "\n\n".join(evaluation.gap_notes) + "\n"
+        + ("\n## Advice\n\n" + "\n\n".join(evaluation.advice) + "\n" if evaluation.advice else "")
     )
     return title, text, header, rows
 
@@ -201,17 +206,25 @@ def record_results(
     ``mlflow.note.content``) and every artifact; figures and the model carry the run's ``name``."""
     result = scored.result
     curves = logged_curves(scored)
-    names = list(result.booster.feature_name())
+    if not tracker.enabled:  # tracking=none: nothing to log, draw or write
+        return
+    # every exit of the run holds the trees its metrics describe: the booster cut at the best
+    # round (the Dask trainer keeps every round, early stopping its patience), real feature names
+    shipped = ship_model(result.booster, result.best_iteration, result.params)
+    names = shipped.feature_names
     # the headline keys first: MLflow lists a run's metrics in logging order, and its compare
     # page plots the first one by default
     headline = headline_keys(spec, evaluation.metrics)
     first = {key: evaluation.metrics[key] for key in headline if key in evaluation.metrics}
     # the model before the metrics, which name it: MLflow shows them on the model's page too
-    model_id = tracker.log_model(result.booster, names, name) if spec.config.tracking.log_model else None
+    model_id = None
+    if spec.config.tracking.log_model and scored.example_features is not None:
+        model_id = tracker.log_model(
+            shipped.booster, shipped.input_example(scored.example_features), model_metadata(spec, shipped, name)
+        )
     tracker.log_metrics(first | evaluation.metrics, model_id=model_id)
     tracker.log_curves(curves)
-    if not tracker.enabled:  # tracking=none: nothing to draw or write
-        return
+    tracker.log_params(lightgbm_params_logged(shipped.params))
     # the description on the run's page: the summary, its title a heading of the page's size
     tracker.set_tags({"mlflow.note.content": "##" + summary_md if summary_md.startswith("# ") else summary_md})
     tracker.show_first(headline)
@@ -221,15 +234,23 @@ def record_results(
     for (split, k), report in evaluation.reports.items():
         tracker.log_figure(plot_idcg_histogram(report, title=f"{name}\n{split}: IDCG@{k} per query"), f"idcg/{split}/hist_at_{k}.png")
         tracker.log_dict(report.to_dict(), f"idcg/{split}/hist_at_{k}.json")
+    if scored.exposure is not None:
+        tracker.log_figure(
+            plot_exposure(scored.exposure, title=f"{name}\nexposure by position (training log)", eval_k=max(spec.ks)),
+            "data/exposure.png",
+        )
+        tracker.log_dict(scored.exposure.to_dict(), "data/exposure.json")
     tracker.log_figure(
         plot_ndcg_by_stratum(evaluation.summaries, ks=list(spec.ks), strata=spec.strata, title=f"{name}\nnDCG by list length"),
         "report/ndcg_by_stratum.png",
     )
-    importance = np.asarray(result.booster.feature_importance(importance_type="gain"), dtype=np.float64)
+    importance = shipped.importance()
+    gain = np.asarray(list(importance["gain"].values()), dtype=np.float64)
     tracker.log_figure(
-        plot_feature_importance(importance, names, title=f"{name}\nfeature importance (gain)"), "feature_importance.png"
+        plot_feature_importance(gain, names, title=f"{name}\nfeature importance (gain)"), "feature_importance.png"
     )
-    tracker.log_dict(dict(zip(names, importance.tolist(), strict=True)), "feature_importance.json")
+    tracker.log_dict(importance, "feature_importance.json")
+    tracker.log_dict(shipped.params, "model_text/lightgbm_params.json")
     tracker.log_text(summary_md, "report/summary.md")
     if scored.label_histograms:
         tracker.log_dict({"sources": scored.label_sources, "histograms": scored.label_histograms}, "labels/histogram.json")
@@ -240,5 +261,28 @@ def record_results(
             table.to_parquet(path, index=False)
             tracker.log_file(path, "per_query")
         model_path = Path(tmp) / "model.txt"
-        result.booster.save_model(str(model_path), num_iteration=result.best_iteration)
+        shipped.booster.save_model(str(model_path))
         tracker.log_file(model_path, "model_text")
+
+
+def model_metadata(spec: ExperimentSpec, shipped: ShippedModel, name: str) -> dict[str, Any]:
+    """The ``metadata`` of the run's MLflow model (its MLmodel file): what its scores are and the
+    ranking step the run applied after them (``ltr predict`` applies it; the pyfunc does not)."""
+    rerank = spec.config.rerank
+    reranked = str(rerank.kind) != "none"
+    return {
+        "ltr.run_name": name,
+        "ltr.best_iteration": shipped.best_iteration,
+        "ltr.scores": "the model's scores at the best round (the run's order before any re-ranking)",
+        "ltr.rerank": OmegaConf.to_container(OmegaConf.structured(rerank), enum_to_str=True) if reranked else "none",
+        "ltr.ranking": (
+            "the run re-ranked each list after these scores (ltr.rerank); ltr predict applies it"
+            if reranked else "the run's order is these scores, descending"
+        ),
+    }
+
+
+def lightgbm_params_logged(params: dict[str, Any]) -> dict[str, str]:
+    """LightGBM's resolved parameters (the dict given to ``lgb.train`` / ``DaskLGBMRanker``) as
+    run params ``lightgbm.<name>``; the exact dict is ``model_text/lightgbm_params.json``."""
+    return {f"lightgbm.{key}": str(value) for key, value in sorted(params.items()) if value is not None}

@@ -20,7 +20,7 @@ import lightgbm
 from omegaconf import OmegaConf
 
 from ltr.tracking.gitinfo import git_state
-from ltr.tracking.runs import RunRecord
+from ltr.tracking.runs import RunRecord, unfinished
 
 #: Metrics that measure time, not results: left out of the comparison.
 TIMING_SUFFIX = "_seconds"
@@ -47,10 +47,18 @@ class RerunPlan:
     changed: list[str]
 
 
+#: Where the source run was logged: its own overrides of these keys are dropped, so the rerun goes
+#: to the store it was read from (a copied store, not the original's path) unless ``extra`` says.
+STORE_KEYS = ("tracking.uri", "tracking.experiment")
+
+
 def plan_rerun(source: Sequence[str], extra: Sequence[str], *, tracking_uri: str, experiment: str) -> RerunPlan:
     """The source run's overrides, each replaced by an extra override of the same key, then the
-    extra overrides that set new keys; the store and experiment of the source run unless given."""
+    extra overrides that set new keys. The rerun is logged in ``tracking_uri`` and ``experiment``
+    (the store and experiment the source run was read from), whatever the source run's own
+    overrides said, unless ``extra`` gives ``tracking.uri=`` / ``tracking.experiment=``."""
     replaced = {override_key(o): o for o in extra}
+    source = [o for o in source if override_key(o) not in STORE_KEYS or override_key(o) in replaced]
     overrides = [replaced.pop(override_key(o), o) for o in source]
     overrides += [o for o in extra if override_key(o) in replaced]
     keys = {override_key(o) for o in overrides}
@@ -87,7 +95,7 @@ def config_differences(logged_yaml: str, composed_yaml: str, *, ignore: Sequence
 
 def describe_changes(source: RunRecord, config_changes: Sequence[str]) -> list[str]:
     """What differs between the source run's code and environment and this one, before running."""
-    out = []
+    out = [] if source.status == "FINISHED" else [f"the source run {unfinished(source.status)}"]
     commit, dirty = git_state(Path(__file__).resolve().parent)
     old_commit = source.tags.get("ltr.git.commit", "unknown")
     if old_commit != commit:

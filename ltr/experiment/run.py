@@ -71,10 +71,15 @@ def run(
     parent_run_id: str | None = None,
     extra_tags: dict[str, str] | None = None,
     varying: Sequence[str] | None = None,
+    on_run_start: Callable[[str | None], None] | None = None,
+    print_summary: bool = True,
 ) -> RunOutcome:
     """Run one experiment described by a composed ``ltr train`` config (see the module docstring).
 
     ``varying``: the config keys a sweep varies (a job's name is its values of those keys).
+    ``on_run_start``: called with the run id (None without tracking) once every check has
+    passed and the run has started (an error before it is a refusal: no run exists).
+    ``print_summary``: print the summary table to stdout (the CLI's; the Python API's is quiet).
     Returns the summaries and ``metrics[spec.optimized_metric]`` as the objective value.
     """
     t0 = time.perf_counter()
@@ -92,6 +97,8 @@ def run(
     tags = run_tags(spec, str(source.fingerprint["sha256"]), overrides) | (extra_tags or {})
     name = run_name(spec, overrides, varying)
     with tracked_run(tracker, name, tags, parent_run_id=parent_run_id) as run_id:
+        if on_run_start is not None:
+            on_run_start(run_id)
         t = time.perf_counter()
         tracker.log_params(spec.params())
         source.log_inputs(tracker)
@@ -107,9 +114,12 @@ def run(
         title, summary_md, header, rows = summary_markdown(spec, evaluation, scored.result)
         record_results(tracker, spec, overrides, evaluation, scored, source.fingerprint, summary_md, name)
         timings["log"] = time.perf_counter() - t
-    print_table(header, rows, title=title)
+    if print_summary:
+        print_table(header, rows, title=title)
     for note in evaluation.gap_notes:
         log.info(note)
+    for line in evaluation.advice:
+        log.warning(line)
     timings["total"] = time.perf_counter() - t0
     log.info("time: %s", ", ".join(f"{key} {seconds:.2f} s" for key, seconds in timings.items()))
     return RunOutcome(

@@ -34,16 +34,72 @@ from ltr.experiment.checks import popularity_column
 from ltr.experiment.rerank import rerank_split
 from ltr.experiment.spec import ExperimentSpec
 from ltr.metrics import per_query_table
-from ltr.metrics.exposure import tail_exposure, tail_items
+from ltr.metrics.exposure import ExposureReport, exposure_report
 from ltr.metrics.gap import LightgbmGap, lightgbm_gap
 from ltr.metrics.ips import click_summary, click_tables, estimate_propensities, propensity_table
+from ltr.metrics.tail import tail_exposure, tail_items
+from ltr.metrics.top import with_top_doc_ids
 from ltr.rerank import score_order
 from ltr.tracking import Tracker
+from ltr.training.artifact import INPUT_EXAMPLE_ROWS
 from ltr.training.binned_store import BinnedStore
 from ltr.training.local import TrainResult
 from ltr.training.trainer import Trainer
 
 log = logging.getLogger(__name__)
+
+
+def query_table(
+    spec: ExperimentSpec,
+    data: RankingData,
+    scores: NDArray[np.float64],
+    diversity: pd.DataFrame | None,
+    *,
+    max_gain: float | None = None,
+) -> pd.DataFrame:
+    """The per-query table of ``scores`` on ``data`` under the run's conventions (cut-offs
+    ``spec.table_ks``), with the re-ranker's diversity columns if any, and last ``top_doc_id``
+    (the document ranked first) when ``data`` has doc ids. ``max_gain``: ERR's
+    normaliser when ``data`` is a part of a split (the split's largest gain)."""
+    table = per_query_table(
+        data.labels, scores, data.offsets, data.qids,
+        ks=spec.table_ks, conventions=spec.conventions, strata=spec.strata, max_gain=max_gain,
+    )  # fmt: skip
+    if diversity is not None:
+        table = pd.concat([table, diversity.set_axis(table.index)], axis=1)
+    return with_top_doc_ids(table, data.doc_ids, scores, data.offsets, labels=data.labels, ties=spec.conventions.ties)
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One split ranked as the run ranks it: ``scores`` give the final order (the model's scores,
+    or with ``rerank=...`` the re-ranked order as scores), ``table`` its per-query table;
+    ``pre_rerank`` the table of the model's own order when the run re-ranks, else None."""
+
+    scores: NDArray[np.float64]
+    model_scores: NDArray[np.float64]
+    table: pd.DataFrame
+    pre_rerank: pd.DataFrame | None
+
+
+def rank_split(
+    spec: ExperimentSpec, data: RankingData, scores: NDArray[np.float64], *, max_gain: float | None = None
+) -> Ranked:
+    """The run's ranking step on the model's ``scores`` of ``data`` (``rerank=...`` or none) and
+    the per-query tables of the final order (and of the model's order when it re-ranks), with
+    ``tail_at_k`` columns when the data names a popularity feature (:func:`_with_tail`)."""
+    if spec.config.rerank.kind == RerankKind.none:
+        return Ranked(scores, scores, query_table(spec, data, scores, _with_tail(spec, data, scores, None), max_gain=max_gain), None)
+    column = popularity_column(spec.config.data, data)
+    popularity = None if column is None else data.features[:, column]
+    reranked = rerank_split(spec.config.rerank, data, scores, spec.ks, popularity)
+    after = _with_tail(spec, data, reranked.scores, reranked.after)
+    before = _with_tail(spec, data, reranked.model_scores, reranked.before)
+    return Ranked(
+        reranked.scores, scores,
+        query_table(spec, data, reranked.scores, after, max_gain=max_gain),
+        query_table(spec, data, reranked.model_scores, before, max_gain=max_gain),
+    )
 
 
 @dataclass
@@ -75,6 +131,11 @@ class Scored:
     label_histograms: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     #: ``label_sources[role]``: the source of the ``train``, ``valid`` and ``eval`` labels.
     label_sources: dict[str, str] = field(default_factory=dict)
+    #: a few rows of features (float32, the model's columns) for the logged model's input
+    #: example and signature; None when no rows reach this process
+    example_features: NDArray[np.float32] | None = None
+    #: where the exposure of a click log ends (:mod:`ltr.metrics.exposure`); None without positions
+    exposure: ExposureReport | None = None
 
 
 def _with_tail(
@@ -82,7 +143,7 @@ def _with_tail(
 ) -> pd.DataFrame | None:
     """``columns`` (or nothing) plus ``tail_at_k`` for every cut-off when the data names a
     popularity feature: the tail's share of the top-k exposure of the order of ``scores``
-    (equal scores in row order; :mod:`ltr.metrics.exposure`)."""
+    (equal scores in row order; :mod:`ltr.metrics.tail`)."""
     column = popularity_column(spec.config.data, data)
     if column is None:
         return columns
@@ -151,17 +212,10 @@ class InMemorySource:
         t = time.perf_counter()
         for split in splits:
             data = self._evaluated(split)
-            diversity: pd.DataFrame | None = None
-            if spec.config.rerank.kind != RerankKind.none:
-                t_rerank = time.perf_counter()
-                column = popularity_column(spec.config.data, data)
-                popularity = None if column is None else data.features[:, column]
-                reranked = rerank_split(spec.config.rerank, data, scores[split], spec.ks, popularity)
-                before = _with_tail(spec, data, reranked.model_scores, reranked.before)
-                pre_rerank[split] = self._table(spec, data, reranked.model_scores, before)
-                scores[split], diversity = reranked.scores, reranked.after
-                timings[f"rerank_{split}"] = time.perf_counter() - t_rerank
-            tables[split] = self._table(spec, data, scores[split], _with_tail(spec, data, scores[split], diversity))
+            ranked = rank_split(spec, data, scores[split])
+            if ranked.pre_rerank is not None:
+                pre_rerank[split] = ranked.pre_rerank
+            scores[split], tables[split] = ranked.scores, ranked.table
             gaps[split] = lightgbm_gap(
                 data.labels, scores[split], data.offsets, data.qids, max(spec.ks), spec.conventions
             )
@@ -180,6 +234,8 @@ class InMemorySource:
             pre_rerank=pre_rerank,
             label_histograms=self.label_histograms(),
             label_sources=self._label_sources(spec),
+            example_features=self.training.test.features[:INPUT_EXAMPLE_ROWS],
+            exposure=self._exposure(spec),
         )
 
     def _label_sources(self, spec: ExperimentSpec) -> dict[str, str]:
@@ -188,18 +244,28 @@ class InMemorySource:
         data = spec.config.data
         return {"train": str(data.train_labels), "valid": str(data.valid_labels), "eval": str(data.eval_labels)}
 
-    @staticmethod
-    def _table(
-        spec: ExperimentSpec, data: RankingData, scores: NDArray[np.float64], diversity: pd.DataFrame | None
-    ) -> pd.DataFrame:
-        """The per-query table of ``scores`` on ``data``, with the diversity columns if any."""
-        table = per_query_table(
-            data.labels, scores, data.offsets, data.qids,
-            ks=spec.table_ks, conventions=spec.conventions, strata=spec.strata,
-        )  # fmt: skip
-        if diversity is None:
-            return table
-        return pd.concat([table, diversity.set_axis(table.index)], axis=1)
+    def _exposure(self, spec: ExperimentSpec) -> ExposureReport | None:
+        """The exposure report of the training click log, under the propensities in use."""
+        if self.clicks is None:
+            return None
+        train = self.clicks.clicks.train
+        assert train.positions is not None  # a click log always has positions
+        props = self._propensities(spec, int(train.positions.max()) + 1)
+        source = "estimated" if spec.config.eval.clicks.propensity != "config" else "configured"
+        return exposure_report(train.positions, train.labels, props, propensity_source=source)
+
+    def _propensities(self, spec: ExperimentSpec, n_positions: int) -> NDArray[np.float64]:
+        """The propensity model in use (``eval.clicks``): the configured curve, or one estimated
+        on the training log."""
+        assert self.clicks is not None
+        click_cfg = spec.config.eval.clicks
+        floor = float(click_cfg.min_propensity)
+        if click_cfg.propensity == "config":
+            curve = self.clicks.examination if click_cfg.propensities is None else list(click_cfg.propensities)
+            return propensity_table(curve, n_positions, min_propensity=floor)
+        train = self.clicks.clicks.train
+        assert train.positions is not None
+        return estimate_propensities(train.labels, train.positions, n_positions=n_positions, min_propensity=floor)
 
     def label_histograms(self) -> dict[str, dict[str, list[int]]]:
         """Rows per grade of every label source of click data (relevance, clicks, each recipe)
@@ -262,17 +328,8 @@ class InMemorySource:
         """Naive and IPS click NDCG of one split, and the true NDCG on the queries with clicks."""
         assert self.clicks is not None
         data: RankingData = getattr(self.clicks.clicks, split)
-        click_cfg = spec.config.eval.clicks
         assert data.positions is not None  # a click log always has positions
-        n_positions = int(data.positions.max()) + 1
-        floor = float(click_cfg.min_propensity)
-        if click_cfg.propensity == "config":
-            curve = self.clicks.examination if click_cfg.propensities is None else list(click_cfg.propensities)
-            props = propensity_table(curve, n_positions, min_propensity=floor)
-        else:  # estimated on the training log, applied to every split
-            train = self.clicks.clicks.train
-            assert train.positions is not None
-            props = estimate_propensities(train.labels, train.positions, n_positions=n_positions, min_propensity=floor)
+        props = self._propensities(spec, int(data.positions.max()) + 1)
         naive, ips = click_tables(
             data.labels, data.positions, scores, data.offsets, data.qids, propensities=props,
             ks=list(spec.ks), conventions=spec.conventions, strata=spec.strata,
@@ -301,9 +358,12 @@ class PartitionedSource:
             spec.config, ks=list(spec.ks), table_ks=list(spec.table_ks),
             strata=spec.strata, conventions=spec.conventions,
         )
+        from ltr.dask.partitioned import first_rows
+
         return Scored(
             result, tables, gaps, result.values_at_best(), {}, timings,
             lightgbm_curves=result.evals_result, curves=result.curves,
+            example_features=first_rows(spec.config.data, "test", INPUT_EXAMPLE_ROWS),
         )
 
 

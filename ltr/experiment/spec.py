@@ -28,7 +28,8 @@ class ExperimentSpec:
 
     ``ks``: ``eval.k`` in config order; ``table_ks``: those plus the cut-offs the composites need
     (the columns of the per-query tables). ``optimized_metric``: the logged metric key the app
-    returns (``valid/ndcg_at_10``); ``early_stopping_metric``: the metric
+    returns (``valid/ndcg_at_10``; the first of ``objectives`` when a search has several, each
+    with its ``maximize`` / ``minimize`` in ``directions``); ``early_stopping_metric``: the metric
     early stopping watches on valid (ours ``ndcg_at_10``, or LightGBM's ``ndcg@10``). ``raw``: the config as composed (logged as
     ``config/config.yaml``).
     """
@@ -42,6 +43,9 @@ class ExperimentSpec:
     composites: Composites
     optimized_metric: str
     early_stopping_metric: str
+    #: every ``optimized_metric`` key (the first is ``optimized_metric``) and its direction
+    objectives: tuple[str, ...] = ()
+    directions: tuple[str, ...] = ()
 
     @property
     def seed(self) -> int:
@@ -59,9 +63,11 @@ class ExperimentSpec:
             "eval.gain": conventions.gain,
             "eval.ties": conventions.ties,
             "eval.zero_idcg": conventions.zero_idcg,
+            "eval.discount": conventions.discount,
             "fit.early_stopping_metric": self.early_stopping_metric,
-            "optimized_metric": self.optimized_metric,
+            "optimized_metric": ",".join(self.objectives) or self.optimized_metric,
         }
+        flat = {key: value for key, value in flat.items() if not (key.startswith("sweep.") and value in (None, []))}
         return {key: str(value) if isinstance(value, str) else value for key, value in flat.items() if value is not None}
 
 

@@ -3,8 +3,12 @@
 On the split and cut-off of the sweep's objective (``valid/ndcg_at_10``: split ``valid``,
 ``K = 10``):
 
-- **Front** (children that log ``{split}/ild_at_K``, i.e. that re-rank): nDCG@K against ILD@K
-  (:func:`ltr.experiment.tradeoffs.pareto_front`). Every child gets the tag ``ltr.pareto``
+- **Front** of a sweep with two objectives (``optimized_metric`` a list of two keys, each in its
+  ``sweep.directions``; an Optuna multi-objective search, or a grid): the first key against the
+  second, over every finished child that logs both; else, for children that log
+  ``{split}/ild_at_K`` (i.e. that re-rank): nDCG@K against ILD@K
+  (:func:`ltr.experiment.tradeoffs.pareto_front`, one implementation for grids and searches; a
+  minimised key is negated for it). Every child gets the tag ``ltr.pareto``
   (``true`` / ``false``); the parent logs ``sweep/pareto/n_front``, the figure
   ``figures/pareto_front.png`` and its data ``report/pareto_front.json``.
 - **Tail front** (children that re-rank with ``rerank=uncertainty`` and log ``{split}/tail_at_K``):
@@ -44,13 +48,22 @@ def summarise_tradeoffs(tracker: Any, spec: ExperimentSpec, children: list[Any])
     ndcg_key = f"{split}/{Measure('ndcg', k).key}"
     sections = []
     diverse = [r for r in children if ndcg_key in r.data.metrics and f"{split}/ild_at_{k}" in r.data.metrics]
-    if len(diverse) >= 2:
-        sections.append(_front(tracker, parent, diverse, ndcg_key, f"{split}/ild_at_{k}", split, k))
+    if len(spec.objectives) == 2:
+        x_key, y_key = spec.objectives
+        both = [r for r in children if x_key in r.data.metrics and y_key in r.data.metrics]
+        if len(both) >= 2:
+            sx, sy = (1.0 if d == "maximize" else -1.0 for d in spec.directions)
+            sections.append(_front(tracker, parent, both, x_key, y_key, names=(x_key, y_key), scope="", signs=(sx, sy)))
+    elif len(diverse) >= 2:
+        sections.append(_front(tracker, parent, diverse, ndcg_key, f"{split}/ild_at_{k}", names=(f"nDCG@{k}", f"ILD@{k}"),
+                               scope=split, what=f"nDCG@{k} vs intra-list diversity@{k}"))  # fmt: skip
     tail_key = f"{split}/tail_at_{k}"
     raised = [r for r in children if ndcg_key in r.data.metrics and tail_key in r.data.metrics
               and r.data.params.get("rerank.kind") == "uncertainty"]  # fmt: skip
     if len(raised) >= 2:
-        sections.append(_front(tracker, parent, raised, ndcg_key, tail_key, split, k, what=TAIL))
+        sections.append(_front(tracker, parent, raised, ndcg_key, tail_key, names=(f"nDCG@{k}", f"tail exposure@{k}"),
+                               scope=split, what=f"nDCG@{k} vs the long tail's share of the top-{k} exposure",
+                               stem=TAIL))  # fmt: skip
     online = [r for r in children if ndcg_key in r.data.metrics and f"{split}/online/ctr" in r.data.metrics]
     if len(online) >= 2:
         sections.append(_online(tracker, parent, online, ndcg_key, split, k))
@@ -61,46 +74,53 @@ def _name(run: Any) -> str:
     return str(run.data.tags.get("mlflow.runName", run.info.run_id))
 
 
-#: What a front plots on y: its display name, its title, and the stem of its metric, figure and report.
-DIVERSITY = ("ILD@{k}", "intra-list diversity@{k}", "pareto")
-TAIL = ("tail exposure@{k}", "the long tail's share of the top-{k} exposure", "tail_front")
+#: The stem of a front's metric ``sweep/<stem>/n_front``: the objectives' or diversity front
+#: (figure ``figures/pareto_front.png``, report ``report/pareto_front.json``) and the long tail's
+#: (``figures/tail_front.png``, ``report/tail_front.json``).
+PARETO = "pareto"
+TAIL = "tail_front"
 
 
 def _front(
-    tracker: Any, parent: str, runs: list[Any], x_key: str, y_key: str, split: str, k: int,
-    what: tuple[str, str, str] = DIVERSITY,
+    tracker: Any, parent: str, runs: list[Any], x_key: str, y_key: str, *, names: tuple[str, str], scope: str,
+    what: str | None = None, signs: tuple[float, float] = (1.0, 1.0), stem: str = PARETO,
 ) -> str:  # fmt: skip
-    runs = sorted(runs, key=lambda r: r.data.metrics[x_key], reverse=True)
+    """Mark the front of ``runs`` on ``x_key`` against ``y_key`` (``signs``: +1 maximised, -1
+    minimised) and log it on the parent; returns its section. ``names``: the two measures as
+    shown, ``scope``: the split they are on ("" when the names say it), ``what``: the figure's
+    title (default ``"<x> vs <y>"``), ``stem``: :data:`PARETO` or :data:`TAIL`."""
+    runs = sorted(runs, key=lambda r: signs[0] * r.data.metrics[x_key], reverse=True)
     x = np.array([r.data.metrics[x_key] for r in runs])
     y = np.array([r.data.metrics[y_key] for r in runs])
-    on_front = pareto_front(x, y)
-    names = [_name(r) for r in runs]
+    on_front = pareto_front(signs[0] * x, signs[1] * y)
+    x_name, y_name = names
+    in_scope = f" ({scope})" if scope else ""
+    run_names = [_name(r) for r in runs]
     for run, front in zip(runs, on_front, strict=True):
         tracker.client.set_tag(run.info.run_id, "ltr.pareto", "true" if front else "false")
-    y_name, y_title, stem = what[0].format(k=k), what[1].format(k=k), what[2]
-    figure_path, report_path = ("figures/pareto_front.png", "report/pareto_front.json") if stem == "pareto" else (
+    figure_path, report_path = ("figures/pareto_front.png", "report/pareto_front.json") if stem == PARETO else (
         f"figures/{stem}.png", f"report/{stem}.json")
     tracker.log_metrics({f"sweep/{stem}/n_front": float(on_front.sum())})
     tracker.set_tags({"ltr.pareto_runs": ",".join(r.info.run_id for r, f in zip(runs, on_front, strict=True) if f)})
     figure = front_figure(
-        x, y, on_front, names, x_label=f"nDCG@{k} ({split})", y_label=f"{y_name} ({split})",
-        title=f"{parent}: nDCG@{k} vs {y_title}, {len(runs)} runs",
+        x, y, on_front, run_names, x_label=f"{x_name}{in_scope}", y_label=f"{y_name}{in_scope}",
+        title=f"{parent}: {what or f'{x_name} vs {y_name}'}, {len(runs)} runs",
     )  # fmt: skip
     tracker.log_figure(figure, figure_path)
     tracker.log_dict(
         [{"run_id": r.info.run_id, "name": n, x_key: float(a), y_key: float(b), "on_front": bool(f)}
-         for r, n, a, b, f in zip(runs, names, x, y, on_front, strict=True)],
+         for r, n, a, b, f in zip(runs, run_names, x, y, on_front, strict=True)],
         report_path,
     )  # fmt: skip
     rows = [
         f"| {run_link(n, tracker.experiment_id, r.info.run_id)} | {a:.4f} | {b:.4f} | {'yes' if f else ''} |"
-        for r, n, a, b, f in zip(runs, names, x, y, on_front, strict=True)
+        for r, n, a, b, f in zip(runs, run_names, x, y, on_front, strict=True)
     ]
     return "\n".join([
-        f"### nDCG@{k} vs {y_name} ({split}): {int(on_front.sum())} of {len(runs)} runs on the front",
+        f"### {x_name} vs {y_name}{in_scope}: {int(on_front.sum())} of {len(runs)} runs on the front",
         "", "No run on the front is beaten on both by another run (tag `ltr.pareto`, figure "
         f"`{figure_path}`).", "",
-        f"| run | nDCG@{k} | {y_name} | on the front |", "|---|---:|---:|---|", *rows,
+        f"| run | {x_name} | {y_name} | on the front |", "|---|---:|---:|---|", *rows,
     ])  # fmt: skip
 
 

@@ -8,7 +8,10 @@ non-decreasing). A query with no rows is *empty*: judged, nothing ranked.
 
 Conventions (written once, here)
 --------------------------------
-Positions are 1-based; the discount at position ``p`` is ``1 / log2(p + 1)``.
+Positions are 1-based; the discount at position ``p`` is ``1 / log2(p + 1)`` (``discount=
+"log2_rank_plus_1"``, the default), or Järvelin and Kekäläinen's classic ``1 / max(1,
+log_b(p))`` (``discount="jarvelin"``, base ``discount_base`` = 2: ``DCG = g_1 + sum_{p >= 2}
+g_p / log2(p)``), for DCG and IDCG alike.
 
 Gain
     ``exp``: ``2**label - 1`` (default, LightGBM); ``linear``: ``label`` (sklearn, trec_eval);
@@ -31,11 +34,16 @@ Empty lists
     A query with no ranked rows scores 0 on every measure, whatever ``zero_idcg`` says, and is
     counted in ``no_result_rate``. It belongs to no length stratum (see `Strata`).
 Binary relevance
-    P@k, RR and ``n_relevant`` use ``label >= rel_threshold`` (default 1). ``n_relevant`` counts
+    P@k, R@k, AP, RR and ``n_relevant`` use ``label >= rel_threshold`` (default 1). ``n_relevant`` counts
     the judgments (ideal labels). ``P@k = (relevant rows in the top k) / k``, also when
     ``k > n`` (as trec_eval). ``RR = 1 / rank`` of the first relevant row of the whole list
     (0 if none); ``RR@k`` is RR when that rank is at most ``k``, else 0 (ir_measures' ``RR@k``,
     ranx's ``mrr@k``).
+Recall and average precision (trec_eval's ``recall_k``, ``map_cut_k``, ``map``)
+    ``R@k = (relevant rows in the top k) / n_relevant``; ``AP@k = sum over relevant rows at
+    rank p <= k of P@p, / n_relevant``; ``AP`` the same over the whole list (``n_relevant``
+    counts the judgments, so a relevant document not ranked lowers both). A query with
+    ``n_relevant = 0`` follows ``zero_idcg`` (0, 1 or NaN); an empty list scores 0.
 ERR@k
     ``ERR@k = sum_{p <= k} (1/p) R_p prod_{i < p} (1 - R_i)`` with the stop probability
     ``R = gain / (g_max + 1)``, ``g_max`` the largest gain in the evaluated data (labels and
@@ -46,7 +54,9 @@ Ties (``ties``): the order of rows with equal scores
     block, each order equally likely (sklearn's ``ndcg_score`` for DCG). Closed forms: DCG and
     P@k give every position of a block the block's mean gain (relevance); RR uses the exact
     distribution of the first relevant row's position in its block
-    (``P(j) = C(m-j-1, r-1) / C(m, r)`` for ``m`` rows, ``r`` relevant); ERR uses the exact
+    (``P(j) = C(m-j-1, r-1) / C(m, r)`` for ``m`` rows, ``r`` relevant); R@k is linear like P@k;
+    AP uses ``E[rel_p * (relevant rows up to p)] = (r/m)(c + 1 + t(r-1)/(m-1))`` at block
+    position ``t`` below ``c`` relevant rows (McSherry and Najork 2008); ERR uses the exact
     expectation too, through elementary symmetric means of ``1 - R`` over the block (no
     sampling, no approximation). ``stable``: input row order (LightGBM's ``std::stable_sort``).
     ``pessimistic`` / ``optimistic``: lower / higher gain first within a tie (relevant rows last
@@ -63,7 +73,8 @@ Hand-checked reference: labels ``[2, 3, 1, 0, 2]`` in that ranked order give NDC
 Output
 ------
 `per_query_table` returns one row per query (``qid, list_len, stratum, n_relevant``, then per
-``k``: ``idcg_at_k, dcg_at_k, ndcg_at_k, err_at_k, p_at_k``, then ``rr``); ``stratum`` is a
+``k``: ``idcg_at_k, dcg_at_k, ndcg_at_k, err_at_k, p_at_k, rr_at_k, recall_at_k, ap_at_k``,
+then ``rr`` and ``ap``); ``stratum`` is a
 categorical of the display labels (``"1-10"``, ..., ``"empty"`` for an empty list).
 `summarize`, `idcg_report` and the plots are derived from that table only.
 
@@ -71,7 +82,9 @@ Speed
 -----
 One numba kernel (``_kernel.grouped_kernel``), parallel over chunks of queries, serves every
 measure: per query a top-``max(ks)`` heap selection by score (no full sort), a counting sort of
-the judged labels for the ideal order, and the measures from those. Its one-time compile
+the judged labels for the ideal order, and the measures from those. Full AP sorts a whole list
+only when a relevant row lies below the top ``max(ks)`` (``measure_arrays(full_ap=False)``, as
+the per-round curves use, skips it). Its one-time compile
 (about 15 s) is cached beside the module (``__pycache__``); later processes load it in about 1 s.
 Threads: numba's (``NUMBA_NUM_THREADS`` / ``numba.set_num_threads``). Labels are read as int64
 (other integer dtypes are cast), scores as float64; gains come from a per-label lookup table,

@@ -176,6 +176,132 @@ def _block_stop_probs(
 
 
 @_jit
+def _block_term(above_rel: int, m: int, r: int, t: int) -> float:
+    """E[rel_p * (relevant rows at positions <= p)] at block position ``t`` (0-based) of a tied
+    block of ``m`` rows, ``r`` relevant, below ``above_rel`` relevant rows, for a uniform random
+    order of the block (McSherry and Najork 2008): the row is relevant with probability ``r/m``;
+    given that, each of the ``t`` rows before it in the block is relevant with probability
+    ``(r-1)/(m-1)``. Untied (``m = 1``): ``above_rel + 1`` for a relevant row, else 0.
+    """
+    if r == 0:
+        return 0.0
+    if m == 1:
+        return float(above_rel + 1)
+    return (r / m) * (above_rel + 1 + t * (r - 1) / (m - 1))
+
+
+@_jit
+def _block_precision_terms(above_rel: int, m: int, r: int, n_pos: int, out: Any, start: int) -> None:
+    """`_block_term` at the first ``n_pos`` positions of a block, into ``out[start:]``."""
+    for t in range(n_pos):
+        out[start + t] = _block_term(above_rel, m, r, t)
+
+
+@_jit
+def _count_relevant(labels: Any, lo: int, hi: int, rel_threshold: int) -> int:
+    c = 0
+    for i in range(lo, hi):
+        if labels[i] >= rel_threshold:
+            c += 1
+    return c
+
+
+@_jit
+def _ap_by_score_blocks(s: Any, labels: Any, lo: int, hi: int, rel_threshold: int, n_rel: int, average: bool) -> float:
+    """`_full_ap_sum` without sorting the list: only the scores of its ``n_rel >= 1`` relevant
+    rows are sorted (their distinct values are the blocks that matter), and one pass with a
+    binary search counts, per block, the rows above it and in it. Exact for ``average``, and for
+    any order when no relevant row ties with another row; else -1 (the caller sorts)."""
+    u = np.empty(n_rel)
+    c = 0
+    for i in range(lo, hi):
+        if labels[i] >= rel_threshold:
+            u[c] = s[i]
+            c += 1
+    u.sort()
+    rc = np.zeros(n_rel, dtype=np.int64)
+    d = 0  # distinct relevant scores, ascending, with their relevant counts
+    for j in range(n_rel):
+        if d == 0 or u[j] != u[d - 1]:
+            u[d] = u[j]
+            rc[d] = 1
+            d += 1
+        else:
+            rc[d - 1] += 1
+            if not average:
+                return -1.0
+    cnt = np.zeros(d + 1, dtype=np.int64)  # cnt[b]: rows with u[b-1] < score <= u[b] (b = d: above all)
+    eq = np.zeros(d, dtype=np.int64)  # eq[b]: rows with score == u[b]
+    for i in range(lo, hi):
+        v = s[i]
+        a = 0
+        b = d
+        while a < b:  # a = number of distinct relevant scores below v
+            mid = (a + b) >> 1
+            if u[mid] < v:
+                a = mid + 1
+            else:
+                b = mid
+        cnt[a] += 1
+        if a < d and u[a] == v:
+            eq[a] += 1
+    total = 0.0
+    above = 0
+    crel = 0
+    for b in range(d - 1, -1, -1):  # blocks from the highest score down
+        above += cnt[b + 1]
+        m = eq[b]
+        if m > 1 and not average:
+            return -1.0
+        for t in range(m):
+            total += _block_term(crel, m, rc[b], t) / (above + t + 1)
+        crel += rc[b]
+    return total
+
+
+@_jit
+def _full_ap_sum(
+    s: Any, labels: Any, lut: Any, tk: Any, mode: int, average: bool, lo: int, hi: int, rel_threshold: int, n_rel: int
+) -> float:
+    """``sum_p E[rel_p * (relevant rows at positions <= p)] / p`` over the whole list ``lo:hi``
+    (AP times the number of relevant judgments; ``n_rel`` relevant rows in the list, >= 1).
+    `_ap_by_score_blocks` when it applies, else a full sort of the list: numpy's stable sort for
+    input order (``stable``), the heap of `_top_k` for the other modes."""
+    by_blocks = _ap_by_score_blocks(s, labels, lo, hi, rel_threshold, n_rel, average)
+    if by_blocks >= 0.0:
+        return by_blocks
+    n = hi - lo
+    if mode == MODE_INPUT:
+        order = np.argsort(-s[lo:hi], kind="mergesort") + lo
+    else:
+        order = np.empty(n, dtype=np.int64)
+        _top_k(s, labels, lut, tk, mode, lo, hi, n, order)
+    total = 0.0
+    crel = 0
+    if not average:
+        for p in range(n):
+            if labels[order[p]] >= rel_threshold:
+                crel += 1
+                total += crel / (p + 1)
+        return total
+    a = 0
+    while a < n:
+        sa = s[order[a]]
+        b = a
+        r = 0
+        while b < n and s[order[b]] == sa:
+            if labels[order[b]] >= rel_threshold:
+                r += 1
+            b += 1
+        if r > 0:
+            for t in range(b - a):
+                total += _block_term(crel, b - a, r, t) / (a + t + 1)
+        crel += r
+        a = b
+    return total
+
+
+@_jit
 def _expected_rr(above: int, m: int, r: int, cutoff: int) -> float:
     """E[1 / rank of the first relevant row, 0 beyond rank ``cutoff``] for a random order of a
     tied block (RR@cutoff; RR itself with a cutoff past the block).
@@ -235,15 +361,22 @@ def _one_query(
     rr: Any,
     rr_at: Any,
     n_rel: Any,
+    full_ap: bool,
+    rec: Any,
+    ap_at: Any,
+    ap: Any,
     buf: Any,
     eg: Any,
     er: Any,
     es: Any,
+    ea: Any,
     ig: Any,
     hist: Any,
 ) -> None:
-    """Every measure of query ``q``; ``buf, eg, er, es, ig`` (>= min(k_max, list length)) and
-    ``hist`` (n_labels) are scratch space reused across queries."""
+    """Every measure of query ``q``; ``buf, eg, er, es, ea, ig`` (>= min(k_max, list length)) and
+    ``hist`` (n_labels) are scratch space reused across queries. ``rec``, ``ap_at`` and ``ap``
+    are written as sums over the ranked rows divided by ``n_rel[q]``, 0 when ``n_rel[q] == 0``
+    (the caller applies the zero policy); ``ap`` only when ``full_ap``."""
     n_k = ks.shape[0]
     k_max = ks[n_k - 1]
     n_labels = lut.shape[0]
@@ -308,17 +441,28 @@ def _one_query(
             dcg[q, ki] = 0.0
             err[q, ki] = 0.0
             prec[q, ki] = 0.0
+            rec[q, ki] = 0.0
+            ap_at[q, ki] = 0.0
+        if full_ap:
+            ap[q] = 0.0
         _set_rr(q, rr, rr_at, ks, 0, 0, 0)
         return
     # ---- ranked: the top k_max rows in rank order, expected gain / relevance / stop ---------
     n_top = _top_k(scores, labels, lut, tie_keys, mode, lo, hi, k_max, buf)
     surv = 1.0
+    crel = 0  # relevant rows above the current position (average: in the blocks above)
+    partial_r = 0  # average: relevant rows of a tied block that continues past the top
     if not average:
         for p in range(n_top):
             i = buf[p]
             g = _gain(labels, lut, i)
             eg[p] = g
             er[p] = 1.0 if labels[i] >= rel_threshold else 0.0
+            if labels[i] >= rel_threshold:
+                crel += 1
+                ea[p] = float(crel)
+            else:
+                ea[p] = 0.0
             es[p] = surv * g * stop_scale
             surv *= 1.0 - g * stop_scale
     else:
@@ -340,6 +484,11 @@ def _one_query(
                 g = _gain(labels, lut, i)
                 eg[a] = g
                 er[a] = 1.0 if labels[i] >= rel_threshold else 0.0
+                if labels[i] >= rel_threshold:
+                    crel += 1
+                    ea[a] = float(crel)
+                else:
+                    ea[a] = 0.0
                 es[a] = surv * g * stop_scale
                 surv *= 1.0 - g * stop_scale
                 a = b
@@ -364,6 +513,10 @@ def _one_query(
             for p in range(a, b):
                 eg[p] = gsum / m
                 er[p] = rsum / m
+            _block_precision_terms(crel, m, int(rsum), b - a, ea, a)
+            crel += int(rsum)
+            if m > b - a:
+                partial_r = int(rsum)
             _block_stop_probs(rv, m, b - a, surv, es, a)
             for c in range(m):
                 surv *= 1.0 - rv[c]
@@ -371,6 +524,8 @@ def _one_query(
     run_g = 0.0
     run_r = 0.0
     run_e = 0.0
+    run_a = 0.0
+    inv_rel = 1.0 / cnt if cnt > 0 else 0.0
     ki = 0
     for p in range(k_max):
         if p >= n_top:  # nothing left to add: the remaining cut-offs keep these values
@@ -378,16 +533,29 @@ def _one_query(
                 dcg[q, ki] = run_g
                 prec[q, ki] = run_r / ks[ki]
                 err[q, ki] = run_e
+                rec[q, ki] = run_r * inv_rel
+                ap_at[q, ki] = run_a * inv_rel
                 ki += 1
             break
         run_g += eg[p] * discount[p]
         run_r += er[p]
         run_e += es[p] / (p + 1)
+        run_a += ea[p] / (p + 1)
         while ki < n_k and ks[ki] == p + 1:
             dcg[q, ki] = run_g
             prec[q, ki] = run_r / ks[ki]
             err[q, ki] = run_e
+            rec[q, ki] = run_r * inv_rel
+            ap_at[q, ki] = run_a * inv_rel
             ki += 1
+    # ---- average precision over the whole list ---------------------------------------------
+    if full_ap:
+        r_list = crel if n == n_top else _count_relevant(labels, lo, hi, rel_threshold)
+        if n == n_top or (partial_r == 0 and crel == r_list):
+            # every relevant row (and its tie block) lies in the top: AP is the sum above
+            ap[q] = run_a * inv_rel
+        else:
+            ap[q] = _full_ap_sum(scores, labels, lut, tie_keys, mode, average, lo, hi, rel_threshold, r_list) * inv_rel
     # ---- reciprocal rank of the first relevant row (whole list) ----------------------------
     # from the top when a relevant row is there (and, for average, its tie block ends inside
     # the top); else by passes over the whole list
@@ -469,10 +637,15 @@ def grouped_kernel(
     rr: NDArray[np.float64],
     rr_at: NDArray[np.float64],
     n_rel: NDArray[np.int64],
+    full_ap: bool,
+    rec: NDArray[np.float64],
+    ap_at: NDArray[np.float64],
+    ap: NDArray[np.float64],
 ) -> None:
-    """Fill ``idcg, dcg, err, prec, rr_at`` (n_queries x len(ks)), ``rr`` and ``n_rel`` per query.
+    """Fill ``idcg, dcg, err, prec, rr_at, rec, ap_at`` (n_queries x len(ks)), ``rr``, ``n_rel``
+    and (``full_ap``) ``ap`` per query. Recall and AP are divided by ``n_rel`` (0 where it is 0).
 
-    ``ks`` ascending; ``discount[p] = 1 / log2(p + 2)`` for ``p < max(ks)``; ``lut[label]`` the
+    ``ks`` ascending; ``discount[p]`` the discount of position ``p + 1`` for ``p < max(ks)``; ``lut[label]`` the
     gain of a label >= 0 and ``label_order`` the labels by gain descending (``use_hist``: the
     ideal order comes from a counting sort over labels, else from a top-k heap); ERR's stop
     probability of a row is ``gain * stop_scale``; ``tie_keys`` is read only in
@@ -487,11 +660,13 @@ def grouped_kernel(
         eg = np.empty(scratch_len)
         er = np.empty(scratch_len)
         es = np.empty(scratch_len)
+        ea = np.empty(scratch_len)
         ig = np.empty(scratch_len)
         hist = np.zeros(lut.shape[0], dtype=np.int64)
         for q in range(q0, q1):
             _one_query(
                 q, labels, scores, offsets, ideal_labels, ideal_offsets, tie_keys, lut,
                 label_order, use_hist, rel_threshold, stop_scale, mode, average, ks, discount,
-                idcg, dcg, err, prec, rr, rr_at, n_rel, buf, eg, er, es, ig, hist,
+                idcg, dcg, err, prec, rr, rr_at, n_rel, full_ap, rec, ap_at, ap, buf, eg, er, es, ea,
+                ig, hist,
             )  # fmt: skip

@@ -7,7 +7,7 @@ A composite is a name and weights over columns of a `per_query_table`, e.g.
 is left out of its means. The summary keys are those of :func:`ltr.metrics.summary.summarize`:
 ``ndcg_blend``, ``ndcg_blend/len_1-10``, ... (and ``.../len_empty`` when there are empty lists).
 
-Parts are the measures of the table: ``{idcg,dcg,ndcg,err,p}_at_{k}`` and ``rr``. A part's
+Parts are the measures of the table: ``{idcg,dcg,ndcg,err,p,recall,ap}_at_{k}``, ``rr`` and ``ap``. A part's
 cut-off need not be in ``eval.k``: `composite_ks` lists the cut-offs to add to the table.
 """
 
@@ -23,7 +23,8 @@ from ltr.errors import LtrUserError
 from ltr.metrics.strata import Strata
 from ltr.metrics.summary import stratum_means
 
-_PART = re.compile(r"^(idcg|dcg|ndcg|err|p)_at_([1-9][0-9]*)$")
+_PART = re.compile(r"^(idcg|dcg|ndcg|err|p|recall|ap)_at_([1-9][0-9]*)$")
+_UNCUT = ("rr", "ap")
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
 _DEFAULT_STRATA = Strata()
 
@@ -39,10 +40,10 @@ def check_composites(composites: Composites) -> None:
     >>> check_composites({"blend": {"ndcg@3": 1.0}})
     Traceback (most recent call last):
     ...
-    ltr.errors.LtrUserError: eval.composite.blend: 'ndcg@3' is not a measure; use ndcg_at_K, dcg_at_K, idcg_at_K, err_at_K, p_at_K or rr
+    ltr.errors.LtrUserError: eval.composite.blend: 'ndcg@3' is not a measure; use ndcg_at_K, dcg_at_K, idcg_at_K, err_at_K, p_at_K, recall_at_K, ap_at_K, rr or ap
     """
     for name, parts in composites.items():
-        if not _NAME.match(str(name)) or _PART.match(str(name)) or name == "rr":
+        if not _NAME.match(str(name)) or _PART.match(str(name)) or name in _UNCUT:
             raise LtrUserError(
                 f"eval.composite.{name}: the name must start with a letter, use letters, digits, "
                 "_ . - only, and not be a measure's own name"
@@ -50,10 +51,10 @@ def check_composites(composites: Composites) -> None:
         if not parts:
             raise LtrUserError(f"eval.composite.{name} has no parts; e.g. {{ndcg_at_3: 0.4, ndcg_at_10: 0.6}}")
         for part, weight in parts.items():
-            if part != "rr" and not _PART.match(str(part)):
+            if part not in _UNCUT and not _PART.match(str(part)):
                 raise LtrUserError(
                     f"eval.composite.{name}: {part!r} is not a measure; use ndcg_at_K, dcg_at_K, "
-                    "idcg_at_K, err_at_K, p_at_K or rr"
+                    "idcg_at_K, err_at_K, p_at_K, recall_at_K, ap_at_K, rr or ap"
                 )
             if not np.isfinite(float(weight)):
                 raise LtrUserError(f"eval.composite.{name}.{part} = {weight} is not a finite weight")

@@ -5,6 +5,7 @@ See the package docstring of :mod:`ltr.metrics` for what each knob means.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -14,6 +15,7 @@ from numpy.typing import NDArray
 GAINS: tuple[str, ...] = ("exp", "linear")
 TIES: tuple[str, ...] = ("average", "stable", "pessimistic", "optimistic", "docno_desc")
 ZERO_IDCG: tuple[str, ...] = ("zero", "one", "skip")
+DISCOUNTS: tuple[str, ...] = ("log2_rank_plus_1", "jarvelin")
 
 #: Label of a ranked row without a judgment (a TREC run's unjudged docno): gain 0 under every
 #: convention (every negative label has gain 0) and never relevant (below every allowed
@@ -42,8 +44,16 @@ class MetricConventions:
     zero_idcg : {"zero", "one", "skip"}
         NDCG of a query whose IDCG@k is 0: 0, 1, or NaN (left out of means, counted).
     rel_threshold : int
-        Binary relevance for P@k, RR and ``n_relevant``: ``label >= rel_threshold``. Must be
-        above `UNJUDGED` (so an unjudged row is never relevant); ``ltr evaluate`` takes >= 0.
+        Binary relevance for P@k, R@k, AP, RR and ``n_relevant``: ``label >= rel_threshold``.
+        Must be above `UNJUDGED` (so an unjudged row is never relevant); ``ltr evaluate`` takes
+        >= 0.
+    discount : {"log2_rank_plus_1", "jarvelin"}
+        Position discount of DCG and IDCG. ``log2_rank_plus_1`` (default): ``1 / log2(rank +
+        1)``. ``jarvelin``: Järvelin and Kekäläinen's original (2002), ``1 / log_b(rank)`` from
+        rank ``b`` on and no discount above it (``1 / max(1, log_b(rank))``); with ``b = 2``:
+        ``DCG = g_1 + sum_{rank >= 2} g_rank / log2(rank)``.
+    discount_base : float
+        The base ``b`` of ``jarvelin`` (> 1, default 2); ignored by ``log2_rank_plus_1``.
 
     Examples
     --------
@@ -60,9 +70,18 @@ class MetricConventions:
     ties: str = "average"
     zero_idcg: str = "zero"
     rel_threshold: int = 1
+    discount: str = "log2_rank_plus_1"
+    discount_base: float = 2.0
 
     def __post_init__(self) -> None:
         _check_choice("gain", self.gain, GAINS)
+        _check_choice("discount", self.discount, DISCOUNTS)
+        if isinstance(self.discount_base, bool) or not (
+            isinstance(self.discount_base, int | float | np.floating | np.integer)
+            and math.isfinite(self.discount_base)
+            and self.discount_base > 1
+        ):
+            raise ValueError(f"discount_base={self.discount_base!r} must be a number > 1")
         _check_choice("ties", self.ties, TIES)
         _check_choice("zero_idcg", self.zero_idcg, ZERO_IDCG)
         if self.label_gain is not None:
@@ -124,6 +143,25 @@ class MetricConventions:
             return gains
         return clipped
 
+    def discounts(self, k_max: int) -> NDArray[np.float64]:
+        """The discount of positions ``1..k_max`` (index ``p`` for position ``p + 1``).
+
+        Examples
+        --------
+        >>> MetricConventions().discounts(3).round(4).tolist()
+        [1.0, 0.6309, 0.5]
+        >>> MetricConventions(discount="jarvelin").discounts(4).round(4).tolist()
+        [1.0, 1.0, 0.6309, 0.5]
+        """
+        if self.discount == "log2_rank_plus_1":
+            out: NDArray[np.float64] = 1.0 / np.log2(np.arange(2, k_max + 2, dtype=np.float64))
+            return out
+        ranks = np.arange(1, k_max + 1, dtype=np.float64)
+        base = float(self.discount_base)
+        logs = np.log2(ranks) if base == 2.0 else np.log(ranks) / math.log(base)
+        jarvelin: NDArray[np.float64] = 1.0 / np.maximum(logs, 1.0)
+        return jarvelin
+
     def describe(self) -> dict[str, Any]:
         """The conventions as a flat dict (for logging with a run)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -154,7 +192,7 @@ def resolve_conventions(preset: str | None, **overrides: Any) -> MetricConventio
     Examples
     --------
     >>> resolve_conventions("lightgbm", zero_idcg="zero")
-    MetricConventions(gain='exp', label_gain=None, ties='stable', zero_idcg='zero', rel_threshold=1)
+    MetricConventions(gain='exp', label_gain=None, ties='stable', zero_idcg='zero', rel_threshold=1, discount='log2_rank_plus_1', discount_base=2.0)
     """
     if preset is None:
         base = MetricConventions()

@@ -7,8 +7,8 @@ conventions to LightGBM's one knob at a time splits the difference into two part
   being skipped);
 - ``ties``: tied scores are broken by input row order instead of our tie policy.
 
-Gain is not a factor when both use the same gain; if ours is ``linear`` the remainder is shown
-as ``gain``.
+Gain and discount are not a factor when both use the same; if ours differ (``linear`` gain, the
+``jarvelin`` discount) the remainder is shown as ``gain and discount``.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class LightgbmGap:
             f"{self.n_zero_idcg} of {self.n_queries} queries have nothing relevant in their labels "
             f"(LightGBM scores them 1): {self.from_zero_idcg:+.4f}. "
             f"{self.n_tied_queries} queries have tied scores (LightGBM keeps row order): {self.from_ties:+.4f}. "
-            + (f"Gain: {self.from_gain:+.4f}. " if self.from_gain else "")
+            + (f"Gain and discount: {self.from_gain:+.4f}. " if self.from_gain else "")
             + f"{self.n_single_doc} single-document queries score 1 under both if relevant."
         )
 
@@ -65,11 +65,14 @@ def gap_parts(
     separately, concatenated and passed to :func:`gap_from_parts`.
     """
     theirs = MetricConventions(gain="exp", ties="stable", zero_idcg="one", rel_threshold=ours.rel_threshold)
-    same_gain = replace(theirs, gain=ours.gain, label_gain=ours.label_gain)
+    # ours in all but ties and zero_idcg: the rest of the gap is gain and discount
+    same_gain = replace(
+        theirs, gain=ours.gain, label_gain=ours.label_gain, discount=ours.discount, discount_base=ours.discount_base
+    )
     col = f"ndcg_at_{k}"
 
     def table(conventions: MetricConventions) -> pd.DataFrame:
-        return per_query_table(labels, scores, offsets, qids, ks=(k,), conventions=conventions)
+        return per_query_table(labels, scores, offsets, qids, ks=(k,), conventions=conventions, full_ap=False)
 
     theirs_table = table(theirs)
     return pd.DataFrame({

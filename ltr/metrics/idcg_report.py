@@ -79,3 +79,48 @@ def idcg_report(table: pd.DataFrame, k: int, *, bins: int = 30) -> IdcgReport:
         share_shorter_than_k=float(np.mean(lens < k)) if n else 0.0,
         n_queries=n,
     )
+
+
+#: Share of queries with IDCG@k <= 1 above which `low_idcg_note` speaks up ("dominate").
+LOW_IDCG_DOMINATES = 0.5
+
+
+def low_idcg_note(table: pd.DataFrame, k: int, *, split: str = "") -> str | None:
+    """One line when queries with IDCG@k <= 1 dominate ``table`` (more than half), else None.
+
+    Such a query has at most one marginally relevant document in its ideal top k: its NDCG@k is
+    near 1 as soon as that document comes first (or 0, or the zero-IDCG policy, when there is
+    none), so these queries pull the mean towards their own values and it loses its power to
+    tell rankings apart. The line gives the mean NDCG@k, its value on those queries and on the
+    rest, and the mean ERR@k (already logged), the steadier figure there: it is not normalised
+    by the ideal, so a query with one marginal document adds little to it. ``table`` needs
+    ``idcg_at_k``, ``ndcg_at_k`` and ``err_at_k``.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"idcg_at_10": [1.0, 1.0, 0.0, 7.0], "ndcg_at_10": [1.0, 1.0, 0.0, 0.5],
+    ...                   "err_at_10": [0.1, 0.1, 0.0, 0.4]})
+    >>> print(low_idcg_note(t, 10))
+    75 % of the queries have IDCG@10 <= 1 (one marginally relevant document at most): they pull the mean nDCG@10 0.6250 towards their own 0.6667 (the other 25 %: 0.5000); ERR@10 0.1500 is the steadier figure here
+    """
+    idcg = table[f"idcg_at_{k}"].to_numpy(dtype=np.float64)
+    if idcg.size == 0:
+        return None
+    low = idcg <= 1.0
+    share = float(low.mean())
+    if share <= LOW_IDCG_DOMINATES:
+        return None
+    ndcg = table[f"ndcg_at_{k}"].to_numpy(dtype=np.float64)
+    err = table[f"err_at_{k}"].to_numpy(dtype=np.float64)
+    rest = f"{_mean(ndcg[~low]):.4f}" if (~low).any() else "none"
+    where = f"{split}: " if split else ""
+    return (
+        f"{where}{share * 100:.0f} % of the queries have IDCG@{k} <= 1 (one marginally relevant document at most): "
+        f"they pull the mean nDCG@{k} {_mean(ndcg):.4f} towards their own {_mean(ndcg[low]):.4f} "
+        f"(the other {(1 - share) * 100:.0f} %: {rest}); ERR@{k} {_mean(err):.4f} is the steadier figure here"
+    )
+
+
+def _mean(values: NDArray[np.float64]) -> float:
+    known = values[~np.isnan(values)]
+    return float(known.mean()) if known.size else float("nan")

@@ -154,11 +154,11 @@ def click_tables(
     base = replace(conventions, zero_idcg="skip", rel_threshold=1)
     naive = per_query_table(
         c.astype(np.int64), scores, offsets, qids, ks=ks, strata=strata,
-        conventions=replace(base, gain="linear", label_gain=None),
+        conventions=replace(base, gain="linear", label_gain=None), full_ap=False,
     )
     labels, gains = _weighted_labels(c / propensities[pos])
     ips = per_query_table(
-        labels, scores, offsets, qids, ks=ks, strata=strata, conventions=replace(base, label_gain=gains),
+        labels, scores, offsets, qids, ks=ks, strata=strata, conventions=replace(base, label_gain=gains), full_ap=False,
     )
     return naive, ips
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from ltr.metrics.exposure import COVERAGES, ExposureReport
 from ltr.metrics.idcg_report import IdcgReport
 
 if TYPE_CHECKING:
@@ -39,4 +42,30 @@ def plot_idcg_histogram(report: IdcgReport, *, title: str) -> Figure:
         va="top",
         fontsize="small",
     )
+    return fig
+
+
+def plot_exposure(report: ExposureReport, *, title: str, eval_k: int | None = None) -> Figure:
+    """Cumulative share of clicks and of estimated examinations at positions <= k, with the
+    50 / 80 / 95 % points of the examinations (and ``eval_k`` when given) marked."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.4, 4.0))
+    fig.subplots_adjust(left=0.11, right=0.97, top=0.91, bottom=0.13)
+    ax = fig.add_subplot()
+    ks = np.arange(1, report.exam_share.shape[0] + 1)
+    ax.step(ks, report.exam_share, where="post", label=f"examinations ({report.propensity_source} propensities)")
+    ax.step(ks, report.click_share, where="post", label="clicks")
+    for pct in COVERAGES:
+        k = report.k_for("exam", pct)
+        ax.axvline(k, color="grey", linestyle=":", linewidth=1)
+        ax.text(k, pct / 100, f" {pct} %: k={k}", fontsize="small", va="bottom")
+    if eval_k is not None:
+        ax.axvline(eval_k, color="C3", linewidth=1, label=f"eval.k = {eval_k}")
+    ax.set_xscale("log")
+    ax.set_xlabel("k (positions 1..k)")
+    ax.set_ylabel("share at positions <= k")
+    ax.set_ylim(0, 1.02)
+    ax.set_title(title)
+    ax.legend(loc="lower right", fontsize="small")
     return fig

@@ -9,12 +9,16 @@ from numpy.typing import NDArray
 from ltr.metrics.strata import EMPTY, EMPTY_KEY, Strata
 
 _DEFAULT_STRATA = Strata()
-_METRIC_PREFIXES = ("idcg_at_", "dcg_at_", "ndcg_at_", "err_at_", "p_at_", "rr_at_", "ild_at_", "coverage_at_", "alpha_ndcg_at_", "tail_at_")
+_METRIC_PREFIXES = (
+    "idcg_at_", "dcg_at_", "ndcg_at_", "err_at_", "p_at_", "rr_at_", "recall_at_", "ap_at_",
+    "ild_at_", "coverage_at_", "alpha_ndcg_at_", "tail_at_",
+)  # fmt: skip
+_UNCUT = ("rr", "ap")
 
 
 def is_metric_column(name: str) -> bool:
-    """True for the columns `summarize` averages (``*_at_k`` measures and ``rr``)."""
-    return name == "rr" or name.startswith(_METRIC_PREFIXES)
+    """True for the columns `summarize` averages (``*_at_k`` measures, ``rr`` and ``ap``)."""
+    return name in _UNCUT or name.startswith(_METRIC_PREFIXES)
 
 
 def summarize(table: pd.DataFrame, *, strata: Strata = _DEFAULT_STRATA) -> dict[str, float]:

@@ -22,7 +22,8 @@ def metric_columns(ks: Sequence[int]) -> list[str]:
     cols: list[str] = []
     for k in ks:
         cols += [f"idcg_at_{k}", f"dcg_at_{k}", f"ndcg_at_{k}", f"err_at_{k}", f"p_at_{k}", f"rr_at_{k}"]
-    return [*cols, "rr"]
+        cols += [f"recall_at_{k}", f"ap_at_{k}"]
+    return [*cols, "rr", "ap"]
 
 
 def per_query_table(
@@ -38,6 +39,7 @@ def per_query_table(
     ideal_offsets: NDArray[np.int64] | None = None,
     tie_keys: NDArray[np.generic] | None = None,
     max_gain: float | None = None,
+    full_ap: bool = True,
 ) -> pd.DataFrame:
     """One row per query with its list length, stratum and every measure at every ``k``.
 
@@ -69,14 +71,18 @@ def per_query_table(
         Default: the largest gain of ``labels`` / ``ideal_labels`` (see :func:`largest_gain`).
         Pass the value of the whole split when the table is built part by part, so the parts'
         tables concatenate to the whole split's table.
+    full_ap : bool
+        Compute ``ap`` (AP over the whole list; default). It is the one measure that looks past
+        the top ``max(ks)`` of every list: on long lists with many relevant rows it costs 3-4x
+        all the others together; False leaves the column out (callers that need NDCG only).
 
     Returns
     -------
     pandas.DataFrame
         Columns ``qid, list_len, stratum`` (categorical of the stratum display labels, e.g.
         ``"11-50"``; ``"empty"`` for an empty list), ``n_relevant``, then per ``k``
-        ``idcg_at_k, dcg_at_k, ndcg_at_k, err_at_k, p_at_k, rr_at_k``, then ``rr``; rows in
-        input order.
+        ``idcg_at_k, dcg_at_k, ndcg_at_k, err_at_k, p_at_k, rr_at_k, recall_at_k, ap_at_k``,
+        then ``rr`` and ``ap`` (without ``full_ap``: no ``ap``); rows in input order.
 
     Examples
     --------
@@ -91,7 +97,7 @@ def per_query_table(
         raise ValueError(f"qids have shape {qids_a.shape}; offsets describe {n_q} queries")
     m = measure_arrays(
         labels, scores, offsets, ks=ks, conventions=conventions, ideal_labels=ideal_labels,
-        ideal_offsets=ideal_offsets, tie_keys=tie_keys, max_gain=max_gain, qids=qids_a,
+        ideal_offsets=ideal_offsets, tie_keys=tie_keys, max_gain=max_gain, qids=qids_a, full_ap=full_ap,
     )
     list_len = m.list_len
     data: dict[str, object] = {
@@ -110,7 +116,11 @@ def per_query_table(
         data[f"err_at_{k}"] = m.err[:, j]
         data[f"p_at_{k}"] = m.precision[:, j]
         data[f"rr_at_{k}"] = m.rr_at[:, j]
+        data[f"recall_at_{k}"] = m.recall[:, j]
+        data[f"ap_at_{k}"] = m.ap_at[:, j]
     data["rr"] = m.rr
+    if full_ap:
+        data["ap"] = m.ap
     return pd.DataFrame(data)
 
 
@@ -118,9 +128,10 @@ def per_query_table(
 class MeasureArrays:
     """Every measure of every query as arrays (what `per_query_table` puts in columns).
 
-    ``ks`` in the order asked for; ``idcg``, ``dcg``, ``ndcg``, ``err``, ``precision``, ``rr_at``
-    have shape (n_queries, len(ks)), column ``j`` for ``ks[j]``; ``list_len``, ``n_relevant``,
-    ``rr`` shape (n_queries,).
+    ``ks`` in the order asked for; ``idcg``, ``dcg``, ``ndcg``, ``err``, ``precision``, ``rr_at``,
+    ``recall``, ``ap_at`` have shape (n_queries, len(ks)), column ``j`` for ``ks[j]``;
+    ``list_len``, ``n_relevant``, ``rr``, ``ap`` shape (n_queries,) (``ap`` all NaN when built
+    with ``full_ap=False``).
     """
 
     ks: tuple[int, ...]
@@ -133,6 +144,9 @@ class MeasureArrays:
     precision: NDArray[np.float64]
     rr: NDArray[np.float64]
     rr_at: NDArray[np.float64]
+    recall: NDArray[np.float64]
+    ap_at: NDArray[np.float64]
+    ap: NDArray[np.float64]
 
 
 def measure_arrays(
@@ -147,10 +161,13 @@ def measure_arrays(
     tie_keys: NDArray[np.generic] | None = None,
     max_gain: float | None = None,
     qids: NDArray[np.generic] | None = None,
+    full_ap: bool = True,
 ) -> MeasureArrays:
     """The measures of `per_query_table` as arrays, without building a table (same arguments,
     same values; for callers that score many rankings of the same queries, e.g. every round).
-    ``qids`` only name a query in error messages."""
+    ``qids`` only name a query in error messages. ``full_ap=False`` leaves out AP over the
+    whole list (``ap`` is NaN), the one measure that may sort a whole list rather than its top
+    ``max(ks)``; every other value is the same."""
     labels_a = _as_int_labels(labels, "labels")
     scores_a = np.ascontiguousarray(scores, dtype=np.float64)
     offsets_a = _check_offsets(offsets, labels_a.shape[0], "offsets")
@@ -210,7 +227,7 @@ def measure_arrays(
 
     ks_sorted = np.array(sorted(k_list), dtype=np.int64)
     k_max = int(ks_sorted[-1])
-    discount = 1.0 / np.log2(np.arange(2, k_max + 2, dtype=np.float64))
+    discount = c.discounts(k_max)
     longest = 0
     if n_q:
         longest = max(int(np.diff(offsets_a).max()), int(np.diff(ideal_off).max()))
@@ -237,10 +254,14 @@ def measure_arrays(
     rr = np.empty(n_q)
     rr_at = np.empty(shape)
     n_rel = np.empty(n_q, dtype=np.int64)
+    recall = np.empty(shape)
+    ap_at = np.empty(shape)
+    ap = np.empty(n_q) if full_ap else np.full(n_q, np.nan)
     grouped_kernel(
         labels_a, scores_a, offsets_a, ideal_a, ideal_off, tkey,
         lut, label_order, lut.shape[0] <= HIST_MAX_LABELS, int(c.rel_threshold), stop_scale, mode, c.ties == "average",
         ks_sorted, discount, n_chunks, scratch_len, idcg, dcg, err, prec, rr, rr_at, n_rel,
+        full_ap, recall, ap_at, ap,
     )  # fmt: skip
 
     list_len = np.diff(offsets_a)
@@ -254,11 +275,19 @@ def measure_arrays(
     fill = {"zero": 0.0, "one": 1.0, "skip": np.nan}[c.zero_idcg]
     ndcg[~positive] = fill
     ndcg[list_len == 0] = 0.0  # nothing ranked: 0, whatever the zero-IDCG policy
+    # recall and AP of a query with nothing relevant: the same policy, per query
+    no_rel = (n_rel == 0) & (list_len > 0)
+    if no_rel.any():
+        recall[no_rel] = fill
+        ap_at[no_rel] = fill
+        if full_ap:
+            ap[no_rel] = fill
 
     order = [int(np.searchsorted(ks_sorted, k)) for k in k_list]
     return MeasureArrays(
         ks=tuple(k_list), list_len=list_len, n_relevant=n_rel, idcg=idcg[:, order], dcg=dcg[:, order],
         ndcg=ndcg[:, order], err=err[:, order], precision=prec[:, order], rr=rr, rr_at=rr_at[:, order],
+        recall=recall[:, order], ap_at=ap_at[:, order], ap=ap,
     )
 
 

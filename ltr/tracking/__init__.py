@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ltr.tracking.base import NullTracker, RunStatus, Tracker
 from ltr.tracking.store import check_tracking_uri
-from ltr.tracking.uri import default_tracking_uri, resolve_tracking_uri
+from ltr.tracking.uri import default_tracking_uri, find_tracking_uri, resolve_tracking_uri
 
 __all__ = [
     "NullTracker",
@@ -16,6 +16,7 @@ __all__ = [
     "Tracker",
     "check_tracking_uri",
     "default_tracking_uri",
+    "find_tracking_uri",
     "make_tracker",
     "open_tracker",
     "resolve_tracking_uri",

@@ -47,8 +47,9 @@ class Tracker(Protocol):
 
     def log_file(self, local_path: Path, artifact_dir: str | None = None) -> None: ...
 
-    def log_model(self, booster: Any, feature_names: Sequence[str], name: str = "model") -> str | None:
-        """The booster as an MLflow model named after ``name`` (the run's name); its model id."""
+    def log_model(self, booster: Any, input_example: Any, metadata: Mapping[str, Any]) -> str | None:
+        """The booster as the run's MLflow model (signature from ``input_example``, a DataFrame
+        of the named feature columns; ``metadata`` in its MLmodel file); its model id."""
         ...
 
     def show_first(self, metric_keys: Sequence[str]) -> None:
@@ -61,8 +62,9 @@ class Tracker(Protocol):
 
     def end_run(self, status: RunStatus, *, error: str | None = None) -> None: ...
 
-    def run_url(self) -> str | None:
-        """The run's page in the MLflow UI (a server's, or ``ltr ui``'s default address)."""
+    def run_url(self, run_id: str | None = None) -> str | None:
+        """The page of ``run_id`` (default: the current run) in the MLflow UI (a server's, or
+        ``ltr ui``'s default address)."""
         ...
 
 
@@ -101,7 +103,7 @@ class NullTracker:
     def log_file(self, local_path: Path, artifact_dir: str | None = None) -> None:
         pass
 
-    def log_model(self, booster: Any, feature_names: Sequence[str], name: str = "model") -> str | None:
+    def log_model(self, booster: Any, input_example: Any, metadata: Mapping[str, Any]) -> str | None:
         return None
 
     def show_first(self, metric_keys: Sequence[str]) -> None:
@@ -113,5 +115,5 @@ class NullTracker:
     def end_run(self, status: RunStatus, *, error: str | None = None) -> None:
         pass
 
-    def run_url(self) -> str | None:
+    def run_url(self, run_id: str | None = None) -> str | None:
         return None

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -36,6 +35,8 @@ EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
 _BATCH_METRICS = 1000
 _BATCH_PARAMS = 100
 _PARAM_VALUE_MAX = 6000
+#: The name of every run's logged model: ``runs:/<run id>/model`` finds it.
+MODEL_NAME = "model"
 
 
 def _chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
@@ -159,23 +160,33 @@ class MlflowTracker:
     def log_file(self, local_path: Path, artifact_dir: str | None = None) -> None:
         self.client.log_artifact(self._require_run(), str(local_path), artifact_dir)
 
-    def log_model(self, booster: Any, feature_names: Sequence[str], name: str = "model") -> str | None:
-        """The booster as an MLflow LightGBM model (pyfunc-loadable), named ``name`` (made a valid
-        MLflow model name: characters other than letters, digits, ``_ - = ,`` become ``_``); its
-        URI (``models:/m-...``) is the run's ``ltr.model_uri`` tag. Returns its model id.
+    def log_model(self, booster: Any, input_example: Any, metadata: Mapping[str, Any]) -> str | None:
+        """The booster as an MLflow LightGBM model named ``model``, so ``runs:/<run id>/model``
+        resolves as MLflow documents it; its ``models:/m-...`` URI is the run's ``ltr.model_uri``
+        tag. Returns its model id.
+
+        ``input_example`` (a DataFrame of the model's named feature columns) gives the model its
+        signature: MLflow's pyfunc then aligns a client's columns by name and refuses a missing
+        one. ``metadata`` goes to the model's MLmodel file (what the scores are, the run's ranking
+        step, the best round).
 
         Log it before the run's metrics and pass the id to :meth:`log_metrics`: MLflow links the
         run's step-0 metrics logged *before* a model by reading every metric's history again
         (one query per key, a few hundred per run)."""
+        from mlflow.models import infer_signature
+
         run_id = self._require_run()
         mlflow.set_tracking_uri(self.uri)
+        signature = infer_signature(input_example, booster.predict(input_example.to_numpy()))
         with self._locked(), mlflow.start_run(run_id=run_id, experiment_id=self.experiment_id):
             info = mlflow.lightgbm.log_model(
                 booster,
-                name=model_name(name),
+                name=MODEL_NAME,
+                signature=signature,
+                input_example=input_example,
+                metadata=dict(metadata),
                 pip_requirements=[f"lightgbm=={lightgbm.__version__}"],
             )
-            # how to load it: mlflow.pyfunc.load_model(run.data.tags["ltr.model_uri"])
             self.client.set_tag(run_id, "ltr.model_uri", info.model_uri)
         return str(info.model_id)
 
@@ -216,12 +227,14 @@ class MlflowTracker:
         with self._locked():
             self.client.set_terminated(self.run_id, status=status.value)
 
-    def run_url(self) -> str | None:
-        """The run's page: on the tracking server, or on ``ltr ui``'s default address."""
-        if self.run_id is None:
+    def run_url(self, run_id: str | None = None) -> str | None:
+        """The page of ``run_id`` (default: this tracker's run): on the tracking server, or on
+        ``ltr ui``'s default address."""
+        run_id = run_id or self.run_id
+        if run_id is None:
             return None
         base = self.uri if self.uri.startswith("http") else f"http://127.0.0.1:{UI_PORT}"
-        return ui_url(base, self.experiment_id, self.run_id)
+        return ui_url(base, self.experiment_id, run_id)
 
 
 def mark_model_training(client: MlflowClient, experiment: Any) -> None:
@@ -231,7 +244,3 @@ def mark_model_training(client: MlflowClient, experiment: Any) -> None:
             client.set_experiment_tag(experiment.experiment_id, key, value)
 
 
-def model_name(name: str) -> str:
-    """``name`` as a logged-model name MLflow accepts (no ``/ : . % ' "``), at most 64 characters."""
-    cleaned = re.sub(r"[^A-Za-z0-9_=,-]+", "_", name).strip("_")[:64]
-    return cleaned or "model"

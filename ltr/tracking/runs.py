@@ -37,7 +37,7 @@ from ltr.tracking.mlflow_tracker import MlflowTracker
 from ltr.tracking.store import check_tracking_uri, open_client
 
 _RUN_ID = re.compile(r"[0-9a-f]{32}")
-_ID_PREFIX = re.compile(r"[0-9a-f]{6,31}")
+_ID_PREFIX = re.compile(r"[0-9a-f]{1,31}")  # any prefix: one that matches several runs says so
 #: MLflow's tag value limit is larger, but the UI note only needs the table's head.
 _NOTE_MAX = 5000
 
@@ -91,6 +91,15 @@ def _record(run: Run) -> RunRecord:
 
 def _first_line(exc: MlflowException) -> str:
     return str(exc.message).splitlines()[0] if exc.message else type(exc).__name__
+
+
+def unfinished(status: str) -> str:
+    """What a run's status says about how it ended, for a run that did not finish."""
+    return {
+        "KILLED": "was killed (status KILLED: interrupted before it finished)",
+        "FAILED": "failed (status FAILED)",
+        "RUNNING": "is still running, or its process died (status RUNNING)",
+    }.get(status, f"did not finish (status {status})")
 
 
 def _describe(runs: Sequence[Run]) -> str:
@@ -149,8 +158,15 @@ class RunStore:
         """The run ``ref`` names: run id, else run name in ``experiment``, else id prefix.
 
         A name several runs share (a quickstart run twice) names the latest finished one; a note
-        in :attr:`notes` says so.
+        in :attr:`notes` says so, and another says when the run did not finish (KILLED: it was
+        interrupted; FAILED).
         """
+        record = self._resolve(ref, experiment=experiment)
+        if record.status != "FINISHED":
+            self.notes.append(f"run {record.short_id} ({record.run_name}) {unfinished(record.status)}")
+        return record
+
+    def _resolve(self, ref: str, *, experiment: str) -> RunRecord:
         ref = ref.strip()
         if not ref:
             raise LtrUserError("an empty run reference was given")
@@ -206,7 +222,8 @@ class RunStore:
         )
         return [_record(r) for r in runs if r.data.tags.get(TAG_KIND) not in ("comparison", "abtest")][:n]
 
-    def _download(self, run: RunRecord, path: str, dst: str) -> Path:
+    def download(self, run: RunRecord, path: str, dst: str) -> Path:
+        """Download the run's artifact ``path`` into ``dst``; one line naming what the run holds instead."""
         try:
             with _no_progress_bar():
                 return Path(self.client.download_artifacts(run.run_id, path, dst))
@@ -216,20 +233,16 @@ class RunStore:
                 have = [Path(a.path).name for a in self.client.list_artifacts(run.run_id, folder)]
             except (MlflowException, OSError):
                 have = []
+            status = "" if run.status == "FINISHED" else f" {unfinished(run.status)} and"
             raise LtrUserError(
-                f"run {run.run_id} ({run.run_name!r}) has no artifact {path}"
+                f"run {run.run_id} ({run.run_name!r}){status} has no artifact {path}"
                 + (f"; {folder}/ holds {', '.join(have)}" if have else f" and no {folder}/ artifacts")
             ) from exc
-
-    def download(self, run: RunRecord, path: str, dst: str) -> Path:
-        """The run's artifact ``path`` downloaded into the folder ``dst``; an error naming what
-        the run has instead when it has no such artifact."""
-        return self._download(run, path, dst)
 
     def text_artifact(self, run: RunRecord, path: str) -> str:
         """The text of the run's artifact ``path`` (e.g. ``config/config.yaml``)."""
         with tempfile.TemporaryDirectory() as tmp:
-            return self._download(run, path, tmp).read_text()
+            return self.download(run, path, tmp).read_text()
 
     def metrics(self, run: RunRecord) -> dict[str, float]:
         """The run's metrics: the last value of each key."""
@@ -238,13 +251,13 @@ class RunStore:
     def per_query_table(self, run: RunRecord, split: str) -> pd.DataFrame:
         """The run's per-query table of ``split`` (artifact ``per_query/{split}.parquet``)."""
         with tempfile.TemporaryDirectory() as tmp:
-            path = self._download(run, f"per_query/{split}.parquet", tmp)
+            path = self.download(run, f"per_query/{split}.parquet", tmp)
             return pd.read_parquet(path)
 
     def idcg_report(self, run: RunRecord, split: str, k: int) -> IdcgReport:
         """The run's IDCG@k histogram of ``split`` (artifact ``idcg/{split}/hist_at_{k}.json``)."""
         with tempfile.TemporaryDirectory() as tmp:
-            path = self._download(run, f"idcg/{split}/hist_at_{k}.json", tmp)
+            path = self.download(run, f"idcg/{split}/hist_at_{k}.json", tmp)
             data = json.loads(path.read_text())
         return idcg_report_from_dict(data)
 

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from ltr.errors import LtrUserError
+from ltr.tracking.moved_store import follow_moved_artifacts
 from ltr.tracking.store_lock import (
     SQLITE_PREFIX,
     lock_path,
@@ -222,6 +223,11 @@ def _redact(raw: str) -> str:
     if parts.password is None:
         return raw
     return raw.replace(f":{parts.password}@", ":***@", 1)
+
+
+def redact_uri(raw: str) -> str:
+    """A database or server URI as it may be shown or logged: its password as ``***``."""
+    return _redact(raw)
 
 
 def _check_database(raw: str) -> str:
@@ -505,6 +511,7 @@ def ensure_store(uri: str, *, create: bool = True) -> None:
             return
         found = _inspect(db)
         if not found.problems:
+            follow_moved_artifacts(db)  # a copied store reads and writes its own artifacts
             return
         if found.data or not found.repairable:
             raise LtrUserError(_refusal(db, uri, found))

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 DB_NAME = "mlflow.db"
 ARTIFACTS_DIR = "mlartifacts"
+#: Environment variables that name the store runs are read from, in this order.
+URI_ENV_VARS = ("LTR_TRACKING_URI", "MLFLOW_TRACKING_URI")
+#: A directory holding one of these is a project root: the last place a store is looked for.
+ROOT_MARKERS = ("pyproject.toml", ".git")
 
 
 def default_tracking_uri(root: Path | None = None) -> str:
@@ -26,6 +31,52 @@ def resolve_tracking_uri(uri: str | None) -> str:
         if not path.is_absolute():
             return f"sqlite:///{path.resolve()}"
     return uri
+
+
+def project_root(start: Path | None = None) -> Path | None:
+    """The nearest of ``start`` (default: cwd) and its parents that holds ``pyproject.toml`` or
+    ``.git``; None outside a project."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if any((folder / marker).exists() for marker in ROOT_MARKERS):
+            return folder
+    return None
+
+
+def find_tracking_uri(uri: str | None = None, *, start: Path | None = None) -> str:
+    """The store runs are read from (``ltr compare``, ``ltr rerun``, ``ltr ui``, the Python API,
+    the notebooks): the first of
+
+    1. ``uri`` as given (``--tracking-uri``, a function's argument);
+    2. ``$LTR_TRACKING_URI``, then ``$MLFLOW_TRACKING_URI``;
+    3. ``mlflow.db`` in ``start`` (default: the working directory), where ``ltr train`` writes;
+    4. ``mlflow.db`` in the project root above it (:func:`project_root`), so a notebook in
+       ``notebooks/`` finds the store ``make train`` wrote at the root;
+    5. else ``sqlite:///<start>/mlflow.db``, which readers refuse as "no MLflow store at ...".
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     root = Path(tmp)
+    ...     _ = (root / "pyproject.toml").write_text("")
+    ...     _ = (root / "mlflow.db").write_bytes(b"")
+    ...     (root / "notebooks").mkdir()
+    ...     found = find_tracking_uri(start=root / "notebooks")
+    ...     found == f"sqlite:///{(root / 'mlflow.db').resolve()}"
+    True
+    """
+    if uri:
+        return resolve_tracking_uri(uri)
+    for var in URI_ENV_VARS:
+        if os.environ.get(var, "").strip():
+            return resolve_tracking_uri(os.environ[var].strip())
+    here = (start or Path.cwd()).resolve()
+    root = project_root(here)
+    for folder in (here, root):
+        if folder is not None and (folder / DB_NAME).is_file():
+            return default_tracking_uri(folder)
+    return default_tracking_uri(here)
 
 
 def artifact_root_for(uri: str) -> str | None:

@@ -34,6 +34,7 @@ from ltr.metrics import MetricConventions
 from ltr.tracking.lifecycle import raise_if_stop_requested
 from ltr.training.binned import binned_datasets
 from ltr.training.binned_store import BinnedStore
+from ltr.training.round_hook import RoundHook, current_round_hook
 from ltr.training.round_metric import RoundNdcg, curve_name, is_our_curve
 
 log = logging.getLogger(__name__)
@@ -94,6 +95,7 @@ class EarlyStopOnMetric:
         metric: str,
         rounds: int | None,
         on_best: Callable[[], None] | None = None,
+        round_hook: RoundHook | None = None,
     ) -> None:
         # An instance attribute: LightGBM overwrites a missing one in the instance __dict__.
         # 30 runs after record_evaluation (20), so the stopping round is recorded too.
@@ -106,6 +108,8 @@ class EarlyStopOnMetric:
         self.best_value = -np.inf
         self.best_results: list[Any] = []
         self.last_iteration = -1
+        self.round_hook = round_hook  # (round, value) -> stop now? (a search's pruner)
+        self.stopped_by_hook_at: int | None = None  # the 1-based round the hook stopped at
 
     def __call__(self, env: lgb.callback.CallbackEnv) -> None:
         raise_if_stop_requested()  # a stop signal whose exception was swallowed stops here
@@ -118,6 +122,9 @@ class EarlyStopOnMetric:
             if self.on_best is not None:
                 self.on_best()
         stalled = self.rounds is not None and env.iteration - self.best_iteration >= self.rounds
+        if self.round_hook is not None and not stalled and self.round_hook(env.iteration + 1, value):
+            self.stopped_by_hook_at = env.iteration + 1
+            stalled = True
         if stalled or env.iteration == env.end_iteration - 1:
             raise lgb.callback.EarlyStopException(self.best_iteration, self.best_results)
 
@@ -349,7 +356,7 @@ def _boost(
 ) -> _Boosted:
     """Run ``train(callbacks)`` with early stopping on valid ``metric``, progress and timing;
     ``on_best`` is called in every round that improves the watched metric."""
-    stopper = EarlyStopOnMetric("valid", metric, fit.early_stopping_rounds, on_best)
+    stopper = EarlyStopOnMetric("valid", metric, fit.early_stopping_rounds, on_best, current_round_hook())
     callbacks: list[Any] = [stopper]
     progress = None
     if fit.show_progress:

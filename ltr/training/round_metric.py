@@ -79,7 +79,7 @@ class RoundNdcg:
         np.copyto(buffer, preds)  # LightGBM reuses its array for the next round
         if offsets.shape[0] <= 1:
             return [(curve_name(k), float("nan"), True) for k in self.ks]
-        ndcg = measure_arrays(labels, preds, offsets, ks=self.table_ks, conventions=self.conventions).ndcg
+        ndcg = measure_arrays(labels, preds, offsets, ks=self.table_ks, conventions=self.conventions, full_ap=False).ndcg
         out = []
         for k in self.ks:
             total, n_known = mean_of_known(ndcg[:, list(self.table_ks).index(k)])

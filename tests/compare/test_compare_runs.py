@@ -114,6 +114,18 @@ def test_run_references_by_id_name_and_prefix(store: Store) -> None:
         assert runs.resolve(ref, experiment="ltr").run_id == weak_id
     with pytest.raises(LtrUserError, match="no run 'nope' in experiment 'ltr'"):
         runs.resolve("nope", experiment="ltr")
+    # a 1-digit prefix is tried too (issue 30: `ltr compare A 8` said "no run")
+    first = weak_id[0]
+    all_ids = [r.info.run_id for r in runs.client.search_runs([runs.experiment_id("ltr")], max_results=1000)]
+    sharing = [i for i in all_ids if i.startswith(first)]
+    if len(sharing) == 1:
+        assert runs.resolve(first, experiment="ltr").run_id == weak_id
+    else:
+        with pytest.raises(LtrUserError, match=f"run id prefix '{first}' matches"):
+            runs.resolve(first, experiment="ltr")
+    unused = next(c for c in "0123456789abcdef" if not any(i.startswith(c) for i in all_ids))
+    with pytest.raises(LtrUserError, match=f"no run '{unused}' in experiment 'ltr'"):
+        runs.resolve(unused, experiment="ltr")
     with pytest.raises(LtrUserError, match="no experiment 'other'"):
         runs.resolve("weak", experiment="other")
     with pytest.raises(LtrUserError, match="no MLflow store"):
@@ -172,3 +184,23 @@ def test_log_records_the_comparison_as_a_linked_run(
         f"run name {run.info.run_name!r} matches 2 runs; using the latest finished one, "
         f"{latest.run_id[:8]} (pass a run id for another)"
     ]
+
+
+def test_a_killed_run_is_said_to_be_killed(tmp_path: Path) -> None:
+    """Issue 30: ``ltr compare`` / ``ltr rerun`` of a killed run said nothing about it."""
+    from ltr.experiment.rerun import describe_changes
+    from ltr.tracking.base import RunStatus
+    from ltr.tracking.mlflow_tracker import MlflowTracker
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = MlflowTracker(uri, "ltr")
+    run_id = tracker.start_run("half done", {})
+    tracker.log_metrics({"valid/ndcg_at_10": 0.5})
+    tracker.end_run(RunStatus.KILLED, error="KeyboardInterrupt: interrupted")
+    runs = RunStore(uri)
+    record = runs.resolve(run_id[:6], experiment="ltr")
+    assert record.status == "KILLED"
+    assert runs.notes == [f"run {run_id[:8]} (half done) was killed (status KILLED: interrupted before it finished)"]
+    with pytest.raises(LtrUserError, match=r"\('half done'\) was killed .* has no artifact per_query/test.parquet"):
+        runs.per_query_table(record, "test")
+    assert describe_changes(record, [])[0] == "the source run was killed (status KILLED: interrupted before it finished)"

@@ -9,7 +9,7 @@ import pytest
 
 from ltr.cli.compare import main
 
-MODULES = ["ltr.compare.stats", "ltr.compare.align", "ltr.compare.comparison", "ltr.compare.render"]
+MODULES = ["ltr.compare.stats", "ltr.compare.align", "ltr.compare.comparison", "ltr.compare.render", "ltr.compare.plots"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,16 +15,51 @@ from ltr.data.ranking_data import RankingData
 pytest.importorskip("distributed")
 
 
-@pytest.fixture(scope="session")
+@contextlib.contextmanager
+def _dask_logs_to_root() -> Iterator[None]:
+    """Dask's loggers hand their records to the root logger (pytest's capture) for the block,
+    instead of the stream handlers Dask set up at import: those hold whatever ``sys.stderr`` was
+    then (a test's capture stream, closed since), and a record of a busy event loop ("Event loop
+    was unresponsive") written there fails as "--- Logging error ---" in an unrelated test."""
+    loggers = [logging.getLogger(name) for name in list(logging.root.manager.loggerDict) if name.split(".")[0] in {"distributed", "dask", "tornado"}]
+    saved = [(lg, lg.handlers[:], lg.propagate) for lg in loggers]
+    for lg in loggers:
+        lg.handlers = [h for h in lg.handlers if not isinstance(h, logging.StreamHandler)]
+        lg.propagate = True
+    try:
+        yield
+    finally:
+        for lg, handlers, propagate in saved:
+            lg.handlers, lg.propagate = handlers, propagate
+
+
+@pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
-    """Two workers of one thread in this process: fast to start, same scheduling as processes."""
+    """Two workers of one thread in this process: fast to start, same scheduling as processes.
+    One per test module, closed when the module ends, so it never outlives it (nor do its
+    threads and log records)."""
+    import distributed  # noqa: F401  (sets up Dask's loggers, which the block below redirects)
     from distributed import Client, LocalCluster
 
     with (
+        _dask_logs_to_root(),
         LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
         Client(cluster) as c,
     ):
         yield c
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _nothing_outlives_the_module() -> Iterator[None]:
+    """After each module of this folder: no Dask cluster or client it started is still open."""
+    yield
+    from distributed import Client
+    from distributed.deploy.spec import SpecCluster
+
+    open_clusters = [c for c in list(SpecCluster._instances) if c.status.name not in {"closed", "closing"}]
+    open_clients = [c for c in list(Client._instances) if c.status not in {"closed", "closing"}]
+    assert not open_clusters, f"Dask clusters outlive their module: {open_clusters}"
+    assert not open_clients, f"Dask clients outlive their module: {open_clients}"
 
 
 def random_ranking_data(seed: int, *, n_queries: int = 60, n_features: int = 5) -> RankingData:

@@ -71,13 +71,17 @@ def _assert_same(actual: RankingData, expected: RankingData) -> None:
     assert np.array_equal(actual.labels, expected.labels)
     assert np.array_equal(actual.qids, expected.qids)
     assert np.array_equal(actual.offsets, expected.offsets)
+    assert (actual.doc_ids is None) == (expected.doc_ids is None)
+    if actual.doc_ids is not None and expected.doc_ids is not None:
+        assert actual.doc_ids.tolist() == expected.doc_ids.tolist()
 
 
 def _read_back(client: Any, directory: Path) -> RankingData:
     """A split as the Dask path reads it (``read_query_partitions``), gathered here."""
     split = read_query_partitions(client, directory)
     features, labels, sizes, qids = client.compute([split.features, split.labels, split.group_sizes, split.qids], sync=True)
-    return RankingData.from_group_sizes(features, labels, qids, sizes, feature_names=split.feature_names)
+    doc_ids = None if split.doc_ids is None else split.doc_ids.compute()
+    return RankingData.from_group_sizes(features, labels, qids, sizes, feature_names=split.feature_names, doc_ids=doc_ids)
 
 
 def _file_qids(directory: Path) -> list[np.ndarray[Any, Any]]:
@@ -275,6 +279,7 @@ def test_mq2008_fold1_round_trips(tmp_path: Path, client: Any, capsys: pytest.Ca
     source = read_split_files(parts)
     stats = {e["name"]: e for e in json.loads((SHARED_DATA / "stats.json").read_text())}
     for split, data in source.items():
+        assert data.doc_ids is not None  # MQ2008's "#docid = GX..." comments
         _assert_same(_read_back(client, out / split), data)
         _assert_whole_queries(out / split)
         assert len(list((out / split).iterdir())) == math.ceil(data.n_rows / 2500)
@@ -297,3 +302,20 @@ def test_the_ltr_command_partitions_without_importing_dask(tmp_path: Path) -> No
     imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
     assert "pyarrow.parquet" in imported
     assert not {m for m in imported if m.split(".")[0] in ("dask", "distributed", "lightgbm", "mlflow")}
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [(["--valid-fraction", "1.5"], "--valid-fraction 1.5 must lie in (0, 1)"),
+     (["--valid-fraction", "0.6", "--test-fraction", "0.5"], "leaves no training queries")],
+)
+def test_bad_fractions_are_refused_before_the_input_is_parsed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], says: str
+) -> None:
+    """The input is not even valid: a refusal that names the fraction proves nothing was parsed."""
+    train = tmp_path / "train.txt"
+    train.write_text("this is not a ranking file\n")
+    assert main(["partition", "--train", str(train), "--out", str(tmp_path / "out"), *flags]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert says in line
+    assert not (tmp_path / "out").exists()

@@ -106,7 +106,7 @@ def test_numbers_round_like_python_float_then_float32(values: list[float], fmt: 
     features = np.zeros((1, n), np.float32)
     status = _text_kernel.parse_chunk(
         buf, 0, 0, 0, features, np.zeros(1), np.zeros(1, np.int64), np.zeros(1, np.int64),
-        np.full(n, -1, np.int64), 1, 0, _text_kernel.POW10,
+        np.full(n, -1, np.int64), 1, 0, _text_kernel.POW10, np.full((1, 2), -1, np.int64),
     )[0]
     with np.errstate(over="ignore"):
         expected = np.array([np.float32(float(fmt.format(v))) for v in values], np.float32)

@@ -12,7 +12,7 @@ from ltr.config import choices
 from ltr.errors import LtrUserError
 from ltr.experiment.checks import check_config, metric_keys
 from ltr.metrics import PRESETS, MetricConventions
-from ltr.metrics.conventions import GAINS, TIES, ZERO_IDCG
+from ltr.metrics.conventions import DISCOUNTS, GAINS, TIES, ZERO_IDCG
 from tests.conftest import compose_train
 
 #: (overrides, what the one-line message must say). The issue's ten mistakes.
@@ -23,7 +23,7 @@ TEN_MISTAKES = [
     (["eval.gain=log"], "eval.gain"),
     (["model.estimator=tree"], "model.estimator"),
     (["eval.clicks.propensity=foo"], "eval.clicks.propensity"),
-    (["data=parquet_partitions", "data.root=/nonexistent"], "trainer=dask"),
+    (["data=parquet_partitions", "data.root=."], "trainer=dask"),
     (["eval.k=[]"], "eval.k"),
     (["optimized_metric=valid/ndcg_at_7"], "optimized_metric"),
     (["fit.early_stopping_metric=map@3"], "fit.early_stopping_metric"),
@@ -51,16 +51,16 @@ def test_config_mistake_is_one_line_exit_2_and_no_run(
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        (["eval.k=[0,5]"], "every cut-off must be >= 1"),
+        (["eval.k=[0,5]"], "eval.k=[0, 5]: 0 is out of range: it must be >= 1"),
         (["eval.k=[5,5]"], "repeats a cut-off"),
         (["eval.splits=[valid,holdout]"], "'holdout' is not one of"),
-        (["eval.rel_threshold=-5"], "eval.rel_threshold=-5 must be >= 0"),
-        (["fit.num_threads=-3"], "fit.num_threads=-3 must be >= 0"),
+        (["eval.rel_threshold=-5"], "eval.rel_threshold=-5 is out of range: it must be >= 0"),
+        (["fit.num_threads=-3"], "fit.num_threads=-3 is out of range: it must be >= 0"),
         (["fit.num_boost_round=0"], "fit.num_boost_round=0"),
-        (["model.learning_rate=-1"], "model.learning_rate=-1.0 must be > 0"),
-        (["model.num_leaves=1"], "model.num_leaves=1 must be >= 2"),
+        (["model.learning_rate=-1"], "model.learning_rate=-1 is out of range: it must be > 0"),
+        (["model.num_leaves=1"], "model.num_leaves=1 is out of range: it must be >= 2"),
         (["data=letor"], "data.root is required"),
-        (["eval.clicks.min_propensity=0"], "eval.clicks.min_propensity=0.0"),
+        (["eval.clicks.min_propensity=0"], "eval.clicks.min_propensity=0 is out of range"),
         (["eval.splits=[test]"], "has no valid split to optimise on"),
         (["+eval.composite.blend={ndcg@3: 1.0}"], "'ndcg@3' is not a measure"),
         (["model.position_bias=true", "trainer=dask"], "use trainer=local"),
@@ -108,6 +108,7 @@ def test_enum_choices_are_the_metric_conventions_choices() -> None:
     assert tuple(choices.Gain) == GAINS
     assert set(choices.Ties) == set(TIES) - {"docno_desc"}  # docno_desc needs docnos: ltr evaluate only
     assert tuple(choices.ZeroIdcg) == ZERO_IDCG
+    assert tuple(choices.Discount) == DISCOUNTS
     assert set(choices.Preset) <= set(PRESETS)
 
 

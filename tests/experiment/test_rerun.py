@@ -87,6 +87,16 @@ def test_rerun_after_the_data_file_changed_says_so_and_lists_the_moved_keys(
     assert "nDCG@10 on test" in out  # the per-stratum comparison follows
 
 
+def test_plan_logs_in_the_store_read_from_unless_told() -> None:
+    """The source run's own tracking overrides (the store it was logged in) give way to the
+    store it was read from; extra ones win over both."""
+    source = ["tracking.uri=sqlite:////A/mlflow.db", "model.num_leaves=7", "tracking.experiment=old"]
+    plan = plan_rerun(source, [], tracking_uri="sqlite:////B/mlflow.db", experiment="study")
+    assert plan.overrides == ["model.num_leaves=7", "tracking.uri=sqlite:////B/mlflow.db", "tracking.experiment=study"]
+    plan = plan_rerun(source, ["tracking.uri=sqlite:////C/mlflow.db"], tracking_uri="sqlite:////B/mlflow.db", experiment="s")
+    assert plan.overrides == ["tracking.uri=sqlite:////C/mlflow.db", "model.num_leaves=7", "tracking.experiment=s"]
+
+
 def test_plan_replaces_overrides_of_the_same_key_and_keeps_the_store() -> None:
     plan = plan_rerun(["model=rank_xendcg", "model.num_leaves=7", "+model.params.path_smooth=1"],
                       ["model.num_leaves=63", "seed=3"], tracking_uri="sqlite:////x/mlflow.db", experiment="study")
@@ -107,3 +117,33 @@ def test_metric_differences_are_bit_exact() -> None:
     assert metric_differences({"a": 0.1 + 0.2, "t_seconds": 1.0}, {"a": 0.3, "t_seconds": 2.0}) == [("a", 0.1 + 0.2, 0.3)]
     assert metric_differences({"a": float("nan")}, {"a": float("nan")}) == []
     assert metric_differences({"a": 1.0}, {"a": 1.0, "b": 2.0})[0][0] == "b"
+
+
+def test_rerun_of_a_copied_store_records_in_the_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 30: a store copied from A to B, A removed: the rerun reads and records in B (its
+    artifacts under B too), never recreating A; ``tracking.uri=`` sends it elsewhere."""
+    import shutil
+
+    a, b, c = tmp_path / "A", tmp_path / "B", tmp_path / "C"
+    a.mkdir()
+    monkeypatch.chdir(a)
+    assert main(["train", "data.n_queries=200", f"tracking.uri=sqlite:///{a / 'mlflow.db'}", *SMALL]) == 0
+    source = _only_run(a)
+    shutil.copytree(a, b)
+    shutil.rmtree(a)
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["rerun", source[:8], "--tracking-uri", f"sqlite:///{b / 'mlflow.db'}"]) == 0
+    out = capsys.readouterr().out
+    assert "identical metrics, bit for bit" in out
+    assert not a.exists(), "the original store's folder was recreated"
+    rerun = _only_run(b, **{"ltr.rerun_of": source})
+    client = MlflowClient(f"sqlite:///{b / 'mlflow.db'}")
+    assert client.get_run(rerun).info.artifact_uri.startswith((b / "mlartifacts").as_uri())
+    assert client.get_run(source).info.artifact_uri.startswith((b / "mlartifacts").as_uri())
+    # tracking.uri= given: the rerun goes there, read from B all the same
+    assert main(["rerun", source[:8], "--tracking-uri", f"sqlite:///{b / 'mlflow.db'}", f"tracking.uri=sqlite:///{c / 'mlflow.db'}"]) == 0
+    assert "identical metrics, bit for bit" in capsys.readouterr().out
+    _only_run(c, **{"ltr.rerun_of": source})
+    assert len(client.search_runs([client.get_experiment_by_name("ltr").experiment_id])) == 2

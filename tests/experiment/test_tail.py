@@ -16,14 +16,14 @@ from omegaconf import DictConfig
 
 from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
-from ltr.metrics.exposure import tail_exposure
+from ltr.metrics.tail import tail_exposure
 from ltr.rerank import score_order
 from tests.test_sweeps import _ltr, _runs
 
 CLICKS = ("data=synthetic_clicks", "data.n_queries=300", "tracking.enabled=false")
 
 
-@pytest.mark.parametrize("name", ["ltr.metrics.exposure", "ltr.experiment.rerank"])
+@pytest.mark.parametrize("name", ["ltr.metrics.tail", "ltr.experiment.rerank"])
 def test_docstring_examples(name: str) -> None:
     result = doctest.testmod(importlib.import_module(name))
     assert result.attempted > 0

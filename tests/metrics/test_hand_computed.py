@@ -239,7 +239,8 @@ def test_columns_and_order() -> None:
     expected = ["qid", "list_len", "stratum", "n_relevant"]
     for k in (10, 5):
         expected += [f"idcg_at_{k}", f"dcg_at_{k}", f"ndcg_at_{k}", f"err_at_{k}", f"p_at_{k}", f"rr_at_{k}"]
-    assert [*t.columns] == [*expected, "rr"]
+        expected += [f"recall_at_{k}", f"ap_at_{k}"]
+    assert [*t.columns] == [*expected, "rr", "ap"]
     assert t["qid"].tolist() == ["b", "a"]
 
 

@@ -74,6 +74,7 @@ def test_multirun_parent_with_children_and_best_value(tmp_path: Path) -> None:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     proc = _ltr("-m", "debug=default", "model.num_leaves=3,7", f"tracking.uri={uri}", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1].startswith("ltr: sweep of 2 jobs: 2 finished, 0 failed, 0 refused; parent")
     runs = _runs(uri)
     parents = [r for r in runs if r.data.tags.get("ltr.role") == "sweep"]
     children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
@@ -104,7 +105,11 @@ def test_failing_job_does_not_hide_the_others(tmp_path: Path) -> None:
     assert statuses == ["FAILED", "FAILED"] + ["FINISHED"] * 4, statuses
     assert parent.data.metrics["sweep/n_jobs"] == 9
     assert parent.data.metrics["sweep/n_failed"] == 5
-    assert "5 of 9 jobs failed" in proc.stderr
+    summary = proc.stderr.strip().splitlines()[-1]
+    assert summary.startswith("ltr: sweep of 9 jobs: 4 finished, 2 failed, 3 refused; parent run http"), summary
+    assert parent.info.run_id in summary
+    best = max((r for r in children if r.info.status == "FINISHED"), key=lambda r: r.data.metrics["valid/ndcg_at_10"])
+    assert summary.endswith(f"best run http://127.0.0.1:5000/#/experiments/{best.info.experiment_id}/runs/{best.info.run_id}?workflowType=machine_learning")
     assert "ndcg@7" in proc.stdout + proc.stderr
     assert parent.info.status == "FAILED"
     assert "ndcg@7" in parent.data.tags["ltr.error"]

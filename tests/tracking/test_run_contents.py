@@ -72,9 +72,19 @@ def test_artifacts_params_tags_and_names(finished_run: tuple[MlflowClient, str, 
     inputs = {d.dataset.name: d for d in run.inputs.dataset_inputs}
     assert set(inputs) == {"synthetic/train", "synthetic/valid", "synthetic/test"}
     assert {d.dataset.digest for d in inputs.values()} == {fingerprint["sha256"]} == {tags["ltr.data.fingerprint"]}
-    # the figures and the model carry the run's name
+    # the model is named "model": runs:/<run id>/model resolves to it, as MLflow documents
     model = client.get_logged_model(tags["ltr.model_uri"].removeprefix("models:/"))
-    assert model.name == "num_leaves=7_lambdarank"
+    assert model.name == "model"
+    from mlflow.artifacts import download_artifacts
+
+    via_runs_uri = Path(download_artifacts(f"runs:/{run_id}/model", tracking_uri=client._tracking_client.tracking_uri))
+    assert (via_runs_uri / "MLmodel").is_file()
+    # LightGBM's resolved parameters are on the run; importance of both kinds from the shipped trees
+    assert run.data.params["lightgbm.objective"] == "lambdarank"
+    assert run.data.params["lightgbm.num_leaves"] == "7"
+    importance = json.loads(Path(client.download_artifacts(run_id, "feature_importance.json")).read_text())
+    assert set(importance) == {"split", "gain"}
+    assert sum(importance["split"].values()) > 0
     # the model's page shows the run's metrics (not the per-round curves), the same values
     on_model = {m.key: m.value for m in model.metrics}
     summary_keys = {k for k in run.data.metrics if not k.startswith("iter/")}

@@ -1,0 +1,132 @@
+"""``ltr predict`` on a large Parquet file against the bare ``booster.predict`` a user would write.
+
+Generates (in a temp dir) a training set of ``--train-rows`` rows and a scoring file of ``--rows``
+rows x 136 float32 features in queries of ~120 rows, with graded labels; trains one ``ltr train``
+run on the small file (``--rounds`` rounds, 31 leaves, no early stopping); then times, each in a
+fresh process, with its peak memory (``ru_maxrss`` of the child):
+
+- the bare script: ``pd.read_parquet`` + ``booster.predict`` on the float32 matrix + writing the
+  scores (one per line), the model read from the run's ``model_text/model.txt``;
+- ``ltr predict RUN --data FILE --out scores.txt`` at two batch sizes (labels present: it also
+  builds the per-query table and prints the stratified table);
+- ``ltr predict`` on a file a quarter the size (memory should not follow the file).
+
+Both write the same scores (checked). Goal (#24): ``ltr predict`` <= 1.2x the bare script's time;
+memory bounded by the batch size, not the file.
+
+    .venv/bin/python benchmarks/bench_predict.py [--rows 1200000] [--rounds 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+N_FEATURES = 136
+
+
+def write_data(path: Path, n_rows: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(60, 181, n_rows // 60 + 1)
+    sizes = sizes[np.cumsum(sizes) <= n_rows]
+    sizes = np.append(sizes, n_rows - sizes.sum()) if sizes.sum() < n_rows else sizes
+    qids = np.repeat(np.arange(sizes.shape[0], dtype=np.int64), sizes)
+    columns: dict[str, pa.Array] = {"qid": pa.array(qids)}
+    signal = np.zeros(n_rows, dtype=np.float64)
+    features = {}
+    for j in range(N_FEATURES):
+        col = rng.normal(size=n_rows).astype(np.float32)
+        if j < 8:
+            signal += col * (8 - j)
+        features[f"f{j + 1}"] = pa.array(col)
+    labels = np.clip(np.round(signal / 12 + rng.normal(size=n_rows) + 1), 0, 4).astype(np.int32)
+    columns["label"] = pa.array(labels)
+    columns.update(features)
+    pq.write_table(pa.table(columns), path, row_group_size=100_000)
+
+
+def timed(cmd: list[str], cwd: Path) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of this one child (``os.wait4``'s own rusage)."""
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            raise SystemExit(f"{' '.join(cmd)} failed:\n{err.read().decode()[-3000:]}")
+    return seconds, usage.ru_maxrss / 1024
+
+
+BARE = """
+import sys, lightgbm as lgb, numpy as np, pandas as pd
+booster = lgb.Booster(model_file=sys.argv[1])
+names = booster.feature_name()
+frame = pd.read_parquet(sys.argv[2], columns=names)
+scores = booster.predict(frame.to_numpy(dtype=np.float32))
+with open(sys.argv[3], "w") as f:
+    f.write("".join(f"{s!r}\\n" for s in scores.tolist()))
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_200_000)
+    parser.add_argument("--train-rows", type=int, default=60_000)
+    parser.add_argument("--rounds", type=int, default=100)
+    args = parser.parse_args()
+    py = sys.executable
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for name, rows, seed in (("train", args.train_rows, 1), ("valid", args.train_rows // 4, 2), ("test", args.train_rows // 4, 3)):
+            write_data(root / f"{name}.parquet", rows, seed)
+        big, small = root / "score.parquet", root / "score_quarter.parquet"
+        t0 = time.perf_counter()
+        write_data(big, args.rows, 4)
+        write_data(small, args.rows // 4, 5)
+        print(f"data written in {time.perf_counter() - t0:.1f} s: {big.stat().st_size / 2**20:.0f} MB ({args.rows} rows x {N_FEATURES})")
+        uri = f"sqlite:///{root / 'mlflow.db'}"
+        subprocess.run(
+            [py, "-m", "ltr", "train", "data=parquet", f"data.train={root / 'train.parquet'}",
+             f"data.valid={root / 'valid.parquet'}", f"data.test={root / 'test.parquet'}", "data.cache=false",
+             f"fit.num_boost_round={args.rounds}", "fit.early_stopping_rounds=null", "fit.show_progress=false",
+             "model.num_leaves=31", f"tracking.uri={uri}", "tracking.run_name=bench"],
+            cwd=root, check=True, capture_output=True,
+        )
+        model = root / "model.txt"
+        subprocess.run(
+            [py, "-c", f"import mlflow; mlflow.set_tracking_uri({uri!r}); r = mlflow.search_runs(experiment_names=['ltr']).run_id[0]; "
+             f"import shutil; shutil.copy(mlflow.artifacts.download_artifacts(run_id=r, artifact_path='model_text/model.txt', tracking_uri={uri!r}), {str(model)!r})"],
+            cwd=root, check=True, capture_output=True,
+        )
+        rows = []
+        bare_s, bare_mb = timed([py, "-c", BARE, str(model), str(big), str(root / "bare.txt")], root)
+        rows.append(("bare script: read_parquet + booster.predict + write", bare_s, bare_mb))
+        for batch in (50_000, 200_000):
+            out = root / f"ltr_{batch}.txt"
+            s, mb = timed([py, "-m", "ltr", "predict", "bench", "--data", str(big), "--out", str(out),
+                              "--batch-rows", str(batch), "--tracking-uri", uri], root)
+            rows.append((f"ltr predict, --batch-rows {batch}", s, mb))
+            same = out.read_text() == (root / "bare.txt").read_text()
+            print(f"ltr predict ({batch}) scores == bare scores: {same}")
+        s, mb = timed([py, "-m", "ltr", "predict", "bench", "--data", str(small), "--out", str(root / "q.txt"),
+                          "--batch-rows", "50000", "--tracking-uri", uri], root)
+        rows.append((f"ltr predict, a quarter of the rows ({args.rows // 4}), --batch-rows 50000", s, mb))
+        print(f"\n| what ({args.rows} rows x {N_FEATURES}, {args.rounds} trees) | wall s | x bare | peak RSS MB |")
+        print("|---|---:|---:|---:|")
+        for what, s, mb in rows:
+            print(f"| {what} | {s:.2f} | {s / bare_s:.2f} | {mb:.0f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,338 @@
+"""The Python API of ``ltr``: train, evaluate, compare and read runs from Python.
+
+Each function does what its ``ltr`` verb does, with the same checks: a mistake raises
+:class:`ltr.errors.LtrUserError` with the one line the command would print (never
+``SystemExit``), before any data is read or any run exists.
+
+- :func:`train`: ``ltr train OVERRIDES`` (one run; sweeps are the command line's ``-m``);
+- :func:`evaluate`: ``ltr evaluate`` (rankings made elsewhere);
+- :func:`compare`: ``ltr compare`` (per query and per stratum, paired statistics);
+- :func:`load_run`: a finished run and its model (id, id prefix or name, as ``ltr compare``
+  resolves them);
+- :func:`predict`: ``ltr predict`` (score data with a run's model, ranked as the run ranked).
+
+Runs are read from the store :func:`ltr.tracking.find_tracking_uri` finds (``tracking_uri``, else
+``$LTR_TRACKING_URI``, ``$MLFLOW_TRACKING_URI``, ``./mlflow.db``, the project root's
+``mlflow.db``); :func:`train` writes where ``ltr train`` does (``tracking.uri``, default
+``./mlflow.db``).
+
+Examples
+--------
+>>> from ltr import api
+>>> small = ["debug=default", "fit.num_boost_round=5", "fit.show_progress=false"]
+>>> a = api.train([*small, "model.num_leaves=3", "tracking.run_name=leaves3"])
+>>> b = api.train([*small, "model.num_leaves=7", "tracking.run_name=leaves7"])
+>>> comparison = api.compare(a.run_id, b.run_id, n_resamples=200)
+>>> comparison.labels
+('leaves3', 'leaves7')
+>>> best = max((a, b), key=lambda run: run.metrics["valid/ndcg_at_10"])
+>>> api.predict(best.run_id, split="test").summary["ndcg_at_10"] == best.metrics["test/ndcg_at_10"]
+True
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+from numpy.typing import ArrayLike
+
+from ltr.compare.comparison import Comparison
+from ltr.compare.loading import load_comparison
+from ltr.config.compose import compose_train
+from ltr.errors import LtrUserError
+from ltr.experiment import run as pipeline
+from ltr.experiment.external import DEFAULT_STRATA, RankingEvaluation, evaluate_rankings
+from ltr.experiment.run import RunOutcome
+from ltr.models.inputs import DEFAULT_BATCH_ROWS, open_input, split_input
+from ltr.models.logged import LoggedRun
+from ltr.models.logged import load_run as load_logged_run
+from ltr.models.predict import Prediction, predict_input
+
+__all__ = [
+    "LoggedRun",
+    "Prediction",
+    "RankingEvaluation",
+    "RunOutcome",
+    "compare",
+    "evaluate",
+    "load_run",
+    "predict",
+    "train",
+]
+
+log = logging.getLogger(__name__)
+
+
+def train(overrides: Sequence[str] = (), *, config_dir: str | Path | None = None) -> RunOutcome:
+    """Train and evaluate one experiment: ``ltr train OVERRIDES`` from Python.
+
+    Parameters
+    ----------
+    overrides : sequence of str
+        Hydra overrides exactly as on the command line (``"model=rank_xendcg"``,
+        ``"model.num_leaves=15"``, ``"+model.params.min_data_in_bin=5"``); they are composed
+        with the package's ``ltr/conf/`` and logged with the run as the command line's are.
+    config_dir : str or Path, optional
+        Your own config directory, layered on top of ``ltr/conf/`` (``ltr train --config-dir``):
+        it adds options such as ``local/default.yaml`` (personal settings) or ``model/mine.yaml``.
+
+    Returns
+    -------
+    RunOutcome
+        ``summaries`` per split, the flat ``metrics`` (MLflow keys such as
+        ``test/ndcg_at_10``), ``run_id`` (None with ``tracking=none``), ``run_url``,
+        ``best_iteration`` and ``objective_value`` (the run's ``optimized_metric``).
+
+    Raises
+    ------
+    LtrUserError
+        A bad override or setting (before any data is read or run exists), or unusable data.
+
+    Examples
+    --------
+    >>> from ltr import api
+    >>> outcome = api.train(["debug=default", "fit.num_boost_round=3", "tracking=none"])
+    >>> outcome.run_id is None, 1 <= outcome.best_iteration <= 3
+    (True, True)
+    >>> 0.0 <= outcome.metrics["test/ndcg_at_10"] <= 1.0
+    True
+    >>> api.train(["model.num_leaves=-1", "tracking=none"])
+    Traceback (most recent call last):
+    ...
+    ltr.errors.LtrUserError: model.num_leaves=-1 must be >= 2
+    """
+    cfg = compose_train(overrides, config_dir=config_dir)
+    logged = [o for o in overrides if not o.lstrip("+~").startswith("hydra.")]
+    return pipeline.run(cfg, overrides=logged, print_summary=False)
+
+
+def evaluate(
+    *,
+    qrels: str | Path | None = None,
+    run: str | Path | None = None,
+    data: str | Path | None = None,
+    scores: str | Path | ArrayLike | None = None,
+    k: Sequence[int] = (5, 10),
+    preset: str | None = None,
+    gain: str | None = None,
+    label_gain: Sequence[float] | None = None,
+    ties: str | None = None,
+    zero_idcg: str | None = None,
+    rel_threshold: int | None = None,
+    err_max_grade: int | None = None,
+    strata: Sequence[int] = DEFAULT_STRATA,
+    missing_topics: str = "empty",
+    max_docs: int | None = None,
+    per_query: str | Path | None = None,
+) -> RankingEvaluation:
+    """Evaluate rankings made elsewhere: ``ltr evaluate`` from Python.
+
+    Give either ``qrels`` and ``run`` (TREC files), or ``data`` (a file in any format ``ltr``
+    reads) and ``scores`` (a file with one score per line, or an array with one score per row).
+
+    Parameters
+    ----------
+    k : cut-offs (distinct, 1 to 1,000,000)
+    preset : ``"trec_eval"``, ``"lightgbm"`` or ``"sklearn"``: a peer's conventions, which
+        ``gain``, ``label_gain``, ``ties``, ``zero_idcg`` and ``rel_threshold`` then override
+    strata : lower edges of the list-length strata, increasing from 1
+    missing_topics, max_docs, err_max_grade : as ``ltr evaluate --help`` says
+    per_query : also write the per-query table there (``.csv`` or ``.parquet``)
+
+    Returns
+    -------
+    RankingEvaluation
+        ``summary`` (the ``--json`` output: ``ndcg_at_10``, ``ndcg_at_10/len_1-10``,
+        ``n_queries``, ...; None for a mean over no queries), ``table`` (one row per query),
+        ``counts`` (TREC input counts), ``ks``, ``strata``, ``conventions``.
+
+    Raises
+    ------
+    LtrUserError
+        A bad option (named as on the command line, e.g. ``--k``), or unusable input
+        (`ltr.errors.DataError`, naming the file and line).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from ltr import api
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "qrels").write_text("q1 0 d1 2\\nq1 0 d2 0\\n")
+    >>> _ = (folder / "run").write_text("q1 Q0 d2 1 2.0 x\\nq1 Q0 d1 2 1.0 x\\n")
+    >>> result = api.evaluate(qrels=folder / "qrels", run=folder / "run", k=[1])
+    >>> result.summary["ndcg_at_1"], result.summary["rr"]
+    (0.0, 0.5)
+    >>> api.evaluate(qrels=folder / "qrels", run=folder / "run", k=[0])
+    Traceback (most recent call last):
+    ...
+    ltr.errors.LtrUserError: --k values must be distinct integers from 1 to 1,000,000, got [0]
+    """
+    return evaluate_rankings(
+        qrels=qrels, run=run, data=data, scores=scores, k=k, preset=preset, gain=gain,
+        label_gain=label_gain, ties=ties, zero_idcg=zero_idcg, rel_threshold=rel_threshold,
+        err_max_grade=err_max_grade, strata=strata, missing_topics=missing_topics,
+        max_docs=max_docs, per_query=per_query,
+    )  # fmt: skip
+
+
+def compare(
+    *runs: str,
+    baseline: str | None = None,
+    split: str = "test",
+    metrics: Sequence[str] = ("ndcg_at_10",),
+    experiment: str = "ltr",
+    tracking_uri: str | None = None,
+    force: bool = False,
+    seed: int = 0,
+    n_resamples: int = 10_000,
+) -> Comparison:
+    """Compare runs per query and per list-length stratum: ``ltr compare`` from Python.
+
+    Parameters
+    ----------
+    *runs : str
+        Run ids, id prefixes (6+ hex digits) or run names (in ``experiment``); the first is the
+        baseline unless ``baseline`` names one. None at all: the two latest finished runs.
+    split, metrics : the per-query table compared and its columns (``ndcg_at_10``, ``err_at_5``...)
+    tracking_uri : the store (default: :func:`ltr.tracking.find_tracking_uri`)
+    force : compare runs evaluated on different data or metric conventions
+    seed, n_resamples : of the paired bootstrap and the sign-flip test
+
+    Returns
+    -------
+    Comparison
+        ``labels`` (baseline first), ``rows`` (one per metric, stratum and run: mean with CI,
+        delta against the baseline with CI, Holm-corrected p-values, wins/ties/losses),
+        ``to_frame()``, ``to_dict()``. What ``ltr compare`` prints as notes is logged.
+
+    Raises
+    ------
+    LtrUserError
+        An unknown or ambiguous run, fewer than two runs, a missing table or metric, or runs
+        on different data or conventions without ``force``.
+
+    Examples
+    --------
+    >>> from ltr import api
+    >>> api.compare("no-such-run", "another", tracking_uri="sqlite:////nonexistent/mlflow.db")
+    Traceback (most recent call last):
+    ...
+    ltr.errors.LtrUserError: no MLflow store at /nonexistent/mlflow.db ...
+    """
+    loaded = load_comparison(
+        runs, baseline=baseline, tracking_uri=tracking_uri, experiment=experiment, split=split,
+        metrics=list(metrics), force=force, seed=seed, n_resamples=n_resamples,
+    )  # fmt: skip
+    for note in loaded.notes:
+        log.warning("%s", note)
+    return loaded.comparison
+
+
+def load_run(run: str, *, tracking_uri: str | None = None, experiment: str = "ltr") -> LoggedRun:
+    """A finished run with its model and settings, by id, id prefix or name (as ``ltr compare``
+    resolves them): what :func:`predict` scores with.
+
+    Parameters
+    ----------
+    run : a run id (32 hex digits, any experiment), a run name, or an id prefix of 6+ hex digits
+        (both within ``experiment``)
+    tracking_uri : the store (default: :func:`ltr.tracking.find_tracking_uri`)
+
+    Returns
+    -------
+    LoggedRun
+        ``run_id``, ``run_name``, ``record`` (status, tags), ``metrics`` (as logged),
+        ``per_query(split)`` (the logged per-query table), ``booster`` (the LightGBM model: the
+        best round's trees), ``spec`` (the run's checked settings), ``feature_names``.
+
+    Raises
+    ------
+    LtrUserError
+        No store there, no such run, a name or prefix that matches several runs (listed), or
+        a run that did not finish.
+
+    Examples
+    --------
+    >>> from ltr import api
+    >>> outcome = api.train(["debug=default", "fit.num_boost_round=3", "tracking.run_name=tiny"])
+    >>> logged = api.load_run("tiny")
+    >>> logged.run_id == outcome.run_id, logged.record.status
+    (True, 'FINISHED')
+    >>> logged.metrics["test/ndcg_at_10"] == outcome.metrics["test/ndcg_at_10"]
+    True
+    >>> len(logged.per_query("test")) == outcome.metrics["test/n_queries"]
+    True
+    """
+    if not run:
+        raise LtrUserError("load_run needs a run id, id prefix or name")
+    logged = load_logged_run(run, tracking_uri=tracking_uri, experiment=experiment)
+    for note in logged.store.notes:
+        log.warning("%s", note)
+    return logged
+
+
+def predict(
+    run: str | LoggedRun,
+    data: str | Path | Sequence[str | Path] | None = None,
+    *,
+    split: str | None = None,
+    tracking_uri: str | None = None,
+    experiment: str = "ltr",
+    format: str = "auto",
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    qid_column: str | None = None,
+    label_column: str | None = None,
+    doc_id_column: str | None = None,
+) -> Prediction:
+    """Score data with a run's model, ranked as the run ranked: ``ltr predict`` from Python.
+
+    Parameters
+    ----------
+    run : a run reference (as :func:`load_run` takes it) or a :class:`LoggedRun`
+    data : data files (any format ``ltr`` reads; a folder of Parquet partitions), or None with
+        ``split``
+    split : ``"train"``, ``"valid"`` or ``"test"``: the run's own split, made again from its config
+    format, batch_rows, qid_column, label_column, doc_id_column : as ``ltr predict --help``
+
+    Returns
+    -------
+    Prediction
+        ``model_scores`` (the model's score per row, input order), ``scores`` (the run's final
+        order as scores: the model's, or re-ranked), and with labels in the data ``table`` (one
+        row per query) and ``summary`` (``ndcg_at_10``, ``ndcg_at_10/len_1-10``, ... under the
+        run's conventions: on the run's own split, its logged metrics bit for bit).
+
+    Raises
+    ------
+    LtrUserError
+        As :func:`load_run`; neither or both of ``data`` and ``split``; data the model cannot
+        score (more features than it was trained on, ...).
+
+    Examples
+    --------
+    >>> from ltr import api
+    >>> outcome = api.train(["debug=default", "fit.num_boost_round=3", "tracking.run_name=scored"])
+    >>> prediction = api.predict("scored", split="test")
+    >>> prediction.summary["ndcg_at_10"] == outcome.metrics["test/ndcg_at_10"]
+    True
+    >>> prediction.model_scores.shape == (prediction.n_rows,)
+    True
+    """
+    if (data is None) == (split is None):
+        raise LtrUserError("give data (files) or split (the run's own), one of them")
+    logged = run if isinstance(run, LoggedRun) else load_run(run, tracking_uri=tracking_uri, experiment=experiment)
+    if split is not None:
+        source = split_input(logged, split)
+    else:
+        paths = [data] if isinstance(data, str | Path) else list(data or [])
+        source = open_input(
+            logged, paths, fmt=format, batch_rows=batch_rows, qid_column=qid_column,
+            label_column=label_column, doc_id_column=doc_id_column,
+        )  # fmt: skip
+    try:
+        return predict_input(logged, source, keep=True)
+    except ValueError as exc:  # data the model cannot take (ltr predict prints it as one line)
+        raise LtrUserError(str(exc)) from None

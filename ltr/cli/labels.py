@@ -1,0 +1,162 @@
+"""``ltr labels A B``: audit two label sets of the same (query, document) pairs.
+
+Two files (TREC qrels, or CSV / TSV / Parquet tables with qid, docno, label columns), or one
+table with two label columns (``ltr labels T --columns old new``). Prints the exact agreement,
+Cohen's kappa with quadratic weights, the confusion matrix and the shift per grade; with
+``--scores`` (a TREC run or a table with qid, docno, score for the same pairs) the NDCG of that
+one ranking under each label set, overall and per list-length stratum, and the difference.
+The work is in :mod:`ltr.data.label_sets` and :mod:`ltr.metrics.label_audit`.
+
+Examples
+--------
+::
+
+    ltr labels qrels.vendor1 qrels.vendor2 --scores run.txt --k 10
+    ltr labels judgments.parquet --columns label_2023 label_2024 --sample 200 --seed 7 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ltr.cli.args import OneLineParser
+from ltr.data.label_sets import align, read_label_columns, read_score_set
+from ltr.errors import LtrUserError
+from ltr.metrics import Strata
+from ltr.metrics.conventions import GAINS, MetricConventions
+from ltr.metrics.label_audit import LabelAgreement, label_agreement, ndcg_under_both, sample_queries
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = OneLineParser(
+        prog="ltr labels",
+        description="Audit two label sets of the same (query, document) pairs: exact agreement, "
+        "quadratic-weighted Cohen's kappa, confusion matrix, shift per grade; with --scores, "
+        "the NDCG of one ranking under each label set and the difference.",
+    )
+    p.add_argument("a", type=Path, metavar="A", help="label set A: TREC qrels, or .csv/.tsv/.parquet with qid, docno, label")
+    p.add_argument("b", type=Path, nargs="?", metavar="B", help="label set B (same format); leave out with --columns")
+    p.add_argument(
+        "--columns", nargs=2, metavar=("COL_A", "COL_B"),
+        help="two label columns of the one table A (instead of a file B)",
+    )
+    p.add_argument("--label-column", default="label", help="label column of table files (default: label)")
+    p.add_argument("--qid-column", default="qid")
+    p.add_argument("--doc-column", default="docno")
+    p.add_argument("--sample", type=int, metavar="N", help="audit a random sample of N queries")
+    p.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
+    p.add_argument(
+        "--scores", type=Path, metavar="FILE",
+        help="scores of the same pairs (TREC run, or a table with qid, docno, score): NDCG under each label set",
+    )
+    p.add_argument("--k", type=int, action="append", help="NDCG cut-off, repeatable (default 10)")
+    p.add_argument("--gain", choices=GAINS, default="exp", help="gain of NDCG (default exp)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``ltr labels``; returns the exit code. User errors raise `LtrUserError`."""
+    args = build_parser().parse_args(argv)
+    if (args.b is None) == (args.columns is None):
+        raise LtrUserError("give two label files A B, or one table A with --columns COL_A COL_B")
+    if args.sample is not None and args.sample < 1:
+        raise LtrUserError(f"--sample {args.sample}: give a number of queries >= 1")
+    ks = args.k or [10]
+    if min(ks) < 1 or len(set(ks)) != len(ks):
+        raise LtrUserError(f"--k values must be distinct integers >= 1, got {ks}")
+    ids = {"qid_column": args.qid_column, "doc_column": args.doc_column}
+    if args.columns is not None:
+        col_a, col_b = args.columns
+        if col_a == col_b:
+            raise LtrUserError(f"--columns {col_a} {col_b}: give two different columns")
+        pairs = read_label_columns(args.a, [col_a, col_b], **ids).rename(columns={col_a: "label_a", col_b: "label_b"})
+        name_a, name_b = f"{args.a}:{col_a}", f"{args.a}:{col_b}"
+    else:
+        a = read_label_columns(args.a, [args.label_column], **ids).rename(columns={args.label_column: "label_a"})
+        b = read_label_columns(args.b, [args.label_column], **ids).rename(columns={args.label_column: "label_b"})
+        name_a, name_b = str(args.a), str(args.b)
+        pairs = align(a, b, what_a=name_a, what_b=name_b)
+    if args.scores is not None:
+        pairs = align(pairs, read_score_set(args.scores, **ids), what_a="the label sets", what_b=str(args.scores))
+    if args.sample is not None:
+        pairs = pairs[sample_queries(pairs["qid"].to_numpy(), args.sample, seed=args.seed)].reset_index(drop=True)
+    agreement = label_agreement(pairs["label_a"].to_numpy(), pairs["label_b"].to_numpy())
+    ndcg = None
+    if args.scores is not None:
+        try:
+            ndcg = ndcg_under_both(
+                pairs["qid"].to_numpy(), pairs["label_a"].to_numpy(), pairs["label_b"].to_numpy(),
+                pairs["score"].to_numpy(), ks=ks, conventions=MetricConventions(gain=args.gain), strata=Strata(),
+            )  # fmt: skip
+        except ValueError as exc:
+            raise LtrUserError(str(exc)) from None
+    n_queries = int(pairs["qid"].nunique())
+    if args.json:
+        out: dict[str, Any] = {"a": name_a, "b": name_b, "n_queries": n_queries, **agreement.to_dict()}
+        if ndcg is not None:
+            out["ndcg"] = {side: {k: _finite(v) for k, v in vals.items()} for side, vals in ndcg.items()}
+        print(json.dumps(out, indent=2, allow_nan=False))
+    else:
+        _print(agreement, ndcg, ks, name_a, name_b, n_queries)
+    return 0
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _print(
+    agreement: LabelAgreement, ndcg: dict[str, dict[str, float]] | None, ks: list[int], name_a: str, name_b: str, n_queries: int
+) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    kappa = "n/a (one grade only)" if np.isnan(agreement.kappa) else f"{agreement.kappa:.4f}"
+    console.print(
+        f"A = {name_a}\nB = {name_b}\n{agreement.n_pairs} pairs in {n_queries} queries: exact agreement "
+        f"{agreement.exact:.1%}, Cohen's kappa (quadratic) {kappa}"
+    )
+    conf = Table(title="confusion (rows: grade in A, columns: grade in B)", title_justify="left")
+    conf.add_column("A \\ B", justify="right")
+    for g in agreement.grades:
+        conf.add_column(str(g), justify="right")
+    for i, g in enumerate(agreement.grades):
+        conf.add_row(str(g), *(str(int(v)) for v in agreement.confusion[i]))
+    console.print(conf)
+    shift = Table(title="shift per grade of A (B - A)", title_justify="left")
+    for col in ("grade", "pairs", "mean shift", "down", "same", "up"):
+        shift.add_column(col, justify="right")
+    for g, s in agreement.shift.items():
+        shift.add_row(str(g), f"{s['n']:.0f}", f"{s['mean_shift']:+.3f}", f"{s['down']:.1%}", f"{s['same']:.1%}", f"{s['up']:.1%}")
+    console.print(shift)
+    if ndcg is None:
+        return
+    strata = Strata()
+    table = Table(title="the same ranking under each label set", title_justify="left")
+    for col in ("measure", "stratum", "queries", "A", "B", "B - A"):
+        table.add_column(col, justify="right")
+    for k in ks:
+        key = f"ndcg_at_{k}"
+        for suffix, label in (("", "all"), *((f"/{s}", lab) for s, lab in zip(strata.keys, strata.labels, strict=True))):
+            n = ndcg["a"].get(f"n_queries{suffix}", 0.0)
+            if not n:
+                continue
+            cells = [ndcg[side].get(key + suffix, float("nan")) for side in ("a", "b", "b_minus_a")]
+            table.add_row(f"nDCG@{k}", label, f"{n:.0f}", f"{cells[0]:.4f}", f"{cells[1]:.4f}", f"{cells[2]:+.4f}")
+    console.print(table)
+    k = max(ks)
+    moved = ndcg["b_minus_a"].get(f"ndcg_at_{k}", float("nan"))
+    console.print(f"same ranking, the labels moved nDCG@{k} by {moved:+.4f}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

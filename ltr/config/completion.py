@@ -1,0 +1,79 @@
+"""Tab completion of ``ltr train``'s overrides, from Hydra's own completion engine.
+
+Hydra's ``-sc install=bash`` cannot serve ``ltr train``: its script registers the two words ``ltr``
+and ``train`` as two commands and asks ``ltr -sc query=bash``, which is no verb. ``ltr completion
+bash`` prints a script for the ``ltr`` command instead (:data:`BASH_SCRIPT`): verbs first, then,
+after ``train``, the candidates :func:`train_completions` computes with Hydra's completion plugin
+on the package's configs (group options ``model=...``, config keys ``model.num_leaves=``, files).
+The schemas the config files extend (``model_schema``, ``train_schema``, ...) are internal: never
+offered.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from hydra import initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.plugins.completion_plugin import DefaultCompletionPlugin
+
+from ltr.config.compose import CONF_DIR
+from ltr.config.store import register_configs
+
+#: The app name and the verb at the start of a completed line (``ltr train``, ``.venv/bin/ltr train``).
+_APP_AND_VERB = re.compile(r"\s*\S+\s+\S+\s*")
+_SCHEMA = re.compile(r"(^|[=/])\w*_schema$")
+
+BASH_SCRIPT = """\
+# bash completion of the ltr command (ltr completion bash); enable it with
+#   ltr completion bash > ~/.ltr-completion.bash && echo 'source ~/.ltr-completion.bash' >> ~/.bashrc
+_ltr_complete() {
+    local cur="${COMP_WORDS[COMP_CWORD]}"
+    if [ "$COMP_CWORD" -eq 1 ]; then
+        COMPREPLY=($(compgen -W "%(verbs)s" -- "$cur"))
+        return
+    fi
+    if [ "${COMP_WORDS[1]}" == "train" ]; then
+        local choices
+        choices=$("${COMP_WORDS[0]}" completion query "${COMP_LINE:0:$COMP_POINT}" 2>/dev/null)
+        COMPREPLY=($(compgen -W "$choices" -- "$cur"))
+    fi
+}
+# as Hydra's own script: "=" does not split a word, so model=lambdarank is one word
+COMP_WORDBREAKS=${COMP_WORDBREAKS//=}
+complete -o nospace -o default -F _ltr_complete ltr
+"""
+
+
+def bash_script(verbs: Sequence[str]) -> str:
+    """The bash completion script of ``ltr`` (:data:`BASH_SCRIPT` with the verbs filled in)."""
+    return BASH_SCRIPT % {"verbs": " ".join(verbs)}
+
+
+def is_internal(candidate: str) -> bool:
+    """A schema of the ConfigStore (``model=model_schema``, ``train_schema``): not for users.
+
+    Examples
+    --------
+    >>> [is_internal(c) for c in ("model=model_schema", "model=lambdarank", "train_schema", "model.")]
+    [True, False, True, False]
+    """
+    return _SCHEMA.search(candidate) is not None
+
+
+def train_completions(line: str) -> list[str]:
+    """Completions of the last word of ``line`` (``ltr train [overrides...] WORD``, as the shell
+    has it up to the cursor; a line ending in a space completes a new word), sorted.
+
+    ``ltr train mod`` gives ``model.`` (the keys under it) and ``model=`` (its options); ``ltr
+    train model=`` the options of ``model``; ``ltr train model.num_`` the keys.
+    """
+    match = _APP_AND_VERB.match(line)
+    rest = line[match.end():] if match else ""
+    register_configs()
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        loader = GlobalHydra.instance().config_loader()
+        found = DefaultCompletionPlugin(loader)._query(config_name="train", line=rest)
+    return [c for c in found if not is_internal(c)]

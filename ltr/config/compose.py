@@ -1,0 +1,119 @@
+"""The ``ltr train`` config composed outside the Hydra app, from the package's ``ltr/conf/``.
+
+One mechanism for every caller that composes outside ``@hydra.main`` (the Python API, ``ltr
+rerun``, ``ltr predict``): the schemas registered, the overrides read exactly as the command line
+reads them (:func:`quote_non_ascii`), a user's config directory layered on top, and Hydra's or
+OmegaConf's complaints turned into one-line `LtrUserError`\\ s (:func:`one_line`).
+
+Layering: the package's directory comes first, a user's directory (``config_dir`` here,
+``--config-dir`` or ``hydra.searchpath`` on the command line) after it, so a user's directory
+*adds* options (``local/default.yaml``, ``model/mine.yaml``, ``experiment/mine.yaml``) and cannot
+shadow a shipped one of the same name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+from hydra.errors import HydraException, OverrideParseException
+from omegaconf import DictConfig
+from omegaconf.errors import OmegaConfBaseException
+
+from ltr.config.store import register_configs
+from ltr.errors import LtrUserError
+
+#: The config groups, shipped inside the package (package data), so a wheel installed anywhere
+#: composes the same configs as the repository.
+CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
+
+_GRAMMAR = set(",[]{}()'\"$=:\\ ")
+
+
+def quote_non_ascii(override: str) -> str:
+    """``key=value`` with a non-ASCII value (``data.train=/data/données/train.txt``) quoted, as
+    Hydra's override grammar needs; values with grammar characters (sweeps, lists) are left to
+    the user (and get a one-line hint when Hydra refuses them).
+
+    Examples
+    --------
+    >>> quote_non_ascii("data.train=/data/données/train.txt")
+    "data.train='/data/données/train.txt'"
+    >>> quote_non_ascii("model.num_leaves=7")
+    'model.num_leaves=7'
+    """
+    key, sep, value = override.partition("=")
+    if not sep or value.isascii() or _GRAMMAR & set(value) or key.startswith("-"):
+        return override
+    return f"{key}='{value}'"
+
+
+def one_line(exc: BaseException) -> str:
+    """Hydra's or OmegaConf's message (and its cause's) on one line, without search paths."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    text = lines[0] if lines else type(exc).__name__
+    if text.endswith("raised while composing config:") and len(lines) > 1:
+        # "In 'debug/default': ConfigKeyError raised while composing config:" says neither key nor why
+        where = text.split(":", 1)[0]
+        full_key = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("full_key:")), "")
+        text = f"{where}: {lines[1]}" + (f" (it sets {full_key})" if full_key else "")
+        if where == "In 'debug/default'" and full_key.startswith("data."):
+            text += "; debug=default shrinks the synthetic data: with file data leave it out and set fit.num_boost_round"
+    override = getattr(exc, "override", None)
+    if isinstance(exc, OverrideParseException) and override and override not in text:
+        text = f"cannot parse {override!r}: {text}"
+    cause = exc.__cause__
+    if isinstance(cause, OmegaConfBaseException) and str(cause).strip():
+        text = f"{text}: {str(cause).strip().splitlines()[0]}"
+    return text
+
+
+def user_message(exc: HydraException | OmegaConfBaseException, overrides: Sequence[str]) -> str:
+    """:func:`one_line`, with a hint when a non-ASCII value needs quotes."""
+    message = one_line(exc)
+    if message.startswith("Ambiguous value for argument"):
+        message += "; a list is key=[a,b]; a sweep over values is ltr train -m key=a,b"
+    if "LexerNoViableAlt" in message and not all(o.isascii() for o in overrides):
+        message += " (quote a value with non-ASCII characters: \"key='/path/données'\")"
+    return message
+
+
+def search_path_override(config_dir: str | Path) -> str:
+    """The ``hydra.searchpath`` override that layers ``config_dir`` on top of ``ltr/conf/``.
+
+    Raises
+    ------
+    LtrUserError
+        ``config_dir`` is not a directory.
+    """
+    path = Path(config_dir).expanduser().resolve()
+    if not path.is_dir():
+        raise LtrUserError(f"config_dir {str(config_dir)!r}: no such directory ({path})")
+    return f"hydra.searchpath=['file://{path}']"
+
+
+def compose_train(
+    overrides: Sequence[str] = (), *, what: str = "the config", config_dir: str | Path | None = None
+) -> DictConfig:
+    """The composed ``ltr train`` config: ``ltr/conf/train.yaml`` with ``overrides`` (as typed on
+    the command line; Hydra's own ``hydra.*`` keys left out) and ``config_dir`` (a user's config
+    directory) layered on top.
+
+    Sweeps (``a=1,2``) are the command line's (``ltr train -m``); here they are refused.
+
+    Raises
+    ------
+    LtrUserError
+        One line (``cannot compose {what}: ...``): a bad override, an unknown option or key, a
+        value of the wrong type; or ``config_dir`` missing.
+    """
+    kept = [quote_non_ascii(o) for o in overrides if not o.lstrip("+~").startswith(("hydra.", "hydra/"))]
+    if config_dir is not None:
+        kept.append(search_path_override(config_dir))
+    register_configs()
+    try:
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            return compose(config_name="train", overrides=kept)
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise LtrUserError(f"cannot compose {what}: {user_message(exc, overrides)}") from exc

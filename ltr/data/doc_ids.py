@@ -1,0 +1,107 @@
+"""Document ids of the rows of a data set: an object array of ``str``, one per row, or None.
+
+Where they come from: the ``docid = X`` of a LETOR / SVMlight line's ``#`` comment
+(:mod:`ltr.data.read_text`) or a Parquet / CSV column named by ``data.doc_id_column``
+(:mod:`ltr.data.read_columns`). Where they go: every subset, reorder and concatenation of
+`RankingData`, the parse cache (as UTF-8 bytes plus offsets, no pickle: :func:`encode` /
+:func:`decode`) and the per-query tables (the top-ranked document of each query). They are
+never a feature and never part of the data fingerprint.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from numpy.typing import NDArray
+
+logger = logging.getLogger(__name__)
+
+
+def from_arrow(column: pa.Array | pa.ChunkedArray) -> NDArray[np.object_]:
+    """The values of an Arrow column as an object array of ``str`` (numbers are formatted as
+    Arrow casts them: ``7`` for an int, ``1.5`` for a float).
+
+    Raises
+    ------
+    ValueError
+        a null or empty value (its 1-based row is named) or a type that does not cast to text.
+
+    Examples
+    --------
+    >>> from_arrow(pa.array([7, 12])).tolist()
+    ['7', '12']
+    """
+    if column.null_count:
+        mask = column.is_null()
+        row = int(np.argmax(np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)))
+        raise ValueError(f"row {row + 1} has no document id (null)")
+    try:
+        strings = column.cast(pa.large_string())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise ValueError(f"a column of type {column.type} does not convert to text: {exc}") from None
+    empty = np.asarray(pc.equal(pc.binary_length(strings), 0).to_numpy(zero_copy_only=False), dtype=bool)
+    if empty.any():
+        raise ValueError(f"row {int(np.argmax(empty)) + 1} has no document id (an empty string)")
+    out: NDArray[np.object_] = np.asarray(strings.to_numpy(zero_copy_only=False), dtype=object)
+    return out
+
+
+def encode(doc_ids: NDArray[np.object_]) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
+    """``(utf8, offsets)``: the UTF-8 bytes of all ids back to back, and int64 offsets of shape
+    (n + 1,) where id ``i`` is ``utf8[offsets[i]:offsets[i + 1]]`` (any text, newlines included).
+
+    Examples
+    --------
+    >>> data, offsets = encode(np.array(["a", "bé"], dtype=object))
+    >>> bytes(data), offsets.tolist()
+    (b'ab\\xc3\\xa9', [0, 1, 4])
+    """
+    arr = pa.array(doc_ids, type=pa.large_string())
+    n = len(arr)
+    _, off_buf, data_buf = arr.buffers()
+    offsets = np.frombuffer(off_buf, dtype=np.int64, count=n + 1, offset=arr.offset * 8).copy()
+    data = np.frombuffer(data_buf, dtype=np.uint8).copy() if data_buf is not None else np.zeros(0, np.uint8)
+    data = data[offsets[0] : offsets[-1]]
+    return np.ascontiguousarray(data), offsets - offsets[0]
+
+
+def decode(data: NDArray[np.uint8], offsets: NDArray[np.int64]) -> NDArray[np.object_]:
+    """The inverse of :func:`encode`.
+
+    Raises
+    ------
+    ValueError
+        offsets that are not non-decreasing from 0 to ``len(data)``, or bytes that are not UTF-8.
+    """
+    offsets = np.asarray(offsets, dtype=np.int64)
+    if offsets.ndim != 1 or offsets.shape[0] < 1 or offsets[0] != 0 or offsets[-1] != data.shape[0]:
+        raise ValueError(f"doc id offsets must run from 0 to {data.shape[0]}")
+    if np.any(np.diff(offsets) < 0):
+        raise ValueError("doc id offsets decrease")
+    arr = pa.LargeStringArray.from_buffers(
+        offsets.shape[0] - 1, pa.py_buffer(np.ascontiguousarray(offsets)), pa.py_buffer(np.ascontiguousarray(data))
+    )
+    try:
+        arr.validate(full=True)
+    except pa.ArrowInvalid as exc:
+        raise ValueError(f"doc ids are not valid UTF-8: {exc}") from None
+    out: NDArray[np.object_] = np.asarray(arr.to_numpy(zero_copy_only=False), dtype=object)
+    return out
+
+
+def concat(parts: Sequence[NDArray[np.object_] | None], names: Sequence[str]) -> NDArray[np.object_] | None:
+    """The doc ids of stacked parts: their concatenation when every part has them, else None
+    (with one warning naming a part without, when some have them)."""
+    if all(p is None for p in parts):
+        return None
+    missing = [n for p, n in zip(parts, names, strict=True) if p is None]
+    if missing:
+        having = next(n for p, n in zip(parts, names, strict=True) if p is not None)
+        logger.warning("%s has no doc ids but %s has; the stacked rows get no doc ids", missing[0], having)
+        return None
+    return np.concatenate([p for p in parts if p is not None])
+

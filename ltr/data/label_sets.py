@@ -1,0 +1,97 @@
+"""Read label sets and score sets keyed by (query, document) for ``ltr labels``.
+
+A label set is a TREC qrels file (``topic iter docno relevance``), or a CSV / TSV / Parquet table
+with a query column, a document column and a label column (default ``qid``, ``docno``,
+``label``). One table may also hold two label columns (two labellings of the same pairs). A
+score set is a TREC run file (``topic Q0 docno rank score tag``) or a table with ``qid``,
+``docno`` and ``score``. Ids are compared as strings. Every problem is one `DataError` line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ltr.data.click_file import TABLE_SUFFIXES, integer_column, read_table_file
+from ltr.data.trec import read_qrels, read_run
+from ltr.errors import DataError
+
+KEY = ["qid", "docno"]
+
+
+def is_table(path: Path) -> bool:
+    """True for a CSV / TSV / Parquet name (else the file is read as TREC qrels or run)."""
+    return path.suffix.lower() in TABLE_SUFFIXES
+
+
+def read_label_columns(
+    path: Path, label_columns: list[str], *, qid_column: str = "qid", doc_column: str = "docno"
+) -> pd.DataFrame:
+    """``qid, docno`` (str) and the integer ``label_columns`` of a table, or of a qrels file
+    (one column, named ``label_columns[0]``). A pair given twice is an error."""
+    if is_table(path):
+        frame = read_table_file(path, [qid_column, doc_column, *label_columns])
+        out = pd.DataFrame({"qid": frame[qid_column].astype(str), "docno": frame[doc_column].astype(str)})
+        for col in label_columns:
+            out[col] = integer_column(frame, col, path, minimum=-(2**31))
+    else:
+        if len(label_columns) != 1:
+            raise DataError(f"{path} is read as TREC qrels, which hold one label set; two columns need a table")
+        qrels = read_qrels(path)
+        out = pd.DataFrame({
+            "qid": [t.decode("utf-8", "replace") for t in qrels.topics],
+            "docno": [d.decode("utf-8", "replace") for d in qrels.docnos],
+            label_columns[0]: qrels.labels,
+        })  # fmt: skip
+    _no_duplicates(out, path)
+    return out
+
+
+def read_score_set(path: Path, *, qid_column: str = "qid", doc_column: str = "docno", score_column: str = "score") -> pd.DataFrame:
+    """``qid, docno, score`` of a TREC run or a table; scores must be finite."""
+    if is_table(path):
+        frame = read_table_file(path, [qid_column, doc_column, score_column])
+        scores = pd.to_numeric(frame[score_column], errors="coerce").to_numpy(dtype=np.float64)
+        bad = ~np.isfinite(scores)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise DataError(f"{path}, row {i + 1}: score {frame[score_column].iloc[i]!r} is not a finite number")
+        out = pd.DataFrame({"qid": frame[qid_column].astype(str), "docno": frame[doc_column].astype(str), "score": scores})
+    else:
+        run = read_run(path)
+        out = pd.DataFrame({
+            "qid": [t.decode("utf-8", "replace") for t in run.topics],
+            "docno": [d.decode("utf-8", "replace") for d in run.docnos],
+            "score": run.scores,
+        })  # fmt: skip
+    _no_duplicates(out, path)
+    return out
+
+
+def align(a: pd.DataFrame, b: pd.DataFrame, *, what_a: str, what_b: str) -> pd.DataFrame:
+    """Join two frames on ``(qid, docno)``; both must hold exactly the same pairs.
+
+    Raises
+    ------
+    DataError
+        Pairs on one side only: how many, and the first one (qid and docno).
+    """
+    joined = a.merge(b, on=KEY, how="outer", indicator=True, sort=False)
+    for side, name, other in (("left_only", what_a, what_b), ("right_only", what_b, what_a)):
+        only = joined[joined["_merge"] == side]
+        if len(only):
+            first = only.iloc[0]
+            raise DataError(
+                f"{len(only)} (query, document) pair(s) of {name} are missing from {other}, "
+                f"e.g. qid {first['qid']} docno {first['docno']}: both sides must judge the same pairs"
+            )
+    return joined.drop(columns="_merge").reset_index(drop=True)
+
+
+def _no_duplicates(frame: pd.DataFrame, path: Path) -> None:
+    dup = frame.duplicated(KEY)
+    if dup.any():
+        row = frame[dup].iloc[0]
+        raise DataError(f"{path}: qid {row['qid']} docno {row['docno']} appears twice")

@@ -1,0 +1,308 @@
+"""Evaluate rankings made elsewhere (what ``ltr evaluate`` computes, as a function).
+
+Inputs: a TREC qrels file and a TREC run, or a data file in any format ``ltr`` reads plus one
+score per row (a scores file, as LightGBM's ``predict`` writes, or an array). Every option is
+checked before any file is read; a mistake is one `LtrUserError` line that names the option as
+``ltr evaluate`` spells it (``--k``, ``--strata``, ...). The summary's keys are the MLflow keys
+of a run (``ndcg_at_10``, ``ndcg_at_10/len_1-10``, ``n_queries``, ...).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+
+from ltr.data.readers import read_ranking_file
+from ltr.data.trec import read_trec
+from ltr.errors import DataError, LtrUserError
+from ltr.metrics import MetricConventions, Strata, per_query_table, resolve_conventions, summarize
+from ltr.metrics.measures import table_measures
+
+#: The largest cut-off: a list is never cut deeper than its length, but the discount table is
+#: ``max(k)`` long (8 bytes each).
+MAX_K = 1_000_000
+#: The default list-length strata (lower edges).
+DEFAULT_STRATA = (1, 11, 51)
+#: Suffixes of a per-query table file.
+TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
+
+
+@dataclass(frozen=True)
+class RankingEvaluation:
+    """What an evaluation of outside rankings gives.
+
+    ``summary``: every key always (a mean over no queries is None), the TREC counts included;
+    ``table``: one row per query (``qid``, the measures, the stratum); ``counts``: TREC input
+    counts (``n_run_topics_unjudged``, ...; empty for data + scores).
+    """
+
+    summary: dict[str, float | None]
+    table: pd.DataFrame
+    ks: tuple[int, ...]
+    strata: Strata
+    conventions: MetricConventions
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def evaluate_rankings(
+    *,
+    qrels: str | Path | None = None,
+    run: str | Path | None = None,
+    data: str | Path | None = None,
+    scores: str | Path | ArrayLike | None = None,
+    k: Sequence[int] = (5, 10),
+    preset: str | None = None,
+    gain: str | None = None,
+    label_gain: Sequence[float] | str | None = None,
+    ties: str | None = None,
+    zero_idcg: str | None = None,
+    rel_threshold: int | None = None,
+    discount: str | None = None,
+    discount_base: float | None = None,
+    err_max_grade: int | None = None,
+    strata: Sequence[int] | str = DEFAULT_STRATA,
+    missing_topics: str = "empty",
+    max_docs: int | None = None,
+    per_query: str | Path | None = None,
+) -> RankingEvaluation:
+    """Evaluate ``run`` against ``qrels``, or ``scores`` (one per row) against ``data``.
+
+    The options are ``ltr evaluate``'s (``ltr evaluate --help``); ``label_gain`` and ``strata``
+    may be sequences or the command line's comma-separated text; ``per_query`` writes the
+    per-query table (``.csv`` or ``.parquet``).
+
+    Raises
+    ------
+    LtrUserError
+        A bad option (before any file is read), or input that cannot be evaluated (a `DataError`
+        naming the file and line).
+    """
+    ks = list(k)
+    if len(set(ks)) != len(ks) or not ks or min(ks) < 1 or max(ks) > MAX_K:
+        raise LtrUserError(f"--k values must be distinct integers from 1 to {MAX_K:,}, got {ks}")
+    if rel_threshold is not None and rel_threshold < 0:
+        raise LtrUserError(
+            f"--rel-threshold {rel_threshold} is negative; give an integer >= 0 (a label >= "
+            "it is relevant; 0 counts every judged document, as trec_eval's relevance_level 0)"
+        )
+    if max_docs is not None and max_docs < 1:
+        raise LtrUserError(f"--max-docs {max_docs}: give an integer >= 1")
+    if err_max_grade is not None and err_max_grade < 0:
+        raise LtrUserError(f"--err-max-grade {err_max_grade}: give a label >= 0")
+    if missing_topics not in ("empty", "skip", "error"):
+        raise LtrUserError(f"--missing-topics {missing_topics!r}: give empty, skip or error")
+    parsed_strata = parse_strata(strata)
+    gains = parse_label_gain(label_gain)
+    try:
+        conventions = resolve_conventions(
+            preset, gain=gain, label_gain=gains, ties=ties, zero_idcg=zero_idcg, rel_threshold=rel_threshold,
+            discount=discount, discount_base=discount_base,
+        )
+    except ValueError as exc:
+        raise LtrUserError(str(exc)) from None
+
+    trec_pair = (Path(qrels), Path(run)) if qrels is not None and run is not None else None
+    data_pair = (Path(data), scores) if data is not None and scores is not None else None
+    given = [x is not None for x in (qrels, run, data, scores)]
+    if sum(given) != 2 or (trec_pair is None and data_pair is None):
+        raise LtrUserError("give either --qrels and --run, or --data and --scores")
+    if per_query is not None and Path(per_query).suffix.lower() not in TABLE_SUFFIXES:
+        raise LtrUserError(f"--per-query {per_query}: the name must end in .csv or .parquet")
+
+    counts: dict[str, int] = {}
+    try:
+        if trec_pair is not None:
+            table, counts = _evaluate_trec(
+                trec_pair[1], trec_pair[0], ks, conventions, parsed_strata,
+                missing_topics=missing_topics, max_docs=max_docs, err_max_grade=err_max_grade,
+            )  # fmt: skip
+        elif data_pair is not None:
+            table = _evaluate_data(*data_pair, ks, conventions, parsed_strata, err_max_grade=err_max_grade)
+    except ValueError as exc:  # a convention that does not fit the data (e.g. label_gain)
+        raise LtrUserError(str(exc)) from None
+    summary = _complete(summarize(table, strata=parsed_strata), table, ks, parsed_strata)
+    summary.update({key: float(value) for key, value in counts.items()})
+    if per_query is not None:
+        write_table(table, Path(per_query))
+    return RankingEvaluation(summary, table, tuple(ks), parsed_strata, conventions, counts)
+
+
+def parse_strata(strata: Sequence[int] | str) -> Strata:
+    """Lower edges of the list-length strata, from ``"1,11,51"`` or ``(1, 11, 51)``."""
+    text = strata if isinstance(strata, str) else ",".join(str(edge) for edge in strata)
+    example = "give increasing list lengths starting at 1, e.g. --strata 1,11,51"
+    edges = []
+    for item in text.split(","):
+        try:
+            edges.append(int(item))
+        except ValueError:
+            raise LtrUserError(f"--strata {text!r}: {item.strip()!r} is not an integer; {example}") from None
+    try:
+        return Strata(tuple(edges))
+    except ValueError as exc:
+        raise LtrUserError(f"--strata {text!r}: {exc}; {example}") from None
+
+
+def parse_label_gain(label_gain: Sequence[float] | str | None) -> tuple[float, ...] | None:
+    """The gain of each label 0, 1, 2, ..., from ``"0,3,9"`` or ``(0, 3, 9)``; None stays None."""
+    if label_gain is None:
+        return None
+    text = label_gain if isinstance(label_gain, str) else ",".join(str(g) for g in label_gain)
+    try:
+        gains = tuple(float(g) for g in text.split(","))
+    except ValueError:
+        raise LtrUserError(f"--label-gain {text!r} is not a comma-separated list of numbers") from None
+    bad = [g for g in gains if not (math.isfinite(g) and g >= 0)]
+    if bad:
+        raise LtrUserError(
+            f"--label-gain {text!r} has gain {bad[0]}; every gain must be a finite "
+            "number >= 0 (one per label 0, 1, 2, ...)"
+        )
+    return gains
+
+
+def _complete(
+    summary: dict[str, float], table: pd.DataFrame, ks: list[int], strata: Strata
+) -> dict[str, float | None]:
+    """Every key of the summary, always: a mean over no values (or not finite) is None."""
+    suffixes = [*strata.keys]
+    if "n_queries/len_empty" in summary:
+        suffixes.append("len_empty")
+    keys = [m.key for m in table_measures(ks)]
+    out: dict[str, float | None] = {}
+    for key, value in summary.items():
+        out[key] = value if math.isfinite(value) else None
+    for key in keys:
+        for full in (key, *(f"{key}/{sfx}" for sfx in suffixes)):
+            out.setdefault(full, None)
+    return out
+
+
+def _evaluate_trec(
+    run: Path,
+    qrels: Path,
+    ks: list[int],
+    conventions: MetricConventions,
+    strata: Strata,
+    *,
+    missing_topics: str,
+    max_docs: int | None,
+    err_max_grade: int | None,
+) -> tuple[pd.DataFrame, dict[str, int]]:
+    inp = read_trec(run, qrels, missing_topics=missing_topics, max_docs=max_docs)
+    max_gain = _max_gain(err_max_grade, conventions, inp.labels, inp.ideal_labels)
+    table = per_query_table(
+        inp.labels, inp.scores, inp.offsets, inp.qids, ks=ks, conventions=conventions,
+        strata=strata, ideal_labels=inp.ideal_labels, ideal_offsets=inp.ideal_offsets,
+        tie_keys=inp.tie_keys, max_gain=max_gain,
+    )  # fmt: skip
+    return table, inp.counts()
+
+
+def _max_gain(
+    err_max_grade: int | None, conventions: MetricConventions, *labels: np.ndarray[Any, Any]
+) -> float | None:
+    """ERR's largest gain from ``err_max_grade`` (None: the data's largest gain)."""
+    if err_max_grade is None:
+        return None
+    grade = int(err_max_grade)
+    top = max((int(a.max()) for a in labels if a.size), default=0)
+    if top > grade:
+        raise LtrUserError(
+            f"--err-max-grade {grade}: the data has label {top}; give a grade >= {top} (ERR's "
+            "stop probability gain / (gain(G) + 1) must stay below 1)"
+        )
+    return float(conventions.gains_of(np.array([grade], dtype=np.int64))[0])
+
+
+def _evaluate_data(
+    data_path: Path,
+    scores: str | Path | ArrayLike,
+    ks: list[int],
+    conventions: MetricConventions,
+    strata: Strata,
+    *,
+    err_max_grade: int | None,
+) -> pd.DataFrame:
+    if conventions.ties == "docno_desc":
+        raise LtrUserError("--ties docno_desc needs docnos: use it with --qrels and --run")
+    data = read_ranking_file(data_path, max_label=None)
+    if isinstance(scores, str | Path):
+        values, where = read_scores(Path(scores)), f"scores file {scores}"
+    else:
+        values, where = score_array(scores), "scores"
+    if values.shape[0] != data.n_rows:
+        raise DataError(
+            f"{where} has {values.shape[0]} scores; data file {data_path} has "
+            f"{data.n_rows} rows (one score per row, in row order)"
+        )
+    max_gain = _max_gain(err_max_grade, conventions, np.asarray(data.labels))
+    return per_query_table(
+        data.labels, values, data.offsets, data.qids, ks=ks, conventions=conventions,
+        strata=strata, max_gain=max_gain,
+    )  # fmt: skip
+
+
+def score_array(scores: ArrayLike) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """Scores given as an array: one finite float per row, 1-D."""
+    try:
+        values = np.asarray(scores, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"scores are not numbers: {exc}") from None
+    if values.ndim != 1:
+        raise DataError(f"scores must be one score per row (1-D), got shape {values.shape}")
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        raise DataError(f"score {values[bad[0]]} at row {bad[0]} is not a finite number")
+    return values
+
+
+def read_scores(path: Path) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """One finite float per line (LightGBM's predict output).
+
+    Raises
+    ------
+    DataError
+        Unreadable file, a line that is not exactly one number, NaN or infinite scores; the
+        message names the file and line.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DataError(f"cannot read scores file {path}: {exc.strerror or exc}") from None
+    lines = text.splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines:
+        raise DataError(f"scores file {path} is empty")
+    col = pd.Series(lines, dtype=object).str.strip()
+    values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        what = (
+            "is not a finite number"
+            if not math.isnan(values[i]) or col[i].lower() == "nan"
+            else "is not a number"
+        )
+        raise DataError(f"line {i + 1} of {path}: score {col[i]!r} {what}")
+    return values
+
+
+def write_table(table: pd.DataFrame, path: Path) -> None:
+    """The per-query table as CSV or Parquet (by suffix); an unwritable path is one line."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.suffix.lower() == ".csv":
+            table.to_csv(path, index=False)
+        else:
+            table.to_parquet(path, index=False)
+    except OSError as exc:
+        raise LtrUserError(f"cannot write --per-query {path}: {exc.strerror or exc}") from None

@@ -1,0 +1,245 @@
+"""What ``ltr predict`` scores: files in any format ``ltr train`` reads, or a run's own split.
+
+- **Parquet** (a file, several, or a directory of whole-query partitions as ``ltr partition``
+  writes them) streams in batches of about ``batch_rows`` rows, cut at query boundaries: memory
+  holds one batch (``batch_rows x n_features`` float32 plus its Arrow columns) and one row per
+  query, whatever the file's size. Features are read **by name**: the model's feature names
+  (Parquet column names, or ``f1 .. fN`` for models trained on text files); a missing one is one
+  line naming the file and the column; other columns are not read. The label column is optional
+  (no labels: nothing to evaluate); a document id column (``doc_id_column``) is kept for TREC runs.
+- **Text** (LETOR/SVMlight, LightGBM with ``.query``) and **CSV** are read whole by the readers
+  ``ltr train`` uses (same checks, same errors), then scored as one batch; a feature index beyond
+  the model's width is refused there.
+- **A run's split** (``valid`` / ``test``): the data the run was trained and evaluated on, made
+  again from its config (synthetic data regenerated from its seed, files read again).
+
+Rows of one query must be contiguous (as for training): a query met again later is refused.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from numpy.typing import NDArray
+
+from ltr.data.load import reader_options
+from ltr.data.ranking_data import RankingData
+from ltr.data.readers import concat_ranking_data, detect_format, read_ranking_file, widen
+from ltr.errors import DataError, LtrUserError
+from ltr.experiment.sources import InMemorySource, open_source
+from ltr.metrics.table import largest_gain
+from ltr.models.logged import LoggedRun
+
+log = logging.getLogger(__name__)
+
+#: Rows per batch of a streamed Parquet input (about 54 MB of float32 features at 136 columns).
+DEFAULT_BATCH_ROWS = 100_000
+
+
+@dataclass(frozen=True)
+class PredictInput:
+    """Batches of whole queries, and what is known before reading them."""
+
+    description: str
+    batches: Callable[[], Iterator[RankingData]]
+    labelled: bool
+    n_rows: int
+    #: ERR's normaliser for batch-wise tables (the largest gain of the whole input); None: one batch
+    max_gain: float | None
+    #: read batch by batch (Parquet), not whole
+    streamed: bool = False
+
+
+def _parquet_files(paths: Sequence[Path]) -> list[Path]:
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(path.glob("*.parquet"))
+            if not found:
+                raise DataError(f"{path} holds no *.parquet files")
+            files += found
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise DataError(f"data file {path} does not exist; check the path")
+    return files
+
+
+def _is_parquet(paths: Sequence[Path], fmt: str) -> bool:
+    if fmt != "auto":
+        return fmt == "parquet"
+    first = paths[0]
+    if first.is_dir():
+        return True
+    return first.is_file() and detect_format(first) == "parquet"
+
+
+def open_input(
+    run: LoggedRun,
+    paths: Sequence[str | Path],
+    *,
+    fmt: str = "auto",
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    qid_column: str | None = None,
+    label_column: str | None = None,
+    doc_id_column: str | None = None,
+) -> PredictInput:
+    """The batches of ``paths`` for ``run``'s model (see the module docstring). Column options
+    default to the run's data settings (``data.qid_column`` ...), then ``qid`` / ``label``."""
+    if batch_rows < 1:
+        raise LtrUserError(f"--batch-rows={batch_rows} must be >= 1")
+    files = [Path(p).expanduser() for p in paths]
+    if not files:
+        raise LtrUserError("no data given: pass --data FILE or --split test")
+    data_cfg = run.spec.config.data
+    qid_column = qid_column or str(getattr(data_cfg, "qid_column", "qid"))
+    label_column = label_column or str(getattr(data_cfg, "label_column", "label"))
+    doc_id_column = doc_id_column or getattr(data_cfg, "doc_id_column", None)
+    if _is_parquet(files, fmt):
+        return _parquet_input(run, _parquet_files(files), batch_rows, qid_column, label_column, doc_id_column)
+    for f in files:
+        if not f.is_file():
+            raise DataError(f"data file {f} does not exist; check the path")
+    options = {k: v for k, v in reader_options(data_cfg).items() if k in ("integer_labels", "max_label", "max_list_len", "delimiter")}
+    text = fmt in ("auto", "letor", "svmlight", "lightgbm") and all(detect_format(f) != "csv" for f in files)
+    parts = [
+        read_ranking_file(
+            f, format=fmt, n_features=run.n_features if text else None, qid_column=qid_column,
+            label_column=label_column, feature_columns=None if text else run.feature_names, **options,
+        )
+        for f in files
+    ]
+    data = parts[0] if len(parts) == 1 else _concat(parts)
+    return PredictInput(", ".join(str(f) for f in files), lambda: iter([data]), True, data.n_rows, None)
+
+
+def _concat(parts: list[RankingData]) -> RankingData:
+    width = max(p.n_features for p in parts)
+    return concat_ranking_data([widen(p, width) for p in parts], name=parts[0].name)
+
+
+def split_input(run: LoggedRun, split: str) -> PredictInput:
+    """The run's own ``split`` (``valid`` or ``test``), with the labels its evaluation used."""
+    if split not in ("train", "valid", "test"):
+        raise LtrUserError(f"--split={split!r} is not one of train, valid, test")
+    source = open_source(run.spec)
+    if not isinstance(source, InMemorySource):
+        raise LtrUserError(
+            f"run {run.label} read its data on Dask workers (data={source.name}): pass --data <data.root>/{split}"
+        )
+    data: RankingData = getattr(source.evaluation, split)
+    return PredictInput(f"the {split} split of run {run.label}", lambda: iter([data]), True, data.n_rows, None)
+
+
+def _parquet_input(
+    run: LoggedRun, files: list[Path], batch_rows: int, qid_column: str, label_column: str, doc_id_column: str | None
+) -> PredictInput:
+    names = run.feature_names
+    n_rows = 0
+    labelled = True
+    for path in files:
+        try:
+            schema = pq.read_schema(path)
+            n_rows += pq.read_metadata(path).num_rows
+        except (OSError, pa.ArrowException) as exc:
+            raise DataError(f"{path} is not a readable Parquet file: {str(exc).splitlines()[0]}") from exc
+        present = set(schema.names)
+        missing = [c for c in [qid_column, *names] if c not in present]
+        if missing:
+            raise DataError(
+                f"{path} has no column {missing[0]!r}"
+                + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
+                + f"; the model of run {run.label} takes {names[0]} .. {names[-1]} by name"
+            )
+        if doc_id_column is not None and doc_id_column not in present:
+            raise DataError(f"{path} has no document id column {doc_id_column!r} (--doc-id-column)")
+        labelled = labelled and label_column in present
+    max_gain = None
+    if labelled:
+        top = max(int(pa.compute.max(pq.read_table(p, columns=[label_column]).column(0)).as_py() or 0) for p in files)
+        max_gain = largest_gain(np.array([top], dtype=np.int64), run.spec.conventions)
+    columns = [qid_column, *([label_column] if labelled else []), *([doc_id_column] if doc_id_column else []), *names]
+
+    def batches() -> Iterator[RankingData]:
+        return _stream(files, columns, names, qid_column, label_column if labelled else None, doc_id_column, batch_rows)
+
+    described = f"{len(files)} Parquet file{'s' if len(files) > 1 else ''} ({files[0]}{' ...' if len(files) > 1 else ''})"
+    return PredictInput(described, batches, labelled, n_rows, max_gain, streamed=True)
+
+
+def _stream(
+    files: list[Path],
+    columns: list[str],
+    names: list[str],
+    qid_column: str,
+    label_column: str | None,
+    doc_id_column: str | None,
+    batch_rows: int,
+) -> Iterator[RankingData]:
+    """Whole-query batches of the files: each record batch, plus the rows of its last query
+    carried from the previous one, up to the start of its own last query."""
+    seen: set[int] = set()
+    carry: pa.Table | None = None
+    carry_file: Path | None = None
+    for path in files:
+        for record_batch in pq.ParquetFile(path).iter_batches(batch_size=batch_rows, columns=columns):
+            table = pa.Table.from_batches([record_batch])
+            if carry is not None:
+                table = pa.concat_tables([carry, table])
+            qids = np.asarray(table.column(qid_column).to_numpy(), dtype=np.int64)
+            starts = np.flatnonzero(np.concatenate([[True], qids[1:] != qids[:-1]]))
+            cut = int(starts[-1])
+            if cut > 0:
+                yield _batch(table.slice(0, cut), names, qid_column, label_column, doc_id_column, seen, carry_file or path)
+            carry, carry_file = table.slice(cut), path
+    if carry is not None and carry.num_rows:
+        yield _batch(carry, names, qid_column, label_column, doc_id_column, seen, carry_file or files[-1])
+
+
+def _batch(
+    table: pa.Table,
+    names: list[str],
+    qid_column: str,
+    label_column: str | None,
+    doc_id_column: str | None,
+    seen: set[int],
+    path: Path,
+) -> RankingData:
+    n_rows = table.num_rows
+    row_qids = np.asarray(table.column(qid_column).to_numpy(), dtype=np.int64)
+    starts = np.flatnonzero(np.concatenate([[True], row_qids[1:] != row_qids[:-1]]))
+    qids = row_qids[starts]
+    unique = np.unique(qids)
+    again = set(unique.tolist()) & seen if seen else set()
+    if unique.shape[0] < qids.shape[0] or again:
+        repeated = sorted(again)[0] if again else int(qids[np.argmax(np.unique(qids, return_counts=True)[1] > 1)])
+        raise DataError(f"the rows of qid {repeated} in {path} are not contiguous; group each query's rows together")
+    seen.update(unique.tolist())
+    features = np.empty((n_rows, len(names)), dtype=np.float32)
+    for j, name in enumerate(names):
+        features[:, j] = table.column(name).to_numpy()
+    if label_column is not None:
+        labels = _labels(table.column(label_column), path, label_column)
+    else:
+        labels = np.zeros(n_rows, dtype=np.int32)
+    offsets = np.concatenate([starts, [n_rows]]).astype(np.int64)
+    ids = None if doc_id_column is None else np.asarray([str(v) for v in table.column(doc_id_column).to_pylist()], dtype=object)
+    return RankingData(features, labels, qids, offsets, feature_names=tuple(names), name=path.stem, doc_ids=ids)
+
+
+def _labels(column: pa.ChunkedArray, path: Path, name: str) -> NDArray[np.int32]:
+    values = column.to_numpy()
+    if values.dtype.kind == "f":
+        bad = ~np.isfinite(values) | (values != np.round(values))
+        if bad.any():
+            raise DataError(f"label {values[np.argmax(bad)]!r} in column {name!r} of {path} is not an integer grade")
+    labels: NDArray[np.int32] = np.asarray(values, dtype=np.int32)
+    if (labels < 0).any():
+        raise DataError(f"label {int(labels[np.argmax(labels < 0)])} in column {name!r} of {path} is negative")
+    return labels

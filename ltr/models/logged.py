@@ -1,0 +1,122 @@
+"""A logged run's model and settings, read back from its store: what ``ltr predict`` and
+``ltr promote`` start from.
+
+The model is the run's ``model_text/model.txt`` (LightGBM's text format, the trees up to the
+best round: :mod:`ltr.training.artifact`); the settings are the run's composed config
+(``config/config.yaml``) on ``ltr train``'s schemas, checked as ``ltr train`` checks them, so predictions use the run's metric conventions, strata and ranking
+step, whatever the defaults are today.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import lightgbm as lgb
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from ltr.config.compose import compose_train, one_line
+from ltr.config.data import DATA_OPTIONS
+from ltr.errors import LtrUserError
+from ltr.experiment.checks import check_config
+from ltr.experiment.spec import ExperimentSpec
+from ltr.tracking import find_tracking_uri
+from ltr.tracking.runs import RunRecord, RunStore
+from ltr.training.artifact import model_feature_names
+
+#: The run's model in LightGBM's text format (trees up to the best round).
+MODEL_TEXT = "model_text/model.txt"
+
+
+@dataclass(frozen=True)
+class LoggedRun:
+    """A finished run's model (``booster``: the best round's trees) and checked settings."""
+
+    record: RunRecord
+    store: RunStore
+    spec: ExperimentSpec
+    booster: lgb.Booster
+
+    @property
+    def feature_names(self) -> list[str]:
+        """The model's feature names (``f1 .. fN`` for data without column names)."""
+        return model_feature_names(list(self.booster.feature_name()))
+
+    @property
+    def n_features(self) -> int:
+        return int(self.booster.num_feature())
+
+    @property
+    def label(self) -> str:
+        return f"{self.record.short_id} ({self.record.run_name})"
+
+    @property
+    def run_id(self) -> str:
+        return self.record.run_id
+
+    @property
+    def run_name(self) -> str:
+        return self.record.run_name
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        """The run's logged metrics (the last value of each key: ``test/ndcg_at_10``, ...)."""
+        return self.store.metrics(self.record)
+
+    def per_query(self, split: str = "test") -> pd.DataFrame:
+        """The run's logged per-query table of ``split`` (``per_query/{split}.parquet``)."""
+        return self.store.per_query_table(self.record, split)
+
+
+def require_finished(record: RunRecord) -> None:
+    """Refuse a run that did not finish (running, failed, killed): its model may be missing or
+    not the one its metrics describe."""
+    if record.status != "FINISHED":
+        error = record.tags.get("ltr.error", "")
+        why = f": {error.splitlines()[0]}" if error else ""
+        raise LtrUserError(f"run {record.short_id} ({record.run_name!r}) is {record.status}, not FINISHED{why}; use a finished run")
+
+
+def run_spec(store: RunStore, record: RunRecord) -> ExperimentSpec:
+    """The run's checked settings: its logged config (``config/config.yaml``) merged onto the
+    schemas (the ``data`` group's by the logged ``data.kind``), checked as ``ltr train`` checks."""
+    try:
+        logged = OmegaConf.create(store.text_artifact(record, "config/config.yaml"))
+        kind = OmegaConf.select(logged, "data.kind")
+        option = next((name for name, schema in DATA_OPTIONS.items() if schema.kind == kind), None)
+        composed = compose_train([f"data={option}"] if option else [], what=f"the config of run {record.short_id}")
+        OmegaConf.set_struct(composed, False)  # free maps (model.params) hold the run's own keys
+        merged = OmegaConf.merge(composed, logged)
+        OmegaConf.set_struct(merged, True)
+    except OmegaConfBaseException as exc:
+        raise LtrUserError(f"the logged config of run {record.short_id} does not fit ltr's schemas: {one_line(exc)}") from exc
+    if not isinstance(merged, DictConfig):  # pragma: no cover - the merge of two mappings
+        raise LtrUserError(f"the logged config of run {record.short_id} is not a mapping")
+    return check_config(merged)
+
+
+def load_run(ref: str, *, tracking_uri: str | None = None, experiment: str = "ltr") -> LoggedRun:
+    """The finished run ``ref`` names (run id, id prefix or run name, as ``ltr compare`` takes
+    them) in the store ``tracking_uri`` (default: :func:`ltr.tracking.find_tracking_uri`), with
+    its model and settings.
+
+    Raises
+    ------
+    LtrUserError
+        no such run, a run that did not finish, a run without a model (``tracking.log_model``
+        does not matter: every run logs ``model_text/model.txt``), in one line.
+    """
+    store = RunStore(find_tracking_uri(tracking_uri))
+    record = store.resolve(ref, experiment=experiment)
+    require_finished(record)
+    spec = run_spec(store, record)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = store.download(record, MODEL_TEXT, tmp)
+        try:
+            booster = lgb.Booster(model_file=str(Path(path)))
+        except lgb.basic.LightGBMError as exc:
+            raise LtrUserError(f"run {record.short_id}: {MODEL_TEXT} is not a LightGBM model: {exc}") from exc
+    return LoggedRun(record, store, spec, booster)

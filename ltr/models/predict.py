@@ -1,0 +1,179 @@
+"""Score data with a logged run's model and rank it exactly as the run did.
+
+:func:`predict` takes a :class:`ltr.models.logged.LoggedRun` and data (a `RankingData`, or the
+batches of :mod:`ltr.models.inputs`): the model's scores (``booster.predict``: the best round's
+trees), then the run's ranking step (``rerank=...``, or the scores' own order), then, when the data
+has labels, the per-query table and the stratified summary under the run's conventions. On the
+rows the run evaluated, every summary value equals the run's logged ``{split}/...`` metric bit for
+bit: same trees, same float32 features, the same ranking and table code as ``ltr train``.
+
+Batches are whole queries; ERR's normaliser (the largest gain of the whole input) is given to
+every batch, so a table built batch by batch equals the table of the whole input.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from ltr.config.choices import RerankKind
+from ltr.data.ranking_data import RankingData
+from ltr.errors import DataError
+from ltr.experiment.evaluation import split_summary
+from ltr.experiment.sources import rank_split
+from ltr.models.inputs import PredictInput
+from ltr.models.logged import LoggedRun
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ScoredBatch:
+    """One batch of whole queries, scored and ranked.
+
+    ``model_scores``: the model's score of every row (what the MLflow pyfunc returns);
+    ``scores``: the run's final order as scores (the model's scores, or with re-ranking the
+    re-ranked order ``0, -1, -2, ...``); ``table``: the per-query table when ``labelled``.
+    """
+
+    data: RankingData
+    model_scores: NDArray[np.float64]
+    scores: NDArray[np.float64]
+    table: pd.DataFrame | None
+    labelled: bool
+
+    @property
+    def doc_ids(self) -> NDArray[np.object_] | None:
+        """The rows' document ids (LETOR ``#docid``, a document id column), or None."""
+        return self.data.doc_ids
+
+
+@dataclass
+class Prediction:
+    """What :func:`predict` gives back once every batch is through: the per-query table and the
+    stratified summary (keys as the run's metrics without the split prefix: ``ndcg_at_10``,
+    ``ndcg_at_10/len_1-10``, ``n_queries``, ...) when the data has labels."""
+
+    n_rows: int = 0
+    n_queries: int = 0
+    seconds: float = 0.0
+    table: pd.DataFrame | None = None
+    summary: dict[str, float] = field(default_factory=dict)
+    #: the scored batches, in input order, when :func:`predict` was asked to keep them
+    batches: list[ScoredBatch] = field(default_factory=list)
+
+    @property
+    def model_scores(self) -> NDArray[np.float64]:
+        """Every kept batch's model scores, concatenated (row order of the input)."""
+        return np.concatenate([b.model_scores for b in self.batches]) if self.batches else np.empty(0)
+
+    @property
+    def scores(self) -> NDArray[np.float64]:
+        """Every kept batch's final-order scores, concatenated (row order of the input)."""
+        return np.concatenate([b.scores for b in self.batches]) if self.batches else np.empty(0)
+
+
+def check_width(run: LoggedRun, data: RankingData, where: str) -> NDArray[np.float32]:
+    """``data``'s features as the model's columns: fewer columns (a sparse text file whose last
+    features are absent) are padded with zeros, more are refused in one line."""
+    width = run.n_features
+    if data.n_features > width:
+        raise DataError(
+            f"{where} has {data.n_features} features but the model of run {run.label} takes {width}"
+        )
+    if data.n_features == width:
+        return data.features
+    padded = np.zeros((data.n_rows, width), dtype=np.float32)
+    padded[:, : data.n_features] = data.features
+    return padded
+
+
+def score_batch(
+    run: LoggedRun, data: RankingData, *, labelled: bool, max_gain: float | None = None, where: str = "the data"
+) -> ScoredBatch:
+    """The model's scores of ``data`` (whole queries), the run's ranking of them, and their
+    per-query table if ``labelled``. ``max_gain``: the largest gain of the whole input (ERR's
+    normaliser) when ``data`` is one batch of several."""
+    features = check_width(run, data, where)
+    if features is not data.features:
+        data = dataclasses.replace(data, features=features)
+    model_scores = np.asarray(run.booster.predict(features), dtype=np.float64)
+    if not labelled and run.spec.config.rerank.kind == RerankKind.none:
+        return ScoredBatch(data, model_scores, model_scores, None, False)
+    ranked = rank_split(run.spec, data, model_scores, max_gain=max_gain)
+    return ScoredBatch(data, model_scores, ranked.scores, ranked.table if labelled else None, labelled)
+
+
+def predict(
+    run: LoggedRun,
+    batches: Iterable[RankingData],
+    *,
+    labelled: bool,
+    max_gain: float | None = None,
+    where: str = "the data",
+) -> Iterator[ScoredBatch]:
+    """Score and rank ``batches`` (whole queries each) with ``run``'s model, yielding each
+    :class:`ScoredBatch` as it is done (writers and progress take them one at a time)."""
+    for data in batches:
+        yield score_batch(run, data, labelled=labelled, max_gain=max_gain, where=where)
+
+
+def summarize_batches(run: LoggedRun, scored: Iterable[ScoredBatch], *, keep: bool = False) -> Prediction:
+    """Run every batch through, keeping the per-query tables (one row per query), and return the
+    :class:`Prediction` with the stratified summary of the labelled input."""
+    out = Prediction()
+    tables: list[pd.DataFrame] = []
+    t0 = time.perf_counter()
+    for batch in scored:
+        out.n_rows += batch.data.n_rows
+        out.n_queries += batch.data.n_queries
+        if batch.table is not None:
+            tables.append(batch.table)
+        if keep:
+            out.batches.append(batch)
+    if tables:
+        whole = tables[0] if len(tables) == 1 else pd.concat(tables, ignore_index=True)
+        out.table, out.summary = split_summary(run.spec, whole)
+    out.seconds = time.perf_counter() - t0
+    return out
+
+
+class BatchSink(Protocol):
+    """Where scored batches go as they are done (the output files of ``ltr predict``)."""
+
+    def write(self, batch: ScoredBatch) -> None: ...
+
+
+def predict_input(
+    run: LoggedRun, source: PredictInput, *, sink: BatchSink | None = None, keep: bool = False
+) -> Prediction:
+    """Score, rank and (with labels) evaluate every batch of ``source`` with ``run``'s model.
+
+    Each batch goes to ``sink`` as it is done; progress is logged per batch of a streamed input.
+    ``keep``: also keep the scored batches in the result (memory grows with the input).
+    """
+    t0 = time.perf_counter()
+    done = 0
+
+    def counted(batches: Iterable[ScoredBatch]) -> Iterator[ScoredBatch]:
+        nonlocal done
+        for batch in batches:
+            if sink is not None:
+                sink.write(batch)
+            done += batch.data.n_rows
+            if source.streamed:
+                log.info("scored %d of %d rows (%.0f %%)", done, source.n_rows, 100 * done / max(source.n_rows, 1))
+            yield batch
+
+    scored = predict(run, source.batches(), labelled=source.labelled, max_gain=source.max_gain, where=source.description)
+    prediction = summarize_batches(run, counted(scored), keep=keep)
+    prediction.seconds = time.perf_counter() - t0
+    return prediction

@@ -1,0 +1,237 @@
+"""An Optuna search as a Hydra sweep, over Optuna's ask-and-tell API.
+
+Each batch of ``n_jobs`` trials is asked from the study, launched as Hydra jobs through the
+configured launcher (basic, joblib, ...), and told back with the jobs' values:
+
+- **Objectives**: ``optimized_metric`` (one key or several), each in its ``sweep.directions``
+  direction (maximise by default); one key: TPE (seeded), several: TPE too (multi-objective),
+  or any sampler ``hydra.sweeper.sampler`` names (NSGA-II: ``optuna.samplers.NSGAIISampler``).
+- **Guardrails**: ``sweep.constraints`` are evaluated on each job's metrics; the violations are
+  the trial's ``ltr.constraints`` user attribute, which the sampler's ``constraints_func``
+  reads, so the search steers towards feasible settings.
+- **Pruning**: with a pruner (``hydra.sweeper.pruner``; a median pruner by default) and one
+  objective that is ``valid/<the metric early stopping watches>``, each job reports that
+  metric every round and stops when pruned (:mod:`ltr.sweeper.link`); the trial is told
+  ``PRUNED``.
+- A job that failed (no value, NaN) is told ``FAIL``; the search goes on.
+
+Persistent studies: with ``hydra.sweeper.storage`` (an RDB URL) the study is loaded if it
+exists, so a second invocation adds its trials to the first's. At the end the search writes
+``optimization_results.yaml`` (the best feasible trial's params and value, or the front of a
+multi-objective search) and ``.ltr_trials.json`` (job number -> trial) into the sweep's folder,
+which the sweep's parent run reads (:mod:`ltr.sweeper.record`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import optuna
+from hydra.core.utils import JobReturn, JobStatus
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from ltr.errors import LtrUserError
+from ltr.experiment.guardrails import Constraint, parse_constraints
+from ltr.experiment.spec import ExperimentSpec
+from ltr.sweeper.baseline import baseline_metrics
+from ltr.sweeper.link import RESULTS_FILE, TRIALS_FILE, JobResult, Link, open_storage
+from ltr.sweeper.space import params_overrides, search_space, trial_overrides
+
+log = logging.getLogger(__name__)
+
+#: The trial's user attribute holding its constraint violations (<= 0: met).
+CONSTRAINTS_ATTR = "ltr.constraints"
+OVERRIDES_ATTR = "ltr.overrides"
+
+
+def constraint_values(trial: optuna.trial.FrozenTrial) -> Sequence[float]:
+    """``constraints_func`` of the samplers: the violations the search stored on the trial."""
+    return list(trial.user_attrs.get(CONSTRAINTS_ATTR, []))
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """``hydra.sweeper`` of :class:`hydra_plugins.ltr_sweeper.ltr_optuna_sweeper.LtrOptunaSweeper`."""
+
+    sampler: Mapping[str, Any] | None
+    pruner: Mapping[str, Any] | None
+    study_name: str | None
+    storage: str | None
+    n_trials: int
+    n_jobs: int
+    params: Mapping[str, Any] | None
+
+
+def check_settings(sweeper: Mapping[str, Any]) -> None:
+    """The search's own settings, refused with one line before any run exists."""
+    n_trials = sweeper.get("n_trials")
+    if not isinstance(n_trials, int) or n_trials < 1:
+        raise LtrUserError(f"hydra.sweeper.n_trials={n_trials} must be a whole number >= 1 (the trials to run)")
+    n_jobs = sweeper.get("n_jobs")
+    if not isinstance(n_jobs, int) or n_jobs < 1:
+        raise LtrUserError(f"hydra.sweeper.n_jobs={n_jobs} must be a whole number >= 1 (trials launched together)")
+    storage = sweeper.get("storage")
+    if storage is not None and "://" not in str(storage):
+        raise LtrUserError(
+            f"hydra.sweeper.storage={storage!r} is not a database URL; e.g. hydra.sweeper.storage=sqlite:///study.db"
+        )
+    try:
+        search_space(params_overrides(sweeper.get("params")))
+    except Exception as exc:
+        if isinstance(exc, LtrUserError):
+            raise
+        raise LtrUserError(f"hydra.sweeper.params: {_first_line(exc)}") from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+class OptunaSearch:
+    """The search (see the module docstring); ``spec``: the sweep's checked base config."""
+
+    def __init__(self, settings: SearchSettings, spec: ExperimentSpec, config: DictConfig, launcher: Any) -> None:
+        self.settings = settings
+        self.spec = spec
+        self.config = config
+        self.launcher = launcher
+        self.sweep_dir = Path(str(config.hydra.sweep.dir))
+        self.constraints: tuple[Constraint, ...] = parse_constraints(list(spec.config.sweep.constraints))
+        # the baseline of "<key> >= baseline": a named run's metrics, else the first job's (in _tell)
+        self.baseline: dict[str, float] | None = (
+            baseline_metrics(spec) if spec.config.sweep.baseline is not None and any(c.needs_baseline for c in self.constraints) else None
+        )
+        self.multi = len(spec.objectives) > 1
+
+    def _sampler(self) -> optuna.samplers.BaseSampler:
+        extra: dict[str, Any] = {"constraints_func": constraint_values} if self.constraints else {}
+        if not self.settings.sampler:
+            return optuna.samplers.TPESampler(seed=self.spec.seed, **extra)
+        try:
+            sampler = instantiate(OmegaConf.to_container(OmegaConf.create(dict(self.settings.sampler))), **extra)
+        except Exception as exc:
+            raise LtrUserError(f"hydra.sweeper.sampler: {_first_line(exc)}") from exc
+        assert isinstance(sampler, optuna.samplers.BaseSampler)
+        return sampler
+
+    def _prune_key(self) -> str | None:
+        """The key pruning watches, or None (no pruner; several objectives; an objective that is
+        not the metric early stopping watches on valid)."""
+        if not self.settings.pruner:
+            return None
+        watched = f"valid/{self.spec.early_stopping_metric}"
+        if self.multi or self.spec.optimized_metric != watched:
+            log.warning(
+                "pruning is off: it watches %s each round, and the search optimises %s", watched,
+                ", ".join(self.spec.objectives),
+            )  # fmt: skip
+            return None
+        return watched
+
+    def run(self, arguments: Sequence[str]) -> optuna.Study:
+        space, fixed = search_space([*params_overrides(self.settings.params), *arguments])
+        if not space:
+            raise LtrUserError(
+                "the Optuna search has nothing to search: give hydra.sweeper.params (hparams_search=optuna does) "
+                "or sweep overrides such as model.num_leaves='int(interval(7,63))'"
+            )
+        self.sweep_dir.mkdir(parents=True, exist_ok=True)
+        storage = open_storage(self.settings.storage, self.sweep_dir)
+        name = self.settings.study_name or f"ltr_{self.spec.config.model.name}"
+        directions = [optuna.study.StudyDirection.MAXIMIZE if d == "maximize" else optuna.study.StudyDirection.MINIMIZE
+                      for d in self.spec.directions]  # fmt: skip
+        try:
+            study = optuna.create_study(
+                study_name=name, storage=storage, sampler=self._sampler(), directions=directions, load_if_exists=True
+            )
+        except ValueError as exc:
+            raise LtrUserError(f"Optuna study {name!r}: {exc}") from exc
+        if list(study.directions) != directions:
+            raise LtrUserError(
+                f"Optuna study {name!r} in {self.settings.storage} optimises "
+                f"{[d.name.lower() for d in study.directions]}, this sweep {list(self.spec.directions)}: use another study_name"
+            )
+        prune_key = self._prune_key()
+        pruner = dict(self.settings.pruner) if prune_key and self.settings.pruner else None
+        link = Link(self.settings.storage, name, pruner, prune_key)
+        log.info("Optuna study %r in %s: %s, sampler %s", name, self.settings.storage or "the sweep's journal file",
+                 " and ".join(f"{d} {k}" for d, k in zip(self.spec.directions, self.spec.objectives, strict=True)),
+                 type(study.sampler).__name__)  # fmt: skip
+        jobs: dict[str, dict[str, Any]] = {}
+        job_idx = 0
+        left = self.settings.n_trials
+        while left > 0:
+            batch = [study.ask(space) for _ in range(min(left, self.settings.n_jobs))]
+            overrides = [trial_overrides(t.params, fixed) for t in batch]
+            for i, (trial, job_overrides) in enumerate(zip(batch, overrides, strict=True)):
+                trial.set_user_attr(OVERRIDES_ATTR, list(job_overrides))
+                link.trials[str(job_idx + i)] = trial._trial_id
+            link.write(self.sweep_dir)
+            returns = self.launcher.launch(overrides, initial_job_idx=job_idx)
+            for i, (trial, ret) in enumerate(zip(batch, returns, strict=True)):
+                jobs[str(job_idx + i)] = self._tell(study, trial, ret)
+            job_idx += len(returns)
+            left -= len(batch)
+        self._write_results(study, jobs)
+        return study
+
+    def _tell(self, study: optuna.Study, trial: optuna.trial.Trial, ret: JobReturn) -> dict[str, Any]:
+        """Tell ``study`` the job's outcome; returns what ``.ltr_trials.json`` keeps of it."""
+        result = ret.return_value if ret.status == JobStatus.COMPLETED else None
+        metrics = result.metrics if isinstance(result, JobResult) else {}
+        pruned_at = result.pruned_at_round if isinstance(result, JobResult) else None
+        values = [metrics.get(key, math.nan) for key in self.spec.objectives]
+        if not metrics and result is not None and not self.multi:
+            values = [float(result)]
+        if self.baseline is None and self.spec.config.sweep.baseline is None and metrics:
+            self.baseline = dict(metrics)  # the sweep's first job that finished
+        violations = [c.violation(metrics, self.baseline) for c in self.constraints]
+        if self.constraints:
+            trial.set_user_attr(CONSTRAINTS_ATTR, violations)
+        failed = any(math.isnan(v) for v in values) or (not metrics and result is None)
+        if failed:
+            told = study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        elif pruned_at is not None:
+            told = study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+        else:
+            told = study.tell(trial, values)
+        return {"trial": trial.number, "state": told.state.name, "pruned_at_round": pruned_at, "values": values,
+                "violations": violations, "rounds_reported": len(told.intermediate_values)}  # fmt: skip
+
+    def _write_results(self, study: optuna.Study, jobs: dict[str, dict[str, Any]]) -> None:
+        (self.sweep_dir / TRIALS_FILE).write_text(json.dumps(jobs, indent=1))
+        feasible = [
+            t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+            if all(v <= 0 for v in constraint_values(t))
+        ]  # fmt: skip
+        results: dict[str, Any] = {
+            "name": "optuna", "study_name": study.study_name, "storage": self.settings.storage,
+            "n_trials": len(study.trials),
+        }  # fmt: skip
+        if not feasible:
+            log.info("no trial of study %r is complete and meets the constraints", study.study_name)
+        elif not self.multi:
+            sign = 1.0 if self.spec.directions[0] == "maximize" else -1.0
+            best = max(feasible, key=lambda t: sign * float(t.values[0]))
+            results |= {"best_params": _used_params(best), "best_value": float(best.values[0]), "best_trial": best.number}
+            log.info("best trial %d: %s = %.6f, %s", best.number, self.spec.optimized_metric, best.values[0], _used_params(best))
+        else:
+            front = optuna.study._multi_objective._get_pareto_front_trials_by_trials(feasible, study.directions)
+            results["solutions"] = [{"trial": t.number, "params": _used_params(t), "values": list(t.values)} for t in front]
+            log.info("%d trials on the front of %s", len(front), " and ".join(self.spec.objectives))
+        OmegaConf.save(OmegaConf.create(results), self.sweep_dir / RESULTS_FILE)
+
+
+def _used_params(trial: optuna.trial.FrozenTrial) -> dict[str, str]:
+    """The values the trial's job ran with (its overrides, floats to 4 significant digits)."""
+    overrides = trial.user_attrs.get(OVERRIDES_ATTR)
+    if overrides is None:
+        return {k: str(v) for k, v in trial.params.items()}
+    return {o.split("=", 1)[0]: o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] in trial.params}

@@ -1,0 +1,198 @@
+"""Every exit of a run scores what the run measured (#24): the logged model, ``ltr predict``, the
+MLflow pyfunc, for every trainer and option.
+
+One small run per kind (local, Dask, position bias, click data, re-ranking, DART) in one real
+sqlite store. For each: the run's test split is written to a Parquet file, ``ltr predict`` reads
+that file with the run's model and gives every logged ``test/*`` value bit for bit; the MLflow
+pyfunc (``runs:/<id>/model``) gives ``ltr predict``'s model scores bit for bit, whatever the
+column order; the shipped booster holds exactly the best round's trees.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import lightgbm as lgb
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
+
+from ltr.cli.main import main as ltr_main
+from ltr.data.query_parts import write_query_partitions
+from ltr.experiment import run as pipeline
+from ltr.models.inputs import open_input, split_input
+from ltr.models.logged import load_run
+from ltr.models.predict import predict_input
+from tests.conftest import compose_train
+
+SMALL = ["data.n_queries=160", "fit.num_boost_round=24", "fit.early_stopping_rounds=4", "fit.show_progress=false", "model.num_leaves=7"]
+CLICKS = ["data=synthetic_clicks", "data.n_queries=160", "fit.num_boost_round=24", "fit.early_stopping_rounds=4", "fit.show_progress=false", "model.num_leaves=7"]
+
+#: run name -> overrides: every trainer kind and option whose model leaves the harness
+KINDS: dict[str, list[str]] = {
+    "local": SMALL,
+    "dask": [*SMALL, "trainer=dask", "trainer.n_workers=2"],
+    "position_bias": [*CLICKS, "model.position_bias=true"],
+    "clicks": [*CLICKS, "data.train_labels=clicks"],
+    "rerank": [*SMALL, "rerank=diversify", "rerank.alpha=0.5"],
+    "dart": [*SMALL, "+model.params.boosting=dart", "fit.early_stopping_rounds=null"],
+}
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, pipeline.RunOutcome]]:
+    root = tmp_path_factory.mktemp("shipped")
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    outcomes = {
+        name: pipeline.run(compose_train([*overrides, f"tracking.uri={uri}", f"tracking.run_name={name}"]))
+        for name, overrides in KINDS.items()
+    }
+    return uri, outcomes
+
+
+def _test_file(uri: str, name: str, directory: Path) -> Path:
+    """The run's test split (as its evaluation saw it) written as one Parquet file."""
+    run = load_run(name, tracking_uri=uri)
+    data = next(split_input(run, "test").batches())
+    out = directory / f"{name}-test"
+    return write_query_partitions(data, out, n_partitions=1)[0]
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_predict_on_the_runs_test_file_gives_its_logged_metrics_bit_for_bit(
+    store: tuple[str, dict[str, pipeline.RunOutcome]], kind: str, tmp_path: Path
+) -> None:
+    uri, _ = store
+    client = MlflowClient(uri)
+    run = load_run(kind, tracking_uri=uri)
+    logged = client.get_run(run.record.run_id).data.metrics
+    path = _test_file(uri, kind, tmp_path)
+    prediction = predict_input(run, open_input(run, [path], batch_rows=37), keep=True)  # many small batches
+    compared = [key for key in prediction.summary if f"test/{key}" in logged]
+    assert "ndcg_at_10" in compared
+    assert "ndcg_at_10/len_11-50" in compared
+    assert "n_queries/len_51_plus" in compared
+    for key in compared:
+        value, expected = prediction.summary[key], logged[f"test/{key}"]
+        assert value == expected or (math.isnan(value) and math.isnan(expected)), key
+
+    # the shipped booster holds the best round's trees, no more
+    best = int(logged["best_iteration"])
+    assert run.booster.current_iteration() == best
+    # the MLflow pyfunc gives ltr predict's model scores, bit for bit, whatever the column order
+    model = mlflow.pyfunc.load_model(f"runs:/{run.record.run_id}/model")
+    names = model.metadata.signature.inputs.input_names()
+    assert names == run.feature_names
+    table = pd.read_parquet(path)
+    frame = table[names].astype(np.float64)
+    in_order = np.asarray(model.predict(frame), dtype=np.float64)
+    assert np.array_equal(in_order, prediction.model_scores)
+    assert np.array_equal(np.asarray(model.predict(frame[names[::-1]]), dtype=np.float64), in_order)
+
+
+def test_the_dask_model_is_cut_at_its_best_round(store: tuple[str, dict[str, pipeline.RunOutcome]]) -> None:
+    uri, outcomes = store
+    metrics = MlflowClient(uri).get_run(outcomes["dask"].run_id).data.metrics  # type: ignore[arg-type]
+    assert metrics["n_rounds"] == 24
+    assert metrics["best_iteration"] < metrics["n_rounds"]  # else the cut would not be tested
+    model = mlflow.lightgbm.load_model(f"runs:/{outcomes['dask'].run_id}/model")
+    assert model.current_iteration() == metrics["best_iteration"]
+
+
+def test_pyfunc_refuses_a_missing_column(store: tuple[str, dict[str, pipeline.RunOutcome]]) -> None:
+    uri, outcomes = store
+    mlflow.set_tracking_uri(uri)
+    model = mlflow.pyfunc.load_model(f"runs:/{outcomes['local'].run_id}/model")
+    names = model.metadata.signature.inputs.input_names()
+    frame = pd.DataFrame(np.zeros((3, len(names))), columns=names)
+    with pytest.raises(MlflowException, match=f"missing inputs.*{names[0]}"):
+        model.predict(frame.drop(columns=[names[0]]))
+    renamed = frame.rename(columns={names[1]: "not_a_feature"})
+    with pytest.raises(MlflowException, match="missing inputs"):
+        model.predict(renamed)
+
+
+def test_importance_and_params_come_from_the_shipped_trees(store: tuple[str, dict[str, pipeline.RunOutcome]], tmp_path: Path) -> None:
+    uri, outcomes = store
+    client = MlflowClient(uri)
+    run_id = str(outcomes["dask"].run_id)
+    importance = pd.read_json(client.download_artifacts(run_id, "feature_importance.json", str(tmp_path)))
+    booster = lgb.Booster(model_file=client.download_artifacts(run_id, "model_text/model.txt", str(tmp_path)))
+    assert np.array_equal(importance["split"].to_numpy(), booster.feature_importance("split").astype(float))
+    assert np.allclose(importance["gain"].to_numpy(), booster.feature_importance("gain"), rtol=0, atol=0)
+    params = client.get_run(run_id).data.params
+    assert params["lightgbm.objective"] == "lambdarank"
+    assert params["lightgbm.num_leaves"] == "7"
+
+
+def test_predict_cli_writes_scores_trec_run_and_table(
+    store: tuple[str, dict[str, pipeline.RunOutcome]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    uri, outcomes = store
+    path = _test_file(uri, "rerank", tmp_path)
+    out, run_file, per_query = tmp_path / "scores.txt", tmp_path / "test.run", tmp_path / "pq.parquet"
+    code = ltr_main([
+        "predict", "rerank", "--data", str(path), "--out", str(out), "--trec-run", str(run_file),
+        "--per-query", str(per_query), "--tracking-uri", uri,
+    ])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "re-ranked (diversify)" in printed
+    assert "51+" in printed
+    table = pd.read_parquet(path)
+    scores = np.array([float(line) for line in out.read_text().splitlines()])
+    assert scores.shape == (len(table),)
+    # the TREC run lists each query in the run's final (re-ranked) order: the logged per-query
+    # table of the run is reproduced from the run file by ltr evaluate's own table
+    lines = [line.split() for line in run_file.read_text().splitlines()]
+    assert len(lines) == len(table)
+    assert {line[1] for line in lines} == {"Q0"}
+    first_query = [line for line in lines if line[0] == lines[0][0]]
+    assert [int(line[3]) for line in first_query] == list(range(1, len(first_query) + 1))
+    assert [float(line[4]) for line in first_query] == sorted((float(line[4]) for line in first_query), reverse=True)
+    logged = pd.read_parquet(MlflowClient(uri).download_artifacts(str(outcomes["rerank"].run_id), "per_query/test.parquet", str(tmp_path)))
+    written = pd.read_parquet(per_query)
+    pd.testing.assert_frame_equal(written[logged.columns], logged, check_exact=True)
+
+
+def test_predict_refuses_bad_input_in_one_line_and_writes_nothing(
+    store: tuple[str, dict[str, pipeline.RunOutcome]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    uri, _ = store
+    path = _test_file(uri, "local", tmp_path)
+    table = pd.read_parquet(path)
+    broken = tmp_path / "broken.parquet"
+    table.drop(columns=[table.columns[3]]).to_parquet(broken)
+    out = tmp_path / "scores.txt"
+    code = ltr_main(["predict", "local", "--data", str(broken), "--out", str(out), "--tracking-uri", uri])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len(err) == 1
+    assert f"has no column {table.columns[3]!r}" in err[0]
+    assert str(broken) in err[0]
+    assert not out.exists()
+    assert not list(tmp_path.glob(".scores.txt.tmp-*"))
+    # rows of one query split apart are refused, naming the query
+    shuffled = tmp_path / "shuffled.parquet"
+    pd.concat([table.iloc[::2], table.iloc[1::2]]).to_parquet(shuffled)
+    code = ltr_main(["predict", "local", "--data", str(shuffled), "--out", str(out), "--tracking-uri", uri])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len(err) == 1
+    assert "not contiguous" in err[0]
+    assert not out.exists()
+    # an unfinished run is refused
+    client = MlflowClient(uri)
+    failed = client.create_run(client.get_experiment_by_name("ltr").experiment_id, run_name="half")
+    client.set_terminated(failed.info.run_id, "FAILED")
+    code = ltr_main(["predict", failed.info.run_id, "--data", str(path), "--tracking-uri", uri])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len(err) == 1
+    assert "is FAILED, not FINISHED" in err[0]
+
+

@@ -1,0 +1,68 @@
+"""Shell completion of ``ltr`` (``ltr completion bash``; ``ltr train -sc install=bash`` prints the
+same): verbs, and ``ltr train``'s groups, options and keys from Hydra's engine, no ``*_schema``."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ltr.cli.main import VERBS, main
+
+
+def query(capsys: pytest.CaptureFixture[str], line: str) -> list[str]:
+    assert main(["completion", "query", line]) == 0
+    return capsys.readouterr().out.split()
+
+
+def test_train_mod_offers_the_group_and_its_keys(capsys: pytest.CaptureFixture[str]) -> None:
+    assert query(capsys, "ltr train mod") == ["model.", "model="]
+    assert query(capsys, ".venv/bin/ltr train seed=3 model=") == ["model=lambdarank", "model=pointwise", "model=rank_xendcg"]
+    assert "model.num_leaves=" in query(capsys, "ltr train model.num_")
+    assert query(capsys, "ltr train tr") == ["tracking.", "tracking=", "trainer.", "trainer="]
+
+
+@pytest.mark.parametrize("line", ["ltr train ", "ltr train model=", "ltr train data=", "ltr train tra", "ltr train +", "ltr train ~"])
+def test_internal_schemas_are_never_offered(capsys: pytest.CaptureFixture[str], line: str) -> None:
+    found = query(capsys, line)
+    assert found
+    assert not [c for c in found if "_schema" in c]
+
+
+def test_hydra_sc_install_prints_the_ltr_script(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["completion", "bash"]) == 0
+    script = capsys.readouterr().out
+    assert "complete -o nospace -o default -F _ltr_complete ltr" in script
+    assert " ".join(VERBS) in script
+    assert main(["train", "-sc", "install=bash"]) == 0
+    assert capsys.readouterr().out == script
+    assert main(["train", "-sc", "query=bash"]) == 2
+    assert "ltr completion bash" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash")
+def test_bash_completes_through_the_script(tmp_path: Path) -> None:
+    ltr = Path(sys.executable).parent / "ltr"
+    if not ltr.exists():
+        pytest.skip("no ltr console script beside this interpreter")
+    script = subprocess.run([str(ltr), "completion", "bash"], check=True, capture_output=True, text=True, timeout=120).stdout
+    (tmp_path / "ltr.bash").write_text(script)
+
+    def complete(*words: str) -> list[str]:
+        line = " ".join(words)
+        probe = (
+            f"source {tmp_path / 'ltr.bash'}\n"
+            f"COMP_WORDS=({' '.join(words)}); COMP_CWORD={len(words) - 1}\n"
+            f"COMP_LINE='{line}'; COMP_POINT={len(line)}\n"
+            "_ltr_complete; printf '%s\\n' \"${COMPREPLY[@]}\"\n"
+        )
+        out = subprocess.run(["bash", "-c", probe], check=True, capture_output=True, text=True, timeout=120).stdout
+        return sorted(out.split())
+
+    assert complete(str(ltr), "tr") == ["train"]
+    assert complete(str(ltr), "train", "mod") == ["model.", "model="]
+    assert complete(str(ltr), "train", "model=rank") == ["model=rank_xendcg"]

@@ -1,0 +1,247 @@
+"""The config contract, generated from the schemas: every field of every config group refuses an
+out-of-range value, a wrong type and (lists) an empty list in one line naming its key.
+
+The cases are not written by hand: :func:`cases` walks the dataclasses of every group (each
+option of ``data``), reads what each field declares (:mod:`ltr.config.allowed`, or its bool /
+Enum type) and derives the bad values from it. Most run in this process through the CLI's own
+path (Hydra composes the overrides, a composition error becomes ``user_message``'s line,
+then ``check_config``); a few run as real ``ltr train`` subprocesses (exit 2, no traceback, no
+store). A field that declares nothing fails :func:`test_every_field_declares_its_allowed_values`.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import enum
+import subprocess
+import sys
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra._internal.config_loader_impl import ConfigLoaderImpl
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException
+from omegaconf import DictConfig
+from omegaconf.errors import OmegaConfBaseException
+
+from ltr.cli.train import CONF_DIR
+from ltr.config.allowed import Allowed, allowed_of
+from ltr.config.compose import user_message
+from ltr.config.data import DATA_OPTIONS, SplitConfig
+from ltr.config.schema import TrainConfig
+from ltr.errors import LtrUserError
+from ltr.experiment.checks import check_config
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of one group: its dotted key, its type, what it declares, the overrides that
+    select its group option (``data=letor`` and a valid root)."""
+
+    key: str
+    type: Any
+    rule: Allowed | None
+    select: tuple[str, ...] = ()
+
+
+def _groups(existing: Path) -> list[tuple[str, type[Any], tuple[str, ...]]]:
+    """(key prefix, dataclass, selecting overrides) of every config group and option."""
+    out: list[tuple[str, type[Any], tuple[str, ...]]] = [("", TrainConfig, ()), ("split.", SplitConfig, ())]
+    for name, cls in DATA_OPTIONS.items():
+        required = tuple(
+            f"data.{f.name}={existing if f.name != 'train' else existing / 'train.txt'}"
+            for f in dataclasses.fields(cls)
+            if f.default == "???"
+        )
+        dask = ("trainer=dask",) if cls.read_by_workers else ()
+        out.append(("data.", cls, (f"data={name}", *required, *dask)))
+    return out
+
+
+def _hints(cls: type[Any]) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def fields_of(existing: Path) -> list[Field]:
+    """Every leaf field of every group (nested dataclasses walked; ``data`` / ``split`` typed
+    ``Any`` in ``TrainConfig`` are their own groups)."""
+    out: list[Field] = []
+
+    def walk(prefix: str, cls: type[Any], select: tuple[str, ...]) -> None:
+        hints = _hints(cls)
+        for f in dataclasses.fields(cls):
+            tp = hints[f.name]
+            if cls is TrainConfig and f.name in {"data", "split"}:
+                continue
+            if dataclasses.is_dataclass(tp):
+                walk(f"{prefix}{f.name}.", tp, select)
+                continue
+            out.append(Field(f"{prefix}{f.name}", tp, allowed_of(f), select))
+
+    for prefix, cls, select in _groups(existing):
+        walk(prefix, cls, select)
+    return out
+
+
+def _base(tp: Any) -> Any:
+    """``int | None`` -> ``int``; ``list[int] | None`` -> ``list[int]``."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    return args[0] if typing.get_origin(tp) in {typing.Union, __import__("types").UnionType} and len(args) == 1 else tp
+
+
+def _out_of_range(rule: Allowed, number: type) -> Any:
+    """A number the rule refuses (an int for ``int`` fields)."""
+    step = 1 if number is int else 0.5
+    if rule.ge is not None:
+        return number(rule.ge - step)
+    if rule.gt is not None:
+        return number(rule.gt)
+    if rule.le is not None:
+        return number(rule.le + step) if number is int else rule.le + 1
+    if rule.lt is not None:
+        return number(rule.lt)
+    return None
+
+
+def cases(field: Field, tmp: Path) -> list[tuple[str, str]]:
+    """(what, override) of each bad value of ``field``."""
+    tp, rule, key = _base(field.type), field.rule, field.key
+    origin = typing.get_origin(tp)
+    out: list[tuple[str, str]] = []
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return [("wrong type", f"{key}=not_a_choice")]
+    if tp is bool:
+        return [("wrong type", f"{key}=[1]")]
+    assert rule is not None, f"{key} declares no allowed values"
+    if origin is dict or rule.free:
+        return [("wrong type", f"{key}=abc")]
+    if origin is list:
+        (item,) = typing.get_args(tp)
+        out.append(("wrong type", f"{key}=abc"))
+        if rule.min_len:
+            out.append(("empty list", f"{key}=[]"))
+        if item in {int, float}:
+            bad = _out_of_range(rule, item)
+            if bad is not None:
+                out.append(("out of range", f"{key}=[{bad}]"))
+            out.append(("wrong item type", f"{key}=[abc]"))
+        elif rule.choices:
+            out.append(("out of range", f"{key}=[not_a_choice]"))
+        return out
+    if tp in {int, float}:
+        out.append(("wrong type", f"{key}=abc"))
+        bad = _out_of_range(rule, tp)
+        assert bad is not None, f"{key} is a number without bounds"
+        out.append(("out of range", f"{key}={bad}"))
+        return out
+    assert tp is str, (key, tp)
+    out.append(("wrong type", f"{key}=[1,2]"))
+    if rule.exists:
+        out.append(("out of range", f"{key}={tmp / 'does_not_exist'}"))
+    elif rule.min_len:
+        out.append(("out of range", f"{key}=''"))
+    return out
+
+
+def refusal(overrides: list[str], base: DictConfig | None = None) -> str:
+    """The one line ``ltr train OVERRIDES`` is refused with, by the CLI's path (Hydra composes,
+    a composition error becomes ``user_message``'s line, then the checks); fails the test
+    if nothing refuses it. With ``base`` (a config already composed with the group options of
+    the overrides), the value overrides are applied to a copy of it as Hydra's composition
+    applies them (``ConfigLoaderImpl._apply_overrides_to_config``): the same code, without
+    reading the YAML files again for each of the hundreds of cases."""
+    try:
+        try:
+            if base is None:
+                cfg = compose(config_name="train", overrides=overrides)
+            else:
+                cfg = copy.deepcopy(base)
+                ConfigLoaderImpl._apply_overrides_to_config(OverridesParser.create().parse_overrides(overrides), cfg)
+        except (HydraException, OmegaConfBaseException) as exc:
+            raise LtrUserError(user_message(exc, overrides)) from exc
+        check_config(cfg)
+    except LtrUserError as exc:
+        return str(exc)
+    pytest.fail(f"accepted: {overrides}")
+
+
+@pytest.fixture
+def existing(tmp_path: Path) -> Path:
+    (tmp_path / "train.txt").write_text("1 qid:1 1:0.5\n0 qid:1 1:0.1\n")
+    return tmp_path
+
+
+def test_every_field_declares_its_allowed_values(existing: Path) -> None:
+    undeclared = [
+        f.key for f in fields_of(existing)
+        if f.rule is None and not (_base(f.type) is bool or (isinstance(_base(f.type), type) and issubclass(_base(f.type), enum.Enum)))
+    ]
+    assert undeclared == []
+
+
+def test_every_field_refuses_bad_values_in_one_line_naming_its_key(existing: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fields = fields_of(existing)
+    uri = f"sqlite:///{existing / 'mlflow.db'}"
+    n_cases = 0
+    bases: dict[tuple[str, ...], DictConfig] = {}
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        for field in fields:
+            if field.select not in bases:
+                bases[field.select] = compose(config_name="train", overrides=[*field.select, f"tracking.uri={uri}"])
+                check_config(bases[field.select])  # the base itself is accepted
+            for what, override in cases(field, existing):
+                line = refusal([override], bases[field.select])
+                assert "\n" not in line, (override, line)
+                assert field.key in line, f"{what}: {override} -> {line}"
+                n_cases += 1
+    assert not (existing / "mlflow.db").exists()
+    assert not (existing / "mlartifacts").exists()
+    with capsys.disabled():
+        print(f"\nschema contract: {len(fields)} fields of {len(_groups(existing))} config groups/options, {n_cases} cases")
+    assert len(fields) > 100
+
+
+@pytest.mark.parametrize(
+    "override",
+    ["seed=-1", "split.seed=-1", "data.seed=-1", "eval.k=[3000000000]", "eval.k=[99999999999999999999]",
+     "+model.num_leafs=7", "rerank.alpha=2"],
+)
+def test_the_issue_cases_are_refused_naming_their_key(override: str) -> None:
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        line = refusal([override])
+    key = override.lstrip("+").split("=", 1)[0]
+    assert key in line
+    if override.startswith("+"):
+        assert "did you mean model.num_leaves?" in line
+
+
+def test_debug_with_file_data_names_the_key(existing: Path) -> None:
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        line = refusal(["data=letor", f"data.root={existing}", "debug=default"])
+    assert "data.n_queries" in line
+    assert "debug/default" in line
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "overrides",
+    [["seed=-1"], ["eval.k=[99999999999999999999]"], ["+model.num_leafs=7"], ["eval.clicks.min_propensity=abc"],
+     ["data=letor", "debug=default", "data.root=."]],
+    ids=["seed", "huge-k", "plus-key", "wrong-type", "debug-file-data"],
+)
+def test_the_cli_refuses_in_one_line_with_exit_2_and_no_store(tmp_path: Path, overrides: list[str]) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "ltr", "train", *overrides], capture_output=True, text=True, cwd=tmp_path, timeout=300
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("ltr: error: ")
+    key = overrides[-1].lstrip("+").split("=", 1)[0] if "debug" not in overrides[-1] else "data.n_queries"
+    assert key in line or (key == "data.root" and "data.n_queries" in line)
+    assert sorted(p.name for p in tmp_path.iterdir()) in ([], ["outputs"])
+    assert not (tmp_path / "mlflow.db").exists()

@@ -1,0 +1,195 @@
+"""ltr's Optuna sweeper end to end: the ltr command in subprocesses, real sqlite stores and studies.
+
+Small on purpose: debug-sized data, a few rounds, 2-4 trials.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pytest
+from mlflow.tracking import MlflowClient
+from optuna.storages.journal import JournalFileBackend
+
+pytestmark = pytest.mark.slow
+
+SMALL = ["debug=default", "fit.num_boost_round=5", "fit.show_progress=false"]
+
+
+def _ltr(cwd: Path, *args: str, code: int = 0) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "ltr", "train", *args], capture_output=True, text=True, cwd=cwd, timeout=900
+    )
+    assert proc.returncode == code, proc.stderr[-3000:]
+    return proc
+
+
+def _sweeps(db: Path) -> list[tuple[Any, list[Any]]]:
+    """(parent, children) of every sweep in the store, oldest first."""
+    client = MlflowClient(f"sqlite:///{db}")
+    experiment = client.get_experiment_by_name("ltr")
+    assert experiment is not None
+    runs = client.search_runs([experiment.experiment_id], max_results=1000, order_by=["attributes.start_time ASC"])
+    parents = [r for r in runs if r.data.tags.get("ltr.role") == "sweep"]
+    return [(p, [r for r in runs if r.data.tags.get("mlflow.parentRunId") == p.info.run_id]) for p in parents]
+
+
+def _journal_study(cwd: Path) -> optuna.Study:
+    """The study of the only sweep under ``cwd`` that kept its study in the sweep's journal file."""
+    (journal,) = cwd.glob("multirun/*/*/optuna_journal.log")
+    storage = optuna.storages.JournalStorage(JournalFileBackend(str(journal)))
+    (summary,) = optuna.get_all_study_summaries(storage)
+    return optuna.load_study(study_name=summary.study_name, storage=storage)
+
+
+def _significant_digits(number: str) -> int:
+    mantissa = number.lower().split("e")[0].replace("-", "").replace(".", "").lstrip("0")
+    return len(mantissa)
+
+
+def test_a_persistent_study_resumes_across_invocations_and_maximises(tmp_path: Path) -> None:
+    """``hparams_search=optuna`` twice on one sqlite storage, 4 trials each: one study of 8."""
+    study_db, db = tmp_path / "study.db", tmp_path / "mlflow.db"
+    args = ["hparams_search=optuna", "hydra.sweeper.n_trials=4", f"hydra.sweeper.storage=sqlite:///{study_db}",
+            *SMALL, f"tracking.uri=sqlite:///{db}"]  # fmt: skip
+    _ltr(tmp_path, *args)
+    _ltr(tmp_path, *args)
+    study = optuna.load_study(study_name="ltr_lambdarank", storage=f"sqlite:///{study_db}")
+    assert study.directions == [optuna.study.StudyDirection.MAXIMIZE]
+    assert len(study.trials) == 8
+    assert all(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
+    sweeps = _sweeps(db)
+    assert len(sweeps) == 2
+    for n, (parent, children) in enumerate(sweeps, start=1):
+        assert parent.data.params["optuna.study_name"] == "ltr_lambdarank"
+        assert parent.data.params["optuna.storage"] == f"sqlite:///{study_db}"
+        assert parent.data.metrics["sweep/optuna/n_trials"] == 4 * n
+        assert len(children) == 4
+        trial_numbers = {int(c.data.tags["ltr.optuna.trial"]) for c in children}
+        assert trial_numbers == set(range(4 * (n - 1), 4 * n)), "the second invocation adds trials 4-7"
+        for child in children:
+            trial = study.trials[int(child.data.tags["ltr.optuna.trial"])]
+            assert trial.value == child.data.metrics["valid/ndcg_at_10"], "Optuna was told what the run logged"
+            for number in re.findall(r"=([-0-9.e]+)", child.info.run_name):
+                assert _significant_digits(number) <= 4, child.info.run_name
+            assert float(child.data.params["model.learning_rate"]) == pytest.approx(
+                trial.params["model.learning_rate"], rel=5e-4
+            )  # the job ran the trial's value to 4 significant digits
+    # the second parent's best is the best of its own jobs; Optuna's best_value is the study's
+    parent, children = sweeps[1]
+    best = max(children, key=lambda c: c.data.metrics["valid/ndcg_at_10"])
+    assert parent.data.tags["ltr.sweep.best_run_id"] == best.info.run_id
+    assert parent.data.metrics["sweep/optuna/best_value"] == max(t.value for t in study.trials)
+
+
+def test_no_trials_or_an_unknown_baseline_is_refused_in_one_line_before_any_run(tmp_path: Path) -> None:
+    uri = f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}"
+    for n in ("0", "-2"):
+        proc = _ltr(tmp_path, "hparams_search=optuna", f"hydra.sweeper.n_trials={n}", *SMALL, uri, code=2)
+        assert proc.stderr.strip().splitlines() == [f"ltr: error: hydra.sweeper.n_trials={n} must be a whole number >= 1 (the trials to run)"]
+    proc = _ltr(tmp_path, "-m", "model.num_leaves=3,7", "sweep.constraints=['valid/ndcg_at_10 >= baseline']",
+                "sweep.baseline=no_such_run", *SMALL, uri, code=2)  # fmt: skip
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("ltr: error: sweep.baseline='no_such_run': ")
+    assert not (tmp_path / "mlflow.db").exists() or not _sweeps(tmp_path / "mlflow.db")
+
+
+def _dominates(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    return a[0] >= b[0] and a[1] >= b[1] and a != b
+
+
+def test_a_two_objective_search_marks_its_front(tmp_path: Path) -> None:
+    """nDCG@10 and ILD@10 (both maximised) under rerank=diversify, rerank.alpha in the space."""
+    db = tmp_path / "mlflow.db"
+    _ltr(tmp_path, "hparams_search=optuna", "hydra.sweeper.n_trials=4", "rerank=diversify",
+         "optimized_metric=[valid/ndcg_at_10,valid/ild_at_10]", "rerank.alpha=interval(0.0, 1.0)", *SMALL,
+         f"tracking.uri=sqlite:///{db}")  # fmt: skip
+    ((parent, children),) = _sweeps(db)
+    study = _journal_study(tmp_path)
+    assert study.directions == [optuna.study.StudyDirection.MAXIMIZE] * 2
+    assert len(children) == 4
+    points = {c.info.run_id: (c.data.metrics["valid/ndcg_at_10"], c.data.metrics["valid/ild_at_10"]) for c in children}
+    assert len({float(c.data.params["rerank.alpha"]) for c in children}) == 4, "alpha was searched"
+    marked = {c.info.run_id for c in children if c.data.tags["ltr.pareto"] == "true"}
+    assert marked
+    for run_id, point in points.items():
+        dominated = any(_dominates(other, point) for other in points.values())
+        assert dominated is (run_id not in marked), f"{run_id} {point}: marked {run_id in marked}, dominated {dominated}"
+    assert parent.data.metrics["sweep/pareto/n_front"] == len(marked)
+    client = MlflowClient(f"sqlite:///{db}")
+    shown = json.loads(Path(client.download_artifacts(parent.info.run_id, "report/pareto_front.json", str(tmp_path))).read_text())
+    assert {row["run_id"] for row in shown} == set(points), "the figure's data holds every trial"
+    for trial in study.trials:
+        assert tuple(trial.values) in set(points.values())
+
+
+def test_a_constraint_no_job_meets_says_so_and_names_no_best(tmp_path: Path) -> None:
+    """``-m hydra/sweeper=optuna`` with the space on the command line; nothing reaches nDCG 1.5."""
+    db = tmp_path / "mlflow.db"
+    proc = _ltr(tmp_path, "-m", "hydra/sweeper=optuna", "model.num_leaves=int(interval(3, 15))",
+                "hydra.sweeper.n_trials=2", "sweep.constraints=['valid/ndcg_at_10 >= 1.5']", *SMALL,
+                f"tracking.uri=sqlite:///{db}")  # fmt: skip
+    lines = [line for line in proc.stdout.splitlines() if "no job meets" in line]
+    assert lines == ["sweep: no job meets the constraints (valid/ndcg_at_10 >= 1.5: 0 of 2); the sweep has no best run"]
+    ((parent, children),) = _sweeps(db)
+    assert parent.data.tags["ltr.sweep.best_run_id"] == ""
+    assert parent.data.tags["ltr.sweep.best_feasible"] == "false"
+    assert parent.data.metrics["sweep/n_feasible"] == 0
+    assert "sweep/best/valid/ndcg_at_10" not in parent.data.metrics
+    for child in children:
+        assert child.data.tags["ltr.feasible"] == "false"
+        assert child.data.tags["ltr.failed_constraints"] == "valid/ndcg_at_10 >= 1.5"
+    study = _journal_study(tmp_path)
+    assert study.directions == [optuna.study.StudyDirection.MAXIMIZE], "maximised without any direction setting"
+    for trial in study.trials:  # what the sampler's constraints_func read: 1.5 - nDCG > 0
+        assert trial.user_attrs["ltr.constraints"] == [pytest.approx(1.5 - trial.value)]
+        assert list(trial.system_attrs["constraints"]) == trial.user_attrs["ltr.constraints"]
+
+
+def test_a_grid_honours_constraints_against_its_first_job(tmp_path: Path) -> None:
+    """More diverse than job 0 (alpha 0): the best feasible job is not the unconstrained best."""
+    db = tmp_path / "mlflow.db"
+    proc = _ltr(tmp_path, "-m", "rerank=diversify", "rerank.alpha=0,0.5,0.9",
+                "sweep.constraints=['valid/ild_at_10 > baseline']", *SMALL, f"tracking.uri=sqlite:///{db}")  # fmt: skip
+    ((parent, children),) = _sweeps(db)
+    by_job = {c.data.tags["ltr.job_num"]: c.data.metrics for c in children}
+    feasible = [c for c in children if c.data.metrics["valid/ild_at_10"] > by_job["0"]["valid/ild_at_10"]]
+    assert feasible
+    best_feasible = max(feasible, key=lambda c: c.data.metrics["valid/ndcg_at_10"])
+    best_overall = max(children, key=lambda c: c.data.metrics["valid/ndcg_at_10"])
+    assert best_feasible.info.run_id != best_overall.info.run_id, "the setup must make the constraint matter"
+    assert parent.data.tags["ltr.sweep.best_run_id"] == best_feasible.info.run_id
+    assert parent.data.metrics["sweep/best/valid/ndcg_at_10"] == best_feasible.data.metrics["valid/ndcg_at_10"]
+    assert parent.data.metrics["sweep/n_feasible"] == len(feasible)
+    for child in children:
+        assert child.data.tags["ltr.feasible"] == ("true" if child in feasible else "false")
+    job = best_feasible.data.tags["ltr.job_num"]
+    assert f"sweep: best feasible job {job} ({best_feasible.info.run_name}): valid/ndcg_at_10 = " in proc.stdout
+
+
+def test_pruned_trials_finish_tagged_with_their_round(tmp_path: Path) -> None:
+    """A threshold no nDCG reaches prunes every trial at its 3rd round: FINISHED, never FAILED."""
+    db = tmp_path / "mlflow.db"
+    proc = _ltr(tmp_path, "hparams_search=optuna", "hydra.sweeper.n_trials=2", "hydra/sweeper/pruner=threshold",
+                "hydra.sweeper.pruner.lower=1.0", "hydra.sweeper.pruner.n_warmup_steps=3", "fit.early_stopping_rounds=null",
+                *SMALL, f"tracking.uri=sqlite:///{db}")  # fmt: skip
+    ((parent, children),) = _sweeps(db)
+    client = MlflowClient(f"sqlite:///{db}")
+    for child in children:
+        assert child.info.status == "FINISHED"
+        assert child.data.tags["ltr.optuna.state"] == "PRUNED"
+        assert child.data.tags["ltr.pruned_at_round"] == "3"
+        curve = client.get_metric_history(child.info.run_id, "iter/valid/ndcg_at_10")
+        assert sorted(m.step for m in curve) == [1, 2, 3], "training stopped at the pruned round"
+    assert parent.data.metrics["sweep/optuna/n_pruned"] == 2
+    assert parent.data.metrics["sweep/n_failed"] == 0
+    assert parent.data.tags["ltr.sweep.best_run_id"] == ""
+    assert "sweep: no job finished unpruned; the sweep has no best run" in proc.stdout
+    study = _journal_study(tmp_path)
+    assert [t.state for t in study.trials] == [optuna.trial.TrialState.PRUNED] * 2
