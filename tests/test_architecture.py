@@ -43,6 +43,7 @@ LAZY_ALLOWED = {
     "ltr.data._text_kernel": "numba's import and cache load (~1 s) only when a kernel runs",
     "ltr.data._trec_kernel": "numba's import and cache load (~1 s) only when a kernel runs",
     "ltr.rerank._kernel": "numba's import and cache load (~1 s) only when a kernel runs",
+    "ltr.compare._interleave": "numba's import and cache load (~1 s) only when a kernel runs",
     "matplotlib": "figures only when a figure is drawn",
     "rich": "terminal output only when printing",
     "mlflow": "tracking=none and the metrics never import MLflow",

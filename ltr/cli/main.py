@@ -1,7 +1,7 @@
 """The ``ltr`` command: a verb, its arguments, one exit-code policy.
 
 Each verb lives in its own module of :mod:`ltr.cli` (``train``, ``evaluate``, ``compare``,
-``exposure``, ``labels``, ``cache``, ``partition``, ``ui``, ``completion``, ...), imported only when that verb runs so ``ltr --help`` stays fast.
+``exposure``, ``labels``, ``abtest``, ``cache``, ``partition``, ``ui``, ``completion``, ...), imported only when that verb runs so ``ltr --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import unicodedata
 from ltr.errors import LtrUserError
 from ltr.tracking.lifecycle import Terminated
 
-VERBS = ("train", "rerun", "predict", "promote", "evaluate", "compare", "exposure", "labels", "cache", "partition", "ui", "completion")
+VERBS = ("train", "rerun", "predict", "promote", "evaluate", "compare", "abtest", "exposure", "labels", "cache", "partition", "ui", "completion")
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
@@ -27,6 +27,7 @@ commands:
   promote RUN --name N   register a run's (or a sweep's best) model in the MLflow Model Registry; --help
   evaluate ...           evaluate rankings made elsewhere (TREC run, or data + scores); --help for options
   compare RUN [RUN ...]  compare runs per query and per stratum with paired significance tests; --help
+  abtest A B             simulate an A/B test and interleaving of two click-log runs before any traffic; --help
   exposure LOG           where a click log's exposure ends: share of clicks/examinations at <= k, K advice
   labels A B             audit two label sets of the same documents: agreement, kappa, NDCG moved; --help
   cache [info|clear]     show (entries, size, limit) or clear the cache of parsed data files; --help
@@ -90,6 +91,10 @@ def main(argv: list[str] | None = None) -> int:
             from ltr.cli.labels import main as labels_main
 
             return int(labels_main(rest))
+        if verb == "abtest":
+            from ltr.cli.abtest import main as abtest_main
+
+            return abtest_main(rest)
         if verb == "rerun":
             from ltr.cli.rerun import main as rerun_main
 

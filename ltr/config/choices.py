@@ -76,6 +76,7 @@ class RerankKind(StrEnum):
 
     none = "none"
     diversify = "diversify"
+    uncertainty = "uncertainty"
 
 
 class Similarity(StrEnum):
@@ -86,10 +87,17 @@ class Similarity(StrEnum):
 
 
 class ClickLabels(StrEnum):
-    """What a click log's ranker is trained or early-stopped on."""
+    """The built-in label sources of a click log (a label recipe's name is the third kind)."""
 
     clicks = "clicks"
     relevance = "relevance"
+
+
+class RecipeKind(StrEnum):
+    """How a label recipe turns behaviour columns into grades (:mod:`ltr.data.recipes`)."""
+
+    rules = "rules"
+    weighted = "weighted"
 
 
 class FileFormat(StrEnum):

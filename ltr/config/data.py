@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ltr.config.allowed import INT32_MAX, SEED_MAX, allowed
-from ltr.config.choices import ClickLabels, FileFormat
+from ltr.config.choices import FileFormat, RecipeKind
 
 
 @dataclass
@@ -23,6 +23,10 @@ class DataConfig:
 
     kind: str = field(default="synthetic", metadata=allowed(min_len=1))
     name: str = field(default="synthetic", metadata=allowed(min_len=1))
+    # long-tail exposure: the feature whose values are the items' popularity (null: not measured);
+    # items below its tail_quantile (null: 0.8) in a split are the tail (ltr.metrics.tail)
+    popularity_feature: str | None = field(default=None, metadata=allowed(min_len=1))
+    tail_quantile: float | None = field(default=None, metadata=allowed(gt=0, lt=1))
 
 
 @dataclass
@@ -45,29 +49,92 @@ class SyntheticDataConfig(DataConfig):
 
 
 @dataclass
-class SyntheticClicksDataConfig(SyntheticDataConfig):
-    """A seeded synthetic click log (``ltr.data.clicks``): true relevance, logged positions, clicks.
+class LabelRuleConfig:
+    """One rule of a ``rules`` recipe: rows whose behaviour ``column`` is ``>= min`` get ``grade``."""
 
-    ``train_labels``: what the ranker is trained on: ``clicks`` (with the logged positions) or
-    ``relevance`` (the true grades: the upper bound). ``valid_labels``: what early stopping
-    watches: ``relevance`` (default: a small judged validation set, so model selection is not
-    biased towards the logged order) or ``clicks``. Evaluation always uses the true grades. Click model (position-based): examination at 0-based position ``p`` is
+    column: str = field(default="???", metadata=allowed(min_len=1))  # a behaviour column: click, dwell, cart, purchase (synthetic_clicks)
+    min: float = field(default=1.0, metadata=allowed())
+    grade: int = field(default=1, metadata=allowed(ge=0, le=INT32_MAX))
+
+
+@dataclass
+class LabelRecipeConfig:
+    """A grade for every row from its behaviour columns (:mod:`ltr.data.recipes`).
+
+    ``kind: rules``: the first rule of ``rules`` whose column is ``>= min`` gives the grade, else
+    ``default``. ``kind: weighted``: the score ``sum(weights[c] * column c)`` is cut at the
+    increasing ``thresholds``: grade ``g`` when ``thresholds[g-1] <= score < thresholds[g]``
+    (0 below the first threshold).
+    """
+
+    kind: RecipeKind = RecipeKind.rules
+    rules: list[LabelRuleConfig] = field(default_factory=list, metadata=allowed())
+    default: int = field(default=0, metadata=allowed(ge=0, le=INT32_MAX))
+    weights: dict[str, float] = field(default_factory=dict, metadata=allowed(free=True))
+    thresholds: list[float] = field(default_factory=list, metadata=allowed())
+
+
+def _default_recipes() -> dict[str, LabelRecipeConfig]:
+    rule = LabelRuleConfig
+    return {
+        # purchase ? 4 : cart ? 3 : dwell >= 30 s ? 2 : click ? 1 : 0
+        "purchase_first": LabelRecipeConfig(
+            rules=[rule("purchase", 1.0, 4), rule("cart", 1.0, 3), rule("dwell", 30.0, 2), rule("click", 1.0, 1)]
+        ),
+        # 1 per click + 0.02 per second of dwell + 2 per add-to-cart + 4 per purchase, cut into 0..4
+        "engagement": LabelRecipeConfig(
+            kind=RecipeKind.weighted,
+            weights={"click": 1.0, "dwell": 0.02, "cart": 2.0, "purchase": 4.0},
+            thresholds=[1.0, 1.6, 3.0, 6.0],
+        ),
+        "purchases": LabelRecipeConfig(rules=[rule("purchase", 1.0, 1)]),
+    }
+
+
+@dataclass
+class SyntheticClicksDataConfig(SyntheticDataConfig):
+    """A seeded synthetic click log (``ltr.data.clicks``): true relevance, logged positions, clicks,
+    and the behaviours after a click (dwell, add-to-cart, purchase).
+
+    Label sources (``train_labels``, ``valid_labels``, ``eval_labels``): ``relevance`` (the true
+    grades), ``clicks``, or the name of a recipe in ``label_recipes`` (a grade from the behaviour
+    columns ``click``, ``dwell``, ``cart``, ``purchase``). ``train_labels``: what the ranker is
+    trained on (default ``clicks``). ``valid_labels``: what early stopping watches (default
+    ``relevance``: a small judged validation set, so model selection is not biased towards the
+    logged order). ``eval_labels``: what the run's metrics of valid and test judge (default
+    ``relevance``); ``data.eval_labels=purchases`` judges a click-trained model on purchases.
+
+    Click model (position-based): examination at 0-based position ``p`` is
     ``(1 / (p + 1)) ** examination_eta``; an examined document of grade ``g`` is clicked with
     probability ``click_noise + (click_max - click_noise) * (2**g - 1) / 15``. The logging ranker
     orders by ``grade + logger_popularity * popularity + logger_noise * N(0, 1)``; a share
-    ``randomized_share`` of sessions is shown in random order.
+    ``randomized_share`` of sessions is shown in random order. After a click (:mod:`ltr.data.clicks`):
+    dwell seconds ``exp(N(log(dwell_seconds) + dwell_per_grade * g, dwell_sigma))``; add-to-cart
+    with probability ``cart_base + (cart_max - cart_base) * (2**g - 1) / 15``; after a cart, a
+    purchase with probability ``purchase_base + (purchase_max - purchase_base) * g / 4``.
     """
 
     kind: str = field(default="synthetic_clicks", metadata=allowed(min_len=1))
     name: str = field(default="synthetic_clicks", metadata=allowed(min_len=1))
-    train_labels: ClickLabels = ClickLabels.clicks
-    valid_labels: ClickLabels = ClickLabels.relevance
+    # relevance | clicks | a name in label_recipes (checked against label_recipes in ltr.experiment.checks)
+    train_labels: str = field(default="clicks", metadata=allowed(min_len=1, note="a label source: relevance, clicks or a name in label_recipes"))
+    valid_labels: str = field(default="relevance", metadata=allowed(min_len=1, note="a label source: relevance, clicks or a name in label_recipes"))
+    eval_labels: str = field(default="relevance", metadata=allowed(min_len=1, note="a label source: relevance, clicks or a name in label_recipes"))
+    label_recipes: dict[str, LabelRecipeConfig] = field(default_factory=_default_recipes, metadata=allowed(free=True))
+    popularity_feature: str | None = field(default="popularity", metadata=allowed(min_len=1))
     examination_eta: float = field(default=1.0, metadata=allowed(ge=0))
     click_noise: float = field(default=0.05, metadata=allowed(ge=0, le=1))
     click_max: float = field(default=1.0, metadata=allowed(ge=0, le=1))
     logger_popularity: float = field(default=2.0, metadata=allowed(ge=0))
     logger_noise: float = field(default=0.5, metadata=allowed(ge=0))
     randomized_share: float = field(default=0.0, metadata=allowed(ge=0, le=1))
+    dwell_seconds: float = field(default=8.0, metadata=allowed(gt=0))  # median dwell of a grade-0 click
+    dwell_per_grade: float = field(default=0.5, metadata=allowed(ge=-100, le=100))  # log-seconds added per grade
+    dwell_sigma: float = field(default=0.6, metadata=allowed(ge=0))
+    cart_base: float = field(default=0.01, metadata=allowed(ge=0, le=1))  # cart_base <= cart_max
+    cart_max: float = field(default=0.5, metadata=allowed(ge=0, le=1))
+    purchase_base: float = field(default=0.1, metadata=allowed(ge=0, le=1))  # purchase_base <= purchase_max
+    purchase_max: float = field(default=0.7, metadata=allowed(ge=0, le=1))
 
 
 @dataclass

@@ -103,6 +103,11 @@ class RerankConfig:
     quantile bins of the split), for ``similarity=category``, category coverage and alpha-nDCG;
     null: those two measures are not computed. ``depth``: re-rank only the top ``depth`` of
     each list (null: all). ``alpha_ndcg_alpha``: the redundancy penalty of alpha-nDCG@k.
+
+    ``uncertainty``: within each query, the order of ``score + alpha * bonus`` (scores min-max
+    normalised per query), where an item's bonus is ``1 - q``, ``q`` its popularity's quantile
+    rank in the split (``data.popularity_feature``): items with little data behind them, whose
+    score is the least certain, are raised (a count-based exploration bonus).
     """
 
     kind: RerankKind = RerankKind.none

@@ -15,7 +15,16 @@ What it holds, for a given seed (bit-identical on every run):
   ``p`` is examined with probability ``examination(p) = (1 / (p + 1)) ** examination_eta``, and an
   examined document with grade ``g`` is clicked with probability
   ``click_noise + (click_max - click_noise) * (2**g - 1) / (2**4 - 1)``; clicks are independent
-  Bernoulli draws of ``examination * attractiveness``.
+  Bernoulli draws of ``examination * attractiveness``;
+- what a clicked document's user did next (drawn from a *separate* seeded stream, after all of the
+  above: adding behaviours changed no earlier array of the log), as the behaviour columns
+  ``click`` (0/1), ``dwell`` (seconds on the page; 0 without a click), ``cart`` (added to the
+  cart, 0/1) and ``purchase`` (0/1) of ``data.behaviours``. A click on a document of grade ``g``
+  dwells ``exp(N(log(dwell_seconds) + dwell_per_grade * g, dwell_sigma))`` seconds, adds to the
+  cart with probability ``cart_base + (cart_max - cart_base) * (2**g - 1) / 15`` and, once in the
+  cart, is bought with probability ``purchase_base + (purchase_max - purchase_base) * g / 4``.
+  Better documents hold the user longer and sell more, but noisily: a label recipe
+  (:mod:`ltr.data.recipes`) built from these columns is a noisy view of the true grade.
 
 Training on clicks sees ``positions``; evaluation uses the true grades (``ClickLog.data.labels``).
 """
@@ -35,6 +44,8 @@ from ltr.errors import DataError
 
 #: The top grade of the synthetic data (grades 0..4).
 MAX_GRADE = 4
+#: The behaviour columns of the log (``ClickLog.data.behaviours``), the inputs of label recipes.
+BEHAVIOURS = ("click", "dwell", "cart", "purchase")
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +175,63 @@ def generate_click_log(cfg: SyntheticClicksDataConfig, *, seed: int) -> ClickLog
         name=str(cfg.name),
         positions=positions,
     )
+    behaviours = simulate_behaviours(base.labels, clicks, cfg, seed=seed)
+    data = dataclasses.replace(data, behaviours=behaviours)
     return ClickLog(data=data, clicks=clicks, click_probability=prob, randomized=randomized)
+
+
+def cart_probability(labels: NDArray[np.integer], cfg: SyntheticClicksDataConfig) -> NDArray[np.float64]:
+    """Probability that a click on a document of each grade adds it to the cart.
+
+    Examples
+    --------
+    >>> from ltr.config.data import SyntheticClicksDataConfig
+    >>> cart_probability(np.array([0, 4]), SyntheticClicksDataConfig(cart_base=0.01, cart_max=0.5)).tolist()
+    [0.01, 0.5]
+    """
+    if not 0.0 <= cfg.cart_base <= cfg.cart_max <= 1.0:
+        raise DataError(f"need 0 <= data.cart_base <= data.cart_max <= 1, got {cfg.cart_base}, {cfg.cart_max}")
+    scale = (2.0 ** np.asarray(labels, dtype=np.float64) - 1.0) / (2.0**MAX_GRADE - 1.0)
+    return np.asarray(cfg.cart_base + (cfg.cart_max - cfg.cart_base) * scale)
+
+
+def purchase_probability(labels: NDArray[np.integer], cfg: SyntheticClicksDataConfig) -> NDArray[np.float64]:
+    """Probability that a document of each grade, once in the cart, is bought.
+
+    Examples
+    --------
+    >>> from ltr.config.data import SyntheticClicksDataConfig
+    >>> purchase_probability(np.array([0, 2, 4]), SyntheticClicksDataConfig(purchase_base=0.1, purchase_max=0.7)).tolist()
+    [0.1, 0.4, 0.7]
+    """
+    if not 0.0 <= cfg.purchase_base <= cfg.purchase_max <= 1.0:
+        raise DataError(
+            f"need 0 <= data.purchase_base <= data.purchase_max <= 1, got {cfg.purchase_base}, {cfg.purchase_max}"
+        )
+    return np.asarray(cfg.purchase_base + (cfg.purchase_max - cfg.purchase_base) * np.asarray(labels, dtype=np.float64) / MAX_GRADE)
+
+
+def simulate_behaviours(
+    labels: NDArray[np.integer], clicks: NDArray[np.integer], cfg: SyntheticClicksDataConfig, *, seed: int
+) -> dict[str, NDArray[np.float64]]:
+    """The behaviour columns after the clicks (``click``, ``dwell``, ``cart``, ``purchase``), as
+    the module docstring says; drawn from their own stream ``default_rng([seed, 0xBE4A])``, every
+    row's draws taken whether it was clicked or not (so a change of clicks moves no other row)."""
+    if cfg.dwell_seconds <= 0 or cfg.dwell_sigma < 0:
+        raise DataError(f"need data.dwell_seconds > 0 and data.dwell_sigma >= 0, got {cfg.dwell_seconds}, {cfg.dwell_sigma}")
+    rng = np.random.default_rng([seed, 0xBE4A])
+    n_rows = labels.shape[0]
+    grades = np.asarray(labels, dtype=np.float64)
+    clicked = np.asarray(clicks) > 0
+    log_dwell = np.log(cfg.dwell_seconds) + cfg.dwell_per_grade * grades + cfg.dwell_sigma * rng.standard_normal(n_rows)
+    cart = clicked & (rng.random(n_rows) < cart_probability(labels, cfg))
+    purchase = cart & (rng.random(n_rows) < purchase_probability(labels, cfg))
+    return {
+        "click": clicked.astype(np.float64),
+        "dwell": np.where(clicked, np.exp(log_dwell), 0.0),
+        "cart": cart.astype(np.float64),
+        "purchase": purchase.astype(np.float64),
+    }
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,8 +4,9 @@
 
 - ``synthetic``: the seeded generator, cut by query with the ``split`` group;
 - ``synthetic_clicks``: the seeded click log (:mod:`ltr.data.clicks`), cut the same way; train
-  and valid carry ``data.train_labels`` (clicks or true grades), test the true grades, and every
-  split the logged positions (:func:`load_click_splits` gives both views);
+  carries ``data.train_labels``, valid ``data.valid_labels``, test ``data.eval_labels`` (true
+  grades, clicks or a label recipe's grades), and every split the logged positions and behaviour
+  columns (:func:`load_click_splits` gives every view);
 - ``letor``: a fold folder ``root[/FoldN]`` with ``train.txt``, ``vali.txt``, ``test.txt``;
 - ``svmlight`` / ``parquet``: explicit ``train`` / ``valid`` / ``test`` files (any format
   :func:`ltr.data.readers.read_ranking_file` reads);
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -39,6 +40,7 @@ from ltr.data.cache import DEFAULT_MAX_MB, default_cache_dir
 from ltr.data.clicks import examination_curve, generate_click_log
 from ltr.data.ranking_data import RankingData
 from ltr.data.readers import read_split_files
+from ltr.data.recipes import BUILTIN_SOURCES, with_recipe
 from ltr.data.splits import Splits, holdout_queries, kfold_split, split_queries
 from ltr.data.synthetic import generate_synthetic
 from ltr.data.validate import check_split_set
@@ -75,7 +77,8 @@ def load_splits(data_cfg: DataConfig, split_cfg: SplitConfig, *, seed: int) -> S
         return _complete({"train": pool}, split_cfg, split_seed)
     if kind == "synthetic_clicks":
         click_log = cast(SyntheticClicksDataConfig, data_cfg)
-        return load_click_splits(click_log, split_cfg, seed=seed).training_view(str(click_log.train_labels))
+        views = load_click_splits(click_log, split_cfg, seed=seed)
+        return views.training_view(str(click_log.train_labels), str(click_log.valid_labels), str(click_log.eval_labels))
     files: Mapping[str, str | Path | Sequence[str | Path] | None]
     if kind == "letor":
         files = letor_fold_files(_required(data_cfg, "root"), _get(data_cfg, "fold"))
@@ -105,38 +108,54 @@ def load_splits(data_cfg: DataConfig, split_cfg: SplitConfig, *, seed: int) -> S
 
 @dataclass(frozen=True, slots=True)
 class ClickSplits:
-    """Two views of the same query-level splits of a click log (same queries, rows and positions).
+    """Views of the same query-level splits of a click log (same queries, rows and positions).
 
-    ``relevance``: labels are the true grades (what evaluation uses). ``clicks``: labels are the
-    clicks (what a ranker learns from in practice). ``clicks.test`` also feeds the click / IPS
-    estimates of :mod:`ltr.metrics.ips`.
+    ``relevance``: labels are the true grades (what evaluation uses by default). ``clicks``:
+    labels are the clicks (what a ranker learns from in practice). ``recipes[name]``: labels are
+    the grades of the label recipe ``name`` (:mod:`ltr.data.recipes`). ``clicks.test`` also
+    feeds the click / IPS estimates of :mod:`ltr.metrics.ips`.
     """
 
     relevance: Splits
     clicks: Splits
     examination: NDArray[np.float64]  # the configured examination curve, per 0-based position
+    recipes: Mapping[str, Splits] = field(default_factory=dict)
 
-    def training_view(self, train_labels: str, valid_labels: str = "relevance") -> Splits:
+    def view(self, source: str, *, key: str = "data.eval_labels") -> Splits:
+        """The splits labelled by ``source``: ``relevance``, ``clicks`` or a recipe's name (the
+        same object on every call, so views of one source are identical)."""
+        if source == "relevance":
+            return self.relevance
+        if source == "clicks":
+            return self.clicks
+        if source in self.recipes:
+            return self.recipes[source]
+        known = ", ".join([*BUILTIN_SOURCES, *self.recipes])
+        raise DataError(f"{key}={source!r} is not one of: {known} (a recipe is defined in data.label_recipes)")
+
+    def sources(self) -> dict[str, Splits]:
+        """Every view by its name: relevance, clicks, then the recipes."""
+        return {"relevance": self.relevance, "clicks": self.clicks, **self.recipes}
+
+    def training_view(self, train_labels: str, valid_labels: str = "relevance", eval_labels: str = "relevance") -> Splits:
         """The splits a trainer sees: train with ``train_labels``, valid with ``valid_labels``,
-        test with the true grades.
+        test with ``eval_labels`` (the labels the run's metrics judge).
 
         ``valid_labels="relevance"`` (default) stands for a small editorially judged validation
         set, as teams that train on clicks usually keep: model selection (early stopping) is then
         not biased towards reproducing the logged order. ``"clicks"`` selects on the click log.
         """
-        for name, value in (("train_labels", train_labels), ("valid_labels", valid_labels)):
-            if value not in ("clicks", "relevance"):
-                raise DataError(f"data.{name}={value!r} is not one of: clicks, relevance")
-        train = self.clicks if train_labels == "clicks" else self.relevance
-        valid = self.clicks if valid_labels == "clicks" else self.relevance
-        return Splits(train=train.train, valid=valid.valid, test=self.relevance.test)
+        train = self.view(train_labels, key="data.train_labels")
+        valid = self.view(valid_labels, key="data.valid_labels")
+        test = self.view(eval_labels, key="data.eval_labels")
+        return Splits(train=train.train, valid=valid.valid, test=test.test)
 
 
 def load_click_splits(data_cfg: SyntheticClicksDataConfig, split_cfg: SplitConfig, *, seed: int) -> ClickSplits:
     """Generate the click log of ``data_cfg`` (kind ``synthetic_clicks``) and split it by query.
 
-    Both views are cut with the same split seed from pools of the same queries, so their splits
-    hold the same queries in the same order.
+    Every view is cut with the same split seed from pools of the same queries, so their splits
+    hold the same queries in the same order; a recipe's view relabels the relevance view's splits.
     """
     split_seed = seed if split_cfg.seed is None else int(split_cfg.seed)
     data_seed = seed if data_cfg.seed is None else int(data_cfg.seed)
@@ -146,8 +165,12 @@ def load_click_splits(data_cfg: SyntheticClicksDataConfig, split_cfg: SplitConfi
     for (split, a), (_, b) in zip(relevance.items(), clicks.items(), strict=True):
         if not np.array_equal(a.qids, b.qids):  # pragma: no cover - split_queries is deterministic
             raise DataError(f"the {split} splits of relevance and clicks differ; report this as a bug")
+    recipes = {
+        str(name): Splits(*(with_recipe(part, recipe, name=str(name)) for _, part in relevance.items()))
+        for name, recipe in (getattr(data_cfg, "label_recipes", None) or {}).items()
+    }
     n_positions = int(log.data.group_sizes.max())
-    return ClickSplits(relevance, clicks, examination_curve(n_positions, eta=float(data_cfg.examination_eta)))
+    return ClickSplits(relevance, clicks, examination_curve(n_positions, eta=float(data_cfg.examination_eta)), recipes)
 
 
 def reader_options(data_cfg: Any) -> dict[str, Any]:

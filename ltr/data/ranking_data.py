@@ -11,6 +11,9 @@ Layout (the same as LightGBM's query boundaries):
 - ``positions`` (optional): int32, shape ``(n_rows,)``, the 0-based position at which each row
   was shown in a logged ranking (0 = first), for unbiased learning to rank from clicks; None when
   the data has no positions.
+- ``behaviours`` (optional): named float64 columns, shape ``(n_rows,)`` each, of what users did
+  with each row (``click``, ``dwell``, ``cart``, ``purchase``): the input of label recipes
+  (:mod:`ltr.data.recipes`); never features. None when the data has none.
 - ``doc_ids`` (optional): object array of Python ``str``, shape ``(n_rows,)``, the id of every
   row's document (LETOR ``#docid = X`` comments, a Parquet / CSV ``data.doc_id_column``); None
   when the data has none. Carried through every subset, reorder and concatenation; never used
@@ -22,6 +25,7 @@ regroup them before building a ``RankingData``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +57,8 @@ class RankingData:
     name : a short name of the data set (for tracking)
     positions : int array, shape (n_rows,), values >= 0, or None
         Logged display position of every row (0-based); stored as int32.
+    behaviours : mapping of name to float64 array, shape (n_rows,), or None
+        Behaviour columns (clicks, dwell, ...) that label recipes turn into grades.
     doc_ids : object array of str, shape (n_rows,), or None
         The document id of every row, in row order (any sequence of str is stored as an
         object array).
@@ -73,6 +79,7 @@ class RankingData:
     feature_names: tuple[str, ...] = field(default=())
     name: str = "data"
     positions: NDArray[np.int32] | None = None
+    behaviours: Mapping[str, NDArray[np.float64]] | None = None
     doc_ids: NDArray[np.object_] | None = None
 
     def __post_init__(self) -> None:
@@ -98,6 +105,12 @@ class RankingData:
             )
         if self.positions is not None:
             object.__setattr__(self, "positions", _checked_positions(self.positions, n_rows))
+        if self.behaviours is not None:
+            columns = {str(k): np.asarray(v, dtype=np.float64) for k, v in self.behaviours.items()}
+            bad = [k for k, v in columns.items() if v.shape != (n_rows,)]
+            if bad:
+                raise ValueError(f"behaviour column {bad[0]!r} has shape {columns[bad[0]].shape}, expected ({n_rows},)")
+            object.__setattr__(self, "behaviours", columns)
         if self.doc_ids is not None:
             object.__setattr__(self, "doc_ids", _checked_doc_ids(self.doc_ids, n_rows))
 
@@ -167,6 +180,7 @@ class RankingData:
             feature_names=self.feature_names,
             name=self.name if name is None else name,
             positions=None if self.positions is None else self.positions[rows],
+            behaviours=None if self.behaviours is None else {k: v[rows] for k, v in self.behaviours.items()},
             doc_ids=None if self.doc_ids is None else self.doc_ids[rows],
         )
 

@@ -32,6 +32,9 @@ from ltr.config.schema import (
     TrainConfig,
     TrainerConfig,
 )
+from ltr.data.clicks import BEHAVIOURS
+from ltr.data.ranking_data import RankingData
+from ltr.data.recipes import BUILTIN_SOURCES, check_recipe
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
 from ltr.experiment.guardrails import parse_constraints
@@ -72,6 +75,7 @@ def check_config(cfg: DictConfig) -> ExperimentSpec:
     _check_model(config.model)
     _check_trainer(config)
     _check_rerank(config)
+    _check_labels(config)
     spec = ExperimentSpec(
         config=config,
         raw=cfg,
@@ -103,6 +107,8 @@ def check_data(spec: ExperimentSpec, splits: Splits | None) -> None:
             f"but the data has label {max_label}; give one gain per label 0..{max_label}"
         )
     check_lightgbm_accepts(model, spec.config.fit, max_label=max_label, seed=spec.seed)
+    if splits is not None:
+        popularity_column(spec.config.data, splits.train)
     rerank = spec.config.rerank
     if splits is not None and rerank.kind != RerankKind.none:
         n_features = splits.train.n_features
@@ -324,8 +330,47 @@ def _check_rerank(config: TrainConfig) -> None:
             f"rerank={rerank.kind} needs the rows in this process: data={config.data.kind} is "
             "evaluated on the Dask workers (use rerank=none, or an in-memory data option)"
         )
+    if rerank.kind == RerankKind.uncertainty:
+        # rerank.alpha's range (>= 0, <= 1) is declared on the field (ltr.config.allowed)
+        if getattr(config.data, "popularity_feature", None) is None:
+            raise LtrUserError("rerank=uncertainty needs data.popularity_feature (the column of the items' popularity)")
+        return
     if rerank.similarity == Similarity.category and rerank.category_feature is None:
         raise LtrUserError("rerank.similarity=category needs rerank.category_feature (the column holding categories)")
+
+
+def popularity_column(data_cfg: Any, data: RankingData) -> int | None:
+    """The feature column of ``data.popularity_feature`` (None when unset); a one-line error
+    naming the feature names when the data has no such feature."""
+    name = getattr(data_cfg, "popularity_feature", None)
+    if name is None:
+        return None
+    if str(name) not in data.feature_names:
+        shown = ", ".join(data.feature_names[:8]) + (", ..." if len(data.feature_names) > 8 else "")
+        raise LtrUserError(f"data.popularity_feature={name!r} is not a feature of the data ({shown})")
+    return data.feature_names.index(str(name))
+
+
+def _check_labels(config: TrainConfig) -> None:
+    """Label sources name a built-in source or a recipe of ``data.label_recipes``, and every recipe
+    can grade the data's behaviour columns (``data=synthetic_clicks``: click, dwell, cart, purchase)."""
+    data = config.data
+    quantile = getattr(data, "tail_quantile", None)
+    if quantile is not None and not 0.0 < quantile < 1.0:
+        raise LtrUserError(f"data.tail_quantile={quantile} must lie in (0, 1) (null: 0.8)")
+    if not hasattr(data, "train_labels"):
+        return
+    recipes = dict(getattr(data, "label_recipes", None) or {})
+    known = [*BUILTIN_SOURCES, *recipes]
+    for role in ("train", "valid", "eval"):
+        value = str(getattr(data, f"{role}_labels"))
+        if value not in known:
+            raise LtrUserError(
+                f"data.{role}_labels={value!r} is not one of: {', '.join(known)} (define a recipe in data.label_recipes)"
+            )
+    columns = BEHAVIOURS if str(data.kind) == "synthetic_clicks" else None
+    for name, recipe in recipes.items():
+        check_recipe(str(name), recipe, columns)
 
 
 def _check_optimized_metric(spec: ExperimentSpec) -> tuple[str, ...]:

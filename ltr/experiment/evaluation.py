@@ -2,7 +2,8 @@
 
 Per evaluated split: the summary (:func:`ltr.metrics.summarize`: every measure overall and per
 list-length stratum, with counts), the composites (``eval.composite``), the extra summaries of
-the source (click estimates), the IDCG reports per cut-off, LightGBM's own values at the best
+the source (click estimates), the IDCG reports per cut-off (of the labels the run judges:
+``data.eval_labels`` on click data), the label histograms of click data's label sources, LightGBM's own values at the best
 round and the decomposition of the gap to them. The flat metric keys are the MLflow keys
 (``valid/ndcg_at_10``, ``valid/ndcg_at_10/len_1-10``, ``valid/lightgbm/ndcg_at_10``, ...).
 
@@ -77,6 +78,7 @@ def evaluate(spec: ExperimentSpec, scored: Scored) -> Evaluation:
     for key, by_metric in scored.lightgbm_values.items():
         if "/" in key:  # {split}/lightgbm_train_labels: LightGBM's values on the training labels
             metrics.update({f"{key}/{lightgbm_key(name)}": value for name, value in by_metric.items()})
+    metrics |= label_metrics(scored.label_histograms, scored.label_sources)
     if scored.exposure is not None:  # a click log: where its exposure ends, and K against it
         metrics |= {f"data/{key}": value for key, value in scored.exposure.metrics().items()}
         line = scored.exposure.advice(max(spec.ks))
@@ -122,4 +124,22 @@ def our_curves(scored: Scored) -> dict[str, list[float]]:
         for key, by_name in scored.curves.items()
         for name, values in by_name.items()
         if not scored.pre_rerank or name.startswith(PRE_RERANK_PREFIX)
+    }
+
+
+def label_metrics(histograms: dict[str, dict[str, list[int]]], sources: dict[str, str]) -> dict[str, float]:
+    """``labels/{source}/{split}/grade_{g}``: rows per grade, for the label sources the run uses
+    (its train, valid and eval labels; every source is in the ``labels/histogram.json`` artifact).
+
+    Examples
+    --------
+    >>> label_metrics({"clicks": {"train": [5, 2]}, "relevance": {"train": [6, 1]}}, {"train": "clicks"})
+    {'labels/clicks/train/grade_0': 5.0, 'labels/clicks/train/grade_1': 2.0}
+    """
+    used = dict.fromkeys(sources.values())
+    return {
+        f"labels/{source}/{split}/grade_{g}": float(n)
+        for source in used if source in histograms
+        for split, counts in histograms[source].items()
+        for g, n in enumerate(counts)
     }

@@ -107,6 +107,8 @@ def run_tags(spec: ExperimentSpec, data_sha: str, overrides: Sequence[str]) -> d
         "ltr.eval.strata": ",".join(spec.strata.labels),
         "ltr.eval.k": ",".join(str(k) for k in spec.ks),
         "ltr.seed": str(config.seed),
+        **{f"ltr.labels.{role}": str(getattr(config.data, f"{role}_labels"))
+           for role in ("train", "valid", "eval") if hasattr(config.data, f"{role}_labels")},
         "ltr.lightgbm_version": lightgbm.__version__,
     } | source_tags("ltr train")
 
@@ -161,6 +163,34 @@ def summary_markdown(spec: ExperimentSpec, evaluation: Evaluation, result: Train
         + ("\n## Advice\n\n" + "\n\n".join(evaluation.advice) + "\n" if evaluation.advice else "")
     )
     return title, text, header, rows
+
+
+def label_histogram_markdown(histograms: dict[str, dict[str, list[int]]], sources: dict[str, str]) -> str:
+    """A table of rows per grade of every label source and split, with the roles of the run's
+    sources (``train``, ``valid``, ``eval``) beside their names.
+
+    Examples
+    --------
+    >>> print(label_histogram_markdown({"clicks": {"train": [5, 2]}}, {"train": "clicks"}), end="")
+    # Labels per source (rows per grade)
+    <BLANKLINE>
+    | source | split | grade 0 | grade 1 |
+    |---|---|---:|---:|
+    | clicks (train) | train | 5 | 2 |
+    """
+    width = max((len(c) for by_split in histograms.values() for c in by_split.values()), default=0)
+    lines = [
+        "# Labels per source (rows per grade)", "",
+        "| source | split | " + " | ".join(f"grade {g}" for g in range(width)) + " |",
+        "|---|---|" + "---:|" * width,
+    ]  # fmt: skip
+    for source, by_split in histograms.items():
+        roles = [role for role, name in sources.items() if name == source]
+        shown = f"{source} ({', '.join(roles)})" if roles else source
+        for split, counts in by_split.items():
+            padded = [*counts, *([0] * (width - len(counts)))]
+            lines.append(f"| {shown} | {split} | " + " | ".join(str(c) for c in padded) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def logged_curves(scored: Scored) -> dict[str, list[float]]:
@@ -247,6 +277,9 @@ def record_results(
     for split, table in evaluation.tables.items():  # the UI shows these as tables; Parquet it cannot
         if len(table) <= UI_TABLE_MAX_QUERIES:
             tracker.log_table(table, f"per_query/{split}.json")
+    if scored.label_histograms:
+        tracker.log_dict({"sources": scored.label_sources, "histograms": scored.label_histograms}, "labels/histogram.json")
+        tracker.log_text(label_histogram_markdown(scored.label_histograms, scored.label_sources), "labels/histogram.md")
     with tempfile.TemporaryDirectory() as tmp:
         for split, table in evaluation.tables.items():
             path = Path(tmp) / f"{split}.parquet"

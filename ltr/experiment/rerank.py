@@ -1,5 +1,9 @@
 """The re-ranking step after prediction (``rerank=...``) and the diversity columns it adds.
 
+``rerank=uncertainty`` raises items whose score is uncertain (:func:`uncertainty_scores`: a
+count-based bonus from the popularity column); it adds no diversity column, and the run's
+``tail_at_k`` columns show what it did to the long tail's exposure.
+
 With ``rerank=diversify`` every evaluated split's scores are replaced by the order
 :func:`ltr.rerank.diversify` makes of them, expressed as scores (``0, -1, -2, ...`` down each
 query's list: no ties, so every measure and tie convention sees exactly that order). The per-query
@@ -29,7 +33,7 @@ from ltr.rerank import diversify, order_as_scores, score_order
 
 def diversity_measures(cfg: RerankConfig) -> tuple[str, ...]:
     """The diversity measures a run with this ``rerank`` config reports (none without re-ranking)."""
-    if cfg.kind == RerankKind.none:
+    if cfg.kind in (RerankKind.none, RerankKind.uncertainty):
         return ()
     return ("ild",) if cfg.category_feature is None else ("ild", "coverage", "alpha_ndcg")
 
@@ -84,9 +88,58 @@ def diversity_columns(
     return pd.DataFrame(columns)
 
 
-def rerank_split(cfg: RerankConfig, data: RankingData, scores: NDArray[np.float64], ks: tuple[int, ...]) -> Reranked:
-    """Re-rank one split's scored lists as ``cfg`` says (see the module docstring)."""
+def uncertainty_bonus(popularity: NDArray[np.floating]) -> NDArray[np.float64]:
+    """Each row's exploration bonus ``1 - q``, ``q`` the quantile rank of its popularity among
+    the rows (0 for the most popular, near 1 for the least; equal values share their mean rank).
+
+    Examples
+    --------
+    >>> uncertainty_bonus(np.array([5.0, 1.0, 3.0, 3.0])).tolist()
+    [0.0, 1.0, 0.5, 0.5]
+    """
+    values = np.asarray(popularity, dtype=np.float64)
+    n = values.shape[0]
+    if n < 2:
+        return np.zeros(n)
+    ranks = pd.Series(values).rank(method="average").to_numpy() - 1.0  # 0 .. n-1
+    return np.asarray(1.0 - ranks / (n - 1))
+
+
+def uncertainty_scores(
+    scores: NDArray[np.float64], offsets: NDArray[np.int64], bonus: NDArray[np.float64], *, alpha: float
+) -> NDArray[np.float64]:
+    """``score + alpha * bonus`` with the scores min-max normalised within each query (a query
+    whose scores are all equal gets 0 for every row, so only the bonus orders it).
+
+    Examples
+    --------
+    >>> uncertainty_scores(np.array([2.0, 4.0, 1.0]), np.array([0, 2, 3]), np.array([1.0, 0.0, 0.5]), alpha=0.5).tolist()
+    [0.5, 1.0, 0.25]
+    """
+    sizes = np.diff(offsets)
+    lo = np.repeat(np.minimum.reduceat(scores, offsets[:-1]), sizes)
+    hi = np.repeat(np.maximum.reduceat(scores, offsets[:-1]), sizes)
+    span = hi - lo
+    norm = np.divide(scores - lo, span, out=np.zeros_like(scores), where=span > 0)
+    return np.asarray(norm + alpha * bonus)
+
+
+def rerank_split(
+    cfg: RerankConfig, data: RankingData, scores: NDArray[np.float64], ks: tuple[int, ...],
+    popularity: NDArray[np.floating] | None = None,
+) -> Reranked:  # fmt: skip
+    """Re-rank one split's scored lists as ``cfg`` says (see the module docstring);
+    ``popularity``: each row's popularity (``rerank=uncertainty`` needs it)."""
     model_order = score_order(scores, data.offsets)
+    if cfg.kind == RerankKind.uncertainty:
+        if popularity is None:
+            raise ValueError("rerank=uncertainty needs the rows' popularity (data.popularity_feature)")
+        raised = uncertainty_scores(scores, data.offsets, uncertainty_bonus(popularity), alpha=cfg.alpha)
+        empty = pd.DataFrame(index=pd.RangeIndex(data.n_queries))
+        return Reranked(
+            order_as_scores(score_order(raised, data.offsets), data.offsets),
+            order_as_scores(model_order, data.offsets), empty, empty,
+        )  # fmt: skip
     features, categories = item_features(cfg, data), item_categories(cfg, data)
     if cfg.similarity == Similarity.category:
         assert categories is not None  # checked: similarity=category needs category_feature

@@ -27,15 +27,19 @@ from ltr.data.clicks import simulate_online_ctr
 from ltr.data.fingerprint import fingerprint
 from ltr.data.load import ClickSplits, load_click_splits, load_splits
 from ltr.data.ranking_data import RankingData
+from ltr.data.recipes import grade_counts
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
+from ltr.experiment.checks import popularity_column
 from ltr.experiment.rerank import rerank_split
 from ltr.experiment.spec import ExperimentSpec
 from ltr.metrics import per_query_table
 from ltr.metrics.exposure import ExposureReport, exposure_report
 from ltr.metrics.gap import LightgbmGap, lightgbm_gap
 from ltr.metrics.ips import click_summary, click_tables, estimate_propensities, propensity_table
+from ltr.metrics.tail import tail_exposure, tail_items
 from ltr.metrics.top import with_top_doc_ids
+from ltr.rerank import score_order
 from ltr.tracking import Tracker
 from ltr.training.artifact import INPUT_EXAMPLE_ROWS
 from ltr.training.binned_store import BinnedStore
@@ -82,14 +86,19 @@ def rank_split(
     spec: ExperimentSpec, data: RankingData, scores: NDArray[np.float64], *, max_gain: float | None = None
 ) -> Ranked:
     """The run's ranking step on the model's ``scores`` of ``data`` (``rerank=...`` or none) and
-    the per-query tables of the final order (and of the model's order when it re-ranks)."""
+    the per-query tables of the final order (and of the model's order when it re-ranks), with
+    ``tail_at_k`` columns when the data names a popularity feature (:func:`_with_tail`)."""
     if spec.config.rerank.kind == RerankKind.none:
-        return Ranked(scores, scores, query_table(spec, data, scores, None, max_gain=max_gain), None)
-    reranked = rerank_split(spec.config.rerank, data, scores, spec.ks)
+        return Ranked(scores, scores, query_table(spec, data, scores, _with_tail(spec, data, scores, None), max_gain=max_gain), None)
+    column = popularity_column(spec.config.data, data)
+    popularity = None if column is None else data.features[:, column]
+    reranked = rerank_split(spec.config.rerank, data, scores, spec.ks, popularity)
+    after = _with_tail(spec, data, reranked.scores, reranked.after)
+    before = _with_tail(spec, data, reranked.model_scores, reranked.before)
     return Ranked(
         reranked.scores, scores,
-        query_table(spec, data, reranked.scores, reranked.after, max_gain=max_gain),
-        query_table(spec, data, reranked.model_scores, reranked.before, max_gain=max_gain),
+        query_table(spec, data, reranked.scores, after, max_gain=max_gain),
+        query_table(spec, data, reranked.model_scores, before, max_gain=max_gain),
     )
 
 
@@ -117,11 +126,32 @@ class Scored:
     #: ``pre_rerank[split]``: the per-query table of the model's own order when the run re-ranks
     #: (``rerank=...``; ``tables`` then describe the final order), else empty.
     pre_rerank: dict[str, pd.DataFrame] = field(default_factory=dict)
+    #: ``label_histograms[source][split]``: rows per grade of each label source (click data:
+    #: ``relevance``, ``clicks`` and every label recipe), else empty.
+    label_histograms: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    #: ``label_sources[role]``: the source of the ``train``, ``valid`` and ``eval`` labels.
+    label_sources: dict[str, str] = field(default_factory=dict)
     #: a few rows of features (float32, the model's columns) for the logged model's input
     #: example and signature; None when no rows reach this process
     example_features: NDArray[np.float32] | None = None
     #: where the exposure of a click log ends (:mod:`ltr.metrics.exposure`); None without positions
     exposure: ExposureReport | None = None
+
+
+def _with_tail(
+    spec: ExperimentSpec, data: RankingData, scores: NDArray[np.float64], columns: pd.DataFrame | None
+) -> pd.DataFrame | None:
+    """``columns`` (or nothing) plus ``tail_at_k`` for every cut-off when the data names a
+    popularity feature: the tail's share of the top-k exposure of the order of ``scores``
+    (equal scores in row order; :mod:`ltr.metrics.tail`)."""
+    column = popularity_column(spec.config.data, data)
+    if column is None:
+        return columns
+    quantile = spec.config.data.tail_quantile
+    is_tail = tail_items(data.features[:, column], tail_quantile=0.8 if quantile is None else float(quantile))
+    order = score_order(scores, data.offsets)
+    tail = pd.DataFrame({f"tail_at_{k}": tail_exposure(order, data.offsets, is_tail, k=k) for k in spec.ks})
+    return tail if columns is None else pd.concat([columns.reset_index(drop=True), tail], axis=1)
 
 
 class DataSource(Protocol):
@@ -202,9 +232,17 @@ class InMemorySource:
             lightgbm_curves={self._lightgbm_key(split): by_name for split, by_name in result.evals_result.items()},
             curves={self._our_key(split): by_key for split, by_key in result.curves.items()},
             pre_rerank=pre_rerank,
+            label_histograms=self.label_histograms(),
+            label_sources=self._label_sources(spec),
             example_features=self.training.test.features[:INPUT_EXAMPLE_ROWS],
             exposure=self._exposure(spec),
         )
+
+    def _label_sources(self, spec: ExperimentSpec) -> dict[str, str]:
+        if self.clicks is None:
+            return {}
+        data = spec.config.data
+        return {"train": str(data.train_labels), "valid": str(data.valid_labels), "eval": str(data.eval_labels)}
 
     def _exposure(self, spec: ExperimentSpec) -> ExposureReport | None:
         """The exposure report of the training click log, under the propensities in use."""
@@ -229,9 +267,21 @@ class InMemorySource:
         assert train.positions is not None
         return estimate_propensities(train.labels, train.positions, n_positions=n_positions, min_propensity=floor)
 
+    def label_histograms(self) -> dict[str, dict[str, list[int]]]:
+        """Rows per grade of every label source of click data (relevance, clicks, each recipe)
+        and split: ``{source: {split: [n_grade_0, n_grade_1, ...]}}``; {} for other data."""
+        if self.clicks is None:
+            return {}
+        return {
+            source: {split: grade_counts(part.labels) for split, part in views.items()}
+            for source, views in self.clicks.sources().items()
+        }
+
     def _online_summary(self, spec: ExperimentSpec, split: str, scores: NDArray[np.float64]) -> dict[str, float]:
-        """The simulated online click-through rate of the ranking (``online/ctr`` and its 95 % interval)."""
-        data = self._evaluated(split)
+        """The simulated online click-through rate of the ranking (``online/ctr`` and its 95 % interval),
+        under the click model of the log: on the true grades, whatever labels the run judges."""
+        assert self.clicks is not None
+        data: RankingData = getattr(self.clicks.relevance, split)
         cfg = spec.config.data
         seed = spec.seed + {"train": 0, "valid": 1, "test": 2}[split]  # one stream per split
         online = simulate_online_ctr(
@@ -331,11 +381,13 @@ def _in_memory(spec: ExperimentSpec) -> DataSource:
 
 def _click_log(spec: ExperimentSpec) -> DataSource:
     config = spec.config
-    clicks = load_click_splits(config.data, config.split, seed=spec.seed)
-    training = clicks.training_view(str(config.data.train_labels), str(config.data.valid_labels))
+    data = config.data
+    clicks = load_click_splits(data, config.split, seed=spec.seed)
+    training = clicks.training_view(str(data.train_labels), str(data.valid_labels), str(data.eval_labels))
+    evaluation = clicks.view(str(data.eval_labels))  # the same split objects as training's where the labels agree
     _log_sizes(training)
     return InMemorySource(
-        str(config.data.name), training, clicks.relevance, fingerprint(training, strata=spec.strata), clicks
+        str(config.data.name), training, evaluation, fingerprint(training, strata=spec.strata), clicks
     )
 
 

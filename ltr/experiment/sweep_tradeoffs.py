@@ -11,6 +11,9 @@ On the split and cut-off of the sweep's objective (``valid/ndcg_at_10``: split `
   minimised key is negated for it). Every child gets the tag ``ltr.pareto``
   (``true`` / ``false``); the parent logs ``sweep/pareto/n_front``, the figure
   ``figures/pareto_front.png`` and its data ``report/pareto_front.json``.
+- **Tail front** (children that re-rank with ``rerank=uncertainty`` and log ``{split}/tail_at_K``):
+  nDCG@K against the long tail's share of the top-K exposure, the same way; the parent logs
+  ``sweep/tail_front/n_front``, ``figures/tail_front.png`` and ``report/tail_front.json``.
 - **Online vs offline** (children that log ``{split}/online/ctr``, i.e. click data): the
   least-squares line of simulated CTR on nDCG@K (:func:`ltr.experiment.tradeoffs.fit_online`);
   the parent logs ``sweep/online/slope``, ``intercept``, ``r2``, ``gain_per_tenth_ndcg`` and
@@ -54,6 +57,13 @@ def summarise_tradeoffs(tracker: Any, spec: ExperimentSpec, children: list[Any])
     elif len(diverse) >= 2:
         sections.append(_front(tracker, parent, diverse, ndcg_key, f"{split}/ild_at_{k}", names=(f"nDCG@{k}", f"ILD@{k}"),
                                scope=split, what=f"nDCG@{k} vs intra-list diversity@{k}"))  # fmt: skip
+    tail_key = f"{split}/tail_at_{k}"
+    raised = [r for r in children if ndcg_key in r.data.metrics and tail_key in r.data.metrics
+              and r.data.params.get("rerank.kind") == "uncertainty"]  # fmt: skip
+    if len(raised) >= 2:
+        sections.append(_front(tracker, parent, raised, ndcg_key, tail_key, names=(f"nDCG@{k}", f"tail exposure@{k}"),
+                               scope=split, what=f"nDCG@{k} vs the long tail's share of the top-{k} exposure",
+                               stem=TAIL))  # fmt: skip
     online = [r for r in children if ndcg_key in r.data.metrics and f"{split}/online/ctr" in r.data.metrics]
     if len(online) >= 2:
         sections.append(_online(tracker, parent, online, ndcg_key, split, k))
@@ -64,14 +74,21 @@ def _name(run: Any) -> str:
     return str(run.data.tags.get("mlflow.runName", run.info.run_id))
 
 
+#: The stem of a front's metric ``sweep/<stem>/n_front``: the objectives' or diversity front
+#: (figure ``figures/pareto_front.png``, report ``report/pareto_front.json``) and the long tail's
+#: (``figures/tail_front.png``, ``report/tail_front.json``).
+PARETO = "pareto"
+TAIL = "tail_front"
+
+
 def _front(
     tracker: Any, parent: str, runs: list[Any], x_key: str, y_key: str, *, names: tuple[str, str], scope: str,
-    what: str | None = None, signs: tuple[float, float] = (1.0, 1.0),
+    what: str | None = None, signs: tuple[float, float] = (1.0, 1.0), stem: str = PARETO,
 ) -> str:  # fmt: skip
     """Mark the front of ``runs`` on ``x_key`` against ``y_key`` (``signs``: +1 maximised, -1
     minimised) and log it on the parent; returns its section. ``names``: the two measures as
     shown, ``scope``: the split they are on ("" when the names say it), ``what``: the figure's
-    title (default ``"<x> vs <y>"``)."""
+    title (default ``"<x> vs <y>"``), ``stem``: :data:`PARETO` or :data:`TAIL`."""
     runs = sorted(runs, key=lambda r: signs[0] * r.data.metrics[x_key], reverse=True)
     x = np.array([r.data.metrics[x_key] for r in runs])
     y = np.array([r.data.metrics[y_key] for r in runs])
@@ -81,17 +98,19 @@ def _front(
     run_names = [_name(r) for r in runs]
     for run, front in zip(runs, on_front, strict=True):
         tracker.client.set_tag(run.info.run_id, "ltr.pareto", "true" if front else "false")
-    tracker.log_metrics({"sweep/pareto/n_front": float(on_front.sum())})
+    figure_path, report_path = ("figures/pareto_front.png", "report/pareto_front.json") if stem == PARETO else (
+        f"figures/{stem}.png", f"report/{stem}.json")
+    tracker.log_metrics({f"sweep/{stem}/n_front": float(on_front.sum())})
     tracker.set_tags({"ltr.pareto_runs": ",".join(r.info.run_id for r, f in zip(runs, on_front, strict=True) if f)})
     figure = front_figure(
         x, y, on_front, run_names, x_label=f"{x_name}{in_scope}", y_label=f"{y_name}{in_scope}",
         title=f"{parent}: {what or f'{x_name} vs {y_name}'}, {len(runs)} runs",
     )  # fmt: skip
-    tracker.log_figure(figure, "figures/pareto_front.png")
+    tracker.log_figure(figure, figure_path)
     tracker.log_dict(
         [{"run_id": r.info.run_id, "name": n, x_key: float(a), y_key: float(b), "on_front": bool(f)}
          for r, n, a, b, f in zip(runs, run_names, x, y, on_front, strict=True)],
-        "report/pareto_front.json",
+        report_path,
     )  # fmt: skip
     rows = [
         f"| {run_link(n, tracker.experiment_id, r.info.run_id)} | {a:.4f} | {b:.4f} | {'yes' if f else ''} |"
@@ -100,7 +119,7 @@ def _front(
     return "\n".join([
         f"### {x_name} vs {y_name}{in_scope}: {int(on_front.sum())} of {len(runs)} runs on the front",
         "", "No run on the front is beaten on both by another run (tag `ltr.pareto`, figure "
-        "`figures/pareto_front.png`).", "",
+        f"`{figure_path}`).", "",
         f"| run | {x_name} | {y_name} | on the front |", "|---|---:|---:|---|", *rows,
     ])  # fmt: skip
 

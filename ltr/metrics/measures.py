@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 _DISPLAY = {
     "ndcg": "nDCG", "dcg": "DCG", "idcg": "IDCG", "err": "ERR", "p": "P", "rr": "RR",
-    "recall": "R", "ap": "AP", "ild": "ILD", "coverage": "Coverage", "alpha_ndcg": "alpha-nDCG",
+    "recall": "R", "ap": "AP", "ild": "ILD", "coverage": "Coverage", "alpha_ndcg": "alpha-nDCG", "tail": "Tail exposure",
 }  # fmt: skip
 #: Measures defined without a cut-off too (over the whole list).
 UNCUT_MEASURES = ("rr", "ap")

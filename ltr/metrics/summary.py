@@ -11,7 +11,7 @@ from ltr.metrics.strata import EMPTY, EMPTY_KEY, Strata
 _DEFAULT_STRATA = Strata()
 _METRIC_PREFIXES = (
     "idcg_at_", "dcg_at_", "ndcg_at_", "err_at_", "p_at_", "rr_at_", "recall_at_", "ap_at_",
-    "ild_at_", "coverage_at_", "alpha_ndcg_at_",
+    "ild_at_", "coverage_at_", "alpha_ndcg_at_", "tail_at_",
 )  # fmt: skip
 _UNCUT = ("rr", "ap")
 

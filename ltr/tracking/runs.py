@@ -220,7 +220,7 @@ class RunStore:
             max_results=n + 100,
             order_by=["attributes.start_time DESC"],
         )
-        return [_record(r) for r in runs if r.data.tags.get(TAG_KIND) != "comparison"][:n]
+        return [_record(r) for r in runs if r.data.tags.get(TAG_KIND) not in ("comparison", "abtest")][:n]
 
     def download(self, run: RunRecord, path: str, dst: str) -> Path:
         """Download the run's artifact ``path`` into ``dst``; one line naming what the run holds instead."""
@@ -273,8 +273,14 @@ class RunStore:
         markdown: str,
         data: Mapping[str, Any],
         params: Mapping[str, Any] | None = None,
+        kind: str = "comparison",
+        values: Mapping[str, float] | None = None,
+        figures: Mapping[str, Any] | None = None,
     ) -> str:
         """Log a comparison as its own FINISHED run in ``experiment``; returns its run id.
+
+        ``kind``: the ``ltr.kind`` tag (``abtest`` for ``ltr abtest``); ``values``: metrics of
+        the comparison run; ``figures``: artifact path -> matplotlib figure.
 
         Tags link it to the compared runs (``ltr.compare.run_ids``, comma-separated, baseline
         first; ``ltr.compare.baseline_run_id``) and carry ``ltr.kind=comparison``, the split,
@@ -284,7 +290,7 @@ class RunStore:
         """
         tracker = MlflowTracker(self.uri, experiment)
         tags = {
-            TAG_KIND: "comparison",
+            TAG_KIND: kind,
             TAG_COMPARED: ",".join(r.run_id for r in runs),
             TAG_BASELINE: baseline.run_id,
             TAG_SPLIT: split,
@@ -298,6 +304,10 @@ class RunStore:
         try:
             if params:
                 tracker.log_params(params)
+            if values:
+                tracker.log_metrics(dict(values))
+            for path, figure in (figures or {}).items():
+                tracker.log_figure(figure, path)
             tracker.log_text(markdown, "comparison/summary.md")
             tracker.log_dict(dict(data), "comparison/comparison.json")
         except BaseException as exc:

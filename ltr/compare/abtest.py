@@ -1,0 +1,362 @@
+"""A simulated A/B test and team-draft interleaving of two rankings under a position-based click model.
+
+The story, for ``n_sessions`` sessions (seeded, bit-identical on rerun):
+
+- every session is one query drawn uniformly from the split's queries, and is assigned to arm A
+  or arm B with probability 1/2 each (the A/B test);
+- a session shows its arm's whole list; the document at 0-based position ``p`` with true grade
+  ``g`` is clicked with probability ``examination(p) * attractiveness(g)``
+  (:func:`ltr.data.clicks.examination_curve`, :func:`ltr.data.clicks.attractiveness`),
+  independently; with behaviour probabilities, a click adds to the cart and a cart becomes a
+  purchase as in :mod:`ltr.data.clicks`;
+- the *same* sessions (same queries) are also shown the team-draft interleaving of A and B
+  (Chapelle, Joachims, Radlinski, Yue, TOIS 2012): a click credits the team that contributed
+  the document; a session is won by the team with more clicks, tied otherwise.
+
+Statistics (two-sided, alpha = 0.05, power 0.8):
+
+- per arm: CTR (share of sessions with at least one click) and purchase rate with 95 % Wilson
+  intervals; the difference B - A with a 95 % Wald interval and the pooled two-proportion
+  z-test's p-value; the sessions (and days, at ``sessions_per_day * traffic_share`` sessions a
+  day in the experiment) a test needs for 80 % power at the observed difference;
+- interleaving: B's win rate among decided sessions, the exact binomial test against 1/2, and
+  the sessions needed for 80 % power at the observed win rate and share of decided sessions.
+
+Everything is numpy over the flat session-by-row arrays, plus one numba kernel
+(:func:`ltr.compare._interleave.team_draft`); no per-session Python loop.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import stats
+
+from ltr.data.clicks import attractiveness, examination_curve, rank_within_queries
+from ltr.metrics.strata import Strata
+
+Z_ALPHA = 1.959963984540054  # two-sided alpha = 0.05
+Z_POWER = 0.8416212335729143  # power 0.8
+
+
+@dataclass(frozen=True, slots=True)
+class ClickModel:
+    """The position-based click model of a click log, and optionally what follows a click:
+    ``cart[row]`` / ``purchase[row]``, the probabilities that a click adds the row's document to
+    the cart, and that a cart becomes a purchase (None: no purchases simulated)."""
+
+    eta: float
+    click_noise: float
+    click_max: float
+    cart: NDArray[np.float64] | None = None
+    purchase: NDArray[np.float64] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rate:
+    """A share of sessions with its 95 % Wilson interval."""
+
+    value: float
+    low: float
+    high: float
+    n: int
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """Arm B minus arm A of a share of sessions.
+
+    ``low``/``high``: 95 % Wald interval; ``p_value``: pooled two-proportion z-test;
+    ``sessions_needed``: sessions of both arms together for 80 % power at ``diff`` (inf when
+    ``diff`` is 0); ``days_needed``: those at the experiment's sessions per day."""
+
+    a: Rate
+    b: Rate
+    diff: float
+    low: float
+    high: float
+    p_value: float
+    sessions_needed: float
+    days_needed: float
+
+
+@dataclass(frozen=True, slots=True)
+class Interleaving:
+    """Team-draft interleaving of A and B on the same sessions.
+
+    ``win_rate``: B's share of the decided sessions (wins of B / (wins of A + wins of B));
+    ``p_value``: exact binomial test of ``win_rate`` = 1/2; ``sessions_needed``: sessions for
+    80 % power at the observed win rate and share of decided sessions (inf at a win rate of 1/2);
+    ``days_needed``: those at the experiment's sessions per day."""
+
+    wins_a: int
+    wins_b: int
+    ties: int
+    win_rate: float
+    p_value: float
+    sessions_needed: float
+    days_needed: float
+
+
+@dataclass(frozen=True, slots=True)
+class StratumResult:
+    """The A/B test and interleaving of the sessions whose query lies in one list-length stratum."""
+
+    stratum: str
+    n_sessions: int
+    ctr: Difference
+    interleaving: Interleaving
+    purchases: Difference | None = None
+
+
+@dataclass(frozen=True)
+class AbTestResult:
+    """Everything one simulation reports (see the module docstring); ``expected_ctr_a`` /
+    ``expected_ctr_b``: the exact expected CTR of each arm (mean over queries of the probability
+    of at least one click), which the simulated CTRs estimate."""
+
+    n_sessions: int
+    sessions_per_day: float
+    traffic_share: float
+    days: float
+    seed: int
+    ctr: Difference
+    interleaving: Interleaving
+    expected_ctr_a: float
+    expected_ctr_b: float
+    purchases: Difference | None = None
+    strata: list[StratumResult] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every number, JSON-ready (inf as the string ``"inf"``)."""
+        def clean(value: Any) -> Any:
+            if isinstance(value, dict):
+                return {k: clean(v) for k, v in value.items()}
+            if isinstance(value, list):
+                return [clean(v) for v in value]
+            if isinstance(value, float) and not math.isfinite(value):
+                return str(value)
+            return value
+
+        return dict(clean(asdict(self)))
+
+
+def wilson(successes: int, n: int) -> Rate:
+    """The share ``successes / n`` with its 95 % Wilson score interval.
+
+    Examples
+    --------
+    >>> r = wilson(50, 100)
+    >>> round(r.low, 4), round(r.high, 4)
+    (0.4038, 0.5962)
+    """
+    if n == 0:
+        return Rate(math.nan, math.nan, math.nan, 0)
+    p = successes / n
+    z2 = Z_ALPHA * Z_ALPHA
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = Z_ALPHA * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    return Rate(p, centre - half, centre + half, n)
+
+
+def two_proportions(success_a: int, n_a: int, success_b: int, n_b: int, *, sessions_per_day: float) -> Difference:
+    """B - A of two shares: Wald interval, pooled z-test, sessions and days for 80 % power.
+
+    Sessions needed (both arms, equal split) at the observed rates ``pa``, ``pb``:
+    ``2 * (z_alpha * sqrt(2 pbar (1 - pbar)) + z_power * sqrt(pa (1 - pa) + pb (1 - pb)))**2 / (pb - pa)**2``.
+
+    Examples
+    --------
+    z = 0.03 / sqrt(0.115 * 0.885 * 2 / 1000) = 2.103; per arm
+    ((1.96 * sqrt(2 * 0.115 * 0.885) + 0.8416 * sqrt(0.09 + 0.1131)) / 0.03)**2 = 1773.99 -> 1774:
+
+    >>> d = two_proportions(100, 1000, 130, 1000, sessions_per_day=1000.0)
+    >>> round(d.diff, 3), round(d.p_value, 4), round(d.sessions_needed)
+    (0.03, 0.0355, 3548)
+    """
+    a, b = wilson(success_a, n_a), wilson(success_b, n_b)
+    if n_a == 0 or n_b == 0:
+        nan = math.nan
+        return Difference(a, b, nan, nan, nan, nan, nan, nan)
+    pa, pb = a.value, b.value
+    diff = pb - pa
+    se = math.sqrt(pa * (1 - pa) / n_a + pb * (1 - pb) / n_b)
+    pooled = (success_a + success_b) / (n_a + n_b)
+    se0 = math.sqrt(pooled * (1 - pooled) * (1 / n_a + 1 / n_b))
+    p_value = float(2 * stats.norm.sf(abs(diff) / se0)) if se0 > 0 else (1.0 if diff == 0 else 0.0)
+    if diff == 0:
+        needed = math.inf
+    else:
+        pbar = (pa + pb) / 2
+        root = Z_ALPHA * math.sqrt(2 * pbar * (1 - pbar)) + Z_POWER * math.sqrt(pa * (1 - pa) + pb * (1 - pb))
+        needed = 2 * math.ceil(root * root / (diff * diff))
+    return Difference(a, b, diff, diff - Z_ALPHA * se, diff + Z_ALPHA * se, p_value, float(needed), needed / sessions_per_day)
+
+
+def interleaving_test(wins_a: int, wins_b: int, ties: int, *, sessions_per_day: float) -> Interleaving:
+    """B's win rate among decided sessions, its exact binomial p-value, and the sessions needed
+    for 80 % power: ``n_decided = (z_alpha / 2 + z_power * sqrt(w (1 - w)))**2 / (w - 1/2)**2``
+    decided sessions at the observed win rate ``w``, divided by the share of decided sessions.
+
+    Examples
+    --------
+    ``((1.96 * 0.5 + 0.8416 * sqrt(0.24)) / 0.1)**2 = 193.8 -> 194`` decided sessions, half decided:
+
+    >>> r = interleaving_test(400, 600, 1000, sessions_per_day=1000.0)
+    >>> r.win_rate, round(r.sessions_needed)
+    (0.6, 388)
+    """
+    decided = wins_a + wins_b
+    n = decided + ties
+    if decided == 0:
+        return Interleaving(wins_a, wins_b, ties, math.nan, 1.0, math.inf, math.inf)
+    w = wins_b / decided
+    p_value = float(stats.binomtest(wins_b, decided, 0.5).pvalue)
+    if w == 0.5:
+        needed = math.inf
+    else:
+        root = Z_ALPHA * 0.5 + Z_POWER * math.sqrt(w * (1 - w))
+        needed = math.ceil(root * root / ((w - 0.5) ** 2)) / (decided / n)
+    return Interleaving(wins_a, wins_b, ties, w, p_value, float(needed), needed / sessions_per_day)
+
+
+def _orders(ranks: NDArray[np.int32], offsets: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Per query, the rows (offsets within the query) in rank order: ``order[lo + r]`` is the row of rank ``r``."""
+    sizes = np.diff(offsets)
+    within = np.arange(ranks.shape[0], dtype=np.int64) - np.repeat(offsets[:-1], sizes)
+    order = np.empty(ranks.shape[0], dtype=np.int64)
+    order[np.repeat(offsets[:-1], sizes) + ranks] = within
+    return order
+
+
+def expected_ctr(labels: NDArray[np.integer], ranks: NDArray[np.int32], offsets: NDArray[np.int64], model: ClickModel) -> NDArray[np.float64]:
+    """Per query, the exact probability of at least one click on the list ranked by ``ranks``."""
+    sizes = np.diff(offsets)
+    exam = examination_curve(int(sizes.max(initial=1)), eta=model.eta)
+    p = exam[ranks] * attractiveness(labels, click_noise=model.click_noise, click_max=model.click_max)
+    with np.errstate(divide="ignore"):
+        log_miss = np.log1p(-np.minimum(p, 1.0))
+    return np.asarray(-np.expm1(np.add.reduceat(log_miss, offsets[:-1])))
+
+
+def simulate_abtest(
+    labels: NDArray[np.integer],
+    offsets: NDArray[np.int64],
+    scores_a: NDArray[np.float64],
+    scores_b: NDArray[np.float64],
+    model: ClickModel,
+    *,
+    sessions_per_day: float = 100_000.0,
+    traffic_share: float = 0.05,
+    days: float = 14.0,
+    seed: int = 0,
+    strata: Strata | None = None,
+) -> AbTestResult:
+    """Simulate the A/B test and the interleaving of two rankings (see the module docstring).
+
+    Parameters
+    ----------
+    labels : int array, shape (n_rows,)
+        True grades (0-4) of the split's documents, rows contiguous per query.
+    offsets : int64, shape (n_queries + 1,)
+    scores_a, scores_b : float64, shape (n_rows,)
+        The two rankers' scores; each query is shown in descending score (ties in row order).
+    model : the click model (and purchase probabilities, if any)
+    sessions_per_day, traffic_share, days : the experiment's traffic: ``round(sessions_per_day
+        * traffic_share * days)`` sessions are simulated, half per arm in expectation
+    seed : every draw comes from ``numpy.random.default_rng([seed, 0xAB7E])``
+    strata : list-length strata of the per-stratum results (default 1-10, 11-50, 51+)
+
+    Returns
+    -------
+    AbTestResult
+    """
+    labels = np.asarray(labels)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    sizes = np.diff(offsets)
+    n_sessions = round(sessions_per_day * traffic_share * days)
+    per_day = sessions_per_day * traffic_share
+    ranks_a = rank_within_queries(np.asarray(scores_a, dtype=np.float64), offsets)
+    ranks_b = rank_within_queries(np.asarray(scores_b, dtype=np.float64), offsets)
+    rng = np.random.default_rng([seed, 0xAB7E])
+    query = rng.integers(0, sizes.shape[0], n_sessions)
+    arm_b = rng.random(n_sessions) < 0.5
+
+    # the session-by-row expansion: slot j of session s is row starts[s] + j of its query
+    s_sizes = sizes[query]
+    starts = offsets[:-1][query]
+    session = np.repeat(np.arange(n_sessions), s_sizes)
+    slot_start = np.zeros(n_sessions + 1, dtype=np.int64)
+    np.cumsum(s_sizes, out=slot_start[1:])
+    rows = starts[session] + (np.arange(slot_start[-1]) - slot_start[:-1][session])
+    exam = examination_curve(int(sizes.max(initial=1)), eta=model.eta)
+    attract = attractiveness(labels, click_noise=model.click_noise, click_max=model.click_max)[rows]
+
+    # A/B: each session sees its arm's list
+    shown = np.where(arm_b[session], ranks_b[rows], ranks_a[rows])
+    u_click, u_cart, u_buy = rng.random(rows.shape[0]), rng.random(rows.shape[0]), rng.random(rows.shape[0])
+    clicked = u_click < exam[shown] * attract
+    any_click = np.bincount(session, weights=clicked, minlength=n_sessions) > 0
+    any_buy: NDArray[np.bool_] | None = None
+    if model.cart is not None and model.purchase is not None:
+        bought = clicked & (u_cart < model.cart[rows]) & (u_buy < model.purchase[rows])
+        any_buy = np.bincount(session, weights=bought, minlength=n_sessions) > 0
+
+    # interleaving on the same sessions: clicks on the interleaved list, credited per team
+    from ltr.compare._interleave import team_draft  # numba: loaded when a kernel runs
+
+    coins = np.asarray(rng.random(rows.shape[0]) < 0.5, dtype=np.bool_)
+    position, team = team_draft(starts, s_sizes, _orders(ranks_a, offsets), _orders(ranks_b, offsets), coins)
+    il_click = rng.random(rows.shape[0]) < exam[position] * attract
+    clicks_b = np.bincount(session, weights=il_click & (team == 1), minlength=n_sessions)
+    clicks_a = np.bincount(session, weights=il_click & (team == 0), minlength=n_sessions)
+
+    def summarise(mask: NDArray[np.bool_]) -> tuple[Difference, Interleaving, Difference | None]:
+        na, nb = int((mask & ~arm_b).sum()), int((mask & arm_b).sum())
+        ctr = two_proportions(int((any_click & mask & ~arm_b).sum()), na, int((any_click & mask & arm_b).sum()), nb,
+                              sessions_per_day=per_day)  # fmt: skip
+        buys = None
+        if any_buy is not None:
+            buys = two_proportions(int((any_buy & mask & ~arm_b).sum()), na, int((any_buy & mask & arm_b).sum()), nb,
+                                   sessions_per_day=per_day)  # fmt: skip
+        wins_b, wins_a = int((mask & (clicks_b > clicks_a)).sum()), int((mask & (clicks_a > clicks_b)).sum())
+        il = interleaving_test(wins_a, wins_b, int(mask.sum()) - wins_a - wins_b, sessions_per_day=per_day)
+        return ctr, il, buys
+
+    everything = np.ones(n_sessions, dtype=np.bool_)
+    ctr, il, buys = summarise(everything)
+    strata = strata or Strata()
+    stratum_of = strata.assign(sizes)[query]
+    per_stratum = []
+    for index, name in enumerate(strata.labels):
+        mask = stratum_of == index
+        s_ctr, s_il, s_buys = summarise(mask)
+        per_stratum.append(StratumResult(name, int(mask.sum()), s_ctr, s_il, s_buys))
+    return AbTestResult(
+        n_sessions, float(sessions_per_day), float(traffic_share), float(days), int(seed), ctr, il,
+        float(expected_ctr(labels, ranks_a, offsets, model).mean()),
+        float(expected_ctr(labels, ranks_b, offsets, model).mean()),
+        buys, per_stratum,
+    )  # fmt: skip
+
+
+def power_curves(result: AbTestResult, sessions: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Power (alpha = 0.05, two-sided, normal approximation) of the A/B test of CTR and of
+    interleaving after ``sessions`` sessions each, at the effects ``result`` observed."""
+    n = np.asarray(sessions, dtype=np.float64)
+    ab = result.ctr
+    pa, pb = ab.a.value, ab.b.value
+    pbar = (pa + pb) / 2
+    se0 = np.sqrt(2 * pbar * (1 - pbar) / (n / 2))
+    se1 = np.sqrt((pa * (1 - pa) + pb * (1 - pb)) / (n / 2))
+    power_ab = stats.norm.sf((Z_ALPHA * se0 - abs(pb - pa)) / se1)
+    il = result.interleaving
+    decided_share = (il.wins_a + il.wins_b) / max(il.wins_a + il.wins_b + il.ties, 1)
+    w = il.win_rate
+    m = n * decided_share
+    power_il = stats.norm.sf((Z_ALPHA * 0.5 / np.sqrt(m) - abs(w - 0.5)) / (np.sqrt(w * (1 - w)) / np.sqrt(m)))
+    return np.asarray(power_ab, dtype=np.float64), np.asarray(power_il, dtype=np.float64)

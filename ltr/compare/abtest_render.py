@@ -1,0 +1,94 @@
+"""The text of an A/B simulation: a Markdown report (terminal, MLflow description) and the power figure.
+
+matplotlib is imported lazily (figures are plain ``Figure``s, no pyplot state).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ltr.compare.abtest import AbTestResult, Difference, Interleaving, power_curves
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def _n(value: float) -> str:
+    return "never (no effect)" if not math.isfinite(value) else f"{value:,.0f}"
+
+
+def _days(value: float) -> str:
+    return "never (no effect)" if not math.isfinite(value) else f"{value:.1f}"
+
+
+def _diff_row(name: str, d: Difference) -> str:
+    return (
+        f"| {name} | {d.a.value:.4f} [{d.a.low:.4f}, {d.a.high:.4f}] | {d.b.value:.4f} [{d.b.low:.4f}, {d.b.high:.4f}] "
+        f"| {d.diff:+.4f} [{d.low:+.4f}, {d.high:+.4f}] | {d.p_value:.3g} | {_n(d.sessions_needed)} | {_days(d.days_needed)} |"
+    )
+
+
+def _il_row(name: str, il: Interleaving) -> str:
+    return (
+        f"| {name} | {il.wins_a:,} | {il.wins_b:,} | {il.ties:,} | {il.win_rate:.4f} | {il.p_value:.3g} "
+        f"| {_n(il.sessions_needed)} | {_days(il.days_needed)} |"
+    )
+
+
+def to_markdown(result: AbTestResult, label_a: str, label_b: str, *, split: str) -> str:
+    """The report: both arms, the difference with its interval and p-value, the sessions and
+    days for 80 % power, the interleaving result, then the same per stratum of list length."""
+    per_day = result.sessions_per_day * result.traffic_share
+    head = "| | A (CTR, 95 %) | B (CTR, 95 %) | B - A [95 %] | p | sessions for 80 % power | days |"
+    rule = "|---|---:|---:|---:|---:|---:|---:|"
+    il_head = "| | A wins | B wins | ties | B win rate | p | sessions for 80 % power | days |"
+    il_rule = "|---|---:|---:|---:|---:|---:|---:|---:|"
+    lines = [
+        f"# Simulated A/B test: A = {label_a}, B = {label_b} ({split} queries)", "",
+        f"{result.n_sessions:,} sessions: {result.days:g} days at {result.sessions_per_day:,.0f} sessions/day x "
+        f"{result.traffic_share:g} traffic share ({per_day:,.0f} a day in the experiment, half per arm), seed {result.seed}. "
+        f"Exact expected CTR: A {result.expected_ctr_a:.4f}, B {result.expected_ctr_b:.4f} "
+        f"(B - A {result.expected_ctr_b - result.expected_ctr_a:+.4f}).", "",
+        "## A/B test", "", head, rule, _diff_row("CTR", result.ctr),
+    ]  # fmt: skip
+    if result.purchases is not None:
+        lines.append(_diff_row("purchase rate", result.purchases))
+    lines += ["", "## Team-draft interleaving (the same sessions)", "", il_head, il_rule, _il_row("all", result.interleaving)]
+    ab, il = result.ctr.sessions_needed, result.interleaving.sessions_needed
+    if math.isfinite(ab) and math.isfinite(il) and il > 0:
+        lines += ["", f"Interleaving needs {il:,.0f} sessions for 80 % power, the A/B test {ab:,.0f}: {ab / il:.1f}x fewer."]
+    lines += ["", "## Per stratum of list length", "", head.replace("| |", "| stratum (sessions) |"), rule]
+    lines += [_diff_row(f"{s.stratum} ({s.n_sessions:,})", s.ctr) for s in result.strata]
+    lines += ["", il_head.replace("| |", "| stratum |"), il_rule]
+    lines += [_il_row(s.stratum, s.interleaving) for s in result.strata]
+    return "\n".join(lines) + "\n"
+
+
+def power_figure(result: AbTestResult, label_a: str, label_b: str) -> Figure:
+    """Power against sessions of the A/B test of CTR and of interleaving, at the observed effects,
+    with the sessions each needs for 80 % power marked."""
+    from matplotlib.figure import Figure
+
+    top = max(x for x in (result.ctr.sessions_needed, result.interleaving.sessions_needed, 1000.0) if math.isfinite(x))
+    sessions = np.geomspace(10, 4 * top, 200)
+    ab, il = power_curves(result, sessions)
+    fig = Figure(figsize=(7.2, 4.6))
+    fig.subplots_adjust(left=0.1, right=0.97, top=0.86, bottom=0.12)
+    ax = fig.add_subplot()
+    ax.plot(sessions, ab, color="C0", label=f"A/B test of CTR (80 % at {_n(result.ctr.sessions_needed)} sessions)")
+    ax.plot(sessions, il, color="C3", label=f"team-draft interleaving (80 % at {_n(result.interleaving.sessions_needed)})")
+    ax.axhline(0.8, color="0.6", linewidth=0.8, linestyle="--")
+    for x, color in ((result.ctr.sessions_needed, "C0"), (result.interleaving.sessions_needed, "C3")):
+        if math.isfinite(x):
+            ax.axvline(x, color=color, linewidth=0.8, linestyle=":")
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("sessions in the experiment (both arms)")
+    ax.set_ylabel("power (alpha = 0.05)")
+    ax.set_title(f"A = {label_a}, B = {label_b}\nCTR B - A = {result.ctr.diff:+.4f}, interleaving win rate of B = "
+                 f"{result.interleaving.win_rate:.3f}", fontsize=9)  # fmt: skip
+    ax.legend(fontsize="small", loc="lower right")
+    return fig

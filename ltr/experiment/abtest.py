@@ -1,0 +1,178 @@
+"""``ltr abtest A B`` as a function: two runs of the store, their rankings, a simulated A/B test.
+
+The rankings are re-made, retrain-free, from what each run logged: its composed config
+(``config/config.yaml``) regenerates the run's data (a seeded click log, ``data=synthetic_clicks``,
+so the same queries, true grades and behaviours), and its model (``model_text/model.txt``, the
+trees up to the best round) scores the split; a run that re-ranked (``rerank=...``) is re-ranked
+the same way. Both runs must hold the same queries and true grades in the split (runs of one
+click log, whatever their labels, model or re-ranking). The click model and the behaviour
+probabilities are the log's own (:mod:`ltr.data.clicks`).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+import lightgbm as lgb
+import numpy as np
+from numpy.typing import NDArray
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from ltr.compare.abtest import AbTestResult, ClickModel, simulate_abtest
+from ltr.compare.loading import run_labels
+from ltr.config.choices import RerankKind
+from ltr.config.data import SplitConfig, SyntheticClicksDataConfig
+from ltr.config.schema import RerankConfig
+from ltr.data.clicks import cart_probability, purchase_probability
+from ltr.data.load import load_click_splits
+from ltr.data.ranking_data import RankingData
+from ltr.errors import LtrUserError
+from ltr.experiment.checks import popularity_column
+from ltr.experiment.rerank import rerank_split
+from ltr.metrics.strata import Strata
+from ltr.tracking import resolve_tracking_uri
+from ltr.tracking.runs import RunRecord, RunStore
+
+
+@dataclass(frozen=True)
+class RunRanking:
+    """One run's scores of a split, re-made from its logged config and model."""
+
+    run: RunRecord
+    label: str
+    data: RankingData  # the split with its true grades and behaviour columns
+    scores: NDArray[np.float64]
+    config: SyntheticClicksDataConfig
+
+
+@dataclass(frozen=True)
+class LoadedAbTest:
+    """The simulation of two runs (``a`` the control, ``b`` the treatment) and where they came from."""
+
+    result: AbTestResult
+    a: RunRanking
+    b: RunRanking
+    split: str
+    store: RunStore
+
+
+def _typed(node: Any, schema: type[Any], key: str, run: RunRecord) -> Any:
+    try:
+        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), node))
+    except OmegaConfBaseException as exc:
+        raise LtrUserError(f"run {run.run_id} ({run.run_name!r}): its logged {key} config does not load: {exc}") from exc
+
+
+def run_ranking(store: RunStore, run: RunRecord, label: str, *, split: str) -> RunRanking:
+    """Re-make ``run``'s scores of ``split`` (see the module docstring)."""
+    raw = OmegaConf.create(store.text_artifact(run, "config/config.yaml"))
+    assert isinstance(raw, DictConfig)
+    if raw.get("data", {}).get("kind") != "synthetic_clicks":
+        raise LtrUserError(
+            f"run {run.run_id} ({run.run_name!r}) is on data kind {raw.get('data', {}).get('kind')!r}: "
+            "ltr abtest simulates the click model of a click log (data=synthetic_clicks)"
+        )
+    data_cfg = _typed(raw.data, SyntheticClicksDataConfig, "data", run)
+    split_cfg = _typed(raw.split, SplitConfig, "split", run)
+    rerank_cfg = _typed(raw.get("rerank", {}), RerankConfig, "rerank", run)
+    views = load_click_splits(data_cfg, split_cfg, seed=int(raw.seed))
+    data: RankingData = getattr(views.relevance, split)
+    with tempfile.TemporaryDirectory() as tmp:
+        booster = lgb.Booster(model_file=str(store.download(run, "model_text/model.txt", tmp)))
+    if booster.num_feature() != data.n_features:
+        raise LtrUserError(f"run {run.run_id}: its model takes {booster.num_feature()} features, the data has {data.n_features}")
+    scores = np.asarray(booster.predict(data.features), dtype=np.float64)
+    if rerank_cfg.kind != RerankKind.none:
+        ks = tuple(int(k) for k in raw.eval.k)
+        column = popularity_column(data_cfg, data)
+        popularity = None if column is None else data.features[:, column]
+        scores = rerank_split(rerank_cfg, data, scores, ks, popularity).scores
+    return RunRanking(run, label, data, scores, data_cfg)
+
+
+def click_model(ranking: RunRanking) -> ClickModel:
+    """The click model and behaviour probabilities of the run's click log, per row of its split."""
+    cfg, labels = ranking.config, ranking.data.labels
+    return ClickModel(
+        float(cfg.examination_eta), float(cfg.click_noise), float(cfg.click_max),
+        cart_probability(labels, cfg), purchase_probability(labels, cfg),
+    )  # fmt: skip
+
+
+def load_abtest(
+    ref_a: str,
+    ref_b: str,
+    *,
+    tracking_uri: str | None = None,
+    experiment: str = "ltr",
+    split: str = "test",
+    sessions_per_day: float = 100_000.0,
+    traffic_share: float = 0.05,
+    days: float = 14.0,
+    seed: int = 0,
+) -> LoadedAbTest:
+    """Resolve two runs as ``ltr compare`` does, re-make their rankings and simulate the test.
+
+    Raises
+    ------
+    LtrUserError
+        An unknown run, a run not on a click log, runs on different queries or grades, or a bad
+        traffic setting; all before any simulation.
+    """
+    if split not in ("train", "valid", "test"):
+        raise LtrUserError(f"--split={split!r} is not one of train, valid, test")
+    if not sessions_per_day > 0:
+        raise LtrUserError(f"--sessions-per-day={sessions_per_day} must be > 0")
+    if not 0 < traffic_share <= 1:
+        raise LtrUserError(f"--traffic-share={traffic_share} must be in (0, 1]")
+    if not days > 0:
+        raise LtrUserError(f"--days={days} must be > 0")
+    if round(sessions_per_day * traffic_share * days) < 2:
+        raise LtrUserError("the experiment holds fewer than 2 sessions: raise --sessions-per-day, --traffic-share or --days")
+    store = RunStore(resolve_tracking_uri(tracking_uri))
+    runs = [store.resolve(ref, experiment=experiment) for ref in (ref_a, ref_b)]
+    if runs[0].run_id == runs[1].run_id:
+        raise LtrUserError(f"A and B are the same run ({runs[0].run_id}); an A/B test needs two runs")
+    labels = run_labels(runs)
+    a, b = (run_ranking(store, run, label, split=split) for run, label in zip(runs, labels, strict=True))
+    same = (
+        np.array_equal(a.data.qids, b.data.qids) and np.array_equal(a.data.offsets, b.data.offsets)
+        and np.array_equal(a.data.labels, b.data.labels)
+    )  # fmt: skip
+    if not same:
+        raise LtrUserError(f"runs {labels[0]!r} and {labels[1]!r} hold different {split} queries or grades: they are not runs of one click log")
+    raw = OmegaConf.create(store.text_artifact(runs[0], "config/config.yaml"))
+    strata = Strata(tuple(int(e) for e in raw.eval.strata))
+    result = simulate_abtest(
+        a.data.labels, a.data.offsets, a.scores, b.scores, click_model(a),
+        sessions_per_day=sessions_per_day, traffic_share=traffic_share, days=days, seed=seed, strata=strata,
+    )  # fmt: skip
+    return LoadedAbTest(result, a, b, split, store)
+
+
+def log_abtest(loaded: LoadedAbTest, *, experiment: str, markdown: str, figure: Any = None) -> str:
+    """Record the simulation as its own MLflow run (``ltr.kind=abtest``) linked to both runs
+    (``ltr.compare.run_ids``: A then B; ``ltr.compare.baseline_run_id``: A); returns its id.
+    Metrics ``abtest/ctr_a``, ``ctr_b``, ``ctr_diff`` (and its interval), ``p_value``,
+    ``days_for_power``, ``interleaving/win_rate``, ``interleaving/p_value``,
+    ``interleaving/sessions_for_power``; every number in ``comparison/comparison.json``."""
+    r = loaded.result
+    values = {
+        "abtest/ctr_a": r.ctr.a.value, "abtest/ctr_b": r.ctr.b.value, "abtest/ctr_diff": r.ctr.diff,
+        "abtest/ctr_diff_low": r.ctr.low, "abtest/ctr_diff_high": r.ctr.high, "abtest/p_value": r.ctr.p_value,
+        "abtest/sessions_for_power": r.ctr.sessions_needed, "abtest/days_for_power": r.ctr.days_needed,
+        "abtest/expected_ctr_a": r.expected_ctr_a, "abtest/expected_ctr_b": r.expected_ctr_b,
+        "interleaving/win_rate": r.interleaving.win_rate, "interleaving/p_value": r.interleaving.p_value,
+        "interleaving/sessions_for_power": r.interleaving.sessions_needed,
+    }  # fmt: skip
+    name = f"abtest {loaded.split}: {loaded.b.label} vs {loaded.a.label}"
+    return loaded.store.log_comparison(
+        experiment=experiment, run_name=name[:250], runs=[loaded.a.run, loaded.b.run], baseline=loaded.a.run,
+        split=loaded.split, metrics=["ctr"], markdown=markdown, data=r.to_dict(),
+        params={"sessions_per_day": r.sessions_per_day, "traffic_share": r.traffic_share, "days": r.days, "seed": r.seed},
+        kind="abtest", values={k: v for k, v in values.items() if np.isfinite(v)},
+        figures={"figures/power.png": figure} if figure is not None else None,
+    )  # fmt: skip
