@@ -207,7 +207,7 @@ class TrainConfig:
     # The value ``ltr train`` returns to a sweeper (maximised): a metric key the run logs, e.g.
     # valid/ndcg_at_10 or valid/ndcg_at_10/len_51_plus; None: valid/ndcg_at_<max(eval.k)>.
     # A list of keys is a multi-objective search (sweep.directions; the first key is the primary).
-    optimized_metric: Any = field(default=None, metadata=allowed(free=True, note="a metric key the run logs, or a list of two"))
+    optimized_metric: Any = field(default=None, metadata=allowed(min_len=1, note="a metric key the run logs, or a list of two"))
     data: Any = MISSING
     split: Any = MISSING
     model: ModelConfig = MISSING
