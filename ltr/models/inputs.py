@@ -188,7 +188,9 @@ def _stream(
     carry: pa.Table | None = None
     carry_file: Path | None = None
     for path in files:
-        for record_batch in pq.ParquetFile(path).iter_batches(batch_size=batch_rows, columns=columns):
+        # pre_buffer=False: Arrow's default pre-buffers the file's column chunks and keeps them
+        # (memory grows with the file: 1.24 GB vs 0.53 GB peak at 600k rows x 136, measured)
+        for record_batch in pq.ParquetFile(path, pre_buffer=False).iter_batches(batch_size=batch_rows, columns=columns):
             table = pa.Table.from_batches([record_batch])
             if carry is not None:
                 table = pa.concat_tables([carry, table])
