@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from numpy.typing import NDArray
 
+from ltr.config.choices import RerankKind
 from ltr.data.load import reader_options
 from ltr.data.ranking_data import RankingData
 from ltr.data.readers import concat_ranking_data, detect_format, read_ranking_file, widen
@@ -137,6 +138,20 @@ def split_input(run: LoggedRun, split: str) -> PredictInput:
     return PredictInput(f"the {split} split of run {run.label}", lambda: iter([data]), True, data.n_rows, None)
 
 
+def split_wide_step(run: LoggedRun) -> str | None:
+    """Why the run's ranking or measures need the whole input at once, or None: the tail of a
+    popularity feature (``tail_at_k``: a quantile of the split), ``rerank=uncertainty`` (popularity
+    ranks of the split), ``rerank.category_bins`` (quantile bins of the split)."""
+    config = run.spec.config
+    if getattr(config.data, "popularity_feature", None) is not None:
+        return f"data.popularity_feature={config.data.popularity_feature} (the tail is a quantile of the whole input)"
+    if config.rerank.kind == RerankKind.uncertainty:
+        return "rerank=uncertainty (popularity ranks of the whole input)"
+    if config.rerank.kind != RerankKind.none and config.rerank.category_bins is not None:
+        return "rerank.category_bins (quantile bins of the whole input)"
+    return None
+
+
 def _parquet_input(
     run: LoggedRun, files: list[Path], batch_rows: int, qid_column: str, label_column: str, doc_id_column: str | None
 ) -> PredictInput:
@@ -165,6 +180,12 @@ def _parquet_input(
         top = max(int(pa.compute.max(pq.read_table(p, columns=[label_column]).column(0)).as_py() or 0) for p in files)
         max_gain = largest_gain(np.array([top], dtype=np.int64), run.spec.conventions)
     columns = [qid_column, *([label_column] if labelled else []), *([doc_id_column] if doc_id_column else []), *names]
+    whole = split_wide_step(run)
+    if whole is not None and len(files) == 1:
+        log.info("scoring %s in one batch of %d rows: %s", files[0], n_rows, whole)
+        batch_rows = max(n_rows, 1)
+    elif whole is not None:
+        log.warning("%s: with %d files the run's %s is taken per file", files[0].parent, len(files), whole)
 
     def batches() -> Iterator[RankingData]:
         return _stream(files, columns, names, qid_column, label_column if labelled else None, doc_id_column, batch_rows)
