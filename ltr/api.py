@@ -101,7 +101,7 @@ def train(overrides: Sequence[str] = (), *, config_dir: str | Path | None = None
     >>> api.train(["model.num_leaves=-1", "tracking=none"])
     Traceback (most recent call last):
     ...
-    ltr.errors.LtrUserError: model.num_leaves=-1 must be >= 2
+    ltr.errors.LtrUserError: model.num_leaves=-1 is out of range: it must be >= 2 and <= 131072
     """
     cfg = compose_train(overrides, config_dir=config_dir)
     logged = [o for o in overrides if not o.lstrip("+~").startswith("hydra.")]

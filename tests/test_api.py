@@ -64,7 +64,7 @@ def test_readme_example_runs_in_under_15_lines(tmp_path: Path, monkeypatch: pyte
         (["model.num_leafs=7"], "num_leafs"),  # a typo: Hydra's "not in struct"
         (["model=lambdamart"], "lambdamart"),  # no such option
         (["model.num_leaves=3,7"], "sweep"),  # sweeps are ltr train -m's
-        (["model.num_leaves=1"], "model.num_leaves=1 must be >= 2"),  # ltr.experiment.checks
+        (["model.num_leaves=1"], "model.num_leaves=1 is out of range: it must be >= 2"),  # ltr.experiment.checks
         (["tracking.uri=file:///tmp/x"], "file stores are not supported"),
     ],
 )

@@ -49,7 +49,7 @@ def build_parser() -> OneLineParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
+    logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s", force=True)
     targets = {
         "scores": None if args.out is None else check_target(args.out, "--out"),
         "trec_run": None if args.trec_run is None else check_target(args.trec_run, "--trec-run"),

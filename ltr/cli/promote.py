@@ -31,7 +31,7 @@ def build_parser() -> OneLineParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
+    logging.basicConfig(level=logging.WARNING, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s", force=True)
     plan = plan_promotion(
         args.run, name=args.name, alias=args.alias, split=args.split, tracking_uri=args.tracking_uri,
         experiment=args.experiment, n_resamples=args.n_resamples,

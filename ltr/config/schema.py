@@ -111,7 +111,7 @@ class RerankConfig:
     """
 
     kind: RerankKind = RerankKind.none
-    alpha: float = field(default=0.3, metadata=allowed(ge=0, le=1, note="0: the model's order"))
+    alpha: float = field(default=0.3, metadata=allowed(ge=0, le=1e6, note="0: the model's order; <= 1 for diversify"))
     similarity: Similarity = Similarity.cosine
     features: list[int] | None = field(default=None, metadata=allowed(ge=0, le=INT32_MAX, min_len=1, note="0-based columns"))
     category_feature: int | None = field(default=None, metadata=allowed(ge=0, le=INT32_MAX, note="a 0-based column"))

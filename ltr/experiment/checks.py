@@ -323,6 +323,11 @@ def _check_trainer(config: TrainConfig) -> None:
 
 def _check_rerank(config: TrainConfig) -> None:
     rerank = config.rerank
+    if rerank.alpha > 1 and rerank.kind != RerankKind.uncertainty:
+        raise LtrUserError(
+            f"rerank.alpha={rerank.alpha:g} is out of range: it must be <= 1 for rerank=diversify "
+            "(score x (1 - alpha x similarity)); only rerank=uncertainty's bonus weight may exceed 1"
+        )
     if rerank.kind == RerankKind.none:
         return
     if config.data.read_by_workers:
@@ -331,7 +336,7 @@ def _check_rerank(config: TrainConfig) -> None:
             "evaluated on the Dask workers (use rerank=none, or an in-memory data option)"
         )
     if rerank.kind == RerankKind.uncertainty:
-        # rerank.alpha's range (>= 0, <= 1) is declared on the field (ltr.config.allowed)
+        # rerank.alpha's range (>= 0) is declared on the field (ltr.config.allowed): a bonus weight
         if getattr(config.data, "popularity_feature", None) is None:
             raise LtrUserError("rerank=uncertainty needs data.popularity_feature (the column of the items' popularity)")
         return
