@@ -59,9 +59,9 @@ def test_letor_cv_parent_reports_mean_and_std_over_the_five_folds(
     rows = table.set_index("key")
     for key in ("test/ndcg_at_5/len_11-50", "valid/err_at_10", "test/n_queries"):
         values = np.array([c.data.metrics[key] for c in ordered])
-        # MLflow's JSON tables keep 10 significant digits (README); the headline keys above are exact
-        assert rows.loc[key, "mean"] == pytest.approx(values.mean(), rel=1e-9, abs=1e-12)
-        assert rows.loc[key, "sd"] == pytest.approx(values.std(ddof=1), rel=1e-9, abs=1e-12)
+        # MLflow rounds JSON tables to about 10 digits (README; 9 significant here); the headline keys above are exact
+        assert rows.loc[key, "mean"] == pytest.approx(values.mean(), rel=1e-8, abs=1e-12)
+        assert rows.loc[key, "sd"] == pytest.approx(values.std(ddof=1), rel=1e-8, abs=1e-12)
     # every fold's test split is one part of MQ2008: together they hold each query once
     assert rows.loc["test/n_queries", "mean"] * 5 == sum(c.data.metrics["test/n_queries"] for c in children)
     description = parent.data.tags["mlflow.note.content"]
