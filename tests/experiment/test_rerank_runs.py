@@ -70,7 +70,7 @@ def test_online_ctr_on_click_data_is_reproducible_and_inside_its_interval(small_
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        (["rerank=diversify", "rerank.alpha=1.5"], "rerank.alpha=1.5 is out of range: it must be >= 0 and <= 1"),
+        (["rerank=diversify", "rerank.alpha=1.5"], "rerank.alpha=1.5 is out of range: it must be <= 1 for rerank=diversify"),
         (["rerank=diversify", "rerank.similarity=category"], "rerank.similarity=category needs rerank.category_feature"),
         (["rerank=diversify", "rerank.features=[]"], "rerank.features=[] has fewer than 1 item"),
         (["eval.clicks.online_sessions=-1"], "eval.clicks.online_sessions=-1 is out of range: it must be >= 0"),
