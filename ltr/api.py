@@ -121,6 +121,8 @@ def evaluate(
     ties: str | None = None,
     zero_idcg: str | None = None,
     rel_threshold: int | None = None,
+    discount: str | None = None,
+    discount_base: float | None = None,
     err_max_grade: int | None = None,
     strata: Sequence[int] = DEFAULT_STRATA,
     missing_topics: str = "empty",
@@ -137,6 +139,8 @@ def evaluate(
     k : cut-offs (distinct, 1 to 1,000,000)
     preset : ``"trec_eval"``, ``"lightgbm"`` or ``"sklearn"``: a peer's conventions, which
         ``gain``, ``label_gain``, ``ties``, ``zero_idcg`` and ``rel_threshold`` then override
+    discount, discount_base : ``"log2_rank_plus_1"`` (default) or ``"jarvelin"`` with its base
+        (default 2), as ``--discount`` / ``--discount-base``
     strata : lower edges of the list-length strata, increasing from 1
     missing_topics, max_docs, err_max_grade : as ``ltr evaluate --help`` says
     per_query : also write the per-query table there (``.csv`` or ``.parquet``)
@@ -165,6 +169,9 @@ def evaluate(
     >>> result = api.evaluate(qrels=folder / "qrels", run=folder / "run", k=[1])
     >>> result.summary["ndcg_at_1"], result.summary["rr"]
     (0.0, 0.5)
+    >>> classic = api.evaluate(qrels=folder / "qrels", run=folder / "run", k=[2], gain="linear", discount="jarvelin")
+    >>> round(classic.summary["ndcg_at_2"], 4)  # DCG 0 + 2/log2(2) = 2, IDCG 2 + 0 = 2
+    1.0
     >>> api.evaluate(qrels=folder / "qrels", run=folder / "run", k=[0])
     Traceback (most recent call last):
     ...
@@ -173,7 +180,7 @@ def evaluate(
     return evaluate_rankings(
         qrels=qrels, run=run, data=data, scores=scores, k=k, preset=preset, gain=gain,
         label_gain=label_gain, ties=ties, zero_idcg=zero_idcg, rel_threshold=rel_threshold,
-        err_max_grade=err_max_grade, strata=strata, missing_topics=missing_topics,
+        discount=discount, discount_base=discount_base, err_max_grade=err_max_grade, strata=strata, missing_topics=missing_topics,
         max_docs=max_docs, per_query=per_query,
     )  # fmt: skip
 
