@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
+import time
+import urllib.request
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 
 def stop_process_group(proc: subprocess.Popen[Any], *, timeout: float = 20) -> None:
@@ -16,3 +22,27 @@ def stop_process_group(proc: subprocess.Popen[Any], *, timeout: float = 20) -> N
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=timeout)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_http(url: str, proc: subprocess.Popen[Any], *, log: Path | None = None, timeout: float = 120) -> None:
+    """Poll ``url`` until it answers 200; fail (with the end of ``log``) if ``proc`` exits or
+    ``timeout`` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            detail = log.read_text()[-2000:] if log is not None and log.exists() else ""
+            pytest.fail(f"nothing answered at {url}: {detail}")
+        time.sleep(0.5)

@@ -7,10 +7,8 @@ import gzip
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -25,16 +23,10 @@ from ltr.models.inputs import split_input
 from ltr.models.logged import load_run
 from ltr.models.predict import predict_input
 from tests.conftest import SHARED_DATA, compose_train
-from tests.processes import stop_process_group
+from tests.processes import free_port, stop_process_group, wait_for_http
 
 MQ2008 = SHARED_DATA / "mq2008"
 DEBUG = ["debug=default", "fit.show_progress=false"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _qrels_of(letor_gz: Path, out: Path) -> None:
@@ -126,25 +118,17 @@ def test_mlflow_models_serve_answers_with_ltr_predicts_scores(tmp_path: Path) ->
     data = next(split_input(run, "test").batches())
     expected = predict_input(run, split_input(run, "test"), keep=True).model_scores
     frame = pd.DataFrame(data.features.astype(np.float64), columns=run.feature_names)
-    port = _free_port()
+    port = free_port()
     # mlflow models serve starts uvicorn from PATH: the environment's bin folder, as when activated
     env = {**os.environ, "MLFLOW_TRACKING_URI": uri, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    log = (tmp_path / "serve.log").open("w")  # a file, not a pipe nobody reads (it could fill)
     server = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "models", "serve", "-m", "models:/served@champion", "--env-manager", "local",
          "-h", "127.0.0.1", "-p", str(port), "-w", "1"],
-        env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+        env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/ping", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                assert server.poll() is None, "mlflow models serve exited"
-                assert time.monotonic() < deadline, "mlflow models serve did not answer /ping in 120 s"
-                time.sleep(0.5)
+        wait_for_http(f"http://127.0.0.1:{port}/ping", server, log=tmp_path / "serve.log")
         body = json.dumps({"dataframe_split": frame.to_dict(orient="split")}).encode()
         request = urllib.request.Request(f"http://127.0.0.1:{port}/invocations", body, {"Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=60) as r:
@@ -157,3 +141,4 @@ def test_mlflow_models_serve_answers_with_ltr_predicts_scores(tmp_path: Path) ->
             assert np.array_equal(np.asarray(json.loads(r.read())["predictions"], dtype=np.float64), expected)
     finally:
         stop_process_group(server)
+        log.close()

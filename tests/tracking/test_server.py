@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -21,38 +18,16 @@ from omegaconf import DictConfig
 from ltr.data.load import load_splits
 from ltr.experiment import run as pipeline
 from ltr.training.local import fit_ranker
-from tests.processes import stop_process_group
+from tests.processes import free_port, stop_process_group, wait_for_http
 
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_for_health(url: str, proc: subprocess.Popen[bytes], log: Path | None = None) -> None:
-    """Poll ``url/health`` until it answers 200; fail if the process dies or 120 s pass."""
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            detail = log.read_text()[-2000:] if log is not None else ""
-            pytest.fail(f"no MLflow server answered at {url}: {detail}")
-        time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real MLflow server; its whole process group (uvicorn workers, job runners) is stopped after."""
     root = tmp_path_factory.mktemp("server")
-    port = _free_port()
+    port = free_port()
     log_file = (root / "server.log").open("w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
@@ -65,7 +40,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_for_health(url, proc, root / "server.log")
+        wait_for_http(f"{url}/health", proc, log=root / "server.log")
         yield url
     finally:
         stop_process_group(proc)
