@@ -9,11 +9,13 @@ at all. The work is :mod:`ltr.models`; this module parses and prints.
 
 from __future__ import annotations
 
+import argparse
 import logging
 import re
 from pathlib import Path
 
 from ltr.cli.args import OneLineParser
+from ltr.cli.console_log import console_logging
 from ltr.errors import LtrUserError
 from ltr.experiment.report import print_table, summary_rows
 from ltr.models.inputs import DEFAULT_BATCH_ROWS, open_input, split_input
@@ -49,7 +51,11 @@ def build_parser() -> OneLineParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s", force=True)
+    with console_logging(logging.INFO):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     targets = {
         "scores": None if args.out is None else check_target(args.out, "--out"),
         "trec_run": None if args.trec_run is None else check_target(args.trec_run, "--trec-run"),

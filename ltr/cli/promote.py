@@ -9,10 +9,12 @@ runs without a logged model are refused. The work is :mod:`ltr.models.promote`.
 
 from __future__ import annotations
 
+import argparse
 import logging
 
 from ltr.cli.args import OneLineParser
 from ltr.cli.compare import print_terminal
+from ltr.cli.console_log import console_logging
 from ltr.models.promote import apply_promotion, plan_promotion
 
 
@@ -31,7 +33,11 @@ def build_parser() -> OneLineParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s", force=True)
+    with console_logging(logging.WARNING):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     plan = plan_promotion(
         args.run, name=args.name, alias=args.alias, split=args.split, tracking_uri=args.tracking_uri,
         experiment=args.experiment, n_resamples=args.n_resamples,

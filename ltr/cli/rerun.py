@@ -11,6 +11,7 @@ per-stratum comparison of ``ltr compare``.
 
 from __future__ import annotations
 
+import argparse
 import logging
 import math
 import sys
@@ -19,6 +20,7 @@ from omegaconf import OmegaConf
 
 from ltr.cli.args import OneLineParser
 from ltr.cli.compare import print_terminal
+from ltr.cli.console_log import console_logging
 from ltr.compare.loading import load_comparison
 from ltr.config.compose import compose_train
 from ltr.errors import LtrUserError
@@ -64,7 +66,11 @@ def build_parser() -> OneLineParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_intermixed_args(argv)
-    logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
+    with console_logging(logging.INFO):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     store = RunStore(find_tracking_uri(args.tracking_uri))
     source = store.resolve(args.run, experiment=args.experiment)
     experiment = store.client.get_experiment(source.experiment_id).name
