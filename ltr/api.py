@@ -41,6 +41,7 @@ from numpy.typing import ArrayLike
 from ltr.compare.comparison import Comparison
 from ltr.compare.loading import load_comparison
 from ltr.config.compose import compose_train
+from ltr.config.schema import TrainerConfig
 from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
 from ltr.experiment.external import DEFAULT_STRATA, RankingEvaluation, evaluate_rankings
@@ -48,6 +49,7 @@ from ltr.experiment.run import RunOutcome
 from ltr.models.inputs import DEFAULT_BATCH_ROWS, open_input, split_input
 from ltr.models.logged import LoggedRun
 from ltr.models.logged import load_run as load_logged_run
+from ltr.models.on_workers import dask_input
 from ltr.models.predict import Prediction, predict_input
 
 __all__ = [
@@ -55,6 +57,7 @@ __all__ = [
     "Prediction",
     "RankingEvaluation",
     "RunOutcome",
+    "TrainerConfig",
     "compare",
     "evaluate",
     "load_run",
@@ -293,6 +296,7 @@ def predict(
     qid_column: str | None = None,
     label_column: str | None = None,
     doc_id_column: str | None = None,
+    dask: TrainerConfig | None = None,
 ) -> Prediction:
     """Score data with a run's model, ranked as the run ranked: ``ltr predict`` from Python.
 
@@ -303,6 +307,9 @@ def predict(
         ``split``
     split : ``"train"``, ``"valid"`` or ``"test"``: the run's own split, made again from its config
     format, batch_rows, qid_column, label_column, doc_id_column : as ``ltr predict --help``
+    dask : score the Parquet files of ``data`` on Dask workers, one task per file (``ltr predict
+        --dask``): a cluster as ``TrainerConfig(kind="dask", n_workers=2)`` or
+        ``scheduler_address=...`` describes it; None: in this process
 
     Returns
     -------
@@ -331,10 +338,15 @@ def predict(
     if (data is None) == (split is None):
         raise LtrUserError("give data (files) or split (the run's own), one of them")
     logged = run if isinstance(run, LoggedRun) else load_run(run, tracking_uri=tracking_uri, experiment=experiment)
+    paths = [data] if isinstance(data, str | Path) else list(data or [])
+    if dask is not None:
+        if split is not None:
+            raise LtrUserError("dask scores data files (Parquet partitions); a split is scored in this process")
+        workers = dask_input(logged, paths, dask, qid_column=qid_column, label_column=label_column, doc_id_column=doc_id_column)
+        return workers.predict(keep=True)
     if split is not None:
         source = split_input(logged, split)
     else:
-        paths = [data] if isinstance(data, str | Path) else list(data or [])
         source = open_input(
             logged, paths, fmt=format, batch_rows=batch_rows, qid_column=qid_column,
             label_column=label_column, doc_id_column=doc_id_column,

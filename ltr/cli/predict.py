@@ -2,7 +2,7 @@
 
 RUN is a run id, id prefix or run name (as ``ltr compare`` takes it). The model is the run's (the
 trees up to its best round); the data is read with the readers and checks of ``ltr train``
-(Parquet streamed in batches of whole queries); the run's ranking step (re-ranking) is applied;
+(Parquet streamed in batches of whole queries, or with ``--dask`` one task per file on Dask workers); the run's ranking step (re-ranking) is applied;
 with labels in the data the run's stratified table is printed. Outputs are written whole or not
 at all. The work is :mod:`ltr.models`; this module parses and prints.
 """
@@ -16,10 +16,13 @@ from pathlib import Path
 
 from ltr.cli.args import OneLineParser
 from ltr.cli.console_log import console_logging
+from ltr.config.choices import TrainerKind
+from ltr.config.schema import TrainerConfig
 from ltr.errors import LtrUserError
 from ltr.experiment.report import print_table, summary_rows
 from ltr.models.inputs import DEFAULT_BATCH_ROWS, open_input, split_input
-from ltr.models.logged import load_run
+from ltr.models.logged import LoggedRun, load_run
+from ltr.models.on_workers import dask_input
 from ltr.models.outputs import PredictionFiles, check_target
 from ltr.models.predict import predict_input
 
@@ -44,6 +47,13 @@ def build_parser() -> OneLineParser:
     parser.add_argument("--qid-column", default=None, help="Parquet/CSV query id column (default: the run's, else qid)")
     parser.add_argument("--label-column", default=None, help="Parquet/CSV label column (default: the run's, else label)")
     parser.add_argument("--doc-id-column", default=None, help="Parquet/CSV document id column, for the TREC run's docnos")
+    parser.add_argument(
+        "--dask", action="store_true",
+        help="score the Parquet files of --data on Dask workers, one task per file (a folder of whole-query partitions)",
+    )
+    parser.add_argument("--workers", type=int, default=None, help="with --dask: workers of the LocalCluster (default: the run's trainer.n_workers, else 2)")
+    parser.add_argument("--threads-per-worker", type=int, default=None, help="with --dask: threads per worker (default: the run's, else 1)")
+    parser.add_argument("--scheduler", default=None, metavar="ADDRESS", help="with --dask: a running scheduler (tcp://host:8786) instead of a LocalCluster")
     parser.add_argument("--experiment", default="ltr", help="experiment of a run name (default: ltr)")
     parser.add_argument("--tracking-uri", default=None, help="the store (default: $LTR_TRACKING_URI, $MLFLOW_TRACKING_URI, ./mlflow.db, the project root's mlflow.db)")
     return parser
@@ -61,12 +71,26 @@ def _run(args: argparse.Namespace) -> int:
         "trec_run": None if args.trec_run is None else check_target(args.trec_run, "--trec-run"),
         "per_query": None if args.per_query is None else check_target(args.per_query, "--per-query"),
     }
+    if not args.dask and (args.workers is not None or args.threads_per_worker is not None or args.scheduler is not None):
+        raise LtrUserError("--workers, --threads-per-worker and --scheduler go with --dask")
+    if args.dask and args.split is not None:
+        raise LtrUserError("--dask scores --data files (Parquet partitions); --split is scored in this process")
+    for option, value in (("--workers", args.workers), ("--threads-per-worker", args.threads_per_worker)):
+        if value is not None and value < 1:
+            raise LtrUserError(f"{option}={value} must be >= 1")
     if len({p.resolve() for p in targets.values() if p is not None}) < len([p for p in targets.values() if p is not None]):
         raise LtrUserError("--out, --trec-run and --per-query must name different files")
     run = load_run(args.run, tracking_uri=args.tracking_uri, experiment=args.experiment)
     for note in run.store.notes:
         print(f"ltr: {note}")
-    if args.split is not None:
+    workers = None
+    if args.dask:
+        workers = dask_input(
+            run, args.data, _trainer(run, args), qid_column=args.qid_column, label_column=args.label_column,
+            doc_id_column=args.doc_id_column,
+        )
+        source = workers.source
+    elif args.split is not None:
         source = split_input(run, args.split)
     else:
         source = open_input(
@@ -77,7 +101,7 @@ def _run(args: argparse.Namespace) -> int:
         raise LtrUserError("--per-query needs labels in the data (a label column): there is nothing to evaluate")
     tag = re.sub(r"\s+", "_", f"ltr-{run.record.short_id}")
     with PredictionFiles(**targets, tag=tag) as files:
-        prediction = predict_input(run, source, sink=files)
+        prediction = workers.predict(sink=files) if workers is not None else predict_input(run, source, sink=files)
         written = files.finish(prediction)
     spec = run.spec
     if prediction.summary:
@@ -95,3 +119,15 @@ def _run(args: argparse.Namespace) -> int:
         + "".join(f"; wrote {p}" for p in written)
     )
     return 0
+
+
+def _trainer(run: LoggedRun, args: argparse.Namespace) -> TrainerConfig:
+    """The cluster of ``--dask``: the options given, else the run's Dask settings, else 2 x 1."""
+    logged = run.spec.config.trainer
+    dask_run = str(logged.kind) == "dask"
+    return TrainerConfig(
+        kind=TrainerKind.dask,
+        scheduler_address=args.scheduler,
+        n_workers=args.workers or (int(logged.n_workers) if dask_run else 2),
+        threads_per_worker=args.threads_per_worker or (int(logged.threads_per_worker) if dask_run else 1),
+    )

@@ -57,7 +57,7 @@ class PredictInput:
     streamed: bool = False
 
 
-def _parquet_files(paths: Sequence[Path]) -> list[Path]:
+def parquet_files(paths: Sequence[Path]) -> list[Path]:
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
@@ -70,6 +70,19 @@ def _parquet_files(paths: Sequence[Path]) -> list[Path]:
         else:
             raise DataError(f"data file {path} does not exist; check the path")
     return files
+
+
+def column_names(
+    run: LoggedRun, qid_column: str | None, label_column: str | None, doc_id_column: str | None
+) -> tuple[str, str, str | None]:
+    """The qid, label and document id columns: those given, else the run's data settings
+    (``data.qid_column`` ...), else ``qid`` / ``label`` / none."""
+    data_cfg = run.spec.config.data
+    return (
+        qid_column or str(getattr(data_cfg, "qid_column", "qid")),
+        label_column or str(getattr(data_cfg, "label_column", "label")),
+        doc_id_column or getattr(data_cfg, "doc_id_column", None),
+    )
 
 
 def _is_parquet(paths: Sequence[Path], fmt: str) -> bool:
@@ -99,11 +112,9 @@ def open_input(
     if not files:
         raise LtrUserError("no data given: pass --data FILE or --split test")
     data_cfg = run.spec.config.data
-    qid_column = qid_column or str(getattr(data_cfg, "qid_column", "qid"))
-    label_column = label_column or str(getattr(data_cfg, "label_column", "label"))
-    doc_id_column = doc_id_column or getattr(data_cfg, "doc_id_column", None)
+    qid_column, label_column, doc_id_column = column_names(run, qid_column, label_column, doc_id_column)
     if _is_parquet(files, fmt):
-        return _parquet_input(run, _parquet_files(files), batch_rows, qid_column, label_column, doc_id_column)
+        return _parquet_input(run, parquet_files(files), batch_rows, qid_column, label_column, doc_id_column)
     for f in files:
         if not f.is_file():
             raise DataError(f"data file {f} does not exist; check the path")
@@ -152,9 +163,23 @@ def split_wide_step(run: LoggedRun) -> str | None:
     return None
 
 
-def _parquet_input(
-    run: LoggedRun, files: list[Path], batch_rows: int, qid_column: str, label_column: str, doc_id_column: str | None
-) -> PredictInput:
+@dataclass(frozen=True)
+class ParquetPlan:
+    """What the footers and label columns of Parquet files say before any feature is read."""
+
+    #: columns to read: qid, label (when every file has it), document id, the model's features
+    columns: list[str]
+    labelled: bool
+    n_rows: int
+    #: ERR's normaliser: the largest gain of every file's labels (None without labels)
+    max_gain: float | None
+
+
+def parquet_input_plan(
+    run: LoggedRun, files: list[Path], qid_column: str, label_column: str, doc_id_column: str | None
+) -> ParquetPlan:
+    """Check every file's columns against the model's feature names (one line naming the file and
+    the first missing column) and read the label columns for ERR's normaliser."""
     names = run.feature_names
     n_rows = 0
     labelled = True
@@ -180,18 +205,44 @@ def _parquet_input(
         top = max(int(pa.compute.max(pq.read_table(p, columns=[label_column]).column(0)).as_py() or 0) for p in files)
         max_gain = largest_gain(np.array([top], dtype=np.int64), run.spec.conventions)
     columns = [qid_column, *([label_column] if labelled else []), *([doc_id_column] if doc_id_column else []), *names]
+    return ParquetPlan(columns, labelled, n_rows, max_gain)
+
+
+def whole_input_warning(run: LoggedRun, files: list[Path]) -> str | None:
+    """Why the run's ranking needs the whole input (:func:`split_wide_step`) when it is split over
+    several files, each then taken on its own (logged as a warning); None otherwise."""
     whole = split_wide_step(run)
-    if whole is not None and len(files) == 1:
-        log.info("scoring %s in one batch of %d rows: %s", files[0], n_rows, whole)
-        batch_rows = max(n_rows, 1)
-    elif whole is not None:
+    if whole is not None and len(files) > 1:
         log.warning("%s: with %d files the run's %s is taken per file", files[0].parent, len(files), whole)
+    return whole
+
+
+def _parquet_input(
+    run: LoggedRun, files: list[Path], batch_rows: int, qid_column: str, label_column: str, doc_id_column: str | None
+) -> PredictInput:
+    plan = parquet_input_plan(run, files, qid_column, label_column, doc_id_column)
+    names = run.feature_names
+    whole = whole_input_warning(run, files)
+    if whole is not None and len(files) == 1:
+        log.info("scoring %s in one batch of %d rows: %s", files[0], plan.n_rows, whole)
+        batch_rows = max(plan.n_rows, 1)
+    label = label_column if plan.labelled else None
 
     def batches() -> Iterator[RankingData]:
-        return _stream(files, columns, names, qid_column, label_column if labelled else None, doc_id_column, batch_rows)
+        return _stream(files, plan.columns, names, qid_column, label, doc_id_column, batch_rows)
 
     described = f"{len(files)} Parquet file{'s' if len(files) > 1 else ''} ({files[0]}{' ...' if len(files) > 1 else ''})"
-    return PredictInput(described, batches, labelled, n_rows, max_gain, streamed=True)
+    return PredictInput(described, batches, plan.labelled, plan.n_rows, plan.max_gain, streamed=True)
+
+
+def read_whole_file(
+    path: Path, columns: list[str], names: list[str], qid_column: str, label_column: str | None, doc_id_column: str | None
+) -> RankingData:
+    """One Parquet file of whole queries as one batch (the columns of a :class:`ParquetPlan`)."""
+    table = pq.ParquetFile(path, pre_buffer=False).read(columns=columns)
+    if table.num_rows == 0:
+        raise DataError(f"{path} holds no rows")
+    return _batch(table, names, qid_column, label_column, doc_id_column, set(), path)
 
 
 def _stream(

@@ -14,12 +14,14 @@ every batch, so a table built batch by batch equals the table of the whole input
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import lightgbm as lgb
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
@@ -29,6 +31,7 @@ from ltr.data.ranking_data import RankingData
 from ltr.errors import DataError
 from ltr.experiment.evaluation import split_summary
 from ltr.experiment.sources import rank_split
+from ltr.experiment.spec import ExperimentSpec
 from ltr.models.inputs import PredictInput
 from ltr.models.logged import LoggedRun
 
@@ -81,7 +84,49 @@ class Prediction:
         return np.concatenate([b.scores for b in self.batches]) if self.batches else np.empty(0)
 
 
-def check_width(run: LoggedRun, data: RankingData, where: str) -> NDArray[np.float32]:
+class RunModel(Protocol):
+    """What scoring needs of a run: its model (the best round's trees), its checked settings and
+    a label for messages (a :class:`LoggedRun`, or its picklable :class:`ShippedModel`)."""
+
+    @property
+    def booster(self) -> lgb.Booster: ...
+
+    @property
+    def spec(self) -> ExperimentSpec: ...
+
+    @property
+    def n_features(self) -> int: ...
+
+    @property
+    def label(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class ShippedModel:
+    """A run's model and settings without its store: what a Dask worker receives (the model as
+    LightGBM's text, made into a booster once per object)."""
+
+    model_text: str
+    spec: ExperimentSpec
+    label: str
+
+    @functools.cached_property
+    def booster(self) -> lgb.Booster:
+        return lgb.Booster(model_str=self.model_text)
+
+    @property
+    def n_features(self) -> int:
+        return int(self.booster.num_feature())
+
+    def __getstate__(self) -> dict[str, object]:
+        return {k: v for k, v in self.__dict__.items() if k != "booster"}  # the text travels, not the booster
+
+    @classmethod
+    def of(cls, run: LoggedRun) -> ShippedModel:
+        return cls(run.booster.model_to_string(num_iteration=-1), run.spec, run.label)
+
+
+def check_width(run: RunModel, data: RankingData, where: str) -> NDArray[np.float32]:
     """``data``'s features as the model's columns: fewer columns (a sparse text file whose last
     features are absent) are padded with zeros, more are refused in one line."""
     width = run.n_features
@@ -97,7 +142,7 @@ def check_width(run: LoggedRun, data: RankingData, where: str) -> NDArray[np.flo
 
 
 def score_batch(
-    run: LoggedRun, data: RankingData, *, labelled: bool, max_gain: float | None = None, where: str = "the data"
+    run: RunModel, data: RankingData, *, labelled: bool, max_gain: float | None = None, where: str = "the data"
 ) -> ScoredBatch:
     """The model's scores of ``data`` (whole queries), the run's ranking of them, and their
     per-query table if ``labelled``. ``max_gain``: the largest gain of the whole input (ERR's
@@ -126,7 +171,7 @@ def predict(
         yield score_batch(run, data, labelled=labelled, max_gain=max_gain, where=where)
 
 
-def summarize_batches(run: LoggedRun, scored: Iterable[ScoredBatch], *, keep: bool = False) -> Prediction:
+def summarize_batches(run: RunModel, scored: Iterable[ScoredBatch], *, keep: bool = False) -> Prediction:
     """Run every batch through, keeping the per-query tables (one row per query), and return the
     :class:`Prediction` with the stratified summary of the labelled input."""
     out = Prediction()
@@ -160,6 +205,15 @@ def predict_input(
     Each batch goes to ``sink`` as it is done; progress is logged per batch of a streamed input.
     ``keep``: also keep the scored batches in the result (memory grows with the input).
     """
+    scored = predict(run, source.batches(), labelled=source.labelled, max_gain=source.max_gain, where=source.description)
+    return collect(run, scored, source, sink=sink, keep=keep)
+
+
+def collect(
+    run: RunModel, scored: Iterable[ScoredBatch], source: PredictInput, *, sink: BatchSink | None = None, keep: bool = False
+) -> Prediction:
+    """Take scored batches of ``source`` (scored here, or on Dask workers) to ``sink`` in order,
+    logging progress for a streamed input, and summarise them (:func:`summarize_batches`)."""
     t0 = time.perf_counter()
     done = 0
 
@@ -173,7 +227,6 @@ def predict_input(
                 log.info("scored %d of %d rows (%.0f %%)", done, source.n_rows, 100 * done / max(source.n_rows, 1))
             yield batch
 
-    scored = predict(run, source.batches(), labelled=source.labelled, max_gain=source.max_gain, where=source.description)
     prediction = summarize_batches(run, counted(scored), keep=keep)
     prediction.seconds = time.perf_counter() - t0
     return prediction

@@ -21,6 +21,7 @@ import pytest
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
+from ltr import api
 from ltr.cli.main import main as ltr_main
 from ltr.data.query_parts import write_query_partitions
 from ltr.experiment import run as pipeline
@@ -196,3 +197,58 @@ def test_predict_refuses_bad_input_in_one_line_and_writes_nothing(
     assert "is FAILED, not FINISHED" in err[0]
 
 
+
+
+@pytest.mark.parametrize("kind", ["dask", "rerank"])
+def test_predict_on_dask_workers_writes_what_the_local_predict_writes(
+    store: tuple[str, dict[str, pipeline.RunOutcome]], kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--dask``: the run's test split in 3 whole-query files, one task per file on 2 workers,
+    gives the local path's files byte for byte and the run's logged test metrics bit for bit."""
+    uri, outcomes = store
+    run = load_run(kind, tracking_uri=uri)
+    parts = tmp_path / "parts"
+    write_query_partitions(next(split_input(run, "test").batches()), parts, n_partitions=3)
+    written = {}
+    for mode in ("local", "dask"):
+        files = {name: tmp_path / f"{mode}.{name}" for name in ("scores", "run", "pq")}
+        args = ["predict", kind, "--data", str(parts), "--out", str(files["scores"]), "--trec-run", str(files["run"]),
+                "--per-query", str(files["pq"]), "--tracking-uri", uri]
+        assert ltr_main([*args, "--dask", "--workers", "2"] if mode == "dask" else args) == 0
+        written[mode] = {name: path.read_bytes() for name, path in files.items()}
+    printed = capsys.readouterr()
+    assert "on Dask workers" in " ".join(printed.out.split())
+    assert not [line for line in printed.err.splitlines() if "[distributed" in line and "[INFO]" in line]  # not progress
+    assert written["dask"]["scores"] == written["local"]["scores"]
+    assert written["dask"]["run"] == written["local"]["run"]
+    table = pd.read_parquet(tmp_path / "dask.pq")
+    pd.testing.assert_frame_equal(table, pd.read_parquet(tmp_path / "local.pq"), check_exact=True)
+    logged = pd.read_parquet(MlflowClient(uri).download_artifacts(str(outcomes[kind].run_id), "per_query/test.parquet", str(tmp_path)))
+    pd.testing.assert_frame_equal(table[logged.columns], logged, check_exact=True)
+    if kind == "dask":  # the Python API's path: the same scores
+        scored = api.predict(kind, parts, tracking_uri=uri, dask=api.TrainerConfig(n_workers=2))
+        expected = np.array([float(line) for line in written["local"]["scores"].decode().splitlines()])
+        assert np.array_equal(scored.model_scores, expected)
+
+
+def test_predict_on_dask_workers_refuses_a_query_in_two_files(
+    store: tuple[str, dict[str, pipeline.RunOutcome]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    uri, _ = store
+    path = _test_file(uri, "local", tmp_path)
+    table = pd.read_parquet(path)
+    first_qid = table["qid"].iloc[0]
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    table.to_parquet(parts / "part-00000.parquet")
+    table[table["qid"] == first_qid].to_parquet(parts / "part-00001.parquet")
+    out = tmp_path / "scores.txt"
+    code = ltr_main(["predict", "local", "--dask", "--data", str(parts), "--out", str(out), "--tracking-uri", uri])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert err == [f"ltr: error: qid {first_qid} is in {parts / 'part-00000.parquet'} and in {parts / 'part-00001.parquet'}: each query's rows must sit in one file"]
+    assert not out.exists()
+    assert not list(tmp_path.glob(".scores.txt.tmp-*"))
+    code = ltr_main(["predict", "local", "--workers", "2", "--data", str(parts), "--tracking-uri", uri])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == "ltr: error: --workers, --threads-per-worker and --scheduler go with --dask"
