@@ -131,6 +131,7 @@ def evaluate(
     missing_topics: str = "empty",
     max_docs: int | None = None,
     per_query: str | Path | None = None,
+    measures: Sequence[str] | None = None,
 ) -> RankingEvaluation:
     """Evaluate rankings made elsewhere: ``ltr evaluate`` from Python.
 
@@ -147,6 +148,8 @@ def evaluate(
     strata : lower edges of the list-length strata, increasing from 1
     missing_topics, max_docs, err_max_grade : as ``ltr evaluate --help`` says
     per_query : also write the per-query table there (``.csv`` or ``.parquet``)
+    measures : the measures to compute and report, e.g. ``["ndcg", "p"]`` (``--measure``; names
+        in ``ltr.experiment.external.MEASURE_NAMES``; default all), each value as in the full set
 
     Returns
     -------
@@ -184,7 +187,7 @@ def evaluate(
         qrels=qrels, run=run, data=data, scores=scores, k=k, preset=preset, gain=gain,
         label_gain=label_gain, ties=ties, zero_idcg=zero_idcg, rel_threshold=rel_threshold,
         discount=discount, discount_base=discount_base, err_max_grade=err_max_grade, strata=strata, missing_topics=missing_topics,
-        max_docs=max_docs, per_query=per_query,
+        max_docs=max_docs, per_query=per_query, measures=measures,
     )  # fmt: skip
 
 

@@ -1,4 +1,7 @@
-"""Errors a user can fix: the CLI prints them as one line and exits non-zero, without a traceback."""
+"""Errors a user can fix: the CLI prints them as one line and exits non-zero, without a traceback.
+
+And :class:`Terminated`, which a stop signal raises (here, not in :mod:`ltr.tracking.lifecycle`
+where it is used, so that ``ltr``'s dispatcher catches it without importing the tracking code)."""
 
 from __future__ import annotations
 
@@ -9,3 +12,7 @@ class LtrUserError(Exception):
 
 class DataError(LtrUserError):
     """A data file or data configuration cannot be used as given."""
+
+
+class Terminated(BaseException):
+    """Raised by ``ltr``'s SIGTERM handler so a run ends KILLED, like Ctrl-C (exit 143)."""

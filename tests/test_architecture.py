@@ -33,7 +33,7 @@ LEVELS = {
 
 #: Modules a function may import lazily, and why (README "Imports"); any other import is at the top.
 LAZY_ALLOWED = {
-    "ltr.cli": "the dispatcher imports a verb's module when it runs, so `ltr --help` stays fast",
+    "ltr.cli": "the dispatcher imports a verb's module when it runs, and the sweep callback its parent run's, so `ltr --help` stays fast",
     "ltr.dask": "the dask extra is optional",
     "dask": "the dask extra is optional",
     "distributed": "the dask extra is optional",
@@ -58,6 +58,9 @@ LAZY_ALLOWED = {
     "optuna": "searches only: every `ltr train` job imports ltr.sweeper.link, a search's job needs Optuna",
     "ltr.sweeper.search": "searches only: the Optuna sweeper's setting checks import Optuna",
     "ltr.tracking.runs": "a named baseline run is read from the store, with MLflow",
+    "lightgbm": "the config checks ask LightGBM for its parameter names only when model.params has keys",
+    "ltr.training.local": "the config checks import LightGBM only for the rules that need the data",
+    "ltr.experiment.run": "ltr train imports the run (LightGBM, MLflow, pandas) once the config is checked",
 }
 
 

@@ -11,6 +11,7 @@ Examples
 
     ltr evaluate --qrels qrels.txt --run run.txt --preset trec_eval --k 10 --k 100
     ltr evaluate --data test.txt --scores preds.txt --ties average --json
+    ltr evaluate --qrels qrels.txt --run run.txt --preset trec_eval --measure ndcg --json
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from ltr.cli.args import OneLineParser
-from ltr.experiment.external import MAX_K, evaluate_rankings
+from ltr.experiment.external import MAX_K, MEASURE_NAMES, evaluate_rankings
 from ltr.metrics import PRESETS, Strata
 from ltr.metrics.conventions import DISCOUNTS, GAINS, TIES, ZERO_IDCG
 from ltr.metrics.idcg_report import low_idcg_note
-from ltr.metrics.measures import table_measures, trec_eval_name
+from ltr.metrics.measures import Measure, trec_eval_name
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,6 +77,15 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         action="append",
         help=f"cut-off 1..{MAX_K:,}, repeatable (default 5 and 10)",
+    )
+    conv.add_argument(
+        "--measure",
+        action="append",
+        metavar="NAME",
+        help=f"a measure to compute and show, repeatable or comma-separated: {', '.join(MEASURE_NAMES)} "
+        "(each at every --k; rr and ap also over the whole list). Default: all. Values are the "
+        "same as in the full table; without ap, AP over the whole list (the one measure that may "
+        "sort a whole list) is not computed. trec_eval -m ndcg_cut.5,10 is --measure ndcg --k 5 --k 10",
     )
     conv.add_argument(
         "--gain",
@@ -150,22 +160,25 @@ def main(argv: list[str] | None = None) -> int:
         missing_topics=args.missing_topics,
         max_docs=args.max_docs,
         per_query=args.per_query,
+        measures=args.measure,
     )
     if args.json:
         print(json.dumps(result.summary, indent=2, allow_nan=False))
     else:
-        _print_table(result.summary, list(result.ks), result.strata, result.conventions.describe(), args.preset)
+        _print_table(result.summary, result.table_measures(), result.strata, result.conventions.describe(), args.preset)
         if result.counts:
             print(", ".join(f"{k} {v}" for k, v in result.counts.items()))
-        note = low_idcg_note(result.table, max(result.ks))
-        if note:
-            print(note)
+        k = max(result.ks)
+        if {f"idcg_at_{k}", f"ndcg_at_{k}", f"err_at_{k}"} <= set(result.table.columns):
+            note = low_idcg_note(result.table, k)
+            if note:
+                print(note)
     return 0
 
 
 def _print_table(
     summary: dict[str, float | None],
-    ks: list[int],
+    measures: list[Measure],
     strata: Strata,
     conv: dict[str, Any],
     preset: str | None,
@@ -192,7 +205,7 @@ def _print_table(
         f"{summary['n_queries']:.0f}",
         *(f"{summary[f'n_queries/{k}']:.0f}" for k in keys),
     )
-    for m in table_measures(ks):
+    for m in measures:
         cells = [_fmt(summary.get(m.key))] + [_fmt(summary.get(f"{m.key}/{k}")) for k in keys]
         peer = trec_eval_name(m) if preset == "trec_eval" else None
         table.add_row(m.display if peer is None else f"{m.display} ({peer})", *cells)

@@ -10,8 +10,7 @@ import difflib
 import sys
 import unicodedata
 
-from ltr.errors import LtrUserError
-from ltr.tracking.lifecycle import Terminated
+from ltr.errors import LtrUserError, Terminated
 
 VERBS = ("train", "rerun", "predict", "promote", "evaluate", "compare", "abtest", "exposure", "labels", "cache", "partition", "ui", "completion")
 EXIT_USER_ERROR = 2

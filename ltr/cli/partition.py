@@ -88,8 +88,8 @@ from ltr.data.ranking_data import RankingData
 from ltr.data.readers import FORMATS, detect_format, read_split_files
 from ltr.data.splits import check_fractions, holdout_queries, split_queries
 from ltr.data.validate import check_split_set
-from ltr.errors import DataError, LtrUserError
-from ltr.tracking.lifecycle import Terminated, signals_deferred
+from ltr.errors import DataError, LtrUserError, Terminated
+from ltr.tracking.lifecycle import signals_deferred
 from ltr.tracking.store import fsync_path
 
 SPLITS = ("train", "valid", "test")

@@ -17,7 +17,6 @@ if Hydra never calls back).
 
 from __future__ import annotations
 
-import atexit
 import copy
 import logging
 from pathlib import Path
@@ -25,19 +24,11 @@ from typing import Any
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+from omegaconf import DictConfig, open_dict, read_write
 
 from ltr.errors import LtrUserError
 from ltr.experiment.checks import check_config
-from ltr.experiment.cv import cv_columns, cv_frame, cv_headline, cv_metrics, cv_table
-from ltr.experiment.record import headline_keys, override_key, short_overrides, shown_overrides
 from ltr.experiment.spec import ExperimentSpec
-from ltr.experiment.sweep_tradeoffs import summarise_tradeoffs
-from ltr.sweeper.record import check_sweep, record_search
-from ltr.tracking import RunStatus, make_tracker
-from ltr.tracking.gitinfo import source_tags
-from ltr.tracking.lifecycle import end_run
-from ltr.tracking.sweep_summary import SweepSummary, child_runs, child_summary
 
 log = logging.getLogger(__name__)
 
@@ -78,19 +69,6 @@ def varying_keys(config: DictConfig) -> list[str]:
     params = config.hydra.sweeper.get("params") or {}
     keys += [str(k) for k in params if str(k) not in keys]
     return keys
-
-
-def sweep_name(config: DictConfig, varying: list[str]) -> str:
-    """A sweep's parent run name: what it varies first (``num_leaves=7,15``, the
-    ``hydra.sweeper.params`` as ``key=values``; ``varying``: :func:`varying_keys`), then its other
-    shown overrides, shortened as job names are; the MLflow UI cuts names short, so the part
-    that tells sweeps apart leads."""
-    shown = shown_overrides(config.hydra.overrides.task)
-    varied = [o for o in shown if override_key(o) in set(varying)]
-    params = config.hydra.sweeper.get("params") or {}
-    searched = [f"{key}={value}" for key, value in params.items() if not any(o.startswith(f"{key}=") for o in varied)]
-    rest = [o for o in shown if o not in varied]
-    return " ".join(short_overrides([*varied, *searched, *rest])) or "sweep"
 
 
 def varying_keys_for(sweep_dir: str | Path) -> list[str] | None:
@@ -174,164 +152,23 @@ def job_spec(config: DictConfig) -> ExperimentSpec:
     return check_config(task)
 
 
-def open_sweep_store(config: DictConfig) -> Any:
-    """The tracker of a sweep's parent run, checked once before the first job (the tracking URI
-    and the store do not depend on the swept values); a refused one refuses the whole sweep."""
-    try:
-        return make_tracker(True, config.tracking.uri, config.tracking.experiment)
-    except LtrUserError as exc:
-        raise SweepEnded(2, f"ltr: error: the sweep is refused before its first job: {exc}") from None
-
-
-def children_objective(tracker: Any) -> str:
-    """The ``optimized_metric`` param of the current run's first child that logged one, or ""."""
-    for run in child_runs(tracker.client, tracker.experiment_id, tracker.run_id):
-        if run.data.params.get("optimized_metric"):
-            return str(run.data.params["optimized_metric"])
-    return ""
-
-
 class MlflowSweepCallback(Callback):
-    """Create, summarise and end the parent run of a multirun (see the module docstring)."""
+    """Hydra's callback for the parent run of a multirun (``ltr/conf/train.yaml``).
+
+    Hydra builds it for every ``ltr train``, a single run too; the work is
+    :class:`ltr.cli.sweep_parent.SweepParent`, imported when a multirun starts, so a single run,
+    ``--help`` and a config error never import MLflow, LightGBM or pandas for it."""
 
     def __init__(self) -> None:
-        self.tracker: Any = None
-        self.sweep_dir: Path | None = None
-        self.ended = False
-        self.objective = ""
-        self.spec: ExperimentSpec | None = None
+        self.parent: Any = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        sweep_dir = Path(config.hydra.sweep.dir).resolve()
-        self.sweep_dir = sweep_dir
-        try:
-            self.spec = job_spec(config)
-            self.objective = self.spec.optimized_metric
-        except LtrUserError as exc:  # the swept values may mend it: each job is checked with its own
-            log.info("the sweep's base config is refused (%s); each job is checked with its own values", exc)
-        try:
-            check_sweep(config, self.spec)
-        except LtrUserError as exc:
-            raise SweepRefused(exc) from exc
-        if not config.tracking.enabled:
-            return
-        self.tracker = open_sweep_store(config)
-        sweep_dir.mkdir(parents=True, exist_ok=True)
-        overrides = " ".join(config.hydra.overrides.task)
-        sweeper = str(config.hydra.sweeper.get("_target_", "basic")).rsplit(".", 1)[-1]
-        varying = varying_keys(config)
-        run_id = self.tracker.start_run(
-            sweep_name(config, varying),
-            {
-                "ltr.role": "sweep",
-                "ltr.sweep_id": str(sweep_dir),
-                "ltr.sweep.overrides": overrides,
-                "ltr.sweep.sweeper": sweeper,
-            }
-            | source_tags("ltr train -m"),
-        )
-        (sweep_dir / VARYING_KEYS_FILE).write_text("".join(f"{key}\n" for key in varying))
-        (sweep_dir / PARENT_ID_FILE).write_text(run_id)
-        atexit.register(self._end_if_open)
-        log.info("MLflow parent run %s for sweep %s", run_id, sweep_dir)
+        from ltr.cli.sweep_parent import SweepParent
+
+        self.parent = SweepParent()
+        self.parent.on_multirun_start(config)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         """Summarise the parent run, then end the sweep with its exit code and one line."""
-        parent_url = best_url = None
-        if self.tracker is not None and not self.ended:
-            summary = self._summarise(completed=True)
-            parent_url = self.tracker.run_url()
-            best_url = self.tracker.run_url(summary.best_run_id) if summary.best_run_id else None
-        outcomes = list(job_outcomes(self.sweep_dir).values()) if self.sweep_dir is not None else []
-        raise SweepEnded(sweep_exit_code(outcomes), summary_line(outcomes, parent_url=parent_url, best_url=best_url))
-
-    def _summarise(self, *, completed: bool) -> SweepSummary:
-        assert self.sweep_dir is not None
-        if not self.objective:  # the base config was refused: the children say what they optimised
-            self.objective = children_objective(self.tracker)
-        cv = self.spec is not None and bool(self.spec.config.cv.fold_key)
-        # a fold is no candidate: a CV sweep has no best run, its result is the fold means
-        summary = child_summary(self.tracker, self.objective, job_errors(self.sweep_dir), pick_best=not cv)
-        if self.spec is not None and not cv:  # pruned and infeasible jobs are never the best (ltr.sweeper.record)
-            summary = record_search(self.tracker, self.spec, self.sweep_dir, summary)
-        metrics: dict[str, float] = {"sweep/n_jobs": summary.n_jobs, "sweep/n_failed": summary.n_failed}
-        if summary.best_value is not None:
-            metrics[f"sweep/best/{self.objective}"] = summary.best_value
-        self.tracker.log_metrics(metrics)
-        tags = {"ltr.sweep.best_run_id": summary.best_run_id or ""} if not cv else {}
-        assert self.sweep_dir is not None
-        optuna_results = self.sweep_dir / "optimization_results.yaml"
-        if optuna_results.exists():
-            results = OmegaConf.to_container(OmegaConf.load(optuna_results))
-            assert isinstance(results, dict)
-            best_params = results.get("best_params") or {}
-            self.tracker.log_params({f"best.{k}": v for k, v in best_params.items()})
-            if results.get("best_value") is not None:
-                self.tracker.log_metrics({"sweep/optuna/best_value": float(results["best_value"])})
-        self.tracker.set_tags(tags | {"mlflow.note.content": summary.markdown})
-        self.tracker.log_text(summary.markdown, "report/sweep.md")
-        print(summary.text)
-        description = summary.markdown
-        finished = child_runs(self.tracker.client, self.tracker.experiment_id, self.tracker.run_id, finished_only=True)
-        if self.spec is not None and self.spec.config.cv.fold_key:
-            description = self._summarise_folds(self.spec, self.spec.config.cv.fold_key, summary.markdown, finished)
-        elif self.spec is not None and summary.best_run_id is not None:
-            best = next((r for r in finished if r.info.run_id == summary.best_run_id), None)
-            if best is not None:  # the parent's row shows its best child's headline values
-                keys = headline_keys(self.spec, dict(best.data.metrics))
-                self.tracker.log_metrics({key: best.data.metrics[key] for key in keys if key in best.data.metrics})
-                self.tracker.show_first(keys)
-        if self.spec is not None:
-            tradeoffs = summarise_tradeoffs(self.tracker, self.spec, finished)
-            if tradeoffs:
-                self.tracker.set_tags({"mlflow.note.content": f"{tradeoffs}\n\n{description}"})
-                self.tracker.log_text(tradeoffs, "report/tradeoffs.md")
-                print(tradeoffs)
-        if summary.n_killed or not completed:
-            status = RunStatus.KILLED
-        elif summary.n_failed:
-            status = RunStatus.FAILED
-        else:
-            status = RunStatus.FINISHED
-        error = "; ".join(summary.failures) if summary.failures else None
-        if error is None and status is not RunStatus.FINISHED:
-            error = "the sweep was interrupted before all jobs ran"
-        end_run(self.tracker, status, error=error)
-        self.ended = True
-        return summary
-
-    def _summarise_folds(self, spec: ExperimentSpec, fold_key: str, summary_md: str, children: list[Any]) -> str:
-        """Mean and standard deviation over the folds (``children``: the finished child runs):
-        the headline keys' fold means under the keys themselves (``test/ndcg_at_10``) and their
-        standard deviations (``test/ndcg_at_10/sd``), the runs table's columns; every
-        per-split key's in the table artifact ``report/cv_metrics.json``. The parent's
-        description is the per-stratum table of means ± sd, then the jobs (``summary_md``):
-        returned, and printed."""
-        folds = {str(r.data.params.get(fold_key, r.info.run_id)): dict(r.data.metrics) for r in children}
-        stats = cv_metrics(folds)
-        common = set.intersection(*(set(m) for m in folds.values())) if folds else set()
-        headline = [key for key in headline_keys(spec, dict.fromkeys(common, 0.0)) if f"cv/{key}/mean" in stats]
-        self.tracker.log_metrics(cv_headline(stats, headline))
-        self.tracker.show_first(cv_columns(headline))
-        self.tracker.log_table(cv_frame(stats), "report/cv_metrics.json")
-        c = spec.conventions
-        title = (
-            f"{spec.config.model.name} on {spec.config.data.name}: mean ± sd over {len(folds)} folds "
-            f"({fold_key} = {', '.join(sorted(folds))}), test, nDCG ({c.gain} gain, ties={c.ties}, "
-            f"zero_idcg={c.zero_idcg})"
-        )
-        table = cv_table(stats, split="test", ks=spec.ks, strata=spec.strata, title=title)
-        self.tracker.log_text(table, "report/cv.md")
-        self.tracker.set_tags({"mlflow.note.content": f"{table}\n\n{summary_md}", "ltr.cv.fold_key": fold_key})
-        print(table)
-        return f"{table}\n\n{summary_md}"
-
-    def _end_if_open(self) -> None:
-        """At interpreter exit: a sweep that Hydra did not finish (a failed job, Ctrl-C) ends here."""
-        if self.tracker is None or self.ended:
-            return
-        try:
-            self._summarise(completed=False)
-        except Exception:  # the store may be gone at exit; never leave the run RUNNING silently
-            log.exception("could not summarise the sweep's parent run")
-            end_run(self.tracker, RunStatus.KILLED, error="sweep ended without a summary")
+        assert self.parent is not None
+        self.parent.on_multirun_end(config)

@@ -1,5 +1,10 @@
 """``ltr train``: Hydra composes the config, :func:`ltr.experiment.run.run` runs it.
 
+Start-up pays only for what the command uses: this module imports Hydra and the config checks
+(:mod:`ltr.experiment.checks`), not LightGBM, MLflow or pandas. The job checks the config first
+and imports the run (and with it those libraries) only for a config that passed, so
+``ltr train --help`` and a config error answer in about the time Hydra takes to compose.
+
 The job returns the run's ``optimized_metric`` (valid nDCG@max(eval.k) by default), the value
 a sweeper maximises.
 
@@ -22,10 +27,13 @@ import math
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import cast
 
 import hydra
+from hydra._internal.hydra import Hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import HydraException
 from hydra.types import RunMode
@@ -44,10 +52,10 @@ from ltr.cli.sweep_callback import (
 from ltr.config.completion import bash_script
 from ltr.config.compose import CONF_DIR, quote_non_ascii, user_message
 from ltr.config.store import register_configs
-from ltr.errors import LtrUserError
-from ltr.experiment import run as pipeline
+from ltr.errors import LtrUserError, Terminated
+from ltr.experiment.checks import check_config
 from ltr.sweeper.link import search_trial
-from ltr.tracking.lifecycle import Terminated, raise_if_stop_requested, stop_signals
+from ltr.tracking.lifecycle import raise_if_stop_requested, stop_signals
 
 
 def config_groups(conf_dir: str = CONF_DIR) -> str:
@@ -62,8 +70,35 @@ def config_groups(conf_dir: str = CONF_DIR) -> str:
     return "\n".join(lines)
 
 
+class _TextOnDemand:
+    """Text computed when ``str()`` asks for it (``string.Template`` does, for a placeholder only)."""
+
+    def __init__(self, make: Callable[[], str]) -> None:
+        self.make = make
+
+    def __str__(self) -> str:
+        return self.make()
+
+
+def _config_groups_on_demand() -> None:
+    """Hydra's help lists its config groups only where a help template says
+    ``$APP_CONFIG_GROUPS`` / ``$HYDRA_CONFIG_GROUPS``. Hydra computes both lists for every
+    ``--help`` (about 2 s: a copy of the whole config store per group); ours says
+    ``${ltr_config_groups:}`` instead, so ``ltr train --help`` computes them only for a template
+    that asks (a user's ``hydra.help.template``, ``--hydra-help``). The text is Hydra's own."""
+    original = Hydra.format_config_groups
+
+    def on_demand(self: Hydra, predicate: Callable[[str], bool], compact: bool = True) -> str:
+        return cast(str, _TextOnDemand(lambda: original(self, predicate, compact)))
+
+    if not getattr(original, "ltr_on_demand", False):
+        on_demand.ltr_on_demand = True  # type: ignore[attr-defined]
+        Hydra.format_config_groups = on_demand  # type: ignore[method-assign]
+
+
 register_configs()
 OmegaConf.register_new_resolver("ltr_config_groups", config_groups, replace=True)
+_config_groups_on_demand()
 log = logging.getLogger(__name__)
 
 
@@ -115,7 +150,10 @@ def job(cfg: DictConfig) -> float:
     if hydra_cfg.mode == RunMode.MULTIRUN:
         return _sweep_job(cfg, overrides)
     try:
-        outcome = pipeline.run(cfg, overrides=overrides)
+        spec = check_config(cfg)  # before the run's libraries load: a config error in a blink
+        from ltr.experiment.run import run as run_experiment  # LightGBM, MLflow, pandas
+
+        outcome = run_experiment(cfg, spec=spec, overrides=overrides)
     except LtrUserError as exc:
         raise _UserErrorInJob(exc) from exc
     if outcome.run_id:
@@ -135,8 +173,12 @@ def _sweep_job(cfg: DictConfig, overrides: list[str]) -> float:
     started: list[str | None] = []
     try:
         with search_trial(hydra_cfg.sweep.dir, job_num) as trial:  # an Optuna search's trial, if any
-            outcome = pipeline.run(
+            spec = check_config(cfg)
+            from ltr.experiment.run import run as run_experiment  # as in job()
+
+            outcome = run_experiment(
                 cfg,
+                spec=spec,
                 overrides=overrides,
                 parent_run_id=parent_run_id_for(hydra_cfg.sweep.dir),
                 extra_tags=sweep_tags(hydra_cfg.sweep.dir) | {"ltr.job_num": job_num},

@@ -24,9 +24,8 @@ import urllib.request
 from types import FrameType
 
 from ltr.cli.args import OneLineParser
-from ltr.errors import LtrUserError
+from ltr.errors import LtrUserError, Terminated
 from ltr.tracking import check_tracking_uri, find_tracking_uri
-from ltr.tracking.lifecycle import Terminated
 from ltr.tracking.store_lock import sqlite_db_path
 from ltr.tracking.uri import UI_PORT
 

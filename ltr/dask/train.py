@@ -44,11 +44,10 @@ from ltr.training.local import (
     TrainResult,
     lightgbm_error_text,
     lightgbm_params,
-    watchable_metrics,
-    watched_metric,
     whose,
 )
 from ltr.training.round_metric import curve_name
+from ltr.training.settings import watchable_metrics, watched_metric
 
 log = logging.getLogger(__name__)
 

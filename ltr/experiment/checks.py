@@ -5,7 +5,9 @@
 choices (``trainer.kind``, ``eval.ties``, ...) are Enums, so Hydra refuses other values while
 composing; the rules here are the ones that span fields or ranges. :func:`check_data` holds the
 few rules that need the loaded data (positions for position-bias training, labels within
-``model.label_gain``); it runs before the tracking run is started too.
+``model.label_gain``); it runs before the tracking run is started too. This module imports
+neither LightGBM nor pandas (``ltr train``'s config errors answer in a blink): the config rules
+of LightGBM's settings are :mod:`ltr.training.settings`; :func:`check_data` imports LightGBM.
 """
 
 from __future__ import annotations
@@ -38,19 +40,16 @@ from ltr.data.recipes import BUILTIN_SOURCES, check_recipe
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
 from ltr.experiment.guardrails import parse_constraints
-from ltr.experiment.rerank import diversity_measures
-from ltr.experiment.spec import Composites, ExperimentSpec
+from ltr.experiment.spec import Composites, ExperimentSpec, diversity_measures
 from ltr.metrics import Measure, MetricConventions, Strata, resolve_conventions
-from ltr.metrics.composite import check_composites, composite_ks
+from ltr.metrics.composite_rules import check_composites, composite_ks
 from ltr.metrics.measures import table_measures
-from ltr.training.local import (
-    check_lightgbm_accepts,
+from ltr.training.settings import (
     check_model_config,
-    check_position_training,
+    is_our_curve,
     watchable_metrics,
     watched_metric,
 )
-from ltr.training.round_metric import is_our_curve
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +94,13 @@ def check_config(cfg: DictConfig) -> ExperimentSpec:
 
 
 def check_data(spec: ExperimentSpec, splits: Splits | None) -> None:
-    """The rules that need the data (``splits``: the training view; None for partitioned data)."""
+    """The rules that need the data (``splits``: the training view; None for partitioned data).
+
+    Asks LightGBM itself (:func:`ltr.training.local.check_lightgbm_accepts`), so LightGBM is
+    imported here, once the data is read, not with this module: the config rules above answer
+    without it."""
+    from ltr.training.local import check_lightgbm_accepts, check_position_training
+
     model = spec.config.model
     max_label = 1
     if splits is not None:

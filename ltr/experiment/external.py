@@ -9,6 +9,7 @@ of a run (``ndcg_at_10``, ``ndcg_at_10/len_1-10``, ``n_queries``, ...).
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -23,7 +24,8 @@ from ltr.data.readers import read_ranking_file
 from ltr.data.trec import read_trec
 from ltr.errors import DataError, LtrUserError
 from ltr.metrics import MetricConventions, Strata, per_query_table, resolve_conventions, summarize
-from ltr.metrics.measures import table_measures
+from ltr.metrics.measures import Measure, table_measures
+from ltr.metrics.summary import is_metric_column
 
 #: The largest cut-off: a list is never cut deeper than its length, but the discount table is
 #: ``max(k)`` long (8 bytes each).
@@ -32,15 +34,20 @@ MAX_K = 1_000_000
 DEFAULT_STRATA = (1, 11, 51)
 #: Suffixes of a per-query table file.
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
+#: The measures ``--measure`` may ask for (each at every ``--k``; ``rr`` and ``ap`` also over the
+#: whole list), in the order reports show them.
+MEASURE_NAMES = ("ndcg", "err", "p", "recall", "ap", "rr", "dcg", "idcg")
 
 
 @dataclass(frozen=True)
 class RankingEvaluation:
     """What an evaluation of outside rankings gives.
 
-    ``summary``: every key always (a mean over no queries is None), the TREC counts included;
-    ``table``: one row per query (``qid``, the measures, the stratum); ``counts``: TREC input
-    counts (``n_run_topics_unjudged``, ...; empty for data + scores).
+    ``summary``: every key of the measures asked for always (a mean over no queries is None),
+    the counts (``n_queries``, ``no_result_rate``, ``n_skipped_zero_idcg``, the TREC input
+    counts) included; ``table``: one row per query (``qid``, list length, stratum,
+    ``n_relevant``, the measures asked for); ``counts``: TREC input counts
+    (``n_run_topics_unjudged``, ...; empty for data + scores); ``measures``: the names asked for.
     """
 
     summary: dict[str, float | None]
@@ -49,6 +56,44 @@ class RankingEvaluation:
     strata: Strata
     conventions: MetricConventions
     counts: dict[str, int] = field(default_factory=dict)
+    measures: tuple[str, ...] = MEASURE_NAMES
+
+    def table_measures(self) -> list[Measure]:
+        """The measures of the summary and table, in report order."""
+        return selected_measures(list(self.ks), self.measures)
+
+
+def selected_measures(ks: list[int], names: Sequence[str]) -> list[Measure]:
+    """The measures of :func:`ltr.metrics.measures.table_measures` whose name is in ``names``.
+
+    Examples
+    --------
+    >>> [m.display for m in selected_measures([5, 10], ["ndcg", "rr"])]
+    ['nDCG@5', 'nDCG@10', 'RR@5', 'RR@10', 'RR']
+    """
+    return [m for m in table_measures(ks) if m.name in names]
+
+
+def parse_measures(measures: Sequence[str] | str | None) -> tuple[str, ...]:
+    """The measure names asked for (``"ndcg,p"`` or a sequence), in report order; None: all.
+
+    Raises
+    ------
+    LtrUserError
+        An unknown name (with the closest known one).
+    """
+    if measures is None:
+        return MEASURE_NAMES
+    items = measures.split(",") if isinstance(measures, str) else [m for part in measures for m in str(part).split(",")]
+    names = [item.strip().lower() for item in items if item.strip()]
+    for name in names:
+        if name not in MEASURE_NAMES:
+            close = difflib.get_close_matches(name, MEASURE_NAMES, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise LtrUserError(f"--measure {name!r} is not a measure; {hint}give some of {', '.join(MEASURE_NAMES)}")
+    if not names:
+        raise LtrUserError(f"--measure: give some of {', '.join(MEASURE_NAMES)}")
+    return tuple(m for m in MEASURE_NAMES if m in names)
 
 
 def evaluate_rankings(
@@ -71,12 +116,16 @@ def evaluate_rankings(
     missing_topics: str = "empty",
     max_docs: int | None = None,
     per_query: str | Path | None = None,
+    measures: Sequence[str] | str | None = None,
 ) -> RankingEvaluation:
     """Evaluate ``run`` against ``qrels``, or ``scores`` (one per row) against ``data``.
 
     The options are ``ltr evaluate``'s (``ltr evaluate --help``); ``label_gain`` and ``strata``
     may be sequences or the command line's comma-separated text; ``per_query`` writes the
-    per-query table (``.csv`` or ``.parquet``).
+    per-query table (``.csv`` or ``.parquet``). ``measures``: names of :data:`MEASURE_NAMES`
+    (None: all); the summary and table hold those only, each value exactly what the full
+    evaluation gives, and AP over the whole list (the one measure that may sort a whole list)
+    is computed only when ``ap`` is asked for.
 
     Raises
     ------
@@ -100,6 +149,8 @@ def evaluate_rankings(
         raise LtrUserError(f"--missing-topics {missing_topics!r}: give empty, skip or error")
     parsed_strata = parse_strata(strata)
     gains = parse_label_gain(label_gain)
+    names = parse_measures(measures)
+    full_ap = "ap" in names
     try:
         conventions = resolve_conventions(
             preset, gain=gain, label_gain=gains, ties=ties, zero_idcg=zero_idcg, rel_threshold=rel_threshold,
@@ -121,17 +172,25 @@ def evaluate_rankings(
         if trec_pair is not None:
             table, counts = _evaluate_trec(
                 trec_pair[1], trec_pair[0], ks, conventions, parsed_strata,
-                missing_topics=missing_topics, max_docs=max_docs, err_max_grade=err_max_grade,
+                missing_topics=missing_topics, max_docs=max_docs, err_max_grade=err_max_grade, full_ap=full_ap,
             )  # fmt: skip
         elif data_pair is not None:
-            table = _evaluate_data(*data_pair, ks, conventions, parsed_strata, err_max_grade=err_max_grade)
+            table = _evaluate_data(
+                *data_pair, ks, conventions, parsed_strata, err_max_grade=err_max_grade, full_ap=full_ap
+            )
     except ValueError as exc:  # a convention that does not fit the data (e.g. label_gain)
         raise LtrUserError(str(exc)) from None
-    summary = _complete(summarize(table, strata=parsed_strata), table, ks, parsed_strata)
+    # summarised whole (n_skipped_zero_idcg reads the nDCG columns), then cut to the measures asked for
+    shown = selected_measures(ks, names)
+    keys = {m.key for m in shown}
+    full = summarize(table, strata=parsed_strata)
+    kept = {key: v for key, v in full.items() if not is_metric_column(key.split("/")[0]) or key.split("/")[0] in keys}
+    table = table[[c for c in table.columns if not is_metric_column(str(c))] + [m.key for m in shown]]
+    summary = _complete(kept, shown, parsed_strata)
     summary.update({key: float(value) for key, value in counts.items()})
     if per_query is not None:
         write_table(table, Path(per_query))
-    return RankingEvaluation(summary, table, tuple(ks), parsed_strata, conventions, counts)
+    return RankingEvaluation(summary, table, tuple(ks), parsed_strata, conventions, counts, names)
 
 
 def parse_strata(strata: Sequence[int] | str) -> Strata:
@@ -168,14 +227,12 @@ def parse_label_gain(label_gain: Sequence[float] | str | None) -> tuple[float, .
     return gains
 
 
-def _complete(
-    summary: dict[str, float], table: pd.DataFrame, ks: list[int], strata: Strata
-) -> dict[str, float | None]:
+def _complete(summary: dict[str, float], measures: list[Measure], strata: Strata) -> dict[str, float | None]:
     """Every key of the summary, always: a mean over no values (or not finite) is None."""
     suffixes = [*strata.keys]
     if "n_queries/len_empty" in summary:
         suffixes.append("len_empty")
-    keys = [m.key for m in table_measures(ks)]
+    keys = [m.key for m in measures]
     out: dict[str, float | None] = {}
     for key, value in summary.items():
         out[key] = value if math.isfinite(value) else None
@@ -195,13 +252,14 @@ def _evaluate_trec(
     missing_topics: str,
     max_docs: int | None,
     err_max_grade: int | None,
+    full_ap: bool = True,
 ) -> tuple[pd.DataFrame, dict[str, int]]:
     inp = read_trec(run, qrels, missing_topics=missing_topics, max_docs=max_docs)
     max_gain = _max_gain(err_max_grade, conventions, inp.labels, inp.ideal_labels)
     table = per_query_table(
         inp.labels, inp.scores, inp.offsets, inp.qids, ks=ks, conventions=conventions,
         strata=strata, ideal_labels=inp.ideal_labels, ideal_offsets=inp.ideal_offsets,
-        tie_keys=inp.tie_keys, max_gain=max_gain,
+        tie_keys=inp.tie_keys, max_gain=max_gain, full_ap=full_ap,
     )  # fmt: skip
     return table, inp.counts()
 
@@ -230,6 +288,7 @@ def _evaluate_data(
     strata: Strata,
     *,
     err_max_grade: int | None,
+    full_ap: bool = True,
 ) -> pd.DataFrame:
     if conventions.ties == "docno_desc":
         raise LtrUserError("--ties docno_desc needs docnos: use it with --qrels and --run")
@@ -246,7 +305,7 @@ def _evaluate_data(
     max_gain = _max_gain(err_max_grade, conventions, np.asarray(data.labels))
     return per_query_table(
         data.labels, values, data.offsets, data.qids, ks=ks, conventions=conventions,
-        strata=strata, max_gain=max_gain,
+        strata=strata, max_gain=max_gain, full_ap=full_ap,
     )  # fmt: skip
 
 

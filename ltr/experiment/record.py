@@ -18,9 +18,8 @@ from omegaconf import OmegaConf
 from ltr.experiment.charts import plot_feature_importance, plot_ndcg_by_stratum
 from ltr.experiment.evaluation import Evaluation, lightgbm_key, our_curves
 from ltr.experiment.report import rerank_rows, summary_rows, to_markdown
-from ltr.experiment.rerank import diversity_measures
 from ltr.experiment.sources import Scored
-from ltr.experiment.spec import ExperimentSpec
+from ltr.experiment.spec import ExperimentSpec, diversity_measures
 from ltr.metrics.plots import plot_exposure, plot_idcg_histogram
 from ltr.tracking import Tracker
 from ltr.tracking.gitinfo import code_state, source_tags

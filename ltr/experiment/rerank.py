@@ -31,13 +31,6 @@ from ltr.metrics.diversity import alpha_ndcg, category_coverage, intra_list_dive
 from ltr.rerank import diversify, order_as_scores, score_order
 
 
-def diversity_measures(cfg: RerankConfig) -> tuple[str, ...]:
-    """The diversity measures a run with this ``rerank`` config reports (none without re-ranking)."""
-    if cfg.kind in (RerankKind.none, RerankKind.uncertainty):
-        return ()
-    return ("ild",) if cfg.category_feature is None else ("ild", "coverage", "alpha_ndcg")
-
-
 @dataclass(frozen=True, slots=True)
 class Reranked:
     """One split after the re-ranking step: ``scores`` / ``model_scores`` give the final order and

@@ -67,6 +67,7 @@ class RunOutcome:
 def run(
     cfg: DictConfig,
     *,
+    spec: ExperimentSpec | None = None,
     overrides: Sequence[str] = (),
     tracker: Tracker | None = None,
     parent_run_id: str | None = None,
@@ -77,6 +78,8 @@ def run(
 ) -> RunOutcome:
     """Run one experiment described by a composed ``ltr train`` config (see the module docstring).
 
+    ``spec``: ``check_config(cfg)`` when the caller has checked it already (``ltr train``
+    checks before it imports this module), else it is checked here.
     ``varying``: the config keys a sweep varies (a job's name is its values of those keys).
     ``on_run_start``: called with the run id (None without tracking) once every check has
     passed and the run has started (an error before it is a refusal: no run exists).
@@ -84,7 +87,7 @@ def run(
     Returns the summaries and ``metrics[spec.optimized_metric]`` as the objective value.
     """
     t0 = time.perf_counter()
-    spec = check_config(cfg)
+    spec = check_config(cfg) if spec is None else spec
     trainer = TRAINERS[spec.config.trainer.kind](spec)
     tracking = spec.config.tracking
     # an unreachable server or a bad URI fails here, before the data; the store opens after it

@@ -16,7 +16,8 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from ltr.config.schema import TrainConfig
+from ltr.config.choices import RerankKind
+from ltr.config.schema import RerankConfig, TrainConfig
 from ltr.metrics import MetricConventions, Strata
 
 Composites = dict[str, dict[str, float]]
@@ -81,3 +82,10 @@ def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             out[name] = value
     return out
+
+
+def diversity_measures(cfg: RerankConfig) -> tuple[str, ...]:
+    """The diversity measures a run with this ``rerank`` config reports (none without re-ranking)."""
+    if cfg.kind in (RerankKind.none, RerankKind.uncertainty):
+        return ()
+    return ("ild",) if cfg.category_feature is None else ("ild", "coverage", "alpha_ndcg")

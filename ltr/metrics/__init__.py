@@ -89,17 +89,28 @@ the per-round curves use, skips it). Its one-time compile
 Threads: numba's (``NUMBA_NUM_THREADS`` / ``numba.set_num_threads``). Labels are read as int64
 (other integer dtypes are cast), scores as float64; gains come from a per-label lookup table,
 so labels above 1,000,000 are rejected. numba is imported on the first `per_query_table`
-call, not by ``import ltr.metrics``.
+call, not by ``import ltr.metrics``; nor is pandas: `per_query_table` and `summarize` load
+their modules on first use.
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from ltr.metrics.conventions import PRESETS, MetricConventions, resolve_conventions
 from ltr.metrics.idcg_report import IdcgReport, idcg_report
 from ltr.metrics.measures import Measure
 from ltr.metrics.strata import Strata
-from ltr.metrics.summary import summarize
-from ltr.metrics.table import per_query_table
+
+if TYPE_CHECKING:
+    from ltr.metrics.summary import summarize
+    from ltr.metrics.table import per_query_table
+
+#: The names that build or read pandas tables, imported from their module on first use (PEP 562):
+#: the rest (all ``ltr train``'s config checks read) comes without pandas. (A lazy name must not
+#: be a submodule's name: importing the submodule would bind the module in its place.)
+_WITH_PANDAS = {"summarize": "ltr.metrics.summary", "per_query_table": "ltr.metrics.table"}
 
 __all__ = [
     "PRESETS",
@@ -112,3 +123,10 @@ __all__ = [
     "resolve_conventions",
     "summarize",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``ltr.metrics.summarize`` and the other pandas-backed names of :data:`_WITH_PANDAS`."""
+    if name in _WITH_PANDAS:
+        return getattr(importlib.import_module(_WITH_PANDAS[name]), name)
+    raise AttributeError(f"module 'ltr.metrics' has no attribute {name!r}")

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
+
+if TYPE_CHECKING:  # the tables' type only: reading one needs no pandas import (ltr train's checks)
+    import pandas as pd
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +56,7 @@ def idcg_report(table: pd.DataFrame, k: int, *, bins: int = 30) -> IdcgReport:
 
     Examples
     --------
+    >>> import pandas as pd
     >>> t = pd.DataFrame({"list_len": [3, 20, 5], "idcg_at_10": [0.0, 4.5, 1.0]})
     >>> r = idcg_report(t, 10, bins=3)
     >>> r.counts.tolist(), r.share_zero, r.share_le_one, r.share_shorter_than_k
@@ -98,6 +101,7 @@ def low_idcg_note(table: pd.DataFrame, k: int, *, split: str = "") -> str | None
 
     Examples
     --------
+    >>> import pandas as pd
     >>> t = pd.DataFrame({"idcg_at_10": [1.0, 1.0, 0.0, 7.0], "ndcg_at_10": [1.0, 1.0, 0.0, 0.5],
     ...                   "err_at_10": [0.1, 0.1, 0.0, 0.4]})
     >>> print(low_idcg_note(t, 10))

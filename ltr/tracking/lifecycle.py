@@ -14,13 +14,10 @@ import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
+from ltr.errors import Terminated
 from ltr.tracking.base import RunStatus, Tracker
 
 _DEFERRED = {signal.SIGINT, signal.SIGTERM}
-
-
-class Terminated(BaseException):
-    """Raised by ``ltr``'s SIGTERM handler so a run ends KILLED, like Ctrl-C (exit 143)."""
 
 
 #: Stop signals received (SIGINT / SIGTERM), in order. A signal handler's exception can be

@@ -13,7 +13,6 @@ lambdarank: ``lgb.Dataset(position=...)``).
 
 from __future__ import annotations
 
-import difflib
 import logging
 import re
 import sys
@@ -35,7 +34,8 @@ from ltr.tracking.lifecycle import raise_if_stop_requested
 from ltr.training.binned import binned_datasets
 from ltr.training.binned_store import BinnedStore
 from ltr.training.round_hook import RoundHook, current_round_hook
-from ltr.training.round_metric import RoundNdcg, curve_name, is_our_curve
+from ltr.training.round_metric import RoundNdcg, is_our_curve
+from ltr.training.settings import check_extra_params, check_model_config, watched_metric
 
 log = logging.getLogger(__name__)
 
@@ -188,53 +188,6 @@ def _find_metric(results: list[Any] | None, data_name: str, metric: str) -> floa
     )
 
 
-RANKING_OBJECTIVES = frozenset({"lambdarank", "rank_xendcg"})
-# Set by ltr itself (from fit.* and seed); overriding them through model.params is refused.
-_RESERVED = frozenset(
-    {"num_iterations", "seed", "deterministic", "num_threads", "verbosity", "metric", "eval_at"}
-)
-
-
-def check_extra_params(params: dict[str, Any]) -> None:
-    """Refuse keys of ``model.params`` that LightGBM does not know (it only warns on typos)."""
-    known = lgb.basic._ConfigAliases._get_all_param_aliases()
-    canonical = {alias: name for name, aliases in known.items() for alias in (name, *aliases)}
-    for key in params:
-        if key not in canonical:
-            close = difflib.get_close_matches(key, canonical, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise LtrUserError(f"model.params.{key} is not a LightGBM parameter{hint}")
-        if canonical[key] in _RESERVED:
-            raise LtrUserError(
-                f"model.params.{key} is set by ltr (fit.num_boost_round, fit.num_threads, seed, eval.k); "
-                "override those settings instead"
-            )
-
-
-def check_model_config(model: ModelConfig) -> None:
-    """Refuse, before any work, an estimator / objective mismatch or an unknown LightGBM key."""
-    if model.estimator == "ranker":
-        if model.objective not in RANKING_OBJECTIVES:
-            raise LtrUserError(
-                f"model.objective={model.objective!r} is not a ranking objective "
-                f"({', '.join(sorted(RANKING_OBJECTIVES))}); for a pointwise model use model=pointwise"
-            )
-    elif model.estimator == "regressor":
-        if model.objective in RANKING_OBJECTIVES:
-            raise LtrUserError(f"model.objective={model.objective!r} needs model.estimator=ranker")
-    else:
-        raise LtrUserError(f"model.estimator={model.estimator!r} is not one of: ranker, regressor")
-    if model.position_bias and (
-        model.estimator != "ranker" or model.objective != "lambdarank"
-    ):
-        raise LtrUserError(
-            f"model.position_bias=true needs model.objective=lambdarank; {model.objective!r} ignores "
-            "the position bias (rank_xendcg accepts positions but learns no bias): use "
-            "model=lambdarank, or set model.position_bias=false"
-        )
-    check_extra_params(dict(model.params))
-
-
 def check_position_training(model: ModelConfig, splits: Splits) -> None:
     """Refuse ``model.position_bias=true`` on training data without positions (before any run)."""
     if model.position_bias and splits.train.positions is None:
@@ -327,19 +280,6 @@ class _Boosted:
     @property
     def n_rounds(self) -> int:
         return self.stopper.last_iteration + 1
-
-
-def watched_metric(fit: FitConfig, eval_at: list[int] | tuple[int, ...]) -> str:
-    """The metric early stopping watches on valid: ``fit.early_stopping_metric``, or ours at the
-    largest cut-off (``ndcg_at_10``) when it is null. ``ndcg@k`` names LightGBM's own."""
-    return fit.early_stopping_metric or curve_name(max(eval_at))
-
-
-def watchable_metrics(eval_at: list[int] | tuple[int, ...]) -> list[str]:
-    """What ``fit.early_stopping_metric`` may name with these cut-offs: ours (``ndcg_at_k``, the
-    run's conventions) at each cut-off, then LightGBM's own (``ndcg@k``)."""
-    ks = sorted({int(k) for k in eval_at})
-    return [curve_name(k) for k in ks] + [f"ndcg@{k}" for k in ks]
 
 
 def whose(metric: str) -> str:

@@ -32,21 +32,9 @@ from ltr.metrics import MetricConventions
 from ltr.metrics.summary import mean_of_known
 from ltr.metrics.table import measure_arrays
 from ltr.rerank import order_as_scores, score_order
+from ltr.training.settings import CURVE_PREFIX, PRE_RERANK_PREFIX, curve_name, is_our_curve
 
-#: Our curve names: ``ndcg_at_10`` (LightGBM names its own ``ndcg@10``).
-CURVE_PREFIX = "ndcg_at_"
-#: Our curves of the model's strict order in a re-ranked run: ``pre_rerank/ndcg_at_10``.
-PRE_RERANK_PREFIX = "pre_rerank/"
-
-
-def curve_name(k: int) -> str:
-    """Our per-round key of NDCG@k, as logged under ``iter/{split}/``."""
-    return f"{CURVE_PREFIX}{k}"
-
-
-def is_our_curve(name: str) -> bool:
-    """True for the names :class:`RoundNdcg` reports (LightGBM's own are ``ndcg@k``)."""
-    return name.removeprefix(PRE_RERANK_PREFIX).startswith(CURVE_PREFIX)
+__all__ = ["CURVE_PREFIX", "PRE_RERANK_PREFIX", "RoundNdcg", "curve_name", "is_our_curve"]
 
 
 @dataclass

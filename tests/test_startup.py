@@ -1,0 +1,82 @@
+"""Start-up pays only for what the command uses (README "Start-up"): the light paths of ``ltr``
+never import the heavy libraries, checked in a fresh interpreter per path (not timed)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+#: What no light path may import: the training, tracking and plotting libraries.
+NEVER = ("lightgbm", "mlflow", "sklearn", "dask", "distributed", "matplotlib", "optuna", "sqlalchemy", "alembic")
+#: What ``ltr train``'s light paths leave out too: the data and metric libraries of a run.
+NOT_FOR_TRAIN = (*NEVER, "scipy", "pandas", "pyarrow", "numba", "joblib")
+#: ``ltr evaluate`` computes with numba (whose import loads scipy) and pandas, but never composes a
+#: Hydra config.
+NOT_FOR_EVALUATE = (*NEVER, "hydra")
+
+PROBE = """
+import sys
+from ltr.cli.main import main
+try:
+    code = main({argv!r})
+except SystemExit as exc:
+    code = exc.code
+sys.stdout.flush()
+print("exit", code, "heavy:" + ",".join(sorted(m for m in {heavy!r} if m in sys.modules)), file=sys.stderr)
+"""
+
+
+def _probe(argv: list[str], heavy: tuple[str, ...], cwd: Path) -> tuple[int, str, str]:
+    """Run ``ltr ARGV`` through the dispatcher in a fresh interpreter: (exit code, the heavy
+    modules it imported, its other stderr)."""
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE.format(argv=argv, heavy=heavy)],
+        capture_output=True, text=True, timeout=300, cwd=cwd,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    *rest, last = out.stderr.strip().splitlines()
+    _, code, heavy_list = last.split(" ", 2)
+    return int(code), heavy_list.removeprefix("heavy:"), "\n".join(rest)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("argv", "code", "says"),
+    [
+        (["--help"], 0, ""),
+        (["train", "--help"], 0, ""),
+        (["train", "model.num_leafs=3"], 2, "ltr: error: Could not override 'model.num_leafs'"),
+        (["train", "eval.k=[0]"], 2, "ltr: error: eval.k=[0]: 0 is out of range"),
+        (["train", "fit.early_stopping_metric=ndcg_at_7"], 2, "ltr: error: fit.early_stopping_metric='ndcg_at_7'"),
+    ],
+)
+def test_help_and_config_errors_import_no_heavy_library(
+    argv: list[str], code: int, says: str, tmp_path: Path
+) -> None:
+    got, heavy, stderr = _probe(argv, NOT_FOR_TRAIN, tmp_path)
+    assert got == code
+    assert heavy == "", f"ltr {' '.join(argv)} imports {heavy}"
+    assert stderr.startswith(says), stderr
+    assert len(stderr.splitlines()) == (1 if says else 0), stderr
+    assert not (tmp_path / "mlflow.db").exists()  # refused before any store or run
+
+
+@pytest.mark.slow
+def test_a_config_error_in_model_params_still_names_the_lightgbm_parameter(tmp_path: Path) -> None:
+    """The one config rule that needs LightGBM (its parameter names) still holds."""
+    got, _, stderr = _probe(["train", "+model.params.num_leafz=3"], NEVER[1:], tmp_path)
+    assert got == 2
+    assert stderr.startswith("ltr: error: model.params.num_leafz is not a LightGBM parameter; did you mean")
+
+
+@pytest.mark.slow
+def test_evaluate_imports_no_training_or_tracking_library(tmp_path: Path) -> None:
+    (tmp_path / "qrels").write_text("q1 0 d1 1\nq1 0 d2 0\n")
+    (tmp_path / "run").write_text("q1 Q0 d1 1 2.0 x\nq1 Q0 d2 2 1.0 x\n")
+    argv = ["evaluate", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--json"]
+    got, heavy, _ = _probe(argv, NOT_FOR_EVALUATE, tmp_path)
+    assert got == 0
+    assert heavy == "", f"ltr evaluate imports {heavy}"
