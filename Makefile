@@ -15,7 +15,8 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 .PHONY: install
-install: $(STAMP) ## set up .venv from pyproject.toml (only when pyproject.toml changed)
+install: $(STAMP) ## set up .venv from pyproject.toml (only when it changed), then compile the numba kernels
+	$(BIN)/python -m ltr.warmup
 
 .PHONY: train
 train: $(STAMP) ## run the default experiment (extra Hydra overrides: make train ARGS="model.num_leaves=63")
