@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from numba.core.caching import NullCache
 from numba.core.registry import CPUDispatcher
 
 from ltr.warmup import KERNEL_MODULES
@@ -29,7 +30,7 @@ def kernel_entries() -> set[str]:
         for value in vars(module).values():
             if not isinstance(value, CPUDispatcher) or value.py_func.__module__ != module_name:
                 continue
-            assert value.targetoptions.get("cache"), f"{module_name}.{value.__name__} is not cache=True"
+            assert not isinstance(value._cache, NullCache), f"{module_name}.{value.__name__} is not cache=True"
             if value.targetoptions.get("inline") == "always":  # compiled into its callers only
                 continue
             code = value.py_func.__code__
