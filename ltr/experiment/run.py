@@ -3,6 +3,9 @@
 1. :func:`ltr.experiment.checks.check_config` turns the composed config into a typed, checked
    :class:`ExperimentSpec` (one-line `LtrUserError` naming the config key otherwise).
 2. The tracking URI is checked (an unreachable server, a bad scheme fail here, in seconds).
+   With tracking on, MLflow's logging code starts loading in a background thread
+   (:class:`ltr.tracking.prepare.Preparation`: imports only, nothing written); the run waits for
+   it before recording, and :func:`run` never returns before it has ended.
 3. :func:`ltr.experiment.sources.open_source` reads and validates the data;
    :func:`ltr.experiment.checks.check_data` applies the rules that need it; then the tracker
    opens (and creates) the store. Nothing so far has started a run: bad input never leaves a
