@@ -30,6 +30,13 @@ from pathlib import Path
 
 import numpy as np
 
+from ltr.api import evaluate
+from ltr.compare.abtest import ClickModel, simulate_abtest
+from ltr.data.readers import read_ranking_file
+from ltr.data.trec import read_qrels, read_run
+from ltr.metrics.table import measure_arrays, per_query_table
+from ltr.rerank.diversify import diversify
+
 log = logging.getLogger(__name__)
 
 #: The modules that hold ``ltr``'s numba kernels (every ``cache=True`` dispatcher is in one).
@@ -54,10 +61,6 @@ def _letor_text() -> str:
 def _metrics_and_readers(tmp: Path) -> None:
     """Text and TREC readers, every metric kernel (through ``ltr evaluate``'s API, which also
     reads the TREC files), the per-round metric of training (`measure_arrays`)."""
-    from ltr.api import evaluate
-    from ltr.data.readers import read_ranking_file
-    from ltr.data.trec import read_qrels, read_run
-    from ltr.metrics.table import measure_arrays, per_query_table
 
     letor = tmp / "tiny.letor"
     letor.write_text(_letor_text())
@@ -82,8 +85,6 @@ def _metrics_and_readers(tmp: Path) -> None:
 
 def _rerank_and_interleave(tmp: Path) -> None:
     """The diversity re-ranker (cosine and category similarity) and team-draft interleaving."""
-    from ltr.compare.abtest import ClickModel, simulate_abtest
-    from ltr.rerank.diversify import diversify
 
     scores, offsets = np.array([3.0, 2.0, 1.8, 1.0, 0.5]), np.array([0, 3, 5], dtype=np.int64)
     features = np.arange(10, dtype=np.float32).reshape(5, 2)
