@@ -12,10 +12,12 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m ltr.warmup
 	touch $(STAMP)
 
 .PHONY: install
-install: $(STAMP) ## set up .venv from pyproject.toml (only when pyproject.toml changed)
+install: $(STAMP) ## set up .venv from pyproject.toml (only when it changed); compile the numba kernels (quick when cached)
+	$(BIN)/python -m ltr.warmup
 
 .PHONY: train
 train: $(STAMP) ## run the default experiment (extra Hydra overrides: make train ARGS="model.num_leaves=63")

@@ -3,6 +3,9 @@
 1. :func:`ltr.experiment.checks.check_config` turns the composed config into a typed, checked
    :class:`ExperimentSpec` (one-line `LtrUserError` naming the config key otherwise).
 2. The tracking URI is checked (an unreachable server, a bad scheme fail here, in seconds).
+   With tracking on, MLflow's logging code starts loading in a background thread
+   (:class:`ltr.tracking.prepare.Preparation`: imports only, nothing written); the run waits for
+   it before recording, and :func:`run` never returns before it has ended.
 3. :func:`ltr.experiment.sources.open_source` reads and validates the data;
    :func:`ltr.experiment.checks.check_data` applies the rules that need it; then the tracker
    opens (and creates) the store. Nothing so far has started a run: bad input never leaves a
@@ -34,6 +37,7 @@ from ltr.experiment.sources import binned_store, open_source
 from ltr.experiment.spec import ExperimentSpec
 from ltr.tracking import Tracker, check_tracking_uri, open_tracker
 from ltr.tracking.lifecycle import tracked_run
+from ltr.tracking.prepare import Preparation
 from ltr.training.local import LocalTrainer
 from ltr.training.trainer import Trainer
 
@@ -92,6 +96,34 @@ def run(
     tracking = spec.config.tracking
     # an unreachable server or a bad URI fails here, before the data; the store opens after it
     checked_uri = check_tracking_uri(tracking.uri) if tracker is None and tracking.enabled else None
+    # MLflow's logging code loads in a thread while the data loads and the model trains
+    preparation = Preparation() if tracking.enabled else None
+    try:
+        return _run(spec, trainer, checked_uri, preparation, t0, overrides=overrides, tracker=tracker,
+                    parent_run_id=parent_run_id, extra_tags=extra_tags, varying=varying,
+                    on_run_start=on_run_start, print_summary=print_summary)  # fmt: skip
+    finally:
+        if preparation is not None:
+            preparation.wait()  # nothing the run starts outlives it
+
+
+def _run(
+    spec: ExperimentSpec,
+    trainer: Trainer,
+    checked_uri: str | None,
+    preparation: Preparation | None,
+    t0: float,
+    *,
+    overrides: Sequence[str],
+    tracker: Tracker | None,
+    parent_run_id: str | None,
+    extra_tags: dict[str, str] | None,
+    varying: Sequence[str] | None,
+    on_run_start: Callable[[str | None], None] | None,
+    print_summary: bool,
+) -> RunOutcome:
+    """:func:`run` once the config and the tracking URI are checked."""
+    tracking = spec.config.tracking
     source = open_source(spec)
     check_data(spec, source.training)
     timings = {"load": time.perf_counter() - t0}
@@ -114,6 +146,10 @@ def run(
         evaluation = evaluate(spec, scored)
         timings["evaluate"] = time.perf_counter() - t
 
+        if preparation is not None:
+            t = time.perf_counter()
+            preparation.wait()
+            timings["wait_mlflow_load"] = time.perf_counter() - t
         t = time.perf_counter()
         title, summary_md, header, rows = summary_markdown(spec, evaluation, scored.result)
         record_results(tracker, spec, overrides, evaluation, scored, source.fingerprint, summary_md, name)

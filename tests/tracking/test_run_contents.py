@@ -125,3 +125,78 @@ def test_lightgbm_gap_is_explained_exactly(finished_run: tuple[MlflowClient, str
         total = m[f"{split}/ndcg_at_10"] + m[f"{split}/lightgbm_gap/ndcg_at_10/zero_idcg"] + m[f"{split}/lightgbm_gap/ndcg_at_10/ties"]
         assert total == pytest.approx(m[f"{split}/lightgbm/ndcg_at_10"], abs=1e-9)
         assert m[f"{split}/lightgbm_gap/ndcg_at_10/zero_idcg"] > 0  # the data has all-zero queries
+
+
+#: Tags whose value names this very run or when/where it ran (its model's id, the process), and
+#: the one metric that is a duration.
+_RUN_SPECIFIC_TAGS = {"ltr.model_uri", "mlflow.log-model.history", "ltr.process"}
+_DURATIONS = {"train_seconds"}
+
+
+def _content(client: MlflowClient, run_id: str) -> dict[str, object]:
+    """Everything a run holds that does not name the run itself: every metric's whole history
+    (value and step), params, tags, artifact paths and the bytes of the text artifacts."""
+    run = client.get_run(run_id)
+    history = {
+        key: [(m.step, m.value) for m in sorted(client.get_metric_history(run_id, key), key=lambda m: m.step)]
+        for key in run.data.metrics
+        if key not in _DURATIONS
+    }
+    paths = _paths(client, run_id)
+    texts = {
+        path: Path(client.download_artifacts(run_id, path)).read_text()
+        for path in sorted(paths)
+        if path.endswith((".yaml", ".md", ".txt")) and not path.startswith("model/")
+    }
+    return {
+        "metrics": history,
+        "params": run.data.params,
+        "tags": {k: v for k, v in run.data.tags.items() if k not in _RUN_SPECIFIC_TAGS},
+        "artifacts": paths,
+        "texts": texts,
+        "status": run.info.status,
+    }
+
+
+def test_background_mlflow_load_leaves_the_run_as_without_it(
+    small_cfg: Callable[..., DictConfig], tracking_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run whose MLflow code loaded in the background (:mod:`ltr.tracking.prepare`) holds
+    exactly what the same run logged with everything loaded on the main thread holds; a failing
+    background load changes nothing either; the thread never outlives the run."""
+    import threading
+
+    from ltr.tracking import prepare
+
+    def alive() -> list[str]:
+        return [t.name for t in threading.enumerate() if t.name == "ltr-mlflow-load"]
+
+    client = MlflowClient(tracking_uri)
+    cfg = small_cfg("tracking.run_name=same")
+    with_thread = pipeline.run(cfg)
+    assert alive() == []
+    with monkeypatch.context() as patched:
+        patched.setattr(pipeline, "Preparation", lambda: None)  # tracked, everything loaded on the main thread
+        without = pipeline.run(cfg)
+
+    def broken() -> None:
+        raise RuntimeError("no MLflow here")
+
+    monkeypatch.setattr(prepare, "_load", broken)
+    failed_load = pipeline.run(cfg)
+    assert alive() == []
+
+    expected = _content(client, str(without.run_id))
+    assert expected["status"] == "FINISHED"
+    metrics: dict[str, list[tuple[int, float]]] = expected["metrics"]  # type: ignore[assignment]
+    assert len(metrics) > 100
+    assert any(len(history) > 1 for history in metrics.values())  # the per-round curves
+    for other in (with_thread, failed_load):
+        content = _content(client, str(other.run_id))
+        for part, value in expected.items():
+            assert content[part] == value, part
+    without.metrics.pop("train_seconds", None)
+    for other in (with_thread, failed_load):
+        other.metrics.pop("train_seconds", None)
+        assert other.metrics == without.metrics
+
