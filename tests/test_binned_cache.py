@@ -3,6 +3,7 @@ concurrent builders, eviction, corrupt entries, and a second ``ltr train`` that 
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import subprocess
@@ -144,6 +145,67 @@ def test_a_corrupt_entry_is_removed_and_binned_again(
     assert again.booster.model_to_string() == first.booster.model_to_string()
     assert len(_entries(store.directory)) == 1  # stored again
 
+
+
+def _flip_and_reseal(entry: Path, file: str, at: float, n_bytes: int) -> None:
+    """Invert ``n_bytes`` bytes of ``file`` from ``at`` (a fraction of its size) on, then write
+    the file's sha256 and meta.json's own checksum anew: an entry that passes verification."""
+    from ltr.data.cache import meta_digest
+    from ltr.training.binned_store import _file_digest
+
+    path = entry / file
+    blob = bytearray(path.read_bytes())
+    start = int(at * len(blob))
+    for i in range(start, start + n_bytes):
+        blob[i] ^= 0xFF
+    path.write_bytes(bytes(blob))
+    meta = json.loads((entry / "meta.json").read_text())
+    meta["files"][file]["sha256"] = _file_digest(path)
+    del meta["digest"]
+    meta["digest"] = meta_digest(meta)
+    (entry / "meta.json").write_text(json.dumps(meta))
+
+
+@pytest.mark.parametrize(
+    ("file", "at", "n_bytes", "reason"),
+    [
+        ("train.bin", 0.5, 16, "LightGBM failed on it: LightGBM rejected the training setup: Cannot add validation data"),
+        ("test.bin", 0.3, 100, "LightGBM failed on it"),
+        ("train.bin", 0.1, 64, "train's labels differ from the data's"),
+    ],
+    ids=["bin-mappers", "test-set", "labels"],
+)
+def test_an_altered_entry_with_matching_checksums_is_dropped_and_binned_again(
+    splits: tuple[DictConfig, Splits], tmp_path: Path, caplog: pytest.LogCaptureFixture,
+    file: str, at: float, n_bytes: int, reason: str,
+) -> None:
+    """Issue 30: flipped bytes *and* rewritten checksums made every later run fail with a
+    LightGBM error that never named the cache. Now the entry is removed with one warning
+    naming it, the data is binned again (and stored again), and the model is a fresh build's."""
+    cfg, data = splits
+    fit = cfg.fit.copy()
+    fit.num_boost_round = 8
+    store = BinnedStore(tmp_path / "binned")
+    binned._last.clear()
+    first = fit_ranker(data, cfg.model, fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=store)
+    (entry,) = store.directory.iterdir()
+    _flip_and_reseal(entry, file, at, n_bytes)
+    assert store.load(binned.binning_key("d", first.params, position_bias=False), first.params) is not None  # passes verification
+    binned._last.clear()
+    with caplog.at_level(logging.WARNING, logger="ltr.training"):
+        again = fit_ranker(data, cfg.model, fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=store)
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warning.startswith(f"removed the binned-data cache entry {entry} (")
+    assert reason in warning
+    assert warning.endswith("binning the data again (ltr cache clear removes every entry)")
+    assert again.booster.model_to_string() == first.booster.model_to_string()
+    assert again.curves == first.curves
+    assert _entries(store.directory) == [entry.name]  # stored again, intact
+    binned._last.clear()
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="ltr.training"):
+        fit_ranker(data, cfg.model, fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=store)
+    assert any("binned data: loaded from" in r.getMessage() for r in caplog.records)
 
 BUILD = """
 import sys

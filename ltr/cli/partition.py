@@ -42,7 +42,11 @@ Contract
 - **Errors**: a missing or unreadable file, a bad value (one line naming the file and the line or
   qid, from the readers), bad options or a refused ``OUT`` raise :class:`ltr.errors.LtrUserError`
   (``ltr: error: ...``, exit 2), before ``OUT`` or any directory is created, or with everything
-  created removed again. Interrupts follow the dispatcher: 130 (Ctrl-C), 143 (SIGTERM).
+  created removed again. Interrupts follow the dispatcher: 130 (Ctrl-C), 143 (SIGTERM), at any
+  moment: every stop signal is recorded (:func:`ltr.tracking.lifecycle.stop_signals_recorded`),
+  so one whose exception Python swallowed (it landed in a ``__del__`` or garbage-collection
+  callback: "Exception ignored ... KeyboardInterrupt") still stops the command before the rename,
+  and after the rename (``OUT`` complete) still exits 130 / 143.
 
 Needs no Dask: the partitions are cut and written here with pyarrow, with the same cuts and the
 same table as :func:`ltr.dask.parquet.write_query_partitions` (a test holds the files equal, byte
@@ -67,15 +71,12 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from ltr.cli.args import OneLineParser
@@ -88,8 +89,8 @@ from ltr.data.ranking_data import RankingData
 from ltr.data.readers import FORMATS, detect_format, read_split_files
 from ltr.data.splits import check_fractions, holdout_queries, split_queries
 from ltr.data.validate import check_split_set
-from ltr.errors import DataError, LtrUserError, Terminated
-from ltr.tracking.lifecycle import signals_deferred
+from ltr.errors import DataError, LtrUserError
+from ltr.tracking.lifecycle import raise_if_stop_requested, signals_deferred, stop_signals_recorded
 from ltr.tracking.store import fsync_path
 
 SPLITS = ("train", "valid", "test")
@@ -199,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         for path in paths:
             _check_input(path, str(args.format))
     options = _reader_options(args)
-    with _sigterm_raises(), _echo_data_logs():
+    with stop_signals_recorded(), _echo_data_logs():
         t0 = time.perf_counter()
         for split, paths in files.items():
             _say(f"reading {split}: {' + '.join(str(p) for p in paths)}")
@@ -217,13 +218,14 @@ def main(argv: list[str] | None = None) -> int:
             for split, data in splits.items()
         }
         written = write_partitioned_splits(splits, out, counts, force=args.force)
-    for w in written:
-        n_parts = len(w.files)
-        print(
-            f"{w.split + ':':<6} {w.n_queries:,} queries, {w.n_rows:,} rows, {w.n_features:,} features, "
-            f"{n_parts:,} partition{'s' if n_parts != 1 else ''}, {w.n_bytes:,} bytes -> {out / w.split}"
-        )
-    print(f"train on it: {train_command(out)}")
+        for w in written:
+            n_parts = len(w.files)
+            print(
+                f"{w.split + ':':<6} {w.n_queries:,} queries, {w.n_rows:,} rows, {w.n_features:,} features, "
+                f"{n_parts:,} partition{'s' if n_parts != 1 else ''}, {w.n_bytes:,} bytes -> {out / w.split}"
+            )
+        print(f"train on it: {train_command(out)}")
+        raise_if_stop_requested()  # interrupted after the rename: OUT is whole, the exit says 130/143
     return 0
 
 
@@ -333,6 +335,7 @@ def write_partitioned_splits(
         for d in [*(tmp / s for s in splits), tmp]:
             fsync_path(d, os.O_RDONLY | os.O_DIRECTORY)
         with signals_deferred():
+            raise_if_stop_requested()  # a Ctrl-C whose exception was swallowed (a __del__) stops here
             _commit(tmp, out, force=force)
             tmp = None
             created = []
@@ -546,21 +549,3 @@ def _echo_data_logs() -> Iterator[None]:
         logger.removeHandler(handler)
         logger.setLevel(level)
         logger.propagate = propagate
-
-
-def _raise_terminated(signum: int, frame: FrameType | None) -> None:
-    raise Terminated(f"signal {signum}")
-
-
-@contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    """SIGTERM raises :class:`Terminated` in the block (so the temporary directory is removed and
-    ``ltr`` exits 143); the previous handler is restored after. Main thread only."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous: Callable[[int, FrameType | None], Any] | int | None = signal.signal(signal.SIGTERM, _raise_terminated)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)

@@ -29,7 +29,6 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import cast
 
 import hydra
@@ -52,10 +51,14 @@ from ltr.cli.sweep_callback import (
 from ltr.config.completion import bash_script
 from ltr.config.compose import CONF_DIR, quote_non_ascii, user_message
 from ltr.config.store import register_configs
-from ltr.errors import LtrUserError, Terminated
+from ltr.errors import LtrUserError
 from ltr.experiment.checks import check_config
 from ltr.sweeper.link import search_trial
-from ltr.tracking.lifecycle import raise_if_stop_requested, stop_signals
+from ltr.tracking.lifecycle import (
+    on_stop_signal,
+    quiet_unraisable,
+    raise_if_stop_requested,
+)
 
 
 def config_groups(conf_dir: str = CONF_DIR) -> str:
@@ -111,34 +114,17 @@ class _UserErrorInJob(BaseException):
         self.error = error
 
 
-def _on_stop_signal(signum: int, frame: FrameType | None) -> None:
-    """The first SIGINT / SIGTERM stops the job (KeyboardInterrupt / Terminated); later ones are
-    ignored, so a second Ctrl-C or ``kill`` cannot interrupt ending the run KILLED."""
-    stop_signals.append(signum)
-    if len(stop_signals) > 1:
-        return
-    raise_if_stop_requested()
-
-
-def _quiet_unraisable(unraisable: sys.UnraisableHookArgs) -> None:
-    """A stop signal that lands in a garbage-collection callback cannot raise there: say nothing
-    (it is recorded and acted on at the next safe point); anything else as Python would."""
-    if isinstance(unraisable.exc_value, KeyboardInterrupt | Terminated):
-        return
-    sys.__unraisablehook__(unraisable)
-
-
 def install_signal_handlers() -> None:
-    """SIGINT and SIGTERM -> :func:`_on_stop_signal`, in the launching process only (launcher
+    """SIGINT and SIGTERM -> :func:`ltr.tracking.lifecycle.on_stop_signal`, in the launching process only (launcher
     workers keep theirs); outside the main thread ``signal()`` raises ValueError: left as is."""
     import multiprocessing
 
     if multiprocessing.parent_process() is not None:
         return
-    sys.unraisablehook = _quiet_unraisable
+    sys.unraisablehook = quiet_unraisable
     with contextlib.suppress(ValueError):
-        signal.signal(signal.SIGTERM, _on_stop_signal)
-        signal.signal(signal.SIGINT, _on_stop_signal)
+        signal.signal(signal.SIGTERM, on_stop_signal)
+        signal.signal(signal.SIGINT, on_stop_signal)
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="train")

@@ -203,6 +203,10 @@ class ParquetDataConfig(SvmlightDataConfig):
     integer >= 0 per row) for ``model.position_bias=true``; never a feature. Null: no positions.
     ``doc_id_column``: a column naming every row's document (kept as text, never a feature; the
     per-query tables then name each query's top-ranked document). Null: no doc ids.
+    ``behaviour_columns``: numeric columns of what users did (never features) that the recipes of
+    ``label_recipes`` grade, with the syntax of ``data=synthetic_clicks``'s recipes; the label
+    sources ``train_labels`` / ``valid_labels`` / ``eval_labels`` are ``label`` (the
+    ``label_column``) or a recipe's name.
     """
 
     kind: str = field(default="parquet", metadata=allowed(min_len=1))
@@ -213,6 +217,13 @@ class ParquetDataConfig(SvmlightDataConfig):
     delimiter: str | None = field(default=None, metadata=allowed(min_len=1))  # CSV only; null: tab for .tsv, else comma
     position_column: str | None = field(default=None, metadata=allowed(min_len=1))
     doc_id_column: str | None = field(default=None, metadata=allowed(min_len=1))  # null: no doc ids; else a column naming each row's document
+    # behaviour columns kept for label recipes (never features): clicks, dwell seconds, purchases, ...
+    behaviour_columns: list[str] = field(default_factory=list, metadata=allowed(note="column names of the table"))
+    # label | a name in label_recipes (a grade from behaviour_columns); "label" is label_column
+    train_labels: str = field(default="label", metadata=allowed(min_len=1, note="a label source: label or a name in label_recipes"))
+    valid_labels: str = field(default="label", metadata=allowed(min_len=1, note="a label source: label or a name in label_recipes"))
+    eval_labels: str = field(default="label", metadata=allowed(min_len=1, note="a label source: label or a name in label_recipes"))
+    label_recipes: dict[str, LabelRecipeConfig] = field(default_factory=dict, metadata=allowed(free=True))
 
 
 def _mq_parts() -> list[str]:

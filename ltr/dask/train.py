@@ -92,6 +92,7 @@ def dask_client(trainer: TrainerConfig) -> Iterator[Any]:
             n_workers=trainer.n_workers,
             threads_per_worker=trainer.threads_per_worker,
             processes=True,
+            host="127.0.0.1",  # scheduler, workers and nannies listen on loopback only
             dashboard_address=None,
         ) as cluster,
         Client(cluster) as client,  # type: ignore[no-untyped-call]
@@ -101,6 +102,24 @@ def dask_client(trainer: TrainerConfig) -> Iterator[Any]:
             trainer.n_workers, trainer.threads_per_worker, time.perf_counter() - start,
         )
         yield client
+
+
+def warn_open_listener(client: Any) -> None:
+    """Log once per fit what LightGBM's network set-up opens when more than one worker trains.
+
+    LightGBM binds its linker socket to ``0.0.0.0`` (hard-coded in ``TcpSocket::Bind``,
+    ``src/network/socket_wrapper.hpp``; no parameter changes it) on a random free port of each
+    worker, from its network set-up until every worker has connected; then it closes the
+    listener and trains over the connected sockets. README: "What listens where".
+    """
+    workers = sorted_workers(client)
+    if len(workers) > 1:
+        log.warning(
+            "trainer=dask: while the %d workers link up, LightGBM listens on 0.0.0.0 (all interfaces) "
+            "at a random free port of each worker host; it cannot be bound to 127.0.0.1 (README: "
+            "\"What listens where\" says how to firewall it)",
+            len(workers),
+        )
 
 
 def warn_no_early_stopping(fit: FitConfig) -> None:
@@ -203,6 +222,7 @@ def fit_partitioned(
     for name in _DASK_OWNED:
         params.pop(name, None)
     ranker = DaskLGBMRanker(client=client, n_estimators=fit.num_boost_round, **params)
+    warn_open_listener(client)
     log.info(
         "training %s with DaskLGBMRanker on %d queries / %d rows in %d partitions, %d features",
         model.objective, train.n_queries, train.n_rows, train.n_partitions, train.n_features,

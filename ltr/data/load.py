@@ -177,7 +177,8 @@ def reader_options(data_cfg: Any) -> dict[str, Any]:
     """Keyword options of :func:`ltr.data.readers.read_ranking_file` from a data config."""
     opts: dict[str, Any] = {"name": str(getattr(data_cfg, "name", "data"))}
     for key in ("integer_labels", "max_label", "max_list_len", "n_features", "progress",
-                "qid_column", "label_column", "delimiter", "position_column", "doc_id_column"):
+                "qid_column", "label_column", "delimiter", "position_column", "doc_id_column",
+                "behaviour_columns"):
         if hasattr(data_cfg, key):
             opts[key] = getattr(data_cfg, key)
     if getattr(data_cfg, "format", None) is not None:

@@ -10,7 +10,10 @@ String qids are accepted and numbered 0, 1, ... in order of first appearance (lo
 An optional ``position_column`` holds the logged 0-based position of every row (checked by
 :func:`ltr.data.positions.check_positions`); it is never a feature. An optional
 ``doc_id_column`` names every row's document (any type, kept as ``str``: an int 7 becomes
-``"7"``; a null is an error naming the row); it is never a feature either.
+``"7"``; a null is an error naming the row); it is never a feature either. Optional
+``behaviour_columns`` (clicks, dwell seconds, add-to-cart, purchases: what label recipes grade,
+:mod:`ltr.data.recipes`) are kept as float64, never features; each must exist and be numeric
+(booleans are 0 / 1), and a null is an error naming the row.
 CSV is read with pyarrow (multithreaded); ``.gz`` / ``.bz2`` / ``.zst`` compression follows the
 file name. Messages name CSV rows by their line in the file (the header is line 1) and Parquet
 rows by their 1-based row number.
@@ -46,6 +49,7 @@ def read_table(
     n_features: int | None = None,
     position_column: str | None = None,
     doc_id_column: str | None = None,
+    behaviour_columns: Sequence[str] = (),
 ) -> RawTable:
     """Read a Parquet (``kind="parquet"``) or CSV (``kind="csv"``) file into a `RawTable`.
 
@@ -60,6 +64,7 @@ def read_table(
     position_column : name of a column of logged 0-based positions (never a feature); None: the
         table has no positions
     doc_id_column : name of a column of document ids (never a feature); None: no doc ids
+    behaviour_columns : names of behaviour columns kept for label recipes (never features)
 
     Raises
     ------
@@ -71,7 +76,7 @@ def read_table(
     path = Path(path)
     if not path.is_file():
         raise DataError(f"data file {path} does not exist; check the path")
-    extra = [c for c in (position_column, doc_id_column) if c is not None]
+    extra = [c for c in (position_column, doc_id_column) if c is not None] + list(behaviour_columns)
     table = _read_arrow(path, kind, delimiter, qid_column, label_column, feature_columns, extra)
     names = list(table.column_names)
     if table.num_rows == 0:
@@ -96,9 +101,22 @@ def read_table(
                 f"{path} has no {role.replace('_', ' ')} column {col!r} (columns: {', '.join(names[:20])}); "
                 f"set data.{role}_column=<name>"
             )
+    for col in behaviour_columns:
+        if col not in names:
+            raise DataError(
+                f"{path} has no behaviour column {col!r} (columns: {', '.join(names[:20])}); fix "
+                "data.behaviour_columns, or the recipe in data.label_recipes that needs it"
+            )
     if feature_columns is None:
-        feature_columns = [c for c in names if c not in (qid_column, label_column, position_column, doc_id_column)]
+        reserved = {qid_column, label_column, position_column, doc_id_column, *behaviour_columns}
+        feature_columns = [c for c in names if c not in reserved]
     else:
+        kept = [c for c in behaviour_columns if c in feature_columns]
+        if kept:
+            raise DataError(
+                f"behaviour column {kept[0]!r} of {path} is also in data.feature_columns; what users "
+                "did with a document is not a feature: leave it out of data.feature_columns"
+            )
         missing = [c for c in feature_columns if c not in names]
         if missing:
             raise DataError(
@@ -191,6 +209,12 @@ def read_table(
                 f"doc id column {doc_id_column!r} of {path}: {_rows_to_where(str(exc), where, first_line)}; "
                 "give every row a document id, or set data.doc_id_column=null"
             ) from None
+    behaviours = None
+    if behaviour_columns:
+        behaviours = {
+            col: _behaviour(table.column(col), col, path=path, where=where, first_line=first_line)
+            for col in behaviour_columns
+        }
     return RawTable(
         features=features,
         labels=np.asarray(labels, dtype=np.float64),
@@ -201,7 +225,26 @@ def read_table(
         feature_names=tuple(feature_columns),
         positions=positions,
         doc_ids=doc_ids,
+        behaviours=behaviours,
     )
+
+
+def _behaviour(arr: pa.ChunkedArray, column: str, *, path: Path, where: str, first_line: int) -> np.ndarray:
+    """The float64 values of behaviour column ``column`` (numeric or boolean, no nulls)."""
+    if not (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type) or pa.types.is_boolean(arr.type)):
+        raise DataError(
+            f"behaviour column {column!r} of {path} is not numeric (type {arr.type}); label recipes "
+            "compare numbers (a click 0/1, dwell seconds, ...)"
+        )
+    values = arr.cast(pa.float64()).to_numpy(zero_copy_only=False)  # nulls become NaN
+    missing = np.isnan(values)
+    if missing.any():
+        i = int(np.argmax(missing))
+        raise DataError(
+            f"behaviour column {column!r} of {path} has no value at {where} {first_line + i}; "
+            "write 0 where nothing happened"
+        )
+    return np.ascontiguousarray(values, dtype=np.float64)
 
 
 def _rows_to_where(message: str, where: str, first_line: int) -> str:

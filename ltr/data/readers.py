@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ltr.config.choices import FileFormat
 from ltr.data import doc_ids as doc_id_arrays
@@ -140,6 +141,7 @@ def read_ranking_file(
     delimiter: str | None = None,
     position_column: str | None = None,
     doc_id_column: str | None = None,
+    behaviour_columns: Sequence[str] = (),
     integer_labels: bool = True,
     max_label: int | None = LIGHTGBM_MAX_DEFAULT_LABEL,
     max_list_len: int | None = LIGHTGBM_MAX_LIST_LEN,
@@ -226,6 +228,14 @@ def read_ranking_file(
                 "data.doc_id_column=null"
             )
         options["doc_id_column"] = doc_id_column
+    if behaviour_columns:
+        if fmt not in ("parquet", "csv"):
+            raise DataError(
+                f"data.behaviour_columns={list(behaviour_columns)} name columns of a Parquet / CSV table, "
+                f"but {path} is sparse text; set data.behaviour_columns=[]"
+            )
+        options["behaviour_columns"] = [str(c) for c in behaviour_columns]
+        cache_dir = None  # the parse cache does not store behaviour columns: read the table itself
     if not path.is_file():
         raise DataError(f"data file {path} does not exist; check the path")
     sources = [path] if qfile is None or fmt != "lightgbm" else [path, qfile]
@@ -336,16 +346,30 @@ def concat_ranking_data(parts: Sequence[RankingData], *, name: str) -> RankingDa
     features, labels = table.features, np.concatenate([p.labels for p in parts])
     positions = table.positions
     doc_ids = doc_id_arrays.concat([p.doc_ids for p in parts], [p.name for p in parts])
+    behaviours = _concat_behaviours(parts)
     if order is not None:
         features, labels = features[order], labels[order]
         if positions is not None:
             positions = positions[order]
         if doc_ids is not None:
             doc_ids = doc_ids[order]
+        if behaviours is not None:
+            behaviours = {k: v[order] for k, v in behaviours.items()}
     return RankingData(
         features=features, labels=labels, qids=qids, offsets=offsets,
         feature_names=table.feature_names, name=name, positions=positions, doc_ids=doc_ids,
+        behaviours=behaviours,
     )
+
+
+def _concat_behaviours(parts: Sequence[RankingData]) -> dict[str, NDArray[np.float64]] | None:
+    """The parts' behaviour columns stacked (all parts have the same ones, or none has any)."""
+    if all(p.behaviours is None for p in parts):
+        return None
+    names = [sorted(p.behaviours) if p.behaviours is not None else [] for p in parts]
+    if any(n != names[0] for n in names):
+        raise DataError(f"the files {' + '.join(p.name for p in parts)} do not have the same behaviour columns")
+    return {k: np.concatenate([p.behaviours[k] for p in parts if p.behaviours is not None]) for k in names[0]}
 
 
 def _parse(
@@ -362,6 +386,7 @@ def _parse(
             feature_columns=options["feature_columns"], delimiter=options["delimiter"],
             n_features=options["n_features"], position_column=options["position_column"],
             doc_id_column=options.get("doc_id_column"),
+            behaviour_columns=options.get("behaviour_columns", ()),
         )
     if fmt == "letor":
         table = parse_svmlight(path, qid_required=True, n_features=options["n_features"], progress=progress)

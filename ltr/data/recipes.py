@@ -28,6 +28,8 @@ from ltr.errors import DataError
 
 #: Label sources every click log has besides its recipes: the true grades and the clicks.
 BUILTIN_SOURCES = ("relevance", "clicks")
+#: The label source a Parquet / CSV table has besides its recipes: its label column.
+TABLE_SOURCES = ("label",)
 
 
 def check_recipe(name: str, recipe: Any, columns: Iterable[str] | None = None) -> None:

@@ -59,6 +59,7 @@ class RawTable:
     positions : int32 array, shape (n_rows,), the logged 0-based position of every row (already
         checked by :mod:`ltr.data.positions`), or None when the file has none
     doc_ids : object array of str, shape (n_rows,), the document id of every row, or None
+    behaviours : name -> float64 array, shape (n_rows,), behaviour columns of a table, or None
     notes : warnings of the parse that :func:`to_ranking_data` logs and hands on (e.g. to the
         cache, which repeats them on a hit)
     """
@@ -72,6 +73,7 @@ class RawTable:
     feature_names: tuple[str, ...] = ()
     positions: NDArray[np.int32] | None = None
     doc_ids: NDArray[np.object_] | None = None
+    behaviours: dict[str, NDArray[np.float64]] | None = None
     notes: tuple[str, ...] = ()
 
     @property
@@ -241,7 +243,7 @@ def to_ranking_data(
     qids, offsets, order = group_rows(table, notes=notes)
     check_list_lengths(table, qids, offsets, max_list_len=max_list_len, order=order)
     features = table.features
-    positions, doc_ids = table.positions, table.doc_ids
+    positions, doc_ids, behaviours = table.positions, table.doc_ids, table.behaviours
     if order is not None:
         features = features[order]
         labels = labels[order]
@@ -249,6 +251,8 @@ def to_ranking_data(
             positions = positions[order]  # a position follows its row
         if doc_ids is not None:
             doc_ids = doc_ids[order]  # so does its document id
+        if behaviours is not None:
+            behaviours = {k: v[order] for k, v in behaviours.items()}  # and what users did with it
     return RankingData(
         features=np.ascontiguousarray(features, dtype=np.float32),
         labels=labels,
@@ -258,6 +262,7 @@ def to_ranking_data(
         name=name,
         positions=positions,
         doc_ids=doc_ids,
+        behaviours=behaviours,
     )
 
 

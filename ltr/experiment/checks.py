@@ -36,9 +36,9 @@ from ltr.config.schema import (
 )
 from ltr.data.clicks import BEHAVIOURS
 from ltr.data.ranking_data import RankingData
-from ltr.data.recipes import BUILTIN_SOURCES, check_recipe
+from ltr.data.recipes import BUILTIN_SOURCES, TABLE_SOURCES, check_recipe
 from ltr.data.splits import Splits
-from ltr.errors import LtrUserError
+from ltr.errors import DataError, LtrUserError
 from ltr.experiment.guardrails import parse_constraints
 from ltr.experiment.spec import Composites, ExperimentSpec, diversity_measures
 from ltr.metrics import Measure, MetricConventions, Strata, resolve_conventions
@@ -371,16 +371,22 @@ def _check_labels(config: TrainConfig) -> None:
     if not hasattr(data, "train_labels"):
         return
     recipes = dict(getattr(data, "label_recipes", None) or {})
-    known = [*BUILTIN_SOURCES, *recipes]
+    clicks = str(data.kind) == "synthetic_clicks"
+    known = [*(BUILTIN_SOURCES if clicks else TABLE_SOURCES), *recipes]
     for role in ("train", "valid", "eval"):
         value = str(getattr(data, f"{role}_labels"))
         if value not in known:
             raise LtrUserError(
                 f"data.{role}_labels={value!r} is not one of: {', '.join(known)} (define a recipe in data.label_recipes)"
             )
-    columns = BEHAVIOURS if str(data.kind) == "synthetic_clicks" else None
+    columns = BEHAVIOURS if clicks else [str(c) for c in getattr(data, "behaviour_columns", None) or []]
     for name, recipe in recipes.items():
-        check_recipe(str(name), recipe, columns)
+        try:
+            check_recipe(str(name), recipe, columns)
+        except DataError as exc:
+            if clicks:
+                raise
+            raise LtrUserError(f"{exc}; a table's recipes grade the columns listed in data.behaviour_columns") from None
 
 
 def _check_optimized_metric(spec: ExperimentSpec) -> tuple[str, ...]:

@@ -27,7 +27,7 @@ from ltr.data.clicks import simulate_online_ctr
 from ltr.data.fingerprint import fingerprint
 from ltr.data.load import ClickSplits, load_click_splits, load_splits
 from ltr.data.ranking_data import RankingData
-from ltr.data.recipes import grade_counts
+from ltr.data.recipes import grade_counts, with_recipe
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
 from ltr.experiment.checks import popularity_column
@@ -185,6 +185,8 @@ class InMemorySource:
     evaluation: Splits
     fingerprint: dict[str, Any]
     clicks: ClickSplits | None = None
+    #: a table's label sources (``label`` and each recipe's view of the same splits), or None
+    label_views: dict[str, Splits] | None = None
 
     def log_inputs(self, tracker: Tracker) -> None:
         """One MLflow dataset input per split, named ``{data}/{split}``, whose digest (the UI's
@@ -239,7 +241,7 @@ class InMemorySource:
         )
 
     def _label_sources(self, spec: ExperimentSpec) -> dict[str, str]:
-        if self.clicks is None:
+        if self.clicks is None and self.label_views is None:
             return {}
         data = spec.config.data
         return {"train": str(data.train_labels), "valid": str(data.valid_labels), "eval": str(data.eval_labels)}
@@ -269,12 +271,17 @@ class InMemorySource:
 
     def label_histograms(self) -> dict[str, dict[str, list[int]]]:
         """Rows per grade of every label source of click data (relevance, clicks, each recipe)
-        and split: ``{source: {split: [n_grade_0, n_grade_1, ...]}}``; {} for other data."""
-        if self.clicks is None:
+        or of a table with recipes (label, each recipe) and split:
+        ``{source: {split: [n_grade_0, n_grade_1, ...]}}``; {} for other data."""
+        if self.clicks is not None:
+            sources = self.clicks.sources()
+        elif self.label_views is not None:
+            sources = self.label_views
+        else:
             return {}
         return {
             source: {split: grade_counts(part.labels) for split, part in views.items()}
-            for source, views in self.clicks.sources().items()
+            for source, views in sources.items()
         }
 
     def _online_summary(self, spec: ExperimentSpec, split: str, scores: NDArray[np.float64]) -> dict[str, float]:
@@ -391,6 +398,30 @@ def _click_log(spec: ExperimentSpec) -> DataSource:
     )
 
 
+def _table(spec: ExperimentSpec) -> DataSource:
+    """A Parquet / CSV table: in memory; with label recipes (``data.label_recipes``) each recipe
+    relabels the same splits from ``data.behaviour_columns``, and the run trains, selects and
+    judges on the sources ``data.train_labels`` / ``valid_labels`` / ``eval_labels`` name."""
+    config = spec.config
+    data = config.data
+    recipes = dict(getattr(data, "label_recipes", None) or {})
+    if not recipes:
+        return _in_memory(spec)
+    splits = load_splits(data, config.split, seed=spec.seed)
+    views = {"label": splits} | {
+        str(name): Splits(*(with_recipe(part, recipe, name=str(name)) for _, part in splits.items()))
+        for name, recipe in recipes.items()
+    }
+    train, valid, test = (views[str(getattr(data, f"{role}_labels"))] for role in ("train", "valid", "eval"))
+    training = Splits(train=train.train, valid=valid.valid, test=test.test)
+    _log_sizes(training)
+    for name, view in views.items():
+        log.info("labels %s: %s", name, "; ".join(f"{split} {grade_counts(part.labels)}" for split, part in view.items()))
+    return InMemorySource(
+        str(data.name), training, test, fingerprint(training, strata=spec.strata), label_views=views
+    )
+
+
 def _partitioned(spec: ExperimentSpec) -> DataSource:
     from ltr.dask.partitioned import partitions_fingerprint
 
@@ -401,6 +432,7 @@ def _partitioned(spec: ExperimentSpec) -> DataSource:
 #: How each data ``kind`` is opened; every other kind is read into memory by ``load_splits``.
 OPENERS: dict[str, Callable[[ExperimentSpec], DataSource]] = {
     "synthetic_clicks": _click_log,
+    "parquet": _table,
     "parquet_partitions": _partitioned,
 }
 

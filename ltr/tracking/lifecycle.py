@@ -10,9 +10,12 @@ found and marked KILLED the next time the store is opened (``ltr.tracking.store`
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from types import FrameType
+from typing import Any
 
 from ltr.errors import Terminated
 from ltr.tracking.base import RunStatus, Tracker
@@ -33,6 +36,48 @@ def raise_if_stop_requested() -> None:
         if stop_signals[0] == signal.SIGINT:
             raise KeyboardInterrupt
         raise Terminated(f"signal {stop_signals[0]}")
+
+
+def on_stop_signal(signum: int, frame: FrameType | None) -> None:
+    """The first SIGINT / SIGTERM stops the job (KeyboardInterrupt / Terminated); later ones are
+    ignored, so a second Ctrl-C or ``kill`` cannot interrupt the clean-up. Every one is recorded
+    in :data:`stop_signals` first, so an exception swallowed where it lands still stops."""
+    stop_signals.append(signum)
+    if len(stop_signals) > 1:
+        return
+    raise_if_stop_requested()
+
+
+def quiet_unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+    """A stop signal that lands in a garbage-collection callback or ``__del__`` cannot raise
+    there: say nothing (it is recorded and acted on at the next safe point); anything else as
+    Python would."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt | Terminated):
+        return
+    sys.__unraisablehook__(unraisable)
+
+
+@contextmanager
+def stop_signals_recorded() -> Iterator[None]:
+    """In the block, SIGINT and SIGTERM go to :func:`on_stop_signal` (starting from no recorded
+    signal) and swallowed stop exceptions are not printed; handlers and hook are restored after.
+    Callers check :func:`raise_if_stop_requested` before anything they cannot take back. Main
+    thread only (elsewhere a no-op)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    stop_signals.clear()
+    hook = sys.unraisablehook
+    previous: dict[int, Any] = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    sys.unraisablehook = quiet_unraisable
+    for sig in previous:
+        signal.signal(sig, on_stop_signal)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        sys.unraisablehook = hook
 
 
 @contextmanager

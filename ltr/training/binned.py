@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import lightgbm as lgb
+import numpy as np
 
+from ltr.data.cache import discard_entry
 from ltr.data.splits import Splits
 from ltr.training.binned_store import BinnedStore
 
@@ -48,6 +51,7 @@ class _Binned:
     key: tuple[Any, ...]
     train: lgb.Dataset
     evals: tuple[lgb.Dataset, ...]
+    entry: Path | None = None  # the store entry they were read from (None: built here)
 
 
 #: The data sets of the last job in this process (one entry).
@@ -71,21 +75,31 @@ def binned_datasets(
     position_bias: bool,
     data_key: str | None,
     store: BinnedStore | None = None,
-) -> tuple[lgb.Dataset, tuple[lgb.Dataset, ...], bool]:
+) -> tuple[lgb.Dataset, tuple[lgb.Dataset, ...], Path | None]:
     """The train set and the valid and test sets (binned like train) for ``params``: the last
     job's when :func:`binning_key` matches (``data_key``: the data's content fingerprint; None
     never reuses), else ``store``'s entry of that key, else new ones (then kept in ``store``).
-    Returns ``(train, (valid, test), reused)``."""
+
+    Returns ``(train, (valid, test), entry)``: ``entry`` is the store entry the sets were read
+    from (here or by the job that handed them on), None when they were binned in this process.
+    An entry whose sets disagree with ``splits`` (row and feature counts, labels, query sizes:
+    a file changed after its checksums were written) is removed with a warning and the data
+    binned again; :func:`drop_entry` does the same for an entry LightGBM fails on later.
+    """
     key = None if data_key is None else binning_key(data_key, params, position_bias=position_bias)
     if key is not None and _last and _last[0].key == key:
         log.info("binned data: reused from the previous job (same data %s and binning parameters)", data_key)
-        return _last[0].train, _last[0].evals, True
+        return _last[0].train, _last[0].evals, _last[0].entry
     on_disk = store if key is not None and not position_bias else None
     if on_disk is not None and key is not None:
         loaded = on_disk.load(key, params)
         if loaded is not None:
-            _last[:] = [_Binned(key, *loaded)]
-            return loaded[0], loaded[1], True
+            entry = on_disk.directory / on_disk.entry_name(key)
+            disagreement = _disagreement(splits, loaded[0], loaded[1])
+            if disagreement is None:
+                _last[:] = [_Binned(key, *loaded, entry=entry)]
+                return loaded[0], loaded[1], entry
+            drop_entry(entry, disagreement)
     train, valid, test = splits.train, splits.valid, splits.test
     names: list[str] | Literal["auto"] = list(train.feature_names) if train.feature_names else "auto"
     # raw data kept: LightGBM rebuilds a data set itself if a later job's parameters need it
@@ -112,4 +126,30 @@ def binned_datasets(
         for dataset in evals:
             dataset.construct()
         on_disk.save(key, train_set, evals)
-    return train_set, evals, False
+    return train_set, evals, None
+
+
+def drop_entry(entry: Path, reason: str) -> None:
+    """Remove the store ``entry`` (and the sets read from it kept for the next job) and log one
+    warning naming it and ``reason``: the next :func:`binned_datasets` bins the data again."""
+    _last.clear()
+    discard_entry(entry)
+    log.warning(
+        "removed the binned-data cache entry %s (%s); binning the data again (ltr cache clear removes every entry)",
+        entry, " ".join(reason.split()),
+    )
+
+
+def _disagreement(splits: Splits, train: lgb.Dataset, evals: tuple[lgb.Dataset, ...]) -> str | None:
+    """Why the loaded sets are not ``splits`` (row or feature count, labels, query sizes), or None."""
+    for name, dataset, data in zip(("train", "valid", "test"), (train, *evals), (splits.train, splits.valid, splits.test), strict=True):
+        if dataset.num_data() != data.n_rows or dataset.num_feature() != data.n_features:
+            return (
+                f"{name} has {dataset.num_data()} rows x {dataset.num_feature()} features, "
+                f"the data {data.n_rows} x {data.n_features}"
+            )
+        if not np.array_equal(np.asarray(dataset.get_label(), dtype=np.float64), data.labels.astype(np.float64)):
+            return f"{name}'s labels differ from the data's"
+        if not np.array_equal(np.asarray(dataset.get_group()), np.diff(data.offsets)):
+            return f"{name}'s query sizes differ from the data's"
+    return None

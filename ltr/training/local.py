@@ -31,7 +31,7 @@ from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
 from ltr.metrics import MetricConventions
 from ltr.tracking.lifecycle import raise_if_stop_requested
-from ltr.training.binned import binned_datasets
+from ltr.training.binned import binned_datasets, drop_entry
 from ltr.training.binned_store import BinnedStore
 from ltr.training.round_hook import RoundHook, current_round_hook
 from ltr.training.round_metric import RoundNdcg, is_our_curve
@@ -363,30 +363,44 @@ def fit_ranker(
         round_metric = RoundNdcg(ks=eval_at, table_ks=eval_at, conventions=MetricConventions())
     params = train_params(lightgbm_params(model, seed=seed, num_threads=fit.num_threads), eval_at=eval_at)
     train, valid, test = splits.train, splits.valid, splits.test
-    train_set, eval_sets, _ = binned_datasets(
-        splits, params, position_bias=model.position_bias, data_key=data_key if fit.reuse_binned_data else None,
-        store=binned_store,
-    )
-    for dataset, data in zip(eval_sets, (valid, test), strict=True):
-        round_metric.register(dataset, data.labels, data.offsets)
-    evals: dict[str, Any] = {}
-
-    def run(callbacks: list[Any]) -> lgb.Booster:
-        return lgb.train(
-            params,
-            train_set,
-            num_boost_round=fit.num_boost_round,
-            valid_sets=list(eval_sets),
-            valid_names=["valid", "test"],
-            feval=round_metric,
-            callbacks=[lgb.record_evaluation(evals), *callbacks],
-        )
-
     what = f"{model.objective} on {train.n_queries} queries / {train.n_rows} rows, {train.n_features} features"
     if model.position_bias:
         assert train.positions is not None  # checked by check_position_training
         what += f", position bias over {len(np.unique(train.positions))} positions"
-    boosted = _boost(fit, watched_metric(fit, eval_at), what, run, on_best=round_metric.mark_best)
+    data_key = data_key if fit.reuse_binned_data else None
+    retried = False
+    while True:
+        train_set, eval_sets, entry = binned_datasets(
+            splits, params, position_bias=model.position_bias, data_key=data_key, store=binned_store
+        )
+        for dataset, data in zip(eval_sets, (valid, test), strict=True):
+            round_metric.register(dataset, data.labels, data.offsets)
+        evals: dict[str, Any] = {}
+
+        def run(
+            callbacks: list[Any], train_set: lgb.Dataset = train_set, eval_sets: Any = eval_sets, evals: Any = evals
+        ) -> lgb.Booster:
+            return lgb.train(
+                params,
+                train_set,
+                num_boost_round=fit.num_boost_round,
+                valid_sets=list(eval_sets),
+                valid_names=["valid", "test"],
+                feval=round_metric,
+                callbacks=[lgb.record_evaluation(evals), *callbacks],
+            )
+
+        try:
+            boosted = _boost(fit, watched_metric(fit, eval_at), what, run, on_best=round_metric.mark_best)
+        except LtrUserError as exc:
+            if entry is None or retried:
+                raise
+            # LightGBM fails on data read from the binned-data cache (a file altered after its
+            # checksums were written): drop the entry and bin the data again, once
+            drop_entry(entry, f"LightGBM failed on it: {exc}")
+            retried = True
+            continue
+        break
     booster = boosted.model
     best = int(booster.best_iteration)
     lightgbm_curves, ours = _split_curves(evals)

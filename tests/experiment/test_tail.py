@@ -82,3 +82,32 @@ def test_an_uncertainty_sweep_marks_the_ndcg_tail_exposure_front(tmp_path: Path)
     assert "tail exposure@10" in parent.data.tags["mlflow.note.content"]
     client = MlflowClient(f"sqlite:///{db}")
     assert "figures/tail_front.png" in [a.path for a in client.list_artifacts(parent.info.run_id, "figures")]
+
+
+@settings(max_examples=50, deadline=None)
+@given(sizes=st.lists(st.integers(1, 12), min_size=1, max_size=5), n_members=st.integers(1, 5), seed=st.integers(0, 999))
+def test_ensemble_spread_matches_a_per_query_reference_and_ignores_each_members_scale(
+    sizes: list[int], n_members: int, seed: int
+) -> None:
+    """Reference: per query and member, (s - min) / (max - min) (0 for a constant list); the
+    std over members per row; divided by the split's largest std. A member's scores moved by a
+    positive affine map in one query change nothing."""
+    from ltr.experiment.rerank import ensemble_spread
+
+    rng = np.random.default_rng(seed)
+    offsets = np.r_[0, np.cumsum(sizes)]
+    members = rng.normal(size=(n_members, offsets[-1]))
+    normalised = np.zeros_like(members)
+    for q in range(len(sizes)):
+        rows = slice(offsets[q], offsets[q + 1])
+        for m in range(n_members):
+            s = members[m, rows]
+            span = s.max() - s.min()
+            normalised[m, rows] = (s - s.min()) / span if span > 0 else 0.0
+    spread = normalised.std(axis=0)
+    expected = spread / spread.max() if spread.max() > 0 else np.zeros_like(spread)
+    got = ensemble_spread(members, offsets)
+    assert np.allclose(got, expected, rtol=0, atol=1e-12)
+    moved = members.copy()
+    moved[0, offsets[0] : offsets[1]] = 3.0 * moved[0, offsets[0] : offsets[1]] + 7.0
+    assert np.allclose(ensemble_spread(moved, offsets), got, rtol=0, atol=1e-9)
