@@ -5,13 +5,22 @@ Every test is in one tier, by marker (``make test-unit``, ``test-integration``, 
 
 - ``e2e``: real subprocesses of the ``ltr`` command, sweeps, servers, notebooks (``slow``);
 - ``integration``: real training, a real MLflow store or a Dask cluster in this process (the
-  modules of :data:`INTEGRATION_MODULES`);
+  modules of :data:`INTEGRATION_MODULES`, and any test using a fixture of
+  :data:`INTEGRATION_FIXTURES`);
 - ``unit``: everything else: the metrics, readers, configs and statistics on small arrays.
+
+``-m unit`` (or ``-m integration``) does not even import the modules that hold no test of that
+tier (:func:`pytest_ignore_collect`): importing every test module costs seconds of MLflow, Dask
+and Optuna imports that ``make test-unit`` does not need.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import shutil
+import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -20,10 +29,13 @@ from hydra import compose, initialize_config_dir
 from hypothesis import settings
 from omegaconf import DictConfig
 
-from ltr.cli.train import CONF_DIR
+from ltr.config.compose import CONF_DIR
+from ltr.config.store import register_configs
 from ltr.data.cache import forget_recent
 
 REPO = Path(__file__).resolve().parents[1]
+
+register_configs()  # the schemas that ltr/conf extends, as `ltr train` registers them
 
 # CI (CI=true) draws the same hypothesis examples every run, so a red build is reproducible; a
 # developer's runs draw new ones (and keep the failures they find in .hypothesis/).
@@ -47,6 +59,10 @@ INTEGRATION_MODULES = frozenset(
         "tests/test_binned_cache.py",
         "tests/test_binned_reuse.py",
         "tests/clicks/test_position_training.py",
+        "tests/clicks/test_exposure_run.py",
+        "tests/experiment/test_doc_id_tables.py",
+        "tests/experiment/test_discount_run.py",
+        "tests/dask/test_doc_id_partitions.py",
         "tests/clicks/test_label_recipes.py",
         "tests/compare/test_abtest.py",
         "tests/experiment/test_tail.py",
@@ -71,13 +87,41 @@ INTEGRATION_MODULES = frozenset(
 )
 
 
+#: Fixtures that train, write a store or start a cluster: a test using one is ``integration``
+#: wherever it lives.
+INTEGRATION_FIXTURES = frozenset({"tracking_uri", "small_cfg", "client", "store"})
+
+_MODULE_SLOW = re.compile(r"^pytestmark\s*=.*\bslow\b", re.MULTILINE)
+
+
+def _module_tiers(path: Path) -> frozenset[str]:
+    """The tiers the tests of the module at ``path`` can have, known without importing it."""
+    module = path.resolve().relative_to(REPO).as_posix()
+    if module in E2E_MODULES or _MODULE_SLOW.search(path.read_text()):
+        return frozenset({"e2e"})
+    if module in INTEGRATION_MODULES:
+        return frozenset({"integration", "e2e"})
+    return frozenset({"unit", "integration", "e2e"})
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under ``-m unit`` or ``-m integration``, skip importing a test module with no test of that tier."""
+    tier = str(config.getoption("markexpr", "") or "").strip()
+    if tier not in {"unit", "integration"} or collection_path.suffix != ".py":
+        return None
+    if not collection_path.name.startswith("test_"):
+        return None
+    return True if tier not in _module_tiers(collection_path) else None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Put every test in its tier (see the module docstring)."""
     for item in items:
         module = Path(str(item.fspath)).resolve().relative_to(REPO).as_posix()
+        fixtures = set(getattr(item, "fixturenames", ()))
         if item.get_closest_marker("slow") is not None or module in E2E_MODULES:
             item.add_marker(pytest.mark.e2e)
-        elif module in INTEGRATION_MODULES:
+        elif module in INTEGRATION_MODULES or fixtures & INTEGRATION_FIXTURES:
             item.add_marker(pytest.mark.integration)
         else:
             item.add_marker(pytest.mark.unit)
@@ -116,9 +160,51 @@ def tracking_uri(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'mlflow.db'}"
 
 
+@pytest.fixture(scope="session")
+def empty_store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty, complete MLflow store, made once per session as ``ltr train`` makes one
+    (``ensure_store``: MLflow's schema migrations, seconds of CPU), for :func:`copy_empty_store`."""
+    from ltr.tracking.store import ensure_store
+
+    db = tmp_path_factory.mktemp("store_template") / "mlflow.db"
+    ensure_store(f"sqlite:///{db}")
+    return db
+
+
+def copy_empty_store(template: Path, db: Path) -> str:
+    """Copy ``template`` (an empty store) to ``db`` and return its URI: the store ``ensure_store``
+    would create at ``db`` (its Default experiment's artifacts beside ``db``, as a new store's;
+    ``tests/tracking/test_store.py`` checks the two are the same)."""
+    from ltr.tracking.uri import artifact_root_for
+
+    uri = f"sqlite:///{db}"
+    shutil.copyfile(template, db)
+    old, new = artifact_root_for(f"sqlite:///{template}"), artifact_root_for(uri)
+    with contextlib.closing(sqlite3.connect(db)) as conn, conn:
+        conn.execute(
+            "UPDATE experiments SET artifact_location = ? || substr(artifact_location, ?) WHERE artifact_location LIKE ? || '/%'",
+            (new, len(str(old)) + 1, old),
+        )
+    return uri
+
+
 @pytest.fixture
-def small_cfg(tracking_uri: str) -> Callable[..., DictConfig]:
-    """Compose a small, fast experiment into the tmp store; extra overrides win."""
+def unmade_store(tmp_path: Path) -> str:
+    """``tracking.uri=...`` of a store that does not exist yet, in a folder of its own (for the
+    tests that check that a refused config makes no store; :func:`small_cfg`'s store exists)."""
+    folder = tmp_path / "unmade"
+    folder.mkdir()
+    return f"tracking.uri=sqlite:///{folder / 'mlflow.db'}"
+
+
+@pytest.fixture
+def small_cfg(tracking_uri: str, tmp_path: Path, empty_store_template: Path) -> Callable[..., DictConfig]:
+    """Compose a small, fast experiment into the tmp store; extra overrides win.
+
+    The store at ``tracking_uri`` exists, empty, before the test (:func:`copy_empty_store`): each
+    test would otherwise pay MLflow's migrations. A test that checks that nothing makes a store
+    gives its own ``tracking.uri`` in a folder of its own."""
+    copy_empty_store(empty_store_template, tmp_path / "mlflow.db")
 
     def make(*extra: str) -> DictConfig:
         return compose_train(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -65,7 +66,9 @@ LAZY_ALLOWED = {
 }
 
 
+@functools.cache
 def _modules() -> dict[str, ast.Module]:
+    """Every module of ``ltr`` by name, parsed once for the tests of this file (none mutates it)."""
     out = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         name = ".".join(("ltr", *path.relative_to(PACKAGE).with_suffix("").parts)).removesuffix(".__init__")
@@ -76,6 +79,12 @@ def _modules() -> dict[str, ast.Module]:
 def _part(module: str) -> str:
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "__init__"
+
+
+@functools.cache
+def _module_imports() -> dict[str, list[tuple[str, list[str], bool]]]:
+    """:func:`_imports` of every module of ``ltr``, computed once for the tests of this file."""
+    return {module: _imports(tree, module) for module, tree in _modules().items()}
 
 
 def _imports(tree: ast.Module, module: str) -> list[tuple[str, list[str], bool]]:
@@ -103,8 +112,8 @@ def test_parts_levels_and_no_cycles() -> None:
     assert parts <= set(LEVELS), f"parts without a level: {parts - set(LEVELS)}"
     assert len(parts) <= 17  # 13 parts, the models (ltr.models), the Optuna sweeper (ltr.sweeper), the Python API (ltr.api), the install-time numba warm-up (ltr.warmup)
     upward = []
-    for module, tree in modules.items():
-        for imported, _, _ in _imports(tree, module):
+    for module, imports in _module_imports().items():
+        for imported, _, _ in imports:
             if imported.startswith("ltr.") and imported != "ltr":
                 source, target = _part(module), _part(imported)
                 if source != target and LEVELS[target] >= LEVELS[source]:
@@ -115,8 +124,8 @@ def test_parts_levels_and_no_cycles() -> None:
 def test_no_private_names_from_other_modules() -> None:
     modules = _modules()
     bad = []
-    for module, tree in modules.items():
-        for imported, names, _ in _imports(tree, module):
+    for module, imports in _module_imports().items():
+        for imported, names, _ in imports:
             if not imported.startswith("ltr"):
                 continue
             for name in names:
@@ -129,8 +138,8 @@ def test_no_private_names_from_other_modules() -> None:
 
 def test_function_level_imports_have_a_reason() -> None:
     bad = []
-    for module, tree in _modules().items():
-        for imported, _, lazy in _imports(tree, module):
+    for module, imports in _module_imports().items():
+        for imported, _, lazy in imports:
             if lazy and not any(imported == key or imported.startswith(key + ".") for key in LAZY_ALLOWED):
                 bad.append(f"{module}: import {imported} inside a function")
     assert not bad, "imports inside functions without a reason (move them to the top):\n" + "\n".join(bad)
@@ -157,8 +166,8 @@ def test_no_module_import_cycles() -> None:
     """No cycle among the module-level imports of ltr's modules (a package's ``__init__`` included)."""
     modules = _modules()
     graph: dict[str, set[str]] = {m: set() for m in modules}
-    for module, tree in modules.items():
-        for imported, names, lazy in _imports(tree, module):
+    for module, imports in _module_imports().items():
+        for imported, names, lazy in imports:
             if lazy or not imported.startswith("ltr"):
                 continue
             targets = [f"{imported}.{n}" for n in names if f"{imported}.{n}" in modules] or [imported]

@@ -29,9 +29,8 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
-from ltr.cli.train import CONF_DIR
 from ltr.config.allowed import Allowed, allowed_of
-from ltr.config.compose import user_message
+from ltr.config.compose import CONF_DIR, user_message
 from ltr.config.data import DATA_OPTIONS, SplitConfig
 from ltr.config.schema import TrainConfig
 from ltr.errors import LtrUserError

@@ -47,8 +47,8 @@ def test_model_params_pass_through_to_lightgbm(small_cfg: Callable[..., DictConf
     ],
 )
 def test_bad_model_settings_fail_before_a_run_exists(
-    small_cfg: Callable[..., DictConfig], tracking_uri: str, tmp_path: Path, override: str, message: str
+    small_cfg: Callable[..., DictConfig], unmade_store: str, tmp_path: Path, override: str, message: str
 ) -> None:
     with pytest.raises(LtrUserError, match=message):
-        pipeline.run(small_cfg(override))
-    assert not (tmp_path / "mlflow.db").exists()
+        pipeline.run(small_cfg(override, unmade_store))
+    assert not (tmp_path / "unmade" / "mlflow.db").exists()

@@ -169,13 +169,16 @@ def test_diversity_sweep_on_default_data_marks_an_undominated_front(tmp_path: Pa
 
 
 def test_click_sweep_logs_the_regression_of_online_ctr_on_ndcg(tmp_path: Path) -> None:
-    """The parent's slope, intercept and R² reproduce numpy.polyfit on the children's values."""
+    """The parent's slope, intercept and R² reproduce numpy.polyfit on the children's values
+    (whatever they are: 30 rounds, not up to 1,000, give three distinct points as well)."""
     db = tmp_path / "mlflow.db"
     _ltr(tmp_path, "-m", "data=synthetic_clicks", "data.n_queries=600", "rerank=diversify",
-         "rerank.alpha=0,0.5,0.9", "fit.show_progress=false", f"tracking.uri=sqlite:///{db}")  # fmt: skip
+         "rerank.alpha=0,0.5,0.9", "fit.num_boost_round=30", "fit.show_progress=false",
+         f"tracking.uri=sqlite:///{db}")  # fmt: skip
     parent, children = _runs(db)
     x = np.array([c.data.metrics["valid/ndcg_at_10"] for c in children])
     y = np.array([c.data.metrics["valid/online/ctr"] for c in children])
+    assert len(set(x)) == len(set(y)) == 3, "three distinct points: the fit is not degenerate"
     slope, intercept = np.polyfit(x, y, 1)
     r2 = 1 - np.sum((y - (slope * x + intercept)) ** 2) / np.sum((y - y.mean()) ** 2)
     m = parent.data.metrics

@@ -178,8 +178,8 @@ def test_trained_on_clicks_judged_on_purchases_is_one_override(small_cfg: Callab
     ],
 )
 def test_bad_label_settings_fail_before_a_run_exists(
-    small_cfg: Callable[..., DictConfig], tmp_path: Path, override: str, message: str
+    small_cfg: Callable[..., DictConfig], unmade_store: str, tmp_path: Path, override: str, message: str
 ) -> None:
     with pytest.raises(LtrUserError, match=message):
-        pipeline.run(small_cfg(*CLICKS, override))
-    assert not (tmp_path / "mlflow.db").exists()
+        pipeline.run(small_cfg(*CLICKS, override, unmade_store))
+    assert not (tmp_path / "unmade" / "mlflow.db").exists()

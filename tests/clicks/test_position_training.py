@@ -30,11 +30,11 @@ CLICKS = ("data=synthetic_clicks", "data.n_queries=300")
     ],
 )
 def test_bad_position_bias_settings_fail_before_a_run_exists(
-    small_cfg: Callable[..., DictConfig], tmp_path: Path, overrides: tuple[str, ...], message: str
+    small_cfg: Callable[..., DictConfig], unmade_store: str, tmp_path: Path, overrides: tuple[str, ...], message: str
 ) -> None:
     with pytest.raises(LtrUserError, match=message):
-        pipeline.run(small_cfg(*overrides))
-    assert not (tmp_path / "mlflow.db").exists()
+        pipeline.run(small_cfg(*overrides, unmade_store))
+    assert not (tmp_path / "unmade" / "mlflow.db").exists()
 
 
 def test_position_bias_training_keeps_the_train_result_contract(small_cfg: Callable[..., DictConfig]) -> None:

@@ -67,7 +67,9 @@ def test_mq2008_trec_run_has_real_docnos_and_ltr_evaluate_gives_the_runs_value(
 
 
 @pytest.mark.slow
-def test_promote_a_sweeps_best_child_and_refuse_a_worse_one(tmp_path: Path) -> None:
+def test_promote_a_sweeps_best_child_and_refuse_a_worse_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A real ``ltr train -m`` sweep (a subprocess); ``ltr promote`` in this process (its exit
+    code, stdout and stderr are what the command gives: the process boundary is not the point)."""
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     sweep = subprocess.run(
         [sys.executable, "-m", "ltr", "train", "-m", *DEBUG, "model.num_leaves=7,15,31", f"tracking.uri={uri}"],
@@ -81,8 +83,9 @@ def test_promote_a_sweeps_best_child_and_refuse_a_worse_one(tmp_path: Path) -> N
     objective = "valid/ndcg_at_10"
     best = max(children, key=lambda r: r.data.metrics[objective])
     base = ["--name", "ranker", "--n-resamples", "200", "--tracking-uri", uri]
-    done = subprocess.run([sys.executable, "-m", "ltr", "promote", parent.info.run_id, *base], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    capsys.readouterr()
+    code = ltr_main(["promote", parent.info.run_id, *base])
+    assert code == 0, capsys.readouterr().err
     version = client.get_model_version_by_alias("ranker", "champion")
     assert version.run_id == best.info.run_id
     assert version.tags["ltr.run_id"] == best.info.run_id
@@ -93,20 +96,21 @@ def test_promote_a_sweeps_best_child_and_refuse_a_worse_one(tmp_path: Path) -> N
     # a child worse on test nDCG@10 than the champion: the comparison is printed, the promotion refused
     worse = [r for r in children if r.data.metrics["test/ndcg_at_10"] < best.data.metrics["test/ndcg_at_10"]]
     assert worse, "the sweep's children all tie on test nDCG@10"
-    refused = subprocess.run([sys.executable, "-m", "ltr", "promote", worse[0].info.run_id, *base], capture_output=True, text=True, timeout=300)
-    assert refused.returncode == 2
-    assert "51+" in refused.stdout
-    assert "baseline" in refused.stdout
-    assert refused.stderr.strip().count("\n") == 0
-    assert "--force" in refused.stderr
+    capsys.readouterr()
+    assert ltr_main(["promote", worse[0].info.run_id, *base]) == 2
+    refused = capsys.readouterr()
+    assert "51+" in refused.out
+    assert "baseline" in refused.out
+    assert refused.err.strip().count("\n") == 0
+    assert "--force" in refused.err
     assert client.get_model_version_by_alias("ranker", "champion").version == version.version
     # a failed run is refused in one line
     failed = client.create_run(parent.info.experiment_id, run_name="broken")
     client.set_terminated(failed.info.run_id, "FAILED")
-    bad = subprocess.run([sys.executable, "-m", "ltr", "promote", failed.info.run_id, *base], capture_output=True, text=True, timeout=300)
-    assert bad.returncode == 2
-    assert "is FAILED" in bad.stderr
-    assert bad.stderr.strip().count("\n") == 0
+    assert ltr_main(["promote", failed.info.run_id, *base]) == 2
+    bad = capsys.readouterr()
+    assert "is FAILED" in bad.err
+    assert bad.err.strip().count("\n") == 0
 
 
 @pytest.mark.slow

@@ -17,12 +17,14 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 
+from ltr.cli.main import main as ltr_main
 from ltr.errors import LtrUserError
 from ltr.tracking import check_tracking_uri, make_tracker
 from ltr.tracking.base import RunStatus
@@ -37,6 +39,7 @@ from ltr.tracking.store import (
     process_tags,
     reap_dead_runs,
 )
+from tests.conftest import copy_empty_store
 from tests.processes import stop_process_group
 
 REPO = Path(__file__).resolve().parents[2]
@@ -171,7 +174,7 @@ def test_a_signal_at_any_moment_of_creation_leaves_no_store_or_a_complete_one(tm
             assert proc.stdout.readline().strip() == "ready"
             time.sleep(delay)
             proc.send_signal(sig)
-            proc.communicate(timeout=60)
+            proc.communicate(timeout=300)
         finally:
             if proc.poll() is None:
                 proc.kill()
@@ -189,6 +192,38 @@ def test_a_signal_at_any_moment_of_creation_leaves_no_store_or_a_complete_one(tm
         assert _leftovers(directory) == []  # a killed creator's temporary file is removed
     print("store after the signal, by delay:", dict(zip(_DELAYS, outcomes, strict=True)))
     assert "none" in outcomes, outcomes  # the early signals did land during creation
+
+
+def _contents(db: Path) -> dict[str, list[tuple[object, ...]]]:
+    """Schema and every row of every table of ``db``, the experiments' times left out. A
+    table's definition as its set of lines: MLflow's migrations order a table's constraints
+    differently from one new store to the next."""
+    with closing(sqlite3.connect(db)) as con:
+        tables = [name for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        schema = con.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name").fetchall()
+        out: dict[str, list[tuple[object, ...]]] = {
+            "schema": [(kind, name, sorted(line.strip().rstrip(",") for line in (sql or "").splitlines())) for kind, name, sql in schema]
+        }
+        for table in tables:
+            rows = con.execute(f'SELECT * FROM "{table}"').fetchall()
+            out[table] = [row[:4] + row[6:] for row in rows] if table == "experiments" else sorted(rows, key=repr)
+    return out
+
+
+def test_the_tests_empty_store_copy_is_the_store_ensure_store_makes_there(tmp_path: Path, empty_store_template: Path) -> None:
+    """``small_cfg``'s store (a copy of one empty store, tests/conftest.py) is the store that
+    ``ensure_store`` makes at that path: same schema, same rows, artifacts beside it."""
+    made, copied = tmp_path / "made", tmp_path / "copied"
+    made.mkdir()
+    copied.mkdir()
+    ensure_store(_uri(made))
+    copy_empty_store(empty_store_template, copied / "mlflow.db")
+    ensure_store(_uri(copied))  # accepted as complete, nothing to rebuild
+    want, got = _contents(made / "mlflow.db"), _contents(copied / "mlflow.db")
+    (location,) = [row[2] for row in got["experiments"]]
+    assert location == (copied / "mlartifacts" / "0").as_uri()
+    assert got == {**want, "experiments": [(r[0], r[1], (copied / "mlartifacts" / "0").as_uri(), *r[3:]) for r in want["experiments"]]}
+    assert want["experiments"][0][2] == (made / "mlartifacts" / "0").as_uri()
 
 
 # --- (3) incomplete stores -----------------------------------------------------------------------
@@ -492,38 +527,43 @@ def test_a_run_records_its_process(tmp_path: Path) -> None:
 # --- (6) ltr ui ----------------------------------------------------------------------------------
 
 
-def _ltr_ui(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ltr", "ui", *args], capture_output=True, text=True, cwd=cwd, env=_env(), timeout=120
-    )
-
-
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
-@pytest.mark.slow
-def test_ui_refuses_a_busy_port_in_one_line(tmp_path: Path) -> None:
+def _ltr_ui_refused(*args: str, cwd: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> str:
+    """``ltr ui ARGS`` in ``cwd``, in this process (a refusal starts no server: the process
+    boundary is not the point): exit 2, what it printed to stderr."""
+    monkeypatch.chdir(cwd)
+    capsys.readouterr()
+    assert ltr_main(["ui", *args]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    return captured.err
+
+
+def test_ui_refuses_a_busy_port_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        proc = _ltr_ui("--port", str(port), cwd=tmp_path)
-    assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
-    assert proc.stderr.startswith(f"ltr: error: port {port} is in use")
-    assert "--port" in proc.stderr
+        stderr = _ltr_ui_refused("--port", str(port), cwd=tmp_path, capsys=capsys, monkeypatch=monkeypatch)
+    assert stderr.strip().splitlines() == [stderr.strip()]
+    assert stderr.startswith(f"ltr: error: port {port} is in use")
+    assert "--port" in stderr
 
 
-@pytest.mark.slow
-def test_ui_refuses_a_folder_without_a_store_in_one_line(tmp_path: Path) -> None:
-    proc = _ltr_ui("--port", str(_free_port()), cwd=tmp_path)
-    assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
-    assert proc.stderr.startswith(f"ltr: error: no MLflow store at {tmp_path.resolve() / 'mlflow.db'}")
-    assert "ltr train" in proc.stderr
+def test_ui_refuses_a_folder_without_a_store_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stderr = _ltr_ui_refused("--port", str(_free_port()), cwd=tmp_path, capsys=capsys, monkeypatch=monkeypatch)
+    assert stderr.strip().splitlines() == [stderr.strip()]
+    assert stderr.startswith(f"ltr: error: no MLflow store at {tmp_path.resolve() / 'mlflow.db'}")
+    assert "ltr train" in stderr
     assert list(tmp_path.iterdir()) == []  # no empty store, no lock file
 
 
