@@ -58,6 +58,7 @@ from ltr.tracking.lifecycle import (
     on_stop_signal,
     quiet_unraisable,
     raise_if_stop_requested,
+    stop_signals,
 )
 
 
@@ -206,6 +207,7 @@ def main(argv: list[str]) -> int:
         return shell_completion(argv)
     argv = [quote_non_ascii(arg) for arg in argv]
     sys.argv = ["ltr train", *argv]
+    stop_signals.clear()  # a command starts from no recorded signal (an in-process caller may run several)
     try:
         job()
         raise_if_stop_requested()  # stopped after the run ended: exit 130 / 143 all the same

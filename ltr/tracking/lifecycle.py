@@ -60,7 +60,9 @@ def quiet_unraisable(unraisable: sys.UnraisableHookArgs) -> None:
 @contextmanager
 def stop_signals_recorded() -> Iterator[None]:
     """In the block, SIGINT and SIGTERM go to :func:`on_stop_signal` (starting from no recorded
-    signal) and swallowed stop exceptions are not printed; handlers and hook are restored after.
+    signal) and swallowed stop exceptions are not printed; handlers and hook are restored after,
+    and the record is cleared (a signal recorded but swallowed in a block that then ended
+    normally raises on the way out).
     Callers check :func:`raise_if_stop_requested` before anything they cannot take back. Main
     thread only (elsewhere a no-op)."""
     if threading.current_thread() is not threading.main_thread():
@@ -75,9 +77,17 @@ def stop_signals_recorded() -> Iterator[None]:
     try:
         yield
     finally:
+        pending = stop_signals[:1]
+        stop_signals.clear()  # nothing recorded here outlives the block (an in-process caller goes on)
         for sig, handler in previous.items():
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)
         sys.unraisablehook = hook
+    if pending:  # recorded, swallowed, and the block ended normally: stop now
+        stop_signals.extend(pending)
+        try:
+            raise_if_stop_requested()
+        finally:
+            stop_signals.clear()
 
 
 @contextmanager
