@@ -17,6 +17,7 @@ and Optuna imports that ``make test-unit`` does not need.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import shutil
@@ -135,6 +136,34 @@ def _fresh_recent_entries() -> Iterator[None]:
     forget_recent()
     yield
     forget_recent()
+
+
+def _loggers() -> list[logging.Logger]:
+    return [logging.getLogger(), *(v for v in logging.Logger.manager.loggerDict.values() if isinstance(v, logging.Logger))]
+
+
+def _ours(handler: logging.Handler) -> bool:
+    """A handler of the code under test (not pytest's capture handlers)."""
+    return not type(handler).__module__.startswith("_pytest")
+
+
+@pytest.fixture(autouse=True)
+def _logging_handlers_restored() -> Iterator[None]:
+    """No logging handler a test adds outlives it (Hydra's job logging and a CLI's console
+    handler bind the stream of the moment: a test's capture stream, closed after the test, where
+    a later test's log lines would fail with "--- Logging error ---"); a handler left on a closed
+    stream by a module's fixtures is dropped before the next test."""
+    for logger in _loggers():
+        for handler in list(logger.handlers):
+            if _ours(handler) and getattr(getattr(handler, "stream", None), "closed", False):
+                logger.removeHandler(handler)
+    before = {id(logger): set(map(id, logger.handlers)) for logger in _loggers()}
+    yield
+    for logger in _loggers():
+        kept = before.get(id(logger), set())
+        for handler in list(logger.handlers):
+            if _ours(handler) and id(handler) not in kept:
+                logger.removeHandler(handler)
 
 
 @pytest.fixture(autouse=True)
