@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 from ltr.dask.partitions import PartitionedSplit, PartTuple, from_part_futures, sorted_workers
 from ltr.data import doc_ids as doc_id_arrays
 from ltr.data.query_parts import write_query_partitions
+from ltr.data.validate import run_starts
 from ltr.errors import DataError
 
 log = logging.getLogger(__name__)
@@ -46,7 +47,7 @@ def read_part(
         features[:, j] = table.column(name).to_numpy()
     labels = np.ascontiguousarray(table.column(label_column).to_numpy(), dtype=np.int32)
     row_qids = np.asarray(table.column(qid_column).to_numpy(), dtype=np.int64)
-    starts = np.flatnonzero(np.concatenate([[True], row_qids[1:] != row_qids[:-1]]))
+    starts = run_starts(row_qids)
     qids = row_qids[starts]
     unique, counts = np.unique(qids, return_counts=True)
     if np.any(counts > 1):

@@ -140,6 +140,16 @@ def check_labels(
     return labels.astype(np.int32)
 
 
+def run_starts(row_qids: NDArray[np.integer]) -> NDArray[np.intp]:
+    """The rows where a run of equal qids begins (row 0 included; a query whose rows are
+    contiguous is one run).
+
+    >>> run_starts(np.array([7, 7, 9, 7])).tolist()
+    [0, 2, 3]
+    """
+    return np.flatnonzero(np.concatenate(([True], row_qids[1:] != row_qids[:-1])))
+
+
 def group_rows(
     table: RawTable, *, notes: list[str] | None = None
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64] | None]:
@@ -158,7 +168,7 @@ def group_rows(
     n = row_qids.shape[0]
     if n == 0:
         return np.zeros(0, np.int64), np.zeros(1, np.int64), None
-    starts = np.flatnonzero(np.concatenate(([True], row_qids[1:] != row_qids[:-1])))
+    starts = run_starts(row_qids)
     run_qids = row_qids[starts]
     uniq, first_run, run_count = np.unique(run_qids, return_index=True, return_counts=True)
     if uniq.shape[0] == run_qids.shape[0]:

@@ -32,6 +32,7 @@ from ltr.config.choices import RerankKind
 from ltr.data.load import reader_options
 from ltr.data.ranking_data import RankingData
 from ltr.data.readers import concat_ranking_data, detect_format, read_ranking_file, widen
+from ltr.data.validate import run_starts
 from ltr.errors import DataError, LtrUserError
 from ltr.experiment.sources import InMemorySource, open_source
 from ltr.metrics.table import largest_gain
@@ -267,7 +268,7 @@ def _stream(
             if carry is not None:
                 table = pa.concat_tables([carry, table])
             qids = np.asarray(table.column(qid_column).to_numpy(), dtype=np.int64)
-            starts = np.flatnonzero(np.concatenate([[True], qids[1:] != qids[:-1]]))
+            starts = run_starts(qids)
             cut = int(starts[-1])
             if cut > 0:
                 yield _batch(table.slice(0, cut), names, qid_column, label_column, doc_id_column, seen, carry_file or path)
@@ -287,7 +288,7 @@ def _batch(
 ) -> RankingData:
     n_rows = table.num_rows
     row_qids = np.asarray(table.column(qid_column).to_numpy(), dtype=np.int64)
-    starts = np.flatnonzero(np.concatenate([[True], row_qids[1:] != row_qids[:-1]]))
+    starts = run_starts(row_qids)
     qids = row_qids[starts]
     unique = np.unique(qids)
     again = set(unique.tolist()) & seen if seen else set()

@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from ltr.config.schema import TrainerConfig
+from ltr.data.validate import run_starts
 from ltr.errors import DataError
 from ltr.models.inputs import (
     ParquetPlan,
@@ -155,7 +156,7 @@ def check_query_files(files: list[Path], qid_column: str) -> None:
     first_file: dict[int, Path] = {}
     for path in files:
         row_qids = np.asarray(pq.read_table(path, columns=[qid_column]).column(0).to_numpy(), dtype=np.int64)
-        qids = row_qids[np.flatnonzero(np.concatenate([[True], row_qids[1:] != row_qids[:-1]]))]
+        qids = row_qids[run_starts(row_qids)]
         unique, counts = np.unique(qids, return_counts=True)
         if np.any(counts > 1):
             raise DataError(f"the rows of qid {unique[np.argmax(counts > 1)]} in {path} are not contiguous; group each query's rows together")
