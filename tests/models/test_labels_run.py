@@ -1,7 +1,7 @@
 """``ltr labels A B --run RUN --data FILE``: the label audit scored by a run's model (#27).
 
-One tiny real run in a tmp sqlite store; FILE is its test split as LETOR text with ``#docid``
-comments; B is A shifted up one grade on a third of the documents. ``--run RUN --data FILE``
+Two tiny real runs in a tmp sqlite store (plain, and re-ranked by ``rerank=diversify``, whose
+order is not the model's scores); FILE is their test split as LETOR text with ``#docid`` comments; B is A shifted up one grade on a third of the documents. ``--run RUN --data FILE``
 must give exactly the report of ``--scores`` on the TREC run ``ltr predict`` writes for FILE,
 and its nDCG@10 under B is recomputed here by hand from the booster's own scores.
 """
@@ -23,6 +23,7 @@ from ltr.models.logged import load_run
 from tests.conftest import compose_train, copy_empty_store
 
 RUN = "audited"
+RERANKED = "audited_reranked"  # rerank=diversify: its order is not the model's scores
 
 
 def _letor(data: RankingData, path: Path) -> list[str]:
@@ -62,10 +63,9 @@ def audit(tmp_path_factory: pytest.TempPathFactory, empty_store_template: Path) 
     sets A and B as qrels."""
     tmp = tmp_path_factory.mktemp("labels_run")
     uri = copy_empty_store(empty_store_template, tmp / "mlflow.db")
-    pipeline.run(compose_train([
-        "data.n_queries=80", "fit.num_boost_round=8", "fit.show_progress=false", "model.num_leaves=7",
-        f"tracking.uri={uri}", f"tracking.run_name={RUN}",
-    ]))  # fmt: skip
+    small = ["data.n_queries=80", "fit.num_boost_round=8", "fit.show_progress=false", "model.num_leaves=7", f"tracking.uri={uri}"]
+    pipeline.run(compose_train([*small, f"tracking.run_name={RUN}"]))
+    pipeline.run(compose_train([*small, "rerank=diversify", "rerank.alpha=0.5", f"tracking.run_name={RERANKED}"]))
     data = next(split_input(load_run(RUN, tracking_uri=uri), "test").batches())
     file = tmp / "test.txt"
     docs = _letor(data, file)
@@ -88,16 +88,21 @@ def test_run_data_gives_the_report_of_the_scores_ltr_predict_writes(
 ) -> None:
     tmp, uri, file = audit["dir"], str(audit["uri"]), str(audit["file"])
     assert isinstance(tmp, Path)
-    trec = tmp / "run.trec"
-    assert ltr_main(["predict", RUN, "--data", file, "--trec-run", str(trec), "--tracking-uri", uri]) == 0
-    capsys.readouterr()
     sets = [str(tmp / "a.qrels"), str(tmp / "b.qrels")]
-    for fmt in (["--json"], []):
-        code, by_scores, _ = _labels(capsys, *sets, "--scores", str(trec), "--k", "5", "--k", "10", *fmt)
-        assert code == 0
-        code, by_run, _ = _labels(capsys, *sets, "--run", RUN, "--data", file, "--tracking-uri", uri, "--k", "5", "--k", "10", *fmt)
-        assert code == 0
-        assert by_run == by_scores
+    for run in (RUN, RERANKED):
+        trec = tmp / f"{run}.trec"
+        assert ltr_main(["predict", run, "--data", file, "--trec-run", str(trec), "--tracking-uri", uri]) == 0
+        capsys.readouterr()
+        for fmt in (["--json"], []):
+            code, by_scores, _ = _labels(capsys, *sets, "--scores", str(trec), "--k", "5", "--k", "10", *fmt)
+            assert code == 0
+            code, by_run, _ = _labels(capsys, *sets, "--run", run, "--data", file, "--tracking-uri", uri, "--k", "5", "--k", "10", *fmt)
+            assert code == 0
+            assert by_run == by_scores, run
+    # the re-ranked run's scores are its order (0, -1, -2, ...), not the model's: what was compared
+    reranked = np.array([float(line.split()[4]) for line in (tmp / f"{RERANKED}.trec").read_text().splitlines()])
+    assert reranked.max() == 0.0
+    assert np.array_equal(reranked, np.round(reranked))
     report = json.loads(_labels(capsys, *sets, "--run", RUN, "--data", file, "--tracking-uri", uri, "--json")[1])
     # by hand: the booster's own scores of the run's test rows, nDCG@10 under B, mean over queries
     data, labels_b = audit["data"], audit["labels_b"]
