@@ -33,6 +33,7 @@ train``, ``ltr compare``, ``ltr ui``) reaps them.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import os
@@ -133,7 +134,7 @@ def find_local_run(uri: str, ref: str, *, experiment: str) -> LocalRun | None:
     if db is None or not ref or "'" in ref or "\\" in ref or os.environ.get("MLFLOW_WORKSPACE"):
         return None
     try:
-        with sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True, timeout=30) as conn:
+        with contextlib.closing(sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True, timeout=30)) as conn:
             return _find(conn, db, uri, ref, experiment)
     except sqlite3.Error as exc:  # not (yet) MLflow's schema, locked, unreadable: MLflow says
         log.debug("ltr: reading %s without MLflow failed: %s", db, exc)

@@ -212,8 +212,9 @@ def test_predict_refuses_bad_input_in_one_line_and_writes_nothing(
     code = ltr_main(["predict", "local", "--data", str(shuffled), "--out", str(out), "--batch-rows", "7", "--tracking-uri", uri])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
-    assert len(err) == 1
-    assert "not contiguous" in err[0]
+    assert [line for line in err if "scored" not in line] == err[-1:]  # progress, then the one line
+    assert err[-1].startswith("ltr: error: ")
+    assert "not contiguous" in err[-1]
     assert not out.exists()
     assert not [t.name for t in threading.enumerate() if t.name.startswith("ltr-")]
     # an unfinished run is refused
