@@ -18,6 +18,7 @@ from ltr.errors import LtrUserError
 from ltr.tracking.local_runs import find_local_run, mlflow_head_revision
 from ltr.tracking.runs import RunStore
 from ltr.tracking.store import _schema_revisions
+from ltr.tracking.uri import artifact_root_for
 from tests.conftest import copy_empty_store
 
 
@@ -36,8 +37,9 @@ def store(tmp_path: Path, empty_store_template: Path) -> tuple[str, dict[str, st
     killed run; a run in another experiment."""
     uri = copy_empty_store(empty_store_template, tmp_path / "mlflow.db")
     client = MlflowClient(tracking_uri=uri)
-    ltr_id = client.create_experiment("ltr")
-    other_id = client.create_experiment("other")
+    artifacts = artifact_root_for(uri)  # beside the store, as ltr's trackers put them (not ./mlruns)
+    ltr_id = client.create_experiment("ltr", artifact_location=artifacts)
+    other_id = client.create_experiment("other", artifact_location=artifacts)
     model = {"model_text/model.txt": "tree\n"}
     ids = {
         "once": _run(client, ltr_id, "once", "FINISHED", model),
