@@ -3,13 +3,18 @@
 Generates (in a temp dir) a training set of ``--train-rows`` rows and a scoring file of ``--rows``
 rows x 136 float32 features in queries of ~120 rows, with graded labels; trains one ``ltr train``
 run on the small file (``--rounds`` rounds, 31 leaves, no early stopping); then times, each in a
-fresh process, with its peak memory (``ru_maxrss`` of the child):
+fresh process, with its CPU time and peak memory (``ru_utime + ru_stime``, ``ru_maxrss`` of the
+child) and the load average when it started (the machine is shared):
 
 - the bare script: ``pd.read_parquet`` + ``booster.predict`` on the float32 matrix + writing the
   scores (one per line), the model read from the run's ``model_text/model.txt``;
 - ``ltr predict RUN --data FILE --out scores.txt`` at two batch sizes (labels present: it also
   builds the per-query table and prints the stratified table);
 - ``ltr predict`` on a file a quarter the size (memory should not follow the file).
+
+The bare script and ``ltr predict --batch-rows 50000`` run ``--repeat`` times, back to back (and
+``--baseline-tree``'s ``ltr predict``, another checkout, beside them); the ratio is to the
+fastest bare run.
 
 Both write the same scores (checked). Goal (#24): ``ltr predict`` <= 1.2x the bare script's time;
 memory bounded by the batch size, not the file.
@@ -54,18 +59,19 @@ def write_data(path: Path, n_rows: int, seed: int) -> None:
     pq.write_table(pa.table(columns), path, row_group_size=100_000)
 
 
-def timed(cmd: list[str], cwd: Path) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of this one child (``os.wait4``'s own rusage)."""
+def timed(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds (user + system) and peak RSS (MB) of this one child
+    (``os.wait4``'s own rusage)."""
     with tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
         if proc.returncode != 0:
             err.seek(0)
             raise SystemExit(f"{' '.join(cmd)} failed:\n{err.read().decode()[-3000:]}")
-    return seconds, usage.ru_maxrss / 1024
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 BARE = """
@@ -84,6 +90,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_200_000)
     parser.add_argument("--train-rows", type=int, default=60_000)
     parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--repeat", type=int, default=2, help="bare / ltr pairs, back to back (default 2)")
+    parser.add_argument("--baseline-tree", default=None, help="also time ltr predict of another source tree (PYTHONPATH), beside each pair")
     args = parser.parse_args()
     py = sys.executable
     with tempfile.TemporaryDirectory() as tmp:
@@ -109,24 +117,38 @@ def main() -> None:
              f"import shutil; shutil.copy(mlflow.artifacts.download_artifacts(run_id=r, artifact_path='model_text/model.txt', tracking_uri={uri!r}), {str(model)!r})"],
             cwd=root, check=True, capture_output=True,
         )
-        rows = []
-        bare_s, bare_mb = timed([py, "-c", BARE, str(model), str(big), str(root / "bare.txt")], root)
-        rows.append(("bare script: read_parquet + booster.predict + write", bare_s, bare_mb))
-        for batch in (50_000, 200_000):
-            out = root / f"ltr_{batch}.txt"
-            s, mb = timed([py, "-m", "ltr", "predict", "bench", "--data", str(big), "--out", str(out),
-                              "--batch-rows", str(batch), "--tracking-uri", uri], root)
-            rows.append((f"ltr predict, --batch-rows {batch}", s, mb))
-            same = out.read_text() == (root / "bare.txt").read_text()
-            print(f"ltr predict ({batch}) scores == bare scores: {same}")
-        s, mb = timed([py, "-m", "ltr", "predict", "bench", "--data", str(small), "--out", str(root / "q.txt"),
-                          "--batch-rows", "50000", "--tracking-uri", uri], root)
-        rows.append((f"ltr predict, a quarter of the rows ({args.rows // 4}), --batch-rows 50000", s, mb))
-        print(f"\n| what ({args.rows} rows x {N_FEATURES}, {args.rounds} trees) | wall s | x bare | peak RSS MB |")
-        print("|---|---:|---:|---:|")
-        for what, s, mb in rows:
-            print(f"| {what} | {s:.2f} | {s / bare_s:.2f} | {mb:.0f} |")
+        rows: list[tuple[str, float, float, float, float]] = []
+        bare_cmd = [py, "-c", BARE, str(model), str(big), str(root / "bare.txt")]
 
+        def ltr_cmd(data: Path, out: Path, batch: int) -> list[str]:
+            return [py, "-m", "ltr", "predict", "bench", "--data", str(data), "--out", str(out),
+                    "--batch-rows", str(batch), "--tracking-uri", uri]
+
+        def run(what: str, cmd: list[str], env: dict[str, str] | None = None) -> float:
+            load = os.getloadavg()[0]
+            s, cpu, mb = timed(cmd, root, env)
+            rows.append((what, s, cpu, mb, load))
+            print(f"{what}: {s:.2f} s wall, {cpu:.2f} s CPU, {mb:.0f} MB (load {load:.1f})", flush=True)
+            return s
+
+        bare = []
+        for _ in range(args.repeat):  # bare and ltr back to back, so both meet the same load
+            bare.append(run("bare script: read_parquet + booster.predict + write", bare_cmd))
+            out = root / "ltr_50000.txt"
+            run("ltr predict, --batch-rows 50000", ltr_cmd(big, out, 50_000))
+            print(f"ltr predict scores == bare scores: {out.read_text() == (root / 'bare.txt').read_text()}")
+            if args.baseline_tree:
+                env = {**os.environ, "PYTHONPATH": args.baseline_tree}
+                run(f"ltr predict of {args.baseline_tree}, --batch-rows 50000", ltr_cmd(big, root / "base.txt", 50_000), env)
+        out = root / "ltr_200000.txt"
+        run("ltr predict, --batch-rows 200000", ltr_cmd(big, out, 200_000))
+        print(f"ltr predict (200000) scores == bare scores: {out.read_text() == (root / 'bare.txt').read_text()}")
+        run(f"ltr predict, a quarter of the rows ({args.rows // 4}), --batch-rows 50000", ltr_cmd(small, root / "q.txt", 50_000))
+        bare_s = min(bare)
+        print(f"\n| what ({args.rows} rows x {N_FEATURES}, {args.rounds} trees) | wall s | x bare (fastest) | CPU s | peak RSS MB | load |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for what, s, cpu, mb, load in rows:
+            print(f"| {what} | {s:.2f} | {s / bare_s:.2f} | {cpu:.2f} | {mb:.0f} | {load:.1f} |")
 
 if __name__ == "__main__":
     main()

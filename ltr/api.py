@@ -288,7 +288,7 @@ def load_run(run: str, *, tracking_uri: str | None = None, experiment: str = "lt
     if not run:
         raise LtrUserError("load_run needs a run id, id prefix or name")
     logged = load_logged_run(run, tracking_uri=tracking_uri, experiment=experiment)
-    for note in logged.store.notes:
+    for note in logged.notes:
         log.warning("%s", note)
     return logged
 

@@ -59,7 +59,7 @@ LAZY_ALLOWED = {
     "socket": "`ltr ui` checks its port",
     "optuna": "searches only: every `ltr train` job imports ltr.sweeper.link, a search's job needs Optuna",
     "ltr.sweeper.search": "searches only: the Optuna sweeper's setting checks import Optuna",
-    "ltr.tracking.runs": "a named baseline run is read from the store, with MLflow",
+    "ltr.tracking.runs": "a named baseline run is read from the store, with MLflow; ltr predict reads a local finished run without it",
     "lightgbm": "the config checks ask LightGBM for its parameter names only when model.params has keys",
     "ltr.training.local": "the config checks import LightGBM only for the rules that need the data",
     "ltr.experiment.run": "ltr train imports the run (LightGBM, MLflow, pandas) once the config is checked",

@@ -81,7 +81,7 @@ def _run(args: argparse.Namespace) -> int:
     if len({p.resolve() for p in targets.values() if p is not None}) < len([p for p in targets.values() if p is not None]):
         raise LtrUserError("--out, --trec-run and --per-query must name different files")
     run = load_run(args.run, tracking_uri=args.tracking_uri, experiment=args.experiment)
-    for note in run.store.notes:
+    for note in run.notes:
         print(f"ltr: {note}")
     workers = None
     if args.dask:

@@ -2,8 +2,9 @@
 
 - **Parquet** (a file, several, or a directory of whole-query partitions as ``ltr partition``
   writes them) streams in batches of about ``batch_rows`` rows, cut at query boundaries: memory
-  holds one batch (``batch_rows x n_features`` float32 plus its Arrow columns) and one row per
-  query, whatever the file's size. Features are read **by name**: the model's feature names
+  holds about three batches (``batch_rows x n_features`` float32 plus its Arrow columns each:
+  :func:`ltr.models.predict.predict_input` reads one ahead) and one row per query, whatever the
+  file's size. Features are read **by name**: the model's feature names
   (Parquet column names, or ``f1 .. fN`` for models trained on text files); a missing one is one
   line naming the file and the column; other columns are not read. The label column is optional
   (no labels: nothing to evaluate); a document id column (``doc_id_column``) is kept for TREC runs.

@@ -34,6 +34,7 @@ from ltr.experiment.sources import rank_split
 from ltr.experiment.spec import ExperimentSpec
 from ltr.models.inputs import PredictInput
 from ltr.models.logged import LoggedRun
+from ltr.models.overlap import KernelWarmup, read_ahead
 
 log = logging.getLogger(__name__)
 
@@ -204,9 +205,22 @@ def predict_input(
 
     Each batch goes to ``sink`` as it is done; progress is logged per batch of a streamed input.
     ``keep``: also keep the scored batches in the result (memory grows with the input).
+
+    A streamed input is read one batch ahead in a background thread, and numba's kernels load in
+    another while the first batch is read (:mod:`ltr.models.overlap`): the same batches, in the
+    same order, with the same results; memory holds about three batches.
     """
-    scored = predict(run, source.batches(), labelled=source.labelled, max_gain=source.max_gain, where=source.description)
-    return collect(run, scored, source, sink=sink, keep=keep)
+    warmup = KernelWarmup(run.spec, run.n_features) if source.labelled or run.spec.config.rerank.kind != RerankKind.none else None
+    batches = read_ahead(source.batches()) if source.streamed else source.batches()
+    try:
+        scored = predict(run, batches, labelled=source.labelled, max_gain=source.max_gain, where=source.description)
+        return collect(run, scored, source, sink=sink, keep=keep)
+    finally:
+        close = getattr(batches, "close", None)
+        if close is not None:
+            close()  # stops and joins the reader (at once when the input is done)
+        if warmup is not None:
+            warmup.join()
 
 
 def collect(

@@ -20,7 +20,7 @@ from ltr.tracking.uri import ARTIFACTS_DIR
 log = logging.getLogger(__name__)
 
 
-def _moved_roots(db: Path, locations: list[str]) -> dict[str, str]:
+def moved_roots(db: Path, locations: list[str]) -> dict[str, str]:
     """Old ``file://.../mlartifacts`` root -> this store's own, for each experiment location
     of another store's layout (``.../mlartifacts``, or ``.../mlartifacts/<id>`` for MLflow's
     Default experiment) when this store has its own ``mlartifacts`` folder (copied along)."""
@@ -45,7 +45,7 @@ def follow_moved_artifacts(db: Path) -> None:
     try:
         with sqlite3.connect(db) as conn:
             rows = conn.execute("SELECT artifact_location FROM experiments").fetchall()
-            roots = _moved_roots(db, [str(loc or "") for (loc,) in rows])
+            roots = moved_roots(db, [str(loc or "") for (loc,) in rows])
             for old, new in roots.items():
                 for table, column in (("experiments", "artifact_location"), ("runs", "artifact_uri")):
                     conn.execute(

@@ -20,7 +20,6 @@ import os
 import re
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,8 @@ from ltr.errors import LtrUserError
 from ltr.metrics import IdcgReport
 from ltr.tracking.base import RunStatus
 from ltr.tracking.mlflow_tracker import MlflowTracker
+from ltr.tracking.records import RunRecord as RunRecord  # re-exported: readers import it from here
+from ltr.tracking.records import unfinished as unfinished
 from ltr.tracking.store import check_tracking_uri, open_client
 
 _RUN_ID = re.compile(r"[0-9a-f]{32}")
@@ -47,21 +48,6 @@ TAG_COMPARED = "ltr.compare.run_ids"
 TAG_BASELINE = "ltr.compare.baseline_run_id"
 TAG_SPLIT = "ltr.compare.split"
 TAG_METRICS = "ltr.compare.metrics"
-
-
-@dataclass(frozen=True, slots=True)
-class RunRecord:
-    """A run as read from the store: identity, status and tags."""
-
-    run_id: str
-    run_name: str
-    experiment_id: str
-    status: str
-    tags: Mapping[str, str]
-
-    @property
-    def short_id(self) -> str:
-        return self.run_id[:8]
 
 
 @contextlib.contextmanager
@@ -91,15 +77,6 @@ def _record(run: Run) -> RunRecord:
 
 def _first_line(exc: MlflowException) -> str:
     return str(exc.message).splitlines()[0] if exc.message else type(exc).__name__
-
-
-def unfinished(status: str) -> str:
-    """What a run's status says about how it ended, for a run that did not finish."""
-    return {
-        "KILLED": "was killed (status KILLED: interrupted before it finished)",
-        "FAILED": "failed (status FAILED)",
-        "RUNNING": "is still running, or its process died (status RUNNING)",
-    }.get(status, f"did not finish (status {status})")
 
 
 def _describe(runs: Sequence[Run]) -> str:

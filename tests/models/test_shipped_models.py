@@ -11,6 +11,7 @@ column order; the shipped booster holds exactly the best round's trees.
 from __future__ import annotations
 
 import math
+import threading
 from pathlib import Path
 
 import lightgbm as lgb
@@ -93,6 +94,27 @@ def test_predict_on_the_runs_test_file_gives_its_logged_metrics_bit_for_bit(
     in_order = np.asarray(model.predict(frame), dtype=np.float64)
     assert np.array_equal(in_order, prediction.model_scores)
     assert np.array_equal(np.asarray(model.predict(frame[names[::-1]]), dtype=np.float64), in_order)
+
+
+def test_a_run_read_without_mlflow_is_the_run_read_through_it(
+    store: tuple[str, dict[str, pipeline.RunOutcome]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``load_run`` reads a finished run of a sqlite store without MLflow; with that path turned
+    off it reads through MLflow (``RunStore``): same run, settings, trees and scores."""
+    uri, outcomes = store
+    fast = load_run("rerank", tracking_uri=uri)
+    assert fast.opened is None  # the local read was taken
+    monkeypatch.setattr("ltr.models.logged.find_local_run", lambda *args, **kwargs: None)
+    slow = load_run("rerank", tracking_uri=uri)
+    assert slow.opened is not None
+    assert fast.record == slow.record
+    assert fast.record.run_id == outcomes["rerank"].run_id
+    assert fast.spec == slow.spec
+    assert fast.booster.model_to_string() == slow.booster.model_to_string()
+    assert fast.notes == slow.notes == []
+    assert fast.metrics == slow.metrics  # the store opened on first use
+    features = np.random.default_rng(0).normal(size=(50, fast.n_features)).astype(np.float32)
+    assert np.array_equal(fast.booster.predict(features), slow.booster.predict(features))
 
 
 def test_the_dask_model_is_cut_at_its_best_round(store: tuple[str, dict[str, pipeline.RunOutcome]]) -> None:
@@ -186,6 +208,15 @@ def test_predict_refuses_bad_input_in_one_line_and_writes_nothing(
     assert len(err) == 1
     assert "not contiguous" in err[0]
     assert not out.exists()
+    # found by the read-ahead thread in a later batch: the same one line, and no thread left
+    code = ltr_main(["predict", "local", "--data", str(shuffled), "--out", str(out), "--batch-rows", "7", "--tracking-uri", uri])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert [line for line in err if "scored" not in line] == err[-1:]  # progress, then the one line
+    assert err[-1].startswith("ltr: error: ")
+    assert "not contiguous" in err[-1]
+    assert not out.exists()
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("ltr-")]
     # an unfinished run is refused
     client = MlflowClient(uri)
     failed = client.create_run(client.get_experiment_by_name("ltr").experiment_id, run_name="half")
