@@ -125,7 +125,8 @@ def open_input(
     parts = [
         read_ranking_file(
             f, format=fmt, n_features=run.n_features if text else None, qid_column=qid_column,
-            label_column=label_column, feature_columns=None if text else run.feature_names, **options,
+            label_column=label_column, feature_columns=None if text else run.feature_names,
+            doc_id_column=None if text else doc_id_column, **options,
         )
         for f in files
     ]

@@ -144,3 +144,34 @@ def test_run_errors_are_one_line_exit_2(audit: dict[str, object], capsys: pytest
         assert len(err.strip().splitlines()) == 1, (name, err)
         assert expected in err, (name, err)
         assert out == "", (name, out)  # nothing printed before the refusal
+
+
+def test_csv_data_with_a_doc_id_column_is_scored_as_the_letor_file(
+    audit: dict[str, object], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--doc-id-column`` of a CSV file names the documents of ``ltr predict --trec-run`` and of
+    ``ltr labels --run`` (it once reached only Parquet files: CSV runs got ``{qid}-{i}`` docnos)."""
+    tmp, uri, data = audit["dir"], str(audit["uri"]), audit["data"]
+    assert isinstance(tmp, Path)
+    assert isinstance(data, RankingData)
+    names = load_run(RUN, tracking_uri=uri).feature_names
+    csv = tmp / "test.csv"
+    docs = [f"q{q}-d{i}" for i, q in enumerate(data.row_qids().tolist())]
+    rows = [
+        ",".join([str(q), str(int(g)), d, *(repr(float(v)) for v in feats)])
+        for q, g, d, feats in zip(data.row_qids().tolist(), data.labels.tolist(), docs, data.features, strict=True)
+    ]
+    csv.write_text(",".join(["qid", "label", "url", *names]) + "\n" + "\n".join(rows) + "\n")
+    runs = {}
+    for name, file, extra in (("letor", audit["file"], []), ("csv", csv, ["--doc-id-column", "url"])):
+        out = tmp / f"{name}.trec"
+        assert ltr_main(["predict", RUN, "--data", str(file), "--trec-run", str(out), "--tracking-uri", uri, *extra]) == 0
+        runs[name] = out.read_text()
+    capsys.readouterr()
+    assert runs["csv"] == runs["letor"]
+    assert {line.split()[2] for line in runs["csv"].splitlines()} == set(docs)
+    sets = [str(tmp / "a.qrels"), str(tmp / "b.qrels")]
+    by_letor = _labels(capsys, *sets, "--run", RUN, "--data", str(audit["file"]), "--tracking-uri", uri, "--json")
+    by_csv = _labels(capsys, *sets, "--run", RUN, "--data", str(csv), "--doc-id-column", "url", "--tracking-uri", uri, "--json")
+    assert by_csv == by_letor
+    assert by_csv[0] == 0
