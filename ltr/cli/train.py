@@ -39,6 +39,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from ltr.cli import compose_once
 from ltr.cli.sweep_callback import (
     SweepEnded,
     SweepRefused,
@@ -103,6 +104,7 @@ def _config_groups_on_demand() -> None:
 register_configs()
 OmegaConf.register_new_resolver("ltr_config_groups", config_groups, replace=True)
 _config_groups_on_demand()
+compose_once.install()  # a single run composes its config once, not twice
 log = logging.getLogger(__name__)
 
 
