@@ -63,6 +63,8 @@ LAZY_ALLOWED = {
     "lightgbm": "the config checks ask LightGBM for its parameter names only when model.params has keys",
     "ltr.training.local": "the config checks import LightGBM only for the rules that need the data",
     "ltr.experiment.run": "ltr train imports the run (LightGBM, MLflow, pandas) once the config is checked",
+    "ltr.experiment.checks": "ltr train --help and an error Hydra finds while composing import neither numpy nor the run's config rules",
+    "ltr.tracking.store": "importing ltr.tracking (ltr train's stop signals) leaves out the store's ssl, urllib and sqlite3",
 }
 
 
