@@ -55,6 +55,8 @@ LAZY_ALLOWED = {
     "psutil": "optional process start times",
     "scipy": "statistics only when a comparison runs",
     "pyarrow": "Parquet and CSV readers only for those formats",
+    "ltr.data.readers": "ltr evaluate's TREC input needs none of ltr's file readers (pyarrow for their doc ids)",
+    "pandas": "ltr evaluate's JSON and terminal output make no DataFrame: pandas where a per-query table is made or a scores file parsed",
     "multiprocessing": "the signal handler asks whether it runs in a launcher worker",
     "socket": "`ltr ui` checks its port",
     "optuna": "searches only: every `ltr train` job imports ltr.sweeper.link, a search's job needs Optuna",

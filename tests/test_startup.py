@@ -18,9 +18,9 @@ NOT_FOR_TRAIN = (*NEVER, "scipy", "pandas", "pyarrow", "numba", "joblib")
 NOT_FOR_COMPOSE = (*NOT_FOR_TRAIN, "numpy", "ltr.experiment.checks", "ltr.tracking.store")
 #: ``ltr --help`` only prints: not even Hydra.
 NOT_FOR_USAGE = (*NOT_FOR_COMPOSE, "hydra", "omegaconf")
-#: ``ltr evaluate`` computes with numba (whose import loads scipy) and pandas, but never composes a
-#: Hydra config.
-NOT_FOR_EVALUATE = (*NEVER, "hydra")
+#: ``ltr evaluate`` computes with numba (whose import loads scipy), but never composes a Hydra
+#: config, and its JSON and terminal output make no DataFrame (pandas, pyarrow: ``--per-query``).
+NOT_FOR_EVALUATE = (*NEVER, "hydra", "pandas", "pyarrow")
 
 PROBE = """
 import sys
@@ -78,10 +78,11 @@ def test_a_config_error_in_model_params_still_names_the_lightgbm_parameter(tmp_p
 
 
 @pytest.mark.slow
-def test_evaluate_imports_no_training_or_tracking_library(tmp_path: Path) -> None:
+@pytest.mark.parametrize("output", [["--json"], []], ids=["json", "terminal"])
+def test_evaluate_imports_no_training_tracking_or_table_library(output: list[str], tmp_path: Path) -> None:
     (tmp_path / "qrels").write_text("q1 0 d1 1\nq1 0 d2 0\n")
     (tmp_path / "run").write_text("q1 Q0 d1 1 2.0 x\nq1 Q0 d2 2 1.0 x\n")
-    argv = ["evaluate", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--json"]
+    argv = ["evaluate", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), *output]
     got, heavy, _ = _probe(argv, NOT_FOR_EVALUATE, tmp_path)
     assert got == 0
     assert heavy == "", f"ltr evaluate imports {heavy}"
