@@ -6,7 +6,8 @@ process (``getrusage(RUSAGE_CHILDREN)`` of a wrapper that starts only that comma
 machine the CPU time is the steadier figure; the floors (``python -c pass``, ``import hydra``)
 tell what a machine's start-up costs at all.
 
-Rows: the floors; ``ltr --help``; ``ltr train --help``; two config errors; ``ltr evaluate`` on a
+Rows: the floors (``python -c pass``, ``import numpy``, ``import hydra``, numba ready to load a
+kernel); ``ltr --help``; ``ltr train --help``; two config errors; ``ltr evaluate`` on a
 2-line TREC run; ``ltr evaluate`` on a generated 2M-line run (2,000 topics x 1,000 docs,
 :func:`bench_trec.generate`, never downloaded) asked for nDCG@5,10 only, beside trec_eval asked
 for ``ndcg_cut.5,10`` (``--trec-eval BIN``, ``--trec-eval-src DIR`` to build a checkout with
@@ -87,10 +88,18 @@ def measure(row: Row, repeat: int) -> Result:
     return result
 
 
+#: numba imported and its CPU target's typing and lowering registries loaded: what the first call
+#: of any cached kernel pays before loading the kernel itself (the registries import scipy.linalg
+#: for numba's BLAS check).
+NUMBA_READY = "import numba.core.registry as r; r.cpu_target.target_context.refresh()"
+
+
 def floors(args: argparse.Namespace, work: Path) -> list[Row]:
     """What any Python start-up costs here (no ``ltr`` command can be faster)."""
     return [Row("floor: `python -c pass`", [PY, "-c", "pass"]),
-            Row("floor: `python -c 'import hydra'`", [PY, "-c", "import hydra"])]  # fmt: skip
+            Row("floor: `python -c 'import numpy'`", [PY, "-c", "import numpy"]),
+            Row("floor: `python -c 'import hydra'`", [PY, "-c", "import hydra"]),
+            Row("floor: numba imported, its CPU target ready (what a first kernel call loads)", [PY, "-c", NUMBA_READY])]  # fmt: skip
 
 
 def startup(args: argparse.Namespace, work: Path) -> list[Row]:

@@ -161,8 +161,10 @@ def evaluate(
     -------
     RankingEvaluation
         ``summary`` (the ``--json`` output: ``ndcg_at_10``, ``ndcg_at_10/len_1-10``,
-        ``n_queries``, ...; None for a mean over no queries), ``table`` (one row per query),
-        ``counts`` (TREC input counts), ``ks``, ``strata``, ``conventions``.
+        ``n_queries``, ...; None for a mean over no queries), ``columns`` (the per-query
+        values, numpy arrays by name), ``table`` (one row per query: a DataFrame of the
+        columns and each list's stratum, made with pandas when first read), ``counts`` (TREC
+        input counts), ``ks``, ``strata``, ``conventions``.
 
     Raises
     ------

@@ -55,6 +55,8 @@ LAZY_ALLOWED = {
     "psutil": "optional process start times",
     "scipy": "statistics only when a comparison runs",
     "pyarrow": "Parquet and CSV readers only for those formats",
+    "ltr.data.readers": "ltr evaluate's TREC input needs none of ltr's file readers (pyarrow for their doc ids)",
+    "pandas": "ltr evaluate's JSON and terminal output make no DataFrame: pandas where a per-query table is made or a scores file parsed",
     "multiprocessing": "the signal handler asks whether it runs in a launcher worker",
     "socket": "`ltr ui` checks its port",
     "optuna": "searches only: every `ltr train` job imports ltr.sweeper.link, a search's job needs Optuna",
@@ -64,6 +66,8 @@ LAZY_ALLOWED = {
     "ltr.training.local": "the config checks import LightGBM only for the rules that need the data",
     "ltr.experiment.run": "ltr train imports the run (LightGBM, MLflow, pandas) once the config is checked",
     "ltr.api": "ltr labels loads a run's model (MLflow, LightGBM) only with --run",
+    "ltr.experiment.checks": "ltr train --help and an error Hydra finds while composing import neither numpy nor the run's config rules",
+    "ltr.tracking.store": "importing ltr.tracking (ltr train's stop signals) leaves out the store's ssl, urllib and sqlite3",
 }
 
 

@@ -13,9 +13,14 @@ import pytest
 NEVER = ("lightgbm", "mlflow", "sklearn", "dask", "distributed", "matplotlib", "optuna", "sqlalchemy", "alembic")
 #: What ``ltr train``'s light paths leave out too: the data and metric libraries of a run.
 NOT_FOR_TRAIN = (*NEVER, "scipy", "pandas", "pyarrow", "numba", "joblib")
-#: ``ltr evaluate`` computes with numba (whose import loads scipy) and pandas, but never composes a
-#: Hydra config.
-NOT_FOR_EVALUATE = (*NEVER, "hydra")
+#: What ``ltr train --help`` and an error Hydra finds while composing leave out too: numpy, the run's
+#: config rules (which need it) and the tracking store's network and database modules.
+NOT_FOR_COMPOSE = (*NOT_FOR_TRAIN, "numpy", "ltr.experiment.checks", "ltr.tracking.store")
+#: ``ltr --help`` only prints: not even Hydra.
+NOT_FOR_USAGE = (*NOT_FOR_COMPOSE, "hydra", "omegaconf")
+#: ``ltr evaluate`` computes with numba (whose import loads scipy), but never composes a Hydra
+#: config, and its JSON and terminal output make no DataFrame (pandas, pyarrow: ``--per-query``).
+NOT_FOR_EVALUATE = (*NEVER, "hydra", "pandas", "pyarrow")
 
 PROBE = """
 import sys
@@ -44,19 +49,19 @@ def _probe(argv: list[str], heavy: tuple[str, ...], cwd: Path) -> tuple[int, str
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("argv", "code", "says"),
+    ("argv", "code", "says", "never"),
     [
-        (["--help"], 0, ""),
-        (["train", "--help"], 0, ""),
-        (["train", "model.num_leafs=3"], 2, "ltr: error: Could not override 'model.num_leafs'"),
-        (["train", "eval.k=[0]"], 2, "ltr: error: eval.k=[0]: 0 is out of range"),
-        (["train", "fit.early_stopping_metric=ndcg_at_7"], 2, "ltr: error: fit.early_stopping_metric='ndcg_at_7'"),
+        (["--help"], 0, "", NOT_FOR_USAGE),
+        (["train", "--help"], 0, "", NOT_FOR_COMPOSE),
+        (["train", "model.num_leafs=3"], 2, "ltr: error: Could not override 'model.num_leafs'", NOT_FOR_COMPOSE),
+        (["train", "eval.k=[0]"], 2, "ltr: error: eval.k=[0]: 0 is out of range", NOT_FOR_TRAIN),
+        (["train", "fit.early_stopping_metric=ndcg_at_7"], 2, "ltr: error: fit.early_stopping_metric='ndcg_at_7'", NOT_FOR_TRAIN),
     ],
 )
 def test_help_and_config_errors_import_no_heavy_library(
-    argv: list[str], code: int, says: str, tmp_path: Path
+    argv: list[str], code: int, says: str, never: tuple[str, ...], tmp_path: Path
 ) -> None:
-    got, heavy, stderr = _probe(argv, NOT_FOR_TRAIN, tmp_path)
+    got, heavy, stderr = _probe(argv, never, tmp_path)
     assert got == code
     assert heavy == "", f"ltr {' '.join(argv)} imports {heavy}"
     assert stderr.startswith(says), stderr
@@ -73,10 +78,11 @@ def test_a_config_error_in_model_params_still_names_the_lightgbm_parameter(tmp_p
 
 
 @pytest.mark.slow
-def test_evaluate_imports_no_training_or_tracking_library(tmp_path: Path) -> None:
+@pytest.mark.parametrize("output", [["--json"], []], ids=["json", "terminal"])
+def test_evaluate_imports_no_training_tracking_or_table_library(output: list[str], tmp_path: Path) -> None:
     (tmp_path / "qrels").write_text("q1 0 d1 1\nq1 0 d2 0\n")
     (tmp_path / "run").write_text("q1 Q0 d1 1 2.0 x\nq1 Q0 d2 2 1.0 x\n")
-    argv = ["evaluate", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--json"]
+    argv = ["evaluate", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), *output]
     got, heavy, _ = _probe(argv, NOT_FOR_EVALUATE, tmp_path)
     assert got == 0
     assert heavy == "", f"ltr evaluate imports {heavy}"

@@ -169,8 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         if result.counts:
             print(", ".join(f"{k} {v}" for k, v in result.counts.items()))
         k = max(result.ks)
-        if {f"idcg_at_{k}", f"ndcg_at_{k}", f"err_at_{k}"} <= set(result.table.columns):
-            note = low_idcg_note(result.table, k)
+        if {f"idcg_at_{k}", f"ndcg_at_{k}", f"err_at_{k}"} <= set(result.columns):
+            note = low_idcg_note(result.columns, k)
             if note:
                 print(note)
     return 0

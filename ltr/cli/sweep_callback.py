@@ -20,15 +20,16 @@ from __future__ import annotations
 import copy
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, open_dict, read_write
 
 from ltr.errors import LtrUserError
-from ltr.experiment.checks import check_config
-from ltr.experiment.spec import ExperimentSpec
+
+if TYPE_CHECKING:
+    from ltr.experiment.spec import ExperimentSpec
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +147,8 @@ def sweep_tags(sweep_dir: str | Path) -> dict[str, str]:
 
 def job_spec(config: DictConfig) -> ExperimentSpec:
     """The checked spec of a sweep's base config (Hydra's ``hydra`` node left out)."""
+    from ltr.experiment.checks import check_config  # numpy and the run's rules: not for --help
+
     task = copy.deepcopy(config)
     with read_write(task), open_dict(task):
         task.pop("hydra", None)

@@ -1,9 +1,11 @@
 """``ltr train``: Hydra composes the config, :func:`ltr.experiment.run.run` runs it.
 
-Start-up pays only for what the command uses: this module imports Hydra and the config checks
-(:mod:`ltr.experiment.checks`), not LightGBM, MLflow or pandas. The job checks the config first
-and imports the run (and with it those libraries) only for a config that passed, so
-``ltr train --help`` and a config error answer in about the time Hydra takes to compose.
+Start-up pays only for what the command uses: this module imports Hydra and ltr's config
+schemas, not numpy, LightGBM, MLflow or pandas. The job imports the config checks
+(:mod:`ltr.experiment.checks`, with numpy) to check the config first, and the run (and with it
+those libraries) only for a config that passed, so ``ltr train --help`` and a config error
+answer in about the time Hydra takes to import and compose the config once
+(:mod:`ltr.cli.compose_once`; ``tests/test_startup.py`` lists what each path leaves out).
 
 The job returns the run's ``optimized_metric`` (valid nDCG@max(eval.k) by default), the value
 a sweeper maximises.
@@ -39,6 +41,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from ltr.cli import compose_once
 from ltr.cli.sweep_callback import (
     SweepEnded,
     SweepRefused,
@@ -52,7 +55,6 @@ from ltr.config.completion import bash_script
 from ltr.config.compose import CONF_DIR, quote_non_ascii, user_message
 from ltr.config.store import register_configs
 from ltr.errors import LtrUserError
-from ltr.experiment.checks import check_config
 from ltr.sweeper.link import search_trial
 from ltr.tracking.lifecycle import (
     on_stop_signal,
@@ -103,6 +105,7 @@ def _config_groups_on_demand() -> None:
 register_configs()
 OmegaConf.register_new_resolver("ltr_config_groups", config_groups, replace=True)
 _config_groups_on_demand()
+compose_once.install()  # a single run composes its config once, not twice
 log = logging.getLogger(__name__)
 
 
@@ -137,6 +140,8 @@ def job(cfg: DictConfig) -> float:
     if hydra_cfg.mode == RunMode.MULTIRUN:
         return _sweep_job(cfg, overrides)
     try:
+        from ltr.experiment.checks import check_config  # numpy and the run's rules: not for --help
+
         spec = check_config(cfg)  # before the run's libraries load: a config error in a blink
         from ltr.experiment.run import run as run_experiment  # LightGBM, MLflow, pandas
 
@@ -159,6 +164,8 @@ def _sweep_job(cfg: DictConfig, overrides: list[str]) -> float:
     job_num, job_dir = str(hydra_cfg.job.num), hydra_cfg.runtime.output_dir
     started: list[str | None] = []
     try:
+        from ltr.experiment.checks import check_config  # as in job()
+
         with search_trial(hydra_cfg.sweep.dir, job_num) as trial:  # an Optuna search's trial, if any
             spec = check_config(cfg)
             from ltr.experiment.run import run as run_experiment  # as in job()

@@ -13,19 +13,22 @@ import difflib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
-from ltr.data.readers import read_ranking_file
 from ltr.data.trec import read_trec
 from ltr.errors import DataError, LtrUserError
-from ltr.metrics import MetricConventions, Strata, per_query_table, resolve_conventions, summarize
+from ltr.metrics import MetricConventions, Strata, resolve_conventions
 from ltr.metrics.measures import Measure, table_measures
-from ltr.metrics.summary import is_metric_column
+from ltr.metrics.summary import is_metric_column, summarize
+from ltr.metrics.table import as_table, per_query_columns
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: The largest cut-off: a list is never cut deeper than its length, but the discount table is
 #: ``max(k)`` long (8 bytes each).
@@ -45,18 +48,25 @@ class RankingEvaluation:
 
     ``summary``: every key of the measures asked for always (a mean over no queries is None),
     the counts (``n_queries``, ``no_result_rate``, ``n_skipped_zero_idcg``, the TREC input
-    counts) included; ``table``: one row per query (``qid``, list length, stratum,
-    ``n_relevant``, the measures asked for); ``counts``: TREC input counts
-    (``n_run_topics_unjudged``, ...; empty for data + scores); ``measures``: the names asked for.
+    counts) included; ``columns``: the per-query columns as numpy arrays (``qid``, list length,
+    ``n_relevant``, the measures asked for); ``table``: the per-query table of them, a
+    DataFrame with the stratum too, made (with pandas) when first read; ``counts``: TREC input
+    counts (``n_run_topics_unjudged``, ...; empty for data + scores); ``measures``: the names
+    asked for.
     """
 
     summary: dict[str, float | None]
-    table: pd.DataFrame
+    columns: dict[str, NDArray[Any]]
     ks: tuple[int, ...]
     strata: Strata
     conventions: MetricConventions
     counts: dict[str, int] = field(default_factory=dict)
     measures: tuple[str, ...] = MEASURE_NAMES
+
+    @cached_property
+    def table(self) -> pd.DataFrame:
+        """One row per query: :attr:`columns` and the stratum of each list."""
+        return as_table(self.columns, self.strata)
 
     def table_measures(self) -> list[Measure]:
         """The measures of the summary and table, in report order."""
@@ -170,27 +180,28 @@ def evaluate_rankings(
     counts: dict[str, int] = {}
     try:
         if trec_pair is not None:
-            table, counts = _evaluate_trec(
-                trec_pair[1], trec_pair[0], ks, conventions, parsed_strata,
+            columns, counts = _evaluate_trec(
+                trec_pair[1], trec_pair[0], ks, conventions,
                 missing_topics=missing_topics, max_docs=max_docs, err_max_grade=err_max_grade, full_ap=full_ap,
             )  # fmt: skip
         elif data_pair is not None:
-            table = _evaluate_data(
-                *data_pair, ks, conventions, parsed_strata, err_max_grade=err_max_grade, full_ap=full_ap
+            columns = _evaluate_data(
+                *data_pair, ks, conventions, err_max_grade=err_max_grade, full_ap=full_ap
             )
     except ValueError as exc:  # a convention that does not fit the data (e.g. label_gain)
         raise LtrUserError(str(exc)) from None
     # summarised whole (n_skipped_zero_idcg reads the nDCG columns), then cut to the measures asked for
     shown = selected_measures(ks, names)
     keys = {m.key for m in shown}
-    full = summarize(table, strata=parsed_strata)
+    full = summarize(columns, strata=parsed_strata)
     kept = {key: v for key, v in full.items() if not is_metric_column(key.split("/")[0]) or key.split("/")[0] in keys}
-    table = table[[c for c in table.columns if not is_metric_column(str(c))] + [m.key for m in shown]]
+    columns = {c: v for c, v in columns.items() if not is_metric_column(c)} | {m.key: columns[m.key] for m in shown}
     summary = _complete(kept, shown, parsed_strata)
     summary.update({key: float(value) for key, value in counts.items()})
+    result = RankingEvaluation(summary, columns, tuple(ks), parsed_strata, conventions, counts, names)
     if per_query is not None:
-        write_table(table, Path(per_query))
-    return RankingEvaluation(summary, table, tuple(ks), parsed_strata, conventions, counts, names)
+        write_table(result.table, Path(per_query))
+    return result
 
 
 def parse_strata(strata: Sequence[int] | str) -> Strata:
@@ -247,21 +258,20 @@ def _evaluate_trec(
     qrels: Path,
     ks: list[int],
     conventions: MetricConventions,
-    strata: Strata,
     *,
     missing_topics: str,
     max_docs: int | None,
     err_max_grade: int | None,
     full_ap: bool = True,
-) -> tuple[pd.DataFrame, dict[str, int]]:
+) -> tuple[dict[str, NDArray[Any]], dict[str, int]]:
     inp = read_trec(run, qrels, missing_topics=missing_topics, max_docs=max_docs)
     max_gain = _max_gain(err_max_grade, conventions, inp.labels, inp.ideal_labels)
-    table = per_query_table(
+    columns = per_query_columns(
         inp.labels, inp.scores, inp.offsets, inp.qids, ks=ks, conventions=conventions,
-        strata=strata, ideal_labels=inp.ideal_labels, ideal_offsets=inp.ideal_offsets,
+        ideal_labels=inp.ideal_labels, ideal_offsets=inp.ideal_offsets,
         tie_keys=inp.tie_keys, max_gain=max_gain, full_ap=full_ap,
     )  # fmt: skip
-    return table, inp.counts()
+    return columns, inp.counts()
 
 
 def _max_gain(
@@ -285,13 +295,15 @@ def _evaluate_data(
     scores: str | Path | ArrayLike,
     ks: list[int],
     conventions: MetricConventions,
-    strata: Strata,
     *,
     err_max_grade: int | None,
     full_ap: bool = True,
-) -> pd.DataFrame:
+) -> dict[str, NDArray[Any]]:
     if conventions.ties == "docno_desc":
         raise LtrUserError("--ties docno_desc needs docnos: use it with --qrels and --run")
+    # ltr's file readers (their doc ids are pyarrow arrays) only for --data: not for TREC input
+    from ltr.data.readers import read_ranking_file
+
     data = read_ranking_file(data_path, max_label=None)
     if isinstance(scores, str | Path):
         values, where = read_scores(Path(scores)), f"scores file {scores}"
@@ -303,9 +315,9 @@ def _evaluate_data(
             f"{data.n_rows} rows (one score per row, in row order)"
         )
     max_gain = _max_gain(err_max_grade, conventions, np.asarray(data.labels))
-    return per_query_table(
+    return per_query_columns(
         data.labels, values, data.offsets, data.qids, ks=ks, conventions=conventions,
-        strata=strata, max_gain=max_gain, full_ap=full_ap,
+        max_gain=max_gain, full_ap=full_ap,
     )  # fmt: skip
 
 
@@ -341,6 +353,8 @@ def read_scores(path: Path) -> np.ndarray[Any, np.dtype[np.float64]]:
         lines.pop()
     if not lines:
         raise DataError(f"scores file {path} is empty")
+    import pandas as pd  # its number parser; the rest of ltr evaluate needs no pandas
+
     col = pd.Series(lines, dtype=object).str.strip()
     values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64)
     bad = ~np.isfinite(values)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -88,7 +89,7 @@ def idcg_report(table: pd.DataFrame, k: int, *, bins: int = 30) -> IdcgReport:
 LOW_IDCG_DOMINATES = 0.5
 
 
-def low_idcg_note(table: pd.DataFrame, k: int, *, split: str = "") -> str | None:
+def low_idcg_note(table: pd.DataFrame | Mapping[str, NDArray[Any]], k: int, *, split: str = "") -> str | None:
     """One line when queries with IDCG@k <= 1 dominate ``table`` (more than half), else None.
 
     Such a query has at most one marginally relevant document in its ideal top k: its NDCG@k is
@@ -97,7 +98,7 @@ def low_idcg_note(table: pd.DataFrame, k: int, *, split: str = "") -> str | None
     tell rankings apart. The line gives the mean NDCG@k, its value on those queries and on the
     rest, and the mean ERR@k (already logged), the steadier figure there: it is not normalised
     by the ideal, so a query with one marginal document adds little to it. ``table`` needs
-    ``idcg_at_k``, ``ndcg_at_k`` and ``err_at_k``.
+    ``idcg_at_k``, ``ndcg_at_k`` and ``err_at_k`` (a DataFrame, or the columns by name).
 
     Examples
     --------
@@ -107,15 +108,15 @@ def low_idcg_note(table: pd.DataFrame, k: int, *, split: str = "") -> str | None
     >>> print(low_idcg_note(t, 10))
     75 % of the queries have IDCG@10 <= 1 (one marginally relevant document at most): they pull the mean nDCG@10 0.6250 towards their own 0.6667 (the other 25 %: 0.5000); ERR@10 0.1500 is the steadier figure here
     """
-    idcg = table[f"idcg_at_{k}"].to_numpy(dtype=np.float64)
+    idcg = np.asarray(table[f"idcg_at_{k}"], dtype=np.float64)
     if idcg.size == 0:
         return None
     low = idcg <= 1.0
     share = float(low.mean())
     if share <= LOW_IDCG_DOMINATES:
         return None
-    ndcg = table[f"ndcg_at_{k}"].to_numpy(dtype=np.float64)
-    err = table[f"err_at_{k}"].to_numpy(dtype=np.float64)
+    ndcg = np.asarray(table[f"ndcg_at_{k}"], dtype=np.float64)
+    err = np.asarray(table[f"err_at_{k}"], dtype=np.float64)
     rest = f"{_mean(ndcg[~low]):.4f}" if (~low).any() else "none"
     where = f"{split}: " if split else ""
     return (

@@ -1,12 +1,22 @@
-"""`summarize`: means of the per-query table, overall and per stratum, keyed like MLflow keys."""
+"""`summarize`: means of the per-query table, overall and per stratum, keyed like MLflow keys.
+
+A table here is a pandas DataFrame or its columns as numpy arrays by name
+(:func:`ltr.metrics.table.per_query_columns`): the summary reads columns only, so ``ltr
+evaluate`` summarises without pandas.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 
 from ltr.metrics.strata import EMPTY, EMPTY_KEY, Strata
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _DEFAULT_STRATA = Strata()
 _METRIC_PREFIXES = (
@@ -21,7 +31,7 @@ def is_metric_column(name: str) -> bool:
     return name in _UNCUT or name.startswith(_METRIC_PREFIXES)
 
 
-def summarize(table: pd.DataFrame, *, strata: Strata = _DEFAULT_STRATA) -> dict[str, float]:
+def summarize(table: pd.DataFrame | Mapping[str, NDArray[Any]], *, strata: Strata = _DEFAULT_STRATA) -> dict[str, float]:
     """Mean of every metric column, overall and per stratum, plus counts.
 
     Keys (the MLflow keys without the split prefix): ``ndcg_at_10``, ``ndcg_at_10/len_1-10``,
@@ -35,11 +45,11 @@ def summarize(table: pd.DataFrame, *, strata: Strata = _DEFAULT_STRATA) -> dict[
 
     Examples
     --------
-    >>> t = pd.DataFrame({"list_len": [3, 20], "ndcg_at_10": [0.5, 1.0]})
+    >>> t = {"list_len": np.array([3, 20]), "ndcg_at_10": np.array([0.5, 1.0])}
     >>> summarize(t)["ndcg_at_10/len_11-50"], summarize(t)["n_queries/len_51_plus"]
     (1.0, 0.0)
     """
-    lens = table["list_len"].to_numpy()
+    lens = np.asarray(table["list_len"])
     n = int(lens.shape[0])
     idx = strata.assign(lens) + 1  # 0 = empty, 1.. = strata
     n_bins = strata.n_strata + 1
@@ -51,14 +61,15 @@ def summarize(table: pd.DataFrame, *, strata: Strata = _DEFAULT_STRATA) -> dict[
     for b in show:
         out[f"n_queries/{keys[b]}"] = float(counts[b])
     out["no_result_rate"] = float(counts[0] / n) if n else 0.0
-    ndcg_cols = [c for c in table.columns if c.startswith("ndcg_at_")]
+    names = [str(c) for c in table]  # a DataFrame's columns, a mapping's keys
+    ndcg_cols = [c for c in names if c.startswith("ndcg_at_")]
     if ndcg_cols:
-        nan_any = np.isnan(table[ndcg_cols].to_numpy(dtype=np.float64)).any(axis=1)
+        nan_any = np.isnan(np.column_stack([np.asarray(table[c], dtype=np.float64) for c in ndcg_cols])).any(axis=1)
         out["n_skipped_zero_idcg"] = float(nan_any.sum())
     else:
         out["n_skipped_zero_idcg"] = 0.0
 
-    cols = [str(c) for c in table.columns if is_metric_column(str(c))]
+    cols = [c for c in names if is_metric_column(c)]
     return out | stratum_means(table, cols, strata=strata)
 
 
@@ -75,7 +86,7 @@ def mean_of_known(values: NDArray[np.float64]) -> tuple[float, int]:
     return float(known.sum()), int(known.shape[0])
 
 
-def stratum_means(table: pd.DataFrame, columns: list[str], *, strata: Strata = _DEFAULT_STRATA) -> dict[str, float]:
+def stratum_means(table: pd.DataFrame | Mapping[str, NDArray[Any]], columns: list[str], *, strata: Strata = _DEFAULT_STRATA) -> dict[str, float]:
     """Mean of each of ``columns``, overall (``col``) and per stratum (``col/len_1-10``, ...).
 
     NaN values are left out; a mean over no values is not emitted; empty lists are reported
@@ -84,7 +95,7 @@ def stratum_means(table: pd.DataFrame, columns: list[str], *, strata: Strata = _
     """
     if not columns:
         return {}
-    lens = table["list_len"].to_numpy()
+    lens = np.asarray(table["list_len"])
     idx = strata.assign(lens) + 1  # 0 = empty, 1.. = strata
     n_bins = strata.n_strata + 1
     keys = (EMPTY_KEY, *strata.keys)
@@ -95,7 +106,7 @@ def stratum_means(table: pd.DataFrame, columns: list[str], *, strata: Strata = _
     bounds = np.concatenate([[0], np.cumsum(counts)])
     out: dict[str, float] = {}
     for col in columns:
-        values = table[col].to_numpy(dtype=np.float64)
+        values = np.asarray(table[col], dtype=np.float64)
         total, n_known = mean_of_known(values)
         if n_known:
             out[col] = total / n_known

@@ -1,17 +1,25 @@
-"""`per_query_table`: every measure of every query, from flat arrays and query offsets."""
+"""`per_query_table`: every measure of every query, from flat arrays and query offsets.
+
+:func:`per_query_columns` gives the same columns as numpy arrays (the stratum aside) and
+:func:`as_table` makes the table of them: pandas is imported only where a table is made, so
+``ltr evaluate``'s JSON and terminal output never import it (issue 31).
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 
 from ltr.metrics.conventions import MetricConventions
 from ltr.metrics.strata import EMPTY_LABEL, Strata
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _DEFAULT_CONVENTIONS = MetricConventions()
 _DEFAULT_STRATA = Strata()
@@ -91,6 +99,37 @@ def per_query_table(
     >>> round(float(t.loc[0, "ndcg_at_5"]), 6)
     0.838647
     """
+    columns = per_query_columns(
+        labels, scores, offsets, qids, ks=ks, conventions=conventions, ideal_labels=ideal_labels,
+        ideal_offsets=ideal_offsets, tie_keys=tie_keys, max_gain=max_gain, full_ap=full_ap,
+    )  # fmt: skip
+    return as_table(columns, strata)
+
+
+def per_query_columns(
+    labels: NDArray[np.integer],
+    scores: NDArray[np.floating],
+    offsets: NDArray[np.int64],
+    qids: NDArray[np.generic],
+    *,
+    ks: Sequence[int] = (5, 10),
+    conventions: MetricConventions = _DEFAULT_CONVENTIONS,
+    ideal_labels: NDArray[np.integer] | None = None,
+    ideal_offsets: NDArray[np.int64] | None = None,
+    tie_keys: NDArray[np.generic] | None = None,
+    max_gain: float | None = None,
+    full_ap: bool = True,
+) -> dict[str, NDArray[np.generic]]:
+    """The columns of :func:`per_query_table` but ``stratum``, as numpy arrays by name, in
+    table order (the same parameters, without ``strata``); :func:`as_table` makes the table.
+
+    Examples
+    --------
+    >>> c = per_query_columns(np.array([2, 3, 1, 0, 2]), np.array([5.0, 4, 3, 2, 1]),
+    ...                       np.array([0, 5]), np.array([7]), ks=[5])
+    >>> list(c)[:4], round(float(c["ndcg_at_5"][0]), 6)
+    (['qid', 'list_len', 'n_relevant', 'idcg_at_5'], 0.838647)
+    """
     qids_a = np.asarray(qids)
     n_q = np.asarray(offsets).shape[0] - 1
     if qids_a.shape != (n_q,):
@@ -99,16 +138,7 @@ def per_query_table(
         labels, scores, offsets, ks=ks, conventions=conventions, ideal_labels=ideal_labels,
         ideal_offsets=ideal_offsets, tie_keys=tie_keys, max_gain=max_gain, qids=qids_a, full_ap=full_ap,
     )
-    list_len = m.list_len
-    data: dict[str, object] = {
-        "qid": qids_a,
-        "list_len": list_len,
-        # categorical of the display labels: str values, built from codes without string copies
-        "stratum": pd.Categorical.from_codes(
-            strata.assign(list_len) + 1, categories=pd.Index([EMPTY_LABEL, *strata.labels])
-        ),
-        "n_relevant": m.n_relevant,
-    }
+    data: dict[str, NDArray[np.generic]] = {"qid": qids_a, "list_len": m.list_len, "n_relevant": m.n_relevant}
     for j, k in enumerate(m.ks):
         data[f"idcg_at_{k}"] = m.idcg[:, j]
         data[f"dcg_at_{k}"] = m.dcg[:, j]
@@ -121,6 +151,23 @@ def per_query_table(
     data["rr"] = m.rr
     if full_ap:
         data["ap"] = m.ap
+    return data
+
+
+def as_table(columns: Mapping[str, NDArray[np.generic]], strata: Strata = _DEFAULT_STRATA) -> pd.DataFrame:
+    """The per-query table of ``columns`` (:func:`per_query_columns`, or a selection of them that
+    keeps ``list_len``): a ``stratum`` column inserted after ``list_len``, the rest in order."""
+    import pandas as pd  # only where a table is made (module docstring)
+
+    list_len = np.asarray(columns["list_len"])
+    data: dict[str, object] = {}
+    for name, values in columns.items():
+        data[name] = values
+        if name == "list_len":
+            # categorical of the display labels: str values, built from codes without string copies
+            data["stratum"] = pd.Categorical.from_codes(
+                strata.assign(list_len) + 1, categories=pd.Index([EMPTY_LABEL, *strata.labels])
+            )
     return pd.DataFrame(data)
 
 

@@ -6,9 +6,13 @@ logs nothing (``tracking=none``, unit tests).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ltr.tracking.base import NullTracker, RunStatus, Tracker
-from ltr.tracking.store import check_tracking_uri
 from ltr.tracking.uri import default_tracking_uri, find_tracking_uri, resolve_tracking_uri
+
+if TYPE_CHECKING:
+    from ltr.tracking.store import check_tracking_uri
 
 __all__ = [
     "NullTracker",
@@ -28,6 +32,8 @@ def make_tracker(enabled: bool, uri: str | None, experiment: str) -> Tracker:
 
     The URI is checked first (`check_tracking_uri`): a bad one fails in seconds with one line.
     """
+    from ltr.tracking.store import check_tracking_uri
+
     return open_tracker(check_tracking_uri(uri) if enabled else None, experiment)
 
 
@@ -38,3 +44,14 @@ def open_tracker(checked_uri: str | None, experiment: str) -> Tracker:
     from ltr.tracking.mlflow_tracker import MlflowTracker
 
     return MlflowTracker(checked_uri, experiment)
+
+
+def __getattr__(name: str) -> Any:
+    """``ltr.tracking.check_tracking_uri`` from :mod:`ltr.tracking.store` on first use (PEP 562):
+    the store's network and database modules (ssl, urllib, sqlite3) are not for importing this
+    package (:mod:`ltr.tracking.lifecycle`, which ``ltr train --help`` needs)."""
+    if name == "check_tracking_uri":
+        from ltr.tracking.store import check_tracking_uri
+
+        return check_tracking_uri
+    raise AttributeError(f"module 'ltr.tracking' has no attribute {name!r}")

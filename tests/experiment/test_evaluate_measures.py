@@ -11,7 +11,8 @@ import pytest
 from ltr.cli.evaluate import main as evaluate_main
 from ltr.errors import LtrUserError
 from ltr.experiment.external import MEASURE_NAMES, evaluate_rankings
-from ltr.metrics.summary import is_metric_column
+from ltr.metrics.summary import is_metric_column, summarize
+from ltr.metrics.table import per_query_columns
 
 SUBSETS = [["ndcg"], ["ap"], ["p", "rr"], ["err", "dcg", "idcg"], ["recall"], ["rr"], "ndcg,ap"]
 
@@ -60,6 +61,36 @@ def test_a_subset_of_measures_has_the_full_runs_values(
     assert [c for c in part.table.columns if is_metric_column(str(c))] == [m.key for m in part.table_measures()]
     for key in asked:
         np.testing.assert_array_equal(part.table[key].to_numpy(), full.table[key].to_numpy())
+
+
+@pytest.mark.parametrize("zero_idcg", ["zero", "skip"])
+def test_the_columns_summarise_as_the_table_does_bit_for_bit(tmp_path: Path, zero_idcg: str) -> None:
+    """``ltr evaluate`` summarises the per-query columns without pandas: the same summary as the
+    DataFrame's, the table made of them is the columns plus the stratum of each list."""
+    qrels, run = _write_trec(tmp_path, seed=11)
+    result = evaluate_rankings(qrels=qrels, run=run, k=[1, 5, 10], zero_idcg=zero_idcg, strata="1,5,30")
+    table = result.table
+    assert list(table.columns) == ["qid", "list_len", "stratum", *[c for c in result.columns if c not in ("qid", "list_len")]]
+    for name, values in result.columns.items():
+        np.testing.assert_array_equal(table[name].to_numpy(), values)
+    assert list(table["stratum"].cat.categories) == ["empty", "1-4", "5-29", "30+"]
+    assert table["stratum"].astype(str).tolist() == [
+        "empty" if n == 0 else "1-4" if n < 5 else "5-29" if n < 30 else "30+" for n in result.columns["list_len"]
+    ]
+    from_columns, from_table = summarize(result.columns, strata=result.strata), summarize(table, strata=result.strata)
+    assert list(from_columns) == list(from_table)
+    assert all(from_columns[k] == from_table[k] or (np.isnan(from_columns[k]) and np.isnan(from_table[k])) for k in from_table)
+    assert from_columns["n_queries/len_empty"] > 0  # empty lists are there to be summarised
+
+
+def test_per_query_columns_are_per_query_tables_columns() -> None:
+    labels, scores = np.array([2, 3, 1, 0, 2, 1, 0]), np.array([5.0, 4, 3, 2, 1, 0.5, 0.5])
+    offsets, qids = np.array([0, 5, 5, 7]), np.array(["a", "b", "c"])
+    columns = per_query_columns(labels, scores, offsets, qids, ks=[5])
+    # hand-checked (docs/DESIGN 2): labels [2,3,1,0,2] in that order give NDCG@5 0.838647 (exp gain)
+    assert round(float(columns["ndcg_at_5"][0]), 6) == 0.838647
+    assert columns["list_len"].tolist() == [5, 0, 2]
+    assert list(columns)[:3] == ["qid", "list_len", "n_relevant"]
 
 
 def test_the_default_is_every_measure(tmp_path: Path) -> None:
