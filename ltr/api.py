@@ -9,7 +9,9 @@ Each function does what its ``ltr`` verb does, with the same checks: a mistake r
 - :func:`compare`: ``ltr compare`` (per query and per stratum, paired statistics);
 - :func:`load_run`: a finished run and its model (id, id prefix or name, as ``ltr compare``
   resolves them);
-- :func:`predict`: ``ltr predict`` (score data with a run's model, ranked as the run ranked).
+- :func:`predict`: ``ltr predict`` (score data with a run's model, ranked as the run ranked);
+- :func:`scored_pairs`: those scores by (query, document id), what ``ltr labels --run`` joins
+  to label sets.
 
 Runs are read from the store :func:`ltr.tracking.find_tracking_uri` finds (``tracking_uri``, else
 ``$LTR_TRACKING_URI``, ``$MLFLOW_TRACKING_URI``, ``./mlflow.db``, the project root's
@@ -36,12 +38,15 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike
 
 from ltr.compare.comparison import Comparison
 from ltr.compare.loading import load_comparison
 from ltr.config.compose import compose_train
 from ltr.config.schema import TrainerConfig
+from ltr.data.label_sets import score_set
 from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
 from ltr.experiment.external import DEFAULT_STRATA, RankingEvaluation, evaluate_rankings
@@ -62,6 +67,7 @@ __all__ = [
     "evaluate",
     "load_run",
     "predict",
+    "scored_pairs",
     "train",
 ]
 
@@ -358,3 +364,67 @@ def predict(
         return predict_input(logged, source, keep=True)
     except ValueError as exc:  # data the model cannot take (ltr predict prints it as one line)
         raise LtrUserError(str(exc)) from None
+
+
+def scored_pairs(
+    run: str | LoggedRun,
+    data: str | Path | Sequence[str | Path],
+    *,
+    tracking_uri: str | None = None,
+    experiment: str = "ltr",
+    format: str = "auto",
+    qid_column: str | None = None,
+    doc_id_column: str | None = None,
+) -> pd.DataFrame:
+    """A run's scores of data files by (query, document id): :func:`predict`'s final order (the
+    run's ranking step applied) as ``ltr predict --trec-run`` writes it, as a table.
+
+    Parameters
+    ----------
+    run : a run reference (as :func:`load_run` takes it) or a :class:`LoggedRun`
+    data : data files with document ids: LETOR/SVMlight lines with a ``#docid = X`` comment, or
+        Parquet with a document id column (``doc_id_column``, default the run's
+        ``data.doc_id_column``); as :func:`predict` reads them
+    format, qid_column, doc_id_column : as ``ltr predict --help``
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per input row: ``qid`` and ``docno`` as text, ``score`` (float64) the run's
+        final-order score (the model's, or ``0, -1, -2, ...`` after re-ranking).
+
+    Raises
+    ------
+    LtrUserError
+        As :func:`predict`; data without document ids; a document id twice in one query.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from ltr import api
+    >>> outcome = api.train(["debug=default", "fit.num_boost_round=3", "tracking.run_name=paired"])
+    >>> _ = Path("two.txt").write_text("1 qid:7 1:0.5 #docid = a\\n0 qid:7 1:0.1 #docid = b\\n")
+    >>> pairs = api.scored_pairs("paired", "two.txt")
+    >>> pairs[["qid", "docno"]].values.tolist()
+    [['7', 'a'], ['7', 'b']]
+    >>> pairs["score"].tolist() == api.predict("paired", "two.txt").scores.tolist()
+    True
+    """
+    paths = [data] if isinstance(data, str | Path) else list(data)
+    prediction = predict(
+        run, paths, tracking_uri=tracking_uri, experiment=experiment, format=format,
+        qid_column=qid_column, doc_id_column=doc_id_column,
+    )  # fmt: skip
+    where = ", ".join(str(p) for p in paths)
+    if any(batch.doc_ids is None for batch in prediction.batches):
+        raise LtrUserError(
+            f"{where} has no document ids (LETOR '#docid = X' comments, or a Parquet column named by "
+            "--doc-id-column): the scores cannot be joined to (query, document) pairs"
+        )
+    batches = prediction.batches
+    return score_set(
+        np.concatenate([b.data.row_qids() for b in batches]) if batches else np.empty(0, dtype=np.int64),
+        np.concatenate([b.doc_ids for b in batches if b.doc_ids is not None]) if batches else np.empty(0, dtype=object),
+        prediction.scores,
+        where=f"the scores of {where}",
+    )

@@ -63,6 +63,7 @@ LAZY_ALLOWED = {
     "lightgbm": "the config checks ask LightGBM for its parameter names only when model.params has keys",
     "ltr.training.local": "the config checks import LightGBM only for the rules that need the data",
     "ltr.experiment.run": "ltr train imports the run (LightGBM, MLflow, pandas) once the config is checked",
+    "ltr.api": "ltr labels loads a run's model (MLflow, LightGBM) only with --run",
 }
 
 

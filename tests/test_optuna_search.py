@@ -6,9 +6,11 @@ Small on purpose: debug-sized data, a few rounds, 2-4 trials.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,8 @@ import optuna
 import pytest
 from mlflow.tracking import MlflowClient
 from optuna.storages.journal import JournalFileBackend
+
+from tests.processes import free_port, stop_process_group, wait_for_http
 
 pytestmark = pytest.mark.slow
 
@@ -193,3 +197,35 @@ def test_pruned_trials_finish_tagged_with_their_round(tmp_path: Path) -> None:
     assert "sweep: no job finished unpruned; the sweep has no best run" in proc.stdout
     study = _journal_study(tmp_path)
     assert [t.state for t in study.trials] == [optuna.trial.TrialState.PRUNED] * 2
+
+
+def test_optuna_dashboard_on_the_storage_shows_the_study(tmp_path: Path) -> None:
+    """The real ``optuna-dashboard`` on a sweep's sqlite storage lists the study the parent logs."""
+    pytest.importorskip("optuna_dashboard")  # the dev extra installs it
+    study_db, db = tmp_path / "s.db", tmp_path / "mlflow.db"
+    _ltr(tmp_path, "hparams_search=optuna", "hydra.sweeper.n_trials=2", f"hydra.sweeper.storage=sqlite:///{study_db}",
+         *SMALL, f"tracking.uri=sqlite:///{db}")  # fmt: skip
+    ((parent, _),) = _sweeps(db)
+    study_name = parent.data.params["optuna.study_name"]
+    port = free_port()
+    log = (tmp_path / "dashboard.log").open("w")  # a file, not a pipe nobody reads
+    server = subprocess.Popen(
+        [str(Path(sys.executable).parent / "optuna-dashboard"), f"sqlite:///{study_db}", "--host", "127.0.0.1",
+         "--port", str(port)],
+        env={**os.environ, "XDG_RUNTIME_DIR": str(tmp_path)},  # gunicorn's control socket: not in ~/.gunicorn
+        cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    try:
+        api = f"http://127.0.0.1:{port}/api/studies"
+        wait_for_http(api, server, log=tmp_path / "dashboard.log", timeout=60)
+        with urllib.request.urlopen(api, timeout=30) as response:
+            studies = json.loads(response.read())["study_summaries"]
+        (study,) = [s for s in studies if s["study_name"] == study_name]
+        assert study["directions"] == ["maximize"]
+        with urllib.request.urlopen(f"{api}/{study['study_id']}", timeout=30) as response:
+            detail = json.loads(response.read())
+        assert detail["name"] == study_name
+        assert len(detail["trials"]) == 2
+    finally:
+        stop_process_group(server)
+        log.close()

@@ -3,15 +3,18 @@
 Two files (TREC qrels, or CSV / TSV / Parquet tables with qid, docno, label columns), or one
 table with two label columns (``ltr labels T --columns old new``). Prints the exact agreement,
 Cohen's kappa with quadratic weights, the confusion matrix and the shift per grade; with
-``--scores`` (a TREC run or a table with qid, docno, score for the same pairs) the NDCG of that
-one ranking under each label set, overall and per list-length stratum, and the difference.
-The work is in :mod:`ltr.data.label_sets` and :mod:`ltr.metrics.label_audit`.
+``--scores`` (a TREC run or a table with qid, docno, score for the same pairs) or ``--run RUN
+--data FILE`` (FILE scored with the run's model as ``ltr predict`` scores it, joined by its
+document ids) the NDCG of that one ranking under each label set, overall and per list-length
+stratum, and the difference. The work is in :mod:`ltr.data.label_sets`,
+:mod:`ltr.metrics.label_audit` and, for ``--run``, :func:`ltr.api.scored_pairs`.
 
 Examples
 --------
 ::
 
     ltr labels qrels.vendor1 qrels.vendor2 --scores run.txt --k 10
+    ltr labels qrels.vendor1 qrels.vendor2 --run my-run --data test.txt   # LETOR with #docid
     ltr labels judgments.parquet --columns label_2023 label_2024 --sample 200 --seed 7 --json
 """
 
@@ -38,8 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(
         prog="ltr labels",
         description="Audit two label sets of the same (query, document) pairs: exact agreement, "
-        "quadratic-weighted Cohen's kappa, confusion matrix, shift per grade; with --scores, "
-        "the NDCG of one ranking under each label set and the difference.",
+        "quadratic-weighted Cohen's kappa, confusion matrix, shift per grade; with --scores "
+        "(or --run RUN --data FILE), the NDCG of one ranking under each label set and the difference.",
     )
     p.add_argument("a", type=Path, metavar="A", help="label set A: TREC qrels, or .csv/.tsv/.parquet with qid, docno, label")
     p.add_argument("b", type=Path, nargs="?", metavar="B", help="label set B (same format); leave out with --columns")
@@ -55,6 +58,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--scores", type=Path, metavar="FILE",
         help="scores of the same pairs (TREC run, or a table with qid, docno, score): NDCG under each label set",
+    )
+    p.add_argument(
+        "--run", metavar="RUN",
+        help="instead of --scores: score --data with this run's model, ranked as the run ranks "
+        "(run id, id prefix or name, as ltr predict takes it)",
+    )
+    p.add_argument(
+        "--data", nargs="+", type=Path, metavar="FILE",
+        help="with --run: features with document ids (LETOR/SVMlight with '#docid = X', or Parquet "
+        "with a document id column), as ltr predict reads them",
+    )
+    p.add_argument(
+        "--doc-id-column", default=None,
+        help="with --run: document id column of a Parquet --data (default: the run's data.doc_id_column)",
+    )
+    p.add_argument("--experiment", default="ltr", help="with --run: experiment of a run name (default: ltr)")
+    p.add_argument(
+        "--tracking-uri", default=None,
+        help="with --run: the store (default: $LTR_TRACKING_URI, $MLFLOW_TRACKING_URI, ./mlflow.db, the project root's mlflow.db)",
     )
     p.add_argument("--k", type=int, action="append", help="NDCG cut-off, repeatable (default 10)")
     p.add_argument("--gain", choices=GAINS, default="exp", help="gain of NDCG (default exp)")
@@ -72,6 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     ks = args.k or [10]
     if min(ks) < 1 or len(set(ks)) != len(ks):
         raise LtrUserError(f"--k values must be distinct integers >= 1, got {ks}")
+    if args.run is not None and args.scores is not None:
+        raise LtrUserError("give --scores FILE or --run RUN --data FILE, not both")
+    if (args.run is None) != (args.data is None):
+        raise LtrUserError("--run RUN and --data FILE go together: the run's model scores FILE")
+    if args.run is None and args.doc_id_column is not None:
+        raise LtrUserError("--doc-id-column goes with --run RUN --data FILE")
     ids = {"qid_column": args.qid_column, "doc_column": args.doc_column}
     if args.columns is not None:
         col_a, col_b = args.columns
@@ -86,11 +114,20 @@ def main(argv: list[str] | None = None) -> int:
         pairs = align(a, b, what_a=name_a, what_b=name_b)
     if args.scores is not None:
         pairs = align(pairs, read_score_set(args.scores, **ids), what_a="the label sets", what_b=str(args.scores))
+    elif args.run is not None:
+        from ltr.api import scored_pairs
+
+        scores = scored_pairs(
+            args.run, args.data, tracking_uri=args.tracking_uri, experiment=args.experiment,
+            doc_id_column=args.doc_id_column,
+        )  # fmt: skip
+        what = f"the scores of run {args.run} on {' '.join(str(p) for p in args.data)}"
+        pairs = align(pairs, scores, what_a="the label sets", what_b=what)
     if args.sample is not None:
         pairs = pairs[sample_queries(pairs["qid"].to_numpy(), args.sample, seed=args.seed)].reset_index(drop=True)
     agreement = label_agreement(pairs["label_a"].to_numpy(), pairs["label_b"].to_numpy())
     ndcg = None
-    if args.scores is not None:
+    if "score" in pairs:
         try:
             ndcg = ndcg_under_both(
                 pairs["qid"].to_numpy(), pairs["label_a"].to_numpy(), pairs["label_b"].to_numpy(),

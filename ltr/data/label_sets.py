@@ -4,7 +4,8 @@ A label set is a TREC qrels file (``topic iter docno relevance``), or a CSV / TS
 with a query column, a document column and a label column (default ``qid``, ``docno``,
 ``label``). One table may also hold two label columns (two labellings of the same pairs). A
 score set is a TREC run file (``topic Q0 docno rank score tag``) or a table with ``qid``,
-``docno`` and ``score``. Ids are compared as strings. Every problem is one `DataError` line.
+``docno`` and ``score`` (or, for ``ltr labels --run``, a run's scores of a data file:
+:func:`score_set`). Ids are compared as strings. Every problem is one `DataError` line.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from ltr.data.click_file import TABLE_SUFFIXES, integer_column, read_table_file
 from ltr.data.trec import read_qrels, read_run
@@ -70,6 +72,33 @@ def read_score_set(path: Path, *, qid_column: str = "qid", doc_column: str = "do
     return out
 
 
+def score_set(qids: ArrayLike, docnos: ArrayLike, scores: ArrayLike, *, where: str) -> pd.DataFrame:
+    """``qid, docno`` (str) and ``score`` (float64) of one score per (query, document) pair, as
+    :func:`read_score_set` gives a file's (``ltr labels --run``: a run's scores of a data file).
+
+    Raises
+    ------
+    DataError
+        A pair given twice (``where`` names the source), or a score that is not finite.
+
+    Examples
+    --------
+    >>> score_set([1, 1], ["d1", "d2"], [0.5, -1.0], where="x").values.tolist()
+    [['1', 'd1', 0.5], ['1', 'd2', -1.0]]
+    """
+    out = pd.DataFrame({
+        "qid": np.asarray(qids).astype(str),
+        "docno": np.asarray(docnos).astype(str),
+        "score": np.asarray(scores, dtype=np.float64),
+    })  # fmt: skip
+    bad = ~np.isfinite(out["score"].to_numpy())
+    if bad.any():
+        row = out[bad].iloc[0]
+        raise DataError(f"{where}: qid {row['qid']} docno {row['docno']} has score {row['score']}, not a finite number")
+    _no_duplicates(out, where)
+    return out
+
+
 def align(a: pd.DataFrame, b: pd.DataFrame, *, what_a: str, what_b: str) -> pd.DataFrame:
     """Join two frames on ``(qid, docno)``; both must hold exactly the same pairs.
 
@@ -90,7 +119,7 @@ def align(a: pd.DataFrame, b: pd.DataFrame, *, what_a: str, what_b: str) -> pd.D
     return joined.drop(columns="_merge").reset_index(drop=True)
 
 
-def _no_duplicates(frame: pd.DataFrame, path: Path) -> None:
+def _no_duplicates(frame: pd.DataFrame, path: Path | str) -> None:
     dup = frame.duplicated(KEY)
     if dup.any():
         row = frame[dup].iloc[0]
