@@ -1,16 +1,17 @@
 """``python -m ltr.warmup`` (run by ``make install``) compiles every numba kernel into numba's
-cache, for the argument types the commands pass: after it, a training run and an evaluation
-compile nothing (no new cache entry appears).
+cache, for the argument types the commands pass, and writes the bytecode of ``ltr``'s modules:
+after it, a training run and an evaluation compile nothing (no new cache entry appears).
 
-The test uses numba's cache as the commands do (``NUMBA_CACHE_DIR`` if set, else the
-``__pycache__`` folders of the checkout): it runs the warm-up (what ``make install`` ran; a few
-seconds when the cache is warm, a full compile when it is not), then checks that every kernel has
-an index entry and that a training run and an evaluation add or change none.
+The test gives the warm-up and the commands a numba cache of their own (``NUMBA_CACHE_DIR`` in a
+temp dir, numba's documented override): it starts empty, so the warm-up compiles every kernel
+(seconds on an idle machine), and no other test process (``pytest -n``) can write into it
+between the warm-up and the check.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import subprocess
 import sys
@@ -46,16 +47,40 @@ def cache_state(root: Path) -> dict[str, int]:
     return {str(p): p.stat().st_mtime_ns for p in root.rglob("*") if p.suffix in {".nbi", ".nbc"}}
 
 
+def sources() -> list[Path]:
+    """Every module of ``ltr`` and of its sweeper plugin."""
+    plugin = Path(importlib.import_module("hydra_plugins.ltr_sweeper").__file__ or "").parent
+    return [*Path(ltr_package.__file__).parent.rglob("*.py"), *plugin.rglob("*.py")]
+
+
+def fresh_bytecode(py: Path) -> bool:
+    """``py``'s cached bytecode exists and records ``py``'s current modification time and size
+    (the check Python's import makes before using it)."""
+    pyc = Path(importlib.util.cache_from_source(str(py)))
+    if not pyc.exists():
+        return False
+    header = pyc.read_bytes()[:16]
+    stat = py.stat()
+    return int.from_bytes(header[8:12], "little") == int(stat.st_mtime) & 0xFFFFFFFF and int.from_bytes(
+        header[12:16], "little"
+    ) == stat.st_size & 0xFFFFFFFF
+
+
 @pytest.mark.slow
 def test_warmup_compiles_every_kernel_and_training_compiles_nothing_after(tmp_path: Path) -> None:
-    cache = Path(os.environ.get("NUMBA_CACHE_DIR") or Path(ltr_package.__file__).parent)
+    cache = tmp_path / "numba-cache"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
 
     def ltr(*args: str) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([sys.executable, *args], cwd=tmp_path, capture_output=True, text=True, timeout=1800)
+        done = subprocess.run(
+            [sys.executable, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800
+        )
         assert done.returncode == 0, done.stderr[-3000:]
         return done
 
     assert "compiled or loaded from cache" in ltr("-m", "ltr.warmup").stdout
+    stale = [str(py) for py in sources() if not fresh_bytecode(py)]
+    assert stale == [], "modules whose bytecode the warm-up did not write"
     after_warmup = cache_state(cache)
     indexed = {Path(name).name.rsplit(".", 2)[0] for name in after_warmup if name.endswith(".nbi")}
     expected = kernel_entries()
