@@ -6,6 +6,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 ARGS ?=
+# test processes (pytest-xdist; each test file runs whole in one of them): 1 runs the suite in this process
+TEST_WORKERS ?= 2
+PYTEST := $(BIN)/python -m pytest $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "ltr needs Python >= 3.11; run make PYTHON=python3.11 ...")'
@@ -24,24 +27,24 @@ train: $(STAMP) ## run the default experiment (extra Hydra overrides: make train
 	$(BIN)/ltr train $(ARGS)
 
 .PHONY: test
-test: $(STAMP) ## run the test suite
-	$(BIN)/python -m pytest $(ARGS)
+test: $(STAMP) ## run the test suite (in TEST_WORKERS=2 processes)
+	$(PYTEST) $(ARGS)
 
 .PHONY: test-unit
 test-unit: $(STAMP) ## tier 1: unit tests (no training, no store, no subprocess)
-	$(BIN)/python -m pytest -m unit $(ARGS)
+	$(PYTEST) -m unit $(ARGS)
 
 .PHONY: test-integration
 test-integration: $(STAMP) ## tier 2: real training, MLflow stores and Dask in one process
-	$(BIN)/python -m pytest -m integration $(ARGS)
+	$(PYTEST) -m integration $(ARGS)
 
 .PHONY: test-e2e
 test-e2e: $(STAMP) ## tier 3: the ltr command in subprocesses, sweeps, servers, notebooks
-	$(BIN)/python -m pytest -m e2e $(ARGS)
+	$(PYTEST) -m e2e $(ARGS)
 
 .PHONY: test-fast
 test-fast: $(STAMP) ## tiers 1 and 2 (everything but the slow subprocess tests)
-	$(BIN)/python -m pytest -m "not slow" $(ARGS)
+	$(PYTEST) -m "not slow" $(ARGS)
 
 .PHONY: lint
 lint: $(STAMP) ## ruff and mypy
