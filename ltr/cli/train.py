@@ -60,6 +60,7 @@ from ltr.tracking.lifecycle import (
     on_stop_signal,
     quiet_unraisable,
     raise_if_stop_requested,
+    stop_signal_wins,
     stop_signals,
 )
 
@@ -216,8 +217,9 @@ def main(argv: list[str]) -> int:
     sys.argv = ["ltr train", *argv]
     stop_signals.clear()  # a command starts from no recorded signal (an in-process caller may run several)
     try:
-        job()
-        raise_if_stop_requested()  # stopped after the run ended: exit 130 / 143 all the same
+        with stop_signal_wins():  # a signal whose exception surfaced as another error: 130 / 143
+            job()
+            raise_if_stop_requested()  # stopped after the run ended: exit 130 / 143 all the same
     except (_UserErrorInJob, SweepRefused) as wrapped:
         raise wrapped.error from None
     except SweepEnded as ended:

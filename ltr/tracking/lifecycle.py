@@ -30,12 +30,33 @@ _DEFERRED = {signal.SIGINT, signal.SIGTERM}
 stop_signals: list[int] = []
 
 
+def stop_requested() -> KeyboardInterrupt | Terminated | None:
+    """The exception of the first stop signal received: ``KeyboardInterrupt`` (SIGINT) or
+    :class:`Terminated` (SIGTERM); None if none was."""
+    if not stop_signals:
+        return None
+    if stop_signals[0] == signal.SIGINT:
+        return KeyboardInterrupt()
+    return Terminated(f"signal {stop_signals[0]}")
+
+
 def raise_if_stop_requested() -> None:
     """Raise ``KeyboardInterrupt`` (SIGINT) or :class:`Terminated` (SIGTERM) if one was received."""
-    if stop_signals:
-        if stop_signals[0] == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise Terminated(f"signal {stop_signals[0]}")
+    stop = stop_requested()
+    if stop is not None:
+        raise stop
+
+
+def as_stop(exc: BaseException) -> BaseException:
+    """``exc``, or the recorded stop signal's exception (chained to ``exc``) when one was received:
+    a stop signal wins over the exception its handler caused. A handler's exception raised inside
+    a C extension's import or callback comes out as another type (``ImportError: numba... failed
+    to import``); the signal was recorded before, so the job still ends as interrupted."""
+    stop = stop_requested()
+    if stop is None or isinstance(exc, KeyboardInterrupt | Terminated):
+        return exc
+    stop.__cause__ = exc
+    return stop
 
 
 def on_stop_signal(signum: int, frame: FrameType | None) -> None:
@@ -58,11 +79,25 @@ def quiet_unraisable(unraisable: sys.UnraisableHookArgs) -> None:
 
 
 @contextmanager
+def stop_signal_wins() -> Iterator[None]:
+    """An exception leaving the block once a stop signal was recorded becomes the stop's
+    (:func:`as_stop`), so the command exits 130 / 143, not as the error the signal caused."""
+    try:
+        yield
+    except BaseException as raised:
+        exc = as_stop(raised)
+        if exc is raised:
+            raise
+        raise exc from raised
+
+
+@contextmanager
 def stop_signals_recorded() -> Iterator[None]:
     """In the block, SIGINT and SIGTERM go to :func:`on_stop_signal` (starting from no recorded
     signal) and swallowed stop exceptions are not printed; handlers and hook are restored after,
     and the record is cleared (a signal recorded but swallowed in a block that then ended
-    normally raises on the way out).
+    normally raises on the way out; an exception leaving the block after a recorded signal
+    becomes the stop's, :func:`stop_signal_wins`).
     Callers check :func:`raise_if_stop_requested` before anything they cannot take back. Main
     thread only (elsewhere a no-op)."""
     if threading.current_thread() is not threading.main_thread():
@@ -75,7 +110,8 @@ def stop_signals_recorded() -> Iterator[None]:
     for sig in previous:
         signal.signal(sig, on_stop_signal)
     try:
-        yield
+        with stop_signal_wins():
+            yield
     finally:
         pending = stop_signals[:1]
         stop_signals.clear()  # nothing recorded here outlives the block (an in-process caller goes on)
@@ -119,9 +155,10 @@ def tracked_run(
 ) -> Iterator[str | None]:
     """Start a run, yield its id (None without tracking), end it by how the block ended.
 
-    FINISHED when the block returns, KILLED on ``KeyboardInterrupt`` / :class:`Terminated`,
-    FAILED on any other exception (its type and message become the ``ltr.error`` tag); the
-    exception is re-raised.
+    FINISHED when the block returns, KILLED on ``KeyboardInterrupt`` / :class:`Terminated`
+    or on any exception raised once a stop signal was recorded (:func:`as_stop`: the stop's
+    exception is raised instead), FAILED on any other exception (its type and message become the
+    ``ltr.error`` tag); the exception is re-raised.
     """
     raise_if_stop_requested()
     with signals_deferred():
@@ -129,12 +166,15 @@ def tracked_run(
     try:
         yield run_id
         raise_if_stop_requested()  # a signal whose exception was swallowed: the run is KILLED
-    except (KeyboardInterrupt, Terminated) as exc:
+    except BaseException as raised:
+        exc = as_stop(raised)
+        if not isinstance(exc, KeyboardInterrupt | Terminated):
+            end_run(tracker, RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
+            raise
         end_run(tracker, RunStatus.KILLED, error=f"{type(exc).__name__}: interrupted")
         if run_id is not None:
             exc.add_note(f"run {run_id} is marked KILLED")
-        raise
-    except BaseException as exc:
-        end_run(tracker, RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
-        raise
+        if exc is raised:
+            raise
+        raise exc from raised
     end_run(tracker, RunStatus.FINISHED)

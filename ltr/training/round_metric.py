@@ -55,6 +55,12 @@ class RoundNdcg:
     _latest: dict[int, NDArray[np.float64]] = field(default_factory=dict)  # this round's scores
     _best: dict[int, NDArray[np.float64]] = field(default_factory=dict)  # the best round's
 
+    def __post_init__(self) -> None:
+        # numba and the kernels' module load here, before the boosting loop: a stop signal that
+        # lands inside a C extension's import comes out as ImportError, and a signal mid-training
+        # is the common case (the run still ends KILLED then: ltr.tracking.lifecycle.as_stop)
+        import ltr.metrics._kernel  # noqa: F401
+
     def mark_best(self) -> None:
         """The round just evaluated is the best so far: keep its scores (:meth:`best_scores`)."""
         for key, latest in self._latest.items():

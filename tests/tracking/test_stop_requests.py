@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import signal
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
 
+from ltr.errors import Terminated
 from ltr.tracking import RunStatus
-from ltr.tracking.lifecycle import Terminated, raise_if_stop_requested, stop_signals, tracked_run
+from ltr.tracking.lifecycle import (
+    on_stop_signal,
+    raise_if_stop_requested,
+    stop_signal_wins,
+    stop_signals,
+    stop_signals_recorded,
+    tracked_run,
+)
 from ltr.tracking.mlflow_tracker import MlflowTracker
 
 
@@ -64,3 +72,94 @@ def test_stop_requests_raise_what_the_signal_means() -> None:
     stop_signals[:] = [signal.SIGTERM, signal.SIGINT]
     with pytest.raises(Terminated, match="signal 15"):
         raise_if_stop_requested()
+
+
+
+def _a_signal_that_surfaces_as_another_error(sig: signal.Signals = signal.SIGTERM) -> None:
+    """A real stop signal to this process while a C extension imports: the handler's exception
+    is raised inside the import and CPython reports the import's failure instead (seen as
+    ``ImportError: numba._devicearray failed to import`` under load)."""
+    try:
+        signal.raise_signal(sig)
+    except (Terminated, KeyboardInterrupt) as exc:
+        raise ImportError("numba._devicearray failed to import") from exc
+
+
+def _error_in_a_run(tracker: MlflowTracker, started: list[str | None], error: Callable[[], None]) -> None:
+    with tracked_run(tracker, "error-in-a-run", {}) as run_id:
+        started.append(run_id)
+        error()
+
+
+def _plain_import_error() -> None:
+    raise ImportError("no module named nowhere")
+
+
+@pytest.fixture
+def stop_handlers() -> Iterator[None]:
+    """SIGINT/SIGTERM go to ``on_stop_signal`` as in ``ltr train``; restored after."""
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in previous:
+        signal.signal(sig, on_stop_signal)
+    stop_signals.clear()
+    yield
+    stop_signals.clear()
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
+
+
+@pytest.mark.usefixtures("stop_handlers")
+def test_a_stop_signal_wins_over_the_error_it_caused(tmp_path: Path) -> None:
+    tracker = MlflowTracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "ltr")
+    started: list[str | None] = []
+    with pytest.raises(Terminated) as raised:
+        _error_in_a_run(tracker, started, _a_signal_that_surfaces_as_another_error)
+    assert isinstance(raised.value.__cause__, ImportError)  # the error it caused, kept as the cause
+    assert f"run {started[0]} is marked KILLED" in (raised.value.__notes__ or [])
+    (run_id,) = started
+    assert run_id is not None
+    run = MlflowClient(tracker.uri).get_run(run_id)
+    assert run.info.status == RunStatus.KILLED.value
+    assert run.data.tags["ltr.error"] == "Terminated: interrupted"
+
+
+@pytest.mark.usefixtures("stop_handlers")
+def test_an_error_without_a_stop_signal_still_fails_the_run(tmp_path: Path) -> None:
+    tracker = MlflowTracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "ltr")
+    started: list[str | None] = []
+    with pytest.raises(ImportError, match="nowhere"):
+        _error_in_a_run(tracker, started, _plain_import_error)
+    (run_id,) = started
+    assert run_id is not None
+    run = MlflowClient(tracker.uri).get_run(run_id)
+    assert run.info.status == RunStatus.FAILED.value
+    assert run.data.tags["ltr.error"] == "ImportError: no module named nowhere"
+
+
+def _in_partitions_block() -> None:
+    with stop_signals_recorded():
+        _a_signal_that_surfaces_as_another_error(signal.SIGTERM)
+
+
+def _in_trains_outer_block(error: Callable[[], None]) -> None:
+    with stop_signal_wins():
+        error()
+
+
+@pytest.mark.usefixtures("no_stop_requested")
+def test_outside_a_run_the_command_exits_as_interrupted() -> None:
+    """``stop_signals_recorded`` (``ltr partition``) and ``stop_signal_wins`` (``ltr train``'s
+    outer block): an error caused by a recorded signal leaves as the signal's exception."""
+    with pytest.raises(Terminated):
+        _in_partitions_block()
+    assert not stop_signals  # the block clears its record
+    previous = signal.signal(signal.SIGINT, on_stop_signal)
+    try:
+        with pytest.raises(KeyboardInterrupt) as raised:
+            _in_trains_outer_block(lambda: _a_signal_that_surfaces_as_another_error(signal.SIGINT))
+        assert isinstance(raised.value.__cause__, ImportError)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        stop_signals.clear()
+    with pytest.raises(ImportError, match="nowhere"):  # no signal recorded: the error as it is
+        _in_trains_outer_block(_plain_import_error)
