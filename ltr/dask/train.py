@@ -94,6 +94,9 @@ def dask_client(trainer: TrainerConfig) -> Iterator[Any]:
             processes=True,
             host="127.0.0.1",  # scheduler, workers and nannies listen on loopback only
             dashboard_address=None,
+            # no dashboard; the scheduler's HTTP routes (health, metrics) on a free loopback port,
+            # not 8787 (taken by any other cluster on the machine: Dask warns and moves)
+            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
         ) as cluster,
         Client(cluster) as client,  # type: ignore[no-untyped-call]
     ):

@@ -3,8 +3,10 @@ processes, real LightGBM, sockets read from the kernel with psutil (a dependency
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -84,3 +86,21 @@ def test_dask_fit_listens_on_loopback_and_leaves_no_lightgbm_listener(caplog: py
     warnings = [r.getMessage() for r in caplog.records if "LightGBM listens on 0.0.0.0" in r.getMessage()]
     assert len(warnings) == 1
     assert "the 2 workers link up" in warnings[0]
+
+
+@pytest.mark.slow
+def test_our_cluster_does_not_compete_for_dasks_default_port(recwarn: pytest.WarningsRecorder) -> None:
+    """Two clusters on one machine (two runs, two test processes) do not both ask for port 8787
+    (Dask warns "Port 8787 is already in use" and moves): ours has no dashboard and serves the
+    scheduler's HTTP routes on a free loopback port."""
+    with socket.socket() as taken:
+        with contextlib.suppress(OSError):  # taken by another process already: the same case
+            taken.bind(("127.0.0.1", 8787))
+            taken.listen()
+        before = _listeners([os.getpid()])
+        with dask_client(TrainerConfig(n_workers=1, threads_per_worker=1)):
+            new = _listeners([os.getpid()]) - before  # the scheduler's, in this process
+    assert new, "the scheduler listens in this process"
+    assert {ip for ip, _ in new} == {"127.0.0.1"}, new
+    assert 8787 not in {port for _, port in new}
+    assert not [w for w in recwarn if "already in use" in str(w.message)]
