@@ -153,6 +153,7 @@ def test_function_level_imports_have_a_reason() -> None:
 HEAVY = ("numba", "mlflow", "lightgbm", "hydra", "matplotlib", "dask", "sklearn", "scipy")
 
 
+@pytest.mark.slow  # a fresh interpreter per case: e2e
 @pytest.mark.parametrize(
     "code",
     [

@@ -276,6 +276,7 @@ def _grep_count(path: Path, pattern: str) -> int:
     return int(out.stdout.strip() or 0)
 
 
+@pytest.mark.slow  # zcat and grep as the reference, in subprocesses: e2e
 @pytest.mark.skipif(not MQ2008.is_dir(), reason=f"{MQ2008} is absent")
 def test_mq2008_through_the_data_config_keeps_the_docids(tmp_path: Path) -> None:
     cfg = OmegaConf.structured(LetorPartsDataConfig(root=str(MQ2008), fold=1))  # test = S5, valid = S4

@@ -328,6 +328,7 @@ def test_bad_inputs(
     assert "\n" not in str(err.value)
 
 
+@pytest.mark.slow  # a fresh interpreter: e2e
 def test_import_does_not_load_numba() -> None:
     code = "import ltr.rerank, sys; print('numba' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
