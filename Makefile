@@ -31,8 +31,8 @@ test: $(STAMP) ## run the test suite (in TEST_WORKERS=2 processes)
 	$(PYTEST) $(ARGS)
 
 .PHONY: test-unit
-test-unit: $(STAMP) ## tier 1: unit tests (no training, no store, no subprocess)
-	$(PYTEST) -m unit $(ARGS)
+test-unit: $(STAMP) ## tier 1: unit tests (no training, no store, no subprocess), a fifth of the hypothesis examples
+	LTR_TEST_BUDGET=$${LTR_TEST_BUDGET:-dev} $(PYTEST) -m unit $(ARGS)
 
 .PHONY: test-integration
 test-integration: $(STAMP) ## tier 2: real training, MLflow stores and Dask in one process

@@ -39,11 +39,23 @@ REPO = Path(__file__).resolve().parents[1]
 
 register_configs()  # the schemas that ltr/conf extends, as `ltr train` registers them
 
+#: ``LTR_TEST_BUDGET=dev`` (``make test-unit`` sets it): every hypothesis property draws a fifth of
+#: its examples (:func:`examples`), for a tier that answers in seconds; ``make test`` and CI draw all.
+DEV_BUDGET = os.environ.get("LTR_TEST_BUDGET", "full") == "dev"
+
+
+def examples(n: int) -> int:
+    """The examples a hypothesis property written for ``n`` draws: ``n``, or under
+    ``LTR_TEST_BUDGET=dev`` a fifth of it, at least 10 (``@settings(max_examples=examples(150))``;
+    a property without ``max_examples`` gets ``examples(100)``, hypothesis' default, the same way)."""
+    return max(10, n // 5) if DEV_BUDGET else n
+
+
 # CI (CI=true) draws the same hypothesis examples every run, so a red build is reproducible; a
 # developer's runs draw new ones (and keep the failures they find in .hypothesis/).
-settings.register_profile("ci", derandomize=True, print_blob=True)
-if os.environ.get("CI"):
-    settings.load_profile("ci")
+_CI = bool(os.environ.get("CI"))
+settings.register_profile("ltr", derandomize=_CI, print_blob=_CI, max_examples=examples(settings.default.max_examples))
+settings.load_profile("ltr")
 
 #: Test modules that run whole programs (a notebook's kernel) besides the ``slow`` ones.
 E2E_MODULES = frozenset({"tests/compare/test_notebook.py", "tests/compare/test_cli_subprocess.py"})

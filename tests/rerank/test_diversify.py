@@ -21,8 +21,9 @@ from ltr.rerank import (
     score_order,
     unit_rows,
 )
+from tests.conftest import examples
 
-SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 R2 = math.sqrt(0.5)  # cos 45 degrees
 
 # ---- hand-computed cases -------------------------------------------------------------------
