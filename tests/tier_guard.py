@@ -7,8 +7,11 @@ A test of the ``unit`` tier (``tests/conftest.py``) fails when, in its setup, ca
   ``posix_spawn``, ``spawn``, ``system``);
 - opens an sqlite database (``sqlite3.connect``: every MLflow store ``ltr`` writes is sqlite);
 - binds or connects a socket (a server, a Dask scheduler on TCP, an MLflow server);
-- trains a LightGBM model: a call into LightGBM's library that makes a booster to train or
-  boosts a round (``LGBM_BoosterCreate``, ``LGBM_BoosterUpdateOneIter*``);
+- trains a LightGBM model: a booster made from a training set asks LightGBM for the names of
+  its training metrics (``Booster.__get_eval_info``, which takes a ctypes address: the audit
+  event ``ctypes.addressof`` from that function of ``lightgbm.basic``); a booster made from a
+  model file or string to predict does not (``tests/test_tier_guard.py`` checks both, so a
+  LightGBM release that moves this call fails there, not silently);
 - has a Dask scheduler alive at the end of the test that was not alive before it (an in-process
   ``LocalCluster`` uses no socket).
 
@@ -22,9 +25,9 @@ unit test using it.
 
 from __future__ import annotations
 
-import ctypes
 import sys
 from collections.abc import Generator
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -35,8 +38,6 @@ PROCESS_EVENTS = frozenset(
 )
 #: Audit events of a server or a client of one.
 SOCKET_EVENTS = frozenset({"socket.bind", "socket.connect"})
-#: LightGBM's C functions that train: a booster made from a training set, a boosting round.
-TRAINING_FUNCTIONS = ("LGBM_BoosterCreate", "LGBM_BoosterUpdateOneIter", "LGBM_BoosterUpdateOneIterCustom")
 
 
 class TierGuard:
@@ -46,12 +47,10 @@ class TierGuard:
     def __init__(self) -> None:
         self.active = False
         self.seen: list[str] = []
-        self._training: frozenset[int] | None = None  # addresses of TRAINING_FUNCTIONS, once LightGBM is loaded
-        self._busy = False  # resolving those addresses makes audit events of its own
         sys.addaudithook(self._hook)
 
     def _hook(self, event: str, args: tuple[Any, ...]) -> None:
-        if not self.active or self._busy:
+        if not self.active:
             return
         if event in PROCESS_EVENTS:
             self._note(f"started a process ({event}: {_short(args)})")
@@ -59,24 +58,18 @@ class TierGuard:
             self._note(f"opened an sqlite database ({_short(args)}): a store")
         elif event in SOCKET_EVENTS:
             self._note(f"used a socket ({event}: {_short(args)})")
-        elif event == "ctypes.call_function" and args and args[0] in self._training_addresses():
-            self._note("trained a LightGBM model (LGBM_BoosterCreate / LGBM_BoosterUpdateOneIter)")
-
-    def _training_addresses(self) -> frozenset[int]:
-        if self._training is None:
-            lib = getattr(sys.modules.get("lightgbm.basic"), "_LIB", None)
-            if lib is None:
-                return frozenset()
-            self._busy = True
-            try:
-                self._training = frozenset(ctypes.cast(getattr(lib, name), ctypes.c_void_p).value or 0 for name in TRAINING_FUNCTIONS)
-            finally:
-                self._busy = False
-        return self._training
+        elif event == "ctypes.addressof" and _training_lightgbm(sys._getframe(1)):
+            self._note("trained a LightGBM model (a booster made from a training set)")
 
     def _note(self, what: str) -> None:
         if what not in self.seen:
             self.seen.append(what)
+
+
+def _training_lightgbm(frame: FrameType) -> bool:
+    """Whether ``frame`` (the caller of ``ctypes.addressof``) is LightGBM reading a training
+    booster's metric names."""
+    return frame.f_code.co_qualname == "Booster.__get_eval_info" and frame.f_globals.get("__name__") == "lightgbm.basic"
 
 
 def _short(args: tuple[Any, ...]) -> str:
