@@ -8,7 +8,9 @@ STAMP := $(VENV)/.installed-stamp
 ARGS ?=
 # test processes (pytest-xdist; each test file runs whole in one of them): 1 runs the suite in this process
 TEST_WORKERS ?= 2
-PYTEST := $(BIN)/python -m pytest $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
+# PYTHONDONTWRITEBYTECODE off: pytest keeps its rewritten test modules (and hypothesis') in __pycache__
+# instead of compiling them again in every worker (seconds each where an image sets it)
+PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "ltr needs Python >= 3.11; run make PYTHON=python3.11 ...")'
@@ -31,8 +33,8 @@ test: $(STAMP) ## run the test suite (in TEST_WORKERS=2 processes)
 	$(PYTEST) $(ARGS)
 
 .PHONY: test-unit
-test-unit: $(STAMP) ## tier 1: unit tests (no training, no store, no subprocess)
-	$(PYTEST) -m unit $(ARGS)
+test-unit: $(STAMP) ## tier 1: unit tests (no training, no store, no subprocess), a fifth of the hypothesis examples
+	LTR_TEST_BUDGET=$${LTR_TEST_BUDGET:-dev} $(PYTEST) -m unit $(ARGS)
 
 .PHONY: test-integration
 test-integration: $(STAMP) ## tier 2: real training, MLflow stores and Dask in one process

@@ -16,6 +16,7 @@ and Optuna imports that ``make test-unit`` does not need.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import logging
 import os
@@ -38,11 +39,23 @@ REPO = Path(__file__).resolve().parents[1]
 
 register_configs()  # the schemas that ltr/conf extends, as `ltr train` registers them
 
+#: ``LTR_TEST_BUDGET=dev`` (``make test-unit`` sets it): every hypothesis property draws a fifth of
+#: its examples (:func:`examples`), for a tier that answers in seconds; ``make test`` and CI draw all.
+DEV_BUDGET = os.environ.get("LTR_TEST_BUDGET", "full") == "dev"
+
+
+def examples(n: int) -> int:
+    """The examples a hypothesis property written for ``n`` draws: ``n``, or under
+    ``LTR_TEST_BUDGET=dev`` a fifth of it, at least 10 (``@settings(max_examples=examples(150))``;
+    a property without ``max_examples`` gets ``examples(100)``, hypothesis' default, the same way)."""
+    return max(10, n // 5) if DEV_BUDGET else n
+
+
 # CI (CI=true) draws the same hypothesis examples every run, so a red build is reproducible; a
 # developer's runs draw new ones (and keep the failures they find in .hypothesis/).
-settings.register_profile("ci", derandomize=True, print_blob=True)
-if os.environ.get("CI"):
-    settings.load_profile("ci")
+_CI = bool(os.environ.get("CI"))
+settings.register_profile("ltr", derandomize=_CI, print_blob=_CI, max_examples=examples(settings.default.max_examples))
+settings.load_profile("ltr")
 
 #: Test modules that run whole programs (a notebook's kernel) besides the ``slow`` ones.
 E2E_MODULES = frozenset({"tests/compare/test_notebook.py", "tests/compare/test_cli_subprocess.py"})
@@ -84,6 +97,8 @@ INTEGRATION_MODULES = frozenset(
         "tests/tracking/test_run_contents.py",
         "tests/tracking/test_store.py",
         "tests/tracking/test_stop_requests.py",
+        "tests/models/test_labels_run.py",
+        "tests/metrics/test_oracle_lightgbm.py",
     }
 )
 
@@ -95,14 +110,43 @@ INTEGRATION_FIXTURES = frozenset({"tracking_uri", "small_cfg", "client", "store"
 _MODULE_SLOW = re.compile(r"^pytestmark\s*=.*\bslow\b", re.MULTILINE)
 
 
+def _only_slow_tests(source: str) -> bool:
+    """Whether every test of a module's ``source`` is ``slow`` (its ``pytestmark``, or a
+    ``@pytest.mark.slow`` on each test function), read from its syntax tree, not imported."""
+    if _MODULE_SLOW.search(source):
+        return True
+    tree = ast.parse(source)
+    tests = [node for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test")]
+    tests += [
+        node
+        for cls in tree.body
+        if isinstance(cls, ast.ClassDef) and cls.name.startswith("Test")
+        for node in cls.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test")
+    ]
+
+    def slow(decorator: ast.expr) -> bool:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        return isinstance(target, ast.Attribute) and target.attr == "slow"
+
+    return bool(tests) and all(any(map(slow, test.decorator_list)) for test in tests)
+
+
 def _module_tiers(path: Path) -> frozenset[str]:
     """The tiers the tests of the module at ``path`` can have, known without importing it."""
     module = path.resolve().relative_to(REPO).as_posix()
-    if module in E2E_MODULES or _MODULE_SLOW.search(path.read_text()):
+    if module in E2E_MODULES or _only_slow_tests(path.read_text()):
         return frozenset({"e2e"})
     if module in INTEGRATION_MODULES:
         return frozenset({"integration", "e2e"})
     return frozenset({"unit", "integration", "e2e"})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Check the unit tier's contract while its tests run (:mod:`tests.tier_guard`)."""
+    from tests.tier_guard import TierGuardPlugin
+
+    config.pluginmanager.register(TierGuardPlugin(), "ltr-tier-guard")
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

@@ -93,14 +93,21 @@ def _module_imports() -> dict[str, list[tuple[str, list[str], bool]]]:
 
 
 def _imports(tree: ast.Module, module: str) -> list[tuple[str, list[str], bool]]:
-    """(imported module, imported names, inside a function) of every import of ``tree``."""
-    in_function: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            in_function |= {id(sub) for sub in ast.walk(node) if sub is not node}
+    """(imported module, imported names, inside a function) of every import of ``tree`` (one
+    pass over the tree: each node is visited once, with whether a function encloses it)."""
     out = []
     package = module if module.endswith(tuple(("ltr." + p) for p in LEVELS)) else module.rsplit(".", 1)[0]
-    for node in ast.walk(tree):
+    in_function: set[int] = set()
+    stack: list[tuple[ast.AST, bool]] = [(tree, False)]
+    nodes = []
+    while stack:
+        node, inside = stack.pop()
+        nodes.append(node)
+        if inside:
+            in_function.add(id(node))
+        inner = inside or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+    for node in nodes:
         if isinstance(node, ast.Import):
             out += [(alias.name, [], id(node) in in_function) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -153,6 +160,7 @@ def test_function_level_imports_have_a_reason() -> None:
 HEAVY = ("numba", "mlflow", "lightgbm", "hydra", "matplotlib", "dask", "sklearn", "scipy")
 
 
+@pytest.mark.slow  # a fresh interpreter per case: e2e
 @pytest.mark.parametrize(
     "code",
     [

@@ -11,9 +11,9 @@ store). A field that declares nothing fails :func:`test_every_field_declares_its
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import enum
+import pickle
 import subprocess
 import sys
 import typing
@@ -26,7 +26,6 @@ from hydra import compose, initialize_config_dir
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
-from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
 from ltr.config.allowed import Allowed, allowed_of
@@ -147,19 +146,20 @@ def cases(field: Field, tmp: Path) -> list[tuple[str, str]]:
     return out
 
 
-def refusal(overrides: list[str], base: DictConfig | None = None) -> str:
+def refusal(overrides: list[str], base: bytes | None = None) -> str:
     """The one line ``ltr train OVERRIDES`` is refused with, by the CLI's path (Hydra composes,
     a composition error becomes ``user_message``'s line, then the checks); fails the test
     if nothing refuses it. With ``base`` (a config already composed with the group options of
-    the overrides), the value overrides are applied to a copy of it as Hydra's composition
-    applies them (``ConfigLoaderImpl._apply_overrides_to_config``): the same code, without
-    reading the YAML files again for each of the hundreds of cases."""
+    the overrides, pickled), the value overrides are applied to a copy of it as Hydra's
+    composition applies them (``ConfigLoaderImpl._apply_overrides_to_config``): the same code,
+    without reading the YAML files again for each of the hundreds of cases (and unpickling
+    copies a config in a fifth of ``copy.deepcopy``'s time)."""
     try:
         try:
             if base is None:
                 cfg = compose(config_name="train", overrides=overrides)
             else:
-                cfg = copy.deepcopy(base)
+                cfg = pickle.loads(base)
                 ConfigLoaderImpl._apply_overrides_to_config(OverridesParser.create().parse_overrides(overrides), cfg)
         except (HydraException, OmegaConfBaseException) as exc:
             raise LtrUserError(user_message(exc, overrides)) from exc
@@ -187,12 +187,13 @@ def test_every_field_refuses_bad_values_in_one_line_naming_its_key(existing: Pat
     fields = fields_of(existing)
     uri = f"sqlite:///{existing / 'mlflow.db'}"
     n_cases = 0
-    bases: dict[tuple[str, ...], DictConfig] = {}
+    bases: dict[tuple[str, ...], bytes] = {}
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         for field in fields:
             if field.select not in bases:
-                bases[field.select] = compose(config_name="train", overrides=[*field.select, f"tracking.uri={uri}"])
-                check_config(bases[field.select])  # the base itself is accepted
+                base = compose(config_name="train", overrides=[*field.select, f"tracking.uri={uri}"])
+                check_config(base)  # the base itself is accepted
+                bases[field.select] = pickle.dumps(base)
             for what, override in cases(field, existing):
                 line = refusal([override], bases[field.select])
                 assert "\n" not in line, (override, line)

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from ltr.experiment import run as pipeline
 from tests.conftest import compose_train
 
 N_QUERIES = 300
@@ -51,6 +50,9 @@ class Store:
 
 @pytest.fixture(scope="session")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Store:
+    # imported here: LightGBM and MLflow are not for the unit tests of this folder
+    from ltr.experiment import run as pipeline
+
     root = tmp_path_factory.mktemp("compare_store")
     uri = f"sqlite:///{root / 'mlflow.db'}"
     run_ids: dict[str, str] = {}

@@ -22,7 +22,7 @@ from ltr.compare.abtest import interleaving_test, two_proportions, wilson
 from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
 from ltr.experiment.abtest import load_abtest
-from tests.conftest import compose_train
+from tests.conftest import compose_train, examples
 
 COMMON = ("data=synthetic_clicks", "data.n_queries=400", "fit.num_boost_round=30", "fit.early_stopping_rounds=10",
           "fit.show_progress=false", "model.num_leaves=7", "tracking.log_model=false")  # fmt: skip
@@ -37,7 +37,7 @@ def test_docstring_examples(name: str) -> None:
     assert result.failed == 0
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(n=st.integers(1, 12), seed=st.integers(0, 10_000))
 def test_team_draft_makes_a_fair_interleaving_of_both_lists(n: int, seed: int) -> None:
     """Every row shown once; at every prefix the teams differ by at most one pick; each team's

@@ -19,6 +19,7 @@ from ltr.compare.stats import (
     sign_flip_pvalue,
     wins_ties_losses,
 )
+from tests.conftest import examples
 
 RUN = np.array([0.81, 0.40, 0.95, 0.10, 0.66, 0.52, 0.73, 0.30, 0.90, 0.47])
 BASE = np.array([0.70, 0.45, 0.80, 0.10, 0.50, 0.60, 0.61, 0.22, 0.75, 0.47])
@@ -41,7 +42,7 @@ def test_holm_clips_at_one_and_skips_nan() -> None:
     assert np.isnan(holm([math.nan, math.nan])).all()
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=20))
 def test_holm_properties(p: list[float]) -> None:
     """Adjusted >= raw, <= 1, <= m * raw, and the order of the raw p-values is kept."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -12,7 +13,8 @@ import pytest
 
 from ltr.data.ranking_data import RankingData
 
-pytest.importorskip("distributed")
+if importlib.util.find_spec("distributed") is None:  # found without importing it (-m unit loads this file)
+    pytest.skip("Dask's distributed is not installed (the dask extra)", allow_module_level=True)
 
 
 @contextlib.contextmanager

@@ -10,10 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ltr.dask.partitions import query_partition_bounds, scatter_ranking_data
+from tests.conftest import examples
 from tests.dask.conftest import random_ranking_data
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     sizes=st.lists(st.integers(min_value=1, max_value=200), min_size=1, max_size=60),
     n_partitions=st.integers(min_value=1, max_value=80),

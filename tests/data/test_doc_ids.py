@@ -24,7 +24,7 @@ from ltr.data.read_text import parse_svmlight
 from ltr.data.readers import concat_ranking_data, read_ranking_file
 from ltr.data.splits import kfold_split, split_queries
 from ltr.errors import DataError
-from tests.conftest import compose_train
+from tests.conftest import compose_train, examples
 from tests.data.conftest import SHARED_DATA, WriteFile
 
 #: The contract, written independently of the kernel: the first ``docid = X`` (any case, optional
@@ -85,7 +85,7 @@ def _line(draw: st.DrawFn, qid: int) -> tuple[str, str]:
     return f"{draw(st.integers(0, 4))} qid:{qid} {features}{gap}#{comment}", end
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.data())
 def test_doc_ids_match_the_reference_parser(write: WriteFile, data: st.DataObject) -> None:
     n = data.draw(st.integers(1, 12))
@@ -276,6 +276,7 @@ def _grep_count(path: Path, pattern: str) -> int:
     return int(out.stdout.strip() or 0)
 
 
+@pytest.mark.slow  # zcat and grep as the reference, in subprocesses: e2e
 @pytest.mark.skipif(not MQ2008.is_dir(), reason=f"{MQ2008} is absent")
 def test_mq2008_through_the_data_config_keeps_the_docids(tmp_path: Path) -> None:
     cfg = OmegaConf.structured(LetorPartsDataConfig(root=str(MQ2008), fold=1))  # test = S5, valid = S4

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from ltr.data import _text_kernel, read_text
 from ltr.data.read_text import parse_svmlight
 from ltr.data.readers import read_ranking_file
+from tests.conftest import examples
 from tests.data.conftest import WriteFile
 
 
@@ -97,7 +98,7 @@ def test_matches_sklearn_on_a_random_file(write: WriteFile) -> None:
 finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(values=st.lists(finite, min_size=1, max_size=20), fmt=st.sampled_from(["{!r}", "{:.6f}", "{:.17g}", "{:e}"]))
 def test_numbers_round_like_python_float_then_float32(values: list[float], fmt: str) -> None:
     line = "0 qid:1 " + " ".join(f"{j + 1}:{fmt.format(v)}" for j, v in enumerate(values))

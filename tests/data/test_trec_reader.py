@@ -22,6 +22,7 @@ import ltr.data.trec as trec
 from ltr.data.trec import read_trec
 from ltr.errors import DataError
 from ltr.metrics.conventions import UNJUDGED
+from tests.conftest import examples
 
 TOPICS = [b"1", b"2", b"10", b"q\xff", b"q\xfe", b"301", b"ab#1", b"Z"]
 DOCNOS = [b"a", b"b", b"ab", b"d#1", b"\xe9t\xe9", b"doc-7", b"doc-70", b"x" * 40, b"B"]
@@ -89,7 +90,7 @@ def trec_files(draw: st.DrawFn) -> tuple[bytes, bytes]:
     return run, eol.join(qrels_lines) + eol
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(files=trec_files(), missing=st.sampled_from(["skip", "empty"]), max_docs=st.sampled_from([None, 1, 2]))
 def test_read_trec_equals_reference(
     files: tuple[bytes, bytes], missing: str, max_docs: int | None, tmp_path: Path,

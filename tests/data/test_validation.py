@@ -15,6 +15,7 @@ from ltr.data.ranking_data import RankingData
 from ltr.data.readers import read_ranking_file, read_split_files
 from ltr.data.validate import RawTable, check_label_gain, check_split_set, to_ranking_data
 from ltr.errors import DataError, LtrUserError
+from tests.conftest import examples
 from tests.data.conftest import WriteFile
 
 GOOD = "1 qid:1 1:0.5 2:1\n0 qid:1 1:0.1 2:0\n"
@@ -176,7 +177,7 @@ def test_empty_split_is_an_error() -> None:
         check_split_set({"train": good, "valid": empty}, sources={"valid": "vali.txt"})
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(st.integers(0, 6), min_size=1, max_size=60))
 def test_regrouping_property(row_qids: list[int]) -> None:
     n = len(row_qids)

@@ -18,6 +18,7 @@ from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
 from ltr.metrics.tail import tail_exposure
 from ltr.rerank import score_order
+from tests.conftest import examples
 from tests.test_sweeps import _ltr, _runs
 
 CLICKS = ("data=synthetic_clicks", "data.n_queries=300", "tracking.enabled=false")
@@ -30,7 +31,7 @@ def test_docstring_examples(name: str) -> None:
     assert result.failed == 0
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(sizes=st.lists(st.integers(1, 15), min_size=1, max_size=6), k=st.integers(1, 12), seed=st.integers(0, 999))
 def test_tail_exposure_matches_a_per_query_reference(sizes: list[int], k: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
@@ -84,7 +85,7 @@ def test_an_uncertainty_sweep_marks_the_ndcg_tail_exposure_front(tmp_path: Path)
     assert "figures/tail_front.png" in [a.path for a in client.list_artifacts(parent.info.run_id, "figures")]
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(sizes=st.lists(st.integers(1, 12), min_size=1, max_size=5), n_members=st.integers(1, 5), seed=st.integers(0, 999))
 def test_ensemble_spread_matches_a_per_query_reference_and_ignores_each_members_scale(
     sizes: list[int], n_members: int, seed: int

@@ -25,9 +25,10 @@ from ltr.experiment.tradeoffs import (
     online_figure,
     pareto_front,
 )
+from tests.conftest import examples
 
 NAN = math.nan
-SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _dominates(a: tuple[float, float], b: tuple[float, float]) -> bool:

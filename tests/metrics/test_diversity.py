@@ -13,10 +13,11 @@ from numpy.typing import NDArray
 
 from ltr.metrics import MetricConventions, per_query_table
 from ltr.metrics.diversity import alpha_ndcg, category_coverage, intra_list_diversity
+from tests.conftest import examples
 
 from .conftest import LOG2_3, LOG2_5, LOG2_6
 
-SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 R2 = math.sqrt(0.5)  # cos 45 degrees
 
 
@@ -254,7 +255,7 @@ def test_alpha_ndcg_matches_greedy(
     assert got.tolist() == pytest.approx(expected, abs=1e-12)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(
     cats=st.lists(st.integers(0, 2), min_size=1, max_size=6),
     data=st.data(),

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from numpy.typing import NDArray
 
 from ltr.metrics import MetricConventions, Strata, idcg_report, per_query_table, summarize
+from tests.conftest import examples
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 KS = (1, 3, 5, 10)
 TIES = ("average", "stable", "pessimistic", "optimistic")
 
@@ -84,7 +85,7 @@ def test_matches_plain_reference_in_stable_order(
         assert t.loc[q, "rr"] == pytest.approx(ref["rr"], rel=1e-12)  # type: ignore[attr-defined]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     st.lists(st.integers(0, 3), min_size=1, max_size=6),
     st.lists(st.integers(0, 2), min_size=6, max_size=6),

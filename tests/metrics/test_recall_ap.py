@@ -15,6 +15,7 @@ from ltr.cli.evaluate import main
 from ltr.data.trec import read_trec, read_trec_eval_output
 from ltr.metrics import MetricConventions, per_query_table, resolve_conventions, summarize
 from ltr.metrics.table import measure_arrays
+from tests.conftest import examples
 
 from .conftest import SHARED_DATA, one_query
 
@@ -81,7 +82,7 @@ def test_full_ap_off_changes_nothing_else() -> None:
     assert not np.isnan(a.ap).any()
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.integers(0, 3), min_size=1, max_size=7),
     st.lists(st.integers(0, 2), min_size=7, max_size=7),
@@ -122,7 +123,7 @@ def test_average_ties_equal_mean_over_all_orders(
         assert got[col] == pytest.approx(total / count, rel=1e-12, abs=1e-14), col
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.integers(0, 3), min_size=1, max_size=12),
     st.lists(st.integers(0, 3), min_size=12, max_size=12),

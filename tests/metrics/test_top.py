@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ltr.metrics.top import top_rows
+from tests.conftest import examples
 
 
 def _reference(scores: np.ndarray, labels: np.ndarray, keys: np.ndarray, offsets: np.ndarray, ties: str) -> list[int]:
@@ -26,7 +27,7 @@ def _reference(scores: np.ndarray, labels: np.ndarray, keys: np.ndarray, offsets
     return out
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     sizes=st.lists(st.integers(0, 6), min_size=1, max_size=8),
     ties=st.sampled_from(["stable", "average", "pessimistic", "optimistic", "docno_desc"]),

@@ -21,8 +21,9 @@ from ltr.rerank import (
     score_order,
     unit_rows,
 )
+from tests.conftest import examples
 
-SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 R2 = math.sqrt(0.5)  # cos 45 degrees
 
 # ---- hand-computed cases -------------------------------------------------------------------
@@ -328,6 +329,7 @@ def test_bad_inputs(
     assert "\n" not in str(err.value)
 
 
+@pytest.mark.slow  # a fresh interpreter: e2e
 def test_import_does_not_load_numba() -> None:
     code = "import ltr.rerank, sys; print('numba' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
