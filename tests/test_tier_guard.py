@@ -11,6 +11,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.slow
 def guard() -> Iterator[TierGuard]:
     """A guard watching this test (its audit hook stays installed, inactive, after it)."""
     watching = TierGuard()
-    watching.active = True
+    watching.start(active=True)
     yield watching
     watching.active = False
 
@@ -65,3 +66,28 @@ def test_lightgbm_training_is_seen_and_prediction_is_not(guard: TierGuard) -> No
     assert guard.seen == []
     lgb.train({"objective": "regression", "num_leaves": 3, "verbose": -1}, lgb.Dataset(x, y), num_boost_round=2)
     assert guard.seen == ["trained a LightGBM model (a booster made from a training set)"]
+
+
+def test_a_thread_older_than_the_test_is_not_the_tests(tmp_path: Path) -> None:
+    """An earlier test's thread still at work (closing a store, say) does not fail the next
+    unit test; a thread the test starts itself is the test's."""
+    go, done = threading.Event(), threading.Event()
+
+    def older() -> None:
+        go.wait(30)
+        sqlite3.connect(tmp_path / "older.db").close()
+        done.set()
+
+    thread = threading.Thread(target=older)
+    thread.start()
+    watching = TierGuard()
+    watching.start(active=True)  # the test begins with `older` alive
+    go.set()
+    assert done.wait(30)
+    thread.join()
+    assert watching.seen == []
+    mine = threading.Thread(target=lambda: sqlite3.connect(tmp_path / "mine.db").close())
+    mine.start()
+    mine.join()
+    assert [what for what in watching.seen if "sqlite" in what]
+    watching.active = False

@@ -26,6 +26,7 @@ unit test using it.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Generator
 from types import FrameType
 from typing import Any
@@ -47,10 +48,19 @@ class TierGuard:
     def __init__(self) -> None:
         self.active = False
         self.seen: list[str] = []
+        #: threads alive before the test began, other than the test's own: what they do is not
+        #: the test's (an earlier test's MLflow or Dask thread still closing down, say)
+        self.others: frozenset[int] = frozenset()
         sys.addaudithook(self._hook)
 
+    def start(self, active: bool) -> None:
+        """Begin a test's checks (``active``: it is a unit test)."""
+        self.active = active
+        self.seen = []
+        self.others = frozenset(t.ident for t in threading.enumerate() if t.ident is not None) - {threading.get_ident()}
+
     def _hook(self, event: str, args: tuple[Any, ...]) -> None:
-        if not self.active:
+        if not self.active or threading.get_ident() in self.others:
             return
         if event in PROCESS_EVENTS:
             self._note(f"started a process ({event}: {_short(args)})")
@@ -92,8 +102,7 @@ class TierGuardPlugin:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        self.guard.active = item.get_closest_marker("unit") is not None
-        self.guard.seen = []
+        self.guard.start(item.get_closest_marker("unit") is not None)
         self._schedulers = _schedulers()
 
     @pytest.hookimpl(tryfirst=True)
