@@ -86,6 +86,7 @@ def test_a_thread_older_than_the_test_is_not_the_tests(tmp_path: Path) -> None:
     assert done.wait(30)
     thread.join()
     assert watching.seen == []
+    # started after `older` ended, so it often gets `older`'s ident: still the test's own
     mine = threading.Thread(target=lambda: sqlite3.connect(tmp_path / "mine.db").close())
     mine.start()
     mine.join()

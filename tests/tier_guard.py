@@ -49,18 +49,19 @@ class TierGuard:
         self.active = False
         self.seen: list[str] = []
         #: threads alive before the test began, other than the test's own: what they do is not
-        #: the test's (an earlier test's MLflow or Dask thread still closing down, say)
-        self.others: frozenset[int] = frozenset()
+        #: the test's (an earlier test's MLflow or Dask thread still closing down, say). Thread
+        #: objects, not idents: an ended thread's ident is reused by the next thread started
+        self.others: frozenset[threading.Thread] = frozenset()
         sys.addaudithook(self._hook)
 
     def start(self, active: bool) -> None:
         """Begin a test's checks (``active``: it is a unit test)."""
         self.active = active
         self.seen = []
-        self.others = frozenset(t.ident for t in threading.enumerate() if t.ident is not None) - {threading.get_ident()}
+        self.others = frozenset(threading.enumerate()) - {threading.current_thread()}
 
     def _hook(self, event: str, args: tuple[Any, ...]) -> None:
-        if not self.active or threading.get_ident() in self.others:
+        if not self.active or threading.current_thread() in self.others:
             return
         if event in PROCESS_EVENTS:
             self._note(f"started a process ({event}: {_short(args)})")
