@@ -48,15 +48,13 @@ def raise_if_stop_requested() -> None:
 
 
 def as_stop(exc: BaseException) -> BaseException:
-    """``exc``, or the recorded stop signal's exception (chained to ``exc``) when one was received:
-    a stop signal wins over the exception its handler caused. A handler's exception raised inside
-    a C extension's import or callback comes out as another type (``ImportError: numba... failed
-    to import``); the signal was recorded before, so the job still ends as interrupted."""
+    """``exc``, or the recorded stop signal's exception when one was received (the caller raises
+    it ``from exc``): a stop signal wins over the exception its handler caused. A handler's
+    exception raised inside a C extension's import or callback comes out as another type
+    (``ImportError: numba... failed to import``); the signal was recorded before, so the job
+    still ends as interrupted."""
     stop = stop_requested()
-    if stop is None or isinstance(exc, KeyboardInterrupt | Terminated):
-        return exc
-    stop.__cause__ = exc
-    return stop
+    return exc if stop is None or isinstance(exc, KeyboardInterrupt | Terminated) else stop
 
 
 def on_stop_signal(signum: int, frame: FrameType | None) -> None:

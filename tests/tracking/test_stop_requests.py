@@ -40,13 +40,25 @@ def _on_collect(_: object) -> None:
     raise Terminated("signal 15")  # Python reports it as "Exception ignored in ..." and goes on
 
 
-def _swallowed_signal_inside_a_run(tracker: MlflowTracker, started: list[str | None]) -> None:
-    with tracked_run(tracker, "swallowed", {}) as run_id:
+def _swallowed_signal() -> None:
+    owner = _Owner()
+    ref = weakref.ref(owner, _on_collect)
+    del owner  # the callback runs; its exception is swallowed, the block goes on
+    assert ref() is None
+
+
+def _error_in_a_run(tracker: MlflowTracker, started: list[str | None], error: Callable[[], None]) -> None:
+    with tracked_run(tracker, "error-in-a-run", {}) as run_id:
         started.append(run_id)
-        owner = _Owner()
-        ref = weakref.ref(owner, _on_collect)
-        del owner  # the callback runs; its exception is swallowed, the block goes on
-        assert ref() is None
+        error()
+
+
+def _run_end(tracker: MlflowTracker, started: list[str | None]) -> tuple[str, str]:
+    """The status and ``ltr.error`` tag of the one run ``started`` holds, read from the store."""
+    (run_id,) = started
+    assert run_id is not None
+    run = MlflowClient(tracker.uri).get_run(run_id)
+    return run.info.status, run.data.tags["ltr.error"]
 
 
 @pytest.mark.usefixtures("no_stop_requested")
@@ -55,12 +67,8 @@ def test_a_swallowed_sigterm_ends_the_run_killed_at_the_next_safe_point(tmp_path
     tracker = MlflowTracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "ltr")
     started: list[str | None] = []
     with pytest.raises(Terminated):
-        _swallowed_signal_inside_a_run(tracker, started)
-    (run_id,) = started
-    assert run_id is not None
-    run = MlflowClient(tracker.uri).get_run(run_id)
-    assert run.info.status == RunStatus.KILLED.value
-    assert run.data.tags["ltr.error"] == "Terminated: interrupted"
+        _error_in_a_run(tracker, started, _swallowed_signal)
+    assert _run_end(tracker, started) == (RunStatus.KILLED.value, "Terminated: interrupted")
 
 
 @pytest.mark.usefixtures("no_stop_requested")
@@ -83,12 +91,6 @@ def _a_signal_that_surfaces_as_another_error(sig: signal.Signals = signal.SIGTER
         signal.raise_signal(sig)
     except (Terminated, KeyboardInterrupt) as exc:
         raise ImportError("numba._devicearray failed to import") from exc
-
-
-def _error_in_a_run(tracker: MlflowTracker, started: list[str | None], error: Callable[[], None]) -> None:
-    with tracked_run(tracker, "error-in-a-run", {}) as run_id:
-        started.append(run_id)
-        error()
 
 
 def _plain_import_error() -> None:
@@ -116,11 +118,7 @@ def test_a_stop_signal_wins_over_the_error_it_caused(tmp_path: Path) -> None:
         _error_in_a_run(tracker, started, _a_signal_that_surfaces_as_another_error)
     assert isinstance(raised.value.__cause__, ImportError)  # the error it caused, kept as the cause
     assert f"run {started[0]} is marked KILLED" in (raised.value.__notes__ or [])
-    (run_id,) = started
-    assert run_id is not None
-    run = MlflowClient(tracker.uri).get_run(run_id)
-    assert run.info.status == RunStatus.KILLED.value
-    assert run.data.tags["ltr.error"] == "Terminated: interrupted"
+    assert _run_end(tracker, started) == (RunStatus.KILLED.value, "Terminated: interrupted")
 
 
 @pytest.mark.usefixtures("stop_handlers")
@@ -129,11 +127,7 @@ def test_an_error_without_a_stop_signal_still_fails_the_run(tmp_path: Path) -> N
     started: list[str | None] = []
     with pytest.raises(ImportError, match="nowhere"):
         _error_in_a_run(tracker, started, _plain_import_error)
-    (run_id,) = started
-    assert run_id is not None
-    run = MlflowClient(tracker.uri).get_run(run_id)
-    assert run.info.status == RunStatus.FAILED.value
-    assert run.data.tags["ltr.error"] == "ImportError: no module named nowhere"
+    assert _run_end(tracker, started) == (RunStatus.FAILED.value, "ImportError: no module named nowhere")
 
 
 def _in_partitions_block() -> None:
