@@ -126,8 +126,14 @@ def from_part_futures(
 
 
 def sorted_workers(client: Any) -> list[str]:
-    """Worker addresses of the cluster, sorted (the order partitions are pinned in)."""
-    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    """Worker addresses of the cluster, sorted (the order partitions are pinned in).
+
+    Asks the scheduler each call (``Client.nthreads``): ``Client.scheduler_info`` returns the
+    client's cached identity, which its periodic refresh (every
+    ``distributed.client.scheduler-info-interval``) may overwrite with one listing no workers
+    between the fetch and the read.
+    """
+    workers = sorted(client.nthreads())
     if not workers:
         raise RuntimeError("the Dask cluster has no workers")
     return workers

@@ -45,7 +45,11 @@ def client() -> Iterator[Any]:
 
     with (
         _dask_logs_to_root(),
-        LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None,
+            # the scheduler's HTTP routes on a free loopback port, not 8787 (another cluster's)
+            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+        ) as cluster,
         Client(cluster) as c,
     ):
         yield c

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ltr.dask.partitions import query_partition_bounds, scatter_ranking_data
+from ltr.dask.partitions import query_partition_bounds, scatter_ranking_data, sorted_workers
 from tests.conftest import examples
 from tests.dask.conftest import random_ranking_data
 
@@ -58,3 +58,16 @@ def test_scattered_partitions_hold_whole_queries(client: Any) -> None:
     np.testing.assert_array_equal(split.features.compute(), data.features)
     np.testing.assert_array_equal(split.labels.compute(), data.labels)
     np.testing.assert_array_equal(split.qids.compute(), data.qids)
+
+
+def test_sorted_workers_lists_every_worker_while_the_client_refreshes_its_cache(client: Any) -> None:
+    # A client whose periodic refresh of its cached scheduler identity (which lists no workers)
+    # runs every millisecond: the worker list must come from the scheduler, not that cache (read
+    # from the cache, 135 of 500 calls found no worker here).
+    import dask
+    from distributed import Client
+
+    with dask.config.set({"distributed.client.scheduler-info-interval": "1ms"}), Client(client.cluster) as busy:
+        seen = {tuple(sorted_workers(busy)) for _ in range(300)}
+    assert seen == {tuple(sorted(client.nthreads()))}
+    assert len(next(iter(seen))) == 2
