@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ltr.cli.main import VERBS, main
+from ltr.config.completion import train_completions
 
 
 def query(capsys: pytest.CaptureFixture[str], line: str) -> list[str]:
@@ -30,6 +31,26 @@ def test_internal_schemas_are_never_offered(capsys: pytest.CaptureFixture[str], 
     found = query(capsys, line)
     assert found
     assert not [c for c in found if "_schema" in c]
+
+
+@pytest.mark.parametrize("line", ["ltr train ", "ltr train seed=3 model=", "ltr train +", "ltr train model=pointwise model.num_"])
+def test_one_repository_completes_as_hydras_loader_does(line: str) -> None:
+    # Reference: Hydra's plugin on its own loader (a repository per question), schemas filtered.
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.plugins.completion_plugin import DefaultCompletionPlugin
+
+    from ltr.config.completion import is_internal
+    from ltr.config.compose import CONF_DIR
+    from ltr.config.store import register_configs
+
+    register_configs()
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        plugin = DefaultCompletionPlugin(GlobalHydra.instance().config_loader())
+        reference = [c for c in plugin._query(config_name="train", line=line.split(" ", 2)[2]) if not is_internal(c)]
+    assert reference
+    assert train_completions(line) == reference
 
 
 def test_hydra_sc_install_prints_the_ltr_script(capsys: pytest.CaptureFixture[str]) -> None:
