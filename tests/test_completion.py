@@ -33,7 +33,7 @@ def test_internal_schemas_are_never_offered(capsys: pytest.CaptureFixture[str], 
     assert not [c for c in found if "_schema" in c]
 
 
-@pytest.mark.parametrize("line", ["ltr train ", "ltr train seed=3 model=", "ltr train +", "ltr train model=pointwise model.num_"])
+@pytest.mark.parametrize("line", ["ltr train ", "ltr train seed=3 model=", "ltr train model=pointwise model.num_"])
 def test_one_repository_completes_as_hydras_loader_does(line: str) -> None:
     # Reference: Hydra's plugin on its own loader (a repository per question), schemas filtered.
     from hydra import initialize_config_dir

@@ -245,3 +245,24 @@ def test_the_cli_refuses_in_one_line_with_exit_2_and_no_store(tmp_path: Path, ov
     assert key in line or (key == "data.root" and "data.n_queries" in line)
     assert sorted(p.name for p in tmp_path.iterdir()) in ([], ["outputs"])
     assert not (tmp_path / "mlflow.db").exists()
+
+
+def test_registering_again_keeps_the_stored_schemas_and_restores_a_missing_one() -> None:
+    from hydra.core.config_store import ConfigStore
+    from omegaconf import OmegaConf
+
+    from ltr.config.store import register_configs
+
+    register_configs()
+    repo = ConfigStore.instance().repo
+    stored = [repo["train_schema.yaml"], repo["model"]["model_schema.yaml"], repo["rerank"]["rerank_schema.yaml"]]
+    register_configs()
+    again = [repo["train_schema.yaml"], repo["model"]["model_schema.yaml"], repo["rerank"]["rerank_schema.yaml"]]
+    assert all(a is b for a, b in zip(stored, again, strict=True))  # not rebuilt
+    rerank = repo["rerank"].pop("rerank_schema.yaml")
+    try:
+        register_configs()
+        assert repo["rerank"]["rerank_schema.yaml"].node == rerank.node
+    finally:
+        repo["rerank"].setdefault("rerank_schema.yaml", rerank)
+    assert OmegaConf.has_resolver("ltr_unique")

@@ -30,9 +30,16 @@ def _unique_suffix() -> str:
 
 def register_configs() -> None:
     """Store each schema so that ``ltr/conf/<group>/*.yaml`` can extend it (``defaults: [<x>_schema]``),
-    and register the ``ltr_unique`` resolver of ``ltr/conf/train.yaml``'s run and sweep folders."""
-    OmegaConf.register_new_resolver("ltr_unique", _unique_suffix, use_cache=True, replace=True)
+    and register the ``ltr_unique`` resolver of ``ltr/conf/train.yaml``'s run and sweep folders.
+
+    Idempotent and cheap after the first call in a process (every composition calls it): the
+    schemas are stored once (building their structured configs is a quarter of a composition).
+    """
+    if not OmegaConf.has_resolver("ltr_unique"):
+        OmegaConf.register_new_resolver("ltr_unique", _unique_suffix, use_cache=True)
     cs = ConfigStore.instance()
+    if "train_schema.yaml" in cs.repo and "rerank_schema.yaml" in cs.repo.get("rerank", {}):
+        return  # stored by an earlier call (the last store below is rerank's)
     cs.store(name="train_schema", node=TrainConfig)
     register_sweeper_config()  # hydra/sweeper=optuna: ltr's own Optuna sweeper
     for name, cls in DATA_OPTIONS.items():
