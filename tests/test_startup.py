@@ -86,3 +86,59 @@ def test_evaluate_imports_no_training_tracking_or_table_library(output: list[str
     got, heavy, _ = _probe(argv, NOT_FOR_EVALUATE, tmp_path)
     assert got == 0
     assert heavy == "", f"ltr evaluate imports {heavy}"
+
+
+#: Verb -> what its ``--help`` and argument errors leave out. The verbs that read runs, data or
+#: click logs parse their arguments before importing any of their work.
+PARSE_ONLY = {
+    "compare": NOT_FOR_USAGE,
+    "predict": NOT_FOR_USAGE,
+    "promote": NOT_FOR_USAGE,
+    "rerun": NOT_FOR_USAGE,
+    "abtest": NOT_FOR_USAGE,
+    "labels": NOT_FOR_USAGE,
+    "exposure": NOT_FOR_USAGE,
+    "cache": NOT_FOR_USAGE,
+    "evaluate": (*NEVER, "hydra", "omegaconf", "numba", "scipy", "pandas", "pyarrow"),
+    # its parser takes its defaults from the split config and its formats from the readers (numpy, pyarrow)
+    "partition": (*NEVER, "scipy", "pandas", "numba"),
+}
+
+PARSE_PROBE = """
+import sys
+from ltr.cli.main import main
+codes = []
+for argv in ({verb!r}, "--help"), ({verb!r}, "--no-such-flag"):
+    try:
+        codes.append(main(list(argv)))
+    except SystemExit as exc:
+        codes.append(exc.code)
+sys.stdout.flush()
+print("exit", ",".join(map(str, codes)), "heavy:" + ",".join(sorted(m for m in {heavy!r} if m in sys.modules)), file=sys.stderr)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("verb", sorted(PARSE_ONLY))
+def test_every_verbs_help_and_argument_errors_import_none_of_its_work(verb: str, tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", PARSE_PROBE.format(verb=verb, heavy=PARSE_ONLY[verb])],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    *errors, last = out.stderr.strip().splitlines()
+    assert last.split(" ")[:2] == ["exit", "0,2"], out.stderr
+    assert last.split(" ", 2)[2] == "heavy:", f"ltr {verb} --help imports {last.split(' ', 2)[2]}"
+    assert len(errors) == 1, errors
+    assert errors[0].startswith(f"ltr: error: ltr {verb}: "), errors
+    assert f"usage: ltr {verb}" in out.stdout
+    assert not list(tmp_path.iterdir())  # no store, no cache, no output
+
+
+def test_rerun_without_a_run_asks_for_the_run_only(capsys: pytest.CaptureFixture[str]) -> None:
+    from ltr.cli.main import main
+
+    assert main(["rerun"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ltr: error: ltr rerun: the following arguments are required: RUN (")  # overrides are optional
+    assert len(err.splitlines()) == 1

@@ -3,7 +3,8 @@
 Resolves the two runs as ``ltr compare`` does, re-makes their rankings from their logged config
 and model, and simulates an A/B test and team-draft interleaving under the click log's click
 model (:mod:`ltr.compare.abtest`, :mod:`ltr.experiment.abtest`); prints the report (or ``--markdown`` / ``--json``), ``--figure PATH``
-saves the power curves, ``--log`` records it as an MLflow run linked to both runs.
+saves the power curves, ``--log`` records it as an MLflow run linked to both runs. The work is
+imported after the arguments are parsed (``--help`` and an argument error import none of it).
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ import json
 import sys
 
 from ltr.cli.args import OneLineParser
-from ltr.compare.abtest_render import power_figure, to_markdown
-from ltr.experiment.abtest import load_abtest, log_abtest
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
+    from ltr.compare.abtest_render import power_figure, to_markdown
+    from ltr.experiment.abtest import load_abtest, log_abtest
 
     loaded = load_abtest(
         args.a, args.b, tracking_uri=args.tracking_uri, experiment=args.experiment, split=args.split,

@@ -18,17 +18,12 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ltr.cli.args import OneLineParser
-from ltr.data.cache import (
-    DEFAULT_MAX_MB,
-    EntryInfo,
-    cache_limit_mb,
-    clear_cache,
-    default_cache_dir,
-    format_size,
-    list_entries,
-)
+
+if TYPE_CHECKING:
+    from ltr.data.cache import EntryInfo
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,6 +46,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run ``ltr cache``; returns the exit code. User errors raise `LtrUserError`."""
     args = build_parser().parse_args(argv)
+    # the cache's module (numpy, pyarrow) after parsing: --help and an argument error import none of it
+    from ltr.data.cache import (
+        DEFAULT_MAX_MB,
+        cache_limit_mb,
+        clear_cache,
+        default_cache_dir,
+        format_size,
+        list_entries,
+    )
+
     cache_dir = (args.dir if args.dir is not None else default_cache_dir()).expanduser()
     binned_dir = cache_dir / "binned"  # LightGBM's binned data sets (ltr.training.binned_store)
     if args.action == "clear":

@@ -5,6 +5,9 @@ runs evaluated on different data or with different metric conventions unless ``-
 compares them (:mod:`ltr.compare`) and prints a rich table (or ``--markdown`` / ``--json``);
 ``--log`` records the comparison as its own MLflow run. `load_comparison` is the same thing as
 a function, for notebooks.
+
+The work (pandas, scipy, MLflow) is imported after the arguments are parsed: ``--help`` and an
+argument error pay for argparse only.
 """
 
 from __future__ import annotations
@@ -12,11 +15,13 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 from ltr.cli.args import OneLineParser
-from ltr.compare.comparison import Comparison
-from ltr.compare.loading import LoadedComparison, load_comparison
-from ltr.compare.render import legend, rich_tables, to_json, to_markdown
+
+if TYPE_CHECKING:
+    from ltr.compare.comparison import Comparison
+    from ltr.compare.loading import LoadedComparison
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def print_terminal(comparison: Comparison) -> None:
+    """Print ``comparison``'s tables and legend to the terminal (160 columns when not a terminal)."""
     from rich.console import Console
+
+    from ltr.compare.render import legend, rich_tables
 
     console = Console()
     if not console.is_terminal:
@@ -85,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
+    from ltr.compare.loading import load_comparison
+    from ltr.compare.render import to_json, to_markdown
+
     loaded = load_comparison(
         args.runs,
         baseline=args.baseline,

@@ -3,7 +3,8 @@
 Reads a click log file (:mod:`ltr.data.click_file`: columns query, position, click), builds the
 exposure report (:mod:`ltr.metrics.exposure`) under the chosen propensity model and prints the
 share of clicks and of estimated examinations at positions <= k, the 50 / 80 / 95 % points and,
-with ``--k``, the advice on that cut-off.
+with ``--k``, the advice on that cut-off. The work is imported after the arguments are parsed
+(``--help`` and an argument error import none of it).
 
 Examples
 --------
@@ -20,15 +21,13 @@ import json
 import math
 import sys
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ltr.cli.args import OneLineParser
-from ltr.data.click_file import read_click_file
-from ltr.data.clicks import examination_curve
 from ltr.errors import LtrUserError
-from ltr.metrics.exposure import COVERAGES, ExposureReport, exposure_report
-from ltr.metrics.ips import estimate_propensities
+
+if TYPE_CHECKING:
+    from ltr.metrics.exposure import ExposureReport
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -83,6 +82,13 @@ def main(argv: list[str] | None = None) -> int:
             raise LtrUserError(f"--propensities {args.propensities!r} is not a comma-separated list of numbers") from None
         if not all(math.isfinite(v) and 0 < v <= 1 for v in curve):
             raise LtrUserError(f"--propensities {args.propensities!r}: every propensity must be in (0, 1]")
+    import numpy as np
+
+    from ltr.data.click_file import read_click_file
+    from ltr.data.clicks import examination_curve
+    from ltr.metrics.exposure import exposure_report
+    from ltr.metrics.ips import estimate_propensities
+
     log = read_click_file(
         args.log, query_column=args.query_column, position_column=args.position_column,
         click_column=args.click_column, first_position=args.first_position,
@@ -113,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
 def _print(report: ExposureReport, path: Path, advice: str | None) -> None:
     from rich.console import Console
     from rich.table import Table
+
+    from ltr.metrics.exposure import COVERAGES
 
     table = Table(title=f"ltr exposure {path} ({report.propensity_source} propensities)", title_justify="left")
     table.add_column("k", justify="right")

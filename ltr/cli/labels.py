@@ -7,7 +7,8 @@ Cohen's kappa with quadratic weights, the confusion matrix and the shift per gra
 --data FILE`` (FILE scored with the run's model as ``ltr predict`` scores it, joined by its
 document ids) the NDCG of that one ranking under each label set, overall and per list-length
 stratum, and the difference. The work is in :mod:`ltr.data.label_sets`,
-:mod:`ltr.metrics.label_audit` and, for ``--run``, :func:`ltr.api.scored_pairs`.
+:mod:`ltr.metrics.label_audit` and, for ``--run``, :func:`ltr.api.scored_pairs`, imported after
+the arguments are parsed (``--help`` and an argument error import none of it).
 
 Examples
 --------
@@ -25,16 +26,14 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ltr.cli.args import OneLineParser
-from ltr.data.label_sets import align, read_label_columns, read_score_set
+from ltr.config.choices import Gain
 from ltr.errors import LtrUserError
-from ltr.metrics import Strata
-from ltr.metrics.conventions import GAINS, MetricConventions
-from ltr.metrics.label_audit import LabelAgreement, label_agreement, ndcg_under_both, sample_queries
+
+if TYPE_CHECKING:
+    from ltr.metrics.label_audit import LabelAgreement
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --run: the store (default: $LTR_TRACKING_URI, $MLFLOW_TRACKING_URI, ./mlflow.db, the project root's mlflow.db)",
     )
     p.add_argument("--k", type=int, action="append", help="NDCG cut-off, repeatable (default 10)")
-    p.add_argument("--gain", choices=GAINS, default="exp", help="gain of NDCG (default exp)")
+    p.add_argument("--gain", choices=[g.value for g in Gain], default="exp", help="gain of NDCG (default exp)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     return p
 
@@ -100,6 +99,11 @@ def main(argv: list[str] | None = None) -> int:
         raise LtrUserError("--run RUN and --data FILE go together: the run's model scores FILE")
     if args.run is None and args.doc_id_column is not None:
         raise LtrUserError("--doc-id-column goes with --run RUN --data FILE")
+    from ltr.data.label_sets import align, read_label_columns, read_score_set
+    from ltr.metrics import Strata
+    from ltr.metrics.conventions import MetricConventions
+    from ltr.metrics.label_audit import label_agreement, ndcg_under_both, sample_queries
+
     ids = {"qid_column": args.qid_column, "doc_column": args.doc_column}
     if args.columns is not None:
         col_a, col_b = args.columns
@@ -156,8 +160,10 @@ def _print(
     from rich.console import Console
     from rich.table import Table
 
+    from ltr.metrics import Strata
+
     console = Console()
-    kappa = "n/a (one grade only)" if np.isnan(agreement.kappa) else f"{agreement.kappa:.4f}"
+    kappa = "n/a (one grade only)" if math.isnan(agreement.kappa) else f"{agreement.kappa:.4f}"
     console.print(
         f"A = {name_a}\nB = {name_b}\n{agreement.n_pairs} pairs in {n_queries} queries: exact agreement "
         f"{agreement.exact:.1%}, Cohen's kappa (quadratic) {kappa}"

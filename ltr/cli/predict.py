@@ -4,7 +4,8 @@ RUN is a run id, id prefix or run name (as ``ltr compare`` takes it). The model 
 trees up to its best round); the data is read with the readers and checks of ``ltr train``
 (Parquet streamed in batches of whole queries, or with ``--dask`` one task per file on Dask workers); the run's ranking step (re-ranking) is applied;
 with labels in the data the run's stratified table is printed. Outputs are written whole or not
-at all. The work is :mod:`ltr.models`; this module parses and prints.
+at all. The work is :mod:`ltr.models`, imported after the arguments are parsed (``--help`` and an
+argument error import none of it); this module parses and prints.
 """
 
 from __future__ import annotations
@@ -13,18 +14,15 @@ import argparse
 import logging
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ltr.cli.args import OneLineParser
 from ltr.cli.console_log import console_logging
-from ltr.config.choices import TrainerKind
-from ltr.config.schema import TrainerConfig
 from ltr.errors import LtrUserError
-from ltr.experiment.report import print_table, summary_rows
-from ltr.models.inputs import DEFAULT_BATCH_ROWS, open_input, split_input
-from ltr.models.logged import LoggedRun, load_run
-from ltr.models.on_workers import dask_input
-from ltr.models.outputs import PredictionFiles, check_target
-from ltr.models.predict import predict_input
+
+if TYPE_CHECKING:
+    from ltr.config.schema import TrainerConfig
+    from ltr.models.logged import LoggedRun
 
 
 def build_parser() -> OneLineParser:
@@ -66,6 +64,13 @@ def main(argv: list[str]) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ltr.experiment.report import print_table, summary_rows
+    from ltr.models.inputs import DEFAULT_BATCH_ROWS, open_input, split_input
+    from ltr.models.logged import load_run
+    from ltr.models.on_workers import dask_input
+    from ltr.models.outputs import PredictionFiles, check_target
+    from ltr.models.predict import predict_input
+
     targets = {
         "scores": None if args.out is None else check_target(args.out, "--out"),
         "trec_run": None if args.trec_run is None else check_target(args.trec_run, "--trec-run"),
@@ -123,6 +128,9 @@ def _run(args: argparse.Namespace) -> int:
 
 def _trainer(run: LoggedRun, args: argparse.Namespace) -> TrainerConfig:
     """The cluster of ``--dask``: the options given, else the run's Dask settings, else 2 x 1."""
+    from ltr.config.choices import TrainerKind
+    from ltr.config.schema import TrainerConfig
+
     logged = run.spec.config.trainer
     dask_run = str(logged.kind) == "dask"
     return TrainerConfig(

@@ -4,7 +4,8 @@ A sweep's parent promotes its best job (the parent's ``ltr.sweep.best_run_id``).
 already points to a model evaluated on the same data, the two runs are compared per query and per
 stratum first (as ``ltr compare`` does), and a candidate worse on the sweep's metric (on
 ``--split``, default test) is refused unless ``--force``. Unfinished, failed or killed runs and
-runs without a logged model are refused. The work is :mod:`ltr.models.promote`.
+runs without a logged model are refused. The work is :mod:`ltr.models.promote`, imported after the
+arguments are parsed (``--help`` and an argument error import no MLflow).
 """
 
 from __future__ import annotations
@@ -13,9 +14,7 @@ import argparse
 import logging
 
 from ltr.cli.args import OneLineParser
-from ltr.cli.compare import print_terminal
 from ltr.cli.console_log import console_logging
-from ltr.models.promote import apply_promotion, plan_promotion
 
 
 def build_parser() -> OneLineParser:
@@ -38,6 +37,9 @@ def main(argv: list[str]) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ltr.cli.compare import print_terminal
+    from ltr.models.promote import apply_promotion, plan_promotion
+
     plan = plan_promotion(
         args.run, name=args.name, alias=args.alias, split=args.split, tracking_uri=args.tracking_uri,
         experiment=args.experiment, n_resamples=args.n_resamples,

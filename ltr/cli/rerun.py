@@ -6,7 +6,8 @@ are composed again (extra overrides replace those of the same key: "the same, bu
 line says what differs from the source run (code commit, uncommitted changes, LightGBM's version,
 the composed config, the data), the new run is logged beside it (tag ``ltr.rerun_of``), and the
 two are compared: identical metrics bit for bit, or each key that moved and by how much, then the
-per-stratum comparison of ``ltr compare``.
+per-stratum comparison of ``ltr compare``. The work is imported after the arguments are parsed
+(``--help`` and an argument error import no Hydra, MLflow or LightGBM).
 """
 
 from __future__ import annotations
@@ -15,26 +16,14 @@ import argparse
 import logging
 import math
 import sys
-
-from omegaconf import OmegaConf
+from typing import TYPE_CHECKING
 
 from ltr.cli.args import OneLineParser
-from ltr.cli.compare import print_terminal
 from ltr.cli.console_log import console_logging
-from ltr.compare.loading import load_comparison
-from ltr.config.compose import compose_train
 from ltr.errors import LtrUserError
-from ltr.experiment import run as pipeline
-from ltr.experiment.rerun import (
-    TIMING_SUFFIX,
-    config_differences,
-    describe_changes,
-    logged_overrides,
-    metric_differences,
-    plan_rerun,
-)
-from ltr.tracking import find_tracking_uri, resolve_tracking_uri
-from ltr.tracking.runs import RunStore
+
+if TYPE_CHECKING:
+    from ltr.tracking.runs import RunStore
 
 #: Differences listed one per line at the most (the rest are counted).
 SHOWN = 20
@@ -49,6 +38,9 @@ def _describe(old: float, new: float) -> str:
 def _target_store(store: RunStore, overrides: list[str]) -> RunStore:
     """The store the rerun is logged in: ``store`` (the one the source run was read from) unless
     a ``tracking.uri=`` override names another."""
+    from ltr.tracking import resolve_tracking_uri
+    from ltr.tracking.runs import RunStore
+
     given = [o.split("=", 1)[1] for o in overrides if o.startswith("tracking.uri=")]
     if not given or resolve_tracking_uri(given[-1]) == store.uri:
         return store
@@ -58,7 +50,7 @@ def _target_store(store: RunStore, overrides: list[str]) -> RunStore:
 def build_parser() -> OneLineParser:
     parser = OneLineParser(prog="ltr rerun", description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("run", metavar="RUN", help="run id, id prefix or run name")
-    parser.add_argument("overrides", nargs="*", metavar="OVERRIDE", help="Hydra overrides that change the rerun")
+    parser.add_argument("overrides", nargs="*", default=[], metavar="OVERRIDE", help="Hydra overrides that change the rerun")
     parser.add_argument("--experiment", default="ltr", help="experiment of a run name (default: ltr)")
     parser.add_argument("--tracking-uri", default=None, help="the store (default: $LTR_TRACKING_URI, $MLFLOW_TRACKING_URI, ./mlflow.db, the project root's mlflow.db)")
     return parser
@@ -71,6 +63,23 @@ def main(argv: list[str]) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from omegaconf import OmegaConf
+
+    from ltr.cli.compare import print_terminal
+    from ltr.compare.loading import load_comparison
+    from ltr.config.compose import compose_train
+    from ltr.experiment import run as pipeline
+    from ltr.experiment.rerun import (
+        TIMING_SUFFIX,
+        config_differences,
+        describe_changes,
+        logged_overrides,
+        metric_differences,
+        plan_rerun,
+    )
+    from ltr.tracking import find_tracking_uri
+    from ltr.tracking.runs import RunStore
+
     store = RunStore(find_tracking_uri(args.tracking_uri))
     source = store.resolve(args.run, experiment=args.experiment)
     experiment = store.client.get_experiment(source.experiment_id).name
