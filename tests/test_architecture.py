@@ -71,6 +71,14 @@ LAZY_ALLOWED = {
 }
 
 
+#: Verb modules that import their work (data, metrics, tracking, models) inside ``main``, after
+#: the arguments are parsed: their ``--help`` and argument errors import none of it
+#: (``tests/test_startup.py``).
+PARSE_FIRST = frozenset(
+    f"ltr.cli.{verb}" for verb in ("abtest", "cache", "compare", "exposure", "labels", "predict", "promote", "rerun")
+)
+
+
 @functools.cache
 def _modules() -> dict[str, ast.Module]:
     """Every module of ``ltr`` by name, parsed once for the tests of this file (none mutates it)."""
@@ -152,6 +160,8 @@ def test_function_level_imports_have_a_reason() -> None:
     bad = []
     for module, imports in _module_imports().items():
         for imported, _, lazy in imports:
+            if module in PARSE_FIRST:
+                continue
             if lazy and not any(imported == key or imported.startswith(key + ".") for key in LAZY_ALLOWED):
                 bad.append(f"{module}: import {imported} inside a function")
     assert not bad, "imports inside functions without a reason (move them to the top):\n" + "\n".join(bad)
