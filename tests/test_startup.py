@@ -25,26 +25,28 @@ NOT_FOR_EVALUATE = (*NEVER, "hydra", "pandas", "pyarrow")
 PROBE = """
 import sys
 from ltr.cli.main import main
-try:
-    code = main({argv!r})
-except SystemExit as exc:
-    code = exc.code
+codes = []
+for argv in {argvs!r}:
+    try:
+        codes.append(main(argv))
+    except SystemExit as exc:
+        codes.append(exc.code)
 sys.stdout.flush()
-print("exit", code, "heavy:" + ",".join(sorted(m for m in {heavy!r} if m in sys.modules)), file=sys.stderr)
+print("exit", ",".join(map(str, codes)), "heavy:" + ",".join(sorted(m for m in {heavy!r} if m in sys.modules)), file=sys.stderr)
 """
 
 
-def _probe(argv: list[str], heavy: tuple[str, ...], cwd: Path) -> tuple[int, str, str]:
-    """Run ``ltr ARGV`` through the dispatcher in a fresh interpreter: (exit code, the heavy
-    modules it imported, its other stderr)."""
+def _probe(argvs: list[list[str]], heavy: tuple[str, ...], cwd: Path) -> tuple[list[int], str, str, str]:
+    """Run ``ltr ARGV`` for each of ARGVS, in order, through the dispatcher in one fresh
+    interpreter: (their exit codes, the heavy modules imported by then, the other stderr, stdout)."""
     out = subprocess.run(
-        [sys.executable, "-c", PROBE.format(argv=argv, heavy=heavy)],
+        [sys.executable, "-c", PROBE.format(argvs=argvs, heavy=heavy)],
         capture_output=True, text=True, timeout=300, cwd=cwd,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr[-2000:]
     *rest, last = out.stderr.strip().splitlines()
-    _, code, heavy_list = last.split(" ", 2)
-    return int(code), heavy_list.removeprefix("heavy:"), "\n".join(rest)
+    _, codes, heavy_list = last.split(" ", 2)
+    return [int(c) for c in codes.split(",")], heavy_list.removeprefix("heavy:"), "\n".join(rest), out.stdout
 
 
 @pytest.mark.slow
@@ -61,8 +63,8 @@ def _probe(argv: list[str], heavy: tuple[str, ...], cwd: Path) -> tuple[int, str
 def test_help_and_config_errors_import_no_heavy_library(
     argv: list[str], code: int, says: str, never: tuple[str, ...], tmp_path: Path
 ) -> None:
-    got, heavy, stderr = _probe(argv, never, tmp_path)
-    assert got == code
+    got, heavy, stderr, _ = _probe([argv], never, tmp_path)
+    assert got == [code]
     assert heavy == "", f"ltr {' '.join(argv)} imports {heavy}"
     assert stderr.startswith(says), stderr
     assert len(stderr.splitlines()) == (1 if says else 0), stderr
@@ -72,8 +74,8 @@ def test_help_and_config_errors_import_no_heavy_library(
 @pytest.mark.slow
 def test_a_config_error_in_model_params_still_names_the_lightgbm_parameter(tmp_path: Path) -> None:
     """The one config rule that needs LightGBM (its parameter names) still holds."""
-    got, _, stderr = _probe(["train", "+model.params.num_leafz=3"], NEVER[1:], tmp_path)
-    assert got == 2
+    got, _, stderr, _ = _probe([["train", "+model.params.num_leafz=3"]], NEVER[1:], tmp_path)
+    assert got == [2]
     assert stderr.startswith("ltr: error: model.params.num_leafz is not a LightGBM parameter; did you mean")
 
 
@@ -83,8 +85,8 @@ def test_evaluate_imports_no_training_tracking_or_table_library(output: list[str
     (tmp_path / "qrels").write_text("q1 0 d1 1\nq1 0 d2 0\n")
     (tmp_path / "run").write_text("q1 Q0 d1 1 2.0 x\nq1 Q0 d2 2 1.0 x\n")
     argv = ["evaluate", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), *output]
-    got, heavy, _ = _probe(argv, NOT_FOR_EVALUATE, tmp_path)
-    assert got == 0
+    got, heavy, _, _ = _probe([argv], NOT_FOR_EVALUATE, tmp_path)
+    assert got == [0]
     assert heavy == "", f"ltr evaluate imports {heavy}"
 
 
@@ -104,34 +106,16 @@ PARSE_ONLY = {
     "partition": (*NEVER, "scipy", "pandas", "numba"),
 }
 
-PARSE_PROBE = """
-import sys
-from ltr.cli.main import main
-codes = []
-for argv in ({verb!r}, "--help"), ({verb!r}, "--no-such-flag"):
-    try:
-        codes.append(main(list(argv)))
-    except SystemExit as exc:
-        codes.append(exc.code)
-sys.stdout.flush()
-print("exit", ",".join(map(str, codes)), "heavy:" + ",".join(sorted(m for m in {heavy!r} if m in sys.modules)), file=sys.stderr)
-"""
-
 
 @pytest.mark.slow
 @pytest.mark.parametrize("verb", sorted(PARSE_ONLY))
 def test_every_verbs_help_and_argument_errors_import_none_of_its_work(verb: str, tmp_path: Path) -> None:
-    out = subprocess.run(
-        [sys.executable, "-c", PARSE_PROBE.format(verb=verb, heavy=PARSE_ONLY[verb])],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr[-2000:]
-    *errors, last = out.stderr.strip().splitlines()
-    assert last.split(" ")[:2] == ["exit", "0,2"], out.stderr
-    assert last.split(" ", 2)[2] == "heavy:", f"ltr {verb} --help imports {last.split(' ', 2)[2]}"
-    assert len(errors) == 1, errors
-    assert errors[0].startswith(f"ltr: error: ltr {verb}: "), errors
-    assert f"usage: ltr {verb}" in out.stdout
+    codes, heavy, stderr, stdout = _probe([[verb, "--help"], [verb, "--no-such-flag"]], PARSE_ONLY[verb], tmp_path)
+    assert codes == [0, 2], stderr
+    assert heavy == "", f"ltr {verb} --help imports {heavy}"
+    assert len(stderr.splitlines()) == 1, stderr
+    assert stderr.startswith(f"ltr: error: ltr {verb}: "), stderr
+    assert f"usage: ltr {verb}" in stdout
     assert not list(tmp_path.iterdir())  # no store, no cache, no output
 
 

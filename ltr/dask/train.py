@@ -52,6 +52,10 @@ from ltr.training.settings import watchable_metrics, watched_metric
 log = logging.getLogger(__name__)
 
 # Parameters DaskLGBMRanker sets itself (it warns and drops them): threads come from the workers.
+#: The scheduler of every LocalCluster ``ltr`` starts: no dashboard, and its HTTP routes (health,
+#: metrics) on a free loopback port, not 8787 (taken by any other cluster on the machine: Dask
+#: warns and moves).
+SCHEDULER_KWARGS: dict[str, Any] = {"dashboard": False, "dashboard_address": "127.0.0.1:0"}
 _DASK_OWNED = ("n_jobs", "num_threads", "nthread", "nthreads", "num_thread")
 
 
@@ -94,9 +98,7 @@ def dask_client(trainer: TrainerConfig) -> Iterator[Any]:
             processes=True,
             host="127.0.0.1",  # scheduler, workers and nannies listen on loopback only
             dashboard_address=None,
-            # no dashboard; the scheduler's HTTP routes (health, metrics) on a free loopback port,
-            # not 8787 (taken by any other cluster on the machine: Dask warns and moves)
-            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+            scheduler_kwargs=SCHEDULER_KWARGS,
         ) as cluster,
         Client(cluster) as client,  # type: ignore[no-untyped-call]
     ):

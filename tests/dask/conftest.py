@@ -43,12 +43,13 @@ def client() -> Iterator[Any]:
     import distributed  # noqa: F401  (sets up Dask's loggers, which the block below redirects)
     from distributed import Client, LocalCluster
 
+    from ltr.dask.train import SCHEDULER_KWARGS
+
     with (
         _dask_logs_to_root(),
         LocalCluster(
             n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None,
-            # the scheduler's HTTP routes on a free loopback port, not 8787 (another cluster's)
-            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+            scheduler_kwargs=SCHEDULER_KWARGS,  # the product's: no dashboard, no port 8787
         ) as cluster,
         Client(cluster) as c,
     ):
