@@ -8,7 +8,8 @@ tell what a machine's start-up costs at all.
 
 Rows: the floors (``python -c pass``, ``import numpy``, ``import hydra``, numba ready to load a
 kernel); ``ltr --help``; ``ltr train --help``; two config errors; ``ltr evaluate`` on a
-2-line TREC run; ``ltr evaluate`` on a generated 2M-line run (2,000 topics x 1,000 docs,
+2-line TREC run (JSON and terminal output) and on runs just under and over the size its kernels
+run interpreted up to (:mod:`ltr.kernels`); ``ltr evaluate`` on a generated 2M-line run (2,000 topics x 1,000 docs,
 :func:`bench_trec.generate`, never downloaded) asked for nDCG@5,10 only, beside trec_eval asked
 for ``ndcg_cut.5,10`` (``--trec-eval BIN``, ``--trec-eval-src DIR`` to build a checkout with
 ``make``, or ``trec_eval`` on the PATH; skipped without one). Each command's exit code is checked
@@ -112,13 +113,31 @@ def startup(args: argparse.Namespace, work: Path) -> list[Row]:
     ]
 
 
+def _trec_pair(work: Path, name: str, topics: int, docs: int) -> tuple[Path, Path]:
+    """A run of ``topics`` x ``docs`` lines (distinct scores) and qrels judging every other doc."""
+    qrels, run = work / f"qrels-{name}.txt", work / f"run-{name}.txt"
+    run.write_text("".join(f"{t} Q0 d{t}-{d} {d + 1} {1.0 - d / docs:.6f} x\n" for t in range(topics) for d in range(docs)))
+    qrels.write_text("".join(f"{t} 0 d{t}-{d} {d % 3}\n" for t in range(topics) for d in range(0, docs, 2)))
+    return qrels, run
+
+
 def evaluate_small(args: argparse.Namespace, work: Path) -> list[Row]:
-    """``ltr evaluate`` on a 2-line run: its start-up."""
+    """``ltr evaluate`` on a 2-line run (its start-up), as JSON and as the terminal table; and on
+    runs just under and over the size up to which its kernels run interpreted
+    (``ltr.data.trec.INTERPRET_MAX_BYTES``: 64 KiB of qrels and run together)."""
     qrels, run = work / "qrels2.txt", work / "run2.txt"
     qrels.write_text("1 0 d1 1\n1 0 d2 0\n")
     run.write_text("1 Q0 d1 1 2.0 x\n1 Q0 d2 2 1.0 x\n")
-    cmd = [*LTR, "evaluate", "--qrels", str(qrels), "--run", str(run), "--json"]
-    return [Row("`ltr evaluate` 2-line run (--json)", cmd, target="<= 0.35 s, <= 120 MB")]
+    cmd = [*LTR, "evaluate", "--qrels", str(qrels), "--run", str(run)]
+    rows = [Row("`ltr evaluate` 2-line run (--json)", [*cmd, "--json"], target="<= 0.35 s, <= 120 MB"),
+            Row("`ltr evaluate` 2-line run (terminal table)", cmd, target="<= 0.35 s, <= 120 MB")]  # fmt: skip
+    for name, topics in (("under", 30), ("over", 60)):
+        q, r = _trec_pair(work, name, topics, 50)
+        size = (q.stat().st_size + r.stat().st_size) / 1024
+        way = "interpreted" if name == "under" else "compiled"
+        rows.append(Row(f"`ltr evaluate` {topics * 50:,}-line run ({size:.0f} KiB with its qrels: {way})",
+                        [*LTR, "evaluate", "--qrels", str(q), "--run", str(r), "--json"]))  # fmt: skip
+    return rows
 
 
 def evaluate_large(args: argparse.Namespace, work: Path) -> list[Row]:

@@ -9,7 +9,8 @@ long as loading the cached kernels).
 
 Each kernel is compiled through the public function that calls it, on tiny inputs, so it is
 compiled for exactly the argument types the real commands pass (a kernel compiled for other
-types would compile again on first use).
+types would compile again on first use); the warm-up forces the compiled kernels
+(:func:`ltr.kernels.forced`), which inputs this small would otherwise run interpreted.
 
 It also writes the Python bytecode of ``ltr``'s own modules (and of its Hydra sweeper plugin),
 as ``pip install`` does for a wheel: with ``PYTHONDONTWRITEBYTECODE`` set (some images and CI
@@ -38,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ltr import kernels
 from ltr.api import evaluate
 from ltr.compare.abtest import ClickModel, simulate_abtest
 from ltr.data.readers import read_ranking_file
@@ -140,7 +142,7 @@ def warm_up() -> dict[str, float]:
     t = time.perf_counter()
     compile_bytecode()
     seconds["bytecode"] = time.perf_counter() - t
-    with tempfile.TemporaryDirectory(prefix="ltr-warmup-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="ltr-warmup-") as tmp, kernels.forced("compiled"):
         for what, step in STEPS:
             t = time.perf_counter()
             step(Path(tmp))

@@ -18,9 +18,10 @@ NOT_FOR_TRAIN = (*NEVER, "scipy", "pandas", "pyarrow", "numba", "joblib")
 NOT_FOR_COMPOSE = (*NOT_FOR_TRAIN, "numpy", "ltr.experiment.checks", "ltr.tracking.store")
 #: ``ltr --help`` only prints: not even Hydra.
 NOT_FOR_USAGE = (*NOT_FOR_COMPOSE, "hydra", "omegaconf")
-#: ``ltr evaluate`` computes with numba (whose import loads scipy), but never composes a Hydra
-#: config, and its JSON and terminal output make no DataFrame (pandas, pyarrow: ``--per-query``).
-NOT_FOR_EVALUATE = (*NEVER, "hydra", "pandas", "pyarrow")
+#: ``ltr evaluate`` never composes a Hydra config, its JSON and terminal output make no DataFrame
+#: (pandas, pyarrow: ``--per-query``), and a small input runs its kernels interpreted: no numba
+#: (nor the scipy numba's import loads).
+NOT_FOR_EVALUATE = (*NEVER, "hydra", "pandas", "pyarrow", "numba", "llvmlite", "scipy")
 
 PROBE = """
 import sys

@@ -13,7 +13,9 @@ matched and ordered byte by byte (C ``strcmp``, trec_eval's order). Only the top
 the output are decoded (UTF-8; invalid bytes as ``\\xNN`` escapes, so distinct topics stay
 distinct).
 
-`read_trec` reads both files with compiled kernels (:mod:`ltr.data._trec_kernel`): the files
+`read_trec` reads both files with compiled kernels (:mod:`ltr.data._trec_kernel`; files of
+together at most `INTERPRET_MAX_BYTES` with the same kernels interpreted while numba is not
+loaded: :mod:`ltr.kernels`): the files
 are memory-mapped, topics are interned and docnos hashed (64-bit, every match confirmed byte by
 byte), each run line is joined to its judgment as it is read, and only tied scores have their
 docnos compared; there is no Python object per line, and memory is about 40 bytes per run line
@@ -36,6 +38,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ltr import kernels
 from ltr.errors import DataError
 from ltr.metrics.conventions import UNJUDGED
 
@@ -237,9 +240,8 @@ def _read_fields(
     path: Path, fields: tuple[int, int, int], min_fields: int, what: str
 ) -> tuple[NDArray[np.int64], list[NDArray[np.bytes_]]]:
     """Line numbers and three fields (as bytes) of every data line of a TREC file."""
-    import ltr.data._trec_kernel as kernel
-
     with _mapped(path, what) as (buf, _):
+        kernel = kernels.load("ltr.data._trec_kernel", small=buf.shape[0] <= INTERPRET_MAX_BYTES)
         nl = np.flatnonzero(buf == _NEWLINE)
         cap = nl.shape[0] + 1
         starts = np.zeros((cap, 3), dtype=np.int64)
@@ -331,9 +333,7 @@ class _Topics:
     def args(self) -> tuple[NDArray[Any], ...]:
         return self.slots, self.hash, self.src, self.start, self.length, self.n
 
-    def grow(self) -> None:
-        import ltr.data._trec_kernel as kernel
-
+    def grow(self, kernel: Any) -> None:
         n = int(self.n[0])
         bigger = _Topics(self.slots.shape[0])
         for name in ("hash", "src", "start", "length"):
@@ -395,10 +395,10 @@ def read_trec(
         )
     if max_docs is not None and max_docs < 1:
         raise ValueError(f"max_docs={max_docs} must be >= 1")
-    import ltr.data._trec_kernel as kernel
-
     qpath, rpath = Path(qrels_path), Path(run_path)
     with _mapped(qpath, "qrels") as (qbuf, _), _mapped(rpath, "run") as (rbuf, rmm):
+        small = qbuf.shape[0] + rbuf.shape[0] <= INTERPRET_MAX_BYTES
+        kernel = kernels.load("ltr.data._trec_kernel", small=small)
         cap = int(np.count_nonzero(qbuf == _NEWLINE)) + 1  # judgments at most
         topics = _Topics(cap)
         judged = _ingest_qrels(qpath, qbuf, rbuf, topics, cap, kernel)
@@ -478,6 +478,10 @@ def _ingest_qrels(
     return _Judgments(slots, topic[:m], d0[:m], d1[:m], hashes[:m], label[:m])
 
 
+#: Up to this many bytes of qrels and run together, the kernels run interpreted when numba is not
+#: loaded yet (:mod:`ltr.kernels`): at most about 0.25 s there (4 us a byte) against about 1 s
+#: for numba's import and cache load on the 2-core machine of ``benchmarks/``.
+INTERPRET_MAX_BYTES = 64 << 10
 #: Bytes of the run file read per kernel call; pages already read are released after each.
 WINDOW_BYTES = 1 << 25
 #: Rows whose score the kernel leaves to numpy, per call (the call returns early when full).
@@ -517,7 +521,7 @@ def _ingest_run(
         if status == kernel.SHORT_LINE:
             raise _short_line(path, rbuf, at, "run", 6)
         if status == kernel.GROW_TOPICS:
-            topics.grow()
+            topics.grow(kernel)
         _release(rmm, lo, nxt)
         lo = nxt
     if row == 0:

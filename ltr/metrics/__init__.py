@@ -90,7 +90,9 @@ Threads: numba's (``NUMBA_NUM_THREADS`` / ``numba.set_num_threads``). Labels are
 (other integer dtypes are cast), scores as float64; gains come from a per-label lookup table,
 so labels above 1,000,000 are rejected. numba is imported on the first `per_query_table`
 call, not by ``import ltr.metrics``; nor is pandas: `per_query_table` and `summarize` load
-their modules on first use.
+their modules on first use. An input of at most ``table.INTERPRET_MAX_ROWS`` rows (ranked plus
+judged) in a process that has not loaded numba runs the same kernel source interpreted
+(:mod:`ltr.kernels`): the same bits, without numba's second of import and cache load.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
+from ltr import kernels
 from ltr.metrics.conventions import MetricConventions
 from ltr.metrics.strata import EMPTY_LABEL, Strata
 
@@ -242,26 +243,17 @@ def measure_arrays(
                 f"ideal_offsets describe {ideal_off.shape[0] - 1} queries, offsets {n_q}"
             )
 
-    import numba  # here, not at module import: numba loads in about 0.5 s
-
-    from ltr.metrics._kernel import (
-        MODE_INPUT,
-        MODE_OPTIMISTIC,
-        MODE_PESSIMISTIC,
-        MODE_TIE_KEYS,
-        grouped_kernel,
-    )
-
+    kernel = kernels.load("ltr.metrics._kernel", small=labels_a.shape[0] + ideal_a.shape[0] <= INTERPRET_MAX_ROWS)
     c = conventions
     lut, g_max = _gain_table(c, labels_a, ideal_a)
     stop_scale = 1.0 / ((g_max if max_gain is None else float(max_gain)) + 1.0)
     label_order = np.argsort(-lut, kind="stable").astype(np.int64)
     mode = {
-        "average": MODE_INPUT,
-        "stable": MODE_INPUT,
-        "pessimistic": MODE_PESSIMISTIC,
-        "optimistic": MODE_OPTIMISTIC,
-        "docno_desc": MODE_TIE_KEYS,
+        "average": kernel.MODE_INPUT,
+        "stable": kernel.MODE_INPUT,
+        "pessimistic": kernel.MODE_PESSIMISTIC,
+        "optimistic": kernel.MODE_OPTIMISTIC,
+        "docno_desc": kernel.MODE_TIE_KEYS,
     }[c.ties]
     if c.ties == "docno_desc":
         if tie_keys is None:
@@ -280,7 +272,7 @@ def measure_arrays(
         longest = max(int(np.diff(offsets_a).max()), int(np.diff(ideal_off).max()))
     scratch_len = max(1, min(k_max, longest))
     # many small chunks balance the load (list lengths vary a lot); scratch is per chunk
-    n_chunks = min(n_q, 64 * numba.get_num_threads())
+    n_chunks = min(n_q, 64 * kernels.threads(kernel))
     # A DCG sums at most max(gain) * sum(discount). When that could overflow float64 (exp gain
     # of labels near 1023, huge explicit gains), the kernel runs on gains scaled by an exact
     # power of two 2**-shift: every ratio (NDCG, ERR's stop probabilities, gain order) is then
@@ -304,7 +296,7 @@ def measure_arrays(
     recall = np.empty(shape)
     ap_at = np.empty(shape)
     ap = np.empty(n_q) if full_ap else np.full(n_q, np.nan)
-    grouped_kernel(
+    kernel.grouped_kernel(
         labels_a, scores_a, offsets_a, ideal_a, ideal_off, tkey,
         lut, label_order, lut.shape[0] <= HIST_MAX_LABELS, int(c.rel_threshold), stop_scale, mode, c.ties == "average",
         ks_sorted, discount, n_chunks, scratch_len, idcg, dcg, err, prec, rr, rr_at, n_rel,
@@ -344,6 +336,10 @@ _SAFE_SUM = 2.0**_SAFE_EXP
 
 #: Up to this many label values, the ideal order is a counting sort (else a top-k heap).
 HIST_MAX_LABELS = 256
+#: Up to this many rows (ranked plus judged), the kernel runs interpreted when numba is not loaded
+#: yet (:mod:`ltr.kernels`): 0.05-0.2 s there (ties cost most) against about 1 s for numba's
+#: import and cache load on the 2-core machine of ``benchmarks/``.
+INTERPRET_MAX_ROWS = 10_000
 
 #: Largest label value the gain lookup table covers (labels index it directly).
 MAX_LABEL = 1_000_000
