@@ -378,7 +378,7 @@ def test_a_sigint_swallowed_in_a_finalizer_still_stops_with_130(
 ) -> None:
     """The swallowed case itself, with the real handler: the signal is recorded, so the command
     stops before the rename (no OUT), or, after it, exits 130 with OUT complete."""
-    import ltr.cli.partition as partition
+    import ltr.dask.partition_files as partition
 
     path = _letor(tmp_path / "all.txt", 12, n_queries=30, max_index=3)
     out = tmp_path / "parts"
