@@ -256,16 +256,18 @@ class _WriteProgress:
                 self._tasks[split] = self._bar.add_task(split, total=min(n_partitions[split], data.n_queries))
 
     def __enter__(self) -> _WriteProgress:
-        if self._bar is not None:
-            self._bar.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._bar is not None:
+        if self._bar is not None and self._bar.live.is_started:
             self._bar.stop()
 
     def advance(self, part: PartitionWritten) -> None:
+        """After each partition file: the bar (shown from the first file on, so that a refusal
+        before any write prints nothing but its error) or a line."""
         if self._bar is not None:
+            if not self._bar.live.is_started:
+                self._bar.start()
             self._bar.advance(self._tasks[part.split])
         else:
             _say(f"{part.split}: {part.path.name} ({part.index + 1}/{part.count}): {part.n_queries:,} queries, "
