@@ -76,7 +76,8 @@ LAZY_ALLOWED = {
 #: the arguments are parsed: their ``--help`` and argument errors import none of it
 #: (``tests/test_startup.py``).
 PARSE_FIRST = frozenset(
-    f"ltr.cli.{verb}" for verb in ("abtest", "cache", "compare", "exposure", "labels", "predict", "promote", "rerun")
+    f"ltr.cli.{verb}"
+    for verb in ("abtest", "cache", "compare", "exposure", "labels", "partition", "predict", "promote", "rerun")
 )
 
 

@@ -103,8 +103,7 @@ PARSE_ONLY = {
     "exposure": NOT_FOR_USAGE,
     "cache": NOT_FOR_USAGE,
     "evaluate": (*NEVER, "hydra", "omegaconf", "numba", "scipy", "pandas", "pyarrow"),
-    # its parser takes its defaults from the split config and its formats from the readers (numpy, pyarrow)
-    "partition": (*NEVER, "scipy", "pandas", "numba"),
+    "partition": NOT_FOR_USAGE,
 }
 
 
@@ -118,6 +117,24 @@ def test_every_verbs_help_and_argument_errors_import_none_of_its_work(verb: str,
     assert stderr.startswith(f"ltr: error: ltr {verb}: "), stderr
     assert f"usage: ltr {verb}" in stdout
     assert not list(tmp_path.iterdir())  # no store, no cache, no output
+
+
+def test_partitions_light_parser_offers_the_readers_formats_and_the_configs_defaults() -> None:
+    """``ltr partition``'s parser reads no reader nor schema (numpy, pyarrow, OmegaConf): its
+    formats and defaults are taken from the light config modules and must stay those of
+    ``ltr train`` (the readers' formats, the split's fractions, the experiment's seed)."""
+    from ltr.cli.partition import build_parser
+    from ltr.config.data import SplitConfig
+    from ltr.config.schema import TrainConfig
+    from ltr.data.readers import FORMATS
+
+    actions = {a.dest: a for a in build_parser()._actions}
+    assert list(actions["format"].choices or []) == list(FORMATS)
+    assert actions["format"].default == "auto"
+    assert actions["seed"].default == TrainConfig.seed == 42
+    assert (actions["valid_fraction"].default, actions["test_fraction"].default) == (
+        SplitConfig.valid_fraction, SplitConfig.test_fraction,
+    )  # fmt: skip
 
 
 def test_rerun_without_a_run_asks_for_the_run_only(capsys: pytest.CaptureFixture[str]) -> None:

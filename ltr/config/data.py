@@ -13,6 +13,11 @@ from typing import ClassVar
 from ltr.config.allowed import INT32_MAX, SEED_MAX, allowed
 from ltr.config.choices import FileFormat, RecipeKind
 
+#: The experiment's seed when none is set (``TrainConfig.seed``), which a data option's or the
+#: split's ``seed: null`` falls back to; here, not in the schema, so that ``ltr partition``'s
+#: parser reads it without importing OmegaConf.
+DEFAULT_SEED = 42
+
 
 @dataclass
 class DataConfig:

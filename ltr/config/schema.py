@@ -25,6 +25,7 @@ from ltr.config.choices import (
     TrainerKind,
     ZeroIdcg,
 )
+from ltr.config.data import DEFAULT_SEED
 
 #: The splits ``eval.splits`` may name.
 EVAL_SPLITS = ("train", "valid", "test")
@@ -203,7 +204,7 @@ class SweepConfig:
 class TrainConfig:
     """The composed config of ``ltr train``."""
 
-    seed: int = field(default=42, metadata=allowed(ge=0, le=SEED_MAX))
+    seed: int = field(default=DEFAULT_SEED, metadata=allowed(ge=0, le=SEED_MAX))
     # The value ``ltr train`` returns to a sweeper (maximised): a metric key the run logs, e.g.
     # valid/ndcg_at_10 or valid/ndcg_at_10/len_51_plus; None: valid/ndcg_at_<max(eval.k)>.
     # A list of keys is a multi-objective search (sweep.directions; the first key is the primary).

@@ -24,6 +24,7 @@ import pytest
 
 from ltr.cli.main import main
 from ltr.dask.parquet import read_query_partitions, write_query_partitions
+from ltr.dask.partition_files import PartitionWritten, partition_counts, write_partitioned_splits
 from ltr.data.ranking_data import RankingData
 from ltr.data.readers import read_ranking_file, read_split_files
 from ltr.data.splits import split_queries
@@ -378,7 +379,7 @@ def test_a_sigint_swallowed_in_a_finalizer_still_stops_with_130(
 ) -> None:
     """The swallowed case itself, with the real handler: the signal is recorded, so the command
     stops before the rename (no OUT), or, after it, exits 130 with OUT complete."""
-    import ltr.cli.partition as partition
+    import ltr.dask.partition_files as partition
 
     path = _letor(tmp_path / "all.txt", 12, n_queries=30, max_index=3)
     out = tmp_path / "parts"
@@ -407,3 +408,29 @@ def test_a_sigint_swallowed_in_a_finalizer_still_stops_with_130(
         assert not out.exists()
     else:
         assert sorted(p.name for p in out.iterdir()) == ["test", "train", "valid"]
+
+
+def test_the_library_counts_partitions_and_reports_every_file_it_writes(tmp_path: Path) -> None:
+    """``ltr.dask.partition_files`` without the CLI: hand-counted partitions, and one
+    ``PartitionWritten`` per file whose queries, rows and bytes add up to the split's."""
+    def data(sizes: list[int]) -> RankingData:
+        n = sum(sizes)
+        features = np.arange(n * 2, dtype=np.float32).reshape(n, 2)
+        return RankingData.from_group_sizes(features, np.arange(n) % 3, np.arange(len(sizes)), np.array(sizes))
+
+    splits = {"train": data([5, 5, 5, 5, 5]), "valid": data([4, 6]), "test": data([1])}  # 25, 10, 1 rows
+    assert partition_counts(splits, partitions=None, rows_per_partition=10) == {"train": 3, "valid": 1, "test": 1}
+    assert partition_counts(splits, partitions=4, rows_per_partition=10) == {"train": 4, "valid": 4, "test": 4}
+    events: list[PartitionWritten] = []
+    out = tmp_path / "new" / "parts"
+    written = write_partitioned_splits(splits, out, {"train": 3, "valid": 4, "test": 4}, on_partition=events.append)
+    assert [(e.split, e.index, e.count) for e in events] == [
+        ("train", 0, 3), ("train", 1, 3), ("train", 2, 3), ("valid", 0, 2), ("valid", 1, 2), ("test", 0, 1),
+    ]  # never more partitions than queries
+    for w in written:
+        mine = [e for e in events if e.split == w.split]
+        assert [out / w.split / e.path.name for e in mine] == list(w.files)
+        assert sum(e.n_queries for e in mine) == w.n_queries == splits[w.split].n_queries
+        assert sum(e.n_rows for e in mine) == w.n_rows == splits[w.split].n_rows
+        assert sum(e.n_bytes for e in mine) == w.n_bytes == sum(f.stat().st_size for f in w.files)
+    assert sorted(p.name for p in out.parent.iterdir()) == ["parts"]  # no temporary sibling left
