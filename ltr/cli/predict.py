@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from ltr.cli.args import OneLineParser
 from ltr.cli.console_log import console_logging
+from ltr.config.choices import FileFormat
 from ltr.errors import LtrUserError
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ def build_parser() -> OneLineParser:
     )
     source.add_argument("--split", choices=["train", "valid", "test"], help="the run's own split, made again from its config")
     parser.add_argument(
-        "--format", default="auto", choices=["auto", "letor", "svmlight", "lightgbm", "parquet", "csv"],
+        "--format", default=str(FileFormat.auto), choices=[str(f) for f in FileFormat],
         help="format of --data (default: by extension and content)",
     )
     parser.add_argument("--out", type=Path, help="write one model score per row, in input order")
