@@ -1,7 +1,5 @@
 """``python -m ltr ...`` is the ``ltr`` command."""
 
-import sys
+from ltr.cli.main import run
 
-from ltr.cli.main import main
-
-sys.exit(main())
+run()

@@ -9,7 +9,9 @@ from __future__ import annotations
 import difflib
 import sys
 import unicodedata
+from typing import NoReturn
 
+from ltr.cli.quick_exit import exit_now
 from ltr.errors import LtrUserError, Terminated
 
 VERBS = ("train", "rerun", "predict", "promote", "evaluate", "compare", "abtest", "exposure", "labels", "cache", "partition", "ui", "completion")
@@ -129,5 +131,12 @@ def main(argv: list[str] | None = None) -> int:
     return EXIT_USER_ERROR
 
 
+def run() -> NoReturn:
+    """The ``ltr`` command (console script and ``python -m ltr``): :func:`main` with the command
+    line's arguments, then the process exits with its code, without the interpreter's module
+    teardown when nothing can be lost by skipping it (:mod:`ltr.cli.quick_exit`)."""
+    exit_now(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()
