@@ -12,6 +12,9 @@ compiled for exactly the argument types the real commands pass (a kernel compile
 types would compile again on first use); the warm-up forces the compiled kernels
 (:func:`ltr.kernels.forced`), which inputs this small would otherwise run interpreted.
 
+It also makes one MLflow store, so that the empty-store template exists and a fresh clone's first
+run copies its store instead of running MLflow's migrations (:mod:`ltr.tracking.store_template`).
+
 It also writes the Python bytecode of ``ltr``'s own modules (and of its Hydra sweeper plugin),
 as ``pip install`` does for a wheel: with ``PYTHONDONTWRITEBYTECODE`` set (some images and CI
 runners set it) an editable install would otherwise compile every ``ltr`` module from source in
@@ -46,6 +49,7 @@ from ltr.data.readers import read_ranking_file
 from ltr.data.trec import read_qrels, read_run
 from ltr.metrics.table import measure_arrays, per_query_table
 from ltr.rerank.diversify import diversify
+from ltr.tracking.store import ensure_store
 
 log = logging.getLogger(__name__)
 
@@ -105,10 +109,17 @@ def _rerank_and_interleave(tmp: Path) -> None:
     simulate_abtest(labels, offsets, scores, scores[::-1].copy(), model, sessions_per_day=10.0, days=1.0)
 
 
+def _store_template(tmp: Path) -> None:
+    """An MLflow store made once, so that its empty copy is kept as the template every later new
+    store is copied from (:mod:`ltr.tracking.store_template`; quick when one exists)."""
+    ensure_store(f"sqlite:///{tmp / 'mlflow.db'}")
+
+
 #: What the warm-up runs, in order: (what, function of a scratch directory).
 STEPS: tuple[tuple[str, Callable[[Path], None]], ...] = (
     ("readers and metrics", _metrics_and_readers),
     ("re-ranking and interleaving", _rerank_and_interleave),
+    ("an empty MLflow store to copy", _store_template),
 )
 
 
@@ -136,7 +147,7 @@ def warm_up() -> dict[str, float]:
     --------
     >>> seconds = warm_up()  # doctest: +SKIP
     >>> sorted(seconds)  # doctest: +SKIP
-    ['bytecode', 're-ranking and interleaving', 'readers and metrics']
+    ['an empty MLflow store to copy', 'bytecode', 're-ranking and interleaving', 'readers and metrics']
     """
     seconds: dict[str, float] = {}
     t = time.perf_counter()
@@ -155,7 +166,7 @@ def main() -> int:
     t = time.perf_counter()
     seconds = warm_up()
     parts = ", ".join(f"{what} {s:.1f} s" for what, s in seconds.items())
-    print(f"ltr: bytecode written, numba kernels compiled or loaded from cache in {time.perf_counter() - t:.1f} s ({parts})")
+    print(f"ltr: bytecode written, numba kernels compiled or loaded from cache, store template made in {time.perf_counter() - t:.1f} s ({parts})")
     return 0
 
 

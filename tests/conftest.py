@@ -17,12 +17,9 @@ and Optuna imports that ``make test-unit`` does not need.
 from __future__ import annotations
 
 import ast
-import contextlib
 import logging
 import os
 import re
-import shutil
-import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -233,31 +230,14 @@ def tracking_uri(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'mlflow.db'}"
 
 
-@pytest.fixture(scope="session")
-def empty_store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An empty, complete MLflow store, made once per session as ``ltr train`` makes one
-    (``ensure_store``: MLflow's schema migrations, seconds of CPU), for :func:`copy_empty_store`."""
+def made_store(db: Path) -> str:
+    """The URI of an empty store made at ``db`` as ``ltr train`` makes one (``ensure_store``):
+    after the machine's first store, a copy of the installed MLflow's empty-store template
+    (``ltr.tracking.store_template``; milliseconds instead of MLflow's migrations)."""
     from ltr.tracking.store import ensure_store
 
-    db = tmp_path_factory.mktemp("store_template") / "mlflow.db"
-    ensure_store(f"sqlite:///{db}")
-    return db
-
-
-def copy_empty_store(template: Path, db: Path) -> str:
-    """Copy ``template`` (an empty store) to ``db`` and return its URI: the store ``ensure_store``
-    would create at ``db`` (its Default experiment's artifacts beside ``db``, as a new store's;
-    ``tests/tracking/test_store.py`` checks the two are the same)."""
-    from ltr.tracking.uri import artifact_root_for
-
     uri = f"sqlite:///{db}"
-    shutil.copyfile(template, db)
-    old, new = artifact_root_for(f"sqlite:///{template}"), artifact_root_for(uri)
-    with contextlib.closing(sqlite3.connect(db)) as conn, conn:
-        conn.execute(
-            "UPDATE experiments SET artifact_location = ? || substr(artifact_location, ?) WHERE artifact_location LIKE ? || '/%'",
-            (new, len(str(old)) + 1, old),
-        )
+    ensure_store(uri)
     return uri
 
 
@@ -271,13 +251,12 @@ def unmade_store(tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def small_cfg(tracking_uri: str, tmp_path: Path, empty_store_template: Path) -> Callable[..., DictConfig]:
+def small_cfg(tracking_uri: str, tmp_path: Path) -> Callable[..., DictConfig]:
     """Compose a small, fast experiment into the tmp store; extra overrides win.
 
-    The store at ``tracking_uri`` exists, empty, before the test (:func:`copy_empty_store`): each
-    test would otherwise pay MLflow's migrations. A test that checks that nothing makes a store
-    gives its own ``tracking.uri`` in a folder of its own."""
-    copy_empty_store(empty_store_template, tmp_path / "mlflow.db")
+    The store at ``tracking_uri`` exists, empty, before the test (:func:`made_store`). A test
+    that checks that nothing makes a store gives its own ``tracking.uri`` in a folder of its own."""
+    made_store(tmp_path / "mlflow.db")
 
     def make(*extra: str) -> DictConfig:
         return compose_train(

@@ -69,7 +69,7 @@ def fresh_bytecode(py: Path) -> bool:
 @pytest.mark.slow
 def test_warmup_compiles_every_kernel_and_training_compiles_nothing_after(tmp_path: Path) -> None:
     cache = tmp_path / "numba-cache"
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), "LTR_CACHE_DIR": str(tmp_path / "ltr-cache")}
 
     def ltr(*args: str) -> subprocess.CompletedProcess[str]:
         done = subprocess.run(
@@ -79,6 +79,8 @@ def test_warmup_compiles_every_kernel_and_training_compiles_nothing_after(tmp_pa
         return done
 
     assert "compiled or loaded from cache" in ltr("-m", "ltr.warmup").stdout
+    # the empty MLflow store every new store is copied from (ltr.tracking.store_template)
+    assert len(list((tmp_path / "ltr-cache" / "mlflow-stores").glob("empty-*.db"))) == 1
     stale = [str(py) for py in sources() if not fresh_bytecode(py)]
     assert stale == [], "modules whose bytecode the warm-up did not write"
     after_warmup = cache_state(cache)

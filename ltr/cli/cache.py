@@ -47,11 +47,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``ltr cache``; returns the exit code. User errors raise `LtrUserError`."""
     args = build_parser().parse_args(argv)
     # the cache's module (numpy, pyarrow) after parsing: --help and an argument error import none of it
+    from ltr.config.data import default_cache_dir
     from ltr.data.cache import (
         DEFAULT_MAX_MB,
         cache_limit_mb,
         clear_cache,
-        default_cache_dir,
         format_size,
         list_entries,
     )

@@ -7,11 +7,22 @@ reader to use.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import ClassVar
 
 from ltr.config.allowed import INT32_MAX, SEED_MAX, allowed
 from ltr.config.choices import FileFormat, RecipeKind
+
+
+def default_cache_dir() -> Path:
+    """Where ``ltr`` keeps what it can rebuild (parsed data, binned data, an empty MLflow store to
+    copy): ``$LTR_CACHE_DIR`` if set, else ``~/.cache/ltr/data`` (``data.cache_dir`` overrides it
+    for a run's data)."""
+    env = os.environ.get("LTR_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "ltr" / "data"
+
 
 #: The experiment's seed when none is set (``TrainConfig.seed``), which a data option's or the
 #: split's ``seed: null`` falls back to; here, not in the schema, so that ``ltr partition``'s

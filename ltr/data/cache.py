@@ -95,12 +95,6 @@ class _BadEntry(Exception):
     """An entry that fails verification; the message says why (one line)."""
 
 
-def default_cache_dir() -> Path:
-    """``$LTR_CACHE_DIR`` if set, else ``~/.cache/ltr/data``."""
-    env = os.environ.get("LTR_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "ltr" / "data"
-
-
 def cache_limit_mb(configured: int | None = DEFAULT_MAX_MB) -> int | None:
     """The size limit in MiB: ``$LTR_CACHE_MAX_MB`` if set (``none``: no limit), else ``configured``.
 

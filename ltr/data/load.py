@@ -35,8 +35,9 @@ from ltr.config.data import (
     SplitConfig,
     SyntheticClicksDataConfig,
     SyntheticDataConfig,
+    default_cache_dir,
 )
-from ltr.data.cache import DEFAULT_MAX_MB, default_cache_dir
+from ltr.data.cache import DEFAULT_MAX_MB
 from ltr.data.clicks import examination_curve, generate_click_log
 from ltr.data.ranking_data import RankingData
 from ltr.data.readers import read_split_files

@@ -22,7 +22,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from ltr.config.choices import RerankKind
-from ltr.data.cache import default_cache_dir
+from ltr.config.data import default_cache_dir
 from ltr.data.clicks import simulate_online_ctr
 from ltr.data.fingerprint import fingerprint
 from ltr.data.load import ClickSplits, load_click_splits, load_splits

@@ -12,7 +12,9 @@ Creation (:func:`ensure_store`)
     first. The schema is built in a temporary file beside the database and renamed into place, so
     a signal at any moment leaves either no database or a complete one. A database found
     incomplete (an interrupted migration: tables missing, alembic not at head) is rebuilt when it
-    holds no runs, and refused with one line saying what to do otherwise.
+    holds no runs, and refused with one line saying what to do otherwise. After the first store
+    MLflow's migrations build, new stores are copies of an empty one
+    (:mod:`ltr.tracking.store_template`: milliseconds instead of 2 s).
 
 Dead runs (:func:`reap_dead_runs`)
     Every run records its process (:func:`process_tags`: one ``ltr.process`` tag with host,
@@ -47,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from ltr.errors import LtrUserError
+from ltr.tracking import store_template
 from ltr.tracking.moved_store import follow_moved_artifacts
 from ltr.tracking.store_lock import (
     SQLITE_PREFIX,
@@ -456,7 +459,9 @@ def _fast_private_engine(tmp_uri: str) -> None:
 
 
 def _create(db: Path, uri: str) -> None:
-    """Build a complete store in a temporary file beside ``db``, then rename it to ``db``."""
+    """Build a complete store in a temporary file beside ``db`` (a copy of the empty-store
+    template when there is one: :mod:`ltr.tracking.store_template`; else MLflow's migrations,
+    kept as the template), then rename it to ``db``."""
     from mlflow.exceptions import MlflowException
     from mlflow.store.tracking import sqlalchemy_store
 
@@ -470,18 +475,30 @@ def _create(db: Path, uri: str) -> None:
             f"cannot create the MLflow store {db}: {exc.strerror or exc}; {_USE_SQLITE} elsewhere"
         ) from exc
     try:
-        _fast_private_engine(tmp_uri)
-        try:
-            store_class(tmp_uri, artifact_root_for(uri))
-        except MlflowException as exc:
-            raise LtrUserError(
-                f"cannot create the MLflow store {db}: {str(exc.message).splitlines()[0]}"
-            ) from exc
-        finally:
-            _dispose_engine(tmp_uri)
-        built = _inspect(tmp)
-        if built.problems:  # MLflow itself failed: never let such a store go live
-            raise LtrUserError(f"MLflow built an incomplete store for {db}: {'; '.join(built.problems)}")
+        root = artifact_root_for(uri)
+        if root is not None and store_template.copy_template(tmp, root):
+            if not _inspect(tmp).problems:
+                built = True
+            else:  # a damaged template: build this store with the migrations, and the next template
+                store_template.discard_template()
+                tmp.write_bytes(b"")
+                built = False
+        else:
+            built = False
+        if not built:
+            _fast_private_engine(tmp_uri)
+            try:
+                store_class(tmp_uri, root)
+            except MlflowException as exc:
+                raise LtrUserError(
+                    f"cannot create the MLflow store {db}: {str(exc.message).splitlines()[0]}"
+                ) from exc
+            finally:
+                _dispose_engine(tmp_uri)
+            found = _inspect(tmp)
+            if found.problems:  # MLflow itself failed: never let such a store go live
+                raise LtrUserError(f"MLflow built an incomplete store for {db}: {'; '.join(found.problems)}")
+            store_template.keep_template(tmp)
         fsync_path(tmp)
         with _signals_deferred():
             os.replace(tmp, db)

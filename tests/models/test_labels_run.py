@@ -20,7 +20,7 @@ from ltr.data.ranking_data import RankingData
 from ltr.experiment import run as pipeline
 from ltr.models.inputs import split_input
 from ltr.models.logged import load_run
-from tests.conftest import compose_train, copy_empty_store
+from tests.conftest import compose_train, made_store
 
 RUN = "audited"
 RERANKED = "audited_reranked"  # rerank=diversify: its order is not the model's scores
@@ -58,11 +58,11 @@ def _ndcg10_ties_averaged(labels: np.ndarray, scores: np.ndarray) -> float:
 
 
 @pytest.fixture(scope="module")
-def audit(tmp_path_factory: pytest.TempPathFactory, empty_store_template: Path) -> dict[str, object]:
+def audit(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     """A trained run (once for the module), FILE (its test split with doc ids) and the label
     sets A and B as qrels."""
     tmp = tmp_path_factory.mktemp("labels_run")
-    uri = copy_empty_store(empty_store_template, tmp / "mlflow.db")
+    uri = made_store(tmp / "mlflow.db")
     small = ["data.n_queries=80", "fit.num_boost_round=8", "fit.show_progress=false", "model.num_leaves=7", f"tracking.uri={uri}"]
     pipeline.run(compose_train([*small, f"tracking.run_name={RUN}"]))
     pipeline.run(compose_train([*small, "rerank=diversify", "rerank.alpha=0.5", f"tracking.run_name={RERANKED}"]))

@@ -19,7 +19,7 @@ from ltr.tracking.local_runs import find_local_run, mlflow_head_revision
 from ltr.tracking.runs import RunStore
 from ltr.tracking.store import _schema_revisions
 from ltr.tracking.uri import artifact_root_for
-from tests.conftest import copy_empty_store
+from tests.conftest import made_store
 
 
 def _run(client: MlflowClient, experiment_id: str, name: str, status: str, artifacts: dict[str, str]) -> str:
@@ -32,10 +32,10 @@ def _run(client: MlflowClient, experiment_id: str, name: str, status: str, artif
 
 
 @pytest.fixture
-def store(tmp_path: Path, empty_store_template: Path) -> tuple[str, dict[str, str]]:
+def store(tmp_path: Path) -> tuple[str, dict[str, str]]:
     """A store with: a run named once; a name two finished runs share (and a killed one); a
     killed run; a run in another experiment."""
-    uri = copy_empty_store(empty_store_template, tmp_path / "mlflow.db")
+    uri = made_store(tmp_path / "mlflow.db")
     client = MlflowClient(tracking_uri=uri)
     artifacts = artifact_root_for(uri)  # beside the store, as ltr's trackers put them (not ./mlruns)
     ltr_id = client.create_experiment("ltr", artifact_location=artifacts)

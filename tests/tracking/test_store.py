@@ -26,7 +26,7 @@ from mlflow.tracking import MlflowClient
 
 from ltr.cli.main import main as ltr_main
 from ltr.errors import LtrUserError
-from ltr.tracking import check_tracking_uri, make_tracker
+from ltr.tracking import check_tracking_uri, make_tracker, store_template
 from ltr.tracking.base import RunStatus
 from ltr.tracking.mlflow_tracker import MlflowTracker
 from ltr.tracking.runs import RunStore
@@ -39,7 +39,6 @@ from ltr.tracking.store import (
     process_tags,
     reap_dead_runs,
 )
-from tests.conftest import copy_empty_store
 from tests.processes import stop_process_group
 
 REPO = Path(__file__).resolve().parents[2]
@@ -210,20 +209,63 @@ def _contents(db: Path) -> dict[str, list[tuple[object, ...]]]:
     return out
 
 
-def test_the_tests_empty_store_copy_is_the_store_ensure_store_makes_there(tmp_path: Path, empty_store_template: Path) -> None:
-    """``small_cfg``'s store (a copy of one empty store, tests/conftest.py) is the store that
-    ``ensure_store`` makes at that path: same schema, same rows, artifacts beside it."""
-    made, copied = tmp_path / "made", tmp_path / "copied"
-    made.mkdir()
+def test_a_store_copied_from_the_template_is_the_store_the_migrations_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first store of an empty cache is built by MLflow's migrations and kept as the
+    template; the next is a copy: same schema, same rows, its own artifact location, created now."""
+    monkeypatch.setenv("LTR_CACHE_DIR", str(tmp_path / "cache"))
+    template = store_template.template_path()
+    assert template is not None
+    assert template.parent == tmp_path / "cache" / "mlflow-stores"
+    assert not template.exists()
+    built, copied = tmp_path / "built", tmp_path / "copied"
+    built.mkdir()
     copied.mkdir()
-    ensure_store(_uri(made))
-    copy_empty_store(empty_store_template, copied / "mlflow.db")
-    ensure_store(_uri(copied))  # accepted as complete, nothing to rebuild
-    want, got = _contents(made / "mlflow.db"), _contents(copied / "mlflow.db")
-    (location,) = [row[2] for row in got["experiments"]]
-    assert location == (copied / "mlartifacts" / "0").as_uri()
+    ensure_store(_uri(built))
+    assert template.is_file()
+    before = int(time.time() * 1000)
+    ensure_store(_uri(copied))
+    after = int(time.time() * 1000)
+    want, got = _contents(built / "mlflow.db"), _contents(copied / "mlflow.db")
     assert got == {**want, "experiments": [(r[0], r[1], (copied / "mlartifacts" / "0").as_uri(), *r[3:]) for r in want["experiments"]]}
-    assert want["experiments"][0][2] == (made / "mlartifacts" / "0").as_uri()
+    assert want["experiments"][0][2] == (built / "mlartifacts" / "0").as_uri()
+    with closing(sqlite3.connect(copied / "mlflow.db")) as con:
+        ((created, updated),) = con.execute("SELECT creation_time, last_update_time FROM experiments").fetchall()
+    assert before <= created == updated <= after
+    client = MlflowClient(_uri(copied))  # MLflow uses it as its own
+    run = client.create_run("0")
+    assert run.info.artifact_uri.startswith((copied / "mlartifacts" / "0").as_uri() + "/")
+    client.set_terminated(run.info.run_id)
+
+
+@pytest.mark.parametrize("damage", ["not a database", "an empty database"])
+def test_a_damaged_template_is_replaced_and_the_store_still_complete(
+    damage: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LTR_CACHE_DIR", str(tmp_path / "cache"))
+    template = store_template.template_path()
+    assert template is not None
+    template.parent.mkdir(parents=True)
+    if damage == "not a database":
+        template.write_bytes(b"garbage" * 100)
+    else:
+        with closing(sqlite3.connect(template)) as con, con:
+            con.execute("CREATE TABLE experiments (experiment_id INTEGER, artifact_location TEXT, creation_time INTEGER, last_update_time INTEGER)")
+    (tmp_path / "s").mkdir()
+    ensure_store(_uri(tmp_path / "s"))
+    assert _contents(tmp_path / "s" / "mlflow.db")["alembic_version"]  # built by the migrations
+    assert not list((tmp_path / "s").glob(".mlflow.db.creating-*"))
+    with closing(sqlite3.connect(template)) as con:  # the template was built again
+        assert con.execute("SELECT count(*) FROM alembic_version").fetchone() == (1,)
+
+
+def test_an_unwritable_cache_only_means_the_migrations_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("LTR_CACHE_DIR", str(tmp_path / "file" / "cache"))  # under a file: no folder
+    (tmp_path / "s").mkdir()
+    ensure_store(_uri(tmp_path / "s"))
+    assert _contents(tmp_path / "s" / "mlflow.db")["experiments"]
 
 
 # --- (3) incomplete stores -----------------------------------------------------------------------
