@@ -13,9 +13,9 @@ matched and ordered byte by byte (C ``strcmp``, trec_eval's order). Only the top
 the output are decoded (UTF-8; invalid bytes as ``\\xNN`` escapes, so distinct topics stay
 distinct).
 
-`read_trec` reads both files with compiled kernels (:mod:`ltr.data._trec_kernel`; files of
-together at most `INTERPRET_MAX_BYTES` with the same kernels interpreted while numba is not
-loaded: :mod:`ltr.kernels`): the files
+`read_trec` reads both files with compiled kernels (:mod:`ltr.data._trec_kernel`; a qrels and
+run of at most `INTERPRET_MAX_BYTES` together, in a process that has not loaded numba, with the
+same kernels interpreted: :mod:`ltr.kernels`): the files
 are memory-mapped, topics are interned and docnos hashed (64-bit, every match confirmed byte by
 byte), each run line is joined to its judgment as it is read, and only tied scores have their
 docnos compared; there is no Python object per line, and memory is about 40 bytes per run line
