@@ -322,6 +322,11 @@ def _inspect(db: Path) -> _Inspection:
     return found
 
 
+def _complete(db: Path) -> bool:
+    """Whether ``db`` is a complete store of the installed MLflow (no problem found)."""
+    return not _inspect(db).problems
+
+
 def _inspect_schema(db: Path) -> _Inspection:
     found = _Inspection()
     try:
@@ -476,16 +481,8 @@ def _create(db: Path, uri: str) -> None:
         ) from exc
     try:
         root = artifact_root_for(uri)
-        if root is not None and store_template.copy_template(tmp, root):
-            if not _inspect(tmp).problems:
-                built = True
-            else:  # a damaged template: build this store with the migrations, and the next template
-                store_template.discard_template()
-                tmp.write_bytes(b"")
-                built = False
-        else:
-            built = False
-        if not built:
+        copied = root is not None and store_template.copy_template(tmp, root, complete=_complete)
+        if not copied:
             _fast_private_engine(tmp_uri)
             try:
                 store_class(tmp_uri, root)

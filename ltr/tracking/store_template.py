@@ -26,6 +26,7 @@ import os
 import shutil
 import sqlite3
 import time
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
@@ -51,9 +52,10 @@ def template_path() -> Path | None:
     return default_cache_dir().expanduser() / "mlflow-stores" / f"empty-{version}-{head}.db"
 
 
-def copy_template(target: Path, artifact_root: str) -> bool:
+def copy_template(target: Path, artifact_root: str, *, complete: Callable[[Path], bool]) -> bool:
     """Fill ``target`` (a new file nobody else reads yet) with a copy of the template, its Default
-    experiment's artifacts under ``artifact_root``; False (``target`` untouched) without one."""
+    experiment's artifacts under ``artifact_root``, when the copy is ``complete``; else (no
+    template, or one that is no database or not complete: removed) False, ``target`` empty."""
     template = template_path()
     if template is None or not template.is_file():
         return False
@@ -66,14 +68,17 @@ def copy_template(target: Path, artifact_root: str) -> bool:
                 "WHERE experiment_id = ?",
                 (f"{artifact_root}/{DEFAULT_EXPERIMENT_ID}", now, now, DEFAULT_EXPERIMENT_ID),
             )
+        if complete(target):
+            return True
+        log.debug("the store template %s is not a complete store", template)
+        discard_template()  # the next store the migrations build is kept instead
     except (OSError, sqlite3.Error) as exc:
         log.debug("not copying the store template %s: %s", template, exc)
         if isinstance(exc, sqlite3.Error):  # not a store: the next build keeps a new template
             discard_template()
-        with contextlib.suppress(OSError):
-            target.write_bytes(b"")
-        return False
-    return True
+    with contextlib.suppress(OSError):
+        target.write_bytes(b"")
+    return False
 
 
 def keep_template(built: Path) -> None:
@@ -95,7 +100,7 @@ def keep_template(built: Path) -> None:
 
 
 def discard_template() -> None:
-    """Remove the template (a copy of it failed the store inspection)."""
+    """Remove the template (a copy of it was no complete store)."""
     template = template_path()
     if template is not None:
         with contextlib.suppress(OSError):
