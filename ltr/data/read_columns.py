@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ltr.data import doc_ids as doc_id_arrays
+from ltr.data.arrow_matrix import float32_matrix
 from ltr.data.positions import check_positions
 from ltr.data.validate import RawTable
 from ltr.errors import DataError
@@ -142,29 +143,27 @@ def read_table(
     n = table.num_rows
     row_lines = np.arange(first_line, first_line + n, dtype=np.int64)
 
-    features = np.empty((n, len(feature_columns)), dtype=np.float32)
-    for j, col in enumerate(feature_columns):
-        arr = table.column(col)
-        if not (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type) or pa.types.is_boolean(arr.type) or pa.types.is_null(arr.type)):
-            raise DataError(
-                f"feature column {col!r} of {path} is not numeric (type {arr.type}); convert it, or "
-                "leave it out of data.feature_columns"
-            )
-        with np.errstate(over="ignore"):  # beyond float32 becomes inf, refused just below
-            values = arr.cast(pa.float64()).to_numpy(zero_copy_only=False).astype(np.float32)
-        infinite = np.isinf(values)
-        if infinite.any():
-            i = int(np.argmax(infinite))
-            raw = arr[i].as_py()
-            qid = table.column(qid_column)[i].as_py()
-            beyond = "" if np.isinf(raw) else " (beyond float32's +-3.4e38)"
-            raise DataError(
-                f"feature column {col!r} of {path} has infinite value {raw!r}{beyond} at {where} "
-                f"{first_line + i} (qid {qid}); "
-                "an infinity has no place in a tree's bins and usually comes from a broken "
-                "export: write a finite number, or leave the cell empty (NaN) for a missing value"
-            )
-        features[:, j] = values
+    # the columns before the first non-numeric one: an infinity among them is reported first
+    checked = next((j for j, col in enumerate(feature_columns) if not _is_numeric(table.column(col).type)), len(feature_columns))
+    features, first_infinite = float32_matrix([table.column(col) for col in feature_columns[:checked]], n)
+    if first_infinite is not None:
+        j, i = first_infinite
+        col = feature_columns[j]
+        raw = table.column(col)[i].as_py()
+        qid = table.column(qid_column)[i].as_py()
+        beyond = "" if np.isinf(raw) else " (beyond float32's +-3.4e38)"
+        raise DataError(
+            f"feature column {col!r} of {path} has infinite value {raw!r}{beyond} at {where} "
+            f"{first_line + i} (qid {qid}); "
+            "an infinity has no place in a tree's bins and usually comes from a broken "
+            "export: write a finite number, or leave the cell empty (NaN) for a missing value"
+        )
+    if checked < len(feature_columns):
+        col = feature_columns[checked]
+        raise DataError(
+            f"feature column {col!r} of {path} is not numeric (type {table.column(col).type}); convert it, or "
+            "leave it out of data.feature_columns"
+        )
 
     label_arr = table.column(label_column)
     if not (pa.types.is_integer(label_arr.type) or pa.types.is_floating(label_arr.type)):
@@ -226,6 +225,14 @@ def read_table(
         positions=positions,
         doc_ids=doc_ids,
         behaviours=behaviours,
+    )
+
+
+def _is_numeric(arrow_type: pa.DataType) -> bool:
+    """Whether a feature column of ``arrow_type`` converts to float32 (booleans 0 / 1, a null-typed column NaN)."""
+    return bool(
+        pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)
+        or pa.types.is_boolean(arrow_type) or pa.types.is_null(arrow_type)
     )
 
 

@@ -16,10 +16,12 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.csv
 import pyarrow.parquet as pq
 import pytest
 
 from ltr.cli.main import main
+from ltr.data.arrow_matrix import BLOCK_ROWS
 from ltr.data.ranking_data import RankingData
 from ltr.data.read_text import MAX_FEATURE_INDEX, parse_svmlight
 from ltr.data.readers import read_ranking_file
@@ -182,6 +184,37 @@ def test_infinite_parquet_value_names_column_and_row(tmp_path: Path, value: floa
     pq.write_table(pa.table({"qid": [1, 1, 2], "label": [1, 0, 2], "f1": [0.5, float("nan"), 1.0], "f2": [1.0, value, 3.0]}), path)
     with pytest.raises(DataError, match=rf"feature column 'f2' of {re.escape(str(path))} has infinite value {re.escape(shown)}.* at row 2 \(qid 1\)"):
         read_ranking_file(path)
+
+
+@pytest.mark.parametrize(("value", "shown"), [(float("inf"), "inf"), (1e39, "1e+39 (beyond float32")])
+def test_an_infinity_in_a_later_block_of_rows_names_its_column_row_and_qid(tmp_path: Path, value: float, shown: str) -> None:
+    n = 2 * BLOCK_ROWS + 100  # the feature matrix is converted BLOCK_ROWS rows at a time
+    bad = BLOCK_ROWS + 500  # 0-based: row bad + 1, line bad + 2 of a CSV
+    f2 = np.linspace(-1.0, 1.0, n)
+    f2[bad] = value
+    f3 = np.zeros(n, np.float32)
+    f3[3] = -np.inf  # an earlier row of a later column: the first column holding an infinity wins
+    columns = {
+        "qid": np.arange(n) // 10 + 1, "label": np.arange(n) % 3, "f1": np.ones(n, np.float32),
+        "f2": f2, "f3": f3, "f4": np.arange(n, dtype=np.int32), "url": ["u"] * n,
+    }
+    path = tmp_path / "later.parquet"
+    pq.write_table(pa.table(columns), path)
+    with pytest.raises(DataError, match=rf"feature column 'f2' of {re.escape(str(path))} has infinite value {re.escape(shown)}.* at row {bad + 1} \(qid {bad // 10 + 1}\)"):
+        read_ranking_file(path)  # url (not numeric) comes after f2: the infinity is reported
+    csv = tmp_path / "later.csv"
+    pa.csv.write_csv(pa.table(columns), csv)
+    with pytest.raises(DataError, match=rf"feature column 'f2' of {re.escape(str(csv))} has infinite value {re.escape(shown)}.* at line {bad + 2} \(qid {bad // 10 + 1}\)"):
+        read_ranking_file(csv)
+    with pytest.raises(DataError, match=r"feature column 'url' of .* is not numeric \(type string\)"):
+        read_ranking_file(path, feature_columns=["f1", "url", "f2"])
+    f2[bad] = 0.5
+    f3[3] = 0.0
+    pq.write_table(pa.table({**columns, "f2": f2, "f3": f3}).drop_columns(["url"]), path)
+    data = read_ranking_file(path)
+    assert data.features.shape == (n, 4)
+    assert data.features.dtype == np.float32
+    np.testing.assert_array_equal(data.features, np.column_stack([columns["f1"], f2.astype(np.float32), f3, columns["f4"].astype(np.float32)]))
 
 
 def test_infinite_text_value_through_the_cli(write: WriteFile, scores: Path, capsys: pytest.CaptureFixture[str]) -> None:
