@@ -2,8 +2,8 @@
 
 Every value is the one the column-by-column conversion gives,
 ``column.cast(pa.float64()).to_numpy(zero_copy_only=False).astype(np.float32)``: an integer goes
-through float64 first (a direct int -> float32 cast can round differently), a null becomes NaN,
-a value beyond float32's range becomes +-inf (found and reported, never silently kept). Only the
+through Arrow's float64 cast (which refuses one beyond 2**53), a null becomes NaN, a value
+beyond float32's range becomes +-inf (found and reported, never silently kept). Only the
 order of the work differs. Writing one whole column into a row-major matrix stores 4 bytes per
 row, a cache line apart, once for every column; here Arrow converts a block of rows of every
 column into a column-major buffer, and numpy copies the buffer into the matrix in tiles small
