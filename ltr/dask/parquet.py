@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 from ltr.dask.partitions import PartitionedSplit, PartTuple, from_part_futures, sorted_workers
 from ltr.data import doc_ids as doc_id_arrays
 from ltr.data.query_parts import write_query_partitions
+from ltr.data.table_features import RowNames, feature_matrix
 from ltr.data.validate import run_starts
 from ltr.errors import DataError
 
@@ -31,20 +32,26 @@ log = logging.getLogger(__name__)
 
 __all__ = ["read_query_partitions", "write_query_partitions"]
 
+#: What a message on a non-numeric column of a partition file advises.
+NOT_NUMERIC_HINT = "convert it: every column of a partition file but the qid, label and doc id is a feature"
+
 
 def read_part(
     path: str, qid_column: str, label_column: str, feature_columns: list[str], doc_id_column: str | None = None
 ) -> PartTuple:
     """Read one file of whole queries into ``(features, labels, group_sizes, qids, doc_ids)`` (on a
-    worker); ``doc_ids`` is None without a ``doc_id_column``."""
+    worker); ``doc_ids`` is None without a ``doc_id_column``. Features are converted as
+    ``ltr train`` converts a Parquet file (:func:`ltr.data.table_features.feature_matrix`: the
+    same float32 bits; an infinite or non-numeric feature is a DataError naming the file, the
+    column and, for a value, its row and qid)."""
     extra = [] if doc_id_column is None else [doc_id_column]
     table = pq.read_table(path, columns=[qid_column, label_column, *feature_columns, *extra])
     n_rows = table.num_rows
     if n_rows == 0:
         raise DataError(f"{path} holds no rows")
-    features = np.empty((n_rows, len(feature_columns)), dtype=np.float32)
-    for j, name in enumerate(feature_columns):
-        features[:, j] = table.column(name).to_numpy()
+    features = feature_matrix(
+        table, feature_columns, qid_column=qid_column, rows=RowNames.of_file(path), not_numeric_hint=NOT_NUMERIC_HINT
+    )
     labels = np.ascontiguousarray(table.column(label_column).to_numpy(), dtype=np.int32)
     row_qids = np.asarray(table.column(qid_column).to_numpy(), dtype=np.int64)
     starts = run_starts(row_qids)

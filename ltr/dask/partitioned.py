@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 from dask.delayed import delayed
 from numpy.typing import NDArray
@@ -32,6 +33,7 @@ from ltr.config.data import ParquetPartitionsDataConfig
 from ltr.config.schema import TrainConfig, TrainerConfig
 from ltr.dask.evaluate import predict_block
 from ltr.dask.partitions import PartitionedSplit
+from ltr.data.arrow_matrix import float32_matrix
 from ltr.data.fingerprint import HASH_HEX_DIGITS
 from ltr.errors import DataError, LtrUserError
 from ltr.metrics import MetricConventions, Strata, per_query_table
@@ -201,13 +203,13 @@ def fit_partitioned_tables(
 
 def first_rows(data: ParquetPartitionsDataConfig, split: str, n_rows: int) -> NDArray[np.float32]:
     """The feature columns (all but the qid, label and document id columns, in file order) of the first
-    ``n_rows`` rows of ``split``'s first partition file, as float32 (the logged model's input
-    example); reads one row group's worth at most."""
+    ``n_rows`` rows of ``split``'s first partition file, as float32 converted as the workers convert
+    them (the logged model's input example); reads one row group's worth at most."""
     path = sorted((Path(str(data.root)) / split).glob("*.parquet"))[0]
     reader = pq.ParquetFile(path)
     names = [n for n in reader.schema_arrow.names if n not in (data.qid_column, data.label_column, _doc_id_column(data))]
     batch = next(reader.iter_batches(batch_size=n_rows, columns=names))
-    return np.column_stack([batch.column(name).to_numpy(zero_copy_only=False) for name in names]).astype(np.float32)
+    return float32_matrix(pa.Table.from_batches([batch]).columns, batch.num_rows)[0]
 
 
 def _doc_id_column(data: Any) -> str | None:

@@ -1,16 +1,18 @@
 """Numeric Arrow columns as one row-major float32 matrix, converted a block of rows at a time.
 
 Every value is the one the column-by-column conversion gives,
-``column.cast(pa.float64()).to_numpy(zero_copy_only=False).astype(np.float32)``: an integer goes
-through Arrow's float64 cast (which refuses one beyond 2**53), a null becomes NaN, a value
-beyond float32's range becomes +-inf (found and reported, never silently kept). Only the
-order of the work differs. Writing one whole column into a row-major matrix stores 4 bytes per
-row, a cache line apart, once for every column; here Arrow converts a block of rows of every
-column into a column-major buffer, and numpy copies the buffer into the matrix in tiles small
-enough for the cache, so each row of the matrix is written whole. A float32 block without nulls
-or NaN is copied as it is: float32 -> float64 -> float32 gives back every non-NaN float32 exactly
-(-0.0, subnormals and +-inf included), whereas it may set a NaN's quiet bit, so a block holding a
-NaN takes the float64 road.
+``pc.cast(column, pa.float64(), safe=False).to_numpy(zero_copy_only=False).astype(np.float32)``:
+an integer is rounded to the nearest float64 (ties to even, numpy's ``astype(np.float64)``: exact
+up to 2**53, so an int64 nanosecond timestamp or a uint64 hash loads like any number; Arrow's
+default "safe" cast would refuse it), then to float32; a null becomes NaN, a value beyond
+float32's range becomes +-inf (found and reported, never silently kept). Only the order of the
+work differs. Writing one whole column into a row-major matrix stores 4 bytes per row, a cache
+line apart, once for every column; here Arrow converts a block of rows of every column into a
+column-major buffer, and numpy copies the buffer into the matrix in tiles small enough for the
+cache, so each row of the matrix is written whole. A float32 block without nulls or NaN is
+copied as it is: float32 -> float64 -> float32 gives back every non-NaN float32 exactly (-0.0,
+subnormals and +-inf included), whereas it may set a NaN's quiet bit, so a block holding a NaN
+takes the float64 road.
 
 Extra memory: the block buffer (:data:`BLOCK_ROWS` rows of every column, float32) and one block
 of one column in float64, however many rows the table has.
@@ -29,6 +31,16 @@ BLOCK_ROWS = 16384
 
 #: Bytes of the block buffer one tile of the copy into the matrix reads: about an L2 cache.
 TILE_BYTES = 1 << 18
+
+class CastError(ValueError):
+    """Arrow could not cast column ``column`` to float64: ``row`` is the first row it refuses
+    (None: it refuses the column's type, whatever the values); the message is Arrow's, on one line."""
+
+    def __init__(self, column: int, row: int | None, detail: str) -> None:
+        super().__init__(detail)
+        self.column = column
+        self.row = row
+
 
 #: float32 slots after each column of the block buffer: with a power-of-two stride the columns of a
 #: tile would share cache sets and evict each other (measured: the copy 4x slower).
@@ -49,17 +61,18 @@ def float32_matrix(
 
     Returns
     -------
-    matrix : column ``j`` equals ``columns[j].cast(pa.float64()).to_numpy(zero_copy_only=False)
-        .astype(np.float32)`` bit for bit
+    matrix : column ``j`` equals ``pc.cast(columns[j], pa.float64(), safe=False)
+        .to_numpy(zero_copy_only=False).astype(np.float32)`` bit for bit
     first_infinite : ``(column, row)`` of the first column holding +-inf and its first +-inf row
         (column-major order: the column the column-by-column conversion stops at), or None
 
     Raises
     ------
-    pyarrow.ArrowException
-        what ``columns[j].cast(pa.float64())`` raises (an int64 beyond 2**53, say) for the first
-        column ``j`` it fails for, when no column before ``j`` holds an infinity: the error the
-        column-by-column conversion stops with.
+    CastError
+        for the first column ``j`` whose cast to float64 raises, when no column before ``j``
+        holds an infinity (the column the column-by-column conversion stops at), with the first
+        row it refuses. No integer, floating, boolean or null column raises: the cast is unsafe
+        (rounding), so this is for a column of another type (a string that is not a number).
     """
     n_cols = len(columns)
     matrix = np.empty((n_rows, n_cols), dtype=np.float32)
@@ -67,7 +80,7 @@ def float32_matrix(
     tile = max(1, tile_bytes // (4 * max(n_cols, 1)))
     infinite = np.zeros(n_cols, dtype=bool)
     converted = n_cols  # columns 0..converted-1 are converted; a failed cast stops the rest
-    failure: pa.ArrowException | None = None
+    failure: CastError | None = None
     with np.errstate(over="ignore"):  # beyond float32 becomes inf, reported to the caller
         for start in range(0, n_rows, block_rows):
             size = min(block_rows, n_rows - start)
@@ -79,9 +92,9 @@ def float32_matrix(
                     if not np.isnan(row).any():  # else through float64, which may change a NaN's bits
                         continue
                 try:
-                    values = piece.cast(pa.float64()).to_numpy(zero_copy_only=False)
+                    values = piece.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)
                 except pa.ArrowException as exc:
-                    converted, failure = j, exc
+                    converted, failure = j, CastError(j, _first_refused(piece, start), " ".join(str(exc).split()))
                     break
                 block[j, :size] = values
             part = block[:converted, :size]
@@ -94,3 +107,23 @@ def float32_matrix(
     if failure is not None:
         raise failure
     return matrix, None
+
+
+def _first_refused(piece: pa.ChunkedArray, start: int) -> int | None:
+    """The first row of ``piece`` (rows ``start ..`` of its column) whose cast to float64 fails,
+    found by bisecting on the length of a failing prefix; None when even no rows fail (the type)."""
+
+    def fails(length: int) -> bool:
+        try:
+            piece.slice(0, length).cast(pa.float64(), safe=False)
+        except pa.ArrowException:
+            return True
+        return False
+
+    if fails(0):
+        return None
+    low, high = 0, len(piece)  # the first `low` rows cast, the first `high` rows fail
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if fails(middle) else (middle, high)
+    return start + low

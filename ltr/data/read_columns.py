@@ -2,11 +2,14 @@
 
 Columns are chosen by name: ``qid_column`` and ``label_column`` (required), and
 ``feature_columns`` (None: every other column, which must then all be numeric). Nulls in a
-feature column become NaN (LightGBM's "missing"); a null label is reported as an error. An
+feature column become NaN (LightGBM's "missing"), integers become the nearest float32 of their
+nearest float64 (:mod:`ltr.data.table_features`: the Dask partition reader and ``ltr predict``
+convert the same way); a null label is reported as an error. An
 infinite feature (``inf``, ``-inf``, or beyond float32's +-3.4e38) is an error naming the column
 and row: an infinity has no place in a tree's bins. A table without rows (a CSV with only its
 header, a Parquet file of 0 rows) is an error too.
-String qids are accepted and numbered 0, 1, ... in order of first appearance (logged).
+String qids (and uint64 qids beyond int64: 64-bit hashes) are accepted and numbered 0, 1, ... in
+order of first appearance (logged).
 An optional ``position_column`` holds the logged 0-based position of every row (checked by
 :func:`ltr.data.positions.check_positions`); it is never a feature. An optional
 ``doc_id_column`` names every row's document (any type, kept as ``str``: an int 7 becomes
@@ -31,8 +34,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ltr.data import doc_ids as doc_id_arrays
-from ltr.data.arrow_matrix import float32_matrix
 from ltr.data.positions import check_positions
+from ltr.data.table_features import RowNames, feature_matrix
 from ltr.data.validate import RawTable
 from ltr.errors import DataError
 
@@ -143,27 +146,9 @@ def read_table(
     n = table.num_rows
     row_lines = np.arange(first_line, first_line + n, dtype=np.int64)
 
-    # the columns before the first non-numeric one: an infinity among them is reported first
-    checked = next((j for j, col in enumerate(feature_columns) if not _is_numeric(table.column(col).type)), len(feature_columns))
-    features, first_infinite = float32_matrix([table.column(col) for col in feature_columns[:checked]], n)
-    if first_infinite is not None:
-        j, i = first_infinite
-        col = feature_columns[j]
-        raw = table.column(col)[i].as_py()
-        qid = table.column(qid_column)[i].as_py()
-        beyond = "" if np.isinf(raw) else " (beyond float32's +-3.4e38)"
-        raise DataError(
-            f"feature column {col!r} of {path} has infinite value {raw!r}{beyond} at {where} "
-            f"{first_line + i} (qid {qid}); "
-            "an infinity has no place in a tree's bins and usually comes from a broken "
-            "export: write a finite number, or leave the cell empty (NaN) for a missing value"
-        )
-    if checked < len(feature_columns):
-        col = feature_columns[checked]
-        raise DataError(
-            f"feature column {col!r} of {path} is not numeric (type {table.column(col).type}); convert it, or "
-            "leave it out of data.feature_columns"
-        )
+    features = feature_matrix(
+        table, feature_columns, qid_column=qid_column, rows=RowNames.of_file(path, where=where, first=first_line)
+    )
 
     label_arr = table.column(label_column)
     if not (pa.types.is_integer(label_arr.type) or pa.types.is_floating(label_arr.type)):
@@ -172,26 +157,30 @@ def read_table(
             f"label {bad!r} at {where} {first_line + _index_of(label_arr, bad)} of {path} is not a "
             f"number (column {label_column!r} has type {label_arr.type}); labels must be grades 0, 1, 2, ..."
         )
-    labels = label_arr.cast(pa.float64()).to_numpy(zero_copy_only=False)  # nulls become NaN
+    labels = label_arr.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)  # nulls become NaN; beyond 2**53 rounded (and refused as a grade)
 
     qid_arr = table.column(qid_column)
     numeric_qids = True  # string qids are renumbered: their numbers would mislead in messages
     if qid_arr.null_count:
         i = int(np.argmax(qid_arr.is_null().to_numpy(zero_copy_only=False)))
         raise DataError(f"qid missing at {where} {first_line + i} of {path}; give every row a qid")
-    if pa.types.is_integer(qid_arr.type):
+    # a uint64 qid beyond int64 (a 64-bit hash) is an id like a string: numbered as strings are
+    beyond_int64 = pa.types.is_uint64(qid_arr.type) and pc.max(qid_arr).as_py() > np.iinfo(np.int64).max
+    if pa.types.is_integer(qid_arr.type) and not beyond_int64:
         row_qids = qid_arr.cast(pa.int64()).to_numpy(zero_copy_only=False)
     elif pa.types.is_floating(qid_arr.type):
         values = qid_arr.to_numpy(zero_copy_only=False)
-        frac = values != np.floor(values)
-        if frac.any():
-            i = int(np.argmax(frac))
-            raise DataError(f"qid {values[i]} at {where} {first_line + i} of {path} is not an integer")
+        bad = (values != np.floor(values)) | ~(np.abs(values) < 2.0**63)
+        if bad.any():
+            i = int(np.argmax(bad))
+            what = "within int64's range" if values[i] == np.floor(values[i]) else "an integer"
+            raise DataError(f"qid {values[i]} at {where} {first_line + i} of {path} is not {what}")
         row_qids = values.astype(np.int64)
     else:
         encoded = pc.dictionary_encode(qid_arr.cast(pa.string())).combine_chunks()
         row_qids = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        logger.info("%s: %d string qids numbered 0.. in order of first appearance", path, len(encoded.dictionary))
+        kind = "uint64 (beyond int64)" if beyond_int64 else "string"
+        logger.info("%s: %d %s qids numbered 0.. in order of first appearance", path, len(encoded.dictionary), kind)
         numeric_qids = False
     positions = None
     if position_column is not None:
@@ -228,14 +217,6 @@ def read_table(
     )
 
 
-def _is_numeric(arrow_type: pa.DataType) -> bool:
-    """Whether a feature column of ``arrow_type`` converts to float32 (booleans 0 / 1, a null-typed column NaN)."""
-    return bool(
-        pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)
-        or pa.types.is_boolean(arrow_type) or pa.types.is_null(arrow_type)
-    )
-
-
 def _behaviour(arr: pa.ChunkedArray, column: str, *, path: Path, where: str, first_line: int) -> np.ndarray:
     """The float64 values of behaviour column ``column`` (numeric or boolean, no nulls)."""
     if not (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type) or pa.types.is_boolean(arr.type)):
@@ -243,7 +224,7 @@ def _behaviour(arr: pa.ChunkedArray, column: str, *, path: Path, where: str, fir
             f"behaviour column {column!r} of {path} is not numeric (type {arr.type}); label recipes "
             "compare numbers (a click 0/1, dwell seconds, ...)"
         )
-    values = arr.cast(pa.float64()).to_numpy(zero_copy_only=False)  # nulls become NaN
+    values = arr.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)  # nulls become NaN; beyond 2**53 rounded
     missing = np.isnan(values)
     if missing.any():
         i = int(np.argmax(missing))
@@ -280,7 +261,7 @@ def _positions(
             f"position {bad!r} at {where} {int(row_lines[i])} of {path}{qid} is not a number "
             f"(column {column!r} has type {arr.type}); positions are 0 (shown first), 1, 2, ..."
         )
-    values = arr.cast(pa.float64()).to_numpy(zero_copy_only=False)  # nulls become NaN
+    values = arr.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)  # nulls become NaN; beyond 2**53 rounded
     return check_positions(values, source=str(path), where=where, row_lines=row_lines, row_qids=row_qids)
 
 

@@ -1,11 +1,13 @@
 """`ltr.data.arrow_matrix.float32_matrix` against the column-by-column conversion it replaces.
 
-The contract is the old loop of ``read_table``: column ``j`` is
-``column.cast(pa.float64()).to_numpy(zero_copy_only=False).astype(np.float32)``, the first column
-holding an infinity is reported with its first infinite row, and a cast that fails (an int64
-beyond 2**53) raises unless an earlier column holds an infinity. Matrices are compared bit for bit
-(``tobytes``), NaN payloads and -0.0 included, over mixed column types, Arrow chunks and blocks and
-tiles of every size.
+The contract is the column-by-column loop: column ``j`` is
+``pc.cast(column, pa.float64(), safe=False).to_numpy(zero_copy_only=False).astype(np.float32)``
+(wherever Arrow's default, safe cast converts a column, the very same bits: an integer beyond 2**53
+is what it no longer refuses), the first column holding an infinity is reported with its first
+infinite row, and a cast that fails (only a column of another type can: a string that is not a
+number) raises :class:`CastError` with its first refused row unless an earlier column holds an
+infinity. Matrices are compared bit for bit (``tobytes``), NaN payloads and -0.0 included, over
+mixed column types, Arrow chunks and blocks and tiles of every size.
 """
 
 from __future__ import annotations
@@ -16,33 +18,51 @@ from itertools import pairwise
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-from ltr.data.arrow_matrix import BLOCK_ROWS, float32_matrix
+from ltr.data.arrow_matrix import BLOCK_ROWS, CastError, float32_matrix
 
 F32_MAX = float(np.finfo(np.float32).max)
 
 
 def _by_column(
     columns: Sequence[pa.ChunkedArray], n_rows: int
-) -> tuple[NDArray[np.float32], tuple[int, int] | None, pa.ArrowException | None, int]:
+) -> tuple[NDArray[np.float32], tuple[int, int] | None, CastError | None, int]:
     """The reference: the column-by-column loop, run over every column.
 
     Returns the matrix, the first infinity ``(column, row)`` among the columns before the first
-    failed cast, that failure, and the number of columns before it (all: no failure).
+    failed cast, that failure (its first refused row found value by value), and the number of
+    columns before it (all: no failure). Asserts that a column the safe cast converts has the
+    same bits.
     """
     matrix = np.zeros((n_rows, len(columns)), np.float32)
     for j, column in enumerate(columns):
         try:
             with np.errstate(over="ignore"):
-                values = column.cast(pa.float64()).to_numpy(zero_copy_only=False).astype(np.float32)
+                values = pc.cast(column, pa.float64(), safe=False).to_numpy(zero_copy_only=False).astype(np.float32)
         except pa.ArrowException as exc:
-            return matrix, _first_infinite(matrix[:, :j]), exc, j
+            refused = [i for i in range(n_rows) if not _casts(column.slice(i, 1))]
+            failure = CastError(j, refused[0] if refused else None, " ".join(str(exc).split()))
+            return matrix, _first_infinite(matrix[:, :j]), failure, j
+        if _casts(column):  # what converted before the unsafe cast converts to the same bits
+            with np.errstate(over="ignore"):
+                safe = column.cast(pa.float64()).to_numpy(zero_copy_only=False).astype(np.float32)
+            assert safe.tobytes() == values.tobytes()
         matrix[:, j] = values
     return matrix, _first_infinite(matrix), None, len(columns)
+
+
+def _casts(column: pa.ChunkedArray) -> bool:
+    """Whether Arrow's default (safe) cast to float64 converts ``column``."""
+    try:
+        column.cast(pa.float64())
+    except pa.ArrowException:
+        return False
+    return True
 
 
 def _first_infinite(matrix: NDArray[np.float32]) -> tuple[int, int] | None:
@@ -57,9 +77,9 @@ def _check(columns: Sequence[pa.ChunkedArray], n_rows: int, **blocks: int) -> tu
     """Assert float32_matrix(columns) is the reference's outcome; return its first infinity."""
     expected, first, failure, converted = _by_column(columns, n_rows)
     if failure is not None and first is None:
-        with pytest.raises(type(failure)) as raised:
+        with pytest.raises(CastError) as raised:
             float32_matrix(columns, n_rows, **blocks)
-        assert str(raised.value) == str(failure)
+        assert (raised.value.column, raised.value.row, str(raised.value)) == (failure.column, failure.row, str(failure))
         return None
     matrix, found = float32_matrix(columns, n_rows, **blocks)
     assert matrix.shape == (n_rows, len(columns))
@@ -159,18 +179,50 @@ def test_the_first_infinite_column_wins_even_in_a_later_block(block_rows: int) -
     assert _check([columns[0], columns[1], columns[3]], n, block_rows=block_rows) == (2, 5)
 
 
+#: Integers where float64 rounds, and what numpy's ``astype(np.float64)`` makes of them (ties to even)
+_BEYOND_2_53 = {
+    "int64": ([2**53 + 1, 2**53 + 2, 2**53 + 3, 2**53 + 5, -(2**53 + 1), -(2**53 + 3), 2**63 - 1, -(2**63), -(2**63) + 1,
+               2**62 + 2**9, 2**62 + 3 * 2**9, 2**60 + 2**36 + 1, 1_733_139_200_123_456_789],
+              [2.0**53, 2.0**53 + 2, 2.0**53 + 4, 2.0**53 + 4, -(2.0**53), -(2.0**53 + 4), 2.0**63, -(2.0**63), -(2.0**63),
+               2.0**62, 2.0**62 + 2**11, 2.0**60 + 2**36, 1_733_139_200_123_456_768.0]),
+    "uint64": ([2**64 - 1, 2**63, 2**63 + 2**10, 2**63 + 3 * 2**10, 2**53 + 1, 2**64 - 2**11, 2**64 - 2**10 - 1],
+               [2.0**64, 2.0**63, 2.0**63, 2.0**63 + 2**12, 2.0**53, 2.0**64 - 2**11, 2.0**64 - 2**11]),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_BEYOND_2_53))
+@pytest.mark.parametrize("block_rows", [1, 4, BLOCK_ROWS])
+def test_integers_beyond_2_53_round_as_numpy_does(kind: str, block_rows: int) -> None:
+    ints, doubles = _BEYOND_2_53[kind]
+    values = np.array(ints, dtype=kind)
+    assert values.astype(np.float64).tolist() == doubles  # the hand-computed float64s are numpy's
+    column = _chunked(pa.array(values), [3])
+    with pytest.raises(pa.ArrowInvalid, match="not in range"):
+        column.cast(pa.float64())  # what the safe cast made of them: a traceback in ltr train
+    matrix, first = float32_matrix([column], len(values), block_rows=block_rows)
+    assert first is None
+    assert matrix[:, 0].tobytes() == values.astype(np.float64).astype(np.float32).tobytes()
+    assert _check([column], len(values), block_rows=block_rows) is None
+    if kind == "int64":  # 2**60 + 2**36 + 1 is past half-way between two float32s, its float64 a tie, to even
+        assert matrix[11, 0] == np.float32(2.0**60) != np.float32(values[11])  # numpy's direct cast rounds up
+
+
 @pytest.mark.parametrize("block_rows", [16, 1000])
-def test_a_failing_cast_raises_unless_an_earlier_column_is_infinite(block_rows: int) -> None:
+def test_a_failing_cast_names_its_first_row_unless_an_earlier_column_is_infinite(block_rows: int) -> None:
     n = 100
-    wild = np.arange(n, dtype=np.int64)
-    wild[80] = 2**60  # float64 cannot hold it exactly: Arrow's cast refuses
+    words = pa.array([str(i) for i in range(n)])  # numbers as text cast (a reader refuses them by type)
+    bad = pc.if_else(pa.array(np.arange(n) >= 80), pa.scalar("8O"), words)  # an O for a 0 from row 80 on
     infinite = np.zeros(n, np.float32)
     infinite[10] = np.inf  # in a block before the failing one: the cast's error still wins
-    wild_col, inf_col = _chunked(pa.array(wild)), _chunked(pa.array(infinite))
-    with pytest.raises(pa.ArrowInvalid, match="Integer value 1152921504606846976 not in range"):
-        float32_matrix([wild_col, inf_col], n, block_rows=block_rows)
-    assert _check([wild_col, inf_col], n, block_rows=block_rows) is None
-    assert _check([inf_col, wild_col], n, block_rows=block_rows) == (0, 10)
+    bad_col, inf_col = _chunked(bad, [50, 85]), _chunked(pa.array(infinite))
+    with pytest.raises(CastError, match="Failed to parse string: '8O'") as raised:
+        float32_matrix([_chunked(words), bad_col, inf_col], n, block_rows=block_rows)
+    assert (raised.value.column, raised.value.row) == (1, 80)
+    assert _check([bad_col, inf_col], n, block_rows=block_rows) is None
+    assert _check([inf_col, bad_col], n, block_rows=block_rows) == (0, 10)
+    with pytest.raises(CastError) as raised:  # a type Arrow cannot cast at all: no row to name
+        float32_matrix([_chunked(pa.array([[1.0]] * n))], n, block_rows=block_rows)
+    assert (raised.value.column, raised.value.row) == (0, None)
 
 
 _TYPES = [pa.int8(), pa.int32(), pa.int64(), pa.uint64(), pa.float32(), pa.float64(), pa.bool_(), pa.null()]

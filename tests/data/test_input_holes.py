@@ -217,6 +217,80 @@ def test_an_infinity_in_a_later_block_of_rows_names_its_column_row_and_qid(tmp_p
     np.testing.assert_array_equal(data.features, np.column_stack([columns["f1"], f2.astype(np.float32), f3, columns["f4"].astype(np.float32)]))
 
 
+# -- integers beyond 2**53: a nanosecond timestamp, a 64-bit hash --------------------------------
+
+#: Arrow's safe cast to float64 refused the first five (a traceback); the last two it converted
+_HUGE = {
+    "int64": [2**63 - 1, -(2**63), 1_733_139_200_123_456_789, 2**53 + 1, 2**53 + 3, 2**24 + 1, 7],
+    "uint64": [2**64 - 1, 2**63 - 1, 2**63 + 3 * 2**10, 2**53 + 1, 2**60 + 2**36 + 1, 2**24 + 3, 7],
+}
+#: their float32 features, by hand: float64 rounds to even (2**53 + 3 to 2**53 + 4, 2**63 + 3 * 2**10
+#: to 2**63 + 2**12, 2**60 + 2**36 + 1 to the float32 tie 2**60 + 2**36), then float32 does (the
+#: timestamp, 12_610_247 * 2**37 + 49_420_029_205, to the float32 below it: 2**37 apart from 2**60 on)
+_HUGE_F32 = {
+    "int64": [2.0**63, -(2.0**63), 12_610_247.0 * 2**37, 2.0**53, 2.0**53, 2.0**24, 7.0],
+    "uint64": [2.0**64, 2.0**63, 2.0**63, 2.0**53, 2.0**60, 2.0**24 + 4, 7.0],
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_HUGE))
+def test_integers_beyond_2_53_load_as_numpy_rounds_them(tmp_path: Path, kind: str) -> None:
+    values = _HUGE[kind]
+    n = len(values)
+    expected = np.array(values, dtype=kind).astype(np.float64).astype(np.float32)
+    assert expected.tolist() == _HUGE_F32[kind]
+    columns = {"qid": [1, 1, 1, 2, 2, 2, 2], "label": [0, 1, 2, 0, 1, 0, 1], "ts": pa.array(values, getattr(pa, kind)()),
+               "f": np.linspace(0.0, 1.0, n)}
+    path = tmp_path / "huge.parquet"
+    pq.write_table(pa.table(columns), path)
+    data = read_ranking_file(path)
+    assert data.features[:, 0].tobytes() == expected.tobytes()
+    assert data.features[:, 1].tobytes() == columns["f"].astype(np.float32).tobytes()
+    assert data.qids.tolist() == [1, 2]
+    # the same numbers as CSV text: int64 ones are read as int64, a column with one beyond int64 as
+    # double (the decimal string rounded to the nearest float64: the same float64 as from the integer)
+    csv = tmp_path / "huge.csv"
+    csv.write_text("qid,label,ts,f\n" + "".join(f"{q},{y},{v},{f!r}\n" for q, y, v, f in zip(columns["qid"], columns["label"], values, columns["f"].tolist(), strict=True)))
+    assert pyarrow.csv.read_csv(csv).schema.field("ts").type == (pa.int64() if kind == "int64" else pa.float64())
+    assert read_ranking_file(csv).features.tobytes() == data.features.tobytes()
+
+
+def test_a_csv_column_that_outgrows_int64_in_a_later_block_loads_as_double(tmp_path: Path) -> None:
+    n = 150_000  # 1.3 MB: beyond the CSV reader's first 1 MB block, whose integers it reads as int64
+    values = np.arange(n, dtype=np.uint64) * np.uint64(2**45)
+    values[-1] = np.uint64(2**64 - 1)
+    text = "qid,label,big,digits\n" + "".join(f"{i // 10},{i % 3},{v},{d}\n" for i, (v, d) in enumerate(zip(values.tolist(), ["99999999999999999999999"] * n, strict=True)))
+    path = tmp_path / "later.csv"
+    path.write_text(text)
+    data = read_ranking_file(path)
+    assert data.features[:, 0].tobytes() == values.astype(np.float64).astype(np.float32).tobytes()
+    assert data.features[-1, 0] == np.float32(2.0**64)
+    assert (data.features[:, 1] == np.float32(1e23)).all()  # beyond uint64: a double from the start
+
+
+def test_a_label_beyond_2_53_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "label.parquet"
+    pq.write_table(pa.table({"qid": [1, 1], "label": pa.array([0, 2**60], pa.int64()), "f": [0.5, 1.0]}), path)
+    with pytest.raises(DataError, match=rf"^label 1\.15292e\+18 at row 2 of {re.escape(str(path))} is above 30"):
+        read_ranking_file(path)
+
+
+def test_uint64_qids_beyond_int64_are_numbered_as_strings_are(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "hashes.parquet"
+    qids = pa.array([2**64 - 1, 2**64 - 1, 2**63, 5, 5], pa.uint64())  # a 64-bit hash
+    pq.write_table(pa.table({"qid": qids, "label": [0, 1, 1, 0, 2], "f": [0.1, 0.2, 0.3, 0.4, 0.5]}), path)
+    with caplog.at_level("INFO", logger="ltr.data.read_columns"):
+        data = read_ranking_file(path)
+    assert data.qids.tolist() == [0, 1, 2]
+    assert data.group_sizes.tolist() == [2, 1, 2]
+    assert "3 uint64 (beyond int64) qids numbered 0.. in order of first appearance" in caplog.text
+    pq.write_table(pa.table({"qid": pa.array([2**63 - 1, 3], pa.uint64()), "label": [0, 1], "f": [0.1, 0.2]}), path)
+    assert read_ranking_file(path).qids.tolist() == [2**63 - 1, 3]  # within int64: kept
+    pq.write_table(pa.table({"qid": [3.0, 1e300], "label": [0, 1], "f": [0.1, 0.2]}), path)
+    with pytest.raises(DataError, match=r"^qid 1e\+300 at row 2 of .* is not within int64's range$"):
+        read_ranking_file(path)
+
+
 def test_infinite_text_value_through_the_cli(write: WriteFile, scores: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write("1 qid:1 1:0.5\n0 qid:1 1:inf\n1 qid:2 1:1\n")
     assert_one_line_exit_2(

@@ -1,0 +1,139 @@
+"""The feature columns of an Arrow table as a checked float32 matrix, or one line saying what is wrong.
+
+The one conversion of every reader of tables, so a file gives the same features bit for bit
+wherever it is read: :func:`ltr.data.read_columns.read_table` (``ltr train``, Parquet and CSV),
+the Dask partition reader (:func:`ltr.dask.parquet.read_part`) and ``ltr predict``'s Parquet
+input (:mod:`ltr.models.inputs`). Values are those of
+:func:`ltr.data.arrow_matrix.float32_matrix` (integers beyond 2**53 rounded, nulls NaN). Refused,
+as a :class:`ltr.errors.DataError` naming the file and the column: an infinite value (``inf``,
+``-inf``, or beyond float32's +-3.4e38; with its row or line and qid), a column that is not
+numeric (integer, floating, boolean or null-typed), a column Arrow cannot cast (with its row or
+line and qid when Arrow refuses a value). Checked in column order: the first column found wrong
+is reported.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+from numpy.typing import NDArray
+
+from ltr.data.arrow_matrix import CastError, float32_matrix
+from ltr.errors import DataError
+
+#: The end of a message on a column that is not numeric, when the reader has no better advice.
+NOT_NUMERIC_HINT = "convert it, or leave it out of data.feature_columns"
+
+
+@dataclass(frozen=True, slots=True)
+class RowNames:
+    """How messages name the rows of a table: row ``i`` (0-based) lies in one of ``pieces``,
+    ``(file, number of the piece's first row, rows)`` in order, and is ``{where} {number}`` of it
+    (Parquet: "row", 1-based; CSV: "line", the header being line 1). A table read from one file
+    has one piece (:meth:`of_file`); a batch of ``ltr predict`` may join the end of one file to
+    the start of the next."""
+
+    pieces: tuple[tuple[str, int, int], ...]
+    where: str = "row"
+
+    @classmethod
+    def of_file(cls, path: object, *, where: str = "row", first: int = 1) -> RowNames:
+        """Rows of one file, the first numbered ``first``."""
+        return cls(((str(path), first, sys.maxsize),), where)
+
+    @property
+    def source(self) -> str:
+        """The file a message about a whole column names: the first piece's."""
+        return self.pieces[0][0]
+
+    def at(self, i: int) -> tuple[str, str]:
+        """The file of row ``i`` and its name there (``"row 7"``, ``"line 8"``)."""
+        for path, first, n in self.pieces:
+            if i < n:
+                return path, f"{self.where} {first + i}"
+            i -= n
+        raise IndexError(f"row {i} is beyond the pieces {self.pieces}")
+
+
+def is_numeric(arrow_type: pa.DataType) -> bool:
+    """Whether a feature column of ``arrow_type`` converts to float32 (booleans 0 / 1, a null-typed column NaN)."""
+    return bool(
+        pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)
+        or pa.types.is_boolean(arrow_type) or pa.types.is_null(arrow_type)
+    )
+
+
+def feature_matrix(
+    table: pa.Table,
+    feature_columns: Sequence[str],
+    *,
+    qid_column: str,
+    rows: RowNames,
+    not_numeric_hint: str = NOT_NUMERIC_HINT,
+) -> NDArray[np.float32]:
+    """The ``(table.num_rows, len(feature_columns))`` float32 matrix of ``table``'s feature columns.
+
+    Parameters
+    ----------
+    table : holds the feature columns and ``qid_column`` (named in messages)
+    feature_columns : names of the feature columns, in the matrix's order
+    qid_column : name of the qid column
+    rows : how messages name the rows of ``table``
+    not_numeric_hint : what a message on a non-numeric column advises
+
+    Raises
+    ------
+    DataError
+        an infinite value (its column, file, value, row or line and qid), a column that is not
+        numeric (its type), a column Arrow cannot cast to float64: the first of these, in column
+        order (within a column, its first bad row).
+    """
+    # the columns before the first non-numeric one: an infinity among them is reported first
+    names = list(feature_columns)
+    checked = next((j for j, name in enumerate(names) if not is_numeric(table.column(name).type)), len(names))
+    try:
+        features, first_infinite = float32_matrix([table.column(name) for name in names[:checked]], table.num_rows)
+    except CastError as exc:  # no numeric column raises (see float32_matrix): kept as one line all the same
+        name = names[exc.column]
+        column_type = table.column(name).type
+        if exc.row is None:
+            raise DataError(
+                f"feature column {name!r} of {rows.source} (type {column_type}) cannot be converted to "
+                f"numbers: {exc}; {not_numeric_hint}"
+            ) from None
+        path, where = rows.at(exc.row)
+        raise DataError(
+            f"feature column {name!r} of {path} (type {column_type}) has value "
+            f"{table.column(name)[exc.row].as_py()!r} at {where} (qid {_qid(table, qid_column, exc.row)}) "
+            f"that cannot be converted to a number: {exc}"
+        ) from None
+    if first_infinite is not None:
+        j, i = first_infinite
+        name = names[j]
+        raw = table.column(name)[i].as_py()
+        beyond = "" if np.isinf(raw) else " (beyond float32's +-3.4e38)"
+        path, where = rows.at(i)
+        raise DataError(
+            f"feature column {name!r} of {path} has infinite value {raw!r}{beyond} at {where} "
+            f"(qid {_qid(table, qid_column, i)}); an infinity has no place in a tree's bins and usually "
+            "comes from a broken export: write a finite number, or leave the cell empty (NaN) for a "
+            "missing value"
+        )
+    if checked < len(names):
+        name = names[checked]
+        raise DataError(
+            f"feature column {name!r} of {rows.source} is not numeric (type {table.column(name).type}); "
+            f"{not_numeric_hint}"
+        )
+    return features
+
+
+def _qid(table: pa.Table, qid_column: str, i: int) -> object:
+    """Row ``i``'s qid as written (None when the table has no such column)."""
+    if qid_column not in table.column_names:
+        return None
+    return table.column(qid_column)[i].as_py()
