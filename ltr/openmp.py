@@ -6,18 +6,20 @@ runtime on Linux. Between two parallel regions libgomp's threads busy-wait for t
 wake-up; when more threads want the cores than there are (ltr's own background MLflow load, two
 test workers training on 2 threads each, another process, a busy CI machine), a spinning thread
 burns the time slice of the thread it waits for, at every one of the hundreds of barriers of a
-boosting round. Measured on a 2-core machine, boosting the default experiment (220 rounds):
+boosting round. Boosting the default experiment (220 rounds, 2 threads) on a 2-core machine,
+seconds (``benchmarks/bench_openmp.py``, best-median-worst of 3; the tail from other runs):
 
-====================  ======================  ============================
-``GOMP_SPINCOUNT``    idle machine            one core busy elsewhere
-====================  ======================  ============================
-300,000 (default)     2.2-2.5 s               5.4-26 s (varies run to run)
-1,000                 2.3-2.4 s               5.2-5.5 s
-300 (ltr's)           2.4-2.6 s               4.3-4.8 s
-0 (``PASSIVE``)       3.7-3.9 s               5.2-8 s
-====================  ======================  ============================
+====================  ================  ==========================================
+``GOMP_SPINCOUNT``    idle machine      one core busy elsewhere
+====================  ================  ==========================================
+300,000 (default)     2.41-2.44-2.53    5.71-7.76-8.14; 16-36 in other runs
+1,000 (ltr's)         2.38-2.39-2.42    6.02-6.08-6.11
+300                   2.76-2.90-3.30    4.93-5.00-5.02
+0 (``PASSIVE``)       3.85-3.85-4.04    4.42-4.49-4.52
+====================  ================  ==========================================
 
-and the training-heavy tests (156, 2 workers): 57-65 s by default, 43-44 s with 300.
+1,000 costs nothing idle and ends the long tail; the training-heavy tests (156 of them, two
+workers training on 2 threads each) took 57-65 s with libgomp's default, 42.6-45.9 s with 1,000.
 
 :func:`limit_spinning` sets ``GOMP_SPINCOUNT`` to :data:`SPIN_COUNT` when neither it nor
 ``OMP_WAIT_POLICY`` is set. libgomp reads them once, when it is loaded (by ``import lightgbm``
@@ -25,7 +27,7 @@ or numba's first parallel kernel), so ``import ltr`` calls it before anything of
 either; a process that loaded LightGBM before ltr keeps its own setting, and processes ltr
 starts (sweep workers, Dask workers) inherit it. Spinning changes when a thread wakes, never a
 result: every metric is bit for bit the same. Set either variable to choose otherwise
-(``OMP_WAIT_POLICY=ACTIVE`` for libgomp's default). LLVM's runtime (LightGBM on macOS) reads
+(``GOMP_SPINCOUNT=300000`` for libgomp's default). LLVM's runtime (LightGBM on macOS) reads
 ``KMP_BLOCKTIME`` instead, left as it is.
 """
 
@@ -35,7 +37,7 @@ import os
 from collections.abc import MutableMapping
 
 #: libgomp's spins before a waiting thread sleeps, where the user set none (see the table above).
-SPIN_COUNT = "300"
+SPIN_COUNT = "1000"
 
 #: The variables by which a user chooses libgomp's waiting; ltr changes nothing if one is set.
 USER_CHOICES = ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")
