@@ -2,7 +2,8 @@
 
 Layout (what :func:`write_query_partitions` writes and :func:`read_query_partitions` reads):
 one file per partition, ``part-00000.parquet``, ``part-00001.parquet``, ... in query order;
-columns ``qid`` (int64), ``label`` (int32), optionally ``doc_id`` (text: the rows' document ids,
+columns ``qid`` (int64 as written; strings are numbered over the files, see
+:func:`read_query_partitions`), ``label`` (int32), optionally ``doc_id`` (text: the rows' document ids,
 never a feature) and the feature columns (float32, in order). Every
 file holds whole queries: the rows of a query are contiguous within one file, and no qid appears
 in two files (both are checked when reading).

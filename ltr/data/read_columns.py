@@ -163,6 +163,7 @@ def read_table(
     qid_arr = table.column(qid_column)
     numbers = numeric_qids(qid_arr, RowNames.of_file(path, where=where, first=first_line))
     numeric = numbers is not None  # string qids are renumbered: their numbers would mislead in messages
+    qid_names = None
     if numbers is not None:
         row_qids = numbers
     else:
@@ -170,6 +171,7 @@ def read_table(
         row_qids = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         kind = "uint64 (beyond int64)" if pa.types.is_uint64(qid_arr.type) else "string"
         logger.info("%s: %d %s qids numbered 0.. in order of first appearance", path, len(encoded.dictionary), kind)
+        qid_names = tuple(encoded.dictionary.to_pylist())
     positions = None
     if position_column is not None:
         positions = _positions(
@@ -202,6 +204,7 @@ def read_table(
         positions=positions,
         doc_ids=doc_ids,
         behaviours=behaviours,
+        qid_names=qid_names,
     )
 
 

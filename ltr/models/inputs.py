@@ -12,6 +12,10 @@
   (:func:`ltr.data.table_features.feature_matrix`: the same float32 bits); an infinite or
   non-numeric one is refused in one line naming the file, the column and, for a value, its row
   and qid.
+  Files may differ in numeric feature types (int64 in one, double in the next: each scored as it
+  would be alone). String qids are numbered 0, 1, ... in order of first appearance over the
+  files, as ``ltr train`` numbers them, and kept as written (``RankingData.qid_names``: the TREC
+  run and the per-query table carry them).
 - **Text** (LETOR/SVMlight, LightGBM with ``.query``) and **CSV** are read whole by the readers
   ``ltr train`` uses (same checks, same errors), then scored as one batch; a feature index beyond
   the model's width is refused there.

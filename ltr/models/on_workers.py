@@ -145,7 +145,7 @@ def dask_input(
     described = f"{len(files)} Parquet file{'s' if len(files) > 1 else ''} on Dask workers ({files[0]}{' ...' if len(files) > 1 else ''})"
     source = PredictInput(described, lambda: iter(()), plan.labelled, plan.n_rows, plan.max_gain, streamed=True)
     return WorkerInput(
-        run, files, plan, trainer, qid_column, label_column if plan.labelled else None, doc_id_column, source
+        run, files, plan, trainer, qid_column, label_column if plan.labelled else None, doc_id_column, source, first_qids
     )
 
 
