@@ -131,3 +131,21 @@ def test_a_csv_with_string_qids_writes_them_as_given(trained: tuple[str, pd.Data
     assert csv["run"] == parquet["run"]
     assert {line[0] for line in csv["run"]} == set(texts["qid"])
     pd.testing.assert_frame_equal(csv["pq"], parquet["pq"], check_exact=True)
+
+
+def test_a_file_of_integer_qids_after_one_of_strings_is_read_as_ids(
+    trained: tuple[str, pd.DataFrame], tmp_path: Path
+) -> None:
+    """One file with string qids makes the input's qids ids: the next file's integers are ids
+    too (written as they are), and a batch joining the two files scores as the files alone."""
+    uri, table = trained
+    ints = tmp_path / "ints.parquet"
+    table.to_parquet(ints)
+    a, b = _halves(table)
+    a.assign(qid=a["qid"].map(lambda q: f"Q{q}")).to_parquet(tmp_path / "a.parquet")
+    b.to_parquet(tmp_path / "b.parquet")
+    want = _predict(uri, [ints], tmp_path / "int-out")
+    got = _predict(uri, [tmp_path / "a.parquet", tmp_path / "b.parquet"], tmp_path / "mixed-out", "--batch-rows", "7")
+    assert got["scores"] == want["scores"]
+    in_a = set(a["qid"])
+    assert [line[0] for line in got["run"]] == [f"Q{q}" if int(q) in in_a else q for q, *_ in want["run"]]
