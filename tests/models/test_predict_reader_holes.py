@@ -131,6 +131,14 @@ def test_a_csv_with_string_qids_writes_them_as_given(trained: tuple[str, pd.Data
     assert csv["run"] == parquet["run"]
     assert {line[0] for line in csv["run"]} == set(texts["qid"])
     pd.testing.assert_frame_equal(csv["pq"], parquet["pq"], check_exact=True)
+    # two CSV files, each numbering its own qids from 0: still one query per written qid
+    a, b = _halves(texts)
+    a.to_csv(tmp_path / "a.csv", index=False)
+    b.to_csv(tmp_path / "b.csv", index=False)
+    two = _predict(uri, [tmp_path / "a.csv", tmp_path / "b.csv"], tmp_path / "two-out")
+    assert two["scores"] == parquet["scores"]
+    assert two["run"] == parquet["run"]
+    pd.testing.assert_frame_equal(two["pq"], parquet["pq"], check_exact=True)
 
 
 def test_a_file_of_integer_qids_after_one_of_strings_is_read_as_ids(
