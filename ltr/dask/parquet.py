@@ -2,7 +2,8 @@
 
 Layout (what :func:`write_query_partitions` writes and :func:`read_query_partitions` reads):
 one file per partition, ``part-00000.parquet``, ``part-00001.parquet``, ... in query order;
-columns ``qid`` (int64), ``label`` (int32), optionally ``doc_id`` (text: the rows' document ids,
+columns ``qid`` (int64 as written; strings are numbered over the files, see
+:func:`read_query_partitions`), ``label`` (int32), optionally ``doc_id`` (text: the rows' document ids,
 never a feature) and the feature columns (float32, in order). Every
 file holds whole queries: the rows of a query are contiguous within one file, and no qid appears
 in two files (both are checked when reading).
@@ -25,6 +26,7 @@ from ltr.dask.partitions import PartitionedSplit, PartTuple, from_part_futures, 
 from ltr.data import doc_ids as doc_id_arrays
 from ltr.data.query_parts import write_query_partitions
 from ltr.data.table_features import RowNames, feature_matrix
+from ltr.data.table_qids import number_qids, query_numbers, refuse_string_qids
 from ltr.data.validate import run_starts
 from ltr.errors import DataError
 
@@ -32,18 +34,29 @@ log = logging.getLogger(__name__)
 
 __all__ = ["read_query_partitions", "write_query_partitions"]
 
+#: Why read_part refuses qids that are ids when it is not told how to number them.
+STRING_QIDS = "read the directory with read_query_partitions, which numbers string qids over all its files"
+
 #: What a message on a non-numeric column of a partition file advises.
 NOT_NUMERIC_HINT = "convert it: every column of a partition file but the qid, label and doc id is a feature"
 
 
 def read_part(
-    path: str, qid_column: str, label_column: str, feature_columns: list[str], doc_id_column: str | None = None
+    path: str,
+    qid_column: str,
+    label_column: str,
+    feature_columns: list[str],
+    doc_id_column: str | None = None,
+    first_qid: int | None = None,
 ) -> PartTuple:
     """Read one file of whole queries into ``(features, labels, group_sizes, qids, doc_ids)`` (on a
     worker); ``doc_ids`` is None without a ``doc_id_column``. Features are converted as
     ``ltr train`` converts a Parquet file (:func:`ltr.data.table_features.feature_matrix`: the
     same float32 bits; an infinite or non-numeric feature is a DataError naming the file, the
-    column and, for a value, its row and qid)."""
+    column and, for a value, its row and qid). ``first_qid``: the qids are ids (strings), numbered
+    ``first_qid, first_qid + 1, ...`` in order of first appearance
+    (:func:`ltr.data.table_qids.number_qids`); None:
+    they are integers (:func:`ltr.data.table_qids.numeric_qids`; ids then are a DataError)."""
     extra = [] if doc_id_column is None else [doc_id_column]
     table = pq.read_table(path, columns=[qid_column, label_column, *feature_columns, *extra])
     n_rows = table.num_rows
@@ -53,7 +66,10 @@ def read_part(
         table, feature_columns, qid_column=qid_column, rows=RowNames.of_file(path), not_numeric_hint=NOT_NUMERIC_HINT
     )
     labels = np.ascontiguousarray(table.column(label_column).to_numpy(), dtype=np.int32)
-    row_qids = np.asarray(table.column(qid_column).to_numpy(), dtype=np.int64)
+    if first_qid is None:
+        row_qids = refuse_string_qids(table.column(qid_column), qid_column, RowNames.of_file(path), STRING_QIDS)
+    else:
+        row_qids = first_qid + query_numbers(table.column(qid_column))[0]
     starts = run_starts(row_qids)
     qids = row_qids[starts]
     unique, counts = np.unique(qids, return_counts=True)
@@ -102,7 +118,9 @@ def read_query_partitions(
     PartitionedSplit
         Backed by data held on the workers (file ``i`` on worker ``i % n_workers``); the client
         has gathered only the partition sizes and the qids (one integer per query), to check that
-        no qid appears in two files.
+        no qid appears in two files. String qids are numbered 0, 1, ... in order of first
+        appearance over the files, as ``ltr train`` numbers them in one file (the client reads
+        the qid columns for that: :func:`ltr.data.table_qids.number_qids`).
 
     Raises
     ------
@@ -124,11 +142,12 @@ def read_query_partitions(
     for path in paths[1:]:
         if pq.read_schema(path).names != schema.names:
             raise DataError(f"{path} has other columns than {paths[0]}")
+    firsts = number_qids(paths, qid_column)
     workers = sorted_workers(client)
     futures = [
         client.submit(
             read_part, str(path), qid_column, label_column, features, doc_id_column,
-            workers=[workers[i % len(workers)]], pure=False,
+            None if firsts is None else firsts[i], workers=[workers[i % len(workers)]], pure=False,
         )
         for i, path in enumerate(paths)
     ]

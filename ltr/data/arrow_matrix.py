@@ -1,8 +1,8 @@
 """Numeric Arrow columns as one row-major float32 matrix, converted a block of rows at a time.
 
 Every value is the one the column-by-column conversion gives,
-``pc.cast(column, pa.float64(), safe=False).to_numpy(zero_copy_only=False).astype(np.float32)``:
-an integer is rounded to the nearest float64 (ties to even, numpy's ``astype(np.float64)``: exact
+``to_float64(column).to_numpy(zero_copy_only=False).astype(np.float32)`` (:func:`to_float64`:
+Arrow's unsafe cast to float64; a decimal through its text, correctly rounded): an integer is rounded to the nearest float64 (ties to even, numpy's ``astype(np.float64)``: exact
 up to 2**53, so an int64 nanosecond timestamp or a uint64 hash loads like any number; Arrow's
 default "safe" cast would refuse it), then to float32; a null becomes NaN, a value beyond
 float32's range becomes +-inf (found and reported, never silently kept). Only the order of the
@@ -54,15 +54,15 @@ def float32_matrix(
 
     Parameters
     ----------
-    columns : numeric (integer, floating, boolean or null-typed) columns of ``n_rows`` values each
+    columns : numeric (integer, floating, decimal, boolean or null-typed) columns of ``n_rows`` values each
     n_rows : the number of rows
     block_rows, tile_bytes : rows converted at a time, bytes of a tile (tests make them small to
         cross their boundaries)
 
     Returns
     -------
-    matrix : column ``j`` equals ``pc.cast(columns[j], pa.float64(), safe=False)
-        .to_numpy(zero_copy_only=False).astype(np.float32)`` bit for bit
+    matrix : column ``j`` equals ``to_float64(columns[j]).to_numpy(zero_copy_only=False)
+        .astype(np.float32)`` bit for bit
     first_infinite : ``(column, row)`` of the first column holding +-inf and its first +-inf row
         (column-major order: the column the column-by-column conversion stops at), or None
 
@@ -71,7 +71,7 @@ def float32_matrix(
     CastError
         for the first column ``j`` whose cast to float64 raises, when no column before ``j``
         holds an infinity (the column the column-by-column conversion stops at), with the first
-        row it refuses. No integer, floating, boolean or null column raises: the cast is unsafe
+        row it refuses. No integer, floating, decimal, boolean or null column raises: the cast is unsafe
         (rounding), so this is for a column of another type (a string that is not a number).
     """
     n_cols = len(columns)
@@ -92,7 +92,7 @@ def float32_matrix(
                     if not np.isnan(row).any():  # else through float64, which may change a NaN's bits
                         continue
                 try:
-                    values = piece.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+                    values = to_float64(piece).to_numpy(zero_copy_only=False)
                 except pa.ArrowException as exc:
                     converted, failure = j, CastError(j, _first_refused(piece, start), " ".join(str(exc).split()))
                     break
@@ -109,13 +109,23 @@ def float32_matrix(
     return matrix, None
 
 
+def to_float64(values: pa.ChunkedArray) -> pa.ChunkedArray:
+    """``values`` as float64 the way every feature is converted: ``cast(pa.float64(), safe=False)``
+    (integers beyond 2**53 rounded, nulls kept), except a decimal, which goes through its text so
+    each value is the correctly rounded ``float(Decimal(...))`` (Arrow's direct decimal cast is
+    not: 0.7 as decimal128(38, 9) becomes 0.7000000000000001)."""
+    if pa.types.is_decimal(values.type):
+        return values.cast(pa.string()).cast(pa.float64())
+    return values.cast(pa.float64(), safe=False)
+
+
 def _first_refused(piece: pa.ChunkedArray, start: int) -> int | None:
     """The first row of ``piece`` (rows ``start ..`` of its column) whose cast to float64 fails,
     found by bisecting on the length of a failing prefix; None when even no rows fail (the type)."""
 
     def fails(length: int) -> bool:
         try:
-            piece.slice(0, length).cast(pa.float64(), safe=False)
+            to_float64(piece.slice(0, length))
         except pa.ArrowException:
             return True
         return False

@@ -8,7 +8,8 @@ Contract:
   the stat is taken again after loading and the entry is ignored if the file changed meanwhile.
 - An entry is a directory named by its key holding ``.npy`` files (read without pickle;
   ``positions.npy`` only when the data has positions; ``doc_id_utf8.npy`` and
-  ``doc_id_offsets.npy``, the doc ids as UTF-8 bytes and offsets, only when it has doc ids)
+  ``doc_id_offsets.npy``, the doc ids as UTF-8 bytes and offsets, only when it has doc ids;
+  ``qid_name_utf8.npy`` and ``qid_name_offsets.npy`` likewise, its string qids as written)
   plus ``meta.json``. ``meta.json`` records
   the dtype, shape and a checksum of every array (sha256 over 8 MiB chunks, see
   :func:`array_digest`) and a checksum of itself (:func:`meta_digest`).
@@ -61,7 +62,7 @@ from ltr.errors import DataError, LtrUserError
 logger = logging.getLogger(__name__)
 
 #: Bump when the parse or the entry layout changes: old entries are then ignored (and age out).
-CACHE_VERSION = 4  # 4: doc ids (doc_id_utf8.npy + doc_id_offsets.npy)
+CACHE_VERSION = 5  # 4: doc ids (doc_id_utf8.npy + doc_id_offsets.npy); 5: string qids as written (qid_name_*)
 #: Default size limit in MiB (``data.cache_max_mb``).
 DEFAULT_MAX_MB = 2048
 MB = 1024 * 1024
@@ -74,7 +75,9 @@ _REQUIRED = ("features", "labels", "qids", "offsets")
 _POSITIONS = "positions"  # optional: stored only when the data has positions
 # optional, both or neither: the doc ids as UTF-8 bytes back to back and their offsets
 _DOC_UTF8, _DOC_OFFSETS = "doc_id_utf8", "doc_id_offsets"
-_OPTIONAL = (_POSITIONS, _DOC_UTF8, _DOC_OFFSETS)
+# optional, both or neither: string qids as written (RankingData.qid_names), encoded as doc ids are
+_QID_UTF8, _QID_OFFSETS = "qid_name_utf8", "qid_name_offsets"
+_OPTIONAL = (_POSITIONS, _DOC_UTF8, _DOC_OFFSETS, _QID_UTF8, _QID_OFFSETS)
 _DTYPES = {
     "features": np.dtype(np.float32).str,
     "labels": np.dtype(np.int32).str,
@@ -83,6 +86,8 @@ _DTYPES = {
     _POSITIONS: np.dtype(np.int32).str,
     _DOC_UTF8: np.dtype(np.uint8).str,
     _DOC_OFFSETS: np.dtype(np.int64).str,
+    _QID_UTF8: np.dtype(np.uint8).str,
+    _QID_OFFSETS: np.dtype(np.int64).str,
 }
 _META = "meta.json"
 _KEY_RE = re.compile(r"^[0-9a-f]{32}$")
@@ -284,7 +289,7 @@ def keep_recent(key: str, data: RankingData, notes: Sequence[str]) -> None:
 def freeze_arrays(data: RankingData) -> RankingData:
     """Make the arrays of ``data`` read-only (in place; see :func:`ltr.data.frozen.freeze`):
     what the cache hands out is shared between jobs, and its fingerprint is kept."""
-    for arr in (data.features, data.labels, data.qids, data.offsets, data.positions, data.doc_ids):
+    for arr in (data.features, data.labels, data.qids, data.offsets, data.positions, data.doc_ids, data.qid_names):
         if arr is not None:
             freeze(arr)
     return data
@@ -317,6 +322,9 @@ def _read_entry(entry: Path, key: str, *, verify: bool) -> tuple[RankingData, li
         doc_ids = None
         if _DOC_UTF8 in arrays:
             doc_ids = freeze(doc_id_arrays.decode(arrays[_DOC_UTF8], arrays[_DOC_OFFSETS]))
+        qid_names = None
+        if _QID_UTF8 in arrays:
+            qid_names = freeze(doc_id_arrays.decode(arrays[_QID_UTF8], arrays[_QID_OFFSETS]))
         data = RankingData(
             features=arrays["features"],
             labels=arrays["labels"],
@@ -326,6 +334,7 @@ def _read_entry(entry: Path, key: str, *, verify: bool) -> tuple[RankingData, li
             name=meta["name"],
             positions=arrays.get(_POSITIONS),
             doc_ids=doc_ids,
+            qid_names=qid_names,
         )
     except ValueError as exc:
         raise _BadEntry(str(exc)) from None
@@ -354,10 +363,14 @@ def _parse_meta(raw: bytes, key: str) -> dict[str, Any]:
     want("digest", lambda v: isinstance(v, str), "a string")
     arrays = want("arrays", lambda v: isinstance(v, dict), "an object")
     names = set(arrays)
-    if not set(_REQUIRED) <= names <= {*_REQUIRED, *_OPTIONAL} or (_DOC_UTF8 in names) != (_DOC_OFFSETS in names):
+    if (
+        not set(_REQUIRED) <= names <= {*_REQUIRED, *_OPTIONAL}
+        or (_DOC_UTF8 in names) != (_DOC_OFFSETS in names)
+        or (_QID_UTF8 in names) != (_QID_OFFSETS in names)
+    ):
         raise _BadEntry(
             f"{_META} lists arrays {sorted(names)}, expected {list(_REQUIRED)} (+ {_POSITIONS}, "
-            f"+ {_DOC_UTF8} with {_DOC_OFFSETS})"
+            f"+ {_DOC_UTF8} with {_DOC_OFFSETS}, + {_QID_UTF8} with {_QID_OFFSETS})"
         )
     for name, spec in arrays.items():
         ok = (
@@ -453,6 +466,8 @@ def store_cached(
         arrays[_POSITIONS] = data.positions
     if data.doc_ids is not None:
         arrays[_DOC_UTF8], arrays[_DOC_OFFSETS] = doc_id_arrays.encode(data.doc_ids)
+    if data.qid_names is not None:
+        arrays[_QID_UTF8], arrays[_QID_OFFSETS] = doc_id_arrays.encode(data.qid_names)
     size = sum(int(a.nbytes) for a in arrays.values())
     if max_mb is not None and size > max_mb * MB:
         logger.warning(

@@ -62,6 +62,9 @@ class RankingData:
     doc_ids : object array of str, shape (n_rows,), or None
         The document id of every row, in row order (any sequence of str is stored as an
         object array).
+    qid_names : object array of str, shape (n_queries,), or None
+        Every query's qid as written, when the input's qids are ids (strings) that ``qids``
+        numbers 0, 1, ...: what ``ltr predict`` writes in its TREC run and per-query table.
 
     Examples
     --------
@@ -81,6 +84,7 @@ class RankingData:
     positions: NDArray[np.int32] | None = None
     behaviours: Mapping[str, NDArray[np.float64]] | None = None
     doc_ids: NDArray[np.object_] | None = None
+    qid_names: NDArray[np.object_] | None = None
 
     def __post_init__(self) -> None:
         if self.features.ndim != 2:
@@ -113,6 +117,11 @@ class RankingData:
             object.__setattr__(self, "behaviours", columns)
         if self.doc_ids is not None:
             object.__setattr__(self, "doc_ids", _checked_doc_ids(self.doc_ids, n_rows))
+        if self.qid_names is not None:
+            names = np.asarray(self.qid_names, dtype=object)
+            if names.shape != self.qids.shape:
+                raise ValueError(f"qid_names have shape {names.shape}, expected ({self.qids.shape[0]},): one per query")
+            object.__setattr__(self, "qid_names", names)
 
     @classmethod
     def from_group_sizes(
@@ -158,6 +167,10 @@ class RankingData:
         """Rows per query, shape (n_queries,): LightGBM's ``group`` argument."""
         return np.diff(self.offsets)
 
+    def written_qids(self) -> NDArray[np.generic]:
+        """Every query's qid as the input wrote it: ``qid_names`` when given, else ``qids``."""
+        return self.qids if self.qid_names is None else self.qid_names
+
     def row_qids(self) -> NDArray[np.int64]:
         """The qid of every row, shape (n_rows,)."""
         return np.repeat(self.qids, self.group_sizes)
@@ -182,6 +195,7 @@ class RankingData:
             positions=None if self.positions is None else self.positions[rows],
             behaviours=None if self.behaviours is None else {k: v[rows] for k, v in self.behaviours.items()},
             doc_ids=None if self.doc_ids is None else self.doc_ids[rows],
+            qid_names=None if self.qid_names is None else self.qid_names[query_index],
         )
 
 

@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 from ltr.data import doc_ids as doc_id_arrays
 from ltr.data.positions import check_positions
 from ltr.data.table_features import RowNames, feature_matrix
+from ltr.data.table_qids import numeric_qids
 from ltr.data.validate import RawTable
 from ltr.errors import DataError
 
@@ -160,33 +161,22 @@ def read_table(
     labels = label_arr.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)  # nulls become NaN; beyond 2**53 rounded (and refused as a grade)
 
     qid_arr = table.column(qid_column)
-    numeric_qids = True  # string qids are renumbered: their numbers would mislead in messages
-    if qid_arr.null_count:
-        i = int(np.argmax(qid_arr.is_null().to_numpy(zero_copy_only=False)))
-        raise DataError(f"qid missing at {where} {first_line + i} of {path}; give every row a qid")
-    # a uint64 qid beyond int64 (a 64-bit hash) is an id like a string: numbered as strings are
-    beyond_int64 = pa.types.is_uint64(qid_arr.type) and pc.max(qid_arr).as_py() > np.iinfo(np.int64).max
-    if pa.types.is_integer(qid_arr.type) and not beyond_int64:
-        row_qids = qid_arr.cast(pa.int64()).to_numpy(zero_copy_only=False)
-    elif pa.types.is_floating(qid_arr.type):
-        values = qid_arr.to_numpy(zero_copy_only=False)
-        bad = (values != np.floor(values)) | ~(np.abs(values) < 2.0**63)
-        if bad.any():
-            i = int(np.argmax(bad))
-            what = "within int64's range" if values[i] == np.floor(values[i]) else "an integer"
-            raise DataError(f"qid {values[i]} at {where} {first_line + i} of {path} is not {what}")
-        row_qids = values.astype(np.int64)
+    numbers = numeric_qids(qid_arr, RowNames.of_file(path, where=where, first=first_line))
+    numeric = numbers is not None  # string qids are renumbered: their numbers would mislead in messages
+    qid_names = None
+    if numbers is not None:
+        row_qids = numbers
     else:
         encoded = pc.dictionary_encode(qid_arr.cast(pa.string())).combine_chunks()
         row_qids = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        kind = "uint64 (beyond int64)" if beyond_int64 else "string"
+        kind = "uint64 (beyond int64)" if pa.types.is_uint64(qid_arr.type) else "string"
         logger.info("%s: %d %s qids numbered 0.. in order of first appearance", path, len(encoded.dictionary), kind)
-        numeric_qids = False
+        qid_names = tuple(encoded.dictionary.to_pylist())
     positions = None
     if position_column is not None:
         positions = _positions(
             table.column(position_column), position_column, path=path, where=where,
-            row_lines=row_lines, row_qids=np.asarray(row_qids, dtype=np.int64) if numeric_qids else None,
+            row_lines=row_lines, row_qids=np.asarray(row_qids, dtype=np.int64) if numeric else None,
         )
     doc_ids = None
     if doc_id_column is not None:
@@ -214,6 +204,7 @@ def read_table(
         positions=positions,
         doc_ids=doc_ids,
         behaviours=behaviours,
+        qid_names=qid_names,
     )
 
 

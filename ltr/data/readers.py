@@ -326,12 +326,26 @@ def widen(data: RankingData, width: int) -> RankingData:
 
 
 def concat_ranking_data(parts: Sequence[RankingData], *, name: str) -> RankingData:
-    """Stack the rows of several `RankingData`; a qid found in two parts is regrouped (warned)."""
+    """Stack the rows of several `RankingData`; a qid found in two parts is regrouped (warned).
+    When a part's qids were strings (``qid_names``), the qids of every part are taken as written
+    (an integer as its text) and numbered 0, 1, ... in order of first appearance over the parts,
+    as one file's are: a string in two files is one query, two files' own numbers are not."""
     if len(parts) == 1:
         return dataclasses.replace(parts[0], name=name)
     width = max(p.n_features for p in parts)
     parts = [widen(p, width) for p in parts]
     row_qids = np.concatenate([p.row_qids() for p in parts])
+    qid_names = None
+    if any(p.qid_names is not None for p in parts):
+        written = np.concatenate([
+            np.repeat(np.asarray([str(q) for q in p.written_qids().tolist()], dtype=object), p.group_sizes) for p in parts
+        ])
+        uniq, first, inverse = np.unique(written, return_index=True, return_inverse=True)
+        by_appearance = np.argsort(first, kind="stable")
+        number = np.empty_like(by_appearance)
+        number[by_appearance] = np.arange(by_appearance.shape[0])
+        row_qids = number[inverse.reshape(-1)].astype(np.int64)
+        qid_names = uniq[by_appearance]
     table = RawTable(
         features=np.concatenate([p.features for p in parts]),
         labels=np.concatenate([p.labels for p in parts]).astype(np.float64),
@@ -358,7 +372,7 @@ def concat_ranking_data(parts: Sequence[RankingData], *, name: str) -> RankingDa
     return RankingData(
         features=features, labels=labels, qids=qids, offsets=offsets,
         feature_names=table.feature_names, name=name, positions=positions, doc_ids=doc_ids,
-        behaviours=behaviours,
+        behaviours=behaviours, qid_names=None if qid_names is None else qid_names[qids],
     )
 
 

@@ -7,7 +7,8 @@ input (:mod:`ltr.models.inputs`). Values are those of
 :func:`ltr.data.arrow_matrix.float32_matrix` (integers beyond 2**53 rounded, nulls NaN). Refused,
 as a :class:`ltr.errors.DataError` naming the file and the column: an infinite value (``inf``,
 ``-inf``, or beyond float32's +-3.4e38; with its row or line and qid), a column that is not
-numeric (integer, floating, boolean or null-typed), a column Arrow cannot cast (with its row or
+numeric (integer, floating, decimal, boolean or null-typed; a decimal is the correctly rounded
+float64 of its value, then float32), a column Arrow cannot cast (with its row or
 line and qid when Arrow refuses a value). Checked in column order: the first column found wrong
 is reported.
 """
@@ -60,9 +61,10 @@ class RowNames:
 
 
 def is_numeric(arrow_type: pa.DataType) -> bool:
-    """Whether a feature column of ``arrow_type`` converts to float32 (booleans 0 / 1, a null-typed column NaN)."""
+    """Whether a feature column of ``arrow_type`` converts to float32 (booleans 0 / 1, a null-typed
+    column NaN, a decimal its correctly rounded float64)."""
     return bool(
-        pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)
+        pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type) or pa.types.is_decimal(arrow_type)
         or pa.types.is_boolean(arrow_type) or pa.types.is_null(arrow_type)
     )
 
@@ -115,7 +117,7 @@ def feature_matrix(
         j, i = first_infinite
         name = names[j]
         raw = table.column(name)[i].as_py()
-        beyond = "" if np.isinf(raw) else " (beyond float32's +-3.4e38)"
+        beyond = "" if np.isinf(float(raw)) else " (beyond float32's +-3.4e38)"
         path, where = rows.at(i)
         raise DataError(
             f"feature column {name!r} of {path} has infinite value {raw!r}{beyond} at {where} "

@@ -62,6 +62,8 @@ class RawTable:
     behaviours : name -> float64 array, shape (n_rows,), behaviour columns of a table, or None
     notes : warnings of the parse that :func:`to_ranking_data` logs and hands on (e.g. to the
         cache, which repeats them on a hit)
+    qid_names : when the qids were ids (strings) numbered 0, 1, ...: the id of each number, as
+        written (``RankingData.qid_names``), or None
     """
 
     features: NDArray[np.float32]
@@ -75,6 +77,7 @@ class RawTable:
     doc_ids: NDArray[np.object_] | None = None
     behaviours: dict[str, NDArray[np.float64]] | None = None
     notes: tuple[str, ...] = ()
+    qid_names: tuple[str, ...] | None = None
 
     @property
     def n_rows(self) -> int:
@@ -273,6 +276,7 @@ def to_ranking_data(
         positions=positions,
         doc_ids=doc_ids,
         behaviours=behaviours,
+        qid_names=None if table.qid_names is None else np.asarray(table.qid_names, dtype=object)[qids],
     )
 
 

@@ -12,6 +12,10 @@
   (:func:`ltr.data.table_features.feature_matrix`: the same float32 bits); an infinite or
   non-numeric one is refused in one line naming the file, the column and, for a value, its row
   and qid.
+  Files may differ in numeric feature types (int64 in one, double in the next: each scored as it
+  would be alone). String qids are numbered 0, 1, ... in order of first appearance over the
+  files, as ``ltr train`` numbers them, and kept as written (``RankingData.qid_names``: the TREC
+  run and the per-query table carry them).
 - **Text** (LETOR/SVMlight, LightGBM with ``.query``) and **CSV** are read whole by the readers
   ``ltr train`` uses (same checks, same errors), then scored as one batch; a feature index beyond
   the model's width is refused there.
@@ -25,7 +29,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -34,10 +38,12 @@ import pyarrow.parquet as pq
 from numpy.typing import NDArray
 
 from ltr.config.choices import RerankKind
+from ltr.data.arrow_matrix import to_float64
 from ltr.data.load import reader_options
 from ltr.data.ranking_data import RankingData
 from ltr.data.readers import concat_ranking_data, detect_format, read_ranking_file, widen
-from ltr.data.table_features import RowNames, feature_matrix
+from ltr.data.table_features import RowNames, feature_matrix, is_numeric
+from ltr.data.table_qids import numeric_qids, qids_are_ids, query_numbers, refuse_string_qids
 from ltr.data.validate import run_starts
 from ltr.errors import DataError, LtrUserError
 from ltr.experiment.sources import InMemorySource, open_source
@@ -51,6 +57,10 @@ DEFAULT_BATCH_ROWS = 100_000
 
 #: What a message on a non-numeric feature column of a Parquet input advises.
 NOT_NUMERIC_HINT = "the model was trained on numbers: write the column as numbers"
+
+
+#: Why a batch's qids must be integers when the input's are (a file's qid type differs from the others').
+STRING_QIDS = "the other files' qids are integers: write every file's qids with one type"
 
 
 @dataclass(frozen=True)
@@ -184,6 +194,8 @@ class ParquetPlan:
     n_rows: int
     #: ERR's normaliser: the largest gain of every file's labels (None without labels)
     max_gain: float | None
+    #: the qids are ids (strings): numbered 0, 1, ... in order of first appearance, written as they are
+    qid_ids: bool = False
 
 
 def parquet_input_plan(
@@ -216,7 +228,7 @@ def parquet_input_plan(
         top = max(int(pa.compute.max(pq.read_table(p, columns=[label_column]).column(0)).as_py() or 0) for p in files)
         max_gain = largest_gain(np.array([top], dtype=np.int64), run.spec.conventions)
     columns = [qid_column, *([label_column] if labelled else []), *([doc_id_column] if doc_id_column else []), *names]
-    return ParquetPlan(columns, labelled, n_rows, max_gain)
+    return ParquetPlan(columns, labelled, n_rows, max_gain, qids_are_ids(files, qid_column))
 
 
 def whole_input_warning(run: LoggedRun, files: list[Path]) -> str | None:
@@ -240,20 +252,29 @@ def _parquet_input(
     label = label_column if plan.labelled else None
 
     def batches() -> Iterator[RankingData]:
-        return _stream(files, plan.columns, names, qid_column, label, doc_id_column, batch_rows)
+        return _stream(files, plan.columns, names, qid_column, label, doc_id_column, batch_rows, qid_ids=plan.qid_ids)
 
     described = f"{len(files)} Parquet file{'s' if len(files) > 1 else ''} ({files[0]}{' ...' if len(files) > 1 else ''})"
     return PredictInput(described, batches, plan.labelled, plan.n_rows, plan.max_gain, streamed=True)
 
 
 def read_whole_file(
-    path: Path, columns: list[str], names: list[str], qid_column: str, label_column: str | None, doc_id_column: str | None
+    path: Path,
+    columns: list[str],
+    names: list[str],
+    qid_column: str,
+    label_column: str | None,
+    doc_id_column: str | None,
+    *,
+    qid_ids: bool = False,
 ) -> RankingData:
-    """One Parquet file of whole queries as one batch (the columns of a :class:`ParquetPlan`)."""
+    """One Parquet file of whole queries as one batch (the columns of a :class:`ParquetPlan`;
+    ``qid_ids``: its qids are ids, numbered from 0 in this file and kept as written)."""
     table = pq.ParquetFile(path, pre_buffer=False).read(columns=columns)
     if table.num_rows == 0:
         raise DataError(f"{path} holds no rows")
-    return _batch(table, names, qid_column, label_column, doc_id_column, set(), path, RowNames.of_file(path))
+    seen = QidsSeen({} if qid_ids else None)
+    return _batch(table, names, qid_column, label_column, doc_id_column, seen, path, RowNames.of_file(path))
 
 
 def _stream(
@@ -264,10 +285,14 @@ def _stream(
     label_column: str | None,
     doc_id_column: str | None,
     batch_rows: int,
+    *,
+    qid_ids: bool = False,
 ) -> Iterator[RankingData]:
     """Whole-query batches of the files: each record batch, plus the rows of its last query
-    carried from the previous one, up to the start of its own last query."""
-    seen: set[int] = set()
+    carried from the previous one, up to the start of its own last query. ``qid_ids``: the qids
+    are ids (strings), numbered 0, 1, ... in order of first appearance over the files, each
+    batch keeping them as written (``RankingData.qid_names``)."""
+    seen = QidsSeen({} if qid_ids else None)
     carry: pa.Table | None = None
     carry_file: Path | None = None
     carry_pieces: tuple[tuple[str, int, int], ...] = ()  # where the carried rows come from (RowNames)
@@ -277,11 +302,13 @@ def _stream(
         # (memory grows with the file: 1.24 GB vs 0.53 GB peak at 600k rows x 136, measured)
         for record_batch in pq.ParquetFile(path, pre_buffer=False).iter_batches(batch_size=batch_rows, columns=columns):
             table = pa.Table.from_batches([record_batch])
+            if qid_ids:  # one type whatever each file's (int64 in one, string in the next): the ids as text
+                table = table.set_column(table.schema.get_field_index(qid_column), qid_column, table.column(qid_column).cast(pa.string()))
             pieces = (*carry_pieces, (str(path), first_row, record_batch.num_rows))
             first_row += record_batch.num_rows
             if carry is not None:
-                table = pa.concat_tables([carry, table])
-            qids = np.asarray(table.column(qid_column).to_numpy(), dtype=np.int64)
+                table = join_tables(carry, table, names, qid_column, RowNames(carry_pieces), path)
+            qids = seen.row_numbers(table.column(qid_column), qid_column, RowNames(pieces))
             starts = run_starts(qids)
             cut = int(starts[-1])
             head, carry_pieces = _split_pieces(pieces, cut)
@@ -292,6 +319,85 @@ def _stream(
             carry, carry_file = table.slice(cut), path
     if carry is not None and carry.num_rows:
         yield _batch(carry, names, qid_column, label_column, doc_id_column, seen, carry_file or files[-1], RowNames(carry_pieces))
+
+
+@dataclass
+class QidsSeen:
+    """The queries of the batches so far: their integer qids, or with ids (``names`` not None) the
+    number each id was given (0, 1, ... in order of first appearance, as ``ltr train`` numbers
+    string qids)."""
+
+    names: dict[str, int] | None = None
+    numbers: set[int] = field(default_factory=set)
+
+    def row_numbers(self, column: pa.ChunkedArray, qid_column: str, rows: RowNames) -> NDArray[np.int64]:
+        """Every row's qid (integers) or the number of its id within ``column`` (from 0), to cut at."""
+        if self.names is None:
+            return refuse_string_qids(column, qid_column, rows, STRING_QIDS)
+        if column.null_count:
+            numeric_qids(column, rows)  # the null's file and row
+        return query_numbers(column)[0]
+
+    def take(
+        self, column: pa.ChunkedArray, qid_column: str, rows: RowNames, path: Path
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64], list[str] | None]:
+        """Row qids, the start row of every query and (ids) every query's id, of a batch of whole
+        queries met once each (else one line naming the query); the batch's queries are now seen."""
+        if self.names is None:
+            row_qids = refuse_string_qids(column, qid_column, rows, STRING_QIDS)
+            starts = run_starts(row_qids)
+            qids = row_qids[starts]
+            unique, counts = np.unique(qids, return_counts=True)
+            met = set(unique.tolist()) & self.numbers
+            if unique.shape[0] < qids.shape[0] or met:
+                repeated = sorted(met)[0] if met else int(unique[np.argmax(counts > 1)])
+                raise DataError(f"the rows of qid {repeated} in {path} are not contiguous; group each query's rows together")
+            self.numbers.update(unique.tolist())
+            return row_qids, starts, None
+        if column.null_count:
+            numeric_qids(column, rows)  # the null's file and row
+        local, ids = query_numbers(column)
+        starts = run_starts(local)
+        runs = local[starts]  # 0, 1, 2, ... unless a query's rows are split
+        again = [q for q in ids if q in self.names]
+        if again or runs.shape[0] > len(ids):
+            repeated = again[0] if again else ids[int(runs[np.argmax(np.diff(runs) < 0) + 1])]
+            raise DataError(f"the rows of qid {repeated!r} in {path} are not contiguous; group each query's rows together")
+        first = len(self.names)
+        self.names.update((q, first + i) for i, q in enumerate(ids))
+        return local + first, starts, ids
+
+
+def join_tables(
+    carry: pa.Table, table: pa.Table, names: Sequence[str], qid_column: str, carry_rows: RowNames, path: Path
+) -> pa.Table:
+    """The rows of ``carry`` (the end of one file: ``carry_rows``) then those of ``table`` (from
+    ``path``), scored as each would be on its own. A feature column whose type differs (int64 in
+    one file, double in the next) becomes float64 in both, as :func:`feature_matrix` converts
+    it (:func:`ltr.data.arrow_matrix.to_float64`: the same float32 bits); other columns (qid,
+    label, document id) take Arrow's common type. A feature that is not numeric in either is
+    refused as in one file (:func:`feature_matrix`); columns Arrow cannot join are one line naming
+    both files and the column."""
+    if carry.schema.equals(table.schema):
+        return pa.concat_tables([carry, table])
+    features = set(names)
+    for name in carry.column_names:
+        old, new = carry.column(name).type, table.column(name).type
+        if old == new or name not in features:
+            continue
+        for part, rows in ((carry, carry_rows), (table, RowNames.of_file(path))):
+            if not is_numeric(part.column(name).type):  # refused with its own file's message
+                feature_matrix(part, [name], qid_column=qid_column, rows=rows, not_numeric_hint=NOT_NUMERIC_HINT)
+        carry = carry.set_column(carry.schema.get_field_index(name), name, to_float64(carry.column(name)))
+        table = table.set_column(table.schema.get_field_index(name), name, to_float64(table.column(name)))
+    try:
+        return pa.concat_tables([carry, table], promote_options="permissive")
+    except pa.ArrowException:
+        name = next(n for n in carry.column_names if carry.column(n).type != table.column(n).type)
+        raise DataError(
+            f"column {name!r} has type {table.column(name).type} in {path} but {carry.column(name).type} in "
+            f"{carry_rows.source}; write it with one type in every file"
+        ) from None
 
 
 def _split_pieces(
@@ -316,30 +422,26 @@ def _batch(
     qid_column: str,
     label_column: str | None,
     doc_id_column: str | None,
-    seen: set[int],
+    seen: QidsSeen,
     path: Path,
     rows: RowNames,
 ) -> RankingData:
     """The rows of ``table`` (whole queries, none in ``seen``, which gains them) as a batch named
     for ``path``; ``rows`` names the file and row of a bad feature value."""
     n_rows = table.num_rows
-    row_qids = np.asarray(table.column(qid_column).to_numpy(), dtype=np.int64)
-    starts = run_starts(row_qids)
+    row_qids, starts, ids = seen.take(table.column(qid_column), qid_column, rows, path)
     qids = row_qids[starts]
-    unique = np.unique(qids)
-    again = set(unique.tolist()) & seen if seen else set()
-    if unique.shape[0] < qids.shape[0] or again:
-        repeated = sorted(again)[0] if again else int(qids[np.argmax(np.unique(qids, return_counts=True)[1] > 1)])
-        raise DataError(f"the rows of qid {repeated} in {path} are not contiguous; group each query's rows together")
-    seen.update(unique.tolist())
     features = feature_matrix(table, names, qid_column=qid_column, rows=rows, not_numeric_hint=NOT_NUMERIC_HINT)
     if label_column is not None:
         labels = _labels(table.column(label_column), path, label_column)
     else:
         labels = np.zeros(n_rows, dtype=np.int32)
     offsets = np.concatenate([starts, [n_rows]]).astype(np.int64)
-    ids = None if doc_id_column is None else np.asarray([str(v) for v in table.column(doc_id_column).to_pylist()], dtype=object)
-    return RankingData(features, labels, qids, offsets, feature_names=tuple(names), name=path.stem, doc_ids=ids)
+    doc_ids = None if doc_id_column is None else np.asarray([str(v) for v in table.column(doc_id_column).to_pylist()], dtype=object)
+    return RankingData(
+        features, labels, qids, offsets, feature_names=tuple(names), name=path.stem, doc_ids=doc_ids,
+        qid_names=None if ids is None else np.asarray(ids, dtype=object),
+    )
 
 
 def _labels(column: pa.ChunkedArray, path: Path, name: str) -> NDArray[np.int32]:

@@ -31,9 +31,12 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from ltr.config.schema import TrainerConfig
+from ltr.data.table_features import RowNames
+from ltr.data.table_qids import number_qids, refuse_string_qids
 from ltr.data.validate import run_starts
 from ltr.errors import DataError
 from ltr.models.inputs import (
+    STRING_QIDS,
     ParquetPlan,
     PredictInput,
     column_names,
@@ -63,11 +66,15 @@ def score_file(
     label_column: str | None,
     doc_id_column: str | None,
     max_gain: float | None,
+    first_qid: int | None = None,
 ) -> ScoredBatch:
     """One file read, scored, ranked and tabulated (on a worker); the returned batch holds no
-    features (``data.features`` has zero columns)."""
+    features (``data.features`` has zero columns). ``first_qid``: the qids are ids (strings),
+    numbered from ``first_qid`` in order of first appearance and written as they are."""
     names = _feature_names(columns, qid_column, label_column, doc_id_column)
-    data = read_whole_file(Path(path), columns, names, qid_column, label_column, doc_id_column)
+    data = read_whole_file(Path(path), columns, names, qid_column, label_column, doc_id_column, qid_ids=first_qid is not None)
+    if first_qid:
+        data = dataclasses.replace(data, qids=data.qids + first_qid)
     scored = score_batch(model, data, labelled=label_column is not None, max_gain=max_gain, where=path)
     light = dataclasses.replace(scored.data, features=np.empty((data.n_rows, 0), dtype=np.float32), feature_names=())
     return dataclasses.replace(scored, data=light)
@@ -91,6 +98,8 @@ class WorkerInput:
     label_column: str | None
     doc_id_column: str | None
     source: PredictInput
+    #: the first number of each file's queries when the qids are ids (strings), else None
+    first_qids: list[int] | None = None
 
     def predict(self, *, sink: BatchSink | None = None, keep: bool = False) -> Prediction:
         """Score every file on the workers and collect the batches in file order, as
@@ -103,7 +112,7 @@ class WorkerInput:
             futures = [
                 client.submit(
                     score_file, shared, str(path), self.plan.columns, self.qid_column, self.label_column,
-                    self.doc_id_column, self.plan.max_gain, pure=False, key=f"ltr-predict-{self.run.run_id[:8]}-{i}",
+                    self.doc_id_column, self.plan.max_gain, None if self.first_qids is None else self.first_qids[i], pure=False, key=f"ltr-predict-{self.run.run_id[:8]}-{i}",
                 )
                 for i, path in enumerate(self.files)
             ]
@@ -129,12 +138,14 @@ def dask_input(
     qid_column, label_column, doc_id_column = column_names(run, qid_column, label_column, doc_id_column)
     files = parquet_files([Path(p).expanduser() for p in paths])
     plan = parquet_input_plan(run, files, qid_column, label_column, doc_id_column)
-    check_query_files(files, qid_column)
+    first_qids = number_qids(files, qid_column)  # ids: checked and numbered over the files
+    if first_qids is None:
+        check_query_files(files, qid_column)
     whole_input_warning(run, files)
     described = f"{len(files)} Parquet file{'s' if len(files) > 1 else ''} on Dask workers ({files[0]}{' ...' if len(files) > 1 else ''})"
     source = PredictInput(described, lambda: iter(()), plan.labelled, plan.n_rows, plan.max_gain, streamed=True)
     return WorkerInput(
-        run, files, plan, trainer, qid_column, label_column if plan.labelled else None, doc_id_column, source
+        run, files, plan, trainer, qid_column, label_column if plan.labelled else None, doc_id_column, source, first_qids
     )
 
 
@@ -155,7 +166,7 @@ def check_query_files(files: list[Path], qid_column: str) -> None:
     client before any task: 8 bytes a row); one line naming the query and the file(s)."""
     first_file: dict[int, Path] = {}
     for path in files:
-        row_qids = np.asarray(pq.read_table(path, columns=[qid_column]).column(0).to_numpy(), dtype=np.int64)
+        row_qids = refuse_string_qids(pq.read_table(path, columns=[qid_column]).column(0), qid_column, RowNames.of_file(path), STRING_QIDS)
         qids = row_qids[run_starts(row_qids)]
         unique, counts = np.unique(qids, return_counts=True)
         if np.any(counts > 1):

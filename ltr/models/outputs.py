@@ -2,7 +2,8 @@
 
 - ``scores``: one model score per input row, in input order (what ``booster.predict`` and the
   MLflow pyfunc return), each written with round-trip precision (``repr``).
-- ``trec_run``: ``qid Q0 docno rank score tag`` per row, each query's rows in the run's final
+- ``trec_run``: ``qid Q0 docno rank score tag`` per row (the qid as the input wrote it, a
+  string qid included), each query's rows in the run's final
   order (re-ranking included); ``score`` is the final order's score (the model's score, or
   ``0, -1, -2, ...`` after re-ranking), with round-trip precision, so an evaluator that handles
   ties (``ltr evaluate``) sees exactly the run's order and ties. Tied rows are listed in input
@@ -46,7 +47,7 @@ def trec_lines(batch: ScoredBatch, tag: str) -> pd.DataFrame:
     query = np.repeat(np.arange(data.n_queries), sizes)
     within = np.arange(data.n_rows) - np.repeat(data.offsets[:-1], sizes)
     order = np.lexsort((np.arange(data.n_rows), -batch.scores, query))
-    qids = np.repeat(data.qids, sizes)
+    qids = np.repeat(data.written_qids(), sizes)
     if batch.doc_ids is not None:
         docnos: pd.Series = pd.Series(batch.doc_ids[order], dtype=object)
         spaced = docnos.str.contains(r"\s", regex=True)

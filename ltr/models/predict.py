@@ -155,7 +155,10 @@ def score_batch(
     if not labelled and run.spec.config.rerank.kind == RerankKind.none:
         return ScoredBatch(data, model_scores, model_scores, None, False)
     ranked = rank_split(run.spec, data, model_scores, max_gain=max_gain)
-    return ScoredBatch(data, model_scores, ranked.scores, ranked.table if labelled else None, labelled)
+    table = ranked.table if labelled else None
+    if table is not None and data.qid_names is not None:  # the qids as written, not their numbers
+        table = table.assign(qid=table["qid"].map(dict(zip(data.qids.tolist(), data.qid_names.tolist(), strict=True))))
+    return ScoredBatch(data, model_scores, ranked.scores, table, labelled)
 
 
 def predict(

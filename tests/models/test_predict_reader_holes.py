@@ -1,0 +1,159 @@
+"""``ltr predict``'s Parquet input takes what ``ltr train`` takes: string qids (numbered as
+``ltr train`` numbers them; the TREC run and the per-query table carry them as written) and
+files whose feature columns differ in type (int64 in one, double in the next: scored as each
+file alone); a feature that is text in one file is one line naming the file and the column."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from ltr.cli.main import main as ltr_main
+from ltr.data.query_parts import write_query_partitions
+from ltr.experiment import run as pipeline
+from ltr.models.inputs import split_input
+from ltr.models.logged import load_run
+from tests.conftest import compose_train
+
+SMALL = ["data.n_queries=120", "fit.num_boost_round=12", "fit.early_stopping_rounds=4", "fit.show_progress=false", "model.num_leaves=7"]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, pd.DataFrame]:
+    """A tiny run and its test split as a table (qid int64, label, float32 features)."""
+    root = tmp_path_factory.mktemp("holes")
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    pipeline.run(compose_train([*SMALL, f"tracking.uri={uri}", "tracking.run_name=holes"]))
+    data = next(split_input(load_run("holes", tracking_uri=uri), "test").batches())
+    path = write_query_partitions(data, root / "test", n_partitions=1)[0]
+    return uri, pd.read_parquet(path)
+
+
+def _predict(uri: str, paths: list[Path], out: Path, *extra: str) -> dict[str, object]:
+    files = {"scores": out / "scores.txt", "run": out / "test.run", "pq": out / "pq.parquet"}
+    out.mkdir()
+    code = ltr_main([
+        "predict", "holes", "--data", *map(str, paths), "--out", str(files["scores"]), "--trec-run", str(files["run"]),
+        "--per-query", str(files["pq"]), "--tracking-uri", uri, *extra,
+    ])
+    assert code == 0
+    return {
+        "scores": files["scores"].read_text(), "run": [line.split() for line in files["run"].read_text().splitlines()],
+        "pq": pd.read_parquet(files["pq"]),
+    }
+
+
+def _halves(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The table cut at the query boundary nearest its middle."""
+    cut = int(np.flatnonzero(table["qid"].to_numpy()[1:] != table["qid"].to_numpy()[:-1])[len(table["qid"].unique()) // 2 - 1]) + 1
+    return table.iloc[:cut].reset_index(drop=True), table.iloc[cut:].reset_index(drop=True)
+
+
+def test_string_qids_score_as_their_integer_twin_and_are_written_as_given(
+    trained: tuple[str, pd.DataFrame], tmp_path: Path
+) -> None:
+    uri, table = trained
+    ints = tmp_path / "ints.parquet"
+    table.to_parquet(ints)
+    # string qids over two files, streamed in batches of 7 rows that join the files
+    name = {q: f"Q{q:04d}-x" for q in table["qid"].unique()}
+    texts = table.assign(qid=table["qid"].map(name))
+    a, b = _halves(texts)
+    a.to_parquet(tmp_path / "a.parquet")
+    b.to_parquet(tmp_path / "b.parquet")
+    want = _predict(uri, [ints], tmp_path / "int-out")
+    got = _predict(uri, [tmp_path / "a.parquet", tmp_path / "b.parquet"], tmp_path / "text-out", "--batch-rows", "7")
+    assert got["scores"] == want["scores"]
+    assert len(got["run"]) == len(table)
+    renamed = [[name[int(q)], q0, name[int(d.split("-")[0])] + "-" + d.split("-")[1], *rest] for q, q0, d, *rest in want["run"]]
+    assert got["run"] == renamed
+    expected = want["pq"].assign(qid=want["pq"]["qid"].map(name))
+    pd.testing.assert_frame_equal(got["pq"], expected, check_exact=True)
+    # on Dask workers (one task per file, numbered over the files on the client): the same files
+    on_workers = _predict(uri, [tmp_path / "a.parquet", tmp_path / "b.parquet"], tmp_path / "dask-out", "--dask", "--workers", "2")
+    assert on_workers["scores"] == got["scores"]
+    assert on_workers["run"] == got["run"]
+    pd.testing.assert_frame_equal(on_workers["pq"], got["pq"], check_exact=True)
+
+
+def test_files_with_an_int64_and_a_double_feature_score_as_each_alone(
+    trained: tuple[str, pd.DataFrame], tmp_path: Path
+) -> None:
+    uri, table = trained
+    feature = table.columns[2]
+    rounded = table.assign(**{feature: np.round(table[feature].to_numpy(np.float64) * 4)})
+    a, b = _halves(rounded)
+    pq.write_table(pa.Table.from_pandas(a.astype({feature: np.int64}), preserve_index=False), tmp_path / "a.parquet")
+    pq.write_table(pa.Table.from_pandas(b.astype({feature: np.float64}), preserve_index=False), tmp_path / "b.parquet")
+    joined = _predict(uri, [tmp_path / "a.parquet", tmp_path / "b.parquet"], tmp_path / "joined", "--batch-rows", "7")
+    alone = [_predict(uri, [tmp_path / f"{part}.parquet"], tmp_path / f"alone-{part}") for part in "ab"]
+    assert joined["scores"] == alone[0]["scores"] + alone[1]["scores"]
+    assert joined["run"] == alone[0]["run"] + alone[1]["run"]
+
+
+def test_a_feature_that_is_text_in_the_next_file_is_one_line(
+    trained: tuple[str, pd.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    uri, table = trained
+    feature = table.columns[2]
+    a, b = _halves(table)
+    a.to_parquet(tmp_path / "a.parquet")
+    b.astype({feature: str}).to_parquet(tmp_path / "b.parquet")
+    out = tmp_path / "scores.txt"
+    code = ltr_main([
+        "predict", "holes", "--data", str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet"), "--out", str(out),
+        "--batch-rows", "7", "--tracking-uri", uri,
+    ])
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if "scored" not in line]
+    assert code == 2
+    assert err == [
+        f"ltr: error: feature column {feature!r} of {tmp_path / 'b.parquet'} is not numeric (type large_string); "
+        "the model was trained on numbers: write the column as numbers"
+    ]
+    assert not out.exists()
+
+
+def test_a_csv_with_string_qids_writes_them_as_given(trained: tuple[str, pd.DataFrame], tmp_path: Path) -> None:
+    """A CSV is read by ``ltr train``'s reader, which numbers string qids the same way: the same
+    scores, TREC run and per-query table as the Parquet file with those qids."""
+    uri, table = trained
+    texts = table.assign(qid=table["qid"].map(lambda q: f"Q{q:04d}-x"))
+    texts.to_parquet(tmp_path / "texts.parquet")
+    texts.to_csv(tmp_path / "texts.csv", index=False)
+    parquet = _predict(uri, [tmp_path / "texts.parquet"], tmp_path / "parquet-out")
+    csv = _predict(uri, [tmp_path / "texts.csv"], tmp_path / "csv-out")
+    assert csv["scores"] == parquet["scores"]
+    assert csv["run"] == parquet["run"]
+    assert {line[0] for line in csv["run"]} == set(texts["qid"])
+    pd.testing.assert_frame_equal(csv["pq"], parquet["pq"], check_exact=True)
+    # two CSV files, each numbering its own qids from 0: still one query per written qid
+    a, b = _halves(texts)
+    a.to_csv(tmp_path / "a.csv", index=False)
+    b.to_csv(tmp_path / "b.csv", index=False)
+    two = _predict(uri, [tmp_path / "a.csv", tmp_path / "b.csv"], tmp_path / "two-out")
+    assert two["scores"] == parquet["scores"]
+    assert two["run"] == parquet["run"]
+    pd.testing.assert_frame_equal(two["pq"], parquet["pq"], check_exact=True)
+
+
+def test_a_file_of_integer_qids_after_one_of_strings_is_read_as_ids(
+    trained: tuple[str, pd.DataFrame], tmp_path: Path
+) -> None:
+    """One file with string qids makes the input's qids ids: the next file's integers are ids
+    too (written as they are), and a batch joining the two files scores as the files alone."""
+    uri, table = trained
+    ints = tmp_path / "ints.parquet"
+    table.to_parquet(ints)
+    a, b = _halves(table)
+    a.assign(qid=a["qid"].map(lambda q: f"Q{q}")).to_parquet(tmp_path / "a.parquet")
+    b.to_parquet(tmp_path / "b.parquet")
+    want = _predict(uri, [ints], tmp_path / "int-out")
+    got = _predict(uri, [tmp_path / "a.parquet", tmp_path / "b.parquet"], tmp_path / "mixed-out", "--batch-rows", "7")
+    assert got["scores"] == want["scores"]
+    in_a = set(a["qid"])
+    assert [line[0] for line in got["run"]] == [f"Q{q}" if int(q) in in_a else q for q, *_ in want["run"]]
