@@ -54,6 +54,14 @@ def _halves(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return table.iloc[:cut].reset_index(drop=True), table.iloc[cut:].reset_index(drop=True)
 
 
+
+def _assert_same_output(got: dict[str, object], want: dict[str, object]) -> None:
+    """Two predictions wrote the same scores, TREC run and per-query table, bit for bit."""
+    assert got["scores"] == want["scores"]
+    assert got["run"] == want["run"]
+    pd.testing.assert_frame_equal(got["pq"], want["pq"], check_exact=True)
+
+
 def test_string_qids_score_as_their_integer_twin_and_are_written_as_given(
     trained: tuple[str, pd.DataFrame], tmp_path: Path
 ) -> None:
@@ -76,9 +84,7 @@ def test_string_qids_score_as_their_integer_twin_and_are_written_as_given(
     pd.testing.assert_frame_equal(got["pq"], expected, check_exact=True)
     # on Dask workers (one task per file, numbered over the files on the client): the same files
     on_workers = _predict(uri, [tmp_path / "a.parquet", tmp_path / "b.parquet"], tmp_path / "dask-out", "--dask", "--workers", "2")
-    assert on_workers["scores"] == got["scores"]
-    assert on_workers["run"] == got["run"]
-    pd.testing.assert_frame_equal(on_workers["pq"], got["pq"], check_exact=True)
+    _assert_same_output(on_workers, got)
 
 
 def test_files_with_an_int64_and_a_double_feature_score_as_each_alone(
@@ -136,9 +142,7 @@ def test_a_csv_with_string_qids_writes_them_as_given(trained: tuple[str, pd.Data
     a.to_csv(tmp_path / "a.csv", index=False)
     b.to_csv(tmp_path / "b.csv", index=False)
     two = _predict(uri, [tmp_path / "a.csv", tmp_path / "b.csv"], tmp_path / "two-out")
-    assert two["scores"] == parquet["scores"]
-    assert two["run"] == parquet["run"]
-    pd.testing.assert_frame_equal(two["pq"], parquet["pq"], check_exact=True)
+    _assert_same_output(two, parquet)
 
 
 def test_a_file_of_integer_qids_after_one_of_strings_is_read_as_ids(
