@@ -6,20 +6,9 @@ runtime on Linux. Between two parallel regions libgomp's threads busy-wait for t
 wake-up; when more threads want the cores than there are (ltr's own background MLflow load, two
 test workers training on 2 threads each, another process, a busy CI machine), a spinning thread
 burns the time slice of the thread it waits for, at every one of the hundreds of barriers of a
-boosting round. Boosting the default experiment (220 rounds, 2 threads) on a 2-core machine,
-seconds (``benchmarks/bench_openmp.py``, best-median-worst of 3; the tail from other runs):
-
-====================  ================  ==========================================
-``GOMP_SPINCOUNT``    idle machine      one core busy elsewhere
-====================  ================  ==========================================
-300,000 (default)     2.41-2.44-2.53    5.71-7.76-8.14; 16-36 in other runs
-1,000 (ltr's)         2.38-2.39-2.42    6.02-6.08-6.11
-300                   2.76-2.90-3.30    4.93-5.00-5.02
-0 (``PASSIVE``)       3.85-3.85-4.04    4.42-4.49-4.52
-====================  ================  ==========================================
-
-1,000 costs nothing idle and ends the long tail; the training-heavy tests (156 of them, two
-workers training on 2 threads each) took 57-65 s with libgomp's default, 42.6-45.9 s with 1,000.
+boosting round: the default experiment's boosting, 2.4 s idle on 2 cores, took up to 36 s with
+one core busy elsewhere. A spin count of 1,000 costs nothing idle and ends that tail
+(``benchmarks/bench_openmp.py``; the figures in ``benchmarks/README.md``).
 
 :func:`limit_spinning` sets ``GOMP_SPINCOUNT`` to :data:`SPIN_COUNT` when neither it nor
 ``OMP_WAIT_POLICY`` is set. libgomp reads them once, when it is loaded (by ``import lightgbm``
@@ -36,7 +25,7 @@ from __future__ import annotations
 import os
 from collections.abc import MutableMapping
 
-#: libgomp's spins before a waiting thread sleeps, where the user set none (see the table above).
+#: libgomp's spins before a waiting thread sleeps, where the user set none.
 SPIN_COUNT = "1000"
 
 #: The variables by which a user chooses libgomp's waiting; ltr changes nothing if one is set.
