@@ -69,7 +69,7 @@ def read_part(
     if first_qid is None:
         row_qids = refuse_string_qids(table.column(qid_column), qid_column, RowNames.of_file(path), STRING_QIDS)
     else:
-        row_qids = first_qid + query_numbers(table.column(qid_column))[0]
+        row_qids = first_qid + query_numbers(table.column(qid_column), RowNames.of_file(path))[0]
     starts = run_starts(row_qids)
     qids = row_qids[starts]
     unique, counts = np.unique(qids, return_counts=True)

@@ -31,12 +31,11 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ltr.data import doc_ids as doc_id_arrays
 from ltr.data.positions import check_positions
 from ltr.data.table_features import RowNames, feature_matrix
-from ltr.data.table_qids import numeric_qids
+from ltr.data.table_qids import numeric_qids, query_numbers
 from ltr.data.validate import RawTable
 from ltr.errors import DataError
 
@@ -161,17 +160,17 @@ def read_table(
     labels = label_arr.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)  # nulls become NaN; beyond 2**53 rounded (and refused as a grade)
 
     qid_arr = table.column(qid_column)
-    numbers = numeric_qids(qid_arr, RowNames.of_file(path, where=where, first=first_line))
+    qid_rows = RowNames.of_file(path, where=where, first=first_line)
+    numbers = numeric_qids(qid_arr, qid_rows)
     numeric = numbers is not None  # string qids are renumbered: their numbers would mislead in messages
     qid_names = None
     if numbers is not None:
         row_qids = numbers
     else:
-        encoded = pc.dictionary_encode(qid_arr.cast(pa.string())).combine_chunks()
-        row_qids = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        row_qids, names = query_numbers(qid_arr, qid_rows)
         kind = "uint64 (beyond int64)" if pa.types.is_uint64(qid_arr.type) else "string"
-        logger.info("%s: %d %s qids numbered 0.. in order of first appearance", path, len(encoded.dictionary), kind)
-        qid_names = tuple(encoded.dictionary.to_pylist())
+        logger.info("%s: %d %s qids numbered 0.. in order of first appearance", path, len(names), kind)
+        qid_names = tuple(names)
     positions = None
     if position_column is not None:
         positions = _positions(

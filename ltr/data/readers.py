@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 from numpy.typing import NDArray
 
 from ltr.config.choices import FileFormat
@@ -48,6 +49,8 @@ from ltr.data.ranking_data import RankingData
 from ltr.data.read_columns import read_table
 from ltr.data.read_text import head_has_qid, parse_svmlight, read_head
 from ltr.data.side_files import side_file_candidates
+from ltr.data.table_features import RowNames
+from ltr.data.table_qids import query_numbers
 from ltr.data.validate import (
     LIGHTGBM_MAX_DEFAULT_LABEL,
     LIGHTGBM_MAX_LIST_LEN,
@@ -336,16 +339,10 @@ def concat_ranking_data(parts: Sequence[RankingData], *, name: str) -> RankingDa
     parts = [widen(p, width) for p in parts]
     row_qids = np.concatenate([p.row_qids() for p in parts])
     qid_names = None
-    if any(p.qid_names is not None for p in parts):
-        written = np.concatenate([
-            np.repeat(np.asarray([str(q) for q in p.written_qids().tolist()], dtype=object), p.group_sizes) for p in parts
-        ])
-        uniq, first, inverse = np.unique(written, return_index=True, return_inverse=True)
-        by_appearance = np.argsort(first, kind="stable")
-        number = np.empty_like(by_appearance)
-        number[by_appearance] = np.arange(by_appearance.shape[0])
-        row_qids = number[inverse.reshape(-1)].astype(np.int64)
-        qid_names = uniq[by_appearance]
+    if any(p.qid_names is not None for p in parts):  # every part's qids as written, numbered as one file's
+        written = pa.chunked_array([pa.array(np.repeat(p.written_qids(), p.group_sizes)).cast(pa.string()) for p in parts])
+        row_qids, names = query_numbers(written, RowNames(tuple((p.name, 1, p.n_rows) for p in parts)))
+        qid_names = np.asarray(names, dtype=object)
     table = RawTable(
         features=np.concatenate([p.features for p in parts]),
         labels=np.concatenate([p.labels for p in parts]).astype(np.float64),

@@ -38,9 +38,7 @@ def numeric_qids(column: pa.ChunkedArray, rows: RowNames) -> NDArray[np.int64] |
         a null qid, a floating qid that is not a whole number within int64's range (its file
         and row or line, as ``rows`` names them).
     """
-    if column.null_count:
-        path, where = rows.at(int(np.argmax(column.is_null().to_numpy(zero_copy_only=False))))
-        raise DataError(f"qid missing at {where} of {path}; give every row a qid")
+    _refuse_null(column, rows)
     if pa.types.is_uint64(column.type) and len(column) and pc.max(column).as_py() > np.iinfo(np.int64).max:
         return None
     if pa.types.is_integer(column.type):
@@ -74,9 +72,23 @@ def refuse_string_qids(
     return qids
 
 
-def query_numbers(column: pa.ChunkedArray) -> tuple[NDArray[np.int64], list[str]]:
+def _refuse_null(column: pa.ChunkedArray, rows: RowNames) -> None:
+    """A null qid is a DataError naming its file and row, as ``rows`` names them."""
+    if column.null_count:
+        path, where = rows.at(int(np.argmax(column.is_null().to_numpy(zero_copy_only=False))))
+        raise DataError(f"qid missing at {where} of {path}; give every row a qid")
+
+
+def query_numbers(column: pa.ChunkedArray, rows: RowNames) -> tuple[NDArray[np.int64], list[str]]:
     """The qids of ``column`` as ids: every row's number 0, 1, ... in order of first appearance
-    (as :func:`ltr.data.read_columns.read_table` numbers string qids) and the ids in that order."""
+    (how every reader numbers string qids) and the ids in that order.
+
+    Raises
+    ------
+    DataError
+        a null qid (its file and row, as ``rows`` names them).
+    """
+    _refuse_null(column, rows)
     encoded = pc.dictionary_encode(column.cast(pa.string())).combine_chunks()
     return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary.to_pylist()
 
@@ -113,9 +125,7 @@ def number_qids(paths: list[Path], qid_column: str) -> list[int] | None:
     first_file: dict[str, Path] = {}
     for path in paths:
         column = pq.read_table(path, columns=[qid_column]).column(0)
-        if column.null_count:
-            numeric_qids(column, RowNames.of_file(path))  # the null's row
-        numbers, names = query_numbers(column)
+        numbers, names = query_numbers(column, RowNames.of_file(path))
         if np.any(np.diff(numbers) < 0):
             qid = names[int(numbers[int(np.argmax(np.diff(numbers) < 0)) + 1])]
             raise DataError(f"the rows of qid {qid!r} in {path} are not contiguous; group each query's rows together")

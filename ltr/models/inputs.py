@@ -43,7 +43,7 @@ from ltr.data.load import reader_options
 from ltr.data.ranking_data import RankingData
 from ltr.data.readers import concat_ranking_data, detect_format, read_ranking_file, widen
 from ltr.data.table_features import RowNames, feature_matrix, is_numeric
-from ltr.data.table_qids import numeric_qids, qids_are_ids, query_numbers, refuse_string_qids
+from ltr.data.table_qids import qids_are_ids, query_numbers, refuse_string_qids
 from ltr.data.validate import run_starts
 from ltr.errors import DataError, LtrUserError
 from ltr.experiment.sources import InMemorySource, open_source
@@ -334,9 +334,7 @@ class QidsSeen:
         """Every row's qid (integers) or the number of its id within ``column`` (from 0), to cut at."""
         if self.names is None:
             return refuse_string_qids(column, qid_column, rows, STRING_QIDS)
-        if column.null_count:
-            numeric_qids(column, rows)  # the null's file and row
-        return query_numbers(column)[0]
+        return query_numbers(column, rows)[0]
 
     def take(
         self, column: pa.ChunkedArray, qid_column: str, rows: RowNames, path: Path
@@ -354,9 +352,7 @@ class QidsSeen:
                 raise DataError(f"the rows of qid {repeated} in {path} are not contiguous; group each query's rows together")
             self.numbers.update(unique.tolist())
             return row_qids, starts, None
-        if column.null_count:
-            numeric_qids(column, rows)  # the null's file and row
-        local, ids = query_numbers(column)
+        local, ids = query_numbers(column, rows)
         starts = run_starts(local)
         runs = local[starts]  # 0, 1, 2, ... unless a query's rows are split
         again = [q for q in ids if q in self.names]
