@@ -22,8 +22,9 @@ Contract
   ``split`` group's fractions and the experiment's seed, 0.2 / 0.2 / 42 by default).
 - **Output**: ``OUT/train/``, ``OUT/valid/``, ``OUT/test/``, each holding ``part-00000.parquet``,
   ... of whole queries, balanced by rows: the layout, cuts, columns and types of
-  :func:`ltr.dask.parquet.write_query_partitions` (``qid`` int64, ``label`` int32, features
-  float32 named by the table's columns or ``f0``, ``f1``, ...), so that
+  :func:`ltr.dask.parquet.write_query_partitions` (``qid`` int64, or the qids as written, a
+  string column, when the input's qids are strings; ``label`` int32; features float32 named by
+  the table's columns or ``f1``, ``f2``, ...), so that
   ``ltr train data=parquet_partitions data.root=OUT trainer=dask`` trains on it with no further
   step. Positions (a ``.position`` file, a position column) are not written: that path does not
   use them. Doc ids (``#docid = X`` comments, ``--doc-id-column``) are, as a ``doc_id`` column.

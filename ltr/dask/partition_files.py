@@ -18,8 +18,8 @@ Contract of the functions
 - :func:`partition_counts`: ``{split: N}``, ``--partitions`` or ``ceil(rows / rows_per_partition)``
   (at least 1); the writer never makes more partitions than a split has queries.
 - :func:`write_partitioned_splits`: ``out/{split}/part-00000.parquet``, ... of whole queries
-  (``qid`` int64, ``label`` int32, ``doc_id`` string when the data has doc ids, the features
-  float32), all or nothing: written into a hidden temporary sibling ``.OUT.partial-*`` (mode
+  (``qid`` int64, or string as written when the input's qids are strings, ``label`` int32,
+  ``doc_id`` string when the data has doc ids, the features float32), all or nothing: written into a hidden temporary sibling ``.OUT.partial-*`` (mode
   ``0777 & ~umask``), every file and directory fsynced, renamed to ``out`` (replacing an empty
   directory, or with ``force`` an earlier output, renamed aside first and deleted after), the parent
   fsynced. An exception, Ctrl-C or SIGTERM removes the temporary directory and the parents made for

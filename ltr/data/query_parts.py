@@ -2,8 +2,9 @@
 
 Layout (what `write_query_partitions` writes and :func:`ltr.dask.parquet.read_query_partitions`
 reads): one file per partition, ``part-00000.parquet``, ``part-00001.parquet``, ... in query
-order; columns ``qid`` (int64), ``label`` (int32), ``doc_id`` (string; only when the data has doc
-ids) and the feature columns (float32, in order).
+order; columns ``qid`` (int64; string when the data's qids are ids, ``RankingData.qid_names``:
+the qids as written), ``label`` (int32), ``doc_id`` (string; only when the data has doc ids) and
+the feature columns (float32, in order).
 Every file holds whole queries. This module needs neither Dask nor LightGBM (``ltr partition``
 uses it); pyarrow is imported when a file is written.
 """
@@ -89,10 +90,22 @@ def write_query_partitions(
 ) -> list[Path]:
     """Write ``data`` as ``n_partitions`` Parquet files of whole queries, balanced by rows.
 
-    Feature columns are named by `feature_names`; ``doc_id_column`` holds the doc ids when
-    ``data`` has them (else it is not written). Returns the paths written, in partition
-    order; ``on_file`` is called after each (progress, fsync). The directory must not hold
-    other ``part-*.parquet``.
+    ``qid_column`` holds every row's qid: int64 ``data.qids``, or, when ``data`` has
+    ``qid_names`` (string qids numbered 0, 1, ... by the readers), the qids as written, a string
+    column, which :func:`ltr.dask.parquet.read_query_partitions` numbers again over the files in
+    query order: the same queries, the same rows, the same order. Feature columns are named by
+    `feature_names`; ``doc_id_column`` holds the doc ids when ``data`` has them (else it is not
+    written). Returns the paths written, in partition order; ``on_file`` is called after each
+    (progress, fsync). The directory must not hold other ``part-*.parquet``.
+
+    Examples
+    --------
+    >>> import tempfile, pyarrow.parquet as pq
+    >>> d = RankingData.from_group_sizes(np.zeros((3, 1)), np.array([1, 0, 2]), np.array([0, 1]), np.array([2, 1]))
+    >>> d = RankingData(d.features, d.labels, d.qids, d.offsets, qid_names=np.array(["q-b", "q-a"], dtype=object))
+    >>> [path] = write_query_partitions(d, tempfile.mkdtemp(), n_partitions=1)
+    >>> pq.read_table(path).column("qid").to_pylist()
+    ['q-b', 'q-b', 'q-a']
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -107,12 +120,13 @@ def write_query_partitions(
     if data.doc_ids is not None and doc_id_column in {qid_column, label_column, *names}:
         raise DataError(f"a column is named like the doc id column {doc_id_column!r}; rename the feature")
     bounds = query_partition_bounds(data.offsets, n_partitions)
-    row_qids = data.row_qids()
+    row_qids = np.repeat(data.written_qids(), data.group_sizes)
+    qid_type = pa.int64() if data.qid_names is None else pa.string()
     paths = []
     for i, (q0, q1) in enumerate(itertools.pairwise(bounds)):
         r0, r1 = int(data.offsets[q0]), int(data.offsets[q1])
         columns: dict[str, Any] = {
-            qid_column: pa.array(row_qids[r0:r1], type=pa.int64()),
+            qid_column: pa.array(row_qids[r0:r1], type=qid_type),
             label_column: pa.array(data.labels[r0:r1], type=pa.int32()),
         }
         if data.doc_ids is not None:
