@@ -329,20 +329,21 @@ def widen(data: RankingData, width: int) -> RankingData:
 
 
 def concat_ranking_data(parts: Sequence[RankingData], *, name: str) -> RankingData:
-    """Stack the rows of several `RankingData`; a qid found in two parts is regrouped (warned).
-    When a part's qids were strings (``qid_names``), the qids of every part are taken as written
-    (an integer as its text) and numbered 0, 1, ... in order of first appearance over the parts,
-    as one file's are: a string in two files is one query, two files' own numbers are not."""
+    """Stack the rows of several `RankingData`; a qid found in two parts is regrouped (one warning,
+    naming the first such qid as written). When a part's qids were strings (``qid_names``), the
+    qids of every part are taken as written (an integer as its text) and numbered 0, 1, ... in
+    order of first appearance over the parts, as one file's are: a string in two files is one
+    query, two files' own numbers are not."""
     if len(parts) == 1:
         return dataclasses.replace(parts[0], name=name)
     width = max(p.n_features for p in parts)
     parts = [widen(p, width) for p in parts]
     row_qids = np.concatenate([p.row_qids() for p in parts])
-    qid_names = None
+    names: tuple[str, ...] | None = None
     if any(p.qid_names is not None for p in parts):  # every part's qids as written, numbered as one file's
         written = pa.chunked_array([pa.array(np.repeat(p.written_qids(), p.group_sizes)).cast(pa.string()) for p in parts])
-        row_qids, names = query_numbers(written, RowNames(tuple((p.name, 1, p.n_rows) for p in parts)))
-        qid_names = np.asarray(names, dtype=object)
+        row_qids, listed = query_numbers(written, RowNames(tuple((p.name, 1, p.n_rows) for p in parts)))
+        names = tuple(listed)
     table = RawTable(
         features=np.concatenate([p.features for p in parts]),
         labels=np.concatenate([p.labels for p in parts]).astype(np.float64),
@@ -352,6 +353,7 @@ def concat_ranking_data(parts: Sequence[RankingData], *, name: str) -> RankingDa
         where="row",
         feature_names=parts[0].feature_names,
         positions=concat_positions([p.positions for p in parts], [p.name for p in parts]),
+        qid_names=names,  # the regrouping warning names a query as written
     )
     qids, offsets, order = group_rows(table)
     features, labels = table.features, np.concatenate([p.labels for p in parts])
@@ -369,7 +371,7 @@ def concat_ranking_data(parts: Sequence[RankingData], *, name: str) -> RankingDa
     return RankingData(
         features=features, labels=labels, qids=qids, offsets=offsets,
         feature_names=table.feature_names, name=name, positions=positions, doc_ids=doc_ids,
-        behaviours=behaviours, qid_names=None if qid_names is None else qid_names[qids],
+        behaviours=behaviours, qid_names=None if names is None else np.asarray(names, dtype=object)[qids],
     )
 
 

@@ -12,11 +12,12 @@ Policies (documented in ``data/README.md``):
   high are nearly always a wrong column (clicks, scores), and silently extending the exponential
   gain ``2**g - 1`` would let one document outweigh the rest of the data set.
 - **Rows of a query that are not contiguous** are regrouped stably (queries in order of first
-  appearance, rows of a query in file order) with one warning giving the count. They are never
-  mis-grouped.
+  appearance, rows of a query in file order) with one warning giving the count and naming the
+  first such query as written (:func:`qid_text`). They are never mis-grouped.
 - **A query longer than** ``max_list_len`` (10,000: LightGBM's limit with its ndcg metric) is an
   error naming the qid.
-- **The same qid in train and test** is a warning (``logging``), not an error.
+- **The same qid in train and test** is a warning (``logging``), not an error; string qids are
+  compared as written.
 - **Feature values** may be NaN (LightGBM's missing value) but not infinite: the readers refuse
   ``inf`` / ``-inf`` (and values beyond float32's range) naming the line or the column and row,
   and :func:`check_ranking_data` refuses them in a cache entry.
@@ -153,6 +154,16 @@ def run_starts(row_qids: NDArray[np.integer]) -> NDArray[np.intp]:
     return np.flatnonzero(np.concatenate(([True], row_qids[1:] != row_qids[:-1])))
 
 
+def qid_text(qid: int, names: Sequence[str] | None) -> str:
+    """Query number ``qid`` as messages name it: its id as written, quoted, when the qids were
+    ids numbered 0, 1, ... (``names[qid]``, :attr:`RawTable.qid_names`), else the integer.
+
+    >>> qid_text(7, None), qid_text(1, ("q-a", "q-b"))
+    ('7', "'q-b'")
+    """
+    return str(qid) if names is None else repr(names[qid])
+
+
 def group_rows(
     table: RawTable, *, notes: list[str] | None = None
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64] | None]:
@@ -164,8 +175,9 @@ def group_rows(
     offsets : int64 (n_queries + 1,)
     order : row permutation to apply (``None`` when the rows are already contiguous)
 
-    A regrouping logs one warning with the number of queries whose rows were split (and appends
-    it to ``notes``, if given, so a cache can repeat it).
+    A regrouping logs one warning with the number of queries whose rows were split and the first
+    of them, named as written (``table.qid_names``: ``qid 'q-b'``; integer qids: ``qid 7``), and
+    appends it to ``notes``, if given, so a cache can repeat it.
     """
     row_qids = table.row_qids
     n = row_qids.shape[0]
@@ -185,7 +197,8 @@ def group_rows(
     again_line = int(table.row_lines[runs_of_q[1]])
     note = (
         f"{table.source}: rows of {split_q.shape[0]} of {uniq.shape[0]} queries are not contiguous "
-        f"(qid {int(q)} at {table.where} {first_line} comes back at {table.where} {again_line}); "
+        f"(qid {qid_text(int(q), table.qid_names)} at {table.where} {first_line} comes back at "
+        f"{table.where} {again_line}); "
         "regrouped them stably by qid, in order of first appearance"
     )
     logger.warning("%s", note)
@@ -209,7 +222,8 @@ def check_list_lengths(
     max_list_len: int | None = LIGHTGBM_MAX_LIST_LEN,
     order: NDArray[np.int64] | None = None,
 ) -> None:
-    """Raise `DataError` if a query has more than ``max_list_len`` rows (None: no limit)."""
+    """Raise `DataError` if a query has more than ``max_list_len`` rows (None: no limit), naming
+    the query as written (``table.qid_names``)."""
     if max_list_len is None or qids.shape[0] == 0:
         return
     sizes = np.diff(offsets)
@@ -218,7 +232,7 @@ def check_list_lengths(
         i = int(np.argmax(long))
         first_row = int(offsets[i]) if order is None else int(order[offsets[i]])
         raise DataError(
-            f"qid {int(qids[i])} in {table.source} (first at {table.where} "
+            f"qid {qid_text(int(qids[i]), table.qid_names)} in {table.source} (first at {table.where} "
             f"{int(table.row_lines[first_row])}) has {int(sizes[i])} documents, more than "
             f"{max_list_len} (LightGBM's limit per query with its ndcg metric); split or truncate "
             "the query, or raise data.max_list_len if you do not use LightGBM's ndcg"
@@ -320,6 +334,7 @@ def check_ranking_data(
     if data.n_rows == 0:
         raise DataError(f"{source} has no data rows")
     row_qids = data.row_qids()
+    numbered = data.qid_names is not None and np.array_equal(data.qids, np.arange(data.n_queries))
     table = RawTable(
         features=data.features,
         labels=data.labels.astype(np.float64),
@@ -328,6 +343,7 @@ def check_ranking_data(
         source=source,
         where="row",
         feature_names=data.feature_names,
+        qid_names=tuple(data.qid_names) if numbered and data.qid_names is not None else None,  # as a read numbers them
     )
     check_labels(table, integer_labels=integer_labels, max_label=max_label)
     uniq, counts = np.unique(data.qids, return_counts=True)
@@ -393,7 +409,8 @@ def check_group_sizes(sizes: NDArray[np.int64], n_rows: int, *, query_path: str,
 
 
 def check_split_set(splits: Mapping[str, RankingData], *, sources: Mapping[str, str] | None = None) -> None:
-    """Checks across splits: none is empty; warn when a qid appears in both train and test."""
+    """Checks across splits: none is empty; warn when a qid appears in both train and test
+    (string qids compared as written, not by the numbers each file gives them)."""
     for split, data in splits.items():
         if data.n_rows == 0 or data.n_queries == 0:
             src = f" ({sources[split]})" if sources and split in sources else ""
@@ -401,12 +418,17 @@ def check_split_set(splits: Mapping[str, RankingData], *, sources: Mapping[str, 
     train, test = splits.get("train"), splits.get("test")
     if train is None or test is None:
         return
-    shared = np.intersect1d(train.qids, test.qids)
+    if train.qid_names is None and test.qid_names is None:
+        shared = np.intersect1d(train.qids, test.qids)
+        examples = [str(int(q)) for q in shared[:5]]
+    else:  # ids numbered per file: compare them as written (an integer as its text), not their numbers
+        shared = np.intersect1d(train.written_qids().astype(str), test.written_qids().astype(str))
+        examples = [repr(str(q)) for q in shared[:5]]
     if shared.size:
         logger.warning(
             "%d qids appear in both train and test (e.g. %s); if they are the same queries, test "
             "scores are optimistic: split by query instead",
-            shared.size, ", ".join(str(int(q)) for q in shared[:5]),
+            shared.size, ", ".join(examples),
         )
 
 

@@ -75,7 +75,7 @@ def test_string_qids_and_interleaved_table_rows(tmp_path: Path, caplog: pytest.L
         data = read_ranking_file(path)
     assert data.qids.tolist() == [0, 1]  # numbered in order of first appearance
     assert data.features[:, 0].tolist() == [1.0, 3.0, 2.0]
-    assert any("qid 0 at line 2 comes back at line 4" in r.getMessage() for r in caplog.records)
+    assert any("qid 'b' at line 2 comes back at line 4" in r.getMessage() for r in caplog.records)  # as written
 
 
 def test_lightgbm_query_form(write: WriteFile) -> None:
