@@ -65,6 +65,7 @@ INTEGRATION_MODULES = frozenset(
         "tests/test_model_options.py",
         "tests/models/test_shipped_models.py",
         "tests/models/test_predict_reader_holes.py",
+        "tests/models/test_predict_partitions.py",
         "tests/test_real_data.py",
         "tests/test_training.py",
         "tests/test_round_hook.py",

@@ -45,7 +45,11 @@ def build_parser() -> OneLineParser:
     parser.add_argument("--batch-rows", type=int, default=None, help="rows per batch of a Parquet input (default 100000)")
     parser.add_argument("--qid-column", default=None, help="Parquet/CSV query id column (default: the run's, else qid)")
     parser.add_argument("--label-column", default=None, help="Parquet/CSV label column (default: the run's, else label)")
-    parser.add_argument("--doc-id-column", default=None, help="Parquet/CSV document id column, for the TREC run's docnos")
+    parser.add_argument(
+        "--doc-id-column", default=None,
+        help="Parquet/CSV document id column, for the TREC run's docnos; every file must have it "
+        "(default: the run's data.doc_id_column, read when every file has it, else no doc ids)",
+    )
     parser.add_argument(
         "--dask", action="store_true",
         help="score the Parquet files of --data on Dask workers, one task per file (a folder of whole-query partitions)",

@@ -1,10 +1,11 @@
 """A split stored as a directory of Parquet files of whole queries, read by the Dask workers.
 
 Layout (what :func:`write_query_partitions` writes and :func:`read_query_partitions` reads):
-one file per partition, ``part-00000.parquet``, ``part-00001.parquet``, ... in query order;
-columns ``qid`` (int64 as written; strings are numbered over the files, see
-:func:`read_query_partitions`), ``label`` (int32), optionally ``doc_id`` (text: the rows' document ids,
-never a feature) and the feature columns (float32, in order). Every
+one file per partition, ``part-00000.parquet``, ``part-00001.parquet``, ... in query order (taken
+by number: :func:`ltr.data.query_parts.partition_files`); columns ``qid`` (int64 as written;
+strings are numbered over the files, see :func:`read_query_partitions`), ``label`` (int32),
+optionally ``doc_id`` (text: the rows' document ids, never a feature) and the feature columns
+(float32, in order). Every
 file holds whole queries: the rows of a query are contiguous within one file, and no qid appears
 in two files (both are checked when reading).
 
@@ -24,7 +25,7 @@ import pyarrow.parquet as pq
 
 from ltr.dask.partitions import PartitionedSplit, PartTuple, from_part_futures, sorted_workers
 from ltr.data import doc_ids as doc_id_arrays
-from ltr.data.query_parts import write_query_partitions
+from ltr.data.query_parts import partition_files, write_query_partitions
 from ltr.data.table_features import RowNames, feature_matrix
 from ltr.data.table_qids import number_qids, query_numbers, refuse_string_qids
 from ltr.data.validate import run_starts
@@ -102,7 +103,9 @@ def read_query_partitions(
     label_column: str = "label",
     doc_id_column: str | None = "doc_id",
 ) -> PartitionedSplit:
-    """Have the workers read ``directory/*.parquet`` as one partition per file.
+    """Have the workers read ``directory/*.parquet`` as one partition per file, in the order of
+    their numbers (:func:`ltr.data.query_parts.partition_files`: ``part-99999`` before
+    ``part-100000``).
 
     Parameters
     ----------
@@ -111,7 +114,9 @@ def read_query_partitions(
     qid_column, label_column : names of the qid and label columns; every other column is a
         feature, in the order of the first file's schema
     doc_id_column : the column of document ids, when the files have it (not a feature); the
-        split then carries them (None: no such column)
+        split then carries them. Files without it are read without doc ids
+        (:func:`ltr.data.doc_ids.column_of_files`, the rule ``ltr predict`` reads them by);
+        None: no such column
 
     Returns
     -------
@@ -129,19 +134,18 @@ def read_query_partitions(
         are not contiguous in its file, or a qid in two files.
     """
     directory = Path(directory)
-    paths = sorted(directory.glob("*.parquet"))
+    paths = partition_files(directory)
     if not paths:
         raise DataError(f"no *.parquet files in {directory}")
     schema = pq.read_schema(paths[0])
     for name in (qid_column, label_column):
         if name not in schema.names:
             raise DataError(f"{paths[0]} has no column {name!r}; columns: {', '.join(schema.names)}")
-    if doc_id_column is not None and doc_id_column not in schema.names:
-        doc_id_column = None  # the files have no doc ids
-    features = [n for n in schema.names if n not in (qid_column, label_column, doc_id_column)]
     for path in paths[1:]:
         if pq.read_schema(path).names != schema.names:
             raise DataError(f"{path} has other columns than {paths[0]}")
+    doc_id_column = doc_id_arrays.column_of_files(doc_id_column, [(paths[0], schema.names)])  # None: no doc ids
+    features = [n for n in schema.names if n not in (qid_column, label_column, doc_id_column)]
     firsts = number_qids(paths, qid_column)
     workers = sorted_workers(client)
     futures = [

@@ -35,6 +35,7 @@ from ltr.dask.evaluate import predict_block
 from ltr.dask.partitions import PartitionedSplit
 from ltr.data.arrow_matrix import float32_matrix
 from ltr.data.fingerprint import HASH_HEX_DIGITS
+from ltr.data.query_parts import partition_files
 from ltr.errors import DataError, LtrUserError
 from ltr.metrics import MetricConventions, Strata, per_query_table
 from ltr.metrics.gap import LightgbmGap, gap_from_parts, gap_parts
@@ -55,7 +56,7 @@ def split_directories(data: ParquetPartitionsDataConfig, trainer: TrainerConfig)
     root = Path(str(data.root))
     dirs = {split: root / split for split in SPLITS}
     for split, directory in dirs.items():
-        if not any(directory.glob("*.parquet")):
+        if not partition_files(directory):
             raise DataError(
                 f"data.root={root}: no {split}/*.parquet files; write them with "
                 "ltr partition --train F [--valid F --test F] --out DIR"
@@ -66,19 +67,21 @@ def split_directories(data: ParquetPartitionsDataConfig, trainer: TrainerConfig)
 def partitions_fingerprint(data: ParquetPartitionsDataConfig, trainer: TrainerConfig) -> dict[str, Any]:
     """A fingerprint of the partition files from their metadata only (no rows are read).
 
-    ``sha256`` hashes, per split and file in order, the path relative to ``data.root``, the size
-    in bytes and the row count from the Parquet footer: cheap, but a rewrite that keeps every
-    file's size and row count is not detected (the local data options hash the contents).
+    ``sha256`` hashes, per split and file in partition order (by number), the path relative to
+    ``data.root``, the size in bytes and the row count from the Parquet footer: cheap, but a
+    rewrite that keeps every file's size and row count is not detected (the local data options
+    hash the contents).
     """
     dirs = split_directories(data, trainer)
     out: dict[str, Any] = {"method": "parquet file metadata: relative path, bytes, rows"}
     h = hashlib.sha256()
     for split, directory in dirs.items():
         files = []
-        for path in sorted(directory.glob("*.parquet")):
+        paths = partition_files(directory)
+        for path in paths:
             meta = pq.read_metadata(path)
             files.append({"path": f"{split}/{path.name}", "bytes": path.stat().st_size, "rows": meta.num_rows})
-        names = pq.read_schema(sorted(directory.glob("*.parquet"))[0]).names
+        names = pq.read_schema(paths[0]).names
         n_features = len([n for n in names if n not in (data.qid_column, data.label_column, _doc_id_column(data))])
         entry = json.dumps(files, sort_keys=True)
         h.update(split.encode())
@@ -205,7 +208,7 @@ def first_rows(data: ParquetPartitionsDataConfig, split: str, n_rows: int) -> ND
     """The feature columns (all but the qid, label and document id columns, in file order) of the first
     ``n_rows`` rows of ``split``'s first partition file, as float32 converted as the workers convert
     them (the logged model's input example); reads one row group's worth at most."""
-    path = sorted((Path(str(data.root)) / split).glob("*.parquet"))[0]
+    path = partition_files(Path(str(data.root)) / split)[0]
     reader = pq.ParquetFile(path)
     names = [n for n in reader.schema_arrow.names if n not in (data.qid_column, data.label_column, _doc_id_column(data))]
     batch = next(reader.iter_batches(batch_size=n_rows, columns=names))

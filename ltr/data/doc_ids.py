@@ -11,14 +11,62 @@ never a feature and never part of the data fingerprint.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
+from ltr.errors import DataError
+
 logger = logging.getLogger(__name__)
+
+
+def column_of_files(
+    column: str | None, schemas: Sequence[tuple[str | Path, Collection[str]]], *, asked_by: str | None = None
+) -> str | None:
+    """The document id column that Parquet / CSV files are read with: one rule for ``ltr train``'s
+    partition reader and ``ltr predict``.
+
+    Parameters
+    ----------
+    column : the column named for document ids, or None (no doc ids)
+    schemas : every file and its column names, in reading order
+    asked_by : who named ``column`` when a user asked for it by name (``"--doc-id-column"``):
+        then every file must have it. None: ``column`` is a default (``data.doc_id_column`` of
+        ``data=parquet_partitions``, a run's logged setting), which a file may lack.
+
+    Returns
+    -------
+    str or None
+        ``column`` when every file has it; None when ``column`` is None, or is a default that a
+        file lacks: the files are then read without doc ids (one warning naming a file without
+        and one with, when only some have it, as :func:`concat` stacks parts).
+
+    Raises
+    ------
+    DataError
+        ``asked_by`` given and a file without ``column`` (one line naming the file and the option).
+
+    Examples
+    --------
+    >>> column_of_files("doc_id", [("part-0.parquet", ["qid", "label", "f1"])])
+    >>> column_of_files("doc_id", [("part-0.parquet", ["qid", "label", "doc_id", "f1"])])
+    'doc_id'
+    """
+    if column is None:
+        return None
+    missing = [path for path, names in schemas if column not in names]
+    if not missing:
+        return column
+    if asked_by is not None:
+        raise DataError(f"{missing[0]} has no document id column {column!r} ({asked_by})")
+    if len(missing) < len(schemas):
+        having = next(path for path, names in schemas if column in names)
+        logger.warning("%s has no document id column %r but %s has; no file's doc ids are read", missing[0], column, having)
+    return None
 
 
 def from_arrow(column: pa.Array | pa.ChunkedArray) -> NDArray[np.object_]:

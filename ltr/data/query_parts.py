@@ -2,9 +2,10 @@
 
 Layout (what `write_query_partitions` writes and :func:`ltr.dask.parquet.read_query_partitions`
 reads): one file per partition, ``part-00000.parquet``, ``part-00001.parquet``, ... in query
-order; columns ``qid`` (int64; string when the data's qids are ids, ``RankingData.qid_names``:
-the qids as written), ``label`` (int32), ``doc_id`` (string; only when the data has doc ids) and
-the feature columns (float32, in order).
+order, taken by number (:func:`partition_files`: ``part-100000.parquet`` after
+``part-99999.parquet``); columns ``qid`` (int64; string when the data's qids are ids,
+``RankingData.qid_names``: the qids as written), ``label`` (int32), ``doc_id`` (string; only when
+the data has doc ids) and the feature columns (float32, in order).
 Every file holds whole queries. This module needs neither Dask nor LightGBM (``ltr partition``
 uses it); pyarrow is imported when a file is written.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,9 +27,36 @@ from ltr.errors import DataError
 
 log = logging.getLogger(__name__)
 
+#: A run of digits in a file name (compared as a number by :func:`partition_key`).
+_DIGITS = re.compile(r"(\d+)")
+
 #: Called after each file is written: (partition index, number of partitions, path, first query,
 #: end query, first row, end row).
 OnFile = Callable[[int, int, Path, int, int, int, int], None]
+
+
+def partition_key(name: str) -> tuple[tuple[tuple[str, int], ...], str]:
+    """The sort key of a partition file's name: its runs of digits compared as numbers, so
+    ``part-9.parquet`` < ``part-10.parquet`` and ``part-99999.parquet`` < ``part-100000.parquet``
+    (the order :func:`write_query_partitions` writes in, at any count and digit width); names
+    equal but for leading zeros are ordered as text.
+
+    Examples
+    --------
+    >>> sorted(["part-100000.parquet", "part-10001.parquet", "part-9.parquet"], key=partition_key)
+    ['part-9.parquet', 'part-10001.parquet', 'part-100000.parquet']
+    """
+    pieces = _DIGITS.split(name)  # text, digits, text, ..., text
+    numbers = [int(d) for d in pieces[1::2]] + [-1]
+    return tuple(zip(pieces[::2], numbers, strict=True)), name
+
+
+def partition_files(directory: Path) -> list[Path]:
+    """The ``*.parquet`` files of ``directory`` in partition order (by :func:`partition_key` of
+    their names): the order every reader of a directory of partitions (``ltr train
+    data=parquet_partitions``, ``ltr predict --data DIR``, with or without ``--dask``) takes its
+    files and queries in; empty when it holds none."""
+    return sorted(directory.glob("*.parquet"), key=lambda p: partition_key(p.name))
 
 
 def query_partition_bounds(offsets: NDArray[np.int64], n_partitions: int) -> NDArray[np.int64]:

@@ -277,13 +277,42 @@ def _read_arrow(
             return pq.read_table(path, columns=columns)
         import pyarrow.csv as pcsv
 
-        if delimiter is None:
-            stem = path.name.lower().removesuffix(".gz").removesuffix(".bz2").removesuffix(".zst")
-            delimiter = "\t" if stem.endswith(".tsv") else ","
-        return pcsv.read_csv(path, parse_options=pcsv.ParseOptions(delimiter=delimiter))
+        return pcsv.read_csv(path, parse_options=pcsv.ParseOptions(delimiter=_csv_delimiter(path, delimiter)))
     except (pa.ArrowInvalid, OSError) as exc:
         detail = " ".join(str(exc).split())
         raise DataError(f"cannot read {path} as {kind}: {detail}") from None
+
+
+def table_columns(path: str | Path, *, kind: str, delimiter: str | None = None) -> list[str]:
+    """The column names of a Parquet (its footer) or CSV (its header: the first block is read)
+    file, as :func:`read_table` would find them.
+
+    Raises
+    ------
+    DataError
+        a file that cannot be read as ``kind`` (one line, as :func:`read_table` says it).
+    """
+    path = Path(path)
+    try:
+        if kind == "parquet":
+            import pyarrow.parquet as pq
+
+            return list(pq.read_schema(path).names)
+        import pyarrow.csv as pcsv
+
+        with pcsv.open_csv(path, parse_options=pcsv.ParseOptions(delimiter=_csv_delimiter(path, delimiter))) as reader:
+            return list(reader.schema.names)
+    except (pa.ArrowInvalid, OSError) as exc:
+        detail = " ".join(str(exc).split())
+        raise DataError(f"cannot read {path} as {kind}: {detail}") from None
+
+
+def _csv_delimiter(path: Path, delimiter: str | None) -> str:
+    """``delimiter``, else tab for a ``.tsv`` file (compressed or not), else comma."""
+    if delimiter is not None:
+        return delimiter
+    stem = path.name.lower().removesuffix(".gz").removesuffix(".bz2").removesuffix(".zst")
+    return "\t" if stem.endswith(".tsv") else ","
 
 
 def _first_non_numeric(arr: pa.ChunkedArray) -> str:

@@ -7,7 +7,11 @@
   file's size. Features are read **by name**: the model's feature names
   (Parquet column names, or ``f1 .. fN`` for models trained on text files); a missing one is one
   line naming the file and the column; other columns are not read. The label column is optional
-  (no labels: nothing to evaluate); a document id column (``doc_id_column``) is kept for TREC runs.
+  (no labels: nothing to evaluate); a document id column is kept for TREC runs: one given
+  (``doc_id_column``, ``--doc-id-column``) must be in every file, the run's
+  (``data.doc_id_column``) is read when every file has it, else the files are scored without
+  doc ids, as ``ltr train`` read them (:func:`ltr.data.doc_ids.column_of_files`; CSV files
+  likewise, by their headers).
   Feature values are converted as ``ltr train`` converts them
   (:func:`ltr.data.table_features.feature_matrix`: the same float32 bits); an infinite or
   non-numeric one is refused in one line naming the file, the column and, for a value, its row
@@ -39,8 +43,11 @@ from numpy.typing import NDArray
 
 from ltr.config.choices import RerankKind
 from ltr.data.arrow_matrix import to_float64
+from ltr.data.doc_ids import column_of_files
 from ltr.data.load import reader_options
+from ltr.data.query_parts import partition_files
 from ltr.data.ranking_data import RankingData
+from ltr.data.read_columns import table_columns
 from ltr.data.readers import concat_ranking_data, detect_format, read_ranking_file, widen
 from ltr.data.table_features import RowNames, feature_matrix, is_numeric
 from ltr.data.table_qids import qids_are_ids, query_numbers, refuse_string_qids
@@ -54,6 +61,9 @@ log = logging.getLogger(__name__)
 
 #: Rows per batch of a streamed Parquet input (about 54 MB of float32 features at 136 columns).
 DEFAULT_BATCH_ROWS = 100_000
+
+#: The option naming a document id column (``doc_id_column`` of :func:`ltr.api.predict`).
+DOC_ID_OPTION = "--doc-id-column"
 
 #: What a message on a non-numeric feature column of a Parquet input advises.
 NOT_NUMERIC_HINT = "the model was trained on numbers: write the column as numbers"
@@ -78,10 +88,13 @@ class PredictInput:
 
 
 def parquet_files(paths: Sequence[Path]) -> list[Path]:
+    """The Parquet files of ``paths``, in the order given: a directory stands for its
+    ``*.parquet`` files in partition order (by number: :func:`ltr.data.query_parts.partition_files`,
+    as ``ltr train data=parquet_partitions`` reads them)."""
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found = sorted(path.glob("*.parquet"))
+            found = partition_files(path)
             if not found:
                 raise DataError(f"{path} holds no *.parquet files")
             files += found
@@ -96,13 +109,22 @@ def column_names(
     run: LoggedRun, qid_column: str | None, label_column: str | None, doc_id_column: str | None
 ) -> tuple[str, str, str | None]:
     """The qid, label and document id columns: those given, else the run's data settings
-    (``data.qid_column`` ...), else ``qid`` / ``label`` / none."""
+    (``data.qid_column`` ...), else ``qid`` / ``label`` / none. A document id column given is
+    required of every file; the run's is read where the files have it (:func:`doc_id_asked_by`)."""
     data_cfg = run.spec.config.data
     return (
         qid_column or str(getattr(data_cfg, "qid_column", "qid")),
         label_column or str(getattr(data_cfg, "label_column", "label")),
         doc_id_column or getattr(data_cfg, "doc_id_column", None),
     )
+
+
+def doc_id_asked_by(doc_id_column: str | None) -> str | None:
+    """Who asked for the document id column by name: ``--doc-id-column`` when it was given
+    (every file must have it), None when it is the run's ``data.doc_id_column`` (a file without it
+    is scored without doc ids, as ``ltr train`` read the run's partitions:
+    :func:`ltr.data.doc_ids.column_of_files`)."""
+    return None if doc_id_column is None else DOC_ID_OPTION
 
 
 def _is_parquet(paths: Sequence[Path], fmt: str) -> bool:
@@ -132,14 +154,18 @@ def open_input(
     if not files:
         raise LtrUserError("no data given: pass --data FILE or --split test")
     data_cfg = run.spec.config.data
+    asked_by = doc_id_asked_by(doc_id_column)
     qid_column, label_column, doc_id_column = column_names(run, qid_column, label_column, doc_id_column)
     if _is_parquet(files, fmt):
-        return _parquet_input(run, parquet_files(files), batch_rows, qid_column, label_column, doc_id_column)
+        return _parquet_input(run, parquet_files(files), batch_rows, qid_column, label_column, doc_id_column, asked_by)
     for f in files:
         if not f.is_file():
             raise DataError(f"data file {f} does not exist; check the path")
     options = {k: v for k, v in reader_options(data_cfg).items() if k in ("integer_labels", "max_label", "max_list_len", "delimiter")}
     text = fmt in ("auto", "letor", "svmlight", "lightgbm") and all(detect_format(f) != "csv" for f in files)
+    if not text and doc_id_column is not None:  # CSV: the rule of Parquet files, on the headers
+        headers = [(f, table_columns(f, kind="csv", delimiter=options.get("delimiter"))) for f in files]
+        doc_id_column = column_of_files(doc_id_column, headers, asked_by=asked_by)
     parts = [
         read_ranking_file(
             f, format=fmt, n_features=run.n_features if text else None, qid_column=qid_column,
@@ -196,16 +222,27 @@ class ParquetPlan:
     max_gain: float | None
     #: the qids are ids (strings): numbered 0, 1, ... in order of first appearance, written as they are
     qid_ids: bool = False
+    #: the document id column read (every file has it), or None: no doc ids
+    doc_id_column: str | None = None
 
 
 def parquet_input_plan(
-    run: LoggedRun, files: list[Path], qid_column: str, label_column: str, doc_id_column: str | None
+    run: LoggedRun,
+    files: list[Path],
+    qid_column: str,
+    label_column: str,
+    doc_id_column: str | None,
+    doc_id_asked_by: str | None = None,
 ) -> ParquetPlan:
     """Check every file's columns against the model's feature names (one line naming the file and
-    the first missing column) and read the label columns for ERR's normaliser."""
+    the first missing column) and read the label columns for ERR's normaliser. The document id
+    column is read when every file has it; a file without it is one line when ``doc_id_asked_by``
+    names the option that asked for it, else the files are scored without doc ids
+    (:func:`ltr.data.doc_ids.column_of_files`, the rule of ``ltr train``'s partition reader)."""
     names = run.feature_names
     n_rows = 0
     labelled = True
+    schemas: list[tuple[Path, list[str]]] = []
     for path in files:
         try:
             schema = pq.read_schema(path)
@@ -220,15 +257,15 @@ def parquet_input_plan(
                 + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
                 + f"; the model of run {run.label} takes {names[0]} .. {names[-1]} by name"
             )
-        if doc_id_column is not None and doc_id_column not in present:
-            raise DataError(f"{path} has no document id column {doc_id_column!r} (--doc-id-column)")
+        schemas.append((path, schema.names))
         labelled = labelled and label_column in present
+    doc_id_column = column_of_files(doc_id_column, schemas, asked_by=doc_id_asked_by)
     max_gain = None
     if labelled:
         top = max(int(pa.compute.max(pq.read_table(p, columns=[label_column]).column(0)).as_py() or 0) for p in files)
         max_gain = largest_gain(np.array([top], dtype=np.int64), run.spec.conventions)
     columns = [qid_column, *([label_column] if labelled else []), *([doc_id_column] if doc_id_column else []), *names]
-    return ParquetPlan(columns, labelled, n_rows, max_gain, qids_are_ids(files, qid_column))
+    return ParquetPlan(columns, labelled, n_rows, max_gain, qids_are_ids(files, qid_column), doc_id_column)
 
 
 def whole_input_warning(run: LoggedRun, files: list[Path]) -> str | None:
@@ -241,9 +278,15 @@ def whole_input_warning(run: LoggedRun, files: list[Path]) -> str | None:
 
 
 def _parquet_input(
-    run: LoggedRun, files: list[Path], batch_rows: int, qid_column: str, label_column: str, doc_id_column: str | None
+    run: LoggedRun,
+    files: list[Path],
+    batch_rows: int,
+    qid_column: str,
+    label_column: str,
+    doc_id_column: str | None,
+    doc_id_asked_by: str | None,
 ) -> PredictInput:
-    plan = parquet_input_plan(run, files, qid_column, label_column, doc_id_column)
+    plan = parquet_input_plan(run, files, qid_column, label_column, doc_id_column, doc_id_asked_by)
     names = run.feature_names
     whole = whole_input_warning(run, files)
     if whole is not None and len(files) == 1:
@@ -252,7 +295,7 @@ def _parquet_input(
     label = label_column if plan.labelled else None
 
     def batches() -> Iterator[RankingData]:
-        return _stream(files, plan.columns, names, qid_column, label, doc_id_column, batch_rows, qid_ids=plan.qid_ids)
+        return _stream(files, plan.columns, names, qid_column, label, plan.doc_id_column, batch_rows, qid_ids=plan.qid_ids)
 
     described = f"{len(files)} Parquet file{'s' if len(files) > 1 else ''} ({files[0]}{' ...' if len(files) > 1 else ''})"
     return PredictInput(described, batches, plan.labelled, plan.n_rows, plan.max_gain, streamed=True)

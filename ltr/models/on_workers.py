@@ -40,6 +40,7 @@ from ltr.models.inputs import (
     ParquetPlan,
     PredictInput,
     column_names,
+    doc_id_asked_by,
     parquet_files,
     parquet_input_plan,
     read_whole_file,
@@ -135,9 +136,10 @@ def dask_input(
     ``run``'s model, to be scored on the cluster ``trainer`` describes (a LocalCluster of
     ``n_workers`` x ``threads_per_worker``, or ``scheduler_address``). Column options default to
     the run's data settings, then ``qid`` / ``label``, as :func:`ltr.models.inputs.open_input`."""
+    asked_by = doc_id_asked_by(doc_id_column)
     qid_column, label_column, doc_id_column = column_names(run, qid_column, label_column, doc_id_column)
     files = parquet_files([Path(p).expanduser() for p in paths])
-    plan = parquet_input_plan(run, files, qid_column, label_column, doc_id_column)
+    plan = parquet_input_plan(run, files, qid_column, label_column, doc_id_column, asked_by)
     first_qids = number_qids(files, qid_column)  # ids: checked and numbered over the files
     if first_qids is None:
         check_query_files(files, qid_column)
@@ -145,7 +147,7 @@ def dask_input(
     described = f"{len(files)} Parquet file{'s' if len(files) > 1 else ''} on Dask workers ({files[0]}{' ...' if len(files) > 1 else ''})"
     source = PredictInput(described, lambda: iter(()), plan.labelled, plan.n_rows, plan.max_gain, streamed=True)
     return WorkerInput(
-        run, files, plan, trainer, qid_column, label_column if plan.labelled else None, doc_id_column, source, first_qids
+        run, files, plan, trainer, qid_column, label_column if plan.labelled else None, plan.doc_id_column, source, first_qids
     )
 
 

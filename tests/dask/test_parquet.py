@@ -114,3 +114,20 @@ def test_a_text_column_in_a_partition_is_one_line(tmp_path: Path) -> None:
     pq.write_table(pa.table({"qid": [1, 1], "label": pa.array([0, 1], pa.int32()), "f0": [0.5, 1.5], "url": ["a", "b"]}), path)
     with pytest.raises(DataError, match=r"^feature column 'url' of .*part-00000\.parquet is not numeric \(type string\); convert it: every column"):
         read_part(str(path), "qid", "label", ["f0", "url"])
+
+
+def test_files_are_read_in_the_order_of_their_numbers(client: Any, tmp_path: Path) -> None:
+    """Files named ``part-0.parquet`` .. ``part-11.parquet`` (numbers of one and two digits, as
+    ``part-99999`` and ``part-100000`` are past 99,999 partitions): read in the written order, not
+    as text sorts the names (``part-10`` before ``part-2``)."""
+    data = random_ranking_data(8, n_queries=40)
+    written = write_query_partitions(data, tmp_path / "padded", n_partitions=12)
+    widths = tmp_path / "widths"
+    widths.mkdir()
+    for i, path in enumerate(written):
+        path.rename(widths / f"part-{i}.parquet")
+    assert sorted(p.name for p in widths.iterdir())[2] == "part-10.parquet"
+    split = read_query_partitions(client, widths)
+    np.testing.assert_array_equal(split.qids.compute(), data.qids)
+    np.testing.assert_array_equal(split.group_sizes.compute(), data.group_sizes)
+    np.testing.assert_array_equal(split.features.compute(), data.features)
