@@ -66,6 +66,7 @@ def _run(args: argparse.Namespace) -> int:
     from omegaconf import OmegaConf
 
     from ltr.cli.compare import print_terminal
+    from ltr.compare.align import UnpairedQids
     from ltr.compare.loading import load_comparison
     from ltr.config.compose import compose_train
     from ltr.experiment import run as pipeline
@@ -122,9 +123,13 @@ def _run(args: argparse.Namespace) -> int:
     if target is not store:
         print(f"(the rerun is in {target.uri}: ltr compare reads one store, so no per-stratum comparison)")
         return 0
-    loaded = load_comparison(
-        [source.run_id, rerun.run_id], tracking_uri=store.uri, experiment=experiment, force=True, n_resamples=2000
-    )
+    try:
+        loaded = load_comparison(
+            [source.run_id, rerun.run_id], tracking_uri=store.uri, experiment=experiment, force=True, n_resamples=2000
+        )
+    except UnpairedQids as exc:  # a source run logged before string qids were kept as written
+        print(f"(no per-stratum comparison: {exc})")
+        return 0
     print_terminal(loaded.comparison)
     sys.stdout.flush()
     return 0

@@ -1,4 +1,8 @@
-"""Align the per-query tables of several runs by ``qid``: one value matrix per metric."""
+"""Align the per-query tables of several runs by ``qid``: one value matrix per metric.
+
+Qids are integers, or strings as the data wrote them (string-qid data since ltr kept them as
+written in its tables); tables of the two kinds are never paired (:func:`align_tables`).
+"""
 
 from __future__ import annotations
 
@@ -62,6 +66,43 @@ def _check_table(table: pd.DataFrame, label: str, metrics: Sequence[str]) -> Non
         raise LtrUserError(f"the per-query table of run {label!r} lists qid {qid!r} more than once")
 
 
+def _qid_kind(table: pd.DataFrame, label: str) -> str:
+    """``"string"`` (the qids as written), ``"number"`` or ``"empty"``: how the table names its
+    queries; a table that mixes strings and numbers is refused in one line."""
+    kind = pd.api.types.infer_dtype(table["qid"], skipna=False)
+    if kind.startswith("mixed"):
+        raise LtrUserError(
+            f"the per-query table of run {label!r} names its queries by strings and by numbers "
+            f"({', '.join(map(repr, table['qid'].drop_duplicates().head(3)))}, ...)"
+        )
+    return kind if kind in ("string", "empty") else "number"
+
+
+class UnpairedQids(LtrUserError):
+    """Per-query tables that name their queries by strings (as written) and by numbers."""
+
+
+def _first_qid(table: pd.DataFrame) -> object:
+    """The table's first qid as a Python value (its repr names it as the table holds it)."""
+    first: object = table["qid"].iloc[:1].tolist()[0]
+    return first
+
+
+def _check_qid_kinds(tables: Sequence[pd.DataFrame], labels: Sequence[str]) -> None:
+    """Integer qids are paired with integer qids and string qids with string qids, never one with
+    the other: a table logged before ltr kept string qids as written holds the readers' numbers
+    (0, 1, ... in file order), which name no string qid reliably."""
+    kinds = [_qid_kind(table, label) for table, label in zip(tables, labels, strict=True)]
+    if "string" in kinds and "number" in kinds:
+        s, i = kinds.index("string"), kinds.index("number")
+        raise UnpairedQids(
+            f"run {labels[s]!r} names its queries as written (qid {_first_qid(tables[s])!r}) but run "
+            f"{labels[i]!r} by numbers (qid {_first_qid(tables[i])!r}): a run logged before ltr kept "
+            f"string qids as written numbers them 0, 1, ..., which pairs no query reliably; re-run "
+            f"{labels[i]!r} (ltr rerun) to compare them"
+        )
+
+
 def align_tables(
     tables: Sequence[pd.DataFrame], labels: Sequence[str], *, metrics: Sequence[str]
 ) -> AlignedRuns:
@@ -84,7 +125,9 @@ def align_tables(
     Raises
     ------
     LtrUserError
-        A table lacks a column or repeats a qid, or the tables share no query.
+        A table lacks a column or repeats a qid, the tables share no query, or one names its
+        queries by strings (the qids as written) and another by integers (a table logged
+        before ltr kept string qids as written: its numbers cannot be paired with the strings).
 
     Examples
     --------
@@ -100,6 +143,7 @@ def align_tables(
         raise ValueError("no tables to align")
     for table, label in zip(tables, labels, strict=True):
         _check_table(table, label, metrics)
+    _check_qid_kinds(tables, labels)
     first = tables[0]
     shared = pd.Index(first["qid"])
     for table in tables[1:]:

@@ -125,7 +125,8 @@ def read_query_partitions(
         has gathered only the partition sizes and the qids (one integer per query), to check that
         no qid appears in two files. String qids are numbered 0, 1, ... in order of first
         appearance over the files, as ``ltr train`` numbers them in one file (the client reads
-        the qid columns for that: :func:`ltr.data.table_qids.number_qids`).
+        the qid columns for that: :func:`ltr.data.table_qids.number_qids`), and kept as
+        written in ``qid_names`` (the per-query tables name the queries by them).
 
     Raises
     ------
@@ -146,12 +147,12 @@ def read_query_partitions(
             raise DataError(f"{path} has other columns than {paths[0]}")
     doc_id_column = doc_id_arrays.column_of_files(doc_id_column, [(paths[0], schema.names)])  # None: no doc ids
     features = [n for n in schema.names if n not in (qid_column, label_column, doc_id_column)]
-    firsts = number_qids(paths, qid_column)
+    numbering = number_qids(paths, qid_column)
     workers = sorted_workers(client)
     futures = [
         client.submit(
             read_part, str(path), qid_column, label_column, features, doc_id_column,
-            None if firsts is None else firsts[i], workers=[workers[i % len(workers)]], pure=False,
+            None if numbering is None else numbering.firsts[i], workers=[workers[i % len(workers)]], pure=False,
         )
         for i, path in enumerate(paths)
     ]
@@ -171,4 +172,5 @@ def read_query_partitions(
         n_features=len(features),
         feature_names=tuple(features),
         has_doc_ids=doc_id_column is not None,
+        qid_names=None if numbering is None else np.asarray(numbering.names, dtype=object),
     )

@@ -36,6 +36,7 @@ from ltr.dask.partitions import PartitionedSplit
 from ltr.data.arrow_matrix import float32_matrix
 from ltr.data.fingerprint import HASH_HEX_DIGITS
 from ltr.data.query_parts import partition_files
+from ltr.data.ranking_data import with_written_qids
 from ltr.errors import DataError, LtrUserError
 from ltr.metrics import MetricConventions, Strata, per_query_table
 from ltr.metrics.gap import LightgbmGap, gap_from_parts, gap_parts
@@ -135,7 +136,9 @@ def partitioned_tables(
 
     Equal to ``per_query_table`` / ``lightgbm_gap`` on the whole split with the scores of
     ``booster.predict(features, num_iteration=num_iteration)``; only the per-query rows reach
-    the client.
+    the client. The table's ``qid`` column holds the qids as written: the split's strings
+    (``split.qid_names``, named on the client by :func:`ltr.data.ranking_data.with_written_qids`)
+    when its qids are ids, else the integers.
     """
     parts = split.partitions()
     gains = client.gather(client.compute([delayed(largest_gain, pure=True)(p[1], conventions) for p in parts]))
@@ -150,6 +153,8 @@ def partitioned_tables(
     ]
     results = client.gather(client.compute(blocks))
     table = pd.concat([r[0] for r in results], ignore_index=True)
+    if split.qid_names is not None:  # numbers 0, 1, ... over the split's files
+        table = with_written_qids(table, np.arange(split.qid_names.shape[0], dtype=np.int64), split.qid_names)
     gap = gap_from_parts(pd.concat([r[1] for r in results], ignore_index=True), gap_k)
     return table, gap
 

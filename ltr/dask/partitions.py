@@ -39,6 +39,8 @@ class PartitionedSplit:
     ``features`` float32 (n_rows, n_features), ``labels`` int32 (n_rows,), ``group_sizes`` int64
     (n_queries,), ``qids`` int64 (n_queries,); chunk ``i`` of each belongs to partition ``i``.
     ``doc_ids`` (object, (n_rows,), chunked like ``labels``) when the partitions have doc ids.
+    ``qid_names`` (object, on the client, not chunked) when the qids are ids (strings) numbered
+    0, 1, ... over the split's files: ``qid_names[n]`` is the qid as written of number ``n``.
     """
 
     features: da.Array
@@ -47,6 +49,7 @@ class PartitionedSplit:
     qids: da.Array
     feature_names: tuple[str, ...] = ()
     doc_ids: da.Array | None = None
+    qid_names: NDArray[np.object_] | None = None
 
     def __post_init__(self) -> None:
         rows, queries = self.labels.chunks[0], self.group_sizes.chunks[0]
@@ -99,11 +102,13 @@ def from_part_futures(
     n_features: int,
     feature_names: tuple[str, ...] = (),
     has_doc_ids: bool = False,
+    qid_names: NDArray[np.object_] | None = None,
 ) -> PartitionedSplit:
     """A :class:`PartitionedSplit` from futures of :data:`PartTuple`, one per partition.
 
     ``n_rows[i]`` and ``n_queries[i]`` must be the sizes of partition ``i`` (the arrays' chunk
-    sizes); ``has_doc_ids``: every part's doc ids are an array (else None). Nothing is computed here.
+    sizes); ``has_doc_ids``: every part's doc ids are an array (else None); ``qid_names``: the
+    qid as written of every number 0, 1, ... when the qids are ids. Nothing is computed here.
     """
     getitem = delayed(operator.getitem, pure=True)
 
@@ -122,6 +127,7 @@ def from_part_futures(
         qids=column(3, (), np.int64),
         feature_names=feature_names,
         doc_ids=column(4, (), np.object_) if has_doc_ids else None,
+        qid_names=qid_names,
     )
 
 

@@ -27,10 +27,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def text_feature_names(n_features: int) -> list[str]:
@@ -171,6 +174,11 @@ class RankingData:
         """Every query's qid as the input wrote it: ``qid_names`` when given, else ``qids``."""
         return self.qids if self.qid_names is None else self.qid_names
 
+    def with_written_qids(self, table: pd.DataFrame) -> pd.DataFrame:
+        """``table`` (one row per query of this data, ``qid`` holding ``qids``) with its qids as
+        written: :func:`with_written_qids` of ``qids`` and ``qid_names``."""
+        return with_written_qids(table, self.qids, self.qid_names)
+
     def row_qids(self) -> NDArray[np.int64]:
         """The qid of every row, shape (n_rows,)."""
         return np.repeat(self.qids, self.group_sizes)
@@ -197,6 +205,48 @@ class RankingData:
             doc_ids=None if self.doc_ids is None else self.doc_ids[rows],
             qid_names=None if self.qid_names is None else self.qid_names[query_index],
         )
+
+
+def written_qids_of(numbers: ArrayLike, qids: NDArray[np.integer], names: NDArray[np.object_]) -> NDArray[np.object_]:
+    """The qid as written of every query number of ``numbers``: ``names[i]`` where ``qids[i]`` is
+    the number (the readers number string qids 0, 1, ...; :attr:`RankingData.qid_names`).
+
+    Raises
+    ------
+    ValueError
+        a number that is not one of ``qids`` (a table of other queries than the data's).
+
+    Examples
+    --------
+    >>> written_qids_of([5, 2], np.array([2, 5]), np.array(["q-a", "q-b"], dtype=object)).tolist()
+    ['q-b', 'q-a']
+    """
+    wanted = np.asarray(numbers, dtype=np.int64)
+    known = np.asarray(qids, dtype=np.int64)
+    if np.array_equal(wanted, known):  # a table in the data's own query order: no search
+        return np.asarray(names, dtype=object).copy()
+    order = np.argsort(known, kind="stable")
+    at = np.searchsorted(known, wanted, sorter=order)
+    found = at < known.shape[0]
+    found[found] = known[order[at[found]]] == wanted[found]
+    if not found.all():
+        raise ValueError(f"query number {int(wanted[~found][0])} is not one of the data's {known.shape[0]} queries")
+    return np.asarray(names, dtype=object)[order[at]]
+
+
+def with_written_qids(
+    table: pd.DataFrame, qids: NDArray[np.integer], names: NDArray[np.object_] | None
+) -> pd.DataFrame:
+    """A per-query table with its qids as the input wrote them: ``qid`` numbers of ``qids``
+    replaced by their ``names`` (:func:`written_qids_of`), when the data's qids were strings;
+    ``table`` itself, untouched, when ``names`` is None (integer qids: the same frame, the same
+    bytes when written). With :func:`written_qids_of` (``ltr evaluate``'s columns), the one way
+    every per-query table ltr writes (``ltr train``'s ``per_query/{split}`` artifacts, local or
+    Dask; ``ltr predict --per-query``; ``ltr evaluate --data ... --per-query``) turns the readers'
+    numbers back into the qids as written: the metric kernels work on the numbers."""
+    if names is None:
+        return table
+    return table.assign(qid=written_qids_of(table["qid"].to_numpy(), qids, names))
 
 
 def _checked_positions(positions: NDArray[np.integer], n_rows: int) -> NDArray[np.int32]:

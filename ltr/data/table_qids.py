@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -107,11 +108,20 @@ def qids_are_ids(paths: Sequence[Path], qid_column: str) -> bool:
     return False
 
 
-def number_qids(paths: list[Path], qid_column: str) -> list[int] | None:
-    """The first number of each file's queries when the files' qids are ids (a string column, or
-    uint64 beyond int64, in any file): numbered 0, 1, ... in order of first appearance over the
-    files in order, as ``ltr train`` numbers them in one file (read on the client: the qid
-    columns alone); None when every file's qids are integers.
+class QidNumbering(NamedTuple):
+    """How :func:`number_qids` numbered the ids of several files: ``firsts[i]`` is the first number
+    of file ``i``'s queries, ``names[n]`` the qid as written of number ``n`` (0, 1, ...)."""
+
+    firsts: list[int]
+    names: list[str]
+
+
+def number_qids(paths: list[Path], qid_column: str) -> QidNumbering | None:
+    """The numbering of the files' qids when they are ids (a string column, or uint64 beyond
+    int64, in any file): numbered 0, 1, ... in order of first appearance over the files in order,
+    as ``ltr train`` numbers them in one file (read on the client: the qid columns alone), with
+    the first number of each file and every number's qid as written; None when every file's
+    qids are integers.
 
     Raises
     ------
@@ -135,4 +145,4 @@ def number_qids(paths: list[Path], qid_column: str) -> list[int] | None:
         firsts.append(len(first_file))
         first_file.update(dict.fromkeys(names, path))
     log.info("%s: %d string qids numbered 0.. in order of first appearance", paths[0].parent, len(first_file))
-    return firsts
+    return QidNumbering(firsts, list(first_file))

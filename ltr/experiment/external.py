@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ltr.data.ranking_data import written_qids_of
 from ltr.data.trec import read_trec
 from ltr.errors import DataError, LtrUserError
 from ltr.metrics import MetricConventions, Strata, resolve_conventions
@@ -315,10 +316,13 @@ def _evaluate_data(
             f"{data.n_rows} rows (one score per row, in row order)"
         )
     max_gain = _max_gain(err_max_grade, conventions, np.asarray(data.labels))
-    return per_query_columns(
+    columns = per_query_columns(
         data.labels, values, data.offsets, data.qids, ks=ks, conventions=conventions,
         max_gain=max_gain, full_ap=full_ap,
     )  # fmt: skip
+    if data.qid_names is not None:  # the table names the queries as written, not by their numbers
+        columns["qid"] = written_qids_of(columns["qid"], data.qids, data.qid_names)
+    return columns
 
 
 def score_array(scores: ArrayLike) -> np.ndarray[Any, np.dtype[np.float64]]:

@@ -60,14 +60,17 @@ def query_table(
     """The per-query table of ``scores`` on ``data`` under the run's conventions (cut-offs
     ``spec.table_ks``), with the re-ranker's diversity columns if any, and last ``top_doc_id``
     (the document ranked first) when ``data`` has doc ids. ``max_gain``: ERR's
-    normaliser when ``data`` is a part of a split (the split's largest gain)."""
+    normaliser when ``data`` is a part of a split (the split's largest gain). The ``qid`` column
+    holds the qids as written (:meth:`RankingData.with_written_qids`: the strings of string-qid
+    data, else the integers), not the numbers the metrics ran on."""
     table = per_query_table(
         data.labels, scores, data.offsets, data.qids,
         ks=spec.table_ks, conventions=spec.conventions, strata=spec.strata, max_gain=max_gain,
     )  # fmt: skip
     if diversity is not None:
         table = pd.concat([table, diversity.set_axis(table.index)], axis=1)
-    return with_top_doc_ids(table, data.doc_ids, scores, data.offsets, labels=data.labels, ties=spec.conventions.ties)
+    table = with_top_doc_ids(table, data.doc_ids, scores, data.offsets, labels=data.labels, ties=spec.conventions.ties)
+    return data.with_written_qids(table)
 
 
 @dataclass(frozen=True)

@@ -140,14 +140,15 @@ def dask_input(
     qid_column, label_column, doc_id_column = column_names(run, qid_column, label_column, doc_id_column)
     files = parquet_files([Path(p).expanduser() for p in paths])
     plan = parquet_input_plan(run, files, qid_column, label_column, doc_id_column, asked_by)
-    first_qids = number_qids(files, qid_column)  # ids: checked and numbered over the files
-    if first_qids is None:
+    numbering = number_qids(files, qid_column)  # ids: checked and numbered over the files
+    if numbering is None:
         check_query_files(files, qid_column)
     whole_input_warning(run, files)
     described = f"{len(files)} Parquet file{'s' if len(files) > 1 else ''} on Dask workers ({files[0]}{' ...' if len(files) > 1 else ''})"
     source = PredictInput(described, lambda: iter(()), plan.labelled, plan.n_rows, plan.max_gain, streamed=True)
     return WorkerInput(
-        run, files, plan, trainer, qid_column, label_column if plan.labelled else None, plan.doc_id_column, source, first_qids
+        run, files, plan, trainer, qid_column, label_column if plan.labelled else None, plan.doc_id_column, source,
+        None if numbering is None else numbering.firsts,
     )
 
 

@@ -155,9 +155,7 @@ def score_batch(
     if not labelled and run.spec.config.rerank.kind == RerankKind.none:
         return ScoredBatch(data, model_scores, model_scores, None, False)
     ranked = rank_split(run.spec, data, model_scores, max_gain=max_gain)
-    table = ranked.table if labelled else None
-    if table is not None and data.qid_names is not None:  # the qids as written, not their numbers
-        table = table.assign(qid=table["qid"].map(dict(zip(data.qids.tolist(), data.qid_names.tolist(), strict=True))))
+    table = ranked.table if labelled else None  # its qids as written (rank_split names them)
     return ScoredBatch(data, model_scores, ranked.scores, table, labelled)
 
 

@@ -226,7 +226,9 @@ class RunStore:
         return dict(self.client.get_run(run.run_id).data.metrics)
 
     def per_query_table(self, run: RunRecord, split: str) -> pd.DataFrame:
-        """The run's per-query table of ``split`` (artifact ``per_query/{split}.parquet``)."""
+        """The run's per-query table of ``split`` (artifact ``per_query/{split}.parquet``): its
+        ``qid`` column holds integers, or the strings of string-qid data as written (a run
+        logged before ltr kept them has the readers' numbers 0, 1, ... there instead)."""
         with tempfile.TemporaryDirectory() as tmp:
             path = self.download(run, f"per_query/{split}.parquet", tmp)
             return pd.read_parquet(path)

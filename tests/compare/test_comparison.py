@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from ltr.compare import compare_runs, holm, paired_t_pvalue, sign_flip_pvalue, wins_ties_losses
+from ltr.compare.align import UnpairedQids
 from ltr.compare.render import display_name, rich_tables, to_json, to_markdown
 from ltr.errors import LtrUserError
 
@@ -93,6 +94,37 @@ def test_holm_family_spans_metrics_and_runs() -> None:
     tested = [r for r in c.rows if not r.is_baseline]
     assert len(tested) == 2 * 4 * 2  # metrics x groups x non-baseline runs
     assert [r.p_t_holm for r in tested] == pytest.approx(holm([r.p_t for r in tested]).tolist(), nan_ok=True)
+
+
+def test_string_qids_align_by_name_as_integers_do() -> None:
+    """Tables naming their queries as written pair as their integer twins: the same rows."""
+    name = {q: f"q-{q}" for q in BASE["qid"]}
+    shuffled = RUN.sample(frac=1.0, random_state=1).reset_index(drop=True)
+    as_ints = compare_runs([BASE, shuffled], ["base", "run"], n_resamples=200)
+    as_text = compare_runs(
+        [BASE.assign(qid=BASE["qid"].map(name)), shuffled.assign(qid=shuffled["qid"].map(name))], ["base", "run"],
+        n_resamples=200,
+    )
+    assert as_text.rows == as_ints.rows
+    assert as_text.n_dropped == (0, 0)
+
+
+def test_string_qids_are_never_paired_with_integers() -> None:
+    """A table logged before ltr kept string qids as written numbers them: refused in one line,
+    whichever run comes first, never a silent pairing by position or by number."""
+    text = BASE.assign(qid=[f"{q}" for q in BASE["qid"]])  # even digits: a string is not its number
+    expected = (
+        "run 'new' names its queries as written (qid '101') but run 'old' by numbers (qid 101): a run logged "
+        "before ltr kept string qids as written numbers them 0, 1, ..., which pairs no query reliably; re-run "
+        "'old' (ltr rerun) to compare them"
+    )
+    for tables, labels in (([text, RUN], ["new", "old"]), ([RUN, text], ["old", "new"])):
+        with pytest.raises(UnpairedQids) as caught:
+            compare_runs(tables, labels, n_resamples=200)
+        assert str(caught.value) == expected
+    mixed = pd.concat([text.iloc[:4], RUN.iloc[4:]], ignore_index=True)
+    with pytest.raises(LtrUserError, match=r"^the per-query table of run 'b' names its queries by strings and by numbers \('101', '102', '103', \.\.\.\)$"):
+        compare_runs([RUN, mixed], ["a", "b"], n_resamples=200)
 
 
 def test_user_errors() -> None:

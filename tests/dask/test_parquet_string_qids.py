@@ -48,7 +48,7 @@ def test_string_qids_read_as_ltr_train_numbers_them(client: Any, tmp_path: Path)
     pq.write_table(pa.concat_tables([pq.read_table(p) for p in paths]), whole)
     assert read_ranking_file(whole).qids.tolist() == [0, 1, 2, 3, 4]
 
-    assert number_qids(paths, "qid") == [0, 3]
+    assert number_qids(paths, "qid") == ([0, 3], ["q-b", "q-a", "q-z", "7", "q-c"])  # firsts, names by number
     assert number_qids(twin, "qid") is None
     for path, int_path, first in zip(paths, twin, [0, 3], strict=True):
         features, labels, sizes, qids, _ = read_part(str(path), "qid", "label", ["f0", "f1"], first_qid=first)
@@ -59,6 +59,9 @@ def test_string_qids_read_as_ltr_train_numbers_them(client: Any, tmp_path: Path)
         assert qids.tolist() == want[3].tolist()
     split = read_query_partitions(client, tmp_path / "ids")
     assert split.qids.compute().tolist() == [0, 1, 2, 3, 4]
+    assert split.qid_names is not None
+    assert split.qid_names.tolist() == ["q-b", "q-a", "q-z", "7", "q-c"]  # the name of each number
+    assert read_query_partitions(client, twin[0].parent).qid_names is None
     np.testing.assert_array_equal(split.features.compute(), read_ranking_file(whole).features)
 
 

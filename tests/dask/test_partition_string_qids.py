@@ -127,8 +127,8 @@ def test_partition_files_keep_string_qids_as_written(client: Any, tmp_path: Path
 def test_cut_splits_keep_their_names_and_their_metrics(client: Any, tmp_path: Path) -> None:
     """One file of 30 string-qid queries, cut into train / valid / test by ltr partition (seed 42):
     each split's files hold its queries' names; the Dask reader numbers them 0, 1, ... afresh (the
-    source split keeps the whole file's numbers), and every query scores what it scores read from
-    the source, ERR's split-wide largest gain included."""
+    source split keeps the whole file's numbers), every query scores what it scores read from
+    the source, ERR's split-wide largest gain included, and both tables name it as written."""
     rng = np.random.default_rng(7)
     names = [f"query-{rng.integers(1 << 40):x}" for _ in range(30)]
     qids = [q for q in names for _ in range(int(rng.integers(1, 9)))]
@@ -159,8 +159,8 @@ def test_cut_splits_keep_their_names_and_their_metrics(client: Any, tmp_path: Pa
         expected = per_query_table(
             data.labels, scores, data.offsets, data.qids, ks=[3, 10], conventions=conventions, strata=strata
         )
-        assert table["qid"].tolist() == list(range(data.n_queries))
-        pd.testing.assert_frame_equal(table.drop(columns="qid"), expected.drop(columns="qid"))
+        assert table["qid"].tolist() == data.qid_names.tolist()  # as written, not the numbers 0, 1, ...
+        pd.testing.assert_frame_equal(table, data.with_written_qids(expected), check_exact=True)
         assert gap == lightgbm_gap(data.labels, scores, data.offsets, data.qids, 10, conventions)
 
 

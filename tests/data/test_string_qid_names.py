@@ -159,3 +159,24 @@ def test_train_and_test_share_string_qids_by_name_not_by_number(
         "1 qids appear in both train and test (e.g. 'q-b'); if they are the same queries, test scores "
         "are optimistic: split by query instead"
     ]
+
+
+def test_a_table_of_query_numbers_is_named_as_written_and_integer_tables_are_left_alone() -> None:
+    """``with_written_qids``: what every per-query table ltr writes goes through."""
+    import pandas as pd
+
+    from ltr.data.ranking_data import with_written_qids, written_qids_of
+
+    qids = np.array([4, 0, 9], dtype=np.int64)  # a split cut from one file keeps the file's numbers
+    names = np.array(["q-e", "q-a", "Q 9"], dtype=object)
+    table = pd.DataFrame({"qid": qids, "ndcg_at_10": [0.5, 1.0, 0.25]})
+    named = with_written_qids(table, qids, names)
+    assert named["qid"].tolist() == ["q-e", "q-a", "Q 9"]
+    assert named["ndcg_at_10"].tolist() == [0.5, 1.0, 0.25]
+    assert table["qid"].tolist() == [4, 0, 9]  # a new frame: the table given is not changed
+    shuffled = table.iloc[[2, 0, 1]].reset_index(drop=True)  # rows in another order: each by its number
+    assert with_written_qids(shuffled, qids, names)["qid"].tolist() == ["Q 9", "q-e", "q-a"]
+    assert with_written_qids(table, qids, None) is table  # integer qids: the very frame
+    with pytest.raises(ValueError, match=r"^query number 5 is not one of the data's 3 queries$"):
+        written_qids_of(np.array([4, 5]), qids, names)
+    assert written_qids_of(np.array([], dtype=np.int64), qids, names).tolist() == []

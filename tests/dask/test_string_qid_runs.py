@@ -1,0 +1,81 @@
+"""A local run and Dask runs of the same string-qid data log per-query tables with the same qids,
+the qids as written, and ``ltr compare`` pairs every query of a local run with a Dask run's.
+
+The Dask runs: ``trainer=dask`` on the splits read in this process (the tables are built here),
+and ``ltr partition`` + ``data=parquet_partitions`` (the tables are built on the workers, whose
+reader numbers each split's string qids 0, 1, ... afresh, where the local split keeps the whole
+file's numbers). Real processes (a LocalCluster of one worker, whose model is the local one),
+a real sqlite MLflow store.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ltr.cli.main import main as ltr_main
+from ltr.compare.loading import load_comparison
+from ltr.experiment import run as pipeline
+from tests.conftest import compose_train
+from tests.experiment.test_string_qid_tables import (
+    N_QUERIES,
+    NAMES,
+    logged_table,
+    train_overrides,
+    write_rows,
+)
+
+#: every run trains all its rounds (the Dask trainer has no early stopping) on one worker
+SAME_FIT = ("fit.early_stopping_rounds=null",)
+DASK = ("trainer=dask", "trainer.n_workers=1")
+
+
+@pytest.mark.slow
+def test_local_and_dask_runs_name_string_qids_alike_and_compare_query_by_query(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    path = write_rows(tmp_path / "text.csv", NAMES)
+    parts = tmp_path / "parts"
+    assert ltr_main(["partition", "--train", str(path), "--out", str(parts), "--partitions", "2"]) == 0
+    configs = {
+        "local": train_overrides(path, uri, "local", *SAME_FIT),
+        "dask": train_overrides(path, uri, "dask", *SAME_FIT, *DASK),
+        "partitions": [
+            o for o in train_overrides(path, uri, "partitions", *SAME_FIT, *DASK)
+            if not o.startswith(("data=", "data.train=", "data.cache="))
+        ] + ["data=parquet_partitions", f"data.root={parts}"],
+    }
+    ids = {}
+    for name, overrides in configs.items():
+        outcome = pipeline.run(compose_train(overrides), overrides=overrides)
+        assert outcome.run_id is not None
+        ids[name] = outcome.run_id
+
+    for split in ("valid", "test"):
+        tables = {name: logged_table(uri, run_id, split, tmp_path) for name, run_id in ids.items()}
+        qids = tables["local"]["qid"].tolist()
+        assert len(qids) == N_QUERIES // 5
+        assert set(qids) <= set(NAMES)  # as written
+        assert tables["dask"]["qid"].tolist() == qids
+        assert tables["partitions"]["qid"].tolist() == qids  # not 0, 1, ... of the partition reader
+        assert tables["partitions"]["list_len"].tolist() == tables["local"]["list_len"].tolist()
+        assert tables["partitions"]["idcg_at_10"].tolist() == tables["local"]["idcg_at_10"].tolist()
+
+    # the in-memory Dask run is on the same data (the same fingerprint); the partitions are
+    # fingerprinted by their files, so that comparison needs force
+    for other, force in (("dask", False), ("partitions", True)):
+        loaded = load_comparison(["local", other], tracking_uri=uri, force=force, n_resamples=200)
+        assert loaded.comparison.n_dropped == (0, 0)
+        assert loaded.comparison.n_queries == N_QUERIES // 5
+        test = logged_table(uri, ids[other], "test", tmp_path).set_index("qid")
+        local = logged_table(uri, ids["local"], "test", tmp_path)
+        delta = test.loc[local["qid"], "ndcg_at_10"].to_numpy() - local["ndcg_at_10"].to_numpy()
+        (row,) = [r for r in loaded.comparison.rows if not r.is_baseline and r.stratum == "all" and r.metric == "ndcg_at_10"]
+        assert (row.wins, row.ties, row.losses) == (
+            int((delta > 0).sum()), int((delta == 0).sum()), int((delta < 0).sum())
+        )
+        assert row.delta == pytest.approx(float(np.mean(delta)), abs=1e-12)
+        # one worker sees every row: the same bins, the same trees as the local trainer (all
+        # rounds), so every query, paired by its written qid, scores what it scores locally
+        assert (row.n, row.ties, row.delta) == (N_QUERIES // 5, N_QUERIES // 5, 0.0)
