@@ -6,7 +6,7 @@ integer qids) bit for bit, and the twin's table keeps its integers as written. `
 --split`` writes the logged table again, and ``ltr evaluate --data ... --per-query`` names the
 queries as written too. ``ltr compare`` pairs two string-qid runs query by query and refuses,
 in one line, to pair a string-qid table with an integer one (a run logged before ltr kept
-string qids as written numbers them 0, 1, ...).
+string qids as written numbers them 0, 1, ...); ``ltr rerun`` of such a run says so.
 
 Real training on a tiny CSV, a real sqlite MLflow store in ``tmp_path``.
 """
@@ -175,3 +175,36 @@ def test_compare_refuses_to_pair_string_qids_with_integers(
     capsys.readouterr()
     assert ltr_main(["compare", "ints", "text", "--force", "--tracking-uri", runs.uri, "--n-resamples", "200"]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == f"ltr: error: {expected}"
+
+
+def test_a_run_logged_before_string_qids_were_kept_is_refused_and_rerun_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An old run: its tables hold the readers' numbers (each name's place in the file), as ltr
+    logged them before it kept string qids as written. Same data, same fingerprint: ``ltr
+    compare`` refuses in one line; ``ltr rerun`` of it says why it shows no per-stratum
+    comparison instead of failing."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    path = write_rows(tmp_path / "text.csv", NAMES)
+    ids = {}
+    for name in ("old", "new"):
+        overrides = train_overrides(path, uri, name)
+        outcome = pipeline.run(compose_train(overrides), overrides=overrides)
+        assert outcome.run_id is not None
+        ids[name] = outcome.run_id
+    number = {q: i for i, q in enumerate(NAMES)}  # the file's numbers: order of first appearance
+    for split in ("valid", "test"):
+        table = logged_table(uri, ids["old"], split, tmp_path)
+        table.assign(qid=table["qid"].map(number).astype(np.int64)).to_parquet(tmp_path / f"{split}.parquet", index=False)
+        MlflowClient(uri).log_artifact(ids["old"], str(tmp_path / f"{split}.parquet"), "per_query")
+    old = logged_table(uri, ids["old"], "test", tmp_path / "again")
+    assert old["qid"].dtype == np.int64
+    with pytest.raises(UnpairedQids, match=r"^run 'new' names its queries as written \(qid 'q-[0-9a-f]+'\) but run 'old' by numbers \(qid \d+\): "):
+        load_comparison(["old", "new"], tracking_uri=uri, n_resamples=200)
+    capsys.readouterr()
+    assert ltr_main(["rerun", ids["old"], "model.num_leaves=5", "--tracking-uri", uri]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert any(line.endswith(" metric keys moved (rerun - source):") for line in out)
+    (note,) = [line for line in out if line.startswith("(no per-stratum comparison: ")]
+    assert "names its queries as written (qid 'q-" in note
+    assert note.endswith("(ltr rerun) to compare them)")
