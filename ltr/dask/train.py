@@ -114,21 +114,24 @@ def dask_client(trainer: TrainerConfig) -> Iterator[Any]:
         yield client
 
 
-def warn_open_listener(client: Any) -> None:
-    """Log once per fit what LightGBM's network set-up opens when more than one worker trains.
+def warn_open_listener(client: Any, n_partitions: int | None = None) -> None:
+    """Log once per fit what LightGBM's network set-up opens when more than one worker trains
+    (``min(workers, n_partitions)``: a worker without a partition does not train).
 
     LightGBM binds its linker socket to ``0.0.0.0`` (hard-coded in ``TcpSocket::Bind``,
     ``src/network/socket_wrapper.hpp``; no parameter changes it) on a random free port of each
     worker, from its network set-up until every worker has connected; then it closes the
     listener and trains over the connected sockets. README: "What listens where".
     """
-    workers = sorted_workers(client)
-    if len(workers) > 1:
+    n_machines = len(sorted_workers(client))
+    if n_partitions is not None:
+        n_machines = min(n_machines, n_partitions)
+    if n_machines > 1:
         log.warning(
             "trainer=dask: while the %d workers link up, LightGBM listens on 0.0.0.0 (all interfaces) "
             "at a random free port of each worker host; it cannot be bound to 127.0.0.1 (README: "
             "\"What listens where\" says how to firewall it)",
-            len(workers),
+            n_machines,
         )
 
 
@@ -230,7 +233,7 @@ def fit_partitioned(
     params = lightgbm_params(model, seed=seed, num_threads=fit.num_threads)
     for name in _DASK_OWNED:
         params.pop(name, None)
-    warn_open_listener(client)
+    warn_open_listener(client, train.n_partitions)
     log.info(
         "training %s data-parallel on %d queries / %d rows in %d partitions, %d features",
         model.objective, train.n_queries, train.n_rows, train.n_partitions, train.n_features,

@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import pytest
 from mlflow.tracking import MlflowClient
 
 from ltr.config.data import SyntheticDataConfig
 from ltr.config.schema import FitConfig, ModelConfig
-from ltr.dask.network import plan_machines
+from ltr.dask.network import plan_machines, without_network
 from ltr.dask.parquet import write_query_partitions
 from ltr.dask.partitions import scatter_ranking_data, sorted_workers
 from ltr.dask.train import SCHEDULER_KWARGS, fit_partitioned
@@ -28,15 +29,18 @@ from ltr.experiment import run as pipeline
 from ltr.training.local import TrainResult
 from tests.conftest import compose_train
 from tests.dask.conftest import random_ranking_data
+from tests.processes import free_port
 
 FIT = FitConfig(num_boost_round=12, early_stopping_rounds=None, show_progress=False)
 
 
-def _fit(client: Any, workers: list[str]) -> TrainResult:
-    """3 partitions on 2 workers (rank 0 holds two), placed on ``workers`` in that order."""
-    train = scatter_ranking_data(client, random_ranking_data(5, n_queries=120), n_partitions=3, workers=workers)
+def _fit(client: Any, workers: list[str], *, n_partitions: int = 3, **params: Any) -> TrainResult:
+    """``n_partitions`` on 2 workers (3: rank 0 holds two), placed on ``workers`` in that order."""
+    data = random_ranking_data(5, n_queries=120)
+    train = scatter_ranking_data(client, data, n_partitions=n_partitions, workers=workers)
     valid = scatter_ranking_data(client, random_ranking_data(6, n_queries=40), n_partitions=3, workers=workers)
-    return fit_partitioned(client, train, {"valid": valid}, ModelConfig(num_leaves=7), FIT, eval_at=[5, 10], seed=1)
+    model = ModelConfig(num_leaves=7, params=params)
+    return fit_partitioned(client, train, {"valid": valid}, model, FIT, eval_at=[5, 10], seed=1)
 
 
 @pytest.fixture
@@ -67,6 +71,20 @@ def test_fit_is_a_function_of_the_partitions_not_of_the_cluster(client: Any, oth
         assert other.curves == first.curves
         assert other.evals_result == first.evals_result
         assert other.best_iteration == first.best_iteration
+
+
+def test_given_machines_rank_as_listed_and_one_partition_trains_alone(client: Any) -> None:
+    workers = sorted_workers(client)
+    ports = [free_port(), free_port()]
+    machines = ",".join(f"{urlparse(w).hostname}:{p}" for w, p in zip(workers, ports, strict=True))
+    given = _fit(client, workers, machines=machines)
+    text = given.booster.model_to_string()
+    assert f"[machines: {machines}]" in text  # the config's, kept
+    # the same ranks as with the ports ltr picks: the same trees
+    assert without_network(text, ["machines", "local_listen_port"]) == _fit(client, workers).booster.model_to_string()
+    alone = _fit(client, workers, n_partitions=1)  # one machine: no network
+    assert "[num_machines: 1]" in alone.booster.model_to_string()
+    assert alone.booster.model_to_string() == _fit(client, workers[::-1], n_partitions=1).booster.model_to_string()
 
 
 def test_plan_ranks_follow_partitions_and_machines() -> None:
