@@ -58,7 +58,7 @@ def predict_partitioned(
     client : distributed.Client
         A client of the cluster that holds ``split``.
     booster : lightgbm.Booster
-        A local model (``DaskLGBMRanker.to_local().booster_``); it is broadcast to the workers.
+        A local model (``TrainResult.booster``); it is broadcast to the workers.
     split : PartitionedSplit
     num_iteration : int
         Use the first ``num_iteration`` trees (1-based best iteration, as ``TrainResult``).

@@ -4,10 +4,12 @@ A partition is a contiguous range of queries, so its rows are a contiguous range
 query is ever split across partitions (LightGBM's lambdarank gradients need every row of a query
 on the same machine). Chunk ``i`` of ``features`` and ``labels`` holds the rows of partition ``i``;
 chunk ``i`` of ``group_sizes`` and ``qids`` holds its queries, which is the layout
-``lightgbm.dask.DaskLGBMRanker.fit(X, y, group=...)`` expects.
+:func:`ltr.dask.network.train_data_parallel` trains on (and ``lightgbm.dask``'s ``fit(X, y, group=...)``).
 
-Partition ``i`` is pinned to worker ``i % n_workers`` (workers sorted by address), so a run puts
-the same rows on the same worker every time.
+Partition ``i`` is pinned to worker ``i % n_workers`` (workers sorted by address), where training
+rank ``i % n_machines`` runs (:mod:`ltr.dask.network`), so no row moves to train. Which worker
+holds which rows decides only where they are read: the model is a function of the partitions
+and their order.
 """
 
 from __future__ import annotations
@@ -145,14 +147,18 @@ def sorted_workers(client: Any) -> list[str]:
     return workers
 
 
-def scatter_ranking_data(client: Any, data: RankingData, *, n_partitions: int) -> PartitionedSplit:
+def scatter_ranking_data(
+    client: Any, data: RankingData, *, n_partitions: int, workers: Sequence[str] | None = None
+) -> PartitionedSplit:
     """Send ``data`` to the workers as ``n_partitions`` whole-query partitions.
 
-    Partition ``i`` goes to worker ``i % n_workers`` (sorted addresses). The client holds
+    Partition ``i`` goes to worker ``i % n_workers`` of ``workers`` (None: the sorted addresses,
+    the order training ranks follow, so no row moves; another order moves rows, never the
+    model: :mod:`ltr.dask.network`). The client holds
     ``data`` already; this is the path for splits loaded by :func:`ltr.data.load.load_splits`.
     For data that does not fit the client use :func:`ltr.dask.parquet.read_query_partitions`.
     """
-    workers = sorted_workers(client)
+    workers = list(workers) if workers is not None else sorted_workers(client)
     bounds = query_partition_bounds(data.offsets, n_partitions)
     futures, n_rows, n_queries = [], [], []
     for i, (q0, q1) in enumerate(itertools.pairwise(bounds)):

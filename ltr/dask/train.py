@@ -1,8 +1,11 @@
-"""Fit a LightGBM ranker on a Dask cluster (``trainer=dask``): ``lightgbm.dask.DaskLGBMRanker``.
+"""Fit a LightGBM ranker on a Dask cluster (``trainer=dask``): LightGBM's data-parallel learning
+run on the workers by :mod:`ltr.dask.network` (what ``lightgbm.dask.DaskLGBMRanker`` does, with
+the machines' ranks and each machine's partitions fixed by the data, so the same config and
+seed give the same model and metrics, bit for bit).
 
 What differs from :func:`ltr.training.local.fit_ranker` and why:
 
-- **No early stopping.** ``DaskLGBMRanker`` trains all ``fit.num_boost_round`` rounds. When
+- **No early stopping.** All ``fit.num_boost_round`` rounds are trained. When
   ``fit.early_stopping_rounds`` is set we log one warning and go on (we do not raise: the
   default fit config asks for early stopping, and the model is still chosen on validation).
 - **Best round.** After training, LightGBM's ``ndcg@k`` and ours (``ndcg_at_k``, the run's
@@ -10,12 +13,14 @@ What differs from :func:`ltr.training.local.fit_ranker` and why:
   partition by partition on the workers (:mod:`ltr.dask.evaluate`); ``best_iteration`` is the
   first round with the highest valid ``fit.early_stopping_metric``, the round the local
   trainer would pick without a patience limit. ``evals_result`` and ``curves`` hold these
-  curves (``DaskLGBMRanker``'s own ``evals_result_`` covers only one
-  worker's share of an eval set, so it is not used). Our curve is summed per partition, so it
-  equals the run's ``valid/ndcg_at_k`` to rounding (1e-12), not bit for bit as locally.
+  curves (LightGBM's own ``evals_result_`` on a worker would cover only that
+  worker's share of an eval set). Our curve is summed per partition (in partition order: the
+  same bits every run), so it equals the run's ``valid/ndcg_at_k`` to rounding (1e-12), not bit
+  for bit as locally.
 - **Data-parallel training.** Each worker builds histograms on its partitions and LightGBM
   merges them over its network; feature bins come from each worker's local sample. Splits and
-  scores are therefore close to, not bit-identical with, one-process training on the same rows.
+  scores are therefore close to, not bit-identical with, one-process training on the same rows,
+  and depend on the number of machines (``min(workers, partitions)``) and the partitioning.
 
 The cluster is a ``LocalCluster`` (``trainer.n_workers`` processes with
 ``trainer.threads_per_worker`` threads) unless ``trainer.scheduler_address`` names a running
@@ -26,7 +31,6 @@ from __future__ import annotations
 
 import logging
 import time
-import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -36,6 +40,7 @@ import numpy as np
 
 from ltr.config.schema import FitConfig, ModelConfig, TrainerConfig
 from ltr.dask.evaluate import lightgbm_conventions, ndcg_curves
+from ltr.dask.network import train_data_parallel
 from ltr.dask.partitions import PartitionedSplit, scatter_ranking_data, sorted_workers
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
@@ -51,11 +56,11 @@ from ltr.training.settings import watchable_metrics, watched_metric
 
 log = logging.getLogger(__name__)
 
-# Parameters DaskLGBMRanker sets itself (it warns and drops them): threads come from the workers.
 #: The scheduler of every LocalCluster ``ltr`` starts: no dashboard, and its HTTP routes (health,
 #: metrics) on a free loopback port, not 8787 (taken by any other cluster on the machine: Dask
 #: warns and moves).
 SCHEDULER_KWARGS: dict[str, Any] = {"dashboard": False, "dashboard_address": "127.0.0.1:0"}
+# Thread parameters: each worker trains with its Dask threads (ltr.dask.network sets num_threads).
 _DASK_OWNED = ("n_jobs", "num_threads", "nthread", "nthreads", "num_thread")
 
 
@@ -109,29 +114,32 @@ def dask_client(trainer: TrainerConfig) -> Iterator[Any]:
         yield client
 
 
-def warn_open_listener(client: Any) -> None:
-    """Log once per fit what LightGBM's network set-up opens when more than one worker trains.
+def warn_open_listener(client: Any, n_partitions: int | None = None) -> None:
+    """Log once per fit what LightGBM's network set-up opens when more than one worker trains
+    (``min(workers, n_partitions)``: a worker without a partition does not train).
 
     LightGBM binds its linker socket to ``0.0.0.0`` (hard-coded in ``TcpSocket::Bind``,
     ``src/network/socket_wrapper.hpp``; no parameter changes it) on a random free port of each
     worker, from its network set-up until every worker has connected; then it closes the
     listener and trains over the connected sockets. README: "What listens where".
     """
-    workers = sorted_workers(client)
-    if len(workers) > 1:
+    n_machines = len(sorted_workers(client))
+    if n_partitions is not None:
+        n_machines = min(n_machines, n_partitions)
+    if n_machines > 1:
         log.warning(
             "trainer=dask: while the %d workers link up, LightGBM listens on 0.0.0.0 (all interfaces) "
             "at a random free port of each worker host; it cannot be bound to 127.0.0.1 (README: "
             "\"What listens where\" says how to firewall it)",
-            len(workers),
+            n_machines,
         )
 
 
 def warn_no_early_stopping(fit: FitConfig) -> None:
-    """Log once per fit that ``DaskLGBMRanker`` ignores ``fit.early_stopping_rounds``."""
+    """Log once per fit that ``trainer=dask`` ignores ``fit.early_stopping_rounds``."""
     if fit.early_stopping_rounds is not None:
         log.warning(
-            "trainer=dask: DaskLGBMRanker has no early stopping; fit.early_stopping_rounds=%d is "
+            "trainer=dask has no early stopping; fit.early_stopping_rounds=%d is "
             "ignored and all fit.num_boost_round=%d rounds are trained. The best round on valid %s "
             "is still chosen afterwards. Set fit.num_boost_round lower (or "
             "fit.early_stopping_rounds=null) to train fewer rounds.",
@@ -152,8 +160,8 @@ def fit_dask(
     """Train on ``splits.train`` on a Dask cluster; same result type as the local trainer.
 
     Each split is sent to the workers as whole-query partitions (``trainer.n_partitions``, by
-    default one per worker). Returns a :class:`ltr.training.local.TrainResult` holding a local
-    ``LGBMRanker`` (``DaskLGBMRanker.to_local()``), the valid and test NDCG curves of every
+    default one per worker). Returns a :class:`ltr.training.local.TrainResult` holding the
+    model (a ``lightgbm.Booster``, rank 0's), the valid and test NDCG curves of every
     round (computed on the whole splits) and ``best_iteration`` = the best valid round.
     """
     warn_no_early_stopping(fit)
@@ -182,7 +190,8 @@ def fit_partitioned(
     seed: int,
     conventions: MetricConventions | None = None,
 ) -> TrainResult:
-    """Train ``DaskLGBMRanker`` on partitioned data already on the cluster of ``client``.
+    """Train data-parallel (:func:`ltr.dask.network.train_data_parallel`) on partitioned data
+    already on the cluster of ``client``.
 
     Parameters
     ----------
@@ -205,13 +214,11 @@ def fit_partitioned(
         ``n_rounds == fit.num_boost_round``; ``best_iteration`` (1-based) maximises valid
         ``fit.early_stopping_metric`` (first of equal values).
     """
-    from lightgbm.dask import DaskLGBMRanker
-
     if model.estimator != "ranker":
         raise LtrUserError(f"model.estimator={model.estimator!r} is not supported; use 'ranker'")
     if model.position_bias:
         raise LtrUserError(
-            "model.position_bias=true is not supported with trainer=dask (DaskLGBMRanker takes no "
+            "model.position_bias=true is not supported with trainer=dask (it takes no "
             "positions); use trainer=local"
         )
     if "valid" not in evals:
@@ -226,24 +233,18 @@ def fit_partitioned(
     params = lightgbm_params(model, seed=seed, num_threads=fit.num_threads)
     for name in _DASK_OWNED:
         params.pop(name, None)
-    ranker = DaskLGBMRanker(client=client, n_estimators=fit.num_boost_round, **params)
-    warn_open_listener(client)
+    warn_open_listener(client, train.n_partitions)
     log.info(
-        "training %s with DaskLGBMRanker on %d queries / %d rows in %d partitions, %d features",
+        "training %s data-parallel on %d queries / %d rows in %d partitions, %d features",
         model.objective, train.n_queries, train.n_rows, train.n_partitions, train.n_features,
     )
     start = time.perf_counter()
     feature_name: Any = list(train.feature_names) if train.feature_names else "auto"
     try:
-        with warnings.catch_warnings():
-            # DaskLGBMRanker always passes its own n_jobs (None) and warns that it ignores it.
-            warnings.filterwarnings("ignore", message="Parameter n_jobs will be ignored", category=UserWarning)
-            ranker.fit(train.features, train.labels, group=train.group_sizes, feature_name=feature_name)
+        booster = train_data_parallel(client, train, params, n_estimators=fit.num_boost_round, feature_name=feature_name)
     except lgb.basic.LightGBMError as exc:
         raise LtrUserError(f"LightGBM rejected the training setup: {lightgbm_error_text(exc)}") from exc
-    local = ranker.to_local()
     fit_seconds = time.perf_counter() - start
-    booster = local.booster_
     n_rounds = int(booster.current_iteration())
     gains = params.get("label_gain")
     label_gain = None if gains is None else tuple(float(g) for g in gains)
@@ -262,4 +263,4 @@ def fit_partitioned(
         "trained %d rounds in %.1f s (+ %.1f s for the curves); best round %d with valid %s = %.6f (%s)",
         n_rounds, fit_seconds, seconds - fit_seconds, best, metric, valid_curve[best - 1], whose(metric),
     )
-    return TrainResult(local, params, evals_result, best, n_rounds, seconds, ours)
+    return TrainResult(booster, params, evals_result, best, n_rounds, seconds, ours)

@@ -20,7 +20,7 @@ from ltr.training.local import TrainResult
 
 @dataclass(frozen=True, slots=True)
 class DaskTrainer:
-    """Train with ``lightgbm.dask.DaskLGBMRanker`` on the cluster ``trainer`` describes."""
+    """Train data-parallel (:mod:`ltr.dask.network`) on the cluster ``trainer`` describes."""
 
     model: ModelConfig
     fit_config: FitConfig

@@ -320,7 +320,7 @@ def _check_trainer(config: TrainConfig) -> None:
     if kind == TrainerKind.dask:
         if config.model.estimator != Estimator.ranker:
             raise LtrUserError(
-                f"trainer=dask trains DaskLGBMRanker only: model.estimator={config.model.estimator} needs trainer=local"
+                f"trainer=dask trains rankers only: model.estimator={config.model.estimator} needs trainer=local"
             )
         if importlib.util.find_spec("distributed") is None:
             raise LtrUserError("trainer=dask needs Dask: pip install 'ltr[dask]'")

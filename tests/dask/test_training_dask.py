@@ -91,5 +91,5 @@ def test_early_stopping_request_logs_one_clear_warning(caplog: pytest.LogCapture
         warn_no_early_stopping(FitConfig(num_boost_round=300, early_stopping_rounds=None))
     assert len(caplog.records) == 1
     message = caplog.records[0].getMessage()
-    assert "DaskLGBMRanker has no early stopping" in message
+    assert "trainer=dask has no early stopping" in message
     assert "fit.early_stopping_rounds=20 is ignored and all fit.num_boost_round=300 rounds are trained" in message

@@ -83,7 +83,7 @@ CASES: dict[str, tuple[Setup, str]] = {
     "composite part": (lambda t: ["train", "+eval.composite.blend={ndcg@3: 1.0}"], "ndcg@3"),
     "partitions need dask": (lambda t: ["train", "data=parquet_partitions", f"data.root={t}"], "trainer=dask"),
     "position bias on dask": (lambda t: ["train", "model.position_bias=true", "trainer=dask"], "trainer=local"),
-    "pointwise on dask": (lambda t: ["train", "model=pointwise", "trainer=dask"], "DaskLGBMRanker only"),
+    "pointwise on dask": (lambda t: ["train", "model=pointwise", "trainer=dask"], "trains rankers only"),
     "position bias objective": (lambda t: ["train", "model=rank_xendcg", "model.position_bias=true"], "lambdarank"),
     "missing root": (lambda t: ["train", "data=letor"], "data.root"),
     # tracking URIs, checked before the data
