@@ -7,8 +7,8 @@ trees' outputs come from LightGBM's leaf indices (``pred_leaf``, in blocks of tr
 leaves' values, the same doubles ``predict(raw_score=True)`` adds.
 
 The local trainer gets its curves from LightGBM during training
-(:mod:`ltr.training.round_metric`); ``DaskLGBMRanker`` evaluates a worker's share of the rows
-only, so the Dask trainer recomputes both curves (LightGBM's conventions and the run's)
+(:mod:`ltr.training.round_metric`); in data-parallel training each machine evaluates its own share of
+the rows only, so the Dask trainer recomputes both curves (LightGBM's conventions and the run's)
 after training, partition by partition, summed on the client.
 """
 

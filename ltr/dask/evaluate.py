@@ -4,10 +4,10 @@ Queries are independent, so a split's scores and its mean per-query NDCG are sum
 whole-query partitions: each worker scores the partitions it holds, the client concatenates
 scores (a row per row) or adds per-partition sums (a number per round and cut-off).
 
-Why the curves are computed here and not by LightGBM: ``DaskLGBMRanker`` evaluates an
-``eval_set`` on every worker's *local* partitions only and returns the model (and its
-``evals_result_``) of one worker, so its curves would cover that worker's share of the
-validation queries, not the split. :func:`ndcg_curves` under :func:`lightgbm_conventions`
+Why the curves are computed here and not by LightGBM: in data-parallel training (ours,
+:mod:`ltr.dask.network`, as ``DaskLGBMRanker``'s) each machine evaluates an ``eval_set`` on its
+*local* partitions only, and the model (and ``evals_result_``) is one machine's, so its
+curves would cover that worker's share of the validation queries, not the split. :func:`ndcg_curves` under :func:`lightgbm_conventions`
 recomputes LightGBM's own ``ndcg@k`` for every round on the whole split with the per-round loop
 :func:`ltr.dask.curves.ndcg_sums_per_round` (the metrics kernel) under
 ``PRESETS["lightgbm"]`` (exp gain, or the model's ``label_gain``; ties broken by row order; a

@@ -307,6 +307,6 @@ def model_metadata(spec: ExperimentSpec, shipped: ShippedModel, name: str) -> di
 
 
 def lightgbm_params_logged(params: dict[str, Any]) -> dict[str, str]:
-    """LightGBM's resolved parameters (the dict given to ``lgb.train`` / ``DaskLGBMRanker``) as
+    """LightGBM's resolved parameters (the dict given to ``lgb.train`` / every machine of ``trainer=dask``) as
     run params ``lightgbm.<name>``; the exact dict is ``model_text/lightgbm_params.json``."""
     return {f"lightgbm.{key}": str(value) for key, value in sorted(params.items()) if value is not None}

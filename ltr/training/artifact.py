@@ -49,7 +49,7 @@ class ShippedModel:
 
     ``booster.num_trees()`` covers rounds ``1 .. best_iteration`` only; ``booster.predict(x)``
     equals ``TrainResult.predict(x)`` bit for bit. ``params`` are LightGBM's resolved parameters
-    (the dict given to ``lgb.train`` or ``DaskLGBMRanker``).
+    (the dict given to ``lgb.train`` or to every machine of ``trainer=dask``).
     """
 
     booster: lgb.Booster
