@@ -40,6 +40,7 @@ import numpy as np
 
 from ltr.config.schema import FitConfig, ModelConfig, TrainerConfig
 from ltr.dask.evaluate import lightgbm_conventions, ndcg_curves
+from ltr.dask.lost_workers import worker_loss_as_error
 from ltr.dask.network import train_data_parallel
 from ltr.dask.partitions import PartitionedSplit, scatter_ranking_data, sorted_workers
 from ltr.data.splits import Splits
@@ -67,6 +68,7 @@ _DASK_OWNED = ("n_jobs", "num_threads", "nthread", "nthreads", "num_thread")
 @contextmanager
 def dask_client(trainer: TrainerConfig) -> Iterator[Any]:
     """A ``distributed.Client`` for ``trainer``; closes the client and any cluster it started.
+    A worker lost while the block runs is one `LtrUserError` (:mod:`ltr.dask.lost_workers`).
 
     ``trainer.scheduler_address`` set: connect to that scheduler (the cluster stays up).
     Otherwise start a ``LocalCluster`` of ``n_workers`` processes x ``threads_per_worker``
@@ -87,7 +89,7 @@ def dask_client(trainer: TrainerConfig) -> Iterator[Any]:
                 f"cannot reach the Dask scheduler at trainer.scheduler_address="
                 f"{trainer.scheduler_address!r}: {exc}"
             ) from exc
-        with client:
+        with client, worker_loss_as_error("the job on the cluster"):
             yield client
         return
     if trainer.n_workers < 1 or trainer.threads_per_worker < 1:
@@ -111,7 +113,8 @@ def dask_client(trainer: TrainerConfig) -> Iterator[Any]:
             "started a LocalCluster of %d workers x %d threads in %.1f s",
             trainer.n_workers, trainer.threads_per_worker, time.perf_counter() - start,
         )
-        yield client
+        with worker_loss_as_error("the job on the cluster"):
+            yield client
 
 
 def warn_open_listener(client: Any, n_partitions: int | None = None) -> None:
