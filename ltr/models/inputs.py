@@ -35,6 +35,7 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -105,26 +106,31 @@ def parquet_files(paths: Sequence[Path]) -> list[Path]:
     return files
 
 
+class Columns(NamedTuple):
+    """The qid, label and document id columns a prediction reads, and who named the document id
+    column: ``--doc-id-column`` (every file must have it) or None (the run's
+    ``data.doc_id_column``: a file without it is scored without doc ids, as ``ltr train`` read
+    the run's partitions; :func:`ltr.data.doc_ids.column_of_files`)."""
+
+    qid: str
+    label: str
+    doc_id: str | None
+    doc_id_asked_by: str | None
+
+
 def column_names(
     run: LoggedRun, qid_column: str | None, label_column: str | None, doc_id_column: str | None
-) -> tuple[str, str, str | None]:
+) -> Columns:
     """The qid, label and document id columns: those given, else the run's data settings
-    (``data.qid_column`` ...), else ``qid`` / ``label`` / none. A document id column given is
-    required of every file; the run's is read where the files have it (:func:`doc_id_asked_by`)."""
+    (``data.qid_column`` ...), else ``qid`` / ``label`` / none; a document id column given is
+    asked for by ``--doc-id-column`` (:class:`Columns`)."""
     data_cfg = run.spec.config.data
-    return (
+    return Columns(
         qid_column or str(getattr(data_cfg, "qid_column", "qid")),
         label_column or str(getattr(data_cfg, "label_column", "label")),
         doc_id_column or getattr(data_cfg, "doc_id_column", None),
+        None if doc_id_column is None else DOC_ID_OPTION,
     )
-
-
-def doc_id_asked_by(doc_id_column: str | None) -> str | None:
-    """Who asked for the document id column by name: ``--doc-id-column`` when it was given
-    (every file must have it), None when it is the run's ``data.doc_id_column`` (a file without it
-    is scored without doc ids, as ``ltr train`` read the run's partitions:
-    :func:`ltr.data.doc_ids.column_of_files`)."""
-    return None if doc_id_column is None else DOC_ID_OPTION
 
 
 def _is_parquet(paths: Sequence[Path], fmt: str) -> bool:
@@ -154,8 +160,7 @@ def open_input(
     if not files:
         raise LtrUserError("no data given: pass --data FILE or --split test")
     data_cfg = run.spec.config.data
-    asked_by = doc_id_asked_by(doc_id_column)
-    qid_column, label_column, doc_id_column = column_names(run, qid_column, label_column, doc_id_column)
+    qid_column, label_column, doc_id_column, asked_by = column_names(run, qid_column, label_column, doc_id_column)
     if _is_parquet(files, fmt):
         return _parquet_input(run, parquet_files(files), batch_rows, qid_column, label_column, doc_id_column, asked_by)
     for f in files:

@@ -40,7 +40,6 @@ from ltr.models.inputs import (
     ParquetPlan,
     PredictInput,
     column_names,
-    doc_id_asked_by,
     parquet_files,
     parquet_input_plan,
     read_whole_file,
@@ -136,8 +135,7 @@ def dask_input(
     ``run``'s model, to be scored on the cluster ``trainer`` describes (a LocalCluster of
     ``n_workers`` x ``threads_per_worker``, or ``scheduler_address``). Column options default to
     the run's data settings, then ``qid`` / ``label``, as :func:`ltr.models.inputs.open_input`."""
-    asked_by = doc_id_asked_by(doc_id_column)
-    qid_column, label_column, doc_id_column = column_names(run, qid_column, label_column, doc_id_column)
+    qid_column, label_column, doc_id_column, asked_by = column_names(run, qid_column, label_column, doc_id_column)
     files = parquet_files([Path(p).expanduser() for p in paths])
     plan = parquet_input_plan(run, files, qid_column, label_column, doc_id_column, asked_by)
     numbering = number_qids(files, qid_column)  # ids: checked and numbered over the files
