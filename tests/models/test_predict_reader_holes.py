@@ -2,7 +2,7 @@
 ``ltr train`` numbers them; the TREC run and the per-query table carry them as written) and
 files whose feature columns differ in type (int64 in one, double in the next: scored as each
 file alone); a feature that is text in one file is one line naming the file and the column.
-Document ids: a doc id column of numbers gives the ids ``ltr train``'s readers give (Arrow's text
+A score the model gives NaN is one line naming the qid as written. Document ids: a doc id column of numbers gives the ids ``ltr train``'s readers give (Arrow's text
 of the numbers), a null is one line, and ``--doc-id-column`` for LETOR text is refused, not
 ignored."""
 
@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import lightgbm as lgb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -28,7 +29,8 @@ from ltr.data.readers import read_ranking_file
 from ltr.errors import DataError
 from ltr.experiment import run as pipeline
 from ltr.models.inputs import split_input
-from ltr.models.logged import load_run
+from ltr.models.logged import MODEL_TEXT, load_run
+from ltr.tracking.local_runs import find_local_run
 from tests.conftest import compose_train
 
 SMALL = ["data.n_queries=120", "fit.num_boost_round=12", "fit.early_stopping_rounds=4", "fit.show_progress=false", "model.num_leaves=7"]
@@ -247,3 +249,45 @@ def test_doc_ids_of_numbers_are_those_of_the_training_reader_and_a_null_is_one_l
     ]
     with pytest.raises(DataError, match=rf"^doc id column 'doc_null' of {re.escape(str(path))}: row 6 has no document id \(null\)$"):
         read_part(str(path), "qid", "label", features, "doc_null")
+
+
+def _nan_leaf(model_text: str) -> str:
+    """The model with the second leaf of its first tree NaN (every row reaching that leaf then
+    scores NaN); ``tree_sizes`` dropped, so LightGBM parses the trees one by one."""
+    text = re.sub(r"tree_sizes=.*\n", "", model_text)
+    start = text.index("leaf_value=", text.index("Tree=0")) + len("leaf_value=")
+    end = text.index("\n", start)
+    values = text[start:end].split(" ")
+    values[1] = "nan"
+    return text[:start] + " ".join(values) + text[end:]
+
+
+def test_a_nan_score_names_the_qid_as_written_in_one_line(
+    trained: tuple[str, pd.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A model that scores a row NaN (here: a leaf of its trees made NaN in the store) cannot be
+    measured: ``ltr predict`` says so in one line, exit 2, naming the query as the input wrote it
+    (``qid 'Q0042-x'``, not the number the reader gave it); integer qids as before (``qid 42``)."""
+    uri, table = trained
+    local = find_local_run(uri, "holes", experiment="ltr")
+    assert local is not None
+    model = local.artifact(MODEL_TEXT)
+    assert model is not None
+    ints, texts = tmp_path / "ints.parquet", tmp_path / "texts.parquet"
+    table.to_parquet(ints)
+    names = {q: f"Q{q:04d}-x" for q in table["qid"].unique()}
+    table.assign(qid=table["qid"].map(names)).to_parquet(texts)
+    original = model.read_text()
+    model.write_text(_nan_leaf(original))
+    try:
+        scores = lgb.Booster(model_file=str(model)).predict(table.iloc[:, 2:].to_numpy(np.float32))
+        row = int(np.flatnonzero(np.isnan(scores))[0])
+        qid = int(table["qid"].iloc[row])
+        assert qid != table["qid"].iloc[0]  # not the first query: the row and qid say which
+        for path, named in ((texts, repr(names[qid])), (ints, str(qid))):
+            code = ltr_main(["predict", "holes", "--data", str(path), "--out", str(tmp_path / "s.txt"), "--tracking-uri", uri])
+            assert code == 2
+            assert capsys.readouterr().err.strip().splitlines() == [f"ltr: error: score at row {row} (qid {named}) is NaN"]
+            assert not (tmp_path / "s.txt").exists()
+    finally:
+        model.write_text(original)
