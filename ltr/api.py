@@ -362,10 +362,7 @@ def predict(
             logged, paths, fmt=format, batch_rows=batch_rows, qid_column=qid_column,
             label_column=label_column, doc_id_column=doc_id_column,
         )  # fmt: skip
-    try:
-        return predict_input(logged, source, keep=True)
-    except ValueError as exc:  # data the model cannot take (ltr predict prints it as one line)
-        raise LtrUserError(str(exc)) from None
+    return predict_input(logged, source, keep=True)
 
 
 def scored_pairs(

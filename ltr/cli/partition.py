@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, split)
     }
     cfg = _table_options(args)
-    work.check_inputs(files, cfg.format)
+    work.check_inputs(files, cfg.format, doc_id_column=args.doc_id_column)
     with stop_signals_recorded(), _echo_logs(logging.getLogger("ltr.data"), work.log):
         t0 = time.perf_counter()
         for split, paths in files.items():

@@ -48,7 +48,8 @@ def build_parser() -> OneLineParser:
     parser.add_argument(
         "--doc-id-column", default=None,
         help="Parquet/CSV document id column, for the TREC run's docnos; every file must have it "
-        "(default: the run's data.doc_id_column, read when every file has it, else no doc ids)",
+        "(default: the run's data.doc_id_column, read when every file has it, else no doc ids); "
+        "refused for LETOR/SVMlight text, whose '#docid = X' comments are read without it",
     )
     parser.add_argument(
         "--dask", action="store_true",

@@ -80,10 +80,7 @@ def read_part(
     group_sizes = np.diff(np.concatenate([starts, [n_rows]])).astype(np.int64)
     doc_ids = None
     if doc_id_column is not None:
-        try:
-            doc_ids = doc_id_arrays.from_arrow(table.column(doc_id_column))
-        except ValueError as exc:
-            raise DataError(f"doc id column {doc_id_column!r} of {path}: {exc}") from None
+        doc_ids = doc_id_arrays.from_arrow(table.column(doc_id_column), name=doc_id_column, rows=RowNames.of_file(path))
     return features, labels, group_sizes, qids, doc_ids
 
 

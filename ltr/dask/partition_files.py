@@ -49,6 +49,7 @@ from pathlib import Path
 
 from ltr.config.choices import FileFormat
 from ltr.config.data import ParquetDataConfig
+from ltr.data.doc_ids import not_a_table
 from ltr.data.load import reader_options
 from ltr.data.query_parts import feature_names, write_query_partitions
 from ltr.data.ranking_data import RankingData
@@ -136,20 +137,27 @@ def check_target(out: Path, *, force: bool) -> None:
         raise LtrUserError(f"cannot create --out {out}: {ancestor} is not writable")
 
 
-def check_inputs(files: Mapping[str, Sequence[Path]], fmt: FileFormat) -> None:
-    """Fail before any parsing on a missing file or (``auto`` format) one whose format is unknown.
+def check_inputs(files: Mapping[str, Sequence[Path]], fmt: FileFormat, *, doc_id_column: str | None = None) -> None:
+    """Fail before any parsing on a missing file or (``auto`` format) one whose format is unknown,
+    or on a ``--doc-id-column`` (``doc_id_column``) for sparse text, which has no columns (its
+    ``# docid = X`` comments are written as ``doc_id`` without the option): never ignored.
 
     Raises
     ------
     DataError
-        the readers' one line: missing, empty, text without ``qid:`` (and no ``.query`` file).
+        the readers' one line: missing, empty, text without ``qid:`` (and no ``.query`` file);
+        a doc id column for text (:func:`ltr.data.doc_ids.not_a_table`).
     """
     for paths in files.values():
         for path in paths:
             if fmt == FileFormat.auto:
-                detect_format(path)
+                kind = detect_format(path)
             elif not path.is_file():
                 raise DataError(f"data file {path} does not exist; check the path")
+            else:
+                kind = str(fmt)
+            if doc_id_column is not None and kind not in ("parquet", "csv"):
+                raise not_a_table(f"--doc-id-column {doc_id_column}", path, "leave out --doc-id-column")
 
 
 def read_splits(

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
+from ltr.data.table_features import RowNames
 from ltr.errors import DataError
 
 logger = logging.getLogger(__name__)
@@ -69,31 +70,73 @@ def column_of_files(
     return None
 
 
-def from_arrow(column: pa.Array | pa.ChunkedArray) -> NDArray[np.object_]:
-    """The values of an Arrow column as an object array of ``str`` (numbers are formatted as
-    Arrow casts them: ``7`` for an int, ``1.5`` for a float).
+def not_a_table(asked: str, path: str | Path, fix: str) -> DataError:
+    """The one-line refusal of a document id column named for sparse text (LETOR / SVMlight /
+    LightGBM), which has no columns: its lines name their documents in ``# docid = X``
+    comments, read without any option. ``asked`` is what named the column as the user wrote it
+    (``data.doc_id_column='url'``, ``--doc-id-column url``), ``fix`` how to go on.
+
+    >>> str(not_a_table("--doc-id-column url", "a.txt", "leave out --doc-id-column"))
+    "--doc-id-column url names a column of a Parquet / CSV table, but a.txt is sparse text, whose lines name their documents in '# docid = X' comments; leave out --doc-id-column"
+    """
+    return DataError(
+        f"{asked} names a column of a Parquet / CSV table, but {path} is sparse text, whose lines "
+        f"name their documents in '# docid = X' comments; {fix}"
+    )
+
+
+def from_arrow(
+    column: pa.Array | pa.ChunkedArray, *, name: str, rows: RowNames, hint: str = ""
+) -> NDArray[np.object_]:
+    """The values of a document id column as an object array of ``str``: the one conversion of
+    every reader of doc id columns (``ltr train``'s table reader, the Dask partition reader,
+    ``ltr predict``'s Parquet input), so a file gives the same doc ids wherever it is read.
+    Text stays as it is; numbers are written as Arrow casts them to text (``7`` for an int,
+    ``1`` for the float 1.0, ``1.5``, ``1e+20``), booleans ``true`` / ``false``.
+
+    Parameters
+    ----------
+    column : the column's values, one per row of ``rows``
+    name : the column's name (in messages)
+    rows : how messages name the rows (file and row or line)
+    hint : what a message advises after ``;`` (e.g. how to read the file without doc ids)
 
     Raises
     ------
-    ValueError
-        a null or empty value (its 1-based row is named) or a type that does not cast to text.
+    DataError
+        one line naming the column, the file and the row: a null, a float NaN or an empty text
+        (no document id), or a type that does not cast to text.
 
     Examples
     --------
-    >>> from_arrow(pa.array([7, 12])).tolist()
+    >>> from_arrow(pa.array([7, 12]), name="doc", rows=RowNames.of_file("a.parquet")).tolist()
     ['7', '12']
+    >>> from_arrow(pa.array([1.0, 2.5]), name="doc", rows=RowNames.of_file("a.parquet")).tolist()
+    ['1', '2.5']
+    >>> from_arrow(pa.array(["a", None]), name="doc", rows=RowNames.of_file("a.parquet"))
+    Traceback (most recent call last):
+    ...
+    ltr.errors.DataError: doc id column 'doc' of a.parquet: row 2 has no document id (null)
     """
+
+    def refuse(mask: pa.Array | pa.ChunkedArray, what: str) -> None:
+        missing = np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
+        if missing.any():
+            path, row = rows.at(int(np.argmax(missing)))
+            end = f"; {hint}" if hint else ""
+            raise DataError(f"doc id column {name!r} of {path}: {row} has no document id ({what}){end}")
+
     if column.null_count:
-        mask = column.is_null()
-        row = int(np.argmax(np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)))
-        raise ValueError(f"row {row + 1} has no document id (null)")
+        refuse(column.is_null(), "null")
+    if pa.types.is_floating(column.type):
+        refuse(pc.is_nan(column), "NaN")
     try:
         strings = column.cast(pa.large_string())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise ValueError(f"a column of type {column.type} does not convert to text: {exc}") from None
-    empty = np.asarray(pc.equal(pc.binary_length(strings), 0).to_numpy(zero_copy_only=False), dtype=bool)
-    if empty.any():
-        raise ValueError(f"row {int(np.argmax(empty)) + 1} has no document id (an empty string)")
+        raise DataError(
+            f"doc id column {name!r} of {rows.source}: a column of type {column.type} does not convert to text: {exc}"
+        ) from None
+    refuse(pc.equal(pc.binary_length(strings), 0), "an empty string")
     out: NDArray[np.object_] = np.asarray(strings.to_numpy(zero_copy_only=False), dtype=object)
     return out
 

@@ -25,7 +25,6 @@ rows by their 1-based row number.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -179,13 +178,10 @@ def read_table(
         )
     doc_ids = None
     if doc_id_column is not None:
-        try:
-            doc_ids = doc_id_arrays.from_arrow(table.column(doc_id_column))
-        except ValueError as exc:
-            raise DataError(
-                f"doc id column {doc_id_column!r} of {path}: {_rows_to_where(str(exc), where, first_line)}; "
-                "give every row a document id, or set data.doc_id_column=null"
-            ) from None
+        doc_ids = doc_id_arrays.from_arrow(
+            table.column(doc_id_column), name=doc_id_column, rows=qid_rows,
+            hint="give every row a document id, or set data.doc_id_column=null",
+        )  # fmt: skip
     behaviours = None
     if behaviour_columns:
         behaviours = {
@@ -223,14 +219,6 @@ def _behaviour(arr: pa.ChunkedArray, column: str, *, path: Path, where: str, fir
             "write 0 where nothing happened"
         )
     return np.ascontiguousarray(values, dtype=np.float64)
-
-
-def _rows_to_where(message: str, where: str, first_line: int) -> str:
-    """``message`` of :func:`ltr.data.doc_ids.from_arrow` ("row N ...") with CSV rows named by line."""
-    found = re.match(r"row (\d+) (.*)", message)
-    if found is None:
-        return message
-    return f"{where} {int(found.group(1)) - 1 + first_line} {found.group(2)}"
 
 
 def _positions(

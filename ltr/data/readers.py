@@ -225,11 +225,7 @@ def read_ranking_file(
     }
     if doc_id_column is not None:  # only then: the cache keys of other reads stay as they were
         if fmt not in ("parquet", "csv"):
-            raise DataError(
-                f"data.doc_id_column={doc_id_column!r} names a column of a Parquet / CSV table, but {path} "
-                "is sparse text, whose lines name their documents in '# docid = X' comments; set "
-                "data.doc_id_column=null"
-            )
+            raise doc_id_arrays.not_a_table(f"data.doc_id_column={doc_id_column!r}", path, "set data.doc_id_column=null")
         options["doc_id_column"] = doc_id_column
     if behaviour_columns:
         if fmt not in ("parquet", "csv"):

@@ -13,7 +13,7 @@ Policies (documented in ``data/README.md``):
   gain ``2**g - 1`` would let one document outweigh the rest of the data set.
 - **Rows of a query that are not contiguous** are regrouped stably (queries in order of first
   appearance, rows of a query in file order) with one warning giving the count and naming the
-  first such query as written (:func:`qid_text`). They are never mis-grouped.
+  first such query as written (:func:`ltr.errors.qid_text`). They are never mis-grouped.
 - **A query longer than** ``max_list_len`` (10,000: LightGBM's limit with its ndcg metric) is an
   error naming the qid.
 - **The same qid in train and test** is a warning (``logging``), not an error; string qids are
@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 
 from ltr.data.positions import check_positions
 from ltr.data.ranking_data import RankingData
-from ltr.errors import DataError
+from ltr.errors import DataError, qid_text
 
 logger = logging.getLogger(__name__)
 
@@ -152,16 +152,6 @@ def run_starts(row_qids: NDArray[np.integer]) -> NDArray[np.intp]:
     [0, 2, 3]
     """
     return np.flatnonzero(np.concatenate(([True], row_qids[1:] != row_qids[:-1])))
-
-
-def qid_text(qid: int, names: Sequence[str] | None) -> str:
-    """Query number ``qid`` as messages name it: its id as written, quoted, when the qids were
-    ids numbered 0, 1, ... (``names[qid]``, :attr:`RawTable.qid_names`), else the integer.
-
-    >>> qid_text(7, None), qid_text(1, ("q-a", "q-b"))
-    ('7', "'q-b'")
-    """
-    return str(qid) if names is None else repr(names[qid])
 
 
 def group_rows(

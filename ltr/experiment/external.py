@@ -318,7 +318,7 @@ def _evaluate_data(
     max_gain = _max_gain(err_max_grade, conventions, np.asarray(data.labels))
     columns = per_query_columns(
         data.labels, values, data.offsets, data.qids, ks=ks, conventions=conventions,
-        max_gain=max_gain, full_ap=full_ap,
+        max_gain=max_gain, full_ap=full_ap, qid_names=data.qid_names,
     )  # fmt: skip
     if data.qid_names is not None:  # the table names the queries as written, not by their numbers
         columns["qid"] = written_qids_of(columns["qid"], data.qids, data.qid_names)

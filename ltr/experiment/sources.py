@@ -66,6 +66,7 @@ def query_table(
     table = per_query_table(
         data.labels, scores, data.offsets, data.qids,
         ks=spec.table_ks, conventions=spec.conventions, strata=spec.strata, max_gain=max_gain,
+        qid_names=data.qid_names,
     )  # fmt: skip
     if diversity is not None:
         table = pd.concat([table, diversity.set_axis(table.index)], axis=1)

@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltr import kernels
+from ltr.errors import qid_text
 from ltr.metrics.conventions import MetricConventions
 from ltr.metrics.strata import EMPTY_LABEL, Strata
 
@@ -49,6 +50,7 @@ def per_query_table(
     tie_keys: NDArray[np.generic] | None = None,
     max_gain: float | None = None,
     full_ap: bool = True,
+    qid_names: NDArray[np.object_] | None = None,
 ) -> pd.DataFrame:
     """One row per query with its list length, stratum and every measure at every ``k``.
 
@@ -84,6 +86,11 @@ def per_query_table(
         Compute ``ap`` (AP over the whole list; default). It is the one measure that looks past
         the top ``max(ks)`` of every list: on long lists with many relevant rows it costs 3-4x
         all the others together; False leaves the column out (callers that need NDCG only).
+    qid_names : object array of str, shape (n_queries,), optional
+        Every query's qid as the input wrote it, when ``qids`` are the numbers a reader gave
+        string qids (:attr:`ltr.data.ranking_data.RankingData.qid_names`): an error message
+        names a query by it (:func:`ltr.errors.qid_text`), never by its number. The table keeps
+        ``qids``.
 
     Returns
     -------
@@ -102,7 +109,7 @@ def per_query_table(
     """
     columns = per_query_columns(
         labels, scores, offsets, qids, ks=ks, conventions=conventions, ideal_labels=ideal_labels,
-        ideal_offsets=ideal_offsets, tie_keys=tie_keys, max_gain=max_gain, full_ap=full_ap,
+        ideal_offsets=ideal_offsets, tie_keys=tie_keys, max_gain=max_gain, full_ap=full_ap, qid_names=qid_names,
     )  # fmt: skip
     return as_table(columns, strata)
 
@@ -120,6 +127,7 @@ def per_query_columns(
     tie_keys: NDArray[np.generic] | None = None,
     max_gain: float | None = None,
     full_ap: bool = True,
+    qid_names: NDArray[np.object_] | None = None,
 ) -> dict[str, NDArray[np.generic]]:
     """The columns of :func:`per_query_table` but ``stratum``, as numpy arrays by name, in
     table order (the same parameters, without ``strata``); :func:`as_table` makes the table.
@@ -138,6 +146,7 @@ def per_query_columns(
     m = measure_arrays(
         labels, scores, offsets, ks=ks, conventions=conventions, ideal_labels=ideal_labels,
         ideal_offsets=ideal_offsets, tie_keys=tie_keys, max_gain=max_gain, qids=qids_a, full_ap=full_ap,
+        qid_names=qid_names,
     )
     data: dict[str, NDArray[np.generic]] = {"qid": qids_a, "list_len": m.list_len, "n_relevant": m.n_relevant}
     for j, k in enumerate(m.ks):
@@ -210,12 +219,14 @@ def measure_arrays(
     max_gain: float | None = None,
     qids: NDArray[np.generic] | None = None,
     full_ap: bool = True,
+    qid_names: NDArray[np.object_] | None = None,
 ) -> MeasureArrays:
     """The measures of `per_query_table` as arrays, without building a table (same arguments,
     same values; for callers that score many rankings of the same queries, e.g. every round).
-    ``qids`` only name a query in error messages. ``full_ap=False`` leaves out AP over the
-    whole list (``ap`` is NaN), the one measure that may sort a whole list rather than its top
-    ``max(ks)``; every other value is the same."""
+    ``qids`` only name a query in error messages; ``qid_names`` (one per query, as written),
+    when given, name it instead: ``qid 'q-b'``, not the number a reader gave it.
+    ``full_ap=False`` leaves out AP over the whole list (``ap`` is NaN), the one measure that
+    may sort a whole list rather than its top ``max(ks)``; every other value is the same."""
     labels_a = _as_int_labels(labels, "labels")
     scores_a = np.ascontiguousarray(scores, dtype=np.float64)
     offsets_a = _check_offsets(offsets, labels_a.shape[0], "offsets")
@@ -225,7 +236,10 @@ def measure_arrays(
     if np.isnan(scores_a).any():
         row = int(np.flatnonzero(np.isnan(scores_a))[0])
         q = int(np.searchsorted(offsets_a, row, side="right") - 1)
-        where = f"qid {qids[q]}" if qids is not None else f"query {q}"
+        if qid_names is not None:  # the qid as written, not the number a reader gave it
+            where = f"qid {qid_text(q, qid_names)}"
+        else:
+            where = f"qid {qids[q]}" if qids is not None else f"query {q}"
         raise ValueError(f"score at row {row} ({where}) is NaN")
     k_list = [int(k) for k in ks]
     if not k_list or any(k < 1 for k in k_list) or len(set(k_list)) != len(k_list):

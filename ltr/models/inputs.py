@@ -12,6 +12,8 @@
   (``data.doc_id_column``) is read when every file has it, else the files are scored without
   doc ids, as ``ltr train`` read them (:func:`ltr.data.doc_ids.column_of_files`; CSV files
   likewise, by their headers).
+  Doc ids are converted as ``ltr train``'s readers convert them
+  (:func:`ltr.data.doc_ids.from_arrow`: numbers as Arrow's text, a null one line).
   Feature values are converted as ``ltr train`` converts them
   (:func:`ltr.data.table_features.feature_matrix`: the same float32 bits); an infinite or
   non-numeric one is refused in one line naming the file, the column and, for a value, its row
@@ -22,7 +24,9 @@
   run and the per-query table carry them).
 - **Text** (LETOR/SVMlight, LightGBM with ``.query``) and **CSV** are read whole by the readers
   ``ltr train`` uses (same checks, same errors), then scored as one batch; a feature index beyond
-  the model's width is refused there.
+  the model's width is refused there. Text has no columns: its doc ids are its ``# docid = X``
+  comments, and a ``--doc-id-column`` given for it is refused in one line, never ignored (the
+  run's ``data.doc_id_column`` is not asked for: it is left aside).
 - **A run's split** (``valid`` / ``test``): the data the run was trained and evaluated on, made
   again from its config (synthetic data regenerated from its seed, files read again).
 
@@ -44,7 +48,7 @@ from numpy.typing import NDArray
 
 from ltr.config.choices import RerankKind
 from ltr.data.arrow_matrix import to_float64
-from ltr.data.doc_ids import column_of_files
+from ltr.data.doc_ids import column_of_files, from_arrow, not_a_table
 from ltr.data.load import reader_options
 from ltr.data.query_parts import partition_files
 from ltr.data.ranking_data import RankingData
@@ -168,6 +172,8 @@ def open_input(
             raise DataError(f"data file {f} does not exist; check the path")
     options = {k: v for k, v in reader_options(data_cfg).items() if k in ("integer_labels", "max_label", "max_list_len", "delimiter")}
     text = fmt in ("auto", "letor", "svmlight", "lightgbm") and all(detect_format(f) != "csv" for f in files)
+    if text and asked_by is not None and doc_id_column is not None:  # never ignored: refused
+        raise not_a_table(f"{asked_by} {doc_id_column}", files[0], f"leave out {asked_by}")
     if not text and doc_id_column is not None:  # CSV: the rule of Parquet files, on the headers
         headers = [(f, table_columns(f, kind="csv", delimiter=options.get("delimiter"))) for f in files]
         doc_id_column = column_of_files(doc_id_column, headers, asked_by=asked_by)
@@ -481,7 +487,7 @@ def _batch(
     else:
         labels = np.zeros(n_rows, dtype=np.int32)
     offsets = np.concatenate([starts, [n_rows]]).astype(np.int64)
-    doc_ids = None if doc_id_column is None else np.asarray([str(v) for v in table.column(doc_id_column).to_pylist()], dtype=object)
+    doc_ids = None if doc_id_column is None else from_arrow(table.column(doc_id_column), name=doc_id_column, rows=rows)
     return RankingData(
         features, labels, qids, offsets, feature_names=tuple(names), name=path.stem, doc_ids=doc_ids,
         qid_names=None if ids is None else np.asarray(ids, dtype=object),

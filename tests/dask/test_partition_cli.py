@@ -434,3 +434,20 @@ def test_the_library_counts_partitions_and_reports_every_file_it_writes(tmp_path
         assert sum(e.n_rows for e in mine) == w.n_rows == splits[w.split].n_rows
         assert sum(e.n_bytes for e in mine) == w.n_bytes == sum(f.stat().st_size for f in w.files)
     assert sorted(p.name for p in out.parent.iterdir()) == ["parts"]  # no temporary sibling left
+
+
+def test_a_doc_id_column_for_letor_text_is_refused_before_any_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """LETOR text has no columns (its ``#docid = X`` comments are written as ``doc_id`` without any
+    option): ``--doc-id-column`` names the option and the file in one line, nothing written."""
+    train = _letor(tmp_path / "train.txt", 6, n_queries=10, max_index=3)
+    out = tmp_path / "parts"
+    for extra in ([], ["--format", "letor"]):
+        assert _run("--train", str(train), "-o", out, "--doc-id-column", "url", *extra) == 2
+        errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("ltr:")]
+        assert errors == [
+            f"ltr: error: --doc-id-column url names a column of a Parquet / CSV table, but {train} is sparse "
+            "text, whose lines name their documents in '# docid = X' comments; leave out --doc-id-column"
+        ]
+        assert not out.exists()

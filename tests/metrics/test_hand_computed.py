@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from ltr.metrics import MetricConventions, Strata, per_query_table, summarize
+from ltr.metrics.table import measure_arrays
 
 from .conftest import LOG2_3, LOG2_5, LOG2_6, one_query
 
@@ -322,6 +323,22 @@ def test_input_validation() -> None:
         )
     with pytest.raises(ValueError, match="not an integer label"):
         per_query_table(np.array([0.5, 1.0]), np.array([1.0, 2.0]), off, q)
+
+
+def test_a_nan_score_names_a_string_qid_as_written() -> None:
+    """``qid_names`` (a reader's string qids, numbered 0, 1, ...) name the query in the message;
+    without them the qid is named as given, as before."""
+    labels, offsets, numbers = np.array([1, 0, 2, 1]), np.array([0, 2, 4]), np.array([0, 1])
+    scores = np.array([1.0, 2.0, 3.0, np.nan])
+    names = np.array(["q-a", "test-q007"], dtype=object)
+    with pytest.raises(ValueError, match=r"^score at row 3 \(qid 'test-q007'\) is NaN$"):
+        per_query_table(labels, scores, offsets, numbers, qid_names=names)
+    with pytest.raises(ValueError, match=r"^score at row 3 \(qid 'test-q007'\) is NaN$"):
+        measure_arrays(labels, scores, offsets, qids=numbers, qid_names=names)
+    with pytest.raises(ValueError, match=r"^score at row 3 \(qid 1\) is NaN$"):
+        per_query_table(labels, scores, offsets, numbers)
+    with pytest.raises(ValueError, match=r"^score at row 3 \(query 1\) is NaN$"):
+        measure_arrays(labels, scores, offsets)
 
 
 @pytest.mark.parametrize(

@@ -1,23 +1,36 @@
 """``ltr predict``'s Parquet input takes what ``ltr train`` takes: string qids (numbered as
 ``ltr train`` numbers them; the TREC run and the per-query table carry them as written) and
 files whose feature columns differ in type (int64 in one, double in the next: scored as each
-file alone); a feature that is text in one file is one line naming the file and the column."""
+file alone); a feature that is text in one file is one line naming the file and the column.
+A score the model gives NaN is one line naming the qid as written. Document ids: a doc id column of numbers gives the ids ``ltr train``'s readers give (Arrow's text
+of the numbers), a null is one line, and ``--doc-id-column`` for LETOR text is refused, not
+ignored."""
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 from pathlib import Path
 
+import lightgbm as lgb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from ltr import api
 from ltr.cli.main import main as ltr_main
+from ltr.dask.parquet import read_part
 from ltr.data.query_parts import write_query_partitions
+from ltr.data.readers import read_ranking_file
+from ltr.errors import DataError
 from ltr.experiment import run as pipeline
 from ltr.models.inputs import split_input
-from ltr.models.logged import load_run
+from ltr.models.logged import MODEL_TEXT, load_run
+from ltr.tracking.local_runs import find_local_run
 from tests.conftest import compose_train
 
 SMALL = ["data.n_queries=120", "fit.num_boost_round=12", "fit.early_stopping_rounds=4", "fit.show_progress=false", "model.num_leaves=7"]
@@ -161,3 +174,120 @@ def test_a_file_of_integer_qids_after_one_of_strings_is_read_as_ids(
     assert got["scores"] == want["scores"]
     in_a = set(a["qid"])
     assert [line[0] for line in got["run"]] == [f"Q{q}" if int(q) in in_a else q for q, *_ in want["run"]]
+
+
+def _letor_text(table: pd.DataFrame, path: Path) -> list[str]:
+    """``table`` as LETOR lines with ``#docid = d<i>`` comments; the doc ids in row order."""
+    features = table.columns[2:]
+    docs = [f"d{i}" for i in range(len(table))]
+    path.write_text("".join(
+        f"{int(row['label'])} qid:{int(row['qid'])} "
+        + " ".join(f"{j + 1}:{float(row[name])!r}" for j, name in enumerate(features))
+        + f" #docid = {doc}\n"
+        for (_, row), doc in zip(table.iterrows(), docs, strict=True)
+    ))  # fmt: skip
+    return docs
+
+
+def test_a_doc_id_column_for_letor_text_is_refused_not_ignored(
+    trained: tuple[str, pd.DataFrame], tmp_path: Path
+) -> None:
+    """LETOR text has no columns (its doc ids are ``#docid = X`` comments, read without any
+    option): ``ltr predict --doc-id-column`` on it is one line naming the option and the file, exit
+    2, nothing written; without the option the comments give the TREC run's docnos."""
+    uri, table = trained
+    letor = tmp_path / "test.txt"
+    docs = _letor_text(table, letor)
+    run_file = tmp_path / "test.run"
+    command = [sys.executable, "-m", "ltr", "predict", "holes", "--data", str(letor), "--trec-run", str(run_file), "--tracking-uri", uri]
+    refused = subprocess.run([*command, "--doc-id-column", "url"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.strip().splitlines() == [
+        f"ltr: error: --doc-id-column url names a column of a Parquet / CSV table, but {letor} is sparse text, "
+        "whose lines name their documents in '# docid = X' comments; leave out --doc-id-column"
+    ]
+    assert not run_file.exists()
+    scored = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert scored.returncode == 0, scored.stderr
+    assert sorted(line.split()[2] for line in run_file.read_text().splitlines()) == sorted(docs)
+
+
+def test_doc_ids_of_numbers_are_those_of_the_training_reader_and_a_null_is_one_line(
+    trained: tuple[str, pd.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One conversion of a doc id column for ``ltr predict`` and ``ltr train``'s readers (in memory
+    and on Dask workers): numbers as Arrow casts them to text (``7``; the float 1.0 is ``1``, not
+    ``1.0``), a null refused in one line naming the column, the file and the row."""
+    uri, table = trained
+    n = len(table)
+    ints = np.arange(n, dtype=np.int64) * 7 - 3
+    floats = np.arange(n, dtype=np.float64) / 2  # 0, 0.5, 1, 1.5, ...
+    with_null = pa.array([f"d{i}" if i != 5 else None for i in range(n)], pa.string())
+    frame = pa.Table.from_pandas(table, preserve_index=False)
+    frame = frame.append_column("doc_int", pa.array(ints)).append_column("doc_float", pa.array(floats))
+    path = tmp_path / "test.parquet"
+    pq.write_table(frame.append_column("doc_null", with_null), path)
+    features = list(table.columns[2:])
+    expected = {
+        "doc_int": [str(v) for v in ints.tolist()],
+        "doc_float": [f"{v:g}" if v != int(v) else str(int(v)) for v in floats.tolist()],
+    }
+    assert expected["doc_float"][:4] == ["0", "0.5", "1", "1.5"]
+    for column, want in expected.items():
+        assert pc.cast(frame.column(column), pa.string()).to_pylist() == want  # Arrow's text of the numbers
+        predicted = api.predict("holes", path, tracking_uri=uri, doc_id_column=column)
+        got = np.concatenate([b.doc_ids for b in predicted.batches if b.doc_ids is not None]).tolist()
+        assert got == want
+        assert read_part(str(path), "qid", "label", features, column)[4].tolist() == want  # trainer=dask's reader
+        by_table = read_ranking_file(path, doc_id_column=column, feature_columns=features).doc_ids
+        assert by_table is not None
+        assert by_table.tolist() == want  # ltr train's reader (the queries' rows are contiguous)
+    code = ltr_main(["predict", "holes", "--data", str(path), "--doc-id-column", "doc_null", "--tracking-uri", uri])
+    assert code == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"ltr: error: doc id column 'doc_null' of {path}: row 6 has no document id (null)"
+    ]
+    with pytest.raises(DataError, match=rf"^doc id column 'doc_null' of {re.escape(str(path))}: row 6 has no document id \(null\)$"):
+        read_part(str(path), "qid", "label", features, "doc_null")
+
+
+def _nan_leaf(model_text: str) -> str:
+    """The model with the second leaf of its first tree NaN (every row reaching that leaf then
+    scores NaN); ``tree_sizes`` dropped, so LightGBM parses the trees one by one."""
+    text = re.sub(r"tree_sizes=.*\n", "", model_text)
+    start = text.index("leaf_value=", text.index("Tree=0")) + len("leaf_value=")
+    end = text.index("\n", start)
+    values = text[start:end].split(" ")
+    values[1] = "nan"
+    return text[:start] + " ".join(values) + text[end:]
+
+
+def test_a_nan_score_names_the_qid_as_written_in_one_line(
+    trained: tuple[str, pd.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A model that scores a row NaN (here: a leaf of its trees made NaN in the store) cannot be
+    measured: ``ltr predict`` says so in one line, exit 2, naming the query as the input wrote it
+    (``qid 'Q0042-x'``, not the number the reader gave it); integer qids as before (``qid 42``)."""
+    uri, table = trained
+    local = find_local_run(uri, "holes", experiment="ltr")
+    assert local is not None
+    model = local.artifact(MODEL_TEXT)
+    assert model is not None
+    ints, texts = tmp_path / "ints.parquet", tmp_path / "texts.parquet"
+    table.to_parquet(ints)
+    names = {q: f"Q{q:04d}-x" for q in table["qid"].unique()}
+    table.assign(qid=table["qid"].map(names)).to_parquet(texts)
+    original = model.read_text()
+    model.write_text(_nan_leaf(original))
+    try:
+        scores = lgb.Booster(model_file=str(model)).predict(table.iloc[:, 2:].to_numpy(np.float32))
+        row = int(np.flatnonzero(np.isnan(scores))[0])
+        qid = int(table["qid"].iloc[row])
+        assert qid != table["qid"].iloc[0]  # not the first query: the row and qid say which
+        for path, named in ((texts, repr(names[qid])), (ints, str(qid))):
+            code = ltr_main(["predict", "holes", "--data", str(path), "--out", str(tmp_path / "s.txt"), "--tracking-uri", uri])
+            assert code == 2
+            assert capsys.readouterr().err.strip().splitlines() == [f"ltr: error: score at row {row} (qid {named}) is NaN"]
+            assert not (tmp_path / "s.txt").exists()
+    finally:
+        model.write_text(original)
