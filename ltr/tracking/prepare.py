@@ -1,15 +1,13 @@
 """Load MLflow's logging code in a background thread while the data loads and the model trains.
 
 A tracked ``ltr train`` spends about 2 s (idle 2-core machine) importing what it logs with:
-MLflow and its SQLAlchemy store, MLflow's LightGBM flavour and model signatures, matplotlib's
-renderer, and MLflow's map of the installed distributions (``importlib.metadata``'s
-``packages_distributions()``, read on every ``log_model`` to check the model's pinned
-requirements against the environment). None of it depends on the run: :class:`Preparation`
-does it in a thread started as soon as the config is checked, and the runner waits for it
-(:meth:`Preparation.wait`) before it records the run.
+MLflow and its SQLAlchemy store, MLflow's LightGBM flavour and model signatures, and matplotlib's
+renderer (MLflow's map of every installed distribution, which ``log_model`` would build to check
+the model's requirements, is not needed: :func:`ltr.tracking.mlflow_tracker.requirement_check_of`).
+None of it depends on the run: :class:`Preparation` does it in a thread started as soon as the
+config is checked, and the runner waits for it (:meth:`Preparation.wait`) before it records the run.
 
-What it may and may not do: it only imports modules and fills MLflow's own lazily built cache;
-it writes nothing, opens no store and starts no run, so the run's content and lifecycle are
+What it may and may not do: it only imports modules; it writes nothing, opens no store and starts no run, so the run's content and lifecycle are
 exactly those of a run without it. An error in the thread is logged (debug) and otherwise
 ignored: the main thread then does the same work itself where it needs it, and reports any
 error there as it always did.
@@ -34,13 +32,6 @@ def _load_logging() -> None:
     import matplotlib.figure  # noqa: F401  log_figure renders Figures with Agg
     import mlflow.lightgbm
     import mlflow.models  # noqa: F401  log_model's signature and MLmodel
-    from mlflow.utils import requirements_utils
-
-    # the distributions map log_model's requirement check builds on first use (private to MLflow;
-    # where it is missing, log_model builds it itself)
-    build = getattr(requirements_utils, "_init_modules_to_packages_map", None)
-    if build is not None:
-        build()
 
 
 class Preparation:

@@ -200,3 +200,53 @@ def test_background_mlflow_load_leaves_the_run_as_without_it(
         other.metrics.pop("train_seconds", None)
         assert other.metrics == without.metrics
 
+
+
+def test_model_pins_lightgbm_and_mlflow(
+    finished_run: tuple[MlflowClient, str, DictConfig, pipeline.RunOutcome], tracking_uri: str
+) -> None:
+    client, run_id, _, _ = finished_run
+    mlflow.set_tracking_uri(tracking_uri)
+    model_uri = client.get_run(run_id).data.tags["ltr.model_uri"]
+    requirements = Path(mlflow.pyfunc.get_model_dependencies(model_uri)).read_text().split()
+    assert requirements == [f"mlflow=={mlflow.__version__}", f"lightgbm=={lgb.__version__}"]
+
+
+def test_requirement_check_warns_as_with_mlflows_map_of_every_distribution(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`requirement_check_of` gives MLflow's requirement check the versions and warnings its full
+    map gives, leaves the map unbuilt after the block, and a built map untouched."""
+    import logging
+
+    from mlflow.utils import requirements_utils
+
+    from ltr.tracking.mlflow_tracker import requirement_check_of
+
+    requirements = ["lightgbm==0.0.1", f"lightgbm=={lgb.__version__}", "mlflow==0.0.1", f"mlflow=={mlflow.__version__}"]
+    seen: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage())
+
+    logger = logging.getLogger(requirements_utils.__name__)
+    handler = Collect(level=logging.WARNING)
+    logger.addHandler(handler)
+    monkeypatch.setattr(requirements_utils, "_MODULES_TO_PACKAGES", None)  # restored after the test
+    try:
+        with requirement_check_of(["lightgbm", "mlflow"]):
+            requirements_utils.warn_dependency_requirement_mismatches(requirements)
+        scoped = seen[:]
+        assert requirements_utils._MODULES_TO_PACKAGES is None  # taken away: MLflow builds its own next
+        seen.clear()
+        requirements_utils.warn_dependency_requirement_mismatches(requirements)  # with MLflow's full map
+        built = requirements_utils._MODULES_TO_PACKAGES
+        with requirement_check_of(["lightgbm"]):
+            assert requirements_utils._MODULES_TO_PACKAGES is built  # a built map is left alone
+    finally:
+        logger.removeHandler(handler)
+    assert built is not None
+    assert "numpy" in built  # the full map, of every distribution
+    assert len(scoped) == 1
+    assert scoped == seen
+    assert f"lightgbm (current: {lgb.__version__}, required: lightgbm==0.0.1)" in scoped[0]
+    assert f"mlflow (current: {mlflow.__version__}, required: mlflow==0.0.1)" in scoped[0]
