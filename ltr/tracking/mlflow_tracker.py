@@ -275,8 +275,9 @@ def requirement_check_of(packages: Sequence[str]) -> Iterator[None]:
     after: a later user of the map in this process builds the full one as before. A map MLflow
     built already, or an MLflow without it (a private name), is left alone.
     """
-    from mlflow.utils import requirements_utils
+    from mlflow.utils import requirements_utils as mlflow_requirements
 
+    requirements_utils: Any = mlflow_requirements  # its private map's declared type is None
     if getattr(requirements_utils, "_MODULES_TO_PACKAGES", False) is not None:
         yield
         return
