@@ -7,8 +7,8 @@ the model's requirements, is not needed: :func:`ltr.tracking.mlflow_tracker.requ
 None of it depends on the run: :class:`Preparation` does it in a thread started as soon as the
 config is checked, and the runner waits for it (:meth:`Preparation.wait`) before it records the run.
 
-What it may and may not do: it only imports modules; it writes nothing, opens no store and starts no run, so the run's content and lifecycle are
-exactly those of a run without it. An error in the thread is logged (debug) and otherwise
+What it may and may not do: it only imports modules; it writes nothing, opens no store and starts
+no run, so the run's content and lifecycle are exactly those of a run without it. An error in the thread is logged (debug) and otherwise
 ignored: the main thread then does the same work itself where it needs it, and reports any
 error there as it always did.
 """
