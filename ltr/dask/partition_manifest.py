@@ -5,10 +5,12 @@ local run of the same files hashes their arrays (:func:`ltr.data.fingerprint.fin
 run's ``ltr.data.fingerprint`` tag). ``ltr partition`` has the splits in memory: it records their
 content fingerprint, computed by that same function on the same arrays, in this manifest, with
 what it wrote (for every partition file its path relative to ``DIR``, bytes and Parquet row
-count, as :func:`file_entries` lists them). A partitions run logs the recorded content hash when
-the files are still exactly those (:func:`check_manifest`), so that ``ltr compare`` accepts it
-beside a local run of the same data; any change of a file's size or row count, a file added or
-missing falls back to the files' metadata.
+count, as :func:`file_entries` lists them, and a digest of its footer, :func:`footer_digest`). A
+partitions run logs the recorded content hash when the files are still exactly those
+(:func:`check_manifest`), so that ``ltr compare`` accepts it beside a local run of the same data;
+any change of a file's size, row count or footer (its column statistics: a rewrite that keeps the
+size and rows almost always changes them), a file added or missing falls back to the files'
+metadata.
 
 Contract
 --------
@@ -22,8 +24,8 @@ Contract
   manifest or none. ``ltr partition`` writes it inside its temporary sibling, renamed to ``OUT``
   with the partitions, so a killed run leaves no manifest claiming files it did not finish.
 - :func:`check_manifest`: the recorded content fingerprint when the manifest parses, its columns
-  are the run's and its files are exactly the files found (same relative paths, bytes and rows,
-  no other ``*.parquet`` file); else None and one line saying why (``why_not``; empty when there
+  are the run's and its files are exactly the files found (same relative paths, bytes, rows and
+  footer digests, no other ``*.parquet`` file); else None and one line saying why (``why_not``; empty when there
   is no manifest at all).
 
 Needs no Dask: pyarrow reads only the footers.
@@ -103,7 +105,10 @@ def write_manifest(
         "written_by": "ltr partition",
         "content": dict(content),
         "columns": {"qid": qid_column, "label": label_column, "doc_id": doc_id_column},
-        "files": {split: file_entries(root, split) for split in SPLITS},
+        "files": {
+            split: [entry | {"footer": footer_digest(root / entry["path"])} for entry in file_entries(root, split)]
+            for split in SPLITS
+        },
     }
     target = root / MANIFEST_NAME
     tmp = root / f".{MANIFEST_NAME}.{os.getpid()}.tmp"
@@ -155,8 +160,11 @@ def check_manifest(
         )  # fmt: skip
     now = {f["path"]: (f["bytes"], f["rows"]) for split in SPLITS for f in found.get(split, ())}
     then = {f["path"]: (f["bytes"], f["rows"]) for split in SPLITS for f in recorded[split]}
+    footers = {f["path"]: f["footer"] for split in SPLITS for f in recorded[split]}
     changes = [
-        ("changed", sorted(p for p in then.keys() & now.keys() if then[p] != now[p])),
+        ("changed", sorted(
+            p for p in then.keys() & now.keys() if then[p] != now[p] or _footer_or_none(root / p) != footers[p]
+        )),  # fmt: skip
         ("added", sorted(now.keys() - then.keys())),
         ("missing", sorted(then.keys() - now.keys())),
     ]
@@ -187,10 +195,43 @@ def _parts(manifest: Any) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]
         for entry in files[split]:
             if not (
                 isinstance(entry, dict) and isinstance(entry.get("path"), str)
-                and all(type(entry.get(k)) is int for k in ("bytes", "rows"))
+                and all(type(entry.get(k)) is int for k in ("bytes", "rows")) and _is_digest(entry.get("footer"))
             ):  # fmt: skip
-                raise ValueError(f"a {split} file entry is not {{path, bytes, rows}}: {entry!r}")
+                raise ValueError(f"a {split} file entry is not {{path, bytes, rows, footer}}: {entry!r}")
     return content, files, columns
+
+
+def footer_digest(path: Path) -> str:
+    """sha256 (16 hex digits) of a Parquet file's footer: its metadata as written (schema, row
+    groups, every column chunk's offsets, sizes and min / max / null-count statistics). A rewrite
+    that keeps the file's size and row count almost always changes it; a copy keeps it. Reads the
+    last bytes of the file only.
+
+    Raises
+    ------
+    OSError
+        unreadable; ValueError: not a Parquet file (no ``PAR1`` trailer, or a footer longer than the file).
+    """
+    import hashlib
+
+    with path.open("rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        if size < 12:
+            raise ValueError(f"{path} is not a Parquet file")
+        f.seek(size - 8)
+        trailer = f.read(8)
+        length = int.from_bytes(trailer[:4], "little")
+        if trailer[4:] != b"PAR1" or length > size - 12:
+            raise ValueError(f"{path} is not a Parquet file")
+        f.seek(size - 8 - length)
+        return hashlib.sha256(f.read(length)).hexdigest()[:HASH_HEX_DIGITS]
+
+
+def _footer_or_none(path: Path) -> str | None:
+    try:
+        return footer_digest(path)
+    except (OSError, ValueError):
+        return None
 
 
 def _is_digest(value: Any) -> bool:

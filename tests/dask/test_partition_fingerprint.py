@@ -181,3 +181,37 @@ def test_a_run_reading_other_columns_than_recorded_does_not_use_the_manifest(
     assert warning.startswith(
         f"{out / MANIFEST_NAME} records the columns qid='qid', label='label', but the run reads qid='qid', label='f1': "
     )
+
+
+def test_a_value_rewritten_in_a_file_of_the_same_size_and_rows_falls_back(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A rewrite that keeps a file's size and row count (plain encoding, no compression: every
+    float32 is 4 bytes) still changes its footer (the column's min / max statistics)."""
+    import pyarrow as pa
+
+    from ltr.dask.partition_manifest import write_manifest
+
+    out, local_overrides = _partitioned(tmp_path, "csv: integer qids")
+    path = out / "train" / "part-00000.parquet"
+    plain = {"compression": "none", "use_dictionary": False}
+    table = pq.read_table(path)
+    pq.write_table(table, path, **plain)
+    manifest = json.loads((out / MANIFEST_NAME).read_text())
+    (out / MANIFEST_NAME).unlink()
+    write_manifest(out, manifest["content"], qid_column="qid", label_column="label", doc_id_column=None)  # records it
+    local = _logged_fingerprint([*local_overrides, "data.cache=false"])
+    assert _partitions_run(out)["sha256"] == local["sha256"]
+
+    size = path.stat().st_size
+    column = table.column_names[-1]  # a feature: its first value becomes a new maximum
+    values = table.column(column).to_numpy().copy()
+    values[0] = values.max() + 1
+    pq.write_table(table.set_column(table.column_names.index(column), column, pa.array(values)), path, **plain)
+    assert path.stat().st_size == size
+    assert pq.read_metadata(path).num_rows == table.num_rows
+    with caplog.at_level(logging.WARNING, logger="ltr.dask.partitioned"):
+        fallback = _partitions_run(out)
+    assert fallback["method"] == METADATA_METHOD
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert "changed: train/part-00000.parquet" in warning
