@@ -28,6 +28,11 @@ Contract
   ``ltr train data=parquet_partitions data.root=OUT trainer=dask`` trains on it with no further
   step. Positions (a ``.position`` file, a position column) are not written: that path does not
   use them. Doc ids (``#docid = X`` comments, ``--doc-id-column``) are, as a ``doc_id`` column.
+- **Fingerprint**: last, ``OUT/fingerprint.json``: the content fingerprint of the splits read
+  (what a local ``ltr train`` of the same files with the same options logs as
+  ``ltr.data.fingerprint``, per split too), and every partition file's relative path, bytes and
+  rows; a partitions run logs that fingerprint while the files are still those
+  (:mod:`ltr.dask.partition_manifest`). The hash is logged on stderr.
 - **Partitions**: ``--partitions N`` per split, or ``--rows-per-partition N`` (default 1,000,000):
   ``ceil(rows / N)`` per split; never more partitions than queries.
 - **Atomic**: everything is written into a hidden temporary sibling ``.OUT.partial-*`` and
@@ -35,8 +40,8 @@ Contract
   temporary directory and leaves ``OUT`` as it was; only SIGKILL can leave the hidden sibling
   behind, never a partial ``OUT``.
 - **Refusals**: a non-empty ``OUT`` without ``--force``; with ``--force``, anything but an
-  earlier output (only ``train/``, ``valid/``, ``test/`` of ``part-*.parquet``); a file or
-  symbolic link at ``OUT``.
+  earlier output (only ``train/``, ``valid/``, ``test/`` of ``part-*.parquet`` and
+  ``fingerprint.json``); a file or symbolic link at ``OUT``.
 - **Output text**: progress on stderr (read lines per file; per partition a rich bar on a terminal,
   else a line), then on stdout one line per split (queries, rows, features, partitions, bytes,
   directory) and the ``ltr train`` command line that uses the result.
@@ -147,7 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     size.add_argument("--rows-per-partition", type=_positive, metavar="N",
                       help=f"about N rows per partition: ceil(rows / N) per split (default {DEFAULT_ROWS_PER_PARTITION:,})")
     out.add_argument("--force", action="store_true",
-                     help="replace OUT if it holds an earlier output (only train/, valid/, test/ of part-*.parquet)")
+                     help="replace OUT if it holds an earlier output (only train/, valid/, test/ of part-*.parquet, "
+                          "fingerprint.json)")
     return p
 
 

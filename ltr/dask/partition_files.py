@@ -19,7 +19,10 @@ Contract of the functions
   (at least 1); the writer never makes more partitions than a split has queries.
 - :func:`write_partitioned_splits`: ``out/{split}/part-00000.parquet``, ... of whole queries
   (``qid`` int64, or string as written when the input's qids are strings, ``label`` int32,
-  ``doc_id`` string when the data has doc ids, the features float32), all or nothing: written into a hidden temporary sibling ``.OUT.partial-*`` (mode
+  ``doc_id`` string when the data has doc ids, the features float32) and, after the last of them,
+  ``out/fingerprint.json`` (:mod:`ltr.dask.partition_manifest`: the splits' content fingerprint as
+  a local run of the same files logs it, and every file's relative path, bytes and rows), all or
+  nothing: written into a hidden temporary sibling ``.OUT.partial-*`` (mode
   ``0777 & ~umask``), every file and directory fsynced, renamed to ``out`` (replacing an empty
   directory, or with ``force`` an earlier output, renamed aside first and deleted after), the parent
   fsynced. An exception, Ctrl-C or SIGTERM removes the temporary directory and the parents made for
@@ -49,6 +52,7 @@ from pathlib import Path
 
 from ltr.config.choices import FileFormat
 from ltr.config.data import ParquetDataConfig
+from ltr.dask.partition_manifest import MANIFEST_NAME, content_fingerprint, listing, write_manifest
 from ltr.data.doc_ids import not_a_table
 from ltr.data.load import reader_options
 from ltr.data.query_parts import feature_names, write_query_partitions
@@ -66,6 +70,7 @@ SPLITS = ("train", "valid", "test")
 #: Column names of the output: the defaults of ``data=parquet_partitions`` (and of the writer).
 QID_COLUMN = "qid"
 LABEL_COLUMN = "label"
+DOC_ID_COLUMN = "doc_id"
 _PART_NAME = re.compile(r"part-\d+\.parquet")
 #: Characters a Hydra override value may hold unquoted (and a shell word, too).
 _PLAIN = re.compile(r"[A-Za-z0-9_./+\-@~]+")
@@ -119,14 +124,15 @@ def check_target(out: Path, *, force: bool) -> None:
         entries = sorted(p.name for p in out.iterdir())
         if entries and not force:
             raise LtrUserError(
-                f"--out {out} is not empty ({_listing(entries)}); pass --force to replace an "
+                f"--out {out} is not empty ({listing(entries)}); pass --force to replace an "
                 "earlier ltr partition output, or choose another --out"
             )
         foreign = _foreign_entries(out)
         if entries and foreign:
             raise LtrUserError(
                 f"--force replaces only an earlier ltr partition output (train/, valid/, test/ of "
-                f"part-*.parquet), but {out} holds {_listing(foreign)}; remove it yourself or choose another --out"
+                f"part-*.parquet, {MANIFEST_NAME}), but {out} holds {listing(foreign)}; remove it yourself "
+                "or choose another --out"
             )
     ancestor = out.parent
     while not ancestor.exists():
@@ -231,6 +237,12 @@ def write_partitioned_splits(
 ) -> list[SplitWritten]:
     """Write every split as ``out/<split>/part-NNNNN.parquet`` files of whole queries, atomically.
 
+    When ``splits`` are train, valid and test, ``out/fingerprint.json`` is written after the last
+    partition file (:func:`ltr.dask.partition_manifest.write_manifest`: the content fingerprint
+    of the splits, :func:`ltr.dask.partition_manifest.content_fingerprint`, and each file's
+    relative path, bytes and rows), so that a ``data=parquet_partitions`` run logs the hash a
+    local run of the same data logs.
+
     Everything goes into a temporary sibling of ``out`` first (created with missing parents);
     files and directories are fsynced, then the sibling is renamed to ``out`` (replacing an empty
     directory, or with ``force`` an earlier output, which is deleted afterwards). On any
@@ -261,6 +273,8 @@ def write_partitioned_splits(
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
         tmp.chmod(0o777 & ~_umask())  # mkdtemp's 0700 would hide the files from other users' workers
         written = [_write_split(data, tmp, split, n_partitions[split], on_partition) for split, data in splits.items()]
+        if set(splits) == set(SPLITS):  # last: a manifest only beside every file it records
+            _write_manifest(splits, tmp)
         for d in [*(tmp / s for s in splits), tmp]:
             fsync_path(d, os.O_RDONLY | os.O_DIRECTORY)
         with signals_deferred():
@@ -304,15 +318,13 @@ def train_command(out: Path) -> str:
 # -- helpers -------------------------------------------------------------------------------------
 
 
-def _listing(names: Sequence[str], limit: int = 3) -> str:
-    shown = ", ".join(names[:limit])
-    return shown + (f", ... ({len(names)} entries)" if len(names) > limit else "")
-
-
 def _foreign_entries(out: Path) -> list[str]:
-    """Entries of ``out`` that an earlier output would not hold (empty: ``out`` is one)."""
+    """Entries of ``out`` that an earlier output would not hold (empty: ``out`` is one): anything
+    but ``train/``, ``valid/``, ``test/`` of ``part-*.parquet`` files and a ``fingerprint.json`` file."""
     foreign = []
     for entry in sorted(out.iterdir()):
+        if entry.name == MANIFEST_NAME and entry.is_file() and not entry.is_symlink():
+            continue
         if entry.name not in SPLITS or entry.is_symlink() or not entry.is_dir():
             foreign.append(entry.name)
             continue
@@ -356,9 +368,21 @@ def _write_split(
 
     paths = write_query_partitions(
         data, directory, n_partitions=n_partitions, qid_column=QID_COLUMN,
-        label_column=LABEL_COLUMN, on_file=written,
+        label_column=LABEL_COLUMN, doc_id_column=DOC_ID_COLUMN, on_file=written,
     )  # fmt: skip
     return SplitWritten(split, data.n_queries, data.n_rows, data.n_features, tuple(paths), sum(sizes))
+
+
+def _write_manifest(splits: Mapping[str, RankingData], tmp: Path) -> None:
+    """``tmp/fingerprint.json``: the splits' content fingerprint and the files written (logs it, INFO)."""
+    t = time.perf_counter()
+    content = content_fingerprint(splits)
+    doc_id_column = DOC_ID_COLUMN if any(data.doc_ids is not None for data in splits.values()) else None
+    write_manifest(tmp, content, qid_column=QID_COLUMN, label_column=LABEL_COLUMN, doc_id_column=doc_id_column)
+    log.info(
+        "content fingerprint %s (train %s, valid %s, test %s) in %.1f s, recorded in %s",
+        content["sha256"], *(content[s]["sha256"] for s in SPLITS), time.perf_counter() - t, MANIFEST_NAME,
+    )  # fmt: skip
 
 
 def _commit(tmp: Path, out: Path, *, force: bool) -> None:

@@ -2,9 +2,9 @@
 
 The splits are directories of Parquet files of whole queries (``data.root/{train,valid,test}``,
 written by :func:`ltr.dask.parquet.write_query_partitions`). The client reads only the files'
-footers (for the data fingerprint) and the qids (to check that no query spans two files); the
-workers read their files (:func:`ltr.dask.parquet.read_query_partitions`), train
-(:func:`ltr.dask.train.fit_partitioned`), predict and build each partition's per-query table
+footers (for the data fingerprint, with the content hash ``ltr partition`` recorded beside them)
+and the qids (to check that no query spans two files); the workers read their files
+(:func:`ltr.dask.parquet.read_query_partitions`), train (:func:`ltr.dask.train.fit_partitioned`), predict and build each partition's per-query table
 and LightGBM-gap parts. The client concatenates these small tables (one row per query) and
 :func:`ltr.experiment.evaluation.evaluate` does the rest, as for every other data option.
 
@@ -32,6 +32,7 @@ from numpy.typing import NDArray
 from ltr.config.data import ParquetPartitionsDataConfig
 from ltr.config.schema import TrainConfig, TrainerConfig
 from ltr.dask.evaluate import predict_block
+from ltr.dask.partition_manifest import CONTENT_METHOD, MANIFEST_NAME, check_manifest, file_entries
 from ltr.dask.partitions import PartitionedSplit
 from ltr.data.arrow_matrix import float32_matrix
 from ltr.data.fingerprint import HASH_HEX_DIGITS
@@ -66,32 +67,54 @@ def split_directories(data: ParquetPartitionsDataConfig, trainer: TrainerConfig)
 
 
 def partitions_fingerprint(data: ParquetPartitionsDataConfig, trainer: TrainerConfig) -> dict[str, Any]:
-    """A fingerprint of the partition files from their metadata only (no rows are read).
+    """The data fingerprint of a partitions run: the content hash ``ltr partition`` recorded, while
+    the files are those it wrote; else a fingerprint of the files' metadata. No rows are read.
 
-    ``sha256`` hashes, per split and file in partition order (by number), the path relative to
-    ``data.root``, the size in bytes and the row count from the Parquet footer: cheap, but a
-    rewrite that keeps every file's size and row count is not detected (the local data options
-    hash the contents).
+    Every ``*.parquet`` file of each split is listed with its path relative to ``data.root``, size
+    in bytes and row count (the Parquet footer), in partition order. When ``data.root`` holds the
+    manifest of ``ltr partition`` (``fingerprint.json``, :mod:`ltr.dask.partition_manifest`) and
+    it records exactly these files (no file changed in size or rows, added or missing) and the
+    run's qid and label columns, ``sha256`` (and each split's) is the content hash recorded there:
+    the hash a local run of the same source files logs, so ``ltr compare`` accepts the two runs.
+    Otherwise ``sha256`` hashes, per split, the files' listing: cheap, but a rewrite that keeps
+    every file's size and row count is not detected, and it never equals a local run's; a
+    manifest that exists but cannot be used says why in one warning.
+
+    Returns
+    -------
+    dict
+        ``method`` (how ``sha256`` was made), ``sha256`` (16 hex digits), and per split ``sha256``,
+        ``n_rows``, ``n_features`` and ``files`` (``[{"path", "bytes", "rows"}, ...]``). From the
+        manifest also ``shape``, ``n_rows``, ``n_queries``, ``n_features`` and ``labels`` of the
+        whole set, and ``n_queries`` and ``labels`` per split, as a local run logs them.
     """
     dirs = split_directories(data, trainer)
+    root = Path(str(data.root))
+    files = {split: file_entries(root, split) for split in dirs}
+    check = check_manifest(root, files, qid_column=str(data.qid_column), label_column=str(data.label_column))
+    if check.content is not None:
+        content = check.content
+        return {"method": CONTENT_METHOD} | content | {split: content[split] | {"files": files[split]} for split in dirs}
+    if check.why_not:
+        log.warning(
+            "%s: the data fingerprint hashes the files' metadata, not their content (no local run of the same "
+            "data has it); write the partitions again with ltr partition to record it", check.why_not,
+        )  # fmt: skip
+    else:
+        log.info("no %s in %s (ltr partition writes one): the data fingerprint hashes the files' metadata", MANIFEST_NAME, root)
     out: dict[str, Any] = {"method": "parquet file metadata: relative path, bytes, rows"}
     h = hashlib.sha256()
     for split, directory in dirs.items():
-        files = []
-        paths = partition_files(directory)
-        for path in paths:
-            meta = pq.read_metadata(path)
-            files.append({"path": f"{split}/{path.name}", "bytes": path.stat().st_size, "rows": meta.num_rows})
-        names = pq.read_schema(paths[0]).names
+        names = pq.read_schema(partition_files(directory)[0]).names
         n_features = len([n for n in names if n not in (data.qid_column, data.label_column, _doc_id_column(data))])
-        entry = json.dumps(files, sort_keys=True)
+        entry = json.dumps(files[split], sort_keys=True)
         h.update(split.encode())
         h.update(entry.encode())
         out[split] = {
             "sha256": hashlib.sha256(entry.encode()).hexdigest()[:HASH_HEX_DIGITS],
-            "n_rows": sum(f["rows"] for f in files),
+            "n_rows": sum(f["rows"] for f in files[split]),
             "n_features": n_features,
-            "files": files,
+            "files": files[split],
         }
     out["sha256"] = h.hexdigest()[:HASH_HEX_DIGITS]
     return out

@@ -167,7 +167,7 @@ def test_a_non_empty_out_is_refused_and_force_replaces_only_an_earlier_output(
     assert _run("--train", path, "-o", empty) == 2
     line = capsys.readouterr().err.strip().splitlines()[-1]
     assert line == (
-        f"ltr: error: --out {empty} is not empty (test, train, valid); pass --force to replace an "
+        f"ltr: error: --out {empty} is not empty (fingerprint.json, test, train, ... (4 entries)); pass --force to replace an "
         "earlier ltr partition output, or choose another --out"
     )
     assert _run("--train", path, "-o", empty, "--force", "--partitions", "2") == 0
@@ -228,7 +228,8 @@ def test_an_interrupt_while_writing_leaves_the_output_as_it_was(
     path = _letor(tmp_path / "all.txt", 7, n_queries=60, max_index=4)
     fresh, earlier = tmp_path / "a" / "b" / "parts", tmp_path / "earlier"
     assert _run("--train", path, "-o", earlier) == 0
-    before = {p: p.read_bytes() for p in earlier.rglob("*.parquet")}
+    before = {p: p.read_bytes() for p in earlier.rglob("*") if p.is_file()}  # the manifest too
+    assert earlier / "fingerprint.json" in before
     real_write = pq.write_table
     calls = []
 
@@ -246,7 +247,7 @@ def test_an_interrupt_while_writing_leaves_the_output_as_it_was(
     assert not (tmp_path / "a").exists()  # the parents it made are gone too
     calls.clear()
     assert _run("--train", path, "-o", earlier, "--partitions", "4", "--force") == code
-    assert {p: p.read_bytes() for p in earlier.rglob("*.parquet")} == before
+    assert {p: p.read_bytes() for p in earlier.rglob("*") if p.is_file()} == before
     assert _leftovers(tmp_path) == []
     assert signal.getsignal(signal.SIGTERM) == handler  # restored
     assert capsys.readouterr().err.strip().splitlines()[-1].startswith(f"ltr: {'interrupted' if code == 130 else 'terminated'}")
@@ -407,7 +408,7 @@ def test_a_sigint_swallowed_in_a_finalizer_still_stops_with_130(
     if when == "before the rename":
         assert not out.exists()
     else:
-        assert sorted(p.name for p in out.iterdir()) == ["test", "train", "valid"]
+        assert sorted(p.name for p in out.iterdir()) == ["fingerprint.json", "test", "train", "valid"]
 
 
 def test_the_library_counts_partitions_and_reports_every_file_it_writes(tmp_path: Path) -> None:

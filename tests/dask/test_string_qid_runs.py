@@ -4,7 +4,8 @@ the qids as written, and ``ltr compare`` pairs every query of a local run with a
 The Dask runs: ``trainer=dask`` on the splits read in this process (the tables are built here),
 and ``ltr partition`` + ``data=parquet_partitions`` (the tables are built on the workers, whose
 reader numbers each split's string qids 0, 1, ... afresh, where the local split keeps the whole
-file's numbers). Real processes (a LocalCluster of one worker, whose model is the local one),
+file's numbers; its data fingerprint is the content hash ``ltr partition`` recorded, the local
+run's, so ``ltr compare`` needs no ``--force``). Real processes (a LocalCluster of one worker, whose model is the local one),
 a real sqlite MLflow store.
 """
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from mlflow.tracking import MlflowClient
 
 from ltr.cli.main import main as ltr_main
 from ltr.compare.loading import load_comparison
@@ -52,6 +54,9 @@ def test_local_and_dask_runs_name_string_qids_alike_and_compare_query_by_query(t
         assert outcome.run_id is not None
         ids[name] = outcome.run_id
 
+    tags = {name: MlflowClient(uri).get_run(run_id).data.tags for name, run_id in ids.items()}
+    assert len({t["ltr.data.fingerprint"] for t in tags.values()}) == 1
+
     for split in ("valid", "test"):
         tables = {name: logged_table(uri, run_id, split, tmp_path) for name, run_id in ids.items()}
         qids = tables["local"]["qid"].tolist()
@@ -62,10 +67,11 @@ def test_local_and_dask_runs_name_string_qids_alike_and_compare_query_by_query(t
         assert tables["partitions"]["list_len"].tolist() == tables["local"]["list_len"].tolist()
         assert tables["partitions"]["idcg_at_10"].tolist() == tables["local"]["idcg_at_10"].tolist()
 
-    # the in-memory Dask run is on the same data (the same fingerprint); the partitions are
-    # fingerprinted by their files, so that comparison needs force
-    for other, force in (("dask", False), ("partitions", True)):
-        loaded = load_comparison(["local", other], tracking_uri=uri, force=force, n_resamples=200)
+    # every run is on the same data (the same fingerprint): the in-memory Dask run hashes the
+    # splits as the local run does, the partitions run logs what ltr partition recorded
+    for other in ("dask", "partitions"):
+        loaded = load_comparison(["local", other], tracking_uri=uri, force=False, n_resamples=200)
+        assert not [note for note in loaded.notes if "fingerprint" in note]
         assert loaded.comparison.n_dropped == (0, 0)
         assert loaded.comparison.n_queries == N_QUERIES // 5
         test = logged_table(uri, ids[other], "test", tmp_path).set_index("qid")
