@@ -161,10 +161,12 @@ def check_manifest(
     now = {f["path"]: (f["bytes"], f["rows"]) for split in SPLITS for f in found.get(split, ())}
     then = {f["path"]: (f["bytes"], f["rows"]) for split in SPLITS for f in recorded[split]}
     footers = {f["path"]: f["footer"] for split in SPLITS for f in recorded[split]}
+
+    def footer_changed(relative: str) -> bool:
+        return _footer_or_none(root / relative) != footers[relative]
+
     changes = [
-        ("changed", sorted(
-            p for p in then.keys() & now.keys() if then[p] != now[p] or _footer_or_none(root / p) != footers[p]
-        )),  # fmt: skip
+        ("changed", sorted(p for p in then.keys() & now.keys() if then[p] != now[p] or footer_changed(p))),
         ("added", sorted(now.keys() - then.keys())),
         ("missing", sorted(then.keys() - now.keys())),
     ]
