@@ -160,7 +160,7 @@ def check_manifest(
         )  # fmt: skip
     now = {f["path"]: (f["bytes"], f["rows"]) for split in SPLITS for f in found.get(split, ())}
     then = {f["path"]: (f["bytes"], f["rows"]) for split in SPLITS for f in recorded[split]}
-    footers = {f["path"]: f["footer"] for split in SPLITS for f in recorded[split]}
+    footers: dict[str, str] = {f["path"]: f["footer"] for split in SPLITS for f in recorded[split]}
 
     def footer_changed(relative: str) -> bool:
         return _footer_or_none(root / relative) != footers[relative]
