@@ -33,6 +33,7 @@ Needs no Dask: pyarrow reads only the footers.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -214,8 +215,6 @@ def footer_digest(path: Path) -> str:
     OSError
         unreadable; ValueError: not a Parquet file (no ``PAR1`` trailer, or a footer longer than the file).
     """
-    import hashlib
-
     with path.open("rb") as f:
         size = f.seek(0, os.SEEK_END)
         if size < 12:
