@@ -23,6 +23,13 @@ class DataError(LtrUserError):
     """A data file or data configuration cannot be used as given."""
 
 
+class ScoreError(DataError, ValueError):
+    """Scores that cannot be measured (a NaN score), naming the query as the input wrote it.
+
+    A :class:`DataError`, so every command prints it as one line; a ``ValueError`` too, as the
+    metric functions raise for arguments they cannot take."""
+
+
 class Terminated(BaseException):
     """Raised by ``ltr``'s SIGTERM handler so a run ends KILLED, like Ctrl-C (exit 143)."""
 

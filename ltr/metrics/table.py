@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltr import kernels
-from ltr.errors import qid_text
+from ltr.errors import ScoreError, qid_text
 from ltr.metrics.conventions import MetricConventions
 from ltr.metrics.strata import EMPTY_LABEL, Strata
 
@@ -226,7 +226,9 @@ def measure_arrays(
     ``qids`` only name a query in error messages; ``qid_names`` (one per query, as written),
     when given, name it instead: ``qid 'q-b'``, not the number a reader gave it.
     ``full_ap=False`` leaves out AP over the whole list (``ap`` is NaN), the one measure that
-    may sort a whole list rather than its top ``max(ks)``; every other value is the same."""
+    may sort a whole list rather than its top ``max(ks)``; every other value is the same.
+    A NaN score raises :class:`ltr.errors.ScoreError` (a ``ValueError`` and a ``DataError``:
+    one line in every command); other arguments it cannot take, ``ValueError``."""
     labels_a = _as_int_labels(labels, "labels")
     scores_a = np.ascontiguousarray(scores, dtype=np.float64)
     offsets_a = _check_offsets(offsets, labels_a.shape[0], "offsets")
@@ -240,7 +242,7 @@ def measure_arrays(
             where = f"qid {qid_text(q, qid_names)}"
         else:
             where = f"qid {qids[q]}" if qids is not None else f"query {q}"
-        raise ValueError(f"score at row {row} ({where}) is NaN")
+        raise ScoreError(f"score at row {row} ({where}) is NaN")
     k_list = [int(k) for k in ks]
     if not k_list or any(k < 1 for k in k_list) or len(set(k_list)) != len(k_list):
         raise ValueError(f"ks={list(ks)} must be distinct integers >= 1")

@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 
 from ltr.config.choices import RerankKind
 from ltr.data.ranking_data import RankingData
-from ltr.errors import DataError, LtrUserError
+from ltr.errors import DataError
 from ltr.experiment.evaluation import split_summary
 from ltr.experiment.sources import rank_split
 from ltr.experiment.spec import ExperimentSpec
@@ -232,10 +232,9 @@ def collect(
 
     Raises
     ------
-    LtrUserError
-        data the model's scores cannot be measured on (the metrics' ValueError, e.g. a score
-        that is NaN, naming its qid as the input wrote it): one line in ``ltr predict`` (local or
-        ``--dask``) and ``ltr.api.predict`` alike.
+    ltr.errors.ScoreError
+        a score that is NaN (naming its qid as the input wrote it): a ``DataError``, one line in
+        ``ltr predict`` (local or ``--dask``) and ``ltr.api.predict`` alike.
     """
     t0 = time.perf_counter()
     done = 0
@@ -250,9 +249,6 @@ def collect(
                 log.info("scored %d of %d rows (%.0f %%)", done, source.n_rows, 100 * done / max(source.n_rows, 1))
             yield batch
 
-    try:
-        prediction = summarize_batches(run, counted(scored), keep=keep)
-    except ValueError as exc:  # data the model cannot take: one line, not a traceback
-        raise LtrUserError(str(exc)) from None
+    prediction = summarize_batches(run, counted(scored), keep=keep)
     prediction.seconds = time.perf_counter() - t0
     return prediction
