@@ -206,6 +206,33 @@ class MeasureArrays:
     ap: NDArray[np.float64]
 
 
+def check_scores_not_nan(
+    scores: NDArray[np.floating],
+    offsets: NDArray[np.integer],
+    qids: NDArray[np.generic] | None = None,
+    qid_names: NDArray[np.object_] | None = None,
+) -> None:
+    """Raise :class:`ltr.errors.ScoreError` naming the first NaN of ``scores`` (flat, one per
+    row; ``offsets``: the queries' boundaries): its row and its query, by ``qid_names`` (as
+    written), else ``qids``, else its position.
+
+    >>> check_scores_not_nan(np.array([0.5, np.nan]), np.array([0, 1, 2]), np.array([7, 9]))
+    Traceback (most recent call last):
+    ...
+    ltr.errors.ScoreError: score at row 1 (qid 9) is NaN
+    """
+    nan = np.isnan(scores)
+    if not nan.any():
+        return
+    row = int(np.argmax(nan))
+    q = int(np.searchsorted(offsets, row, side="right") - 1)
+    if qid_names is not None:  # the qid as written, not the number a reader gave it
+        where = f"qid {qid_text(q, qid_names)}"
+    else:
+        where = f"qid {qids[q]}" if qids is not None else f"query {q}"
+    raise ScoreError(f"score at row {row} ({where}) is NaN")
+
+
 def measure_arrays(
     labels: NDArray[np.integer],
     scores: NDArray[np.floating],
@@ -235,14 +262,7 @@ def measure_arrays(
     n_q = offsets_a.shape[0] - 1
     if scores_a.shape != labels_a.shape:
         raise ValueError(f"scores have shape {scores_a.shape}, labels {labels_a.shape}")
-    if np.isnan(scores_a).any():
-        row = int(np.flatnonzero(np.isnan(scores_a))[0])
-        q = int(np.searchsorted(offsets_a, row, side="right") - 1)
-        if qid_names is not None:  # the qid as written, not the number a reader gave it
-            where = f"qid {qid_text(q, qid_names)}"
-        else:
-            where = f"qid {qids[q]}" if qids is not None else f"query {q}"
-        raise ScoreError(f"score at row {row} ({where}) is NaN")
+    check_scores_not_nan(scores_a, offsets_a, qids, qid_names)
     k_list = [int(k) for k in ks]
     if not k_list or any(k < 1 for k in k_list) or len(set(k_list)) != len(k_list):
         raise ValueError(f"ks={list(ks)} must be distinct integers >= 1")

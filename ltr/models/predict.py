@@ -32,6 +32,7 @@ from ltr.errors import DataError
 from ltr.experiment.evaluation import split_summary
 from ltr.experiment.sources import rank_split
 from ltr.experiment.spec import ExperimentSpec
+from ltr.metrics.table import check_scores_not_nan
 from ltr.models.inputs import PredictInput
 from ltr.models.logged import LoggedRun
 from ltr.models.overlap import KernelWarmup, read_ahead
@@ -147,11 +148,14 @@ def score_batch(
 ) -> ScoredBatch:
     """The model's scores of ``data`` (whole queries), the run's ranking of them, and their
     per-query table if ``labelled``. ``max_gain``: the largest gain of the whole input (ERR's
-    normaliser) when ``data`` is one batch of several."""
+    normaliser) when ``data`` is one batch of several. A NaN score raises
+    :class:`ltr.errors.ScoreError` (:func:`ltr.metrics.table.check_scores_not_nan`), labelled or not."""
     features = check_width(run, data, where)
     if features is not data.features:
         data = dataclasses.replace(data, features=features)
     model_scores = np.asarray(run.booster.predict(features), dtype=np.float64)
+    # a NaN score (a damaged model) is refused with or without labels, never written
+    check_scores_not_nan(model_scores, data.offsets, data.qids, data.qid_names)
     if not labelled and run.spec.config.rerank.kind == RerankKind.none:
         return ScoredBatch(data, model_scores, model_scores, None, False)
     ranked = rank_split(run.spec, data, model_scores, max_gain=max_gain)

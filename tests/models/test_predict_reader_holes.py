@@ -267,7 +267,8 @@ def test_a_nan_score_names_the_qid_as_written_in_one_line(
 ) -> None:
     """A model that scores a row NaN (here: a leaf of its trees made NaN in the store) cannot be
     measured: ``ltr predict`` says so in one line, exit 2, naming the query as the input wrote it
-    (``qid 'Q0042-x'``, not the number the reader gave it); integer qids as before (``qid 42``)."""
+    (``qid 'Q0042-x'``, not the number the reader gave it); integer qids as before (``qid 42``);
+    without labels too (no NaN is ever written to ``--out``)."""
     uri, table = trained
     local = find_local_run(uri, "holes", experiment="ltr")
     assert local is not None
@@ -277,6 +278,8 @@ def test_a_nan_score_names_the_qid_as_written_in_one_line(
     table.to_parquet(ints)
     names = {q: f"Q{q:04d}-x" for q in table["qid"].unique()}
     table.assign(qid=table["qid"].map(names)).to_parquet(texts)
+    unlabelled = tmp_path / "unlabelled.parquet"
+    table.drop(columns=["label"]).to_parquet(unlabelled)
     original = model.read_text()
     model.write_text(_nan_leaf(original))
     try:
@@ -284,7 +287,7 @@ def test_a_nan_score_names_the_qid_as_written_in_one_line(
         row = int(np.flatnonzero(np.isnan(scores))[0])
         qid = int(table["qid"].iloc[row])
         assert qid != table["qid"].iloc[0]  # not the first query: the row and qid say which
-        for path, named in ((texts, repr(names[qid])), (ints, str(qid))):
+        for path, named in ((texts, repr(names[qid])), (ints, str(qid)), (unlabelled, str(qid))):
             code = ltr_main(["predict", "holes", "--data", str(path), "--out", str(tmp_path / "s.txt"), "--tracking-uri", uri])
             assert code == 2
             assert capsys.readouterr().err.strip().splitlines() == [f"ltr: error: score at row {row} (qid {named}) is NaN"]
