@@ -56,6 +56,17 @@ def test_local_and_dask_runs_name_string_qids_alike_and_compare_query_by_query(t
 
     tags = {name: MlflowClient(uri).get_run(run_id).data.tags for name, run_id in ids.items()}
     assert len({t["ltr.data.fingerprint"] for t in tags.values()}) == 1
+    # the MLflow dataset inputs too: the partitions run's (from the files' footers) are the local
+    # run's (from its arrays) but for the data's name
+    inputs = {
+        name: {
+            d.tags[0].value: (d.dataset.name.split("/")[-1], d.dataset.digest, d.dataset.schema, d.dataset.profile)
+            for d in MlflowClient(uri).get_run(run_id).inputs.dataset_inputs
+        }
+        for name, run_id in ids.items()
+    }
+    assert sorted(inputs["local"]) == ["test", "train", "valid"]
+    assert inputs["partitions"] == inputs["local"]
 
     for split in ("valid", "test"):
         tables = {name: logged_table(uri, run_id, split, tmp_path) for name, run_id in ids.items()}
