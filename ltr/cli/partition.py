@@ -162,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # the work, once the arguments are parsed: --help and an argument error import none of it
     from ltr.dask import partition_files as work
+    from ltr.dask.partition_manifest import SPLITS
     from ltr.data.splits import check_fractions
     from ltr.tracking.lifecycle import raise_if_stop_requested, stop_signals_recorded
 
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
             raise LtrUserError(f"--valid-fraction + --test-fraction: {exc}") from None
     files: dict[str, list[Path]] = {
         split: [Path(f).expanduser() for f in getattr(args, split)]
-        for split in work.SPLITS
+        for split in SPLITS
         if getattr(args, split)
     }
     cfg = _table_options(args)

@@ -52,7 +52,13 @@ from pathlib import Path
 
 from ltr.config.choices import FileFormat
 from ltr.config.data import ParquetDataConfig
-from ltr.dask.partition_manifest import MANIFEST_NAME, content_fingerprint, listing, write_manifest
+from ltr.dask.partition_manifest import (
+    MANIFEST_NAME,
+    SPLITS,
+    content_fingerprint,
+    listing,
+    write_manifest,
+)
 from ltr.data.doc_ids import not_a_table
 from ltr.data.load import reader_options
 from ltr.data.query_parts import feature_names, write_query_partitions
@@ -66,7 +72,6 @@ from ltr.tracking.store import fsync_path
 
 log = logging.getLogger(__name__)
 
-SPLITS = ("train", "valid", "test")
 #: Column names of the output: the defaults of ``data=parquet_partitions`` (and of the writer).
 QID_COLUMN = "qid"
 LABEL_COLUMN = "label"

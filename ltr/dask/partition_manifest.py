@@ -51,6 +51,8 @@ from ltr.tracking.store import fsync_path
 MANIFEST_NAME = "fingerprint.json"
 #: The manifest's ``format``: a reader refuses (falls back on) any other.
 MANIFEST_FORMAT = 1
+#: The split folders of a partitions root, in order (``ltr partition`` writes them, a partitions
+#: run reads them).
 SPLITS = ("train", "valid", "test")
 #: The ``method`` of a fingerprint taken from the manifest.
 CONTENT_METHOD = (

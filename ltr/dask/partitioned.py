@@ -32,7 +32,13 @@ from numpy.typing import NDArray
 from ltr.config.data import ParquetPartitionsDataConfig
 from ltr.config.schema import TrainConfig, TrainerConfig
 from ltr.dask.evaluate import predict_block
-from ltr.dask.partition_manifest import CONTENT_METHOD, MANIFEST_NAME, check_manifest, file_entries
+from ltr.dask.partition_manifest import (
+    CONTENT_METHOD,
+    MANIFEST_NAME,
+    SPLITS,
+    check_manifest,
+    file_entries,
+)
 from ltr.dask.partitions import PartitionedSplit
 from ltr.data.arrow_matrix import float32_matrix
 from ltr.data.fingerprint import HASH_HEX_DIGITS
@@ -45,8 +51,6 @@ from ltr.metrics.table import largest_gain
 from ltr.metrics.top import with_top_doc_ids
 
 log = logging.getLogger(__name__)
-
-SPLITS = ("train", "valid", "test")
 
 
 def split_directories(data: ParquetPartitionsDataConfig, trainer: TrainerConfig) -> dict[str, Path]:
