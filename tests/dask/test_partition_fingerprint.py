@@ -60,6 +60,12 @@ def _partitioned(tmp_path: Path, case: str) -> tuple[Path, list[str]]:
     return out, local
 
 
+def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The warnings logged so far; the INFO lines of the runs before are captured too when an
+    earlier test in the same worker left the root logger at INFO."""
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
 def _run(fingerprint: dict[str, Any], name: str) -> RunRecord:
     return RunRecord(f"{name}-0000", name, "0", "FINISHED", {FINGERPRINT_TAG: str(fingerprint["sha256"])})
 
@@ -151,7 +157,7 @@ def test_partitions_not_as_recorded_fall_back_to_the_metadata_fingerprint_with_o
         fallback = _partitions_run(out)
     assert fallback["method"] == METADATA_METHOD
     assert fallback["sha256"] != local["sha256"]
-    (warning,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    (warning,) = _warnings(caplog)
     assert said in warning
     assert "\n" not in warning
     assert warning.endswith(
@@ -177,7 +183,7 @@ def test_a_run_reading_other_columns_than_recorded_does_not_use_the_manifest(
     with caplog.at_level(logging.WARNING, logger="ltr.dask.partitioned"):
         fallback = _partitions_run(out, "data.label_column=f1")
     assert fallback["method"] == METADATA_METHOD
-    (warning,) = [r.getMessage() for r in caplog.records]
+    (warning,) = _warnings(caplog)
     assert warning.startswith(
         f"{out / MANIFEST_NAME} records the columns qid='qid', label='label', but the run reads qid='qid', label='f1': "
     )
@@ -213,5 +219,5 @@ def test_a_value_rewritten_in_a_file_of_the_same_size_and_rows_falls_back(
     with caplog.at_level(logging.WARNING, logger="ltr.dask.partitioned"):
         fallback = _partitions_run(out)
     assert fallback["method"] == METADATA_METHOD
-    (warning,) = [r.getMessage() for r in caplog.records]
+    (warning,) = _warnings(caplog)
     assert "changed: train/part-00000.parquet" in warning
