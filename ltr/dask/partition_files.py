@@ -275,7 +275,8 @@ def write_partitioned_splits(
     tmp: Path | None = None
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+        with signals_deferred():  # a Ctrl-C between mkdtemp's mkdir and this assignment left it behind
+            tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
         tmp.chmod(0o777 & ~_umask())  # mkdtemp's 0700 would hide the files from other users' workers
         written = [_write_split(data, tmp, split, n_partitions[split], on_partition) for split, data in splits.items()]
         if set(splits) == set(SPLITS):  # last: a manifest only beside every file it records

@@ -50,6 +50,7 @@ from typing import Any
 
 from ltr.errors import LtrUserError
 from ltr.tracking import store_template
+from ltr.tracking.lifecycle import signals_deferred
 from ltr.tracking.moved_store import follow_moved_artifacts
 from ltr.tracking.store_lock import (
     SQLITE_PREFIX,
@@ -164,9 +165,10 @@ def _check_writable(db: Path) -> None:
         problem = "the database file is read-only"
     else:
         try:  # os.access says yes to root everywhere, also on read-only mounts: really write
-            fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{db.name}.probe-")
-            os.close(fd)
-            os.unlink(probe)
+            with signals_deferred():  # a Ctrl-C between create and unlink would leave the probe
+                fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{db.name}.probe-")
+                os.close(fd)
+                os.unlink(probe)
         except OSError as exc:
             problem = f"cannot create a file there ({exc.strerror or exc})"
     if problem:

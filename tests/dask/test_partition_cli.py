@@ -14,6 +14,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -409,6 +410,27 @@ def test_a_sigint_swallowed_in_a_finalizer_still_stops_with_130(
         assert not out.exists()
     else:
         assert sorted(p.name for p in out.iterdir()) == ["fingerprint.json", "test", "train", "valid"]
+
+
+def test_a_sigint_as_the_temporary_directory_is_made_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The moment the SIGINT test above once hit (1 run in ~50): a real SIGINT right after
+    ``mkdtemp`` made ``.OUT.partial-*`` and before its name was kept for the clean-up."""
+    path = _letor(tmp_path / "all.txt", 13, n_queries=30, max_index=3)
+    out = tmp_path / "parts"
+    real_mkdtemp = tempfile.mkdtemp
+
+    def mkdtemp_then_sigint(*args: Any, **kwargs: Any) -> str:
+        made = real_mkdtemp(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGINT)
+        return made
+
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp_then_sigint)
+    assert _run("--train", path, "-o", out) == 130
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("ltr: interrupted")
+    assert _leftovers(tmp_path) == []
+    assert not out.exists()
 
 
 def test_the_library_counts_partitions_and_reports_every_file_it_writes(tmp_path: Path) -> None:
