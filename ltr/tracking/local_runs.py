@@ -34,16 +34,15 @@ train``, ``ltr compare``, ``ltr ui``) reaps them.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import logging
 import os
 import re
 import sqlite3
 import urllib.parse
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
+from ltr.tracking.migrations import mlflow_head_revision
 from ltr.tracking.moved_store import moved_roots
 from ltr.tracking.records import RunRecord
 from ltr.tracking.store_lock import SQLITE_PREFIX
@@ -55,8 +54,6 @@ _ID_PREFIX = re.compile(r"[0-9a-f]{1,31}")
 #: MLflow's tag holding a run's name (``attributes.run_name`` filters match it).
 _RUN_NAME_TAG = "mlflow.runName"
 _DEFAULT_WORKSPACE = "default"
-_REVISION = re.compile(r"^revision\s*(?::[^=]*)?=\s*['\"](\w+)['\"]", re.MULTILINE)
-_DOWN_REVISION = re.compile(r"^down_revision\s*(?::[^=]*)?=\s*(.+)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -73,34 +70,6 @@ class LocalRun:
         """The local file of the run's artifact ``path``, or None when it is not there."""
         found = self.artifacts / path
         return found if found.is_file() else None
-
-
-@lru_cache(maxsize=1)
-def mlflow_head_revision() -> str | None:
-    """The head revision of the installed MLflow's store migrations, read from the scripts'
-    ``revision`` / ``down_revision`` lines without importing MLflow; None when that is not one
-    clear head (then callers go through MLflow)."""
-    spec = importlib.util.find_spec("mlflow")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    versions = Path(next(iter(spec.submodule_search_locations))) / "store" / "db_migrations" / "versions"
-    revisions: set[str] = set()
-    parents: set[str] = set()
-    try:
-        scripts = sorted(versions.glob("*.py"))
-        for script in scripts:
-            text = script.read_text(encoding="utf-8")
-            found = _REVISION.search(text)
-            if found is None:
-                continue
-            revisions.add(found.group(1))
-            down = _DOWN_REVISION.search(text)
-            if down is not None:
-                parents.update(re.findall(r"['\"](\w+)['\"]", down.group(1)))
-    except OSError:
-        return None
-    heads = revisions - parents
-    return next(iter(heads)) if len(heads) == 1 and parents <= revisions else None
 
 
 def _db_path(uri: str) -> Path | None:

@@ -51,6 +51,7 @@ from typing import Any
 from ltr.errors import LtrUserError
 from ltr.tracking import store_template
 from ltr.tracking.lifecycle import signals_deferred
+from ltr.tracking.migrations import mlflow_revisions
 from ltr.tracking.moved_store import follow_moved_artifacts
 from ltr.tracking.store_lock import (
     SQLITE_PREFIX,
@@ -283,7 +284,14 @@ def _signals_deferred() -> Iterator[None]:
 
 @lru_cache(maxsize=1)
 def _schema_revisions() -> tuple[str, frozenset[str]]:
-    """MLflow's head schema revision and every revision it knows."""
+    """MLflow's head schema revision and every revision it knows (read from the scripts, or
+    from alembic when they are not clear)."""
+    revisions = mlflow_revisions()
+    return (revisions.head, revisions.known) if revisions is not None else alembic_revisions()
+
+
+def alembic_revisions() -> tuple[str, frozenset[str]]:
+    """:func:`_schema_revisions` as alembic reads them (importing every migration script)."""
     from alembic.script import ScriptDirectory
     from mlflow.store.db import utils
 

@@ -31,7 +31,7 @@ from importlib import metadata
 from pathlib import Path
 
 from ltr.config.data import default_cache_dir
-from ltr.tracking.local_runs import mlflow_head_revision
+from ltr.tracking.migrations import mlflow_head_revision
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,10 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from ltr.errors import LtrUserError
-from ltr.tracking.local_runs import find_local_run, mlflow_head_revision
+from ltr.tracking.local_runs import find_local_run
+from ltr.tracking.migrations import mlflow_head_revision, mlflow_revisions
 from ltr.tracking.runs import RunStore
-from ltr.tracking.store import _schema_revisions
+from ltr.tracking.store import alembic_revisions
 from ltr.tracking.uri import artifact_root_for
 from tests.conftest import made_store
 
@@ -52,8 +53,13 @@ def store(tmp_path: Path) -> tuple[str, dict[str, str]]:
     return uri, ids
 
 
-def test_the_head_revision_read_from_the_scripts_is_alembics() -> None:
-    assert mlflow_head_revision() == _schema_revisions()[0]
+def test_the_revisions_read_from_the_scripts_are_alembics() -> None:
+    head, known = alembic_revisions()
+    read = mlflow_revisions()
+    assert read is not None
+    assert (read.head, read.known) == (head, known)
+    assert mlflow_head_revision() == head
+    assert len(known) > 50  # MLflow 3's history, not an empty folder read as one
 
 
 def test_a_finished_run_is_found_as_mlflow_finds_it(store: tuple[str, dict[str, str]]) -> None:
