@@ -20,6 +20,7 @@ import ast
 import logging
 import os
 import re
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -212,13 +213,28 @@ def _logging_handlers_restored() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def _no_store_from_the_environment() -> Iterator[None]:
-    """MLflow exports ``MLFLOW_TRACKING_URI`` when a tracker sets its URI; readers of runs honour
-    it (``ltr.tracking.find_tracking_uri``), so no test may see the store of a test before it."""
-    for var in ("LTR_TRACKING_URI", "MLFLOW_TRACKING_URI"):
+    """No test sees the store of a test before it: the URI variables that readers of runs honour
+    (``ltr.tracking.find_tracking_uri``) are unset, and MLflow's process-wide tracking and
+    registry URIs (which a test may set with ``mlflow.set_tracking_uri`` for MLflow's own
+    ``runs:/`` loaders; ltr never leaves them changed, ``tests/tracking/test_mlflow_uris.py``)
+    are put back after each test."""
+    variables = ("LTR_TRACKING_URI", "MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI")
+    for var in variables:
         os.environ.pop(var, None)
+    saved = {name: getattr(sys.modules.get(name), attr, None) for name, attr in _MLFLOW_URI_GLOBALS}
     yield
-    for var in ("LTR_TRACKING_URI", "MLFLOW_TRACKING_URI"):
+    for name, attr in _MLFLOW_URI_GLOBALS:  # a module MLflow loaded during the test: its initial None
+        if name in sys.modules:
+            setattr(sys.modules[name], attr, saved[name])
+    for var in variables:
         os.environ.pop(var, None)
+
+
+#: Where MLflow keeps its process-wide URIs (read without importing MLflow: unit tests never do).
+_MLFLOW_URI_GLOBALS = (
+    ("mlflow.tracking._tracking_service.utils", "_tracking_uri"),
+    ("mlflow.tracking._model_registry.utils", "_registry_uri"),
+)
 
 
 def compose_train(overrides: Sequence[str] = ()) -> DictConfig:

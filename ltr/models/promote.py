@@ -12,8 +12,8 @@ the run; its tags carry the run id, the data fingerprint, the metric and its val
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-import mlflow
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
@@ -21,6 +21,7 @@ from ltr.compare.loading import LoadedComparison, load_comparison
 from ltr.errors import LtrUserError
 from ltr.models.logged import require_finished
 from ltr.tracking import find_tracking_uri
+from ltr.tracking.mlflow_uris import pointed_at
 from ltr.tracking.runs import RunRecord, RunStore
 from ltr.tracking.uri import ui_path, ui_url
 
@@ -160,13 +161,19 @@ def apply_promotion(plan: PromotionPlan, *, force: bool = False) -> Promotion:
             f"run {plan.run.short_id} has {plan.metric} = {plan.value:.6f}, below {plan.name}@{plan.alias} "
             f"(version {plan.holder.version if plan.holder else '?'}: {plan.holder_value:.6f}); not promoted (--force to promote it anyway)"
         )
-    # the registry is the tracking store (MlflowClient's default registry is the process-wide
-    # URI, and MLflow resolves a version's models:/m-... source through the global tracking URI)
-    mlflow.set_tracking_uri(plan.store.uri)
-    mlflow.set_registry_uri(plan.store.uri)
     client = MlflowClient(tracking_uri=plan.store.uri, registry_uri=plan.store.uri)
     run = plan.run
     fingerprint = run.tags.get(TAG_FINGERPRINT, "")
+    # the registry is the tracking store; MLflow resolves a version's models:/m-... source through
+    # the process-wide URIs: pointed at the store for the registration only
+    with pointed_at(plan.store.uri, registry=True):
+        version = _register(client, plan, fingerprint)
+    return Promotion(plan.name, str(version.version), plan.alias, run, plan.holder)
+
+
+def _register(client: MlflowClient, plan: PromotionPlan, fingerprint: str) -> Any:
+    """Create the registered model if needed, the version, and point the alias at it."""
+    run = plan.run
     try:
         try:
             client.get_registered_model(plan.name)
@@ -183,7 +190,7 @@ def apply_promotion(plan: PromotionPlan, *, force: bool = False) -> Promotion:
         client.set_registered_model_alias(plan.name, plan.alias, str(version.version))
     except MlflowException as exc:
         raise LtrUserError(f"cannot register the model of run {run.short_id} as {plan.name!r}: {str(exc.message).splitlines()[0]}") from exc
-    return Promotion(plan.name, str(version.version), plan.alias, run, plan.holder)
+    return version
 
 
 def version_description(plan: PromotionPlan) -> str:

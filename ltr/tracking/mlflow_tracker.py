@@ -21,6 +21,7 @@ from mlflow.tracking import MlflowClient
 
 from ltr.errors import LtrUserError
 from ltr.tracking.base import RunStatus
+from ltr.tracking.mlflow_uris import pointed_at
 from ltr.tracking.store import ensure_store, process_tags, reap_dead_runs
 from ltr.tracking.store_lock import sqlite_store_lock
 from ltr.tracking.uri import UI_PORT, VIEW_KEY, artifact_root_for, ui_url
@@ -180,13 +181,13 @@ class MlflowTracker:
         from mlflow.models import infer_signature
 
         run_id = self._require_run()
-        mlflow.set_tracking_uri(self.uri)
         signature = infer_signature(input_example, booster.predict(input_example.to_numpy()))
         import lightgbm  # loaded already (the booster is one); not for the store's other users
 
         requirements = [f"lightgbm=={lightgbm.__version__}"]
         with (
             self._locked(),
+            pointed_at(self.uri),  # the fluent run log_model logs into, for this call only
             mlflow.start_run(run_id=run_id, experiment_id=self.experiment_id),
             requirement_check_of(["lightgbm", "mlflow"]),
         ):

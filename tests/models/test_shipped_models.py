@@ -86,6 +86,7 @@ def test_predict_on_the_runs_test_file_gives_its_logged_metrics_bit_for_bit(
     best = int(logged["best_iteration"])
     assert run.booster.current_iteration() == best
     # the MLflow pyfunc gives ltr predict's model scores, bit for bit, whatever the column order
+    mlflow.set_tracking_uri(uri)  # MLflow's runs:/ loaders read the process-wide store
     model = mlflow.pyfunc.load_model(f"runs:/{run.record.run_id}/model")
     names = model.metadata.signature.inputs.input_names()
     assert names == run.feature_names
@@ -122,6 +123,7 @@ def test_the_dask_model_is_cut_at_its_best_round(store: tuple[str, dict[str, pip
     metrics = MlflowClient(uri).get_run(outcomes["dask"].run_id).data.metrics  # type: ignore[arg-type]
     assert metrics["n_rounds"] == 24
     assert metrics["best_iteration"] < metrics["n_rounds"]  # else the cut would not be tested
+    mlflow.set_tracking_uri(uri)
     model = mlflow.lightgbm.load_model(f"runs:/{outcomes['dask'].run_id}/model")
     assert model.current_iteration() == metrics["best_iteration"]
 

@@ -34,8 +34,11 @@ def _paths(client: MlflowClient, run_id: str, path: str | None = None) -> set[st
     return out
 
 
-def test_artifacts_params_tags_and_names(finished_run: tuple[MlflowClient, str, DictConfig, pipeline.RunOutcome]) -> None:
+def test_artifacts_params_tags_and_names(
+    finished_run: tuple[MlflowClient, str, DictConfig, pipeline.RunOutcome], tracking_uri: str
+) -> None:
     client, run_id, cfg, _ = finished_run
+    mlflow.set_tracking_uri(tracking_uri)  # MLflow lists the run's "model" folder through the process-wide store
     run = client.get_run(run_id)
     assert run.info.run_name == "num_leaves=7 (lambdarank)"  # what varies first
     expected = {

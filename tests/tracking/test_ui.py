@@ -23,6 +23,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -75,8 +76,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
-def served(store: Path) -> Iterator[tuple[str, list[str], subprocess.Popen[str]]]:
+@contextmanager
+def _serving(store: Path) -> Iterator[tuple[str, list[str], subprocess.Popen[str]]]:
     """``ltr ui`` serving ``store``: (base URL, what it printed up to its links, the process)."""
     port = _free_port()
     proc = subprocess.Popen(
@@ -100,11 +101,11 @@ def served(store: Path) -> Iterator[tuple[str, list[str], subprocess.Popen[str]]
             stop_process_group(proc, timeout=30)
 
 
-@pytest.fixture
-def ui(served: tuple[str, list[str], subprocess.Popen[str]]) -> tuple[str, list[str]]:
-    if served[2].poll() is not None:
-        pytest.skip("the UI was stopped by an earlier test of this module")
-    return served[0], served[1]
+@pytest.fixture(scope="module")
+def ui(store: Path) -> Iterator[tuple[str, list[str]]]:
+    """The module's ``ltr ui`` on ``store`` (base URL, its lines), for the tests that only read."""
+    with _serving(store) as (base, lines, _):
+        yield base, lines
 
 
 def _runs(base: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -267,9 +268,13 @@ def test_per_query_tables_are_tables_the_ui_shows(ui: tuple[str, list[str]]) -> 
     assert {"path": "per_query/test.json", "type": "table"} in logged
 
 
-def test_sigterm_stops_the_ui_and_its_server(served: tuple[str, list[str], subprocess.Popen[str]]) -> None:
-    """Last in this module: it stops the module's UI."""
-    base, _, proc = served
+def test_sigterm_stops_the_ui_and_its_server(store: Path) -> None:
+    """A UI of its own (the module's stays up for the other tests, in any order)."""
+    with _serving(store) as (base, _, proc):
+        _stopped_by_sigterm(base, proc)
+
+
+def _stopped_by_sigterm(base: str, proc: subprocess.Popen[str]) -> None:
     assert proc.stderr is not None
     proc.send_signal(15)  # SIGTERM to ltr ui alone, as `kill PID` does
     assert proc.wait(timeout=120) == 143  # stopping the server's workers takes longer on a busy machine
