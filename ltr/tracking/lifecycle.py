@@ -126,15 +126,35 @@ def stop_signals_recorded() -> Iterator[None]:
 
 @contextmanager
 def signals_deferred() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM back inside the block (main thread only; elsewhere a no-op)."""
+    """Hold SIGINT and SIGTERM back inside the block; after it, each one received is handled by
+    the handler the process had (main thread only; elsewhere a no-op).
+
+    Two parts, for a process of several threads (pyarrow's, Dask's, MLflow's): a signal sent to
+    the process goes to a thread that does not block it, and Python then runs the handler in the
+    main thread at its next instruction, whether the main thread blocks the signal or not. So
+    the block's handlers only record what arrives, and the main thread also blocks the signals
+    (no system call of the block is interrupted); after the block the handlers and the mask are
+    restored (a signal still pending reaches the process's handler then) and each recorded signal
+    is raised again (``signal.raise_signal``), as if it had arrived just then.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED)
+    held: list[int] = []
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        held.append(signum)
+
+    handlers: dict[int, Any] = {sig: signal.signal(sig, hold) for sig in _DEFERRED}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for sig, handler in handlers.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        for sig in held:
+            signal.raise_signal(sig)
 
 
 def end_run(tracker: Tracker, status: RunStatus, *, error: str | None = None) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import signal
+import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,6 +18,7 @@ from ltr.tracking import RunStatus
 from ltr.tracking.lifecycle import (
     on_stop_signal,
     raise_if_stop_requested,
+    signals_deferred,
     stop_signal_wins,
     stop_signals,
     stop_signals_recorded,
@@ -157,3 +161,39 @@ def test_outside_a_run_the_command_exits_as_interrupted() -> None:
         stop_signals.clear()
     with pytest.raises(ImportError, match="nowhere"):  # no signal recorded: the error as it is
         _in_trains_outer_block(_plain_import_error)
+
+
+def test_a_signal_another_thread_takes_still_waits_for_the_end_of_the_block() -> None:
+    """The main thread blocks SIGINT in the block, so the kernel hands a SIGINT sent to the
+    process to another thread, and Python runs the handler in the main thread at once, block or
+    not: the block's own handler holds it (``ltr partition`` once left its temporary directory
+    behind when a Ctrl-C landed this way, between ``mkdtemp`` and keeping its name)."""
+    handled: list[int] = []
+
+    def handler(signum: int, frame: object) -> None:
+        handled.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    idle = threading.Event()
+    other = threading.Thread(target=idle.wait)  # started before the block: it does not block SIGINT
+    other.start()
+    steps: list[str] = []
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _sigint_in_a_deferred_block(steps)
+        assert steps == ["the block ended"]
+        assert handled == [signal.SIGINT]  # once, by the process's handler, after the block
+        assert signal.getsignal(signal.SIGINT) is handler
+        assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    finally:
+        idle.set()
+        other.join()
+        signal.signal(signal.SIGINT, previous)
+
+
+def _sigint_in_a_deferred_block(steps: list[str]) -> None:
+    with signals_deferred():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)  # the handler would run here
+        steps.append("the block ended")
