@@ -133,9 +133,16 @@ def signals_deferred() -> Iterator[None]:
     the process goes to a thread that does not block it, and Python then runs the handler in the
     main thread at its next instruction, whether the main thread blocks the signal or not. So
     the block's handlers only record what arrives, and the main thread also blocks the signals
-    (no system call of the block is interrupted); after the block the handlers and the mask are
-    restored (a signal still pending reaches the process's handler then) and each recorded signal
-    is raised again (``signal.raise_signal``), as if it had arrived just then.
+    (no system call of the block is interrupted). After the block: the mask first (what was
+    pending for the main thread reaches the recording handler), then the handlers (each put back
+    even when a handler put back before it raises meanwhile), then each recorded signal is raised
+    again (``signal.raise_signal``), as if it had arrived just then.
+
+    Python runs pending handlers inside ``signal.signal`` (before the change) and
+    ``signal.pthread_sigmask`` (after it): with a raising handler installed there, a block could
+    be left with the signals blocked for good (and every process started after inherits the
+    mask: a child ``ltr train`` that ignored SIGTERM). Here no raising handler is installed at
+    any of those calls but the restores, which retry.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -145,16 +152,33 @@ def signals_deferred() -> Iterator[None]:
     def hold(signum: int, frame: FrameType | None) -> None:
         held.append(signum)
 
-    handlers: dict[int, Any] = {sig: signal.signal(sig, hold) for sig in _DEFERRED}
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED)
+    swapped: dict[int, Any] = {}
+    mask: set[int | signal.Signals] | None = None
     try:
+        for sig in _DEFERRED:
+            swapped[sig] = signal.signal(sig, hold)  # a handler raising here: nothing swapped yet for sig
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED)
         yield
     finally:
-        for sig, handler in handlers.items():
-            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        for sig in held:
-            signal.raise_signal(sig)
+        _restore(mask, swapped, held)
+
+
+def _restore(mask: set[int | signal.Signals] | None, swapped: dict[int, Any], held: list[int]) -> None:
+    """:func:`signals_deferred`'s exit: the mask, the handlers, then the held signals."""
+    if mask is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # the recording handler still installed
+    raised: BaseException | None = None
+    for sig, handler in swapped.items():
+        while True:
+            try:
+                signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+                break
+            except BaseException as exc:  # a handler already put back ran and raised before the change
+                raised = raised or exc
+    for sig in held:
+        signal.raise_signal(sig)
+    if raised is not None:
+        raise raised
 
 
 def end_run(tracker: Tracker, status: RunStatus, *, error: str | None = None) -> None:

@@ -32,7 +32,6 @@ import contextlib
 import datetime as dt
 import logging
 import os
-import signal
 import socket
 import sqlite3
 import ssl
@@ -42,7 +41,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -267,19 +266,6 @@ def _check_database(raw: str) -> str:
 
 
 # --- creation -----------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
-    """SIGINT and SIGTERM held back inside the block (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 @lru_cache(maxsize=1)
@@ -507,7 +493,7 @@ def _create(db: Path, uri: str) -> None:
                 raise LtrUserError(f"MLflow built an incomplete store for {db}: {'; '.join(found.problems)}")
             store_template.keep_template(tmp)
         fsync_path(tmp)
-        with _signals_deferred():
+        with signals_deferred():
             os.replace(tmp, db)
             fsync_path(db.parent, os.O_RDONLY | os.O_DIRECTORY)
         _dispose_engine(uri)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import threading
 import time
@@ -197,3 +198,49 @@ def _sigint_in_a_deferred_block(steps: list[str]) -> None:
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.2)  # the handler would run here
         steps.append("the block ended")
+
+
+def test_signals_at_any_moment_never_leave_the_mask_or_a_handler_behind() -> None:
+    """A thread sends SIGINT to the process at random moments while the main thread enters and
+    leaves deferred blocks under a raising handler (a Ctrl-C's KeyboardInterrupt). Whatever the
+    moment (before the block, inside it, in its exit), the main thread never stays with the
+    signals blocked (a blocked mask is inherited by every child process: an ``ltr train`` the
+    suite started then ignored SIGTERM) nor with the block's recording handler installed."""
+    armed = [False]
+
+    def handler(signum: int, frame: object) -> None:
+        if armed[0]:  # raises once per arming: the checks between iterations run undisturbed
+            armed[0] = False
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    stop = threading.Event()
+    pid = os.getpid()
+
+    def send() -> None:
+        rng = random.Random(7)
+        while not stop.is_set():
+            time.sleep(rng.uniform(0, 0.0004))
+            os.kill(pid, signal.SIGINT)
+
+    sender = threading.Thread(target=send)
+    interrupted = 0
+    try:
+        sender.start()
+        for _ in range(20000):
+            try:
+                armed[0] = True
+                with signals_deferred():
+                    sum(range(50))
+                armed[0] = False
+            except KeyboardInterrupt:
+                interrupted += 1
+            assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+            assert signal.getsignal(signal.SIGINT) is handler
+    finally:
+        stop.set()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the sender's last signals land nowhere
+        sender.join()
+        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+    assert interrupted > 20  # the signals did land, at many moments
