@@ -21,6 +21,8 @@ from ltr.errors import Terminated
 from ltr.tracking.base import RunStatus, Tracker
 
 _DEFERRED = {signal.SIGINT, signal.SIGTERM}
+#: How often :func:`signals_deferred` tries to put a handler back while handlers raise.
+_RESTORE_ATTEMPTS = 100
 
 
 #: Stop signals received (SIGINT / SIGTERM), in order. A signal handler's exception can be
@@ -169,12 +171,14 @@ def _restore(mask: set[int | signal.Signals] | None, swapped: dict[int, Any], he
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # the recording handler still installed
     raised: BaseException | None = None
     for sig, handler in swapped.items():
-        while True:
+        for attempt in range(_RESTORE_ATTEMPTS):
             try:
                 signal.signal(sig, signal.SIG_DFL if handler is None else handler)
                 break
             except BaseException as exc:  # a handler already put back ran and raised before the change
                 raised = raised or exc
+                if attempt == _RESTORE_ATTEMPTS - 1:  # not a handler's: signal.signal itself fails
+                    raise
     for sig in held:
         signal.raise_signal(sig)
     if raised is not None:
