@@ -32,7 +32,8 @@ class Revisions:
 @lru_cache(maxsize=1)
 def mlflow_revisions() -> Revisions | None:
     """The installed MLflow's migration history; None when it has not one clear head, a script
-    names a parent no script declares, or the scripts cannot be read (then callers ask alembic)."""
+    names a parent no script declares, or the scripts cannot be read (callers then ask MLflow or
+    alembic)."""
     spec = importlib.util.find_spec("mlflow")
     if spec is None or not spec.submodule_search_locations:
         return None

@@ -4,7 +4,7 @@ Some MLflow calls read the process-wide URIs rather than a client's: the fluent 
 ``mlflow.lightgbm.log_model`` logs into, and the ``models:/m-...`` source a model version
 resolves. ``mlflow.set_tracking_uri`` / ``set_registry_uri`` change them for the rest of the
 process and export ``MLFLOW_TRACKING_URI`` / ``MLFLOW_REGISTRY_URI`` to its environment, so a
-notebook that called ``ltr.api.train`` or ``ltr.api.promote`` would find its own MLflow
+notebook that called ``ltr.api.train`` or ``apply_promotion`` would find its own MLflow
 pointed elsewhere afterwards (and a later ``MlflowClient(uri)`` would use another store's
 registry). :func:`pointed_at` sets them inside a ``with`` block and puts back, after it, the
 module values and the environment variables exactly as they were (unset stays unset, a user's

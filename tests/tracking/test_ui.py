@@ -271,13 +271,9 @@ def test_per_query_tables_are_tables_the_ui_shows(ui: tuple[str, list[str]]) -> 
 def test_sigterm_stops_the_ui_and_its_server(store: Path) -> None:
     """A UI of its own (the module's stays up for the other tests, in any order)."""
     with _serving(store) as (base, _, proc):
-        _stopped_by_sigterm(base, proc)
-
-
-def _stopped_by_sigterm(base: str, proc: subprocess.Popen[str]) -> None:
-    assert proc.stderr is not None
-    proc.send_signal(15)  # SIGTERM to ltr ui alone, as `kill PID` does
-    assert proc.wait(timeout=120) == 143  # stopping the server's workers takes longer on a busy machine
-    assert "ltr: terminated (SIGTERM)" in proc.stderr.read()
+        assert proc.stderr is not None
+        proc.send_signal(15)  # SIGTERM to ltr ui alone, as `kill PID` does
+        assert proc.wait(timeout=120) == 143  # stopping the server's workers takes longer on a busy machine
+        assert "ltr: terminated (SIGTERM)" in proc.stderr.read()
     with pytest.raises(urllib.error.URLError, match="Connection refused"):  # the server went with it
         urllib.request.urlopen(f"{base}/health", timeout=5)
