@@ -100,6 +100,7 @@ INTEGRATION_MODULES = frozenset(
         "tests/models/test_labels_run.py",
         "tests/metrics/test_oracle_lightgbm.py",
         "tests/experiment/test_string_qid_tables.py",
+        "tests/experiment/test_figure_worker.py",
     }
 )
 

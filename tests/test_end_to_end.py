@@ -108,6 +108,11 @@ def test_failure_after_run_start_marks_run_failed(small_cfg: Callable[..., DictC
     assert run.info.status == "FAILED"
     assert "max_bin_by_feature" in run.data.tags["ltr.error"]
     assert " at /" not in run.data.tags["ltr.error"]  # LightGBM's source path is not shown
+    # what it was asked to do is logged as it started: the config and the overrides
+    client = MlflowClient(tracking_uri)
+    config = Path(client.download_artifacts(run.info.run_id, "config/config.yaml")).read_text()
+    assert "max_bin_by_feature:\n    - 63\n    - 63" in config
+    assert [f.path for f in client.list_artifacts(run.info.run_id, "config")] == ["config/config.yaml", "config/overrides.yaml"]
 
 
 @pytest.mark.slow

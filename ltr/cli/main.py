@@ -11,6 +11,7 @@ import sys
 import unicodedata
 from typing import NoReturn
 
+from ltr.cli.gc_policy import collect_rarely
 from ltr.cli.quick_exit import exit_now
 from ltr.errors import LtrUserError, Terminated
 
@@ -134,7 +135,9 @@ def main(argv: list[str] | None = None) -> int:
 def run() -> NoReturn:
     """The ``ltr`` command (console script and ``python -m ltr``): :func:`main` with the command
     line's arguments, then the process exits with its code, without the interpreter's module
-    teardown when nothing can be lost by skipping it (:mod:`ltr.cli.quick_exit`)."""
+    teardown when nothing can be lost by skipping it (:mod:`ltr.cli.quick_exit`). Its garbage
+    collector runs full collections rarely (:mod:`ltr.cli.gc_policy`)."""
+    collect_rarely()
     exit_now(main())
 
 

@@ -17,7 +17,9 @@ from omegaconf import OmegaConf
 
 from ltr.experiment.charts import plot_feature_importance, plot_ndcg_by_stratum
 from ltr.experiment.evaluation import Evaluation, lightgbm_key, our_curves
+from ltr.experiment.figure_worker import FigureWorker
 from ltr.experiment.report import rerank_rows, summary_rows, to_markdown
+from ltr.experiment.run_figures import RunFigures
 from ltr.experiment.sources import Scored
 from ltr.experiment.spec import ExperimentSpec, diversity_measures
 from ltr.metrics.plots import plot_exposure, plot_idcg_histogram
@@ -213,18 +215,31 @@ def logged_curves(scored: Scored) -> dict[str, list[float]]:
     return theirs | {f"iter/{key}": values for key, values in our_curves(scored).items()}
 
 
+def record_start(tracker: Tracker, spec: ExperimentSpec, overrides: Sequence[str]) -> None:
+    """What a run records as it starts: its params and its config (``config/config.yaml``,
+    ``config/overrides.yaml``), so a run that fails later still says what it was asked to do.
+    (MLflow reads a run whole at its first artifact, to find where its artifacts go: cheapest
+    while the run has no metrics yet.)"""
+    tracker.log_params(spec.params())
+    tracker.log_text(OmegaConf.to_yaml(spec.raw), "config/config.yaml")
+    tracker.log_text("".join(f"- {o}\n" for o in overrides) or "[]\n", "config/overrides.yaml")
+
+
 def record_results(
     tracker: Tracker,
     spec: ExperimentSpec,
-    overrides: Sequence[str],
     evaluation: Evaluation,
     scored: Scored,
     data_fingerprint: dict[str, Any],
     summary_md: str,
     name: str,
+    figure_worker: FigureWorker | None = None,
 ) -> None:
     """Metrics, per-round curves (:func:`logged_curves`), the description (``summary_md``, as
-    ``mlflow.note.content``) and every artifact; figures and the model carry the run's ``name``."""
+    ``mlflow.note.content``) and every artifact; figures and the model carry the run's ``name``.
+
+    ``figure_worker``: the run's worker; the figures are drawn there while the rest is logged (it
+    is closed on return). None: they are drawn in this process."""
     result = scored.result
     curves = logged_curves(scored)
     if not tracker.enabled:  # tracking=none: nothing to log, draw or write
@@ -232,61 +247,74 @@ def record_results(
     # every exit of the run holds the trees its metrics describe: the booster cut at the best
     # round (the Dask trainer keeps every round, early stopping its patience), real feature names
     shipped = ship_model(result.booster, result.best_iteration, result.params)
-    names = shipped.feature_names
-    # the headline keys first: MLflow lists a run's metrics in logging order, and its compare
-    # page plots the first one by default
-    headline = headline_keys(spec, evaluation.metrics)
-    first = {key: evaluation.metrics[key] for key in headline if key in evaluation.metrics}
-    # the model before the metrics, which name it: MLflow shows them on the model's page too
-    model_id = None
-    if spec.config.tracking.log_model and scored.example_features is not None:
-        model_id = tracker.log_model(
-            shipped.booster, shipped.input_example(scored.example_features), model_metadata(spec, shipped, name)
-        )
-    tracker.log_metrics(first | evaluation.metrics, model_id=model_id)
-    tracker.log_curves(curves)
-    tracker.log_params(lightgbm_params_logged(shipped.params))
-    # the description on the run's page: the summary, its title a heading of the page's size
-    tracker.set_tags({"mlflow.note.content": "##" + summary_md if summary_md.startswith("# ") else summary_md})
-    tracker.show_first(headline, list(curves))
-    tracker.log_text(OmegaConf.to_yaml(spec.raw), "config/config.yaml")
-    tracker.log_text("".join(f"- {o}\n" for o in overrides) or "[]\n", "config/overrides.yaml")
-    tracker.log_dict(data_fingerprint, "data/fingerprint.json")
-    for (split, k), report in evaluation.reports.items():
-        tracker.log_figure(plot_idcg_histogram(report, title=f"{name}\n{split}: IDCG@{k} per query"), f"idcg/{split}/hist_at_{k}.png")
-        tracker.log_dict(report.to_dict(), f"idcg/{split}/hist_at_{k}.json")
-    if scored.exposure is not None:
-        tracker.log_figure(
-            plot_exposure(scored.exposure, title=f"{name}\nexposure by position (training log)", eval_k=max(spec.ks)),
-            "data/exposure.png",
-        )
-        tracker.log_dict(scored.exposure.to_dict(), "data/exposure.json")
-    tracker.log_figure(
-        plot_ndcg_by_stratum(evaluation.summaries, ks=list(spec.ks), strata=spec.strata, title=f"{name}\nnDCG by list length"),
-        "report/ndcg_by_stratum.png",
-    )
     importance = shipped.importance()
+    with RunFigures(figure_worker) as figures:
+        _add_figures(figures, spec, evaluation, scored, shipped.feature_names, importance, name)
+        # the headline keys first: MLflow lists a run's metrics in logging order, and its compare
+        # page plots the first one by default
+        headline = headline_keys(spec, evaluation.metrics)
+        first = {key: evaluation.metrics[key] for key in headline if key in evaluation.metrics}
+        # the model before the metrics, which name it: MLflow shows them on the model's page too
+        model_id = None
+        if spec.config.tracking.log_model and scored.example_features is not None:
+            model_id = tracker.log_model(
+                shipped.booster, shipped.input_example(scored.example_features), model_metadata(spec, shipped, name)
+            )
+        tracker.log_metrics(first | evaluation.metrics, model_id=model_id)
+        tracker.log_curves(curves)
+        tracker.log_params(lightgbm_params_logged(shipped.params))
+        # the description on the run's page: the summary, its title a heading of the page's size
+        tracker.set_tags({"mlflow.note.content": "##" + summary_md if summary_md.startswith("# ") else summary_md})
+        tracker.show_first(headline, list(curves))
+        tracker.log_dict(data_fingerprint, "data/fingerprint.json")
+        for (split, k), report in evaluation.reports.items():
+            tracker.log_dict(report.to_dict(), f"idcg/{split}/hist_at_{k}.json")
+        if scored.exposure is not None:
+            tracker.log_dict(scored.exposure.to_dict(), "data/exposure.json")
+        tracker.log_dict(importance, "feature_importance.json")
+        tracker.log_dict(shipped.params, "model_text/lightgbm_params.json")
+        tracker.log_text(summary_md, "report/summary.md")
+        for split, table in evaluation.tables.items():  # the UI shows these as tables; Parquet it cannot
+            if len(table) <= UI_TABLE_MAX_QUERIES:
+                tracker.log_table(table, f"per_query/{split}.json")
+        if scored.label_histograms:
+            tracker.log_dict({"sources": scored.label_sources, "histograms": scored.label_histograms}, "labels/histogram.json")
+            tracker.log_text(label_histogram_markdown(scored.label_histograms, scored.label_sources), "labels/histogram.md")
+        with tempfile.TemporaryDirectory() as tmp:
+            for split, table in evaluation.tables.items():
+                path = Path(tmp) / f"{split}.parquet"
+                table.to_parquet(path, index=False)
+                tracker.log_file(path, "per_query")
+            model_path = Path(tmp) / "model.txt"
+            shipped.booster.save_model(str(model_path))
+            tracker.log_file(model_path, "model_text")
+        figures.log_to(tracker)  # drawn by the worker meanwhile
+
+
+def _add_figures(
+    figures: RunFigures,
+    spec: ExperimentSpec,
+    evaluation: Evaluation,
+    scored: Scored,
+    names: Sequence[str],
+    importance: dict[str, dict[str, float]],
+    name: str,
+) -> None:
+    """The run's figures: IDCG@k histograms per split, exposure (with a click log), nDCG by list
+    length, feature importance (gain)."""
+    for (split, k), report in evaluation.reports.items():
+        figures.add(f"idcg/{split}/hist_at_{k}.png", plot_idcg_histogram, report, title=f"{name}\n{split}: IDCG@{k} per query")
+    if scored.exposure is not None:
+        figures.add(
+            "data/exposure.png", plot_exposure, scored.exposure,
+            title=f"{name}\nexposure by position (training log)", eval_k=max(spec.ks),
+        )  # fmt: skip
+    figures.add(
+        "report/ndcg_by_stratum.png", plot_ndcg_by_stratum, evaluation.summaries,
+        ks=list(spec.ks), strata=spec.strata, title=f"{name}\nnDCG by list length",
+    )  # fmt: skip
     gain = np.asarray(list(importance["gain"].values()), dtype=np.float64)
-    tracker.log_figure(
-        plot_feature_importance(gain, names, title=f"{name}\nfeature importance (gain)"), "feature_importance.png"
-    )
-    tracker.log_dict(importance, "feature_importance.json")
-    tracker.log_dict(shipped.params, "model_text/lightgbm_params.json")
-    tracker.log_text(summary_md, "report/summary.md")
-    for split, table in evaluation.tables.items():  # the UI shows these as tables; Parquet it cannot
-        if len(table) <= UI_TABLE_MAX_QUERIES:
-            tracker.log_table(table, f"per_query/{split}.json")
-    if scored.label_histograms:
-        tracker.log_dict({"sources": scored.label_sources, "histograms": scored.label_histograms}, "labels/histogram.json")
-        tracker.log_text(label_histogram_markdown(scored.label_histograms, scored.label_sources), "labels/histogram.md")
-    with tempfile.TemporaryDirectory() as tmp:
-        for split, table in evaluation.tables.items():
-            path = Path(tmp) / f"{split}.parquet"
-            table.to_parquet(path, index=False)
-            tracker.log_file(path, "per_query")
-        model_path = Path(tmp) / "model.txt"
-        shipped.booster.save_model(str(model_path))
-        tracker.log_file(model_path, "model_text")
+    figures.add("feature_importance.png", plot_feature_importance, gain, list(names), title=f"{name}\nfeature importance (gain)")
 
 
 def model_metadata(spec: ExperimentSpec, shipped: ShippedModel, name: str) -> dict[str, Any]:

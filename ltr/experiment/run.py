@@ -5,7 +5,9 @@
 2. The tracking URI is checked (an unreachable server, a bad scheme fail here, in seconds).
    With tracking on, MLflow's logging code starts loading in a background thread
    (:class:`ltr.tracking.prepare.Preparation`: imports only, nothing written); the run waits for
-   it before recording, and :func:`run` never returns before it has ended.
+   it before recording, and :func:`run` never returns before it has ended. A child process
+   (:class:`ltr.experiment.figure_worker.FigureWorker`) loads matplotlib meanwhile and, at the
+   end, draws the run's figures while the run logs the rest; it never outlives :func:`run`.
 3. :func:`ltr.experiment.sources.open_source` reads and validates the data;
    :func:`ltr.experiment.checks.check_data` applies the rules that need it; then the tracker
    opens (and creates) the store. Nothing so far has started a run: bad input never leaves a
@@ -31,7 +33,8 @@ from ltr.config.choices import RerankKind, TrainerKind
 from ltr.dask.trainer import DaskTrainer
 from ltr.experiment.checks import check_config, check_data
 from ltr.experiment.evaluation import evaluate
-from ltr.experiment.record import record_results, run_name, run_tags, summary_markdown
+from ltr.experiment.figure_worker import FigureWorker, start_worker
+from ltr.experiment.record import record_results, record_start, run_name, run_tags, summary_markdown
 from ltr.experiment.report import print_table
 from ltr.experiment.sources import binned_store, open_source
 from ltr.experiment.spec import ExperimentSpec
@@ -98,13 +101,17 @@ def run(
     checked_uri = check_tracking_uri(tracking.uri) if tracker is None and tracking.enabled else None
     # MLflow's logging code loads in a thread while the data loads and the model trains
     preparation = Preparation() if tracking.enabled else None
+    logs_figures = tracking.enabled and (tracker is None or tracker.enabled)
+    figure_worker = start_worker() if logs_figures else None  # matplotlib loads in the child
     try:
-        return _run(spec, trainer, checked_uri, preparation, t0, overrides=overrides, tracker=tracker,
+        return _run(spec, trainer, checked_uri, preparation, figure_worker, t0, overrides=overrides, tracker=tracker,
                     parent_run_id=parent_run_id, extra_tags=extra_tags, varying=varying,
                     on_run_start=on_run_start, print_summary=print_summary)  # fmt: skip
-    finally:
+    finally:  # nothing the run starts outlives it
+        if figure_worker is not None:
+            figure_worker.close()
         if preparation is not None:
-            preparation.wait()  # nothing the run starts outlives it
+            preparation.wait()
 
 
 def _run(
@@ -112,6 +119,7 @@ def _run(
     trainer: Trainer,
     checked_uri: str | None,
     preparation: Preparation | None,
+    figure_worker: FigureWorker | None,
     t0: float,
     *,
     overrides: Sequence[str],
@@ -136,7 +144,7 @@ def _run(
         if on_run_start is not None:
             on_run_start(run_id)
         t = time.perf_counter()
-        tracker.log_params(spec.params())
+        record_start(tracker, spec, overrides)
         source.log_inputs(tracker)
         timings["log_start"] = time.perf_counter() - t
 
@@ -152,7 +160,7 @@ def _run(
             timings["wait_mlflow_load"] = time.perf_counter() - t
         t = time.perf_counter()
         title, summary_md, header, rows = summary_markdown(spec, evaluation, scored.result)
-        record_results(tracker, spec, overrides, evaluation, scored, source.fingerprint, summary_md, name)
+        record_results(tracker, spec, evaluation, scored, source.fingerprint, summary_md, name, figure_worker)
         timings["log"] = time.perf_counter() - t
     if print_summary:
         print_table(header, rows, title=title)

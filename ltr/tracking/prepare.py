@@ -1,9 +1,11 @@
 """Load MLflow's logging code in a background thread while the data loads and the model trains.
 
 A tracked ``ltr train`` spends about 2 s (idle 2-core machine) importing what it logs with:
-MLflow and its SQLAlchemy store, MLflow's LightGBM flavour and model signatures, and matplotlib's
-renderer (MLflow's map of every installed distribution, which ``log_model`` would build to check
-the model's requirements, is not needed: :func:`ltr.tracking.mlflow_tracker.requirement_check_of`).
+MLflow and its SQLAlchemy store, MLflow's LightGBM flavour and model signatures (MLflow's map of
+every installed distribution, which ``log_model`` would build to check the model's requirements,
+is not needed: :func:`ltr.tracking.mlflow_tracker.requirement_check_of`). matplotlib is not
+among them: the run's figures are drawn in a child process
+(:mod:`ltr.experiment.figure_worker`), which loads it on a core of its own.
 None of it depends on the run: :class:`Preparation` does it in a thread started as soon as the
 config is checked, and the runner waits for it (:meth:`Preparation.wait`) before it records the run.
 
@@ -28,8 +30,6 @@ def _load() -> None:
 
 
 def _load_logging() -> None:
-    import matplotlib.backends.backend_agg
-    import matplotlib.figure  # noqa: F401  log_figure renders Figures with Agg
     import mlflow.lightgbm
     import mlflow.models  # noqa: F401  log_model's signature and MLmodel
 

@@ -253,3 +253,48 @@ def test_requirement_check_warns_as_with_mlflows_map_of_every_distribution(monke
     assert scoped == seen
     assert f"lightgbm (current: {lgb.__version__}, required: lightgbm==0.0.1)" in scoped[0]
     assert f"mlflow (current: {mlflow.__version__}, required: mlflow==0.0.1)" in scoped[0]
+
+
+def test_figures_of_the_worker_are_the_files_the_run_draws_itself(
+    small_cfg: Callable[..., DictConfig], tracking_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's figures drawn by its figure worker (:mod:`ltr.experiment.figure_worker`) are the
+    very PNG files (byte for byte) the same run logs when it draws them itself with MLflow's
+    ``log_figure``; the worker never outlives the run."""
+    from ltr.experiment.figure_worker import FigureWorker, start_worker
+
+    started: list[FigureWorker] = []
+
+    def recorded() -> FigureWorker | None:
+        worker = start_worker()
+        assert worker is not None
+        started.append(worker)
+        return worker
+
+    cfg = small_cfg("tracking.run_name=same")
+    monkeypatch.setattr(pipeline, "start_worker", recorded)
+    with_worker = pipeline.run(cfg)
+    assert len(started) == 1
+    assert started[0].pid is None
+    monkeypatch.setattr(pipeline, "start_worker", lambda: None)  # every figure drawn in the run's process
+    without = pipeline.run(cfg)
+
+    client = MlflowClient(tracking_uri)
+
+    def pictures(run_id: str | None) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        folders = [""]
+        while folders:
+            for entry in client.list_artifacts(str(run_id), folders.pop() or None):
+                if entry.is_dir:
+                    folders.append(entry.path)
+                elif entry.path.endswith(".png"):
+                    found[entry.path] = Path(client.download_artifacts(str(run_id), entry.path)).read_bytes()
+        return found
+
+    expected = pictures(without.run_id)
+    assert sorted(expected) == [
+        "feature_importance.png", "idcg/test/hist_at_10.png", "idcg/test/hist_at_5.png",
+        "idcg/valid/hist_at_10.png", "idcg/valid/hist_at_5.png", "report/ndcg_by_stratum.png",
+    ]  # fmt: skip
+    assert pictures(with_worker.run_id) == expected

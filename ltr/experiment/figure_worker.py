@@ -1,0 +1,182 @@
+"""A child process that draws a run's figures to PNG files, so the run's own process never loads matplotlib.
+
+matplotlib's import (about 0.5 s of CPU) and drawing a run's figures (about 0.3 s) are work the
+training process does single-threaded, at its start and at its end. A :class:`FigureWorker` started
+when the run starts imports matplotlib on the core the run's own start-up leaves idle, and at the
+end draws while the run logs its model, tables and metrics.
+
+Protocol (both ends in this module): the parent writes the child's ``sys.path`` (a pickled list)
+on its stdin, then one frame per job: an 8-byte little-endian length and the pickle of ``(draw,
+args, kwargs, path)``; ``draw(*args, **kwargs)`` returns a matplotlib ``Figure`` and the child
+saves it with ``figure.savefig(path)``, the call MLflow's ``log_figure`` makes, so the file is
+byte for byte the one ``log_figure`` writes (tested). For each job the child answers one frame,
+the pickle of None (saved) or of the error's one line. The child reads until its stdin ends (the
+parent closed it, or died: a SIGKILLed parent leaves no worker behind), ignores SIGINT (a Ctrl-C
+in a terminal reaches the whole process group; the parent decides what it does) and writes its
+frames to the stdout it was started with while anything else printing to stdout goes to stderr.
+
+The worker only ever speeds things up: a job it could not take (an unpicklable argument), a
+failed draw, or a worker that died is drawn again in the parent by the caller
+(:class:`ltr.experiment.run_figures.RunFigures`), which then meets any real error itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import pickle
+import signal
+import struct
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+_LENGTH = struct.Struct("<Q")
+
+#: What the child runs: read ``sys.path``, then serve (stdout kept for the frames only).
+_BOOT = (
+    "import os, pickle, sys\n"
+    "sys.path[:] = pickle.load(sys.stdin.buffer)\n"
+    "frames = os.fdopen(os.dup(1), 'wb')\n"
+    "os.dup2(2, 1)\n"
+    "from ltr.experiment.figure_worker import serve\n"
+    "serve(sys.stdin.buffer, frames)\n"
+    "frames.close()\n"
+    "os._exit(0)\n"  # nothing left to write: no teardown of matplotlib's modules for the parent to wait on
+)
+
+#: Seconds a closing parent waits for the child to exit before it kills it.
+CLOSE_TIMEOUT_S = 5.0
+
+
+def _write_frame(stream: IO[bytes], payload: bytes) -> None:
+    stream.write(_LENGTH.pack(len(payload)) + payload)
+    stream.flush()
+
+
+def _read_frame(stream: IO[bytes]) -> bytes | None:
+    """The next frame's payload; None at the end of the stream (also in the middle of a frame)."""
+    head = stream.read(_LENGTH.size)
+    if len(head) < _LENGTH.size:
+        return None
+    (size,) = _LENGTH.unpack(head)
+    payload = stream.read(size)
+    return payload if len(payload) == size else None
+
+
+def serve(inbox: IO[bytes], outbox: IO[bytes]) -> None:
+    """The child's loop: draw and save each job of ``inbox``, answer on ``outbox``, until ``inbox`` ends."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    import matplotlib.backends.backend_agg
+    import matplotlib.figure  # noqa: F401  loaded before the first job arrives
+
+    while (payload := _read_frame(inbox)) is not None:
+        try:
+            draw, args, kwargs, path = pickle.loads(payload)
+            figure = draw(*args, **kwargs)
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            figure.savefig(path)
+            answer = None
+        except Exception as exc:  # the parent draws this one itself and meets the error there
+            answer = f"{type(exc).__name__}: {exc}"
+        try:
+            _write_frame(outbox, pickle.dumps(answer))
+        except OSError:  # the parent closed its end (it is done, or stopping): nothing to answer
+            return
+
+
+class FigureWorker:
+    """The parent's end: :meth:`submit` jobs, :meth:`result` of each in order, :meth:`close`.
+
+    Jobs are answered in the order submitted. Use it as a context manager (or call
+    :meth:`close`): the child never outlives it.
+    """
+
+    def __init__(self) -> None:
+        self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
+            [sys.executable, "-c", _BOOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True
+        )
+        self._pending = 0
+        self._send(pickle.dumps(list(sys.path)), framed=False)
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id (None once closed)."""
+        return None if self._process is None else self._process.pid
+
+    def _send(self, payload: bytes, *, framed: bool = True) -> bool:
+        if self._process is None or self._process.stdin is None:
+            return False
+        try:
+            if framed:
+                _write_frame(self._process.stdin, payload)
+            else:
+                self._process.stdin.write(payload)
+                self._process.stdin.flush()
+        except (BrokenPipeError, OSError):  # the child died: every job is drawn by the caller
+            self._stop()
+            return False
+        return True
+
+    def submit(self, draw: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any], path: Path) -> bool:
+        """Ask the child to save ``draw(*args, **kwargs)`` at ``path``; False if it cannot take
+        the job (arguments that do not pickle, or no child): the caller draws it then."""
+        try:
+            payload = pickle.dumps((draw, tuple(args), dict(kwargs), str(path)))
+        except Exception:  # pickle raises several types for what it cannot take
+            return False
+        if not self._send(payload):
+            return False
+        self._pending += 1
+        return True
+
+    def result(self) -> str | None:
+        """The answer to the oldest unanswered job: None when its file is saved, else why not
+        (the error's line, or that the worker is gone)."""
+        if self._pending <= 0:
+            raise RuntimeError("no job is waiting for its result")
+        self._pending -= 1
+        stdout = None if self._process is None else self._process.stdout
+        payload = None if stdout is None else _read_frame(stdout)
+        if payload is None:
+            self._stop()
+            return "the figure worker ended"
+        answer: str | None = pickle.loads(payload)
+        return answer
+
+    def _stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        for stream in (process.stdin, process.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        try:
+            process.wait(timeout=CLOSE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def close(self) -> None:
+        """End the child (it exits when its stdin closes; killed after :data:`CLOSE_TIMEOUT_S`)."""
+        self._stop()
+
+    def __enter__(self) -> FigureWorker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def start_worker() -> FigureWorker | None:
+    """A new :class:`FigureWorker`, or None where no child process can be started (the caller
+    then draws in its own process)."""
+    try:
+        return FigureWorker()
+    except OSError:
+        return None
+
+
+__all__ = ["CLOSE_TIMEOUT_S", "FigureWorker", "serve", "start_worker"]
