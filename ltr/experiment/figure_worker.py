@@ -36,6 +36,7 @@ _LENGTH = struct.Struct("<Q")
 
 #: What the child runs: read ``sys.path``, then serve (stdout kept for the frames only).
 _BOOT = (
+    "# ltr figure worker\n"  # what ps and top show of it
     "import os, pickle, sys\n"
     "sys.path[:] = pickle.load(sys.stdin.buffer)\n"
     "frames = os.fdopen(os.dup(1), 'wb')\n"
@@ -68,8 +69,12 @@ def _read_frame(stream: IO[bytes]) -> bytes | None:
 def serve(inbox: IO[bytes], outbox: IO[bytes]) -> None:
     """The child's loop: draw and save each job of ``inbox``, answer on ``outbox``, until ``inbox`` ends."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # loaded before the first job arrives: matplotlib and the modules of the run's figures
     import matplotlib.backends.backend_agg
-    import matplotlib.figure  # noqa: F401  loaded before the first job arrives
+    import matplotlib.figure  # noqa: F401
+
+    import ltr.experiment.charts
+    import ltr.metrics.plots  # noqa: F401
 
     while (payload := _read_frame(inbox)) is not None:
         try:
