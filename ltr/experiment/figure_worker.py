@@ -32,6 +32,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+import ltr.experiment.charts
+import ltr.metrics.plots  # noqa: F401  the run's figures: loaded by the child before its first job
+
 _LENGTH = struct.Struct("<Q")
 
 #: What the child runs: read ``sys.path``, then serve (stdout kept for the frames only).
@@ -69,12 +72,8 @@ def _read_frame(stream: IO[bytes]) -> bytes | None:
 def serve(inbox: IO[bytes], outbox: IO[bytes]) -> None:
     """The child's loop: draw and save each job of ``inbox``, answer on ``outbox``, until ``inbox`` ends."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # loaded before the first job arrives: matplotlib and the modules of the run's figures
     import matplotlib.backends.backend_agg
-    import matplotlib.figure  # noqa: F401
-
-    import ltr.experiment.charts
-    import ltr.metrics.plots  # noqa: F401
+    import matplotlib.figure  # noqa: F401  loaded before the first job arrives
 
     while (payload := _read_frame(inbox)) is not None:
         try:
