@@ -6,28 +6,34 @@ when the run starts imports matplotlib on the core the run's own start-up leaves
 end draws while the run logs its model, tables and metrics.
 
 Protocol (both ends in this module): the parent writes the child's ``sys.path`` (a pickled list)
-on its stdin, then one frame per job: an 8-byte little-endian length and the pickle of ``(draw,
-args, kwargs, path)``; ``draw(*args, **kwargs)`` returns a matplotlib ``Figure`` and the child
-saves it with ``figure.savefig(path)``, the call MLflow's ``log_figure`` makes, so the file is
-byte for byte the one ``log_figure`` writes (tested). For each job the child answers one frame,
-the pickle of None (saved) or of the error's one line. The child reads until its stdin ends (the
-parent closed it, or died: a SIGKILLed parent leaves no worker behind), ignores SIGINT (a Ctrl-C
-in a terminal reaches the whole process group; the parent decides what it does) and writes its
-frames to the stdout it was started with while anything else printing to stdout goes to stderr.
+on its stdin, then one frame per job: an 8-byte little-endian length and the pickled path of a
+job file, beside the figure's PNG path, holding the pickle of ``(draw, args, kwargs, path)``
+(frames stay a few hundred bytes, so writing one never waits on a busy or stopped child);
+``draw(*args, **kwargs)`` returns a matplotlib ``Figure`` and the child saves it with
+``figure.savefig(path)``, the call MLflow's ``log_figure`` makes, so the file is byte for byte the
+one ``log_figure`` writes (tested). For each job the child answers one frame, the pickle of None
+(saved) or of the error's one line. The child reads until its stdin ends (the parent closed it,
+or died: a SIGKILLed parent leaves no worker behind), ignores SIGINT (a Ctrl-C in a terminal
+reaches the whole process group; the parent decides what it does) and writes its frames to the
+stdout it was started with while anything else printing to stdout goes to stderr.
 
 The worker only ever speeds things up: a job it could not take (an unpicklable argument), a
-failed draw, or a worker that died is drawn again in the parent by the caller
+failed draw, a worker that died, or one that gave no answer within :data:`RESULT_TIMEOUT_S` (it
+is killed then) is drawn again in the parent by the caller
 (:class:`ltr.experiment.run_figures.RunFigures`), which then meets any real error itself.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import pickle
+import select
 import signal
 import struct
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -52,6 +58,9 @@ _BOOT = (
 
 #: Seconds a closing parent waits for the child to exit before it kills it.
 CLOSE_TIMEOUT_S = 5.0
+#: Seconds the parent waits for the answer to one job (a figure takes well under one) before it
+#: gives up on the worker (a stopped or hung child), kills it and draws the rest itself.
+RESULT_TIMEOUT_S = 120.0
 
 
 def _write_frame(stream: IO[bytes], payload: bytes) -> None:
@@ -69,6 +78,21 @@ def _read_frame(stream: IO[bytes]) -> bytes | None:
     return payload if len(payload) == size else None
 
 
+def _read_exactly(fd: int, size: int, deadline: float) -> bytes | None:
+    """``size`` bytes of the pipe ``fd``; None at its end or once ``deadline`` (monotonic) passes."""
+    chunks: list[bytes] = []
+    while size > 0:
+        wait = deadline - time.monotonic()
+        if wait <= 0 or not select.select([fd], [], [], wait)[0]:
+            return None
+        chunk = os.read(fd, size)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
 def serve(inbox: IO[bytes], outbox: IO[bytes]) -> None:
     """The child's loop: draw and save each job of ``inbox``, answer on ``outbox``, until ``inbox`` ends."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -77,7 +101,7 @@ def serve(inbox: IO[bytes], outbox: IO[bytes]) -> None:
 
     while (payload := _read_frame(inbox)) is not None:
         try:
-            draw, args, kwargs, path = pickle.loads(payload)
+            draw, args, kwargs, path = pickle.loads(Path(pickle.loads(payload)).read_bytes())
             figure = draw(*args, **kwargs)
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             figure.savefig(path)
@@ -127,29 +151,41 @@ class FigureWorker:
         """Ask the child to save ``draw(*args, **kwargs)`` at ``path``; False if it cannot take
         the job (arguments that do not pickle, or no child): the caller draws it then."""
         try:
-            payload = pickle.dumps((draw, tuple(args), dict(kwargs), str(path)))
+            job = pickle.dumps((draw, tuple(args), dict(kwargs), str(path)))
         except Exception:  # pickle raises several types for what it cannot take
             return False
-        if not self._send(payload):
+        job_file = path.with_name(path.name + ".job")
+        try:
+            job_file.parent.mkdir(parents=True, exist_ok=True)
+            job_file.write_bytes(job)
+        except OSError:
+            return False
+        if not self._send(pickle.dumps(str(job_file))):
             return False
         self._pending += 1
         return True
 
     def result(self) -> str | None:
         """The answer to the oldest unanswered job: None when its file is saved, else why not
-        (the error's line, or that the worker is gone)."""
+        (the error's line, or that the worker is gone or gave no answer within
+        :data:`RESULT_TIMEOUT_S`: it is stopped then)."""
         if self._pending <= 0:
             raise RuntimeError("no job is waiting for its result")
         self._pending -= 1
         stdout = None if self._process is None else self._process.stdout
-        payload = None if stdout is None else _read_frame(stdout)
-        if payload is None:
-            self._stop()
+        if stdout is None:
             return "the figure worker ended"
+        deadline = time.monotonic() + RESULT_TIMEOUT_S
+        head = _read_exactly(stdout.fileno(), _LENGTH.size, deadline)
+        payload = None if head is None else _read_exactly(stdout.fileno(), _LENGTH.unpack(head)[0], deadline)
+        if payload is None:
+            timed_out = time.monotonic() >= deadline
+            self._stop(kill=True)
+            return f"the figure worker gave no answer in {RESULT_TIMEOUT_S:g} s" if timed_out else "the figure worker ended"
         answer: str | None = pickle.loads(payload)
         return answer
 
-    def _stop(self) -> None:
+    def _stop(self, *, kill: bool = False) -> None:
         process, self._process = self._process, None
         if process is None:
             return
@@ -157,6 +193,8 @@ class FigureWorker:
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
+        if kill:
+            process.kill()
         try:
             process.wait(timeout=CLOSE_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -183,4 +221,4 @@ def start_worker() -> FigureWorker | None:
         return None
 
 
-__all__ = ["CLOSE_TIMEOUT_S", "FigureWorker", "serve", "start_worker"]
+__all__ = ["CLOSE_TIMEOUT_S", "RESULT_TIMEOUT_S", "FigureWorker", "serve", "start_worker"]

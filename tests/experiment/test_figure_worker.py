@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
+from ltr.experiment import figure_worker
 from ltr.experiment.charts import plot_feature_importance, plot_ndcg_by_stratum
 from ltr.experiment.figure_worker import FigureWorker, start_worker
 from ltr.experiment.run_figures import RunFigures
@@ -154,6 +155,30 @@ def test_a_killed_worker_leaves_every_figure_drawn_in_the_run(tmp_path: Path, wo
         for artifact_file, draw, args, kwargs in jobs[1:]:
             figures.add(artifact_file, draw, *args, **kwargs)  # sent to a dying worker, or refused
         figures.log_to(tracker)
+    assert sorted(tracker.drawn_here) == sorted(name for name, *_ in jobs)
+    expected = _in_process(tmp_path, jobs)
+    for name, data in expected.items():
+        assert (tracker.root / name).read_bytes() == data, name
+    assert not _alive(pid)
+
+
+def test_a_stopped_worker_is_given_up_and_its_figures_drawn_in_the_run(
+    tmp_path: Path, worker: FigureWorker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker that gives no answer (here: stopped with SIGSTOP, as a hung one) costs the run
+    at most ``RESULT_TIMEOUT_S``: it is killed and every figure is drawn in the run."""
+    monkeypatch.setattr(figure_worker, "RESULT_TIMEOUT_S", 1.0)
+    jobs = _jobs()
+    pid = worker.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)
+    tracker = FileTracker(tmp_path / "run")
+    start = time.monotonic()
+    with RunFigures(worker) as figures:
+        for artifact_file, draw, args, kwargs in jobs:
+            figures.add(artifact_file, draw, *args, **kwargs)  # frames are small: sending never waits
+        figures.log_to(tracker)
+    assert time.monotonic() - start < 30  # one timeout, not one per figure, nor forever
     assert sorted(tracker.drawn_here) == sorted(name for name, *_ in jobs)
     expected = _in_process(tmp_path, jobs)
     for name, data in expected.items():
