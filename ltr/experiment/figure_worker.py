@@ -12,8 +12,8 @@ job file, beside the figure's PNG path, holding the pickle of ``(draw, args, kwa
 ``draw(*args, **kwargs)`` returns a matplotlib ``Figure`` and the child saves it with
 ``figure.savefig(path)``, the call MLflow's ``log_figure`` makes, so the file is byte for byte the
 one ``log_figure`` writes (tested). For each job the child answers one frame, the pickle of None
-(saved) or of the error's one line. The child reads until its stdin ends (the parent closed it,
-or died: a SIGKILLed parent leaves no worker behind), ignores SIGINT (a Ctrl-C in a terminal
+(saved) or of the error's one line. The child reads until its stdin ends (a SIGKILLed parent
+leaves no worker behind; a parent done with it ends it with SIGTERM), ignores SIGINT (a Ctrl-C in a terminal
 reaches the whole process group; the parent decides what it does) and writes its frames to the
 stdout it was started with while anything else printing to stdout goes to stderr.
 
@@ -118,7 +118,8 @@ class FigureWorker:
     """The parent's end: :meth:`submit` jobs, :meth:`result` of each in order, :meth:`close`.
 
     Jobs are answered in the order submitted. Use it as a context manager (or call
-    :meth:`close`): the child never outlives it.
+    :meth:`close`): the child never outlives it. A run refused before it logs anything closes its
+    worker at once, whatever the child is doing (still loading matplotlib, say).
     """
 
     def __init__(self) -> None:
@@ -193,8 +194,10 @@ class FigureWorker:
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
-        if kill:
+        if kill:  # a stopped or hung child does not act on SIGTERM
             process.kill()
+        else:  # nothing it could still write is wanted: every answer was read, or the run is over
+            process.terminate()
         try:
             process.wait(timeout=CLOSE_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -202,7 +205,8 @@ class FigureWorker:
             process.wait()
 
     def close(self) -> None:
-        """End the child (it exits when its stdin closes; killed after :data:`CLOSE_TIMEOUT_S`)."""
+        """End the child and wait for it (SIGTERM; SIGKILL after :data:`CLOSE_TIMEOUT_S`): once
+        this returns it writes nothing more."""
         self._stop()
 
     def __enter__(self) -> FigureWorker:
