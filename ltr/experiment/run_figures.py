@@ -31,7 +31,7 @@ class _Figure:
     draw: Callable[..., Any]
     args: tuple[Any, ...]
     kwargs: Mapping[str, Any] = field(default_factory=dict)
-    sent: bool = False
+    saved_at: Path | None = None  # where the worker was asked to save it (None: not sent)
 
 
 class RunFigures:
@@ -49,23 +49,24 @@ class RunFigures:
     def add(self, artifact_file: str, draw: Callable[..., Any], /, *args: Any, **kwargs: Any) -> None:
         """The figure ``draw(*args, **kwargs)`` (a matplotlib ``Figure``) is the artifact
         ``artifact_file`` (a ``/``-separated path ending in ``.png``)."""
-        sent = False
+        saved_at = None
         if self._worker is not None:
             if self._folder is None:
                 self._folder = Path(tempfile.mkdtemp(prefix="ltr-figures-"))
-            sent = self._worker.submit(draw, args, kwargs, self._folder / artifact_file)
-        self._figures.append(_Figure(artifact_file, draw, args, kwargs, sent))
+            path = self._folder / artifact_file
+            saved_at = path if self._worker.submit(draw, args, kwargs, path) else None
+        self._figures.append(_Figure(artifact_file, draw, args, kwargs, saved_at))
 
     def log_to(self, tracker: Tracker) -> None:
         """Log every figure added, in that order, and forget them."""
         figures, self._figures = self._figures, []
         for figure in figures:
-            problem = self._worker.result() if figure.sent and self._worker is not None else "not sent"
-            if figure.sent and problem is None and self._folder is not None:
-                parent = str(PurePosixPath(figure.artifact_file).parent)
-                tracker.log_file(self._folder / figure.artifact_file, None if parent == "." else parent)
-                continue
-            if figure.sent:
+            if figure.saved_at is not None and self._worker is not None:
+                problem = self._worker.result()
+                if problem is None:
+                    parent = str(PurePosixPath(figure.artifact_file).parent)
+                    tracker.log_file(figure.saved_at, None if parent == "." else parent)
+                    continue
                 log.debug("figure worker: %s: %s; drawing it in the run's process", figure.artifact_file, problem)
             tracker.log_figure(figure.draw(*figure.args, **figure.kwargs), figure.artifact_file)
 
