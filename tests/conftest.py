@@ -72,6 +72,7 @@ INTEGRATION_MODULES = frozenset(
         "tests/test_round_hook.py",
         "tests/test_binned_cache.py",
         "tests/test_binned_reuse.py",
+        "tests/test_neutral_fields.py",
         "tests/clicks/test_position_training.py",
         "tests/clicks/test_exposure_run.py",
         "tests/experiment/test_doc_id_tables.py",

@@ -14,6 +14,7 @@ from typing import ClassVar
 
 from ltr.config.allowed import INT32_MAX, SEED_MAX, allowed
 from ltr.config.choices import FileFormat, RecipeKind
+from ltr.config.neutral import neutral
 
 
 def default_cache_dir() -> Path:
@@ -173,12 +174,12 @@ class FileDataConfig(DataConfig):
     max_label: int | None = field(default=30, metadata=allowed(ge=0, le=INT32_MAX))
     max_list_len: int | None = field(default=10000, metadata=allowed(ge=1, le=INT32_MAX))
     n_features: int | None = field(default=None, metadata=allowed(ge=1, le=INT32_MAX))
-    cache: bool = True
-    cache_dir: str | None = field(default=None, metadata=allowed(min_len=1))
-    cache_max_mb: int | None = field(default=2048, metadata=allowed(ge=0, le=2**40))
-    binned_cache: bool = True
-    binned_cache_max_mb: int | None = field(default=4096, metadata=allowed(ge=0, le=2**40))
-    progress: bool | None = None
+    cache: bool = field(default=True, metadata=neutral())
+    cache_dir: str | None = field(default=None, metadata=neutral(allowed(min_len=1)))
+    cache_max_mb: int | None = field(default=2048, metadata=neutral(allowed(ge=0, le=2**40)))
+    binned_cache: bool = field(default=True, metadata=neutral())
+    binned_cache_max_mb: int | None = field(default=4096, metadata=neutral(allowed(ge=0, le=2**40)))
+    progress: bool | None = field(default=None, metadata=neutral())
 
 
 @dataclass

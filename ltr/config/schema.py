@@ -6,6 +6,7 @@ before any work starts.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +26,8 @@ from ltr.config.choices import (
     TrainerKind,
     ZeroIdcg,
 )
-from ltr.config.data import DEFAULT_SEED
+from ltr.config.data import DATA_OPTIONS, DEFAULT_SEED, SplitConfig
+from ltr.config.neutral import neutral, neutral_fields
 
 #: The splits ``eval.splits`` may name.
 EVAL_SPLITS = ("train", "valid", "test")
@@ -69,9 +71,9 @@ class FitConfig:
     # K in eval.k; None: ndcg_at_<max(eval.k)>
     early_stopping_metric: str | None = field(default=None, metadata=allowed(min_len=1))
     num_threads: int = field(default=0, metadata=allowed(ge=0, le=4096, note="0: all cores"))
-    show_progress: bool = True
+    show_progress: bool = field(default=True, metadata=neutral())
     # a sweep's next job in this process reuses the binned data when data and binning match
-    reuse_binned_data: bool = True
+    reuse_binned_data: bool = field(default=True, metadata=neutral())
 
 
 @dataclass
@@ -219,3 +221,17 @@ class TrainConfig:
     rerank: RerankConfig = MISSING
     cv: CvConfig = field(default_factory=CvConfig)
     sweep: SweepConfig = field(default_factory=SweepConfig)
+
+
+@functools.cache
+def neutral_keys() -> frozenset[str]:
+    """The dotted keys of ``ltr train``'s neutral fields (:mod:`ltr.config.neutral`): every
+    group's schema, the data options' fields as ``data.<name>`` whichever option declares them."""
+    groups: dict[str, list[type]] = {
+        "": [TrainConfig], "data": list(DATA_OPTIONS.values()), "split": [SplitConfig], "model": [ModelConfig],
+        "fit": [FitConfig], "eval": [EvalConfig], "tracking": [TrackingConfig], "trainer": [TrainerConfig],
+        "rerank": [RerankConfig], "cv": [CvConfig], "sweep": [SweepConfig],
+    }  # fmt: skip
+    return frozenset(
+        f"{group}.{name}" if group else name for group, classes in groups.items() for cls in classes for name in neutral_fields(cls)
+    )

@@ -15,6 +15,7 @@ import lightgbm
 import numpy as np
 from omegaconf import OmegaConf
 
+from ltr.config.schema import neutral_keys
 from ltr.experiment.charts import plot_feature_importance, plot_ndcg_by_stratum
 from ltr.experiment.evaluation import Evaluation, lightgbm_key, our_curves
 from ltr.experiment.figure_worker import FigureWorker
@@ -34,8 +35,13 @@ UI_TABLE_MAX_QUERIES = 2000
 
 
 def shown_overrides(overrides: Sequence[str]) -> list[str]:
-    """The overrides that say what a run computes: not tracking's (where it is logged) or Hydra's."""
-    return [o for o in overrides if not o.lstrip("+~").startswith(("tracking", "hydra"))]
+    """The overrides that say what a run computes: not tracking's (where it is logged), Hydra's,
+    or a neutral field's (``fit.show_progress``, the caches: :mod:`ltr.config.neutral`)."""
+    neutral = neutral_keys()
+    return [
+        o for o in overrides
+        if not o.lstrip("+~").startswith(("tracking", "hydra")) and override_key(o) not in neutral
+    ]  # fmt: skip
 
 
 def override_key(override: str) -> str:

@@ -158,6 +158,24 @@ def test_run_names_lead_with_what_varies_and_fit_narrow_columns() -> None:
     assert run_name(named, ["model.num_leaves=7"]) == "baseline"
 
 
+def test_run_names_leave_out_the_fields_that_change_no_result() -> None:
+    """A progress display or a cache setting renames no run (:mod:`ltr.config.neutral`); a thread
+    count may change LightGBM's sums, so it stays in the name."""
+    from ltr.config.schema import neutral_keys
+    from ltr.experiment.record import run_name, shown_overrides
+
+    assert neutral_keys() == {
+        "fit.show_progress", "fit.reuse_binned_data", "data.cache", "data.cache_dir", "data.cache_max_mb",
+        "data.binned_cache", "data.binned_cache_max_mb", "data.progress",
+    }  # fmt: skip
+    spec = check_config(compose_train([]))
+    given = ["fit.show_progress=false", "model.num_leaves=7", "+data.cache_dir=/tmp/c", "fit.reuse_binned_data=false",
+             "fit.num_threads=1"]  # fmt: skip
+    assert shown_overrides(given) == ["model.num_leaves=7", "fit.num_threads=1"]
+    assert run_name(spec, given) == "num_leaves=7 num_threads=1 (lambdarank)"
+    assert run_name(spec, ["fit.show_progress=false"]) == "lambdarank"
+
+
 def test_a_category_column_of_continuous_values_needs_bins() -> None:
     """Issue 30: rerank.similarity=category on a continuous column re-ranked nothing, silently
     (each distinct value its own category); it is refused unless cut into bins."""
