@@ -77,6 +77,7 @@ def _run(args: argparse.Namespace) -> int:
         logged_overrides,
         metric_differences,
         plan_rerun,
+        thread_change,
     )
     from ltr.tracking import find_tracking_uri
     from ltr.tracking.runs import RunStore
@@ -106,6 +107,9 @@ def _run(args: argparse.Namespace) -> int:
     old_data, new_data = source.tags.get("ltr.data.fingerprint"), rerun.tags.get("ltr.data.fingerprint")
     if old_data != new_data:
         changes.append(f"data fingerprint {old_data} -> {new_data} (a changed data file or data setting)")
+    threads = thread_change(store.params(source), target.params(rerun))
+    if threads is not None:
+        changes.append(threads)
     if plan.changed:
         changes.insert(0, "changed on purpose: " + ", ".join(plan.changed))
     print(f"ltr: rerun of {label} as {rerun.run_id[:8]}: " + ("; ".join(changes) if changes else "nothing differs"))

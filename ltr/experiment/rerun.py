@@ -6,7 +6,9 @@ A run logs its overrides (``config/overrides.yaml``), its composed config
 (``ltr.data.fingerprint``) and LightGBM's version (``ltr.lightgbm_version``). :func:`plan_rerun`
 turns that and extra overrides into the overrides of the new run; :func:`describe_changes` says
 what differs (code, tree, LightGBM, the composed config, and after the run the data);
-:func:`metric_differences` compares the metrics of the two runs bit for bit.
+:func:`metric_differences` compares the metrics of the two runs bit for bit, and
+:func:`thread_change` says when LightGBM trained them on different thread counts (another
+machine: ``fit.num_threads=0`` takes its physical cores).
 """
 
 from __future__ import annotations
@@ -113,6 +115,24 @@ def describe_changes(source: RunRecord, config_changes: Sequence[str]) -> list[s
         shown = "; ".join(config_changes[:3]) + (f"; +{len(config_changes) - 3} more" if len(config_changes) > 3 else "")
         out.append(f"the composed config differs from the logged one ({shown})")
     return out
+
+
+#: The logged param of the thread count LightGBM trained with (``fit.num_threads``, or the
+#: machine's physical cores when it is 0).
+THREADS_PARAM = "lightgbm.n_jobs"
+
+
+def thread_change(old_params: Mapping[str, str], new_params: Mapping[str, str]) -> str | None:
+    """What to say when the two runs' LightGBM trained on different thread counts (None when
+    they did not, or a run did not log it): LightGBM sums gradients over threads, so another
+    count can give another model, bit-wise, for the same config and seed."""
+    old, new = old_params.get(THREADS_PARAM), new_params.get(THREADS_PARAM)
+    if old is None or new is None or old == new:
+        return None
+    return (
+        f"LightGBM threads {old} -> {new} (its sums depend on the thread count; fit.num_threads=0 takes "
+        "the machine's physical cores: set fit.num_threads for the same model on every machine)"
+    )
 
 
 def metric_differences(old: Mapping[str, float], new: Mapping[str, float]) -> list[tuple[str, float, float]]:

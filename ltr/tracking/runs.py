@@ -225,6 +225,10 @@ class RunStore:
         """The run's metrics: the last value of each key."""
         return dict(self.client.get_run(run.run_id).data.metrics)
 
+    def params(self, run: RunRecord) -> dict[str, str]:
+        """The run's params (config keys, and ``lightgbm.*``: LightGBM's resolved parameters)."""
+        return dict(self.client.get_run(run.run_id).data.params)
+
     def per_query_table(self, run: RunRecord, split: str) -> pd.DataFrame:
         """The run's per-query table of ``split`` (artifact ``per_query/{split}.parquet``): its
         ``qid`` column holds integers, or the strings of string-qid data as written (a run

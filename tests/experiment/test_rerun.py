@@ -9,8 +9,9 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from ltr.cli.main import main
-from ltr.experiment.rerun import config_differences, metric_differences, plan_rerun
+from ltr.experiment.rerun import config_differences, metric_differences, plan_rerun, thread_change
 from ltr.tracking.gitinfo import git_state
+from ltr.training import local
 
 SMALL = ["fit.show_progress=false", "fit.num_boost_round=30", "fit.early_stopping_rounds=10", "model.num_leaves=7",
          "tracking.log_model=false"]
@@ -85,6 +86,34 @@ def test_rerun_after_the_data_file_changed_says_so_and_lists_the_moved_keys(
     first = lines[lines.index(f"{len(moved)} metric keys moved (rerun - source):") + 1]
     assert first == f"  {key}: {a:.6g} -> {b:.6g} ({b - a:+.6g})"
     assert "nDCG@10 on test" in out  # the per-stratum comparison follows
+
+
+def test_rerun_on_a_machine_of_other_cores_says_the_thread_count_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``fit.num_threads=0`` takes the machine's physical cores: the rerun on a machine with one
+    core more (ltr's own core count stood in for) trains on another thread count and says so."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "data.n_queries=200", *SMALL]) == 0
+    source = _only_run(tmp_path)
+    cores = local.physical_cores()
+    monkeypatch.setattr(local, "physical_cores", lambda: cores + 1)
+    capsys.readouterr()
+    assert main(["rerun", source]) == 0
+    out = capsys.readouterr().out
+    rerun = _only_run(tmp_path, **{"ltr.rerun_of": source})
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert client.get_run(source).data.params["lightgbm.n_jobs"] == str(cores)
+    assert client.get_run(rerun).data.params["lightgbm.n_jobs"] == str(cores + 1)
+    (line,) = [line for line in out.splitlines() if line.startswith("ltr: rerun of")]
+    assert f"LightGBM threads {cores} -> {cores + 1} (its sums depend on the thread count;" in line
+
+
+def test_thread_change_only_when_both_runs_logged_other_counts() -> None:
+    assert thread_change({"lightgbm.n_jobs": "8"}, {"lightgbm.n_jobs": "2"}) is not None
+    assert "LightGBM threads 8 -> 2" in str(thread_change({"lightgbm.n_jobs": "8"}, {"lightgbm.n_jobs": "2"}))
+    assert thread_change({"lightgbm.n_jobs": "2"}, {"lightgbm.n_jobs": "2"}) is None
+    assert thread_change({}, {"lightgbm.n_jobs": "2"}) is None  # a run logged before the param
 
 
 def test_plan_logs_in_the_store_read_from_unless_told() -> None:
