@@ -220,6 +220,27 @@ def test_the_issue_cases_are_refused_naming_their_key(override: str) -> None:
         assert "did you mean model.num_leaves?" in line
 
 
+@pytest.mark.parametrize(
+    ("overrides", "line"),
+    [
+        (["model.num_leafs=7"], "model.num_leafs is not a config key; did you mean model.num_leaves?"),
+        (["+model.num_leafs=7"], "model.num_leafs is not a config key; did you mean model.num_leaves?"),
+        (["fit.show_progres=false"], "fit.show_progres is not a config key; did you mean fit.show_progress?"),
+        (["data.cache_dir=/tmp/c"], "data.cache_dir is not a key of data=synthetic; data=letor, svmlight, parquet, mq2008 have it"),
+        (["+data.cache_dir=/tmp/c"], "data.cache_dir is not a key of data=synthetic; data=letor, svmlight, parquet, mq2008 have it"),
+        (["data=svmlight", "data.n_queries=300"], "data.n_queries is not a key of data=svmlight; data=synthetic, synthetic_clicks have it"),
+        (["model.zzz=1"], "model.zzz is not a config key (ltr train --cfg job lists them)"),
+    ],
+)
+def test_a_key_no_schema_has_gets_one_line_whoever_finds_it(overrides: list[str], line: str) -> None:
+    """Hydra finds a typo while composing, ltr's check a ``+key``: the same line either way, with
+    the closest key, or the data options that have it."""
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        got = refusal(overrides)
+    assert line in got, got
+    assert got.endswith("(ltr train --cfg job lists them)"), got
+
+
 def test_debug_with_file_data_names_the_key(existing: Path) -> None:
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         line = refusal(["data=letor", f"data.root={existing}", "debug=default"])

@@ -56,7 +56,7 @@ def _probe(argvs: list[list[str]], heavy: tuple[str, ...], cwd: Path) -> tuple[l
     [
         (["--help"], 0, "", NOT_FOR_USAGE),
         (["train", "--help"], 0, "", NOT_FOR_COMPOSE),
-        (["train", "model.num_leafs=3"], 2, "ltr: error: Could not override 'model.num_leafs'", NOT_FOR_COMPOSE),
+        (["train", "model.num_leafs=3"], 2, "ltr: error: model.num_leafs is not a config key; did you mean model.num_leaves?", NOT_FOR_COMPOSE),
         (["train", "eval.k=[0]"], 2, "ltr: error: eval.k=[0]: 0 is out of range", NOT_FOR_TRAIN),
         (["train", "fit.early_stopping_metric=ndcg_at_7"], 2, "ltr: error: fit.early_stopping_metric='ndcg_at_7'", NOT_FOR_TRAIN),
     ],

@@ -13,15 +13,17 @@ shadow a shipped one of the same name.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException, OverrideParseException
-from omegaconf import DictConfig
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from ltr.config.store import register_configs
+from ltr.config.unknown_key import data_option_of, unknown_key_message
 from ltr.errors import LtrUserError
 
 #: The config groups, shipped inside the package (package data), so a wheel installed anywhere
@@ -50,7 +52,11 @@ def quote_non_ascii(override: str) -> str:
 
 
 def one_line(exc: BaseException) -> str:
-    """Hydra's or OmegaConf's message (and its cause's) on one line, without search paths."""
+    """Hydra's or OmegaConf's message (and its cause's) on one line, without search paths; a key
+    no schema has, as ltr says it (:func:`ltr.config.unknown_key.unknown_key_message`)."""
+    unknown = _unknown_key(exc.__cause__)
+    if unknown is not None:
+        return unknown
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
     text = lines[0] if lines else type(exc).__name__
     if text.endswith("raised while composing config:") and len(lines) > 1:
@@ -67,6 +73,20 @@ def one_line(exc: BaseException) -> str:
     if isinstance(cause, OmegaConfBaseException) and str(cause).strip():
         text = f"{text}: {str(cause).strip().splitlines()[0]}"
     return text
+
+
+def _unknown_key(cause: BaseException | None) -> str | None:
+    """The line of a key the config lacks (Hydra: "Could not override 'model.num_leafs'.", caused
+    by OmegaConf's ConfigAttributeError / ConfigKeyError on a node of a schema), else None."""
+    if not isinstance(cause, ConfigAttributeError | ConfigKeyError):
+        return None
+    key, full_key, parent = cause.key, cause.full_key, cause.parent_node
+    if not isinstance(key, str) or not full_key or not isinstance(parent, DictConfig):
+        return None
+    schema = OmegaConf.get_type(parent)
+    if not dataclasses.is_dataclass(schema):
+        return None
+    return unknown_key_message(full_key, [str(k) for k in parent], data_option=data_option_of(schema))
 
 
 def user_message(exc: HydraException | OmegaConfBaseException, overrides: Sequence[str]) -> str:

@@ -13,7 +13,6 @@ of LightGBM's settings are :mod:`ltr.training.settings`; :func:`check_data` impo
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import importlib.util
 import itertools
 import logging
@@ -34,6 +33,7 @@ from ltr.config.schema import (
     TrainConfig,
     TrainerConfig,
 )
+from ltr.config.unknown_key import data_option_of, unknown_key_message
 from ltr.data.clicks import BEHAVIOURS
 from ltr.data.ranking_data import RankingData
 from ltr.data.recipes import BUILTIN_SOURCES, TABLE_SOURCES, check_recipe
@@ -134,9 +134,8 @@ def check_schema(cfg: DictConfig, config: TrainConfig) -> None:
     unknown = unknown_keys(cfg)
     if unknown:
         key, known = unknown[0]
-        close = difflib.get_close_matches(key.rsplit(".", 1)[-1], known, n=1)
-        hint = f"; did you mean {key.rsplit('.', 1)[0]}.{close[0]}?" if close and "." in key else ""
-        raise LtrUserError(f"{key} is not a config key{hint} (ltr train --cfg job lists them)")
+        data_option = data_option_of(OmegaConf.get_type(cfg.data)) if key.startswith("data.") else None
+        raise LtrUserError(unknown_key_message(key, known, data_option=data_option))
     found = problems(config)
     if found:
         raise LtrUserError(found[0])

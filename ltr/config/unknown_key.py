@@ -1,0 +1,49 @@
+"""The one line a config key that does not exist gets, wherever it is found: by Hydra while it
+composes (``model.num_leafs=7``) or by ltr's schema check after it (``+model.num_leafs=7``).
+
+It names the key, the closest key beside it (``did you mean model.num_leaves?``), and, for a key
+of another ``data`` option (``data.cache_dir`` of file data on ``data=synthetic``), the options
+that have it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Sequence
+
+from ltr.config.data import DATA_OPTIONS
+
+
+def data_options_with(name: str) -> list[str]:
+    """The ``data`` options whose schema has a field ``name``."""
+    return [option for option, cls in DATA_OPTIONS.items() if name in {f.name for f in dataclasses.fields(cls)}]
+
+
+def data_option_of(schema: type | None) -> str | None:
+    """The ``data`` option whose schema is ``schema`` (None: no option's)."""
+    return next((option for option, cls in DATA_OPTIONS.items() if cls is schema), None)
+
+
+def unknown_key_message(key: str, known: Sequence[str], *, data_option: str | None = None) -> str:
+    """The line for the dotted ``key`` that its config node lacks; ``known``: the keys of that node;
+    ``data_option``: the ``data`` option in use, when the node is ``data``.
+
+    >>> unknown_key_message("model.num_leafs", ["num_leaves", "max_depth"])
+    'model.num_leafs is not a config key; did you mean model.num_leaves? (ltr train --cfg job lists them)'
+    >>> unknown_key_message("data.cache_dir", ["n_queries"], data_option="synthetic")
+    'data.cache_dir is not a key of data=synthetic; data=letor, svmlight, parquet, mq2008 have it (ltr train --cfg job lists them)'
+    """
+    prefix, _, name = key.rpartition(".")
+    elsewhere = data_options_with(name) if prefix == "data" and data_option is not None else []
+    if elsewhere:
+        return (
+            f"{key} is not a key of data={data_option}; "
+            f"data={', '.join(elsewhere)} {'has' if len(elsewhere) == 1 else 'have'} it (ltr train --cfg job lists them)"
+        )
+    close = difflib.get_close_matches(name, [str(k) for k in known], n=1)
+    hint = f"; did you mean {prefix + '.' if prefix else ''}{close[0]}?" if close else ""
+    return f"{key} is not a config key{hint} (ltr train --cfg job lists them)"
+
+
+__all__ = ["data_option_of", "data_options_with", "unknown_key_message"]
