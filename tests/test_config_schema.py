@@ -241,6 +241,22 @@ def test_a_key_no_schema_has_gets_one_line_whoever_finds_it(overrides: list[str]
     assert got.endswith("(ltr train --cfg job lists them)"), got
 
 
+@pytest.mark.parametrize(
+    ("override", "line"),
+    [
+        ("model=lambdarnk", "model=lambdarnk is not an option of model; did you mean model=lambdarank? "
+                            "(options: lambdarank, pointwise, rank_xendcg)"),
+        ("experiment=mq2009", "experiment=mq2009 is not an option of experiment; did you mean experiment=mq2008?"),
+        ("model=zzzzzz", "model=zzzzzz is not an option of model (options: lambdarank, pointwise, rank_xendcg)"),
+    ],
+)
+def test_a_missing_option_of_a_group_names_the_closest_and_the_options(override: str, line: str) -> None:
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        got = refusal([override])
+    assert got.startswith(line), got
+    assert "_schema" not in got  # the schemas Hydra lists as options are not a user's
+
+
 def test_debug_with_file_data_names_the_key(existing: Path) -> None:
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         line = refusal(["data=letor", f"data.root={existing}", "debug=default"])

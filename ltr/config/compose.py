@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
-from hydra.errors import HydraException, OverrideParseException
+from hydra.errors import HydraException, MissingConfigException, OverrideParseException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from ltr.config.store import register_configs
-from ltr.config.unknown_key import data_option_of, unknown_key_message
+from ltr.config.unknown_key import data_option_of, unknown_key_message, unknown_option_message
 from ltr.errors import LtrUserError
 
 #: The config groups, shipped inside the package (package data), so a wheel installed anywhere
@@ -53,10 +53,17 @@ def quote_non_ascii(override: str) -> str:
 
 def one_line(exc: BaseException) -> str:
     """Hydra's or OmegaConf's message (and its cause's) on one line, without search paths; a key
-    no schema has, as ltr says it (:func:`ltr.config.unknown_key.unknown_key_message`)."""
+    no schema has and a group's missing option as ltr says them (:mod:`ltr.config.unknown_key`)."""
     unknown = _unknown_key(exc.__cause__)
     if unknown is not None:
         return unknown
+    missing = getattr(exc, "missing_cfg_file", None)
+    options = getattr(exc, "options", None)
+    if isinstance(exc, MissingConfigException) and isinstance(missing, str) and "/" in missing and options:
+        group, _, name = missing.rpartition("/")
+        where = str(exc).split(":", 1)[0]  # "In 'train'" (the command line) or "In 'experiment/mine'"
+        prefix = f"{where}: " if where.startswith("In '") and where != "In 'train'" else ""
+        return prefix + unknown_option_message(group, name, [str(o) for o in options])
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
     text = lines[0] if lines else type(exc).__name__
     if text.endswith("raised while composing config:") and len(lines) > 1:

@@ -1,9 +1,11 @@
-"""The one line a config key that does not exist gets, wherever it is found: by Hydra while it
-composes (``model.num_leafs=7``) or by ltr's schema check after it (``+model.num_leafs=7``).
+"""The one line a config key or group option that does not exist gets.
 
-It names the key, the closest key beside it (``did you mean model.num_leaves?``), and, for a key
-of another ``data`` option (``data.cache_dir`` of file data on ``data=synthetic``), the options
-that have it.
+A key is found missing by Hydra while it composes (``model.num_leafs=7``) or by ltr's schema
+check after it (``+model.num_leafs=7``): :func:`unknown_key_message` names the key, the closest
+key beside it (``did you mean model.num_leaves?``), and, for a key of another ``data`` option
+(``data.cache_dir`` of file data on ``data=synthetic``), the options that have it. An option of
+a group (``model=lambdarnk``) gets :func:`unknown_option_message`: the closest option and the
+group's options.
 """
 
 from __future__ import annotations
@@ -46,4 +48,17 @@ def unknown_key_message(key: str, known: Sequence[str], *, data_option: str | No
     return f"{key} is not a config key{hint} (ltr train --cfg job lists them)"
 
 
-__all__ = ["data_option_of", "data_options_with", "unknown_key_message"]
+def unknown_option_message(group: str, name: str, options: Sequence[str]) -> str:
+    """The line for ``group=name`` when ``group`` has no option ``name``; ``options``: the group's
+    (Hydra's list; the schemas it stores as ``<option>_schema`` left out).
+
+    >>> unknown_option_message("model", "lambdarnk", ["lambdarank", "model_schema", "pointwise"])
+    'model=lambdarnk is not an option of model; did you mean model=lambdarank? (options: lambdarank, pointwise)'
+    """
+    shown = [o for o in options if not o.endswith("_schema")]
+    close = difflib.get_close_matches(name, shown, n=1)
+    hint = f"; did you mean {group}={close[0]}?" if close else ""
+    return f"{group}={name} is not an option of {group}{hint} (options: {', '.join(shown)})"
+
+
+__all__ = ["data_option_of", "data_options_with", "unknown_key_message", "unknown_option_message"]
