@@ -54,16 +54,9 @@ def quote_non_ascii(override: str) -> str:
 def one_line(exc: BaseException) -> str:
     """Hydra's or OmegaConf's message (and its cause's) on one line, without search paths; a key
     no schema has and a group's missing option as ltr says them (:mod:`ltr.config.unknown_key`)."""
-    unknown = _unknown_key(exc.__cause__)
+    unknown = _unknown_key(exc.__cause__) or _missing_option(exc)
     if unknown is not None:
         return unknown
-    missing = getattr(exc, "missing_cfg_file", None)
-    options = getattr(exc, "options", None)
-    if isinstance(exc, MissingConfigException) and isinstance(missing, str) and "/" in missing and options:
-        group, _, name = missing.rpartition("/")
-        where = str(exc).split(":", 1)[0]  # "In 'train'" (the command line) or "In 'experiment/mine'"
-        prefix = f"{where}: " if where.startswith("In '") and where != "In 'train'" else ""
-        return prefix + unknown_option_message(group, name, [str(o) for o in options])
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
     text = lines[0] if lines else type(exc).__name__
     if text.endswith("raised while composing config:") and len(lines) > 1:
@@ -94,6 +87,17 @@ def _unknown_key(cause: BaseException | None) -> str | None:
     if not dataclasses.is_dataclass(schema):
         return None
     return unknown_key_message(full_key, [str(k) for k in parent], data_option=data_option_of(schema))
+
+
+def _missing_option(exc: BaseException) -> str | None:
+    """The line of a group option that does not exist (Hydra: "In 'train': Could not find
+    'model/lambdarnk'", with the group's options), else None."""
+    if not isinstance(exc, MissingConfigException) or not exc.options or "/" not in (exc.missing_cfg_file or ""):
+        return None
+    group, _, name = str(exc.missing_cfg_file).rpartition("/")
+    where = str(exc).split(":", 1)[0]  # "In 'train'" (the command line) or "In 'experiment/mine'"
+    prefix = f"{where}: " if where.startswith("In '") and where != "In 'train'" else ""
+    return prefix + unknown_option_message(group, name, [str(o) for o in exc.options])
 
 
 def user_message(exc: HydraException | OmegaConfBaseException, overrides: Sequence[str]) -> str:

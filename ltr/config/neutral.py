@@ -26,9 +26,17 @@ def neutral(metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
     return {**(metadata or {}), KEY: True}
 
 
-def neutral_fields(cls: type) -> list[str]:
-    """The names of the neutral fields of the config dataclass ``cls``."""
-    return [f.name for f in dataclasses.fields(cls) if f.metadata.get(KEY)]
+def neutral_fields(cls: type, prefix: str = "") -> list[str]:
+    """The dotted names (after ``prefix``) of the neutral fields of the config dataclass ``cls``
+    and of the dataclasses its fields default to (``eval.clicks``, ``cv``, ``sweep``)."""
+    out: list[str] = []
+    for f in dataclasses.fields(cls):
+        if f.metadata.get(KEY):
+            out.append(f"{prefix}{f.name}")
+        factory = f.default_factory
+        if isinstance(factory, type) and dataclasses.is_dataclass(factory):
+            out += neutral_fields(factory, f"{prefix}{f.name}.")
+    return out
 
 
 __all__ = ["KEY", "neutral", "neutral_fields"]

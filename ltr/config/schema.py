@@ -223,15 +223,20 @@ class TrainConfig:
     sweep: SweepConfig = field(default_factory=SweepConfig)
 
 
+#: The schema of each config group but ``data`` (whose options have one each:
+#: ``ltr.config.data.DATA_OPTIONS``); ``ltr.config.store.register_configs`` stores them in this
+#: order (``rerank`` last: its check that the schemas are stored reads that one).
+GROUP_SCHEMAS: dict[str, type] = {
+    "split": SplitConfig, "model": ModelConfig, "fit": FitConfig, "eval": EvalConfig,
+    "tracking": TrackingConfig, "trainer": TrainerConfig, "rerank": RerankConfig,
+}  # fmt: skip
+
+
 @functools.cache
 def neutral_keys() -> frozenset[str]:
-    """The dotted keys of ``ltr train``'s neutral fields (:mod:`ltr.config.neutral`): every
-    group's schema, the data options' fields as ``data.<name>`` whichever option declares them."""
-    groups: dict[str, list[type]] = {
-        "": [TrainConfig], "data": list(DATA_OPTIONS.values()), "split": [SplitConfig], "model": [ModelConfig],
-        "fit": [FitConfig], "eval": [EvalConfig], "tracking": [TrackingConfig], "trainer": [TrainerConfig],
-        "rerank": [RerankConfig], "cv": [CvConfig], "sweep": [SweepConfig],
-    }  # fmt: skip
-    return frozenset(
-        f"{group}.{name}" if group else name for group, classes in groups.items() for cls in classes for name in neutral_fields(cls)
-    )
+    """The dotted keys of ``ltr train``'s neutral fields (:mod:`ltr.config.neutral`): the root
+    config's, every group's, and the data options' as ``data.<name>`` whichever option declares them."""
+    keys = neutral_fields(TrainConfig)
+    keys += [key for cls in DATA_OPTIONS.values() for key in neutral_fields(cls, "data.")]
+    keys += [key for group, cls in GROUP_SCHEMAS.items() for key in neutral_fields(cls, f"{group}.")]
+    return frozenset(keys)

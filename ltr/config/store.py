@@ -7,16 +7,8 @@ import secrets
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
-from ltr.config.data import DATA_OPTIONS, SplitConfig
-from ltr.config.schema import (
-    EvalConfig,
-    FitConfig,
-    ModelConfig,
-    RerankConfig,
-    TrackingConfig,
-    TrainConfig,
-    TrainerConfig,
-)
+from ltr.config.data import DATA_OPTIONS
+from ltr.config.schema import GROUP_SCHEMAS, TrainConfig
 from ltr.config.sweeper import register_sweeper_config
 
 __all__ = ["register_configs"]
@@ -44,10 +36,5 @@ def register_configs() -> None:
     register_sweeper_config()  # hydra/sweeper=optuna: ltr's own Optuna sweeper
     for name, cls in DATA_OPTIONS.items():
         cs.store(group="data", name=f"{name}_schema", node=cls)
-    cs.store(group="split", name="split_schema", node=SplitConfig)
-    cs.store(group="model", name="model_schema", node=ModelConfig)
-    cs.store(group="fit", name="fit_schema", node=FitConfig)
-    cs.store(group="eval", name="eval_schema", node=EvalConfig)
-    cs.store(group="tracking", name="tracking_schema", node=TrackingConfig)
-    cs.store(group="trainer", name="trainer_schema", node=TrainerConfig)
-    cs.store(group="rerank", name="rerank_schema", node=RerankConfig)
+    for group, schema in GROUP_SCHEMAS.items():  # rerank's last
+        cs.store(group=group, name=f"{group}_schema", node=schema)

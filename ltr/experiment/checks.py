@@ -134,8 +134,7 @@ def check_schema(cfg: DictConfig, config: TrainConfig) -> None:
     unknown = unknown_keys(cfg)
     if unknown:
         key, known = unknown[0]
-        data_option = data_option_of(OmegaConf.get_type(cfg.data)) if key.startswith("data.") else None
-        raise LtrUserError(unknown_key_message(key, known, data_option=data_option))
+        raise LtrUserError(unknown_key_message(key, known, data_option=data_option_of(OmegaConf.get_type(cfg.data))))
     found = problems(config)
     if found:
         raise LtrUserError(found[0])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -161,6 +162,7 @@ def test_run_names_lead_with_what_varies_and_fit_narrow_columns() -> None:
 def test_run_names_leave_out_the_fields_that_change_no_result() -> None:
     """A progress display or a cache setting renames no run (:mod:`ltr.config.neutral`); a thread
     count may change LightGBM's sums, so it stays in the name."""
+    from ltr.config.neutral import neutral, neutral_fields
     from ltr.config.schema import neutral_keys
     from ltr.experiment.record import run_name, shown_overrides
 
@@ -168,6 +170,17 @@ def test_run_names_leave_out_the_fields_that_change_no_result() -> None:
         "fit.show_progress", "fit.reuse_binned_data", "data.cache", "data.cache_dir", "data.cache_max_mb",
         "data.binned_cache", "data.binned_cache_max_mb", "data.progress",
     }  # fmt: skip
+    @dataclasses.dataclass
+    class Inner:
+        quiet: bool = dataclasses.field(default=False, metadata=neutral())
+        depth: int = 3
+
+    @dataclasses.dataclass
+    class Outer:
+        inner: Inner = dataclasses.field(default_factory=Inner)
+        shown: bool = dataclasses.field(default=True, metadata=neutral())
+
+    assert neutral_fields(Outer, "g.") == ["g.inner.quiet", "g.shown"]  # nested sections too
     spec = check_config(compose_train([]))
     given = ["fit.show_progress=false", "model.num_leaves=7", "+data.cache_dir=/tmp/c", "fit.reuse_binned_data=false",
              "fit.num_threads=1"]  # fmt: skip
