@@ -27,9 +27,10 @@ from ltr.cli.sweep_callback import (
     sweep_exit_code,
     varying_keys,
 )
+from ltr.config.overrides import override_key
 from ltr.errors import LtrUserError
 from ltr.experiment.cv import cv_columns, cv_frame, cv_headline, cv_metrics, cv_table
-from ltr.experiment.record import headline_keys, override_key, short_overrides, shown_overrides
+from ltr.experiment.record import headline_keys, short_overrides, shown_overrides
 from ltr.experiment.spec import ExperimentSpec
 from ltr.experiment.sweep_tradeoffs import summarise_tradeoffs
 from ltr.sweeper.record import check_sweep, record_search

@@ -15,6 +15,7 @@ import lightgbm
 import numpy as np
 from omegaconf import OmegaConf
 
+from ltr.config.overrides import override_key
 from ltr.config.schema import neutral_keys
 from ltr.experiment.charts import plot_feature_importance, plot_ndcg_by_stratum
 from ltr.experiment.evaluation import Evaluation, lightgbm_key, our_curves
@@ -42,11 +43,6 @@ def shown_overrides(overrides: Sequence[str]) -> list[str]:
         o for o in overrides
         if not o.lstrip("+~").startswith(("tracking", "hydra")) and override_key(o) not in neutral
     ]  # fmt: skip
-
-
-def override_key(override: str) -> str:
-    """The config key or group an override sets: ``model.num_leaves=7`` -> ``model.num_leaves``."""
-    return override.lstrip("+~").split("=", 1)[0]
 
 
 def short_overrides(overrides: Sequence[str]) -> list[str]:

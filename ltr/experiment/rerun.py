@@ -21,6 +21,7 @@ from pathlib import Path
 import lightgbm
 from omegaconf import OmegaConf
 
+from ltr.config.overrides import override_key
 from ltr.tracking.gitinfo import git_state
 from ltr.tracking.runs import RunRecord, unfinished
 
@@ -28,11 +29,6 @@ from ltr.tracking.runs import RunRecord, unfinished
 TIMING_SUFFIX = "_seconds"
 #: Keys that name where a run is logged, not what it computes.
 WHERE_KEYS = ("tracking.",)
-
-
-def override_key(override: str) -> str:
-    """The config key an override sets: ``+model.params.x=1`` -> ``model.params.x``."""
-    return override.split("=", 1)[0].lstrip("+~")
 
 
 def logged_overrides(text: str) -> list[str]:

@@ -159,6 +159,24 @@ def test_run_names_lead_with_what_varies_and_fit_narrow_columns() -> None:
     assert run_name(named, ["model.num_leaves=7"]) == "baseline"
 
 
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ("model.num_leaves=7", "model.num_leaves"),
+        ("+model.params.path_smooth=0.5", "model.params.path_smooth"),
+        ("++model.params.x=a=b", "model.params.x"),  # the value may hold '='
+        ("~model.params.x", "model.params.x"),
+        ("model=pointwise", "model"),
+        ("eval.k=[5,10]", "eval.k"),
+    ],
+)
+def test_override_key_is_the_key_without_prefix_or_value(override: str, key: str) -> None:
+    """Run names, sweep parents and ``ltr rerun`` read an override's key with this one function."""
+    from ltr.config.overrides import override_key
+
+    assert override_key(override) == key
+
+
 def test_run_names_leave_out_the_fields_that_change_no_result() -> None:
     """A progress display or a cache setting renames no run (:mod:`ltr.config.neutral`); a thread
     count may change LightGBM's sums, so it stays in the name."""
