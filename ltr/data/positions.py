@@ -89,8 +89,8 @@ def check_positions(
     for bad, what in checks:
         if bad.any():
             i = int(np.argmax(bad))
-            shown = "missing" if np.isnan(v[i]) else f"{v[i]:g}"
-            raise DataError(f"position {shown} at {at(i)} {what}")
+            shown = "" if np.isnan(v[i]) else f" {v[i]:g}"
+            raise DataError(f"position{shown} at {at(i)} {what}")
     return v.astype(np.int32)
 
 

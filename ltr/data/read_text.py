@@ -499,6 +499,9 @@ def _message(status: int, buf: NDArray[np.uint8], tok: int, line: int, info: int
             ".query file beside it)"
         )
     if status == _kernel().BAD_QID:
+        digits = t.partition(":")[2]
+        if digits.lstrip("+-").isdigit():
+            return f"{t!r} {at} is too long: qids have at most 18 digits; renumber the queries"
         return f"{t!r} {at} is not an integer qid; write qid:<integer>"
     if status == _kernel().DUPLICATE_QID:
         return f"a second qid {t!r} {at}; give each line one qid:<id>"

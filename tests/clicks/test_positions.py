@@ -48,7 +48,7 @@ def test_ranking_data_refuses_bad_positions(positions: np.ndarray, match: str) -
 @pytest.mark.parametrize(
     ("values", "message"),
     [
-        (np.array([0.0, np.nan]), "position missing at row 2 of t.parquet (qid 9) is missing"),
+        (np.array([0.0, np.nan]), "position at row 2 of t.parquet (qid 9) is missing"),
         (np.array([0.0, 1.5]), "position 1.5 at row 2 of t.parquet (qid 9) is not an integer"),
         (np.array([-3, 0]), "position -3 at row 1 of t.parquet (qid 7) is negative"),
         (np.array([0.0, np.inf]), "position inf at row 2 of t.parquet (qid 9) is infinite"),

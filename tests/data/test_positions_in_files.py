@@ -223,7 +223,7 @@ def test_table_positions_come_back_from_the_cache(
     [
         ("0|-2|1", r"position -2 at line 3 of .*t\.csv \(qid 7\) is negative"),
         ("0|1.5|1", r"position 1.5 at line 3 of .*t\.csv \(qid 7\) is not an integer"),
-        ("0||1", r"position missing at line 3 of .*t\.csv \(qid 7\) is missing"),
+        ("0||1", r"position at line 3 of .*t\.csv \(qid 7\) is missing"),
         ("0|top|1", r"position 'top' at line 3 of .*t\.csv \(qid 7\) is not a number"),
     ],
     ids=["negative", "non-integer", "missing-value", "text"],

@@ -28,6 +28,8 @@ TEXT_CASES = [
     ("missing-qid", GOOD + "2 1:0.3 2:1\n", r"line 3 of {f} has no qid:<id>; every line"),
     ("missing-qid-first-line", "# header\n2 1:0.3\n", r"line 2 of {f} has no qid:<id>; .*\.query"),
     ("bad-qid", GOOD + "2 qid:q7 1:0.3\n", r"'qid:q7' at line 3 of {f} is not an integer qid"),
+    ("qid-too-long", GOOD + "2 qid:99999999999999999999 1:0.3\n",
+     r"'qid:99999999999999999999' at line 3 of {f} is too long: qids have at most 18 digits"),
     ("two-qids", GOOD + "2 qid:2 qid:3 1:0.3\n", r"a second qid 'qid:3' at line 3 of {f}"),
     ("label-non-numeric", GOOD + "high qid:2 1:0.3\n", r"label 'high' at line 3 of {f} is not a number"),
     ("label-nan", GOOD + "nan qid:2 1:0.3\n", r"label nan at line 3 of {f} is not a number \(NaN\)"),
