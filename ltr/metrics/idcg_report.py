@@ -107,6 +107,9 @@ def low_idcg_note(table: pd.DataFrame | Mapping[str, NDArray[Any]], k: int, *, s
     ...                   "err_at_10": [0.1, 0.1, 0.0, 0.4]})
     >>> print(low_idcg_note(t, 10))
     75 % of the queries have IDCG@10 <= 1 (one marginally relevant document at most): they pull the mean nDCG@10 0.6250 towards their own 0.6667 (the other 25 %: 0.5000); ERR@10 0.1500 is the steadier figure here
+    >>> t = pd.DataFrame({"idcg_at_10": [1.0] * 39 + [3.0], "ndcg_at_10": [1.0] * 40, "err_at_10": [0.5] * 40})
+    >>> low_idcg_note(t, 10).split(" (one")[0], low_idcg_note(t, 10).split("(the other ")[1][:4]
+    ('98 % of the queries have IDCG@10 <= 1', '2 %:')
     """
     idcg = np.asarray(table[f"idcg_at_{k}"], dtype=np.float64)
     if idcg.size == 0:
@@ -119,10 +122,11 @@ def low_idcg_note(table: pd.DataFrame | Mapping[str, NDArray[Any]], k: int, *, s
     err = np.asarray(table[f"err_at_{k}"], dtype=np.float64)
     rest = f"{_mean(ndcg[~low]):.4f}" if (~low).any() else "none"
     where = f"{split}: " if split else ""
+    percent = round(share * 100)  # the two shares printed add up to 100
     return (
-        f"{where}{share * 100:.0f} % of the queries have IDCG@{k} <= 1 (one marginally relevant document at most): "
+        f"{where}{percent} % of the queries have IDCG@{k} <= 1 (one marginally relevant document at most): "
         f"they pull the mean nDCG@{k} {_mean(ndcg):.4f} towards their own {_mean(ndcg[low]):.4f} "
-        f"(the other {(1 - share) * 100:.0f} %: {rest}); ERR@{k} {_mean(err):.4f} is the steadier figure here"
+        f"(the other {100 - percent} %: {rest}); ERR@{k} {_mean(err):.4f} is the steadier figure here"
     )
 
 
