@@ -25,9 +25,11 @@ plus a 32 MiB window of the run file. `read_qrels` and `read_run` list a file's 
 
 from __future__ import annotations
 
+import gzip
 import math
 import mmap
 import os
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -115,8 +117,9 @@ class TrecEvalInput:
 
 @contextmanager
 def _mapped(path: Path, what: str) -> Iterator[tuple[NDArray[np.uint8], mmap.mmap | None]]:
-    """The bytes of ``path``, memory-mapped read-only (an empty file: an empty array); a binary
-    file is refused (:func:`_check_text`)."""
+    """The bytes of ``path``, memory-mapped read-only (an empty file: an empty array); a gzip
+    file (by its magic bytes, whatever its name) decompressed in memory; a binary file is refused
+    (:func:`_check_text`)."""
     try:
         f = path.open("rb")
     except OSError as exc:
@@ -125,6 +128,16 @@ def _mapped(path: Path, what: str) -> Iterator[tuple[NDArray[np.uint8], mmap.mma
         size = os.fstat(f.fileno()).st_size
         if size == 0:
             yield np.zeros(0, dtype=np.uint8), None
+            return
+        if f.read(2) == _GZIP_MAGIC:
+            f.seek(0)
+            try:
+                text = gzip.GzipFile(fileobj=f).read()
+            except (OSError, EOFError, zlib.error) as exc:
+                raise DataError(f"{what} file {path} is not a readable gzip file: {exc}") from None
+            buf = np.frombuffer(text, dtype=np.uint8)
+            _check_text(buf, path, what)
+            yield buf, None
             return
         mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         try:
@@ -219,6 +232,9 @@ def _int_labels(
 
 # ---- fields as bytes -----------------------------------------------------------------------
 
+
+#: The first two bytes of every gzip file (RFC 1952).
+_GZIP_MAGIC = b"\x1f\x8b"
 
 #: How far into a file a NUL byte marks it as binary (as git and grep decide).
 _BINARY_PROBE = 8192

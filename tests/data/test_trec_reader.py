@@ -10,6 +10,7 @@ are shrunk so that every resume path of the kernels runs.
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 from typing import Any
 
@@ -179,3 +180,24 @@ def test_missing_file_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "qrels").write_text("1 0 a 1\n")
     with pytest.raises(DataError, match=r"cannot read run file .*nope"):
         read_trec(tmp_path / "nope", tmp_path / "qrels")
+
+
+def test_gzip_files_read_as_their_text(tmp_path: Path) -> None:
+    """A gzipped qrels or run (by its magic bytes, any name) gives what its text gives; a cut-off
+    gzip file is one line."""
+
+    run = "1 Q0 a 1 1 r\n1 Q0 b 2 0.5 r\n2 Q0 c 1 3 r\n2 Q0 a 2 3 r\n"
+    qrels = "1 0 a 1\n1 0 b 2\n2 0 c 1\n"
+    (tmp_path / "run").write_text(run)
+    (tmp_path / "qrels").write_text(qrels)
+    (tmp_path / "run.gz").write_bytes(gzip.compress(run.encode()))
+    (tmp_path / "qrels.txt").write_bytes(gzip.compress(qrels.encode()))  # the name does not matter
+    plain = read_trec(tmp_path / "run", tmp_path / "qrels")
+    zipped = read_trec(tmp_path / "run.gz", tmp_path / "qrels.txt")
+    assert zipped.qids.tolist() == plain.qids.tolist() == ["1", "2"]
+    assert zipped.labels.tolist() == plain.labels.tolist()
+    assert zipped.scores.tolist() == plain.scores.tolist()
+    assert zipped.offsets.tolist() == plain.offsets.tolist()
+    (tmp_path / "cut.gz").write_bytes(gzip.compress(run.encode())[:20])
+    with pytest.raises(DataError, match=r"run file .*cut\.gz is not a readable gzip file"):
+        read_trec(tmp_path / "cut.gz", tmp_path / "qrels")
