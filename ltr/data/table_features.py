@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from ltr.data.arrow_matrix import CastError, float32_matrix
@@ -127,11 +128,33 @@ def feature_matrix(
         )
     if checked < len(names):
         name = names[checked]
+        column = table.column(name)
+        first = _first_non_number(column)
+        if first is None:
+            raise DataError(f"feature column {name!r} of {rows.source} is not numeric (type {column.type}); {not_numeric_hint}")
+        path, where = rows.at(first)
         raise DataError(
-            f"feature column {name!r} of {rows.source} is not numeric (type {table.column(name).type}); "
-            f"{not_numeric_hint}"
+            f"feature column {name!r} of {path} is not numeric (type {column.type}): {column[first].as_py()!r} at "
+            f"{where} (qid {_qid(table, qid_column, first)}); {not_numeric_hint}"
         )
     return features
+
+
+def _first_non_number(column: pa.ChunkedArray) -> int | None:
+    """The first row of a text column whose value does not read as a number, when others do (a
+    stray cell in a column of numbers); None for a column of text (an id, a URL: the column is
+    the mistake, not a cell) or not of strings. The error path only: one vectorised pass."""
+    if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+        return None
+    text = pc.utf8_trim_whitespace(column.cast(pa.large_string()))
+    blank = pc.fill_null(pc.equal(text, ""), True)
+    number = pc.match_substring_regex(text, r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$|^[+-]?(?i:inf|infinity|nan)$")
+    number = pc.fill_null(number, False)
+    if not pc.any(number).as_py():
+        return None
+    bad = pc.and_(pc.invert(blank), pc.invert(number))
+    hits = np.flatnonzero(bad.to_numpy(zero_copy_only=False))
+    return int(hits[0]) if hits.size else None
 
 
 def _qid(table: pa.Table, qid_column: str, i: int) -> object:

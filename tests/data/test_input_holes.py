@@ -372,3 +372,22 @@ def test_pyarrow_floor_excludes_the_cve_2023_47248_release() -> None:
     (spec,) = [Requirement(d).specifier for d in deps if Requirement(d).name == "pyarrow"]
     assert "14.0.0" not in spec
     assert "14.0.1" in spec
+
+
+def test_a_stray_text_cell_in_a_column_of_numbers_is_named_by_its_line(tmp_path: Path) -> None:
+    """One text cell makes Arrow read a CSV column as strings: the message names that cell's
+    line, value and qid (numbers, blanks, signs, exponents, inf and nan read as numbers); a
+    column of text (an id) is named as a column."""
+    csv = tmp_path / "t.csv"
+    csv.write_text("qid,label,f1,f2\n1,1,0.5,a\n1,0,-1e3,b\n2,1, ,c\n2,0,abc,d\n3,1,inf,e\n")
+    with pytest.raises(DataError) as info:
+        read_ranking_file(csv, feature_columns=["f1"])
+    assert str(info.value) == (
+        f"feature column 'f1' of {csv} is not numeric (type string): 'abc' at line 5 (qid 2); "
+        "convert it, or leave it out of data.feature_columns"
+    )
+    with pytest.raises(DataError) as info:
+        read_ranking_file(csv, feature_columns=["f2"])
+    assert str(info.value) == (
+        f"feature column 'f2' of {csv} is not numeric (type string); convert it, or leave it out of data.feature_columns"
+    )
