@@ -33,22 +33,38 @@ def test_internal_schemas_are_never_offered(capsys: pytest.CaptureFixture[str], 
     assert not [c for c in found if "_schema" in c]
 
 
-@pytest.mark.parametrize("line", ["ltr train ", "ltr train seed=3 model=", "ltr train model=pointwise model.num_"])
+def test_lists_are_offered_whole_and_hydra_internals_never(capsys: pytest.CaptureFixture[str]) -> None:
+    """A list is set whole (``eval.k=[5,10]``): ``eval.k=``, not Hydra's ``eval.k.`` (whose
+    element keys lead nowhere for an empty list such as ``sweep.constraints``); the sweeper's
+    ``_target_`` keys are Hydra's, not the user's."""
+    assert query(capsys, "ltr train sweep.") == ["sweep.baseline=", "sweep.constraints=", "sweep.directions="]
+    assert query(capsys, "ltr train eval.k") == ["eval.k="]
+    assert "eval.strata=" in query(capsys, "ltr train eval.")
+    assert "eval.clicks." in query(capsys, "ltr train eval.")  # a section stays a section
+    found = query(capsys, "ltr train hparams_search=optuna hydra.sweeper.")
+    assert "hydra.sweeper.n_trials=" in found
+    assert not [c for c in found if "._" in c]
+    assert query(capsys, "ltr train hparams_search=optuna hydra.sweeper._") == []
+
+
+@pytest.mark.parametrize("line", ["ltr train ", "ltr train seed=3 model=", "ltr train model=pointwise model.num_", "ltr train eval."])
 def test_one_repository_completes_as_hydras_loader_does(line: str) -> None:
     # Reference: Hydra's plugin on its own loader (a repository per question), schemas filtered.
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from hydra.plugins.completion_plugin import DefaultCompletionPlugin
 
-    from ltr.config.completion import is_internal
+    from ltr.config.completion import as_list_key, is_internal
     from ltr.config.compose import CONF_DIR
+    from ltr.config.schema import list_keys
     from ltr.config.store import register_configs
 
     register_configs()
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         plugin = DefaultCompletionPlugin(GlobalHydra.instance().config_loader())
-        reference = [c for c in plugin._query(config_name="train", line=line.split(" ", 2)[2]) if not is_internal(c)]
+        found = plugin._query(config_name="train", line=line.split(" ", 2)[2])
+        reference = sorted({as_list_key(c, list_keys()) for c in found if not is_internal(c)})
     assert reference
     assert train_completions(line) == reference
 

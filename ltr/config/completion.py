@@ -5,8 +5,10 @@ and ``train`` as two commands and asks ``ltr -sc query=bash``, which is no verb.
 bash`` prints a script for the ``ltr`` command instead (:data:`BASH_SCRIPT`): verbs first, then,
 after ``train``, the candidates :func:`train_completions` computes with Hydra's completion plugin
 on the package's configs (group options ``model=...``, config keys ``model.num_leaves=``, files).
-The schemas the config files extend (``model_schema``, ``train_schema``, ...) are internal: never
-offered.
+The schemas the config files extend (``model_schema``, ``train_schema``, ...) and Hydra's own
+``_target_``-style keys are internal: never offered. A key that holds a list is offered as
+``eval.k=`` (a list is set whole, ``eval.k=[5,10]``), not as ``eval.k.`` (Hydra's element keys
+``eval.k.0=``, and nothing at all for an empty list).
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ from hydra.core.object_type import ObjectType
 from hydra.plugins.completion_plugin import DefaultCompletionPlugin
 
 from ltr.config.compose import CONF_DIR
+from ltr.config.schema import list_keys
 from ltr.config.store import register_configs
 
 #: The app name and the verb at the start of a completed line (``ltr train``, ``.venv/bin/ltr train``).
 _APP_AND_VERB = re.compile(r"\s*\S+\s+\S+\s*")
 _SCHEMA = re.compile(r"(^|[=/])\w*_schema$")
+_UNDERSCORED = re.compile(r"(^|\.)_\w*_[.=]")
 
 BASH_SCRIPT = """\
 # bash completion of the ltr command (ltr completion bash); enable it with
@@ -55,14 +59,29 @@ def bash_script(verbs: Sequence[str]) -> str:
 
 
 def is_internal(candidate: str) -> bool:
-    """A schema of the ConfigStore (``model=model_schema``, ``train_schema``): not for users.
+    """A schema of the ConfigStore (``model=model_schema``, ``train_schema``) or a key of Hydra's
+    instantiation (``hydra.sweeper._target_=``): not for users.
 
     Examples
     --------
     >>> [is_internal(c) for c in ("model=model_schema", "model=lambdarank", "train_schema", "model.")]
     [True, False, True, False]
+    >>> [is_internal(c) for c in ("hydra.sweeper._target_=", "hydra.sweeper._recursive_=", "model.max_bin=")]
+    [True, True, False]
     """
-    return _SCHEMA.search(candidate) is not None
+    return _SCHEMA.search(candidate) is not None or _UNDERSCORED.search(candidate) is not None
+
+
+def as_list_key(candidate: str, list_keys: frozenset[str]) -> str:
+    """``eval.k.`` (Hydra's candidate for a list node) as ``eval.k=``; any other unchanged.
+
+    Examples
+    --------
+    >>> as_list_key("eval.k.", frozenset({"eval.k"})), as_list_key("eval.", frozenset({"eval.k"}))
+    ('eval.k=', 'eval.')
+    """
+    key = candidate[:-1] if candidate.endswith(".") else ""
+    return f"{key}=" if key.lstrip("+~") in list_keys else candidate
 
 
 class OneRepositoryLoader:
@@ -115,4 +134,5 @@ def train_completions(line: str) -> list[str]:
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         loader = cast(ConfigLoader, OneRepositoryLoader(GlobalHydra.instance().config_loader()))
         found = DefaultCompletionPlugin(loader)._query(config_name="train", line=rest)
-    return [c for c in found if not is_internal(c)]
+    lists = list_keys()
+    return sorted({as_list_key(c, lists) for c in found if not is_internal(c)})

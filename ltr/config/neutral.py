@@ -14,7 +14,8 @@ Run names and figure titles are made of the overrides that say what a run comput
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import typing
+from collections.abc import Callable, Mapping
 from typing import Any
 
 #: The metadata key of a neutral field.
@@ -26,17 +27,35 @@ def neutral(metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
     return {**(metadata or {}), KEY: True}
 
 
-def neutral_fields(cls: type, prefix: str = "") -> list[str]:
-    """The dotted names (after ``prefix``) of the neutral fields of the config dataclass ``cls``
-    and of the dataclasses its fields default to (``eval.clicks``, ``cv``, ``sweep``)."""
+def fields_where(cls: type, keep: Callable[[type, dataclasses.Field[Any]], bool], prefix: str = "") -> list[str]:
+    """The dotted names (after ``prefix``) of the fields ``f`` of the config dataclass ``cls``, and
+    of the dataclasses its fields default to (``eval.clicks``, ``cv``, ``sweep``), for which
+    ``keep(owner, f)`` is true (``owner``: the dataclass that declares ``f``)."""
     out: list[str] = []
     for f in dataclasses.fields(cls):
-        if f.metadata.get(KEY):
+        if keep(cls, f):
             out.append(f"{prefix}{f.name}")
         factory = f.default_factory
         if isinstance(factory, type) and dataclasses.is_dataclass(factory):
-            out += neutral_fields(factory, f"{prefix}{f.name}.")
+            out += fields_where(factory, keep, f"{prefix}{f.name}.")
     return out
 
 
-__all__ = ["KEY", "neutral", "neutral_fields"]
+def neutral_fields(cls: type, prefix: str = "") -> list[str]:
+    """The dotted names (after ``prefix``) of the neutral fields of the config dataclass ``cls``
+    and of the dataclasses its fields default to (``eval.clicks``, ``cv``, ``sweep``)."""
+    return fields_where(cls, lambda _, f: bool(f.metadata.get(KEY)), prefix)
+
+
+def list_fields(cls: type, prefix: str = "") -> list[str]:
+    """The dotted names (after ``prefix``) of the fields of ``cls`` (and of its sections) that hold
+    a list (``list[int]``, ``list[str] | None``, ...): set whole, ``eval.k=[5,10]``."""
+
+    def holds_list(owner: type, f: dataclasses.Field[Any]) -> bool:
+        hint = typing.get_type_hints(owner)[f.name]
+        return any(typing.get_origin(t) is list for t in (hint, *typing.get_args(hint)))
+
+    return fields_where(cls, holds_list, prefix)
+
+
+__all__ = ["KEY", "fields_where", "list_fields", "neutral", "neutral_fields"]

@@ -27,7 +27,7 @@ from ltr.config.choices import (
     ZeroIdcg,
 )
 from ltr.config.data import DATA_OPTIONS, DEFAULT_SEED, SplitConfig
-from ltr.config.neutral import neutral, neutral_fields
+from ltr.config.neutral import list_fields, neutral, neutral_fields
 
 #: The splits ``eval.splits`` may name.
 EVAL_SPLITS = ("train", "valid", "test")
@@ -239,4 +239,14 @@ def neutral_keys() -> frozenset[str]:
     keys = neutral_fields(TrainConfig)
     keys += [key for cls in DATA_OPTIONS.values() for key in neutral_fields(cls, "data.")]
     keys += [key for group, cls in GROUP_SCHEMAS.items() for key in neutral_fields(cls, f"{group}.")]
+    return frozenset(keys)
+
+
+@functools.cache
+def list_keys() -> frozenset[str]:
+    """The dotted keys of ``ltr train``'s fields that hold a list (``eval.k``, ``sweep.constraints``):
+    the root config's, every group's and every data option's."""
+    keys = list_fields(TrainConfig)
+    keys += [key for cls in DATA_OPTIONS.values() for key in list_fields(cls, "data.")]
+    keys += [key for group, cls in GROUP_SCHEMAS.items() for key in list_fields(cls, f"{group}.")]
     return frozenset(keys)
