@@ -18,7 +18,7 @@ from ltr.compare.comparison import Comparison, compare_runs
 from ltr.errors import LtrUserError
 from ltr.metrics import IdcgReport
 from ltr.tracking import find_tracking_uri
-from ltr.tracking.runs import RunRecord, RunStore
+from ltr.tracking.runs import TAG_COMPARED, TAG_KIND, RunRecord, RunStore
 from ltr.tracking.sweep_summary import child_runs
 
 #: Tag of the data a run was evaluated on; runs must agree on it.
@@ -29,6 +29,10 @@ CONVENTION_TAGS = ("ltr.eval.gain", "ltr.eval.ties", "ltr.eval.zero_idcg", "ltr.
 _MISSING = "(no tag)"
 #: What a run logged before a convention tag existed used (runs before ``eval.discount``).
 _TAG_DEFAULTS = {"ltr.eval.discount": "log2_rank_plus_1"}
+#: The fewest bootstrap resamples and randomisation draws a comparison accepts: with fewer, a 95 %
+#: interval's tails hold a resample or two (``--n-resamples 1`` gave an interval of one point that
+#: missed the delta itself) and the smallest p-value is above 0.01.
+MIN_RESAMPLES = 100
 #: Tag of a cross-validation sweep's parent: the config key that picks the fold.
 CV_FOLD_KEY_TAG = "ltr.cv.fold_key"
 
@@ -80,6 +84,24 @@ def check_compatible(runs: Sequence[RunRecord], labels: Sequence[str], *, force:
             raise LtrUserError(f"{message}; pass --force to compare them anyway")
         notes.append(f"--force: {message}")
     return notes
+
+
+def check_comparable_kind(label: str, run: RunRecord, *, is_cv: bool) -> None:
+    """Refuse, in one line saying what it is, a run that holds no per-query results of its own: a
+    comparison or A/B test ``--log`` run, or a sweep's parent that is not a cross-validation's
+    (``is_cv``: its folds are compared)."""
+    kind = run.tags.get(TAG_KIND)
+    if kind in ("comparison", "abtest"):
+        what = "an `ltr compare --log`" if kind == "comparison" else "an `ltr abtest --log`"
+        raise LtrUserError(
+            f"run {label!r} ({run.short_id}) is {what} run, not a trained one: compare the runs it compared "
+            f"({', '.join(i[:8] for i in run.tags.get(TAG_COMPARED, '?').split(','))})"
+        )
+    if run.tags.get("ltr.role") == "sweep" and not is_cv:
+        raise LtrUserError(
+            f"run {label!r} ({run.short_id}) is a sweep's parent: its jobs are the trained runs; compare two of "
+            "them (the parent's description lists them), or two cross-validation parents"
+        )
 
 
 def cv_folds(store: RunStore, run: RunRecord) -> dict[str, RunRecord]:
@@ -154,8 +176,11 @@ def load_comparison(
         Fewer than two distinct runs, an unknown run, a missing table or metric, or runs on
         different data or conventions without ``force``.
     """
-    if n_resamples < 1:
-        raise LtrUserError(f"--n-resamples={n_resamples} must be >= 1")
+    if n_resamples < MIN_RESAMPLES:
+        raise LtrUserError(
+            f"--n-resamples={n_resamples} is too few for a confidence interval or a p-value: give at least "
+            f"{MIN_RESAMPLES} (default 10000)"
+        )
     if not metrics:
         raise LtrUserError("no metric to compare")
     store = RunStore(find_tracking_uri(tracking_uri))
@@ -170,6 +195,8 @@ def load_comparison(
         raise LtrUserError(f"a comparison needs two different runs; got {len(runs)} ({', '.join(refs)})")
     labels = run_labels(runs)
     folds = [cv_folds(store, run) for run in runs]
+    for label, run, fold_runs in zip(labels, runs, folds, strict=True):
+        check_comparable_kind(label, run, is_cv=bool(fold_runs))
     if any(folds) and not all(folds):
         raise LtrUserError("compare cross-validation sweeps with cross-validation sweeps (a parent run with cv/ metrics) only")
     if all(folds):  # CV sweeps: fold by fold, the per-query tables of all folds together

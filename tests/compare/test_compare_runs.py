@@ -184,6 +184,33 @@ def test_log_records_the_comparison_as_a_linked_run(
         f"run name {run.info.run_name!r} matches 2 runs; using the latest finished one, "
         f"{latest.run_id[:8]} (pass a run id for another)"
     ]
+    # the comparison run itself holds no per-query table: comparing it says what it is
+    with pytest.raises(LtrUserError) as info:
+        load_comparison([latest.run_id, "base"], tracking_uri=store.uri, n_resamples=100)
+    assert str(info.value) == (
+        f"run {latest.run_name!r} ({latest.short_id}) is an `ltr compare --log` run, not a trained one: compare "
+        f"the runs it compared ({store.run_ids['base'][:8]}, {store.run_ids['weak'][:8]})"
+    )
+
+
+def test_a_sweep_parent_is_refused_as_what_it_is(tmp_path: Path) -> None:
+    """A grid sweep's parent has no per-query table of its own: one line says so (not a missing
+    tag or artifact)."""
+    from ltr.tracking.base import RunStatus
+    from ltr.tracking.mlflow_tracker import MlflowTracker
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = MlflowTracker(uri, "ltr")
+    ids = []
+    for name, tags in (("grid", {"ltr.role": "sweep"}), ("job", {})):
+        ids.append(tracker.start_run(name, tags))
+        tracker.end_run(RunStatus.FINISHED)
+    with pytest.raises(LtrUserError) as info:
+        load_comparison(["grid", "job"], tracking_uri=uri, n_resamples=100)
+    assert str(info.value) == (
+        f"run 'grid' ({ids[0][:8]}) is a sweep's parent: its jobs are the trained runs; compare two of them "
+        "(the parent's description lists them), or two cross-validation parents"
+    )
 
 
 def test_a_killed_run_is_said_to_be_killed(tmp_path: Path) -> None:
