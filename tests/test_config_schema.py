@@ -257,6 +257,27 @@ def test_a_missing_option_of_a_group_names_the_closest_and_the_options(override:
     assert "_schema" not in got  # the schemas Hydra lists as options are not a user's
 
 
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["sweep.constraints=[valid/ndcg_at_10 >= 0.7]"],  # quoted for the shell, not for Hydra
+        ["sweep.constraints=[valid/ndcg_at_10", ">=", "0.7]"],  # not quoted at all: split by the shell
+        ["sweep.constraints=[valid/ndcg_at_10", "0.7]"],  # ... and '>=' taken as a redirection
+    ],
+)
+def test_a_value_hydra_needs_quoted_gets_the_quoting_hint(overrides: list[str]) -> None:
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        line = refusal(overrides)
+    assert line.endswith(
+        "(a value with spaces or < > ! needs Hydra's quotes inside the shell's: "
+        "\"sweep.constraints=['valid/ndcg_at_10 >= 0.7']\", \"tracking.run_name='a b'\")"
+    ), line
+    assert "\n" not in line
+    quoted = ["sweep.constraints=['valid/ndcg_at_10 >= 0.7']", "fit.num_boost_round=1"]
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        assert compose(config_name="train", overrides=quoted).sweep.constraints == ["valid/ndcg_at_10 >= 0.7"]
+
+
 def test_debug_with_file_data_names_the_key(existing: Path) -> None:
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         line = refusal(["data=letor", f"data.root={existing}", "debug=default"])

@@ -105,9 +105,22 @@ def user_message(exc: HydraException | OmegaConfBaseException, overrides: Sequen
     message = one_line(exc)
     if message.startswith("Ambiguous value for argument"):
         message += "; a list is key=[a,b]; a sweep over values is ltr train -m key=a,b"
-    if "LexerNoViableAlt" in message and not all(o.isascii() for o in overrides):
+    unparsed = "LexerNoViableAlt" in message or "no viable alternative" in message
+    if unparsed and not all(o.isascii() for o in overrides):
         message += " (quote a value with non-ASCII characters: \"key='/path/données'\")"
+    elif unparsed and any(
+        any(ch in o for ch in _NEEDS_QUOTES) or ("=" not in o and not o.startswith(("-", "~"))) for o in overrides
+    ):  # a character Hydra needs quoted, or a word the shell split off a value
+        message += (
+            " (a value with spaces or < > ! needs Hydra's quotes inside the shell's: "
+            "\"sweep.constraints=['valid/ndcg_at_10 >= 0.7']\", \"tracking.run_name='a b'\")"
+        )
     return message
+
+
+#: Characters Hydra's override grammar does not take in an unquoted value (a space: the shell
+#: split the override, or it was quoted for the shell only).
+_NEEDS_QUOTES = frozenset(" <>!")
 
 
 def search_path_override(config_dir: str | Path) -> str:
