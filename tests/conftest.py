@@ -99,6 +99,7 @@ INTEGRATION_MODULES = frozenset(
         "tests/tracking/test_store.py",
         "tests/tracking/test_stop_requests.py",
         "tests/models/test_labels_run.py",
+        "tests/models/test_promote.py",
         "tests/metrics/test_oracle_lightgbm.py",
         "tests/experiment/test_string_qid_tables.py",
         "tests/experiment/test_figure_worker.py",

@@ -1,21 +1,36 @@
 """Register a run's model in the MLflow Model Registry under an alias, never a worse one unasked.
 
-:func:`plan_promotion` resolves what to promote (a run; a sweep: its best child, as the sweep's
-parent names it in ``ltr.sweep.best_run_id``) and, when the alias already points to a model
-evaluated on the same data (the ``ltr.data.fingerprint`` tags agree), compares the two runs per
-query and per stratum (``ltr compare``) on ``split``. :func:`apply_promotion` then refuses a
-candidate whose value of the sweep's metric on ``split`` is below the current holder's, unless
-forced, and registers it: the version's description is the run's stratified table and a link to
-the run; its tags carry the run id, the data fingerprint, the metric and its value.
+:func:`plan_promotion` checks the model and alias names with MLflow's own rules (before it reads
+anything), resolves what to promote (a run; a sweep: its best child, as the sweep's parent names
+it in ``ltr.sweep.best_run_id``) and, when the alias already points to a model evaluated on the
+same data (the ``ltr.data.fingerprint`` tags agree), compares the two runs per query and per
+stratum (``ltr compare``) on ``split`` (default ``valid``: a promotion chooses a model, and test
+is for the final report). :func:`apply_promotion` then refuses a candidate whose value of the
+sweep's metric on ``split`` is below the current holder's, unless forced, and points the alias at
+the run's model:
+
+- the alias already points to the run's model: nothing is done (a rerun of a deploy script);
+- the registered model already has a version of the run's model (same run, same source): the
+  alias moves to that version, nothing is registered;
+- else a new version is registered, its description the run's stratified table and a link to
+  the run, its tags the run id, the data fingerprint, the metric and its value. Registration is
+  all or nothing: if anything fails after the version was created, the version (and the
+  registered model, if this call created it) is deleted again before the error is raised.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
+from mlflow.utils.validation import (  # MLflow's own rules: what its registry would refuse later
+    _validate_model_alias_name,
+    _validate_model_alias_name_reserved,
+    _validate_model_name,
+)
 
 from ltr.compare.loading import LoadedComparison, load_comparison
 from ltr.errors import LtrUserError
@@ -48,6 +63,8 @@ class PromotionPlan:
     ``metric``: the key the decision reads (``{split}/{measure}`` of the sweep's
     ``optimized_metric`` measure); ``value`` / ``holder_value``: its value for the candidate and
     for the version the alias points to now (None: no holder, or one on other data).
+    ``existing``: the version of ``name`` that already holds the run's model (the alias moves
+    there, nothing is registered), or None (a new version is registered).
     """
 
     store: RunStore
@@ -61,6 +78,12 @@ class PromotionPlan:
     holder_value: float | None
     comparison: LoadedComparison | None
     notes: tuple[str, ...]
+    existing: str | None = None
+
+    @property
+    def current(self) -> bool:
+        """True when the alias already points to the run's model: nothing to do."""
+        return self.holder is not None and self.holder.run_id == self.run.run_id
 
     @property
     def worse(self) -> bool:
@@ -70,13 +93,20 @@ class PromotionPlan:
 
 @dataclass(frozen=True)
 class Promotion:
-    """A registered version: ``models:/{name}@{alias}`` now points to it."""
+    """``models:/{name}@{alias}`` points to ``version``, the model of ``run``.
+
+    ``registered``: the version was created by this promotion (False: an existing version of the
+    run's model); ``changed``: the alias moved (False: it already pointed there, nothing was done);
+    ``replaced``: the version it pointed to before, if any.
+    """
 
     name: str
     version: str
     alias: str
     run: RunRecord
     replaced: Holder | None
+    registered: bool = True
+    changed: bool = True
 
 
 def _candidate(store: RunStore, ref: str, experiment: str) -> tuple[RunRecord, list[str]]:
@@ -107,21 +137,53 @@ def _holder(store: RunStore, name: str, alias: str) -> Holder | None:
     return Holder(str(version.version), str(version.tags.get(TAG_RUN) or version.run_id or ""), version.tags.get(TAG_FINGERPRINT))
 
 
+def check_names(name: str, alias: str) -> None:
+    """Refuse a registered model name or an alias that MLflow's registry would refuse, with its
+    reason, in one line; and an alias that is a number (``models:/m@3`` reads as version 3)."""
+    if not name.strip():
+        raise LtrUserError("--name is empty: give the registered model's name")
+    try:
+        _validate_model_name(name)
+    except MlflowException as exc:
+        raise LtrUserError(f"--name {name!r} is not a registered model name MLflow accepts: {_first_line(exc)}") from None
+    if not alias.strip() or alias.strip().isdigit():
+        raise LtrUserError(f"--alias {alias!r} is not a usable alias (not empty, not a number)")
+    try:
+        _validate_model_alias_name(alias)  # type: ignore[no-untyped-call]  # MLflow's, untyped
+        _validate_model_alias_name_reserved(alias)  # type: ignore[no-untyped-call]
+    except MlflowException as exc:
+        raise LtrUserError(f"--alias {alias!r} is not an alias MLflow accepts: {_first_line(exc)}") from None
+
+
+def _first_line(exc: MlflowException) -> str:
+    return str(exc.message).splitlines()[0] if str(exc.message) else type(exc).__name__
+
+
+def _existing_version(store: RunStore, name: str, run: RunRecord, model_uri: str) -> str | None:
+    """The oldest version of ``name`` whose model is ``run``'s (same run id, same source), or None."""
+    client = MlflowClient(tracking_uri=store.uri, registry_uri=store.uri)
+    try:
+        versions = client.search_model_versions(f"run_id = '{run.run_id}'")
+    except MlflowException:
+        return None
+    sources = {model_uri, f"runs:/{run.run_id}/model"}
+    same = [int(v.version) for v in versions if v.name == name and v.run_id == run.run_id and v.source in sources]
+    return str(min(same)) if same else None
+
+
 def plan_promotion(
     ref: str,
     *,
     name: str,
     alias: str = "champion",
-    split: str = "test",
+    split: str = "valid",
     tracking_uri: str | None = None,
     experiment: str = "ltr",
     n_resamples: int = 10_000,
 ) -> PromotionPlan:
-    """Resolve ``ref`` (a run or a sweep parent) and compare it with the alias's holder."""
-    if not name.strip():
-        raise LtrUserError("--name is empty: give the registered model's name")
-    if not alias.strip() or alias.strip().isdigit() or alias.lower() == "latest":
-        raise LtrUserError(f"--alias {alias!r} is not a usable alias (not empty, not a number, not 'latest')")
+    """Resolve ``ref`` (a run or a sweep parent) and compare it with the alias's holder on
+    ``split``; a name or alias MLflow would refuse is refused first (:func:`check_names`)."""
+    check_names(name, alias)
     store = RunStore(find_tracking_uri(tracking_uri))
     run, notes = _candidate(store, ref, experiment)
     model_uri = run.tags.get("ltr.model_uri")
@@ -135,12 +197,14 @@ def plan_promotion(
     value = metrics.get(metric)
     holder = _holder(store, name, alias)
     comparison, holder_value = None, None
-    if holder is not None and holder.run_id == run.run_id:
-        raise LtrUserError(f"{name}@{alias} is already version {holder.version}, the model of run {run.short_id}")
+    if holder is not None and holder.run_id == run.run_id:  # already there: nothing to compare or do
+        return PromotionPlan(store, run, name, alias, model_uri, metric, value, holder, None, None, tuple(notes), holder.version)
     if holder is not None:
         if holder.fingerprint and holder.fingerprint == run.tags.get(TAG_FINGERPRINT) and holder.run_id:
             holder_record = store.resolve(holder.run_id, experiment=experiment)
             holder_value = store.metrics(holder_record).get(metric)
+            for who, has in ((run, value), (holder_record, holder_value)):
+                _require_split(store, who, split, metric, has)
             measure = metric.split("/", 1)[1]
             comparison = load_comparison(
                 [holder.run_id, run.run_id], tracking_uri=store.uri, experiment=experiment, split=split,
@@ -151,11 +215,37 @@ def plan_promotion(
                 f"{name}@{alias} (version {holder.version}) was evaluated on other data "
                 f"(fingerprint {holder.fingerprint or 'unknown'} vs {run.tags.get(TAG_FINGERPRINT)}): not compared"
             )
-    return PromotionPlan(store, run, name, alias, model_uri, metric, value, holder, holder_value, comparison, tuple(notes))
+    existing = _existing_version(store, name, run, model_uri)
+    return PromotionPlan(store, run, name, alias, model_uri, metric, value, holder, holder_value, comparison, tuple(notes), existing)
+
+
+def _require_split(store: RunStore, run: RunRecord, split: str, metric: str, value: float | None) -> None:
+    """Refuse, naming the other split, a run that cannot be compared on ``split``: it logged no
+    ``metric`` or no per-query table of ``split`` (its ``eval.splits`` left the split out)."""
+    other = "test" if split == "valid" else "valid"
+    if value is None:
+        missing = metric
+    else:
+        try:
+            tables = {Path(a.path).name for a in store.client.list_artifacts(run.run_id, "per_query")}
+        except (MlflowException, OSError):
+            return  # the comparison's own download says what is missing
+        if f"{split}.parquet" in tables:
+            return
+        missing = f"per-query table of {split} (per_query/{split}.parquet)"
+    raise LtrUserError(
+        f"run {run.short_id} ({run.run_name!r}) logged no {missing}: its eval.splits have no {split} split; "
+        f"decide on the other split (--split {other})"
+    )
 
 
 def apply_promotion(plan: PromotionPlan, *, force: bool = False) -> Promotion:
-    """Register the plan's model and point the alias at it; a worse candidate needs ``force``."""
+    """Point the plan's alias at the run's model; a worse candidate needs ``force``.
+
+    Nothing is done when the alias already points there; an existing version of the run's model
+    gets the alias; else a new version is registered (all or nothing, see the module)."""
+    if plan.current:
+        return Promotion(plan.name, str(plan.existing), plan.alias, plan.run, plan.holder, registered=False, changed=False)
     if plan.worse and not force:
         raise LtrUserError(
             f"run {plan.run.short_id} has {plan.metric} = {plan.value:.6f}, below {plan.name}@{plan.alias} "
@@ -167,18 +257,34 @@ def apply_promotion(plan: PromotionPlan, *, force: bool = False) -> Promotion:
     # the registry is the tracking store; MLflow resolves a version's models:/m-... source through
     # the process-wide URIs: pointed at the store for the registration only
     with pointed_at(plan.store.uri, registry=True):
+        if plan.existing is not None:
+            _move_alias(client, plan, plan.existing)
+            return Promotion(plan.name, plan.existing, plan.alias, run, plan.holder, registered=False)
         version = _register(client, plan, fingerprint)
     return Promotion(plan.name, str(version.version), plan.alias, run, plan.holder)
 
 
+def _move_alias(client: MlflowClient, plan: PromotionPlan, version: str) -> None:
+    """Point the alias at an existing ``version`` of the run's model."""
+    try:
+        client.set_registered_model_alias(plan.name, plan.alias, version)
+    except MlflowException as exc:
+        raise LtrUserError(
+            f"cannot point {plan.name}@{plan.alias} at version {version} (run {plan.run.short_id}): {_first_line(exc)}"
+        ) from exc
+
+
 def _register(client: MlflowClient, plan: PromotionPlan, fingerprint: str) -> Any:
-    """Create the registered model if needed, the version, and point the alias at it."""
+    """Create the registered model if needed, the version, and point the alias at it: all or
+    nothing (on any error after a creation, what this call created is deleted again)."""
     run = plan.run
+    created_model, version = False, None
     try:
         try:
             client.get_registered_model(plan.name)
         except MlflowException:
             client.create_registered_model(plan.name, description="Ranking models registered by ltr promote.")
+            created_model = True
         version = client.create_model_version(
             plan.name, plan.model_uri, run_id=run.run_id,
             tags={
@@ -189,8 +295,26 @@ def _register(client: MlflowClient, plan: PromotionPlan, fingerprint: str) -> An
         )
         client.set_registered_model_alias(plan.name, plan.alias, str(version.version))
     except MlflowException as exc:
-        raise LtrUserError(f"cannot register the model of run {run.short_id} as {plan.name!r}: {str(exc.message).splitlines()[0]}") from exc
+        left = _undo(client, plan.name, version, created_model)
+        raise LtrUserError(f"cannot register the model of run {run.short_id} as {plan.name!r}: {_first_line(exc)}{left}") from exc
+    except BaseException:  # Ctrl-C, a stop signal, a bug: the registry is left as it was too
+        _undo(client, plan.name, version, created_model)
+        raise
     return version
+
+
+def _undo(client: MlflowClient, name: str, version: Any, created_model: bool) -> str:
+    """Delete the version this promotion created (and the registered model if it created it);
+    "" when done, else what is left behind (said at the end of the error line)."""
+    try:
+        if created_model:
+            client.delete_registered_model(name)  # its versions with it
+        elif version is not None:
+            client.delete_model_version(name, str(version.version))
+    except MlflowException as exc:
+        what = f"registered model {name!r}" if created_model else f"version {version.version}"
+        return f" (and {what} could not be deleted again: {_first_line(exc)})"
+    return ""
 
 
 def version_description(plan: PromotionPlan) -> str:

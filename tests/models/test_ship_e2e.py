@@ -90,12 +90,12 @@ def test_promote_a_sweeps_best_child_and_refuse_a_worse_one(tmp_path: Path, caps
     assert version.run_id == best.info.run_id
     assert version.tags["ltr.run_id"] == best.info.run_id
     assert version.tags["ltr.data.fingerprint"] == best.data.tags["ltr.data.fingerprint"]
-    assert version.tags["ltr.metric"] == "test/ndcg_at_10"
+    assert version.tags["ltr.metric"] == "valid/ndcg_at_10"  # decided on valid, as the sweep chose
     assert best.info.run_id in version.description
     assert "| 51+ |" in version.description
-    # a child worse on test nDCG@10 than the champion: the comparison is printed, the promotion refused
-    worse = [r for r in children if r.data.metrics["test/ndcg_at_10"] < best.data.metrics["test/ndcg_at_10"]]
-    assert worse, "the sweep's children all tie on test nDCG@10"
+    # a child worse on valid nDCG@10 than the champion: the comparison is printed, the promotion refused
+    worse = [r for r in children if r.data.metrics[objective] < best.data.metrics[objective]]
+    assert worse, "the sweep's children all tie on valid nDCG@10"
     capsys.readouterr()
     assert ltr_main(["promote", worse[0].info.run_id, *base]) == 2
     refused = capsys.readouterr()
