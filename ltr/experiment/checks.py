@@ -5,7 +5,8 @@
 choices (``trainer.kind``, ``eval.ties``, ...) are Enums, so Hydra refuses other values while
 composing; the rules here are the ones that span fields or ranges. :func:`check_data` holds the
 few rules that need the loaded data (positions for position-bias training, labels within
-``model.label_gain``); it runs before the tracking run is started too. This module imports
+``model.label_gain``, per-feature LightGBM parameters when the config does not fix the feature
+count); it runs before the tracking run is started too. This module imports
 neither LightGBM nor pandas (``ltr train``'s config errors answer in a blink): the config rules
 of LightGBM's settings are :mod:`ltr.training.settings`; :func:`check_data` imports LightGBM.
 """
@@ -38,12 +39,14 @@ from ltr.data.clicks import BEHAVIOURS
 from ltr.data.ranking_data import RankingData
 from ltr.data.recipes import BUILTIN_SOURCES, TABLE_SOURCES, check_recipe
 from ltr.data.splits import Splits
+from ltr.data.width import configured_width
 from ltr.errors import DataError, LtrUserError
 from ltr.experiment.guardrails import parse_constraints
 from ltr.experiment.spec import Composites, ExperimentSpec, diversity_measures
 from ltr.metrics import Measure, MetricConventions, Strata, resolve_conventions
 from ltr.metrics.composite_rules import check_composites, composite_ks
 from ltr.metrics.measures import table_measures
+from ltr.training.feature_params import check_feature_params
 from ltr.training.settings import (
     check_model_config,
     is_our_curve,
@@ -72,6 +75,7 @@ def check_config(cfg: DictConfig) -> ExperimentSpec:
     _check_eval(config.eval)
     early_stopping_metric = _check_fit(config.fit, ks)
     _check_model(config.model)
+    _check_feature_params(config)
     _check_trainer(config)
     _check_rerank(config)
     _check_labels(config)
@@ -93,8 +97,9 @@ def check_config(cfg: DictConfig) -> ExperimentSpec:
     return dataclasses.replace(spec, optimized_metric=objectives[0], objectives=objectives, directions=directions)
 
 
-def check_data(spec: ExperimentSpec, splits: Splits | None) -> None:
-    """The rules that need the data (``splits``: the training view; None for partitioned data).
+def check_data(spec: ExperimentSpec, splits: Splits | None, *, n_features: int | None = None) -> None:
+    """The rules that need the data (``splits``: the training view; None for partitioned data,
+    whose feature count ``n_features`` comes from the files' footers).
 
     Asks LightGBM itself (:func:`ltr.training.local.check_lightgbm_accepts`), so LightGBM is
     imported here, once the data is read, not with this module: the config rules above answer
@@ -106,12 +111,14 @@ def check_data(spec: ExperimentSpec, splits: Splits | None) -> None:
     if splits is not None:
         check_position_training(model, splits)
         max_label = max(int(part.labels.max()) for _, part in splits.items() if part.n_rows)
+        n_features = splits.train.n_features
+    check_feature_params(model.params, n_features)
     if model.label_gain is not None and max_label >= len(model.label_gain):
         raise LtrUserError(
             f"model.label_gain has {len(model.label_gain)} entries (labels 0..{len(model.label_gain) - 1}) "
             f"but the data has label {max_label}; give one gain per label 0..{max_label}"
         )
-    check_lightgbm_accepts(model, spec.config.fit, max_label=max_label, seed=spec.seed)
+    check_lightgbm_accepts(model, spec.config.fit, max_label=max_label, seed=spec.seed, n_features=n_features)
     if splits is not None:
         popularity_column(spec.config.data, splits.train)
     rerank = spec.config.rerank
@@ -305,6 +312,17 @@ def _check_model(model: ModelConfig) -> None:
                 "gain, so its NDCG would not be NDCG; give gains that do not decrease with the label"
             )
     check_model_config(model)
+
+
+def _check_feature_params(config: TrainConfig) -> None:
+    """LightGBM's per-feature parameters against the feature count the data option fixes, if it
+    fixes one (synthetic data, ``data.n_features``, a table's ``data.feature_columns``); else
+    their values and files only, and :func:`check_data` checks the count once the data is read."""
+    width = configured_width(config.data)
+    if width is None:
+        check_feature_params(config.model.params, None)
+    else:
+        check_feature_params(config.model.params, width.n_features, source=width.source)
 
 
 def _check_trainer(config: TrainConfig) -> None:

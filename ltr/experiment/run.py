@@ -133,7 +133,8 @@ def _run(
     """:func:`run` once the config and the tracking URI are checked."""
     tracking = spec.config.tracking
     source = open_source(spec)
-    check_data(spec, source.training)
+    train_info = source.fingerprint.get("train")  # partitions: the width from the files' footers
+    check_data(spec, source.training, n_features=train_info.get("n_features") if isinstance(train_info, dict) else None)
     timings = {"load": time.perf_counter() - t0}
     if tracker is None:
         tracker = open_tracker(checked_uri, tracking.experiment)

@@ -13,11 +13,14 @@ lambdarank: ``lgb.Dataset(position=...)``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import re
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +36,7 @@ from ltr.metrics import MetricConventions
 from ltr.tracking.lifecycle import raise_if_stop_requested
 from ltr.training.binned import binned_datasets, drop_entry
 from ltr.training.binned_store import BinnedStore
+from ltr.training.feature_params import check_feature_params, feature_param_keys
 from ltr.training.round_hook import RoundHook, current_round_hook
 from ltr.training.round_metric import RoundNdcg, is_our_curve
 from ltr.training.settings import check_extra_params, check_model_config, watched_metric
@@ -198,23 +202,72 @@ def check_position_training(model: ModelConfig, splits: Splits) -> None:
         )
 
 
-def check_lightgbm_accepts(model: ModelConfig, fit: FitConfig, *, max_label: int, seed: int) -> None:
+def check_lightgbm_accepts(
+    model: ModelConfig, fit: FitConfig, *, max_label: int, seed: int, n_features: int | None = None
+) -> None:
     """Ask LightGBM itself whether it accepts the model's parameters, on a 4-row data set.
 
     Builds a ``Booster`` (no training) with every parameter ltr would pass and labels up to
     ``max_label``; LightGBM's refusal (a parameter out of range, a ``label_gain`` too short, an
-    unknown objective) becomes one :class:`LtrUserError` line without LightGBM's source path.
+    unknown objective) becomes one :class:`LtrUserError` line without LightGBM's source path, and
+    the ``[LightGBM] [Fatal]`` line LightGBM prints itself is held back
+    (:func:`native_stderr_held`). The data set has 2 columns, or the data's ``n_features`` when
+    ``model.params`` has a per-feature parameter (:mod:`ltr.training.feature_params`, whose
+    checks come first); with the count unknown, those parameters are left out of the question.
     """
     params = train_params(lightgbm_params(model, seed=seed, num_threads=fit.num_threads), eval_at=[1])
     if model.estimator != "ranker":
         params.pop("eval_at")
         params["metric"] = "l2"
-    features = np.arange(8, dtype=np.float64).reshape(4, 2)
+    width = 2
+    per_feature = feature_param_keys(model.params)
+    if per_feature and n_features is not None:
+        check_feature_params(model.params, n_features)
+        width = n_features
+    elif per_feature:
+        for key in per_feature:
+            params.pop(key)
+    features = np.arange(4 * width, dtype=np.float64).reshape(4, width)
     labels = np.array([0, max_label, 0, max_label], dtype=np.float64)
     try:
-        lgb.Booster(params, lgb.Dataset(features, labels, group=[2, 2], params={"verbosity": -1}))
+        with native_stderr_held():
+            lgb.Booster(params, lgb.Dataset(features, labels, group=[2, 2], params={"verbosity": -1}))
     except lgb.basic.LightGBMError as exc:
         raise LtrUserError(f"LightGBM refuses the model settings: {lightgbm_error_text(exc)}") from exc
+
+
+#: The line LightGBM's C++ code prints to file descriptor 2 before it raises the same text.
+_FATAL_PREFIX = "[LightGBM] [Fatal]"
+
+
+@contextlib.contextmanager
+def native_stderr_held() -> Iterator[None]:
+    """Hold what is written to file descriptor 2 inside the block, then write it back without
+    LightGBM's ``[LightGBM] [Fatal] ...`` lines (C++ prints them itself, whatever the
+    verbosity, before raising the :class:`lightgbm.basic.LightGBMError` that carries the same
+    text). Only around a short call: another thread's output to the descriptor is delayed until
+    the block ends, never lost."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with tempfile.TemporaryFile() as held:
+            os.dup2(held.fileno(), 2)
+            try:
+                yield
+            finally:
+                sys.stderr.flush()
+                os.dup2(saved, 2)
+                held.seek(0)
+                text = held.read().decode("utf-8", errors="replace")
+                lines = text.splitlines(keepends=True)
+                kept = [line for line in lines if not line.startswith(_FATAL_PREFIX)]
+                if len(kept) < len(lines):  # and the blank line LightGBM's message ends with
+                    kept = [line for line in kept if line.strip()]
+                if kept:
+                    sys.stderr.write("".join(kept))
+                    sys.stderr.flush()
+    finally:
+        os.close(saved)
 
 
 def lightgbm_error_text(exc: Exception) -> str:
@@ -256,7 +309,7 @@ def lightgbm_params(model: ModelConfig, *, seed: int, num_threads: int) -> dict[
         params["lambdarank_norm"] = model.lambdarank_norm
     if model.label_gain is not None:
         params["label_gain"] = list(model.label_gain)
-    extra = dict(model.params)
+    extra = {key: _plain(value) for key, value in model.params.items()}
     check_extra_params(extra)
     params.update(extra)
     params.update(
@@ -269,6 +322,14 @@ def lightgbm_params(model: ModelConfig, *, seed: int, num_threads: int) -> dict[
         }
     )
     return params
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with every sequence as a list: LightGBM takes lists, not the ``ListConfig`` of a
+    composed config's ``model.params``."""
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return [_plain(item) for item in value]
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,6 +418,7 @@ def fit_ranker(
     find them in ``binned_store``.
     """
     check_model_config(model)
+    check_feature_params(model.params, splits.train.n_features)
     if model.position_bias:
         check_position_training(model, splits)
     if round_metric is None:  # our default conventions

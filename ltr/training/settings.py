@@ -3,14 +3,15 @@
 :mod:`ltr.experiment.checks` applies them to every ``ltr train`` config before any data is read;
 they live apart from :mod:`ltr.training.local` (which imports LightGBM, and with it scikit-learn
 and scipy) so that a config error and ``ltr train --help`` answer in a blink. Only
-:func:`check_extra_params` asks LightGBM, and only when ``model.params`` has keys. The names
-of our per-round curves are here too (the checks read them; :mod:`ltr.training.round_metric`
-computes the curves).
+:func:`lightgbm_names` (behind :func:`check_extra_params`) asks LightGBM, and only when
+``model.params`` has keys. The names of our per-round curves are here too (the checks read
+them; :mod:`ltr.training.round_metric` computes the curves).
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 from typing import Any
 
 from ltr.config.schema import FitConfig, ModelConfig
@@ -40,6 +41,17 @@ RESERVED = frozenset(
 )
 
 
+@functools.cache
+def lightgbm_names() -> dict[str, str]:
+    """Every name LightGBM knows (each parameter and each of its aliases) -> the parameter's own
+    name (``mc`` -> ``monotone_constraints``). Imports LightGBM: call it only with keys to look up
+    (module docstring)."""
+    import lightgbm as lgb  # only with keys to look up (module docstring)
+
+    known = lgb.basic._ConfigAliases._get_all_param_aliases()
+    return {alias: name for name, aliases in known.items() for alias in (name, *aliases)}
+
+
 def check_extra_params(params: dict[str, Any]) -> None:
     """Refuse keys of ``model.params`` that LightGBM does not know (it only warns on typos).
 
@@ -48,10 +60,7 @@ def check_extra_params(params: dict[str, Any]) -> None:
     """
     if not params:
         return
-    import lightgbm as lgb  # only with keys to look up (module docstring)
-
-    known = lgb.basic._ConfigAliases._get_all_param_aliases()
-    canonical = {alias: name for name, aliases in known.items() for alias in (name, *aliases)}
+    canonical = lightgbm_names()
     for key in params:
         if key not in canonical:
             close = difflib.get_close_matches(key, canonical, n=1)
