@@ -330,7 +330,14 @@ def simulate_abtest(
     Returns
     -------
     AbTestResult
+
+    Raises
+    ------
+    ValueError
+        ``chunk_sessions`` < 1.
     """
+    if chunk_sessions is not None and chunk_sessions < 1:
+        raise ValueError(f"chunk_sessions={chunk_sessions} must be >= 1")
     labels = np.asarray(labels)
     offsets = np.asarray(offsets, dtype=np.int64)
     sizes = np.diff(offsets)
@@ -342,7 +349,8 @@ def simulate_abtest(
     order_a, order_b = _orders(ranks_a, offsets), _orders(ranks_b, offsets)
     exam = examination_curve(int(sizes.max(initial=1)), eta=model.eta)
     attract_all = attractiveness(labels, click_noise=model.click_noise, click_max=model.click_max)
-    purchases = model.cart is not None and model.purchase is not None
+    cart, purchase = model.cart, model.purchase
+    purchases = cart is not None and purchase is not None
     strata = strata or Strata()
     # tallies per (stratum + 1, arm): stratum -1 holds the sessions of empty queries
     stratum_of = strata.assign(sizes) + 1
@@ -381,11 +389,9 @@ def simulate_abtest(
         key = 2 * stratum_of[query] + arm_b
         tally["sessions"] += np.bincount(key, minlength=n_keys)
         tally["clicked"] += np.bincount(key[any_click], minlength=n_keys)
-        if purchases:
-            assert model.cart is not None
-            assert model.purchase is not None
+        if cart is not None and purchase is not None:
             u_cart, u_buy = slot_draws["cart"].random(n_rows), slot_draws["buy"].random(n_rows)
-            bought = clicked & (u_cart < model.cart[rows]) & (u_buy < model.purchase[rows])
+            bought = clicked & (u_cart < cart[rows]) & (u_buy < purchase[rows])
             tally["bought"] += np.bincount(key[np.bincount(session, weights=bought, minlength=m) > 0], minlength=n_keys)
 
         # interleaving on the same sessions: clicks on the interleaved list, credited per team
