@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from pathlib import Path
 
 from ltr.cli.args import OneLineParser
+from ltr.errors import LtrUserError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,6 +45,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def check_figure(figure: str) -> Path:
+    """``--figure PATH`` as a file to write: its folder must exist, be a folder and be writable,
+    and PATH must not be a folder; checked before anything runs (one line, exit 2)."""
+    path = Path(figure).expanduser()
+    folder = path.parent
+    if path.is_dir():
+        raise LtrUserError(f"--figure {figure}: that is a folder; give a file name (.png)")
+    if not folder.exists():
+        raise LtrUserError(f"--figure {figure}: the folder {folder} does not exist")
+    if not folder.is_dir():
+        raise LtrUserError(f"--figure {figure}: {folder} is a file, not a folder")
+    if not os.access(folder, os.W_OK):
+        raise LtrUserError(f"--figure {figure}: the folder {folder} is not writable")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     """``ltr abtest``; returns the exit code (user errors raise `LtrUserError`: one line, exit 2)."""
     parser = build_parser()
@@ -49,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
+    if args.seed < 0:
+        raise LtrUserError(f"--seed={args.seed} must be an integer >= 0")
+    figure_path = check_figure(args.figure) if args.figure else None
     from ltr.compare.abtest_render import power_figure, to_markdown
     from ltr.experiment.abtest import load_abtest, log_abtest
 
@@ -61,8 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     markdown = to_markdown(loaded.result, loaded.a.label, loaded.b.label, split=loaded.split)
     print(json.dumps(loaded.result.to_dict(), indent=2) if args.json else markdown, end="\n" if args.json else "")
     figure = power_figure(loaded.result, loaded.a.label, loaded.b.label) if args.figure or args.log else None
-    if args.figure and figure is not None:
-        figure.savefig(args.figure, dpi=110)
+    if figure_path is not None and figure is not None:
+        figure.savefig(figure_path, dpi=110)
         print(f"saved the power curves to {args.figure}", file=sys.stderr)
     if args.log:
         run_id = log_abtest(loaded, experiment=args.experiment, markdown=markdown, figure=figure)

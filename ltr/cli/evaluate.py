@@ -17,16 +17,15 @@ Examples
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from ltr.cli.args import OneLineParser
+from ltr.cli.json_out import dumps
 from ltr.experiment.external import MAX_K, MEASURE_NAMES, evaluate_rankings
 from ltr.metrics import PRESETS, Strata
 from ltr.metrics.conventions import DISCOUNTS, GAINS, TIES, ZERO_IDCG
-from ltr.metrics.idcg_report import low_idcg_note
 from ltr.metrics.measures import Measure, trec_eval_name
 
 
@@ -133,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         "not discounted",
     )
     out = p.add_argument_group("output")
-    out.add_argument("--json", action="store_true", help="print the summary as JSON")
+    out.add_argument("--json", action="store_true", help="print the summary as JSON (counts as integers)")
     out.add_argument("--per-query", type=Path, help="write the per-query table (.csv or .parquet)")
     return p
 
@@ -163,16 +162,13 @@ def main(argv: list[str] | None = None) -> int:
         measures=args.measure,
     )
     if args.json:
-        print(json.dumps(result.summary, indent=2, allow_nan=False))
+        print(dumps(result.summary))
     else:
         _print_table(result.summary, result.table_measures(), result.strata, result.conventions.describe(), args.preset)
         if result.counts:
             print(", ".join(f"{k} {v}" for k, v in result.counts.items()))
-        k = max(result.ks)
-        if {f"idcg_at_{k}", f"ndcg_at_{k}", f"err_at_{k}"} <= set(result.columns):
-            note = low_idcg_note(result.columns, k)
-            if note:
-                print(note)
+        if result.low_idcg_note:
+            print(result.low_idcg_note)
     return 0
 
 

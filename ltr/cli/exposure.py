@@ -17,13 +17,13 @@ Examples
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ltr.cli.args import OneLineParser
+from ltr.cli.json_out import dumps
 from ltr.errors import LtrUserError
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     advice = report.advice(args.k) if args.k is not None else None
     if args.json:
         out = report.metrics() | {"rows": [list(r) for r in report.rows()], "advice": advice}
-        print(json.dumps(out, indent=2))
+        print(dumps(out, lambda key: key.startswith(("exposure_k", "click_k")), allow_nan=True))  # the cut-offs k as integers
     else:
         _print(report, args.log, advice)
     return 0

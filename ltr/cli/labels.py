@@ -22,13 +22,13 @@ Examples
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ltr.cli.args import OneLineParser
+from ltr.cli.json_out import dumps
 from ltr.config.choices import Gain
 from ltr.errors import LtrUserError
 
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         raise LtrUserError("--run RUN and --data FILE go together: the run's model scores FILE")
     if args.run is None and args.doc_id_column is not None:
         raise LtrUserError("--doc-id-column goes with --run RUN --data FILE")
-    from ltr.data.label_sets import align, read_label_columns, read_score_set
+    from ltr.data.label_sets import align, join_scores, read_label_columns, read_score_set
     from ltr.metrics import Strata
     from ltr.metrics.conventions import MetricConventions
     from ltr.metrics.label_audit import label_agreement, ndcg_under_both, sample_queries
@@ -117,7 +117,11 @@ def main(argv: list[str] | None = None) -> int:
         name_a, name_b = str(args.a), str(args.b)
         pairs = align(a, b, what_a=name_a, what_b=name_b)
     if args.scores is not None:
-        pairs = align(pairs, read_score_set(args.scores, **ids), what_a="the label sets", what_b=str(args.scores))
+        advice = (
+            "a TREC run usually ranks only some of the judged documents (and others that are not judged): "
+            "score every judged document with your system, or give --run RUN --data FILE"
+        )
+        pairs = join_scores(pairs, read_score_set(args.scores, **ids), what=f"--scores {args.scores}", advice=advice)
     elif args.run is not None:
         from ltr.api import scored_pairs
 
@@ -125,8 +129,8 @@ def main(argv: list[str] | None = None) -> int:
             args.run, args.data, tracking_uri=args.tracking_uri, experiment=args.experiment,
             doc_id_column=args.doc_id_column,
         )  # fmt: skip
-        what = f"the scores of run {args.run} on {' '.join(str(p) for p in args.data)}"
-        pairs = align(pairs, scores, what_a="the label sets", what_b=what)
+        what = f"--data {' '.join(str(p) for p in args.data)} (scored by run {args.run})"
+        pairs = join_scores(pairs, scores, what=what, advice="give --data files that hold every judged document")
     if args.sample is not None:
         pairs = pairs[sample_queries(pairs["qid"].to_numpy(), args.sample, seed=args.seed)].reset_index(drop=True)
     agreement = label_agreement(pairs["label_a"].to_numpy(), pairs["label_b"].to_numpy())
@@ -144,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         out: dict[str, Any] = {"a": name_a, "b": name_b, "n_queries": n_queries, **agreement.to_dict()}
         if ndcg is not None:
             out["ndcg"] = {side: {k: _finite(v) for k, v in vals.items()} for side, vals in ndcg.items()}
-        print(json.dumps(out, indent=2, allow_nan=False))
+        print(dumps(out))
     else:
         _print(agreement, ndcg, ks, name_a, name_b, n_queries)
     return 0

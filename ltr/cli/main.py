@@ -7,6 +7,8 @@ Each verb lives in its own module of :mod:`ltr.cli` (``train``, ``evaluate``, ``
 from __future__ import annotations
 
 import difflib
+import os
+import select
 import sys
 import unicodedata
 from typing import NoReturn
@@ -19,6 +21,7 @@ VERBS = ("train", "rerun", "predict", "promote", "evaluate", "compare", "abtest"
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as git and coreutils end when their reader has gone
 
 USAGE = """usage: ltr <command> [args...]
 
@@ -52,12 +55,42 @@ def _notes(exc: BaseException) -> str:
     return "".join(f"; {note}" for note in notes)
 
 
+def stdout_closed() -> bool:
+    """True when standard output is a pipe whose reader has gone (``ltr ... | head -1``): a
+    write to it would fail with ``EPIPE``."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no real file behind sys.stdout (a test's capture)
+        return False
+
+
+def _drop_stdout() -> int:
+    """Point standard output at the null device, so that nothing left in its buffer fails again
+    when the process exits (the recipe of Python's ``signal`` docs, "Note on SIGPIPE"); returns
+    :data:`EXIT_BROKEN_PIPE`."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_BROKEN_PIPE
+
+
+def _stdout_is_devnull() -> bool:
+    try:
+        return os.path.samestat(os.fstat(sys.stdout.fileno()), os.stat(os.devnull))
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
     """Dispatch a verb; the one exit-code policy of every ``ltr`` command.
 
     0 done; 1 some jobs of a sweep failed (listed above it); 2 a user error, printed as one
     line ``ltr: error: ...`` without a traceback; 130 interrupted (Ctrl-C); 143 terminated
-    (SIGTERM). An interrupted run says which run it marked KILLED.
+    (SIGTERM); 141 its standard output was closed (a pipe whose reader ended early, ``ltr
+    evaluate ... --json | head -1``): the command stops quietly, as git and coreutils do. An
+    interrupted run says which run it marked KILLED.
     """
     args = sys.argv[1:] if argv is None else argv
     if not args or args[0] in {"-h", "--help", "help"}:
@@ -126,6 +159,14 @@ def main(argv: list[str] | None = None) -> int:
     except Terminated as exc:
         print(f"ltr: terminated (SIGTERM){_notes(exc)}", file=sys.stderr)
         return EXIT_TERMINATED
+    except BrokenPipeError:
+        if not stdout_closed():  # another pipe (a child process, a socket): not the reader of our output
+            raise
+        return _drop_stdout()
+    except SystemExit as exc:
+        if isinstance(exc.__context__, BrokenPipeError) and _stdout_is_devnull():
+            return EXIT_BROKEN_PIPE  # rich's Console.on_broken_pipe: the same recipe, then SystemExit(1)
+        raise
     close = difflib.get_close_matches(verb, VERBS, n=1)
     hint = f"did you mean {close[0]!r}? " if close else ""
     print(f"ltr: error: unknown command {verb!r}; {hint}commands: {', '.join(VERBS)} (ltr --help)", file=sys.stderr)
@@ -134,11 +175,17 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> NoReturn:
     """The ``ltr`` command (console script and ``python -m ltr``): :func:`main` with the command
-    line's arguments, then the process exits with its code, without the interpreter's module
+    line's arguments, then the process exits with its code (141 when the reader of its output
+    has gone before the last of it was written), without the interpreter's module
     teardown when nothing can be lost by skipping it (:mod:`ltr.cli.quick_exit`). Its garbage
     collector runs full collections rarely (:mod:`ltr.cli.gc_policy`)."""
     collect_rarely()
-    exit_now(main())
+    code = main()
+    try:
+        sys.stdout.flush()  # what is still buffered: its reader may have gone too
+    except BrokenPipeError:
+        code = _drop_stdout()
+    exit_now(code)
 
 
 if __name__ == "__main__":

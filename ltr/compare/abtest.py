@@ -22,15 +22,18 @@ Statistics (two-sided, alpha = 0.05, power 0.8):
 - interleaving: B's win rate among decided sessions, the exact binomial test against 1/2, and
   the sessions needed for 80 % power at the observed win rate and share of decided sessions.
 
-Everything is numpy over the flat session-by-row arrays, plus one numba kernel
+Everything is numpy over the flat session-by-row arrays of a chunk of sessions (about
+:data:`CHUNK_ROWS` slots, so the memory is bounded whatever the number of sessions; the result
+does not depend on the chunk size), plus one numba kernel
 (:func:`ltr.compare._interleave.team_draft`); no per-session Python loop.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -90,7 +93,8 @@ class Interleaving:
 
     ``win_rate``: B's share of the decided sessions (wins of B / (wins of A + wins of B));
     ``p_value``: exact binomial test of ``win_rate`` = 1/2; ``sessions_needed``: sessions for
-    80 % power at the observed win rate and share of decided sessions (inf at a win rate of 1/2);
+    80 % power at the observed win rate and share of decided sessions, a whole number rounded up
+    (inf at a win rate of 1/2);
     ``days_needed``: those at the experiment's sessions per day."""
 
     wins_a: int
@@ -132,10 +136,11 @@ class AbTestResult:
     strata: list[StratumResult] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """Every number, JSON-ready (inf as the string ``"inf"``)."""
+        """Every number, JSON-ready: counts as integers (``sessions_needed`` too, a whole number
+        of sessions), inf as the string ``"inf"``."""
         def clean(value: Any) -> Any:
             if isinstance(value, dict):
-                return {k: clean(v) for k, v in value.items()}
+                return {k: int(v) if k == "sessions_needed" and math.isfinite(v) else clean(v) for k, v in value.items()}
             if isinstance(value, list):
                 return [clean(v) for v in value]
             if isinstance(value, float) and not math.isfinite(value):
@@ -200,7 +205,8 @@ def two_proportions(success_a: int, n_a: int, success_b: int, n_b: int, *, sessi
 def interleaving_test(wins_a: int, wins_b: int, ties: int, *, sessions_per_day: float) -> Interleaving:
     """B's win rate among decided sessions, its exact binomial p-value, and the sessions needed
     for 80 % power: ``n_decided = (z_alpha / 2 + z_power * sqrt(w (1 - w)))**2 / (w - 1/2)**2``
-    decided sessions at the observed win rate ``w``, divided by the share of decided sessions.
+    decided sessions at the observed win rate ``w`` (rounded up), divided by the share of decided
+    sessions (rounded up: a whole number of sessions, as the A/B test's).
 
     Examples
     --------
@@ -220,7 +226,7 @@ def interleaving_test(wins_a: int, wins_b: int, ties: int, *, sessions_per_day: 
         needed = math.inf
     else:
         root = Z_ALPHA * 0.5 + Z_POWER * math.sqrt(w * (1 - w))
-        needed = math.ceil(root * root / ((w - 0.5) ** 2)) / (decided / n)
+        needed = math.ceil(math.ceil(root * root / ((w - 0.5) ** 2)) / (decided / n))
     return Interleaving(wins_a, wins_b, ties, w, p_value, float(needed), needed / sessions_per_day)
 
 
@@ -243,6 +249,48 @@ def expected_ctr(labels: NDArray[np.integer], ranks: NDArray[np.int32], offsets:
     return np.asarray(-np.expm1(np.add.reduceat(log_miss, offsets[:-1])))
 
 
+#: Rows (session-by-document slots) a simulation holds at once: its memory (~100 bytes a row,
+#: ~100 MB) is bounded whatever the number of sessions; the results do not depend on it.
+CHUNK_ROWS = 1 << 20
+#: Slots a second the simulation is assumed to get through, for :func:`simulation_seconds`:
+#: measured 1.2e7 a CPU-second (1M to 70M sessions of a debug-sized click log, ~20 slots a
+#: session, on the 2-core reference machine); 8e6 leaves room for a busier or slower one.
+ROWS_PER_SECOND = 8e6
+#: The longest simulation :func:`ltr.experiment.abtest.load_abtest` starts, in estimated seconds.
+MAX_SIMULATION_SECONDS = 3600.0
+
+_DRAWS = ("click", "cart", "buy", "coin", "il_click")  # the per-slot uniforms, in the stream's order
+
+
+def n_sessions_of(sessions_per_day: float, traffic_share: float, days: float) -> int:
+    """The sessions of an experiment: ``round(sessions_per_day * traffic_share * days)``."""
+    return round(sessions_per_day * traffic_share * days)
+
+
+def simulation_seconds(n_sessions: int, offsets: NDArray[np.int64]) -> float:
+    """The estimated time of :func:`simulate_abtest` of ``n_sessions`` sessions of the queries of
+    ``offsets`` (their expected slots, the mean list length each, at :data:`ROWS_PER_SECOND`).
+
+    >>> round(simulation_seconds(8_000_000, np.array([0, 1, 3])))  # 1.5 slots a session
+    2
+    """
+    sizes = np.diff(np.asarray(offsets, dtype=np.int64))
+    return n_sessions * max(float(sizes.mean()) if sizes.size else 0.0, 1.0) / ROWS_PER_SECOND
+
+
+def _chunks(n: int, size: int) -> Iterator[tuple[int, int]]:
+    for lo in range(0, n, size):
+        yield lo, min(n, lo + size)
+
+
+def _at(state: Mapping[str, Any], steps: int) -> np.random.Generator:
+    """A generator ``steps`` 64-bit draws past the PCG64 ``state`` (one uniform double is one draw)."""
+    bitgen = np.random.PCG64()
+    bitgen.state = cast(Any, state)
+    bitgen.advance(steps)
+    return np.random.Generator(bitgen)
+
+
 def simulate_abtest(
     labels: NDArray[np.integer],
     offsets: NDArray[np.int64],
@@ -255,6 +303,7 @@ def simulate_abtest(
     days: float = 14.0,
     seed: int = 0,
     strata: Strata | None = None,
+    chunk_sessions: int | None = None,
 ) -> AbTestResult:
     """Simulate the A/B test and the interleaving of two rankings (see the module docstring).
 
@@ -268,74 +317,106 @@ def simulate_abtest(
     model : the click model (and purchase probabilities, if any)
     sessions_per_day, traffic_share, days : the experiment's traffic: ``round(sessions_per_day
         * traffic_share * days)`` sessions are simulated, half per arm in expectation
-    seed : every draw comes from ``numpy.random.default_rng([seed, 0xAB7E])``
+    seed : every draw comes from ``numpy.random.default_rng([seed, 0xAB7E])``, in this order:
+        the query of every session, its arm, then per slot (session by document) of all sessions
+        the click, add-to-cart and purchase uniforms of the A/B list, the interleaving's coins,
+        and the clicks on the interleaved list
     strata : list-length strata of the per-stratum results (default 1-10, 11-50, 51+)
+    chunk_sessions : sessions simulated at once (default: about :data:`CHUNK_ROWS` slots); each
+        chunk reads its part of every stream above (a first pass over the query draws counts the
+        slots, so the later streams start where they would), so the result is the same, bit for
+        bit, for every chunk size, and the memory is one chunk's
 
     Returns
     -------
     AbTestResult
+
+    Raises
+    ------
+    ValueError
+        ``chunk_sessions`` < 1.
     """
+    if chunk_sessions is not None and chunk_sessions < 1:
+        raise ValueError(f"chunk_sessions={chunk_sessions} must be >= 1")
     labels = np.asarray(labels)
     offsets = np.asarray(offsets, dtype=np.int64)
     sizes = np.diff(offsets)
-    n_sessions = round(sessions_per_day * traffic_share * days)
+    n_queries = sizes.shape[0]
+    n_sessions = n_sessions_of(sessions_per_day, traffic_share, days)
     per_day = sessions_per_day * traffic_share
     ranks_a = rank_within_queries(np.asarray(scores_a, dtype=np.float64), offsets)
     ranks_b = rank_within_queries(np.asarray(scores_b, dtype=np.float64), offsets)
-    rng = np.random.default_rng([seed, 0xAB7E])
-    query = rng.integers(0, sizes.shape[0], n_sessions)
-    arm_b = rng.random(n_sessions) < 0.5
-
-    # the session-by-row expansion: slot j of session s is row starts[s] + j of its query
-    s_sizes = sizes[query]
-    starts = offsets[:-1][query]
-    session = np.repeat(np.arange(n_sessions), s_sizes)
-    slot_start = np.zeros(n_sessions + 1, dtype=np.int64)
-    np.cumsum(s_sizes, out=slot_start[1:])
-    rows = starts[session] + (np.arange(slot_start[-1]) - slot_start[:-1][session])
+    order_a, order_b = _orders(ranks_a, offsets), _orders(ranks_b, offsets)
     exam = examination_curve(int(sizes.max(initial=1)), eta=model.eta)
-    attract = attractiveness(labels, click_noise=model.click_noise, click_max=model.click_max)[rows]
+    attract_all = attractiveness(labels, click_noise=model.click_noise, click_max=model.click_max)
+    cart, purchase = model.cart, model.purchase
+    purchases = cart is not None and purchase is not None
+    strata = strata or Strata()
+    # tallies per (stratum + 1, arm): stratum -1 holds the sessions of empty queries
+    stratum_of = strata.assign(sizes) + 1
+    n_keys = 2 * (len(strata.labels) + 1)
+    tally = {name: np.zeros(n_keys, dtype=np.int64) for name in ("sessions", "clicked", "bought", "wins_a", "wins_b")}
+    step = chunk_sessions or max(1, int(CHUNK_ROWS / max(float(sizes.mean()) if n_queries else 1.0, 1.0)))
 
-    # A/B: each session sees its arm's list
-    shown = np.where(arm_b[session], ranks_b[rows], ranks_a[rows])
-    u_click, u_cart, u_buy = rng.random(rows.shape[0]), rng.random(rows.shape[0]), rng.random(rows.shape[0])
-    clicked = u_click < exam[shown] * attract
-    any_click = np.bincount(session, weights=clicked, minlength=n_sessions) > 0
-    any_buy: NDArray[np.bool_] | None = None
-    if model.cart is not None and model.purchase is not None:
-        bought = clicked & (u_cart < model.cart[rows]) & (u_buy < model.purchase[rows])
-        any_buy = np.bincount(session, weights=bought, minlength=n_sessions) > 0
+    # where each stream starts: the queries first (a pass over them counts the slots), then the arms, then the slots
+    queries = np.random.default_rng([seed, 0xAB7E])
+    n_slots = sum(int(sizes[queries.integers(0, n_queries, hi - lo)].sum()) for lo, hi in _chunks(n_sessions, step))
+    after_queries = queries.bit_generator.state
+    queries = np.random.default_rng([seed, 0xAB7E])
+    arms = _at(after_queries, 0)
+    slot_draws = {name: _at(after_queries, n_sessions + i * n_slots) for i, name in enumerate(_DRAWS)}
 
-    # interleaving on the same sessions: clicks on the interleaved list, credited per team
     from ltr.compare._interleave import team_draft  # numba: loaded when a kernel runs
 
-    coins = np.asarray(rng.random(rows.shape[0]) < 0.5, dtype=np.bool_)
-    position, team = team_draft(starts, s_sizes, _orders(ranks_a, offsets), _orders(ranks_b, offsets), coins)
-    il_click = rng.random(rows.shape[0]) < exam[position] * attract
-    clicks_b = np.bincount(session, weights=il_click & (team == 1), minlength=n_sessions)
-    clicks_a = np.bincount(session, weights=il_click & (team == 0), minlength=n_sessions)
+    for lo, hi in _chunks(n_sessions, step):
+        m = hi - lo
+        query = queries.integers(0, n_queries, m)
+        arm_b = arms.random(m) < 0.5
+        # the session-by-row expansion: slot j of session s is row starts[s] + j of its query
+        s_sizes = sizes[query]
+        starts = offsets[:-1][query]
+        session = np.repeat(np.arange(m), s_sizes)
+        slot_start = np.zeros(m + 1, dtype=np.int64)
+        np.cumsum(s_sizes, out=slot_start[1:])
+        rows = starts[session] + (np.arange(slot_start[-1]) - slot_start[:-1][session])
+        n_rows = rows.shape[0]
+        attract = attract_all[rows]
 
-    def summarise(mask: NDArray[np.bool_]) -> tuple[Difference, Interleaving, Difference | None]:
-        na, nb = int((mask & ~arm_b).sum()), int((mask & arm_b).sum())
-        ctr = two_proportions(int((any_click & mask & ~arm_b).sum()), na, int((any_click & mask & arm_b).sum()), nb,
-                              sessions_per_day=per_day)  # fmt: skip
-        buys = None
-        if any_buy is not None:
-            buys = two_proportions(int((any_buy & mask & ~arm_b).sum()), na, int((any_buy & mask & arm_b).sum()), nb,
-                                   sessions_per_day=per_day)  # fmt: skip
-        wins_b, wins_a = int((mask & (clicks_b > clicks_a)).sum()), int((mask & (clicks_a > clicks_b)).sum())
-        il = interleaving_test(wins_a, wins_b, int(mask.sum()) - wins_a - wins_b, sessions_per_day=per_day)
+        # A/B: each session sees its arm's list
+        shown = np.where(arm_b[session], ranks_b[rows], ranks_a[rows])
+        clicked = slot_draws["click"].random(n_rows) < exam[shown] * attract
+        any_click = np.bincount(session, weights=clicked, minlength=m) > 0
+        key = 2 * stratum_of[query] + arm_b
+        tally["sessions"] += np.bincount(key, minlength=n_keys)
+        tally["clicked"] += np.bincount(key[any_click], minlength=n_keys)
+        if cart is not None and purchase is not None:
+            u_cart, u_buy = slot_draws["cart"].random(n_rows), slot_draws["buy"].random(n_rows)
+            bought = clicked & (u_cart < cart[rows]) & (u_buy < purchase[rows])
+            tally["bought"] += np.bincount(key[np.bincount(session, weights=bought, minlength=m) > 0], minlength=n_keys)
+
+        # interleaving on the same sessions: clicks on the interleaved list, credited per team
+        coins = np.asarray(slot_draws["coin"].random(n_rows) < 0.5, dtype=np.bool_)
+        position, team = team_draft(starts, s_sizes, order_a, order_b, coins)
+        il_click = slot_draws["il_click"].random(n_rows) < exam[position] * attract
+        clicks_b = np.bincount(session, weights=il_click & (team == 1), minlength=m)
+        clicks_a = np.bincount(session, weights=il_click & (team == 0), minlength=m)
+        tally["wins_b"] += np.bincount(key[clicks_b > clicks_a], minlength=n_keys)
+        tally["wins_a"] += np.bincount(key[clicks_a > clicks_b], minlength=n_keys)
+
+    def summarise(t: dict[str, NDArray[np.int64]]) -> tuple[Difference, Interleaving, Difference | None]:
+        (na, nb), (ca, cb), (ba, bb) = (t[name].tolist() for name in ("sessions", "clicked", "bought"))
+        ctr = two_proportions(ca, na, cb, nb, sessions_per_day=per_day)
+        buys = two_proportions(ba, na, bb, nb, sessions_per_day=per_day) if purchases else None
+        wins_a, wins_b = int(t["wins_a"].sum()), int(t["wins_b"].sum())
+        il = interleaving_test(wins_a, wins_b, na + nb - wins_a - wins_b, sessions_per_day=per_day)
         return ctr, il, buys
 
-    everything = np.ones(n_sessions, dtype=np.bool_)
-    ctr, il, buys = summarise(everything)
-    strata = strata or Strata()
-    stratum_of = strata.assign(sizes)[query]
+    by_stratum = {name: values.reshape(-1, 2) for name, values in tally.items()}
+    ctr, il, buys = summarise({name: values.sum(axis=0) for name, values in by_stratum.items()})
     per_stratum = []
     for index, name in enumerate(strata.labels):
-        mask = stratum_of == index
-        s_ctr, s_il, s_buys = summarise(mask)
-        per_stratum.append(StratumResult(name, int(mask.sum()), s_ctr, s_il, s_buys))
+        s_ctr, s_il, s_buys = summarise({key: values[index + 1] for key, values in by_stratum.items()})
+        per_stratum.append(StratumResult(name, int(by_stratum["sessions"][index + 1].sum()), s_ctr, s_il, s_buys))
     return AbTestResult(
         n_sessions, float(sessions_per_day), float(traffic_share), float(days), int(seed), ctr, il,
         float(expected_ctr(labels, ranks_a, offsets, model).mean()),

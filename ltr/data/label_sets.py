@@ -119,6 +119,38 @@ def align(a: pd.DataFrame, b: pd.DataFrame, *, what_a: str, what_b: str) -> pd.D
     return joined.drop(columns="_merge").reset_index(drop=True)
 
 
+def join_scores(pairs: pd.DataFrame, scores: pd.DataFrame, *, what: str, advice: str) -> pd.DataFrame:
+    """The label pairs with their scores: ``scores`` must score exactly the judged pairs.
+
+    NDCG of one ranking under each label set needs a score for every judged (query, document)
+    pair, and a scored document without a judgment would have no gain on either side: both are
+    refused, naming the side that lacks the pairs (``what``, the scores' source) and ``advice``
+    (how to get scores of the judged pairs).
+
+    Raises
+    ------
+    DataError
+        Judged pairs without a score, or scored pairs judged in neither label set: how many,
+        the first one (qid and docno), and what to do.
+    """
+    joined = pairs.merge(scores, on=KEY, how="outer", indicator=True, sort=False)
+    unscored = joined[joined["_merge"] == "left_only"]
+    if len(unscored):
+        first = unscored.iloc[0]
+        raise DataError(
+            f"{what} lacks {len(unscored)} of the {len(pairs)} judged (query, document) pairs, e.g. qid "
+            f"{first['qid']} docno {first['docno']}: NDCG under each label set needs a score for every judged pair; {advice}"
+        )
+    unjudged = joined[joined["_merge"] == "right_only"]
+    if len(unjudged):
+        first = unjudged.iloc[0]
+        raise DataError(
+            f"{what} scores {len(unjudged)} (query, document) pair(s) that neither label set judges, e.g. qid "
+            f"{first['qid']} docno {first['docno']}: give scores of the judged pairs only"
+        )
+    return joined.drop(columns="_merge").reset_index(drop=True)
+
+
 def _no_duplicates(frame: pd.DataFrame, path: Path | str) -> None:
     dup = frame.duplicated(KEY)
     if dup.any():

@@ -11,6 +11,7 @@ probabilities are the log's own (:mod:`ltr.data.clicks`).
 
 from __future__ import annotations
 
+import math
 import tempfile
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +22,14 @@ from numpy.typing import NDArray
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from ltr.compare.abtest import AbTestResult, ClickModel, simulate_abtest
+from ltr.compare.abtest import (
+    MAX_SIMULATION_SECONDS,
+    AbTestResult,
+    ClickModel,
+    n_sessions_of,
+    simulate_abtest,
+    simulation_seconds,
+)
 from ltr.compare.loading import run_labels
 from ltr.config.choices import RerankKind
 from ltr.config.data import SplitConfig, SyntheticClicksDataConfig
@@ -119,18 +127,22 @@ def load_abtest(
     Raises
     ------
     LtrUserError
-        An unknown run, a run not on a click log, runs on different queries or grades, or a bad
-        traffic setting; all before any simulation.
+        An unknown run, a run not on a click log, runs on different queries or grades, a bad
+        traffic setting or seed, or so many sessions that the simulation would take more than
+        :data:`~ltr.compare.abtest.MAX_SIMULATION_SECONDS` (estimated from the split's list
+        lengths); all before any simulation.
     """
     if split not in ("train", "valid", "test"):
         raise LtrUserError(f"--split={split!r} is not one of train, valid, test")
-    if not sessions_per_day > 0:
-        raise LtrUserError(f"--sessions-per-day={sessions_per_day} must be > 0")
+    if not 0 < sessions_per_day < math.inf:
+        raise LtrUserError(f"--sessions-per-day={sessions_per_day} must be a finite number > 0")
     if not 0 < traffic_share <= 1:
         raise LtrUserError(f"--traffic-share={traffic_share} must be in (0, 1]")
-    if not days > 0:
-        raise LtrUserError(f"--days={days} must be > 0")
-    if round(sessions_per_day * traffic_share * days) < 2:
+    if not 0 < days < math.inf:
+        raise LtrUserError(f"--days={days} must be a finite number > 0")
+    if seed < 0:
+        raise LtrUserError(f"--seed={seed} must be an integer >= 0")
+    if n_sessions_of(sessions_per_day, traffic_share, days) < 2:
         raise LtrUserError("the experiment holds fewer than 2 sessions: raise --sessions-per-day, --traffic-share or --days")
     store = RunStore(resolve_tracking_uri(tracking_uri))
     runs = [store.resolve(ref, experiment=experiment) for ref in (ref_a, ref_b)]
@@ -144,6 +156,14 @@ def load_abtest(
     )  # fmt: skip
     if not same:
         raise LtrUserError(f"runs {labels[0]!r} and {labels[1]!r} hold different {split} queries or grades: they are not runs of one click log")
+    n_sessions = n_sessions_of(sessions_per_day, traffic_share, days)
+    seconds = simulation_seconds(n_sessions, a.data.offsets)
+    if seconds > MAX_SIMULATION_SECONDS:
+        raise LtrUserError(
+            f"{n_sessions:,} sessions (--sessions-per-day x --traffic-share x --days) would take about "
+            f"{_duration(seconds)} to simulate, more than {_duration(MAX_SIMULATION_SECONDS)}: lower --days, "
+            "--traffic-share or --sessions-per-day (the sessions for 80 % power are usually far fewer)"
+        )
     raw = OmegaConf.create(store.text_artifact(runs[0], "config/config.yaml"))
     strata = Strata(tuple(int(e) for e in raw.eval.strata))
     result = simulate_abtest(
@@ -151,6 +171,18 @@ def load_abtest(
         sessions_per_day=sessions_per_day, traffic_share=traffic_share, days=days, seed=seed, strata=strata,
     )  # fmt: skip
     return LoadedAbTest(result, a, b, split, store)
+
+
+def _duration(seconds: float) -> str:
+    """``"2.5 hours"``, ``"40 minutes"``, ``"3,170,979 years"``: a time as people say it."""
+    hours = seconds / 3600
+    if hours >= 24 * 365:
+        return f"{hours / (24 * 365):,.0f} years"
+    if hours >= 48:
+        return f"{hours / 24:,.0f} days"
+    if hours >= 1:
+        return f"{round(hours, 1):g} hour{'' if round(hours, 1) == 1 else 's'}"
+    return f"{seconds / 60:.0f} minutes"
 
 
 def log_abtest(loaded: LoadedAbTest, *, experiment: str, markdown: str, figure: Any = None) -> str:

@@ -24,6 +24,7 @@ from ltr.data.ranking_data import written_qids_of
 from ltr.data.trec import read_trec
 from ltr.errors import DataError, LtrUserError
 from ltr.metrics import MetricConventions, Strata, resolve_conventions
+from ltr.metrics.idcg_report import low_idcg_note
 from ltr.metrics.measures import Measure, table_measures
 from ltr.metrics.summary import is_metric_column, summarize
 from ltr.metrics.table import as_table, per_query_columns
@@ -53,7 +54,9 @@ class RankingEvaluation:
     ``n_relevant``, the measures asked for); ``table``: the per-query table of them, a
     DataFrame with the stratum too, made (with pandas) when first read; ``counts``: TREC input
     counts (``n_run_topics_unjudged``, ...; empty for data + scores); ``measures``: the names
-    asked for.
+    asked for; ``low_idcg_note``: whenever nDCG is among them, the line of
+    :func:`ltr.metrics.idcg_report.low_idcg_note` at the largest cut-off (None when low-IDCG
+    queries do not dominate), computed from IDCG, nDCG and ERR whether or not those are shown.
     """
 
     summary: dict[str, float | None]
@@ -63,6 +66,7 @@ class RankingEvaluation:
     conventions: MetricConventions
     counts: dict[str, int] = field(default_factory=dict)
     measures: tuple[str, ...] = MEASURE_NAMES
+    low_idcg_note: str | None = None
 
     @cached_property
     def table(self) -> pd.DataFrame:
@@ -191,6 +195,7 @@ def evaluate_rankings(
             )
     except ValueError as exc:  # a convention that does not fit the data (e.g. label_gain)
         raise LtrUserError(str(exc)) from None
+    note = low_idcg_note(columns, max(ks)) if "ndcg" in names else None  # from the columns of every measure
     # summarised whole (n_skipped_zero_idcg reads the nDCG columns), then cut to the measures asked for
     shown = selected_measures(ks, names)
     keys = {m.key for m in shown}
@@ -199,7 +204,7 @@ def evaluate_rankings(
     columns = {c: v for c, v in columns.items() if not is_metric_column(c)} | {m.key: columns[m.key] for m in shown}
     summary = _complete(kept, shown, parsed_strata)
     summary.update({key: float(value) for key, value in counts.items()})
-    result = RankingEvaluation(summary, columns, tuple(ks), parsed_strata, conventions, counts, names)
+    result = RankingEvaluation(summary, columns, tuple(ks), parsed_strata, conventions, counts, names, note)
     if per_query is not None:
         write_table(result.table, Path(per_query))
     return result

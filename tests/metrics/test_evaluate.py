@@ -39,6 +39,11 @@ def test_trec_input_json(trec: tuple[Path, Path], capsys: pytest.CaptureFixture[
     assert out["n_queries"] == 3
     assert out["no_result_rate"] == pytest.approx(1 / 3)
     assert out["n_queries/len_1-10"] == 2
+    # counts are integers in the JSON; the means stay floats
+    counts = {key: value for key, value in out.items() if key.split("/")[0].startswith("n_")}
+    assert {"n_queries", "n_queries/len_51_plus", "n_skipped_zero_idcg", "n_run_topics_unjudged"} <= set(counts)
+    assert all(type(value) is int for value in counts.values()), counts
+    assert type(out["no_result_rate"]) is float
 
 
 def test_missing_topics_skip(trec: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
@@ -127,3 +132,13 @@ def test_usage_errors(argv: list[str], message: str) -> None:
 def test_missing_file_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="cannot read qrels file"):
         main(["--qrels", str(tmp_path / "nope"), "--run", str(tmp_path / "nope2")])
+
+
+def test_json_out_docstring_examples() -> None:
+    import doctest
+
+    import ltr.cli.json_out
+
+    result = doctest.testmod(ltr.cli.json_out)
+    assert result.attempted > 0
+    assert result.failed == 0

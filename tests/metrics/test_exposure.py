@@ -61,6 +61,7 @@ def test_ltr_exposure_prints_the_k_table(tmp_path: Path, capsys: pytest.CaptureF
     out = json.loads(capsys.readouterr().out)
     assert out["rows"][-1][1:] == [1.0, 1.0]
     assert out["exposure_k50"] >= 1
+    assert all(type(out[f"{kind}_k{pct}"]) is int for kind in ("exposure", "click") for pct in (50, 80, 95))
 
 
 def test_bad_log_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -56,3 +56,26 @@ def test_ltr_evaluate_prints_the_note(tmp_path: Path, capsys: pytest.CaptureFixt
         f"75 % of the queries have IDCG@10 <= 1 (one marginally relevant document at most): they pull the mean "
         f"nDCG@10 {ndcg:.4f} towards their own {ndcg:.4f} (the other 25 %: {ndcg:.4f}); ERR@10 {err:.4f}"
     ) in out.replace("\n", " ")
+
+
+@pytest.mark.parametrize(("measure", "noted"), [(None, True), ("ndcg", True), ("ndcg,p", True), ("err", False), ("p", False)])
+def test_the_note_comes_with_ndcg_whatever_else_is_shown(
+    measure: str | None, noted: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Three of four queries with IDCG@10 <= 1 (one relevant document of grade 1); the note is
+    computed from IDCG, nDCG and ERR even when --measure shows nDCG alone, and nothing else is shown."""
+    (tmp_path / "low.txt").write_text(
+        "1 qid:1 1:0\n0 qid:1 1:0\n1 qid:2 1:0\n0 qid:2 1:0\n0 qid:3 1:0\n1 qid:3 1:0\n2 qid:4 1:0\n1 qid:4 1:0\n"
+    )
+    (tmp_path / "low.s").write_text("1\n0\n0\n1\n1\n0\n1\n0\n")
+    argv = ["--data", str(tmp_path / "low.txt"), "--scores", str(tmp_path / "low.s")]
+    assert main([*argv, *(["--measure", measure] if measure else [])]) == 0
+    out = capsys.readouterr().out.replace("\n", " ")
+    # ERR@10, stop probability (2**g - 1) / 2**2: query 1 (grade 1 at rank 1): 1/4; queries 2 and 3 (grade 1
+    # at rank 2, below a 0): 1/4 / 2; query 4 (grade 2, then 1): 3/4 + (1 - 3/4) * 1/4 / 2
+    err = (1 / 4 + 1 / 8 + 1 / 8 + (3 / 4 + 1 / 32)) / 4  # 41/128
+    assert ("75 % of the queries have IDCG@10 <= 1" in out) == noted
+    if noted:
+        assert f"ERR@10 {err:.4f} is the steadier figure here" in out
+    if measure == "ndcg":
+        assert "ERR@" not in out.split("75 %")[0]  # the table shows nDCG only

@@ -109,3 +109,43 @@ def test_missing_pair_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureF
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert "row 1: label 'one' is not an integer" in err
+
+
+def test_json_counts_are_integers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = _data()
+    d[["qid", "docno", "old", "new", "score"]].to_csv(tmp_path / "t.csv", index=False)
+    d[["qid", "docno", "score"]].to_csv(tmp_path / "s.csv", index=False)
+    assert main([str(tmp_path / "t.csv"), "--columns", "old", "new", "--scores", str(tmp_path / "s.csv"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert type(out["n_queries"]) is int
+    assert type(out["n_pairs"]) is int
+    assert all(type(s["n"]) is int for s in out["shift"].values())
+    assert sum(s["n"] for s in out["shift"].values()) == N_Q * N_DOC
+    assert out["ndcg"]["a"]["n_queries"] == N_Q
+    assert type(out["ndcg"]["a"]["n_queries"]) is int
+    assert type(out["ndcg"]["a"]["ndcg_at_10"]) is float
+
+
+def test_scores_of_other_pairs_name_the_scores_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The label sets agree; the scores lack a judged pair (a TREC run ranks some of the judged
+    documents), or score a pair nobody judged: the line names the scores file and what to do."""
+    (tmp_path / "a.qrels").write_text("1 0 x 1\n1 0 y 0\n2 0 z 2\n")
+    (tmp_path / "b.qrels").write_text("1 0 x 1\n1 0 y 1\n2 0 z 2\n")
+    (tmp_path / "part.run").write_text("1 Q0 x 1 2.0 r\n2 Q0 z 1 1.0 r\n")
+    (tmp_path / "more.run").write_text("1 Q0 x 1 2.0 r\n1 Q0 y 2 1.0 r\n1 Q0 w 3 0.5 r\n2 Q0 z 1 1.0 r\n")
+    sets = [str(tmp_path / "a.qrels"), str(tmp_path / "b.qrels")]
+    assert ltr_main(["labels", *sets, "--scores", str(tmp_path / "part.run")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"ltr: error: --scores {tmp_path / 'part.run'} lacks 1 of the 3 judged (query, document) pairs, e.g. qid 1 "
+        "docno y: NDCG under each label set needs a score for every judged pair; a TREC run usually ranks only some "
+        "of the judged documents (and others that are not judged): score every judged document with your system, "
+        "or give --run RUN --data FILE\n"
+    )
+    assert ltr_main(["labels", *sets, "--scores", str(tmp_path / "more.run")]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"ltr: error: --scores {tmp_path / 'more.run'} scores 1 (query, document) pair(s) that neither label set "
+        "judges, e.g. qid 1 docno w: give scores of the judged pairs only\n"
+    )

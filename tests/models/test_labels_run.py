@@ -133,7 +133,7 @@ def test_run_errors_are_one_line_exit_2(audit: dict[str, object], capsys: pytest
         "run and scores": ([*sets, "--run", RUN, "--data", file, "--scores", file], "give --scores FILE or --run RUN --data FILE, not both"),
         "unscored pair": (
             [str(extra), str(extra_b), "--run", RUN, "--data", file, "--tracking-uri", uri],
-            f"1 (query, document) pair(s) of the label sets are missing from the scores of run {RUN} on {file}",
+            f"--data {file} (scored by run {RUN}) lacks 1 of the ",
         ),
         "no doc ids": ([*sets, "--run", RUN, "--data", str(no_ids), "--tracking-uri", uri], f"{no_ids} has no document ids"),
         "no such run": ([*sets, "--run", "nosuchrun", "--data", file, "--tracking-uri", uri], "nosuchrun"),
