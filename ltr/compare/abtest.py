@@ -240,13 +240,20 @@ def _orders(ranks: NDArray[np.int32], offsets: NDArray[np.int64]) -> NDArray[np.
 
 
 def expected_ctr(labels: NDArray[np.integer], ranks: NDArray[np.int32], offsets: NDArray[np.int64], model: ClickModel) -> NDArray[np.float64]:
-    """Per query, the exact probability of at least one click on the list ranked by ``ranks``."""
+    """Per query, the exact probability of at least one click on the list ranked by ``ranks``
+    (0 for a query with no documents)."""
     sizes = np.diff(offsets)
     exam = examination_curve(int(sizes.max(initial=1)), eta=model.eta)
     p = exam[ranks] * attractiveness(labels, click_noise=model.click_noise, click_max=model.click_max)
     with np.errstate(divide="ignore"):
         log_miss = np.log1p(-np.minimum(p, 1.0))
-    return np.asarray(-np.expm1(np.add.reduceat(log_miss, offsets[:-1])))
+    # reduceat over the non-empty queries' starts only: an empty query would take its neighbour's
+    # first row (or index past the end when it is last); each sum is the same sequential sum
+    ctr = np.zeros(sizes.shape[0])
+    nonempty = sizes > 0
+    if nonempty.any():
+        ctr[nonempty] = -np.expm1(np.add.reduceat(log_miss, offsets[:-1][nonempty]))
+    return ctr
 
 
 #: Rows (session-by-document slots) a simulation holds at once: its memory (~100 bytes a row,

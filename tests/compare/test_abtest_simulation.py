@@ -98,3 +98,22 @@ def test_refused_before_any_run_is_read(
     assert captured.out == ""
     assert captured.err == f"ltr: error: {message.format(tmp=tmp_path)}\n"
     assert not (tmp_path / "none.db").exists()  # no store was opened: the runs were never looked up
+
+
+def test_expected_ctr_of_empty_queries_is_zero_and_the_others_unchanged() -> None:
+    """A query with no documents is clicked with probability 0, wherever it lies (first, between,
+    last: the last used to index past the end); the other queries' values are those computed
+    without the empty ones, bit for bit, and equal 1 - prod(1 - p) by hand."""
+    from ltr.compare.abtest import expected_ctr
+    from ltr.data.clicks import attractiveness, examination_curve
+
+    model = ClickModel(eta=1.0, click_noise=0.05, click_max=0.9)
+    labels = np.array([2, 0, 1, 3, 0], dtype=np.int64)
+    ranks = np.array([0, 1, 0, 1, 2], dtype=np.int32)
+    dense = expected_ctr(labels, ranks, np.array([0, 2, 5]), model)
+    p = examination_curve(3, eta=model.eta)[ranks] * attractiveness(
+        labels, click_noise=model.click_noise, click_max=model.click_max
+    )
+    assert dense == pytest.approx([1 - (1 - p[0]) * (1 - p[1]), 1 - (1 - p[2]) * (1 - p[3]) * (1 - p[4])])
+    with_empty = expected_ctr(labels, ranks, np.array([0, 0, 2, 2, 5, 5]), model)
+    assert with_empty.tolist() == [0.0, dense[0], 0.0, dense[1], 0.0]
