@@ -140,9 +140,12 @@ def _job_configs(config: DictConfig, jobs: list[list[str]]) -> Iterator[tuple[in
             yield number, cfg
 
 
-def check_grid(config: DictConfig, varying: Sequence[str]) -> ExperimentSpec:
-    """Check every job of a grid (see the module docstring); returns job 0's spec."""
-    jobs = grid_jobs(config)
+def check_grid(config: DictConfig, varying: Sequence[str]) -> tuple[ExperimentSpec, int]:
+    """Check every job of a grid (see the module docstring); returns job 0's spec and the number of jobs."""
+    try:
+        jobs = grid_jobs(config)
+    except (HydraException, OmegaConfBaseException) as exc:  # e.g. interval(...), which only a search reads
+        raise LtrUserError(user_message(exc, list(config.hydra.overrides.task))) from exc
     errors: dict[int, str] = {}
     first: ExperimentSpec | None = None
     for number, composed in _job_configs(config, jobs):
@@ -158,7 +161,7 @@ def check_grid(config: DictConfig, varying: Sequence[str]) -> ExperimentSpec:
             first = spec if first is None else first
     if not errors:
         assert first is not None
-        return first
+        return first, len(jobs)
     if len(errors) == len(jobs) and len(set(errors.values())) == 1:
         raise LtrUserError(next(iter(errors.values())))
     number, error = next(iter(errors.items()))
@@ -198,9 +201,8 @@ def check_sweep_start(config: DictConfig, varying: Sequence[str]) -> SweepPlan:
         check_data_files(base)
         n_jobs = int(config.hydra.sweeper.n_trials) if isinstance(config.hydra.sweeper.get("n_trials"), int) else None
     elif target == BASIC_SWEEPER:
-        first = check_grid(config, varying)
+        first, n_jobs = check_grid(config, varying)
         base = base or first
-        n_jobs = len(grid_jobs(config))
     if not is_ltr_search(config):
         check_sweep(config, base)  # the baseline run
     return SweepPlan(spec=base, n_jobs=n_jobs)

@@ -45,7 +45,10 @@ def sweep_name(config: DictConfig, varying: list[str]) -> str:
     """A sweep's parent run name: what it varies first (``num_leaves=7,15``, the
     ``hydra.sweeper.params`` as ``key=values``; ``varying``: :func:`varying_keys`), then its other
     shown overrides, shortened as job names are; the MLflow UI cuts names short, so the part
-    that tells sweeps apart leads."""
+    that tells sweeps apart leads. ``tracking.run_name`` names the parent as given (its jobs
+    ``<name> #<job>``, :func:`ltr.experiment.record.run_name`)."""
+    if config.tracking.get("run_name"):
+        return str(config.tracking.run_name)
     shown = shown_overrides(config.hydra.overrides.task)
     varied = [o for o in shown if override_key(o) in set(varying)]
     params = config.hydra.sweeper.get("params") or {}
