@@ -205,7 +205,7 @@ class SweepParent:
         common = set.intersection(*(set(m) for m in folds.values())) if folds else set()
         headline = [key for key in headline_keys(spec, dict.fromkeys(common, 0.0)) if f"cv/{key}/mean" in stats]
         self.tracker.log_metrics(cv_headline(stats, headline))
-        self.tracker.show_first(cv_columns(headline))
+        self.tracker.show_first(cv_columns(headline) if len(folds) > 1 else headline)  # one fold: no sd
         self.tracker.log_table(cv_frame(stats), "report/cv_metrics.json")
         c = spec.conventions
         what = "mean ± sd" if len(folds) > 1 else "mean"  # the sd of one fold is undefined

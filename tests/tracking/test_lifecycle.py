@@ -131,3 +131,34 @@ def test_old_file_store_mlruns_in_cwd_does_not_break_a_run(tmp_path: Path) -> No
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run,) = _runs(f"sqlite:///{tmp_path / 'mlflow.db'}")
     assert run.info.status == "FINISHED"
+
+
+def test_an_interrupted_sweep_counts_the_jobs_it_never_started(tmp_path: Path) -> None:
+    """Ctrl-C in job 0 of 3: the parent is KILLED and counts 1 killed, 2 not run (3 jobs, not 1)."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    MlflowTracker(uri, "ltr")  # create the store first, so polling it never races its creation
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ltr", "train", "-m", "seed=1,2,3", f"tracking.uri={uri}", "fit.num_boost_round=100000",
+         "fit.early_stopping_rounds=null", "model.learning_rate=0.001"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:  # wait until job 0's run exists and trains
+            if any("mlflow.parentRunId" in r.data.tags and r.info.status == "RUNNING" for r in _runs(uri)):
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail("job 0 never started")
+        time.sleep(2.0)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr[-2000:]
+    (parent,) = [r for r in _runs(uri) if r.data.tags.get("ltr.role") == "sweep"]
+    assert parent.info.status == "KILLED"
+    metrics = parent.data.metrics
+    assert (metrics["sweep/n_jobs"], metrics["sweep/n_killed"], metrics["sweep/n_not_run"]) == (3, 1, 2)
+    assert "sweep: 3 jobs: 0 finished, 0 failed, 1 killed, 2 not run\n" in stdout
