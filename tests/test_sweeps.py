@@ -101,7 +101,7 @@ def test_objective_comparison_on_default_data(tmp_path: Path) -> None:
     print(f"test nDCG@10: lambdarank {lambdarank:.4f}, rank_xendcg "
           f"{by_objective['rank_xendcg']['test/ndcg_at_10']:.4f}, pointwise {pointwise:.4f}")
     assert lambdarank > pointwise
-    assert "3 jobs, 0 failed" in proc.stdout
+    assert "sweep: 3 jobs: 3 finished, 0 failed" in proc.stdout
 
 
 def test_two_sweeps_started_together_each_keep_their_own_children(tmp_path: Path) -> None:
@@ -187,3 +187,49 @@ def test_click_sweep_logs_the_regression_of_online_ctr_on_ndcg(tmp_path: Path) -
     assert m["sweep/online/r2"] == pytest.approx(r2, rel=1e-12, abs=1e-12)
     assert m["sweep/online/gain_per_tenth_ndcg"] == pytest.approx(slope / 10, rel=1e-12)
     assert "CTR per unit of nDCG@10" in parent.data.tags["mlflow.note.content"]
+
+
+def _letor_fold(folder: Path, seed: int) -> None:
+    """A tiny LETOR fold: 20 queries of 8 documents, 5 features, in train / vali / test."""
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True)
+    for offset, name in enumerate(("train.txt", "vali.txt", "test.txt")):
+        lines = []
+        for q in range(20):
+            for _ in range(8):
+                features = " ".join(f"{j + 1}:{v:.4f}" for j, v in enumerate(rng.random(5)))
+                lines.append(f"{rng.integers(0, 3)} qid:{offset * 100 + q} {features}")
+        (folder / name).write_text("\n".join(lines) + "\n")
+
+
+def test_a_cv_that_lacks_a_fold_is_marked_partial_and_has_no_sd(tmp_path: Path) -> None:
+    """Fold 2's train.txt is there (the start checks pass) but unreadable: its job is refused when
+    it reads the data, and the CV over fold 1 alone is partial, with a mean and no sd."""
+    _letor_fold(tmp_path / "data" / "Fold1", seed=1)
+    (tmp_path / "data" / "Fold2").mkdir()
+    (tmp_path / "data" / "Fold2" / "train.txt").write_text("not a ranking file\n")
+    db = tmp_path / "mlflow.db"
+    proc = subprocess.run(
+        [sys.executable, "-m", "ltr", "train", "-m", "data=letor", f"data.root={tmp_path / 'data'}", "data.fold=1,2",
+         "cv.fold_key=data.fold", "fit.num_boost_round=5", "fit.show_progress=false", "tracking.log_model=false",
+         "tracking.run_name=cv7", f"tracking.uri=sqlite:///{db}"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=900,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    parent, children = _runs(db)
+    assert [c.info.run_name for c in children] == ["cv7 #0"]
+    assert parent.info.run_name == "cv7 (1 of 2 folds)"
+    assert parent.info.status == "FAILED"
+    tags = parent.data.tags
+    assert (tags["ltr.cv.partial"], tags["ltr.cv.folds"]) == ("true", "1 of 2 folds")
+    metrics = parent.data.metrics
+    assert metrics["cv/n_folds"] == 1
+    assert metrics["test/ndcg_at_10"] == children[0].data.metrics["test/ndcg_at_10"]
+    assert not [k for k in metrics if k.endswith("/sd")], "the sd of one fold is undefined"
+    assert (metrics["sweep/n_finished"], metrics["sweep/n_refused"], metrics["sweep/n_failed"]) == (1, 1, 0)
+    assert tags["mlflow.note.content"].startswith("### lambdarank on letor: mean over 1 of 2 folds, a partial CV (data.fold = 1)")
+    assert f"| {children[0].data.metrics['test/ndcg_at_10']:.4f} |" in tags["mlflow.note.content"]
+    assert "sweep: 2 jobs: 1 finished, 0 failed, 1 refused\n" in proc.stdout
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("ltr: sweep of 2 jobs: 1 finished, 0 failed, 1 refused; parent run http"), last
+    assert last.endswith("(the mean over the folds)"), last

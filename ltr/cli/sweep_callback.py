@@ -5,8 +5,8 @@ of a multirun, in the launching process, it creates the parent run and writes it
 ``<sweep dir>/.ltr_parent_run_id``; every job (in this process or a launcher's worker) reads it
 from there and starts its run as a child. Each sweep has its own folder (``ltr/conf/train.yaml``:
 ``multirun/<date>/<time>-<random suffix>``), so two sweeps started in the same second never share
-a parent. The config is checked (:func:`ltr.experiment.checks.check_config`) before the parent
-run exists. At the end the parent gets the best child's value of ``optimized_metric``
+a parent. The start checks (:mod:`ltr.cli.sweep_checks`: every job's config, the search's
+settings) run before the parent run exists; a refused sweep is one line and exit 2. At the end the parent gets the best child's value of ``optimized_metric``
 (``sweep/best/...``) and that child's headline metrics under their own keys (the runs table's
 columns show what the sweep reached) and, for an Optuna sweep, the best params. A
 cross-validation sweep (``cv.fold_key``) has no best child: its parent's headline keys hold the
@@ -46,7 +46,7 @@ OUTCOMES = ("finished", "failed", "refused")
 
 
 class SweepRefused(BaseException):
-    """A sweep setting refused before the parent run exists (:func:`ltr.sweeper.record.check_sweep`),
+    """A sweep refused by its start checks, before the parent run exists (:mod:`ltr.cli.sweep_checks`),
     carried past Hydra (which turns a callback's ``Exception`` into a warning) to
     :func:`ltr.cli.train.main`, which re-raises the `LtrUserError` itself."""
 
@@ -116,17 +116,27 @@ def sweep_exit_code(outcomes: list[str]) -> int:
     return 1
 
 
-def summary_line(outcomes: list[str], *, parent_url: str | None = None, best_url: str | None = None) -> str:
-    """The one line a sweep ends with: its jobs by outcome, the parent's and the best run's links.
+def summary_line(
+    outcomes: list[str], *, parent_url: str | None = None, best_url: str | None = None, cv: bool = False
+) -> str:
+    """The one line a sweep ends with: its jobs by outcome, the parent's and the best run's links
+    (a cross-validation, ``cv``, has no best run: its parent holds the fold means).
 
-    >>> summary_line(["finished", "refused"], parent_url="http://p")
-    'ltr: sweep of 2 jobs: 1 finished, 0 failed, 1 refused; parent run http://p; no job finished'
+    >>> summary_line(["failed", "refused"], parent_url="http://p")
+    'ltr: sweep of 2 jobs: 0 finished, 1 failed, 1 refused; parent run http://p; no job finished'
+    >>> summary_line(["finished", "finished"], parent_url="http://p", cv=True)
+    'ltr: sweep of 2 jobs: 2 finished, 0 failed, 0 refused; parent run http://p (the mean over the folds)'
     """
     counts = ", ".join(f"{outcomes.count(o)} {o}" for o in OUTCOMES)
     line = f"ltr: sweep of {len(outcomes)} job{'s' * (len(outcomes) != 1)}: {counts}"
     if parent_url:
         line += f"; parent run {parent_url}"
-        line += f"; best run {best_url}" if best_url else "; no job finished"
+        if cv:
+            line += " (the mean over the folds)"
+        elif best_url:
+            line += f"; best run {best_url}"
+        else:
+            line += "; no best run" if "finished" in outcomes else "; no job finished"
     return line
 
 
@@ -166,10 +176,18 @@ class MlflowSweepCallback(Callback):
         self.parent: Any = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Run the sweep's start checks (:mod:`ltr.cli.sweep_checks`; a refused sweep raises
+        :class:`SweepRefused` before anything is written), then create the parent run."""
+        from ltr.cli.sweep_checks import check_sweep_start
+
+        try:
+            plan = check_sweep_start(config, varying_keys(config))
+        except LtrUserError as exc:
+            raise SweepRefused(exc) from exc
         from ltr.cli.sweep_parent import SweepParent
 
         self.parent = SweepParent()
-        self.parent.on_multirun_start(config)
+        self.parent.on_multirun_start(config, plan)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         """Summarise the parent run, then end the sweep with its exit code and one line."""

@@ -19,21 +19,20 @@ from ltr.cli.sweep_callback import (
     PARENT_ID_FILE,
     VARYING_KEYS_FILE,
     SweepEnded,
-    SweepRefused,
     job_errors,
     job_outcomes,
-    job_spec,
     summary_line,
     sweep_exit_code,
     varying_keys,
 )
+from ltr.cli.sweep_checks import SweepPlan
 from ltr.config.overrides import override_key
 from ltr.errors import LtrUserError
-from ltr.experiment.cv import cv_columns, cv_frame, cv_headline, cv_metrics, cv_table
+from ltr.experiment.cv import cv_columns, cv_coverage, cv_frame, cv_headline, cv_metrics, cv_table
 from ltr.experiment.record import headline_keys, short_overrides, shown_overrides
 from ltr.experiment.spec import ExperimentSpec
 from ltr.experiment.sweep_tradeoffs import summarise_tradeoffs
-from ltr.sweeper.record import check_sweep, record_search
+from ltr.sweeper.record import record_search
 from ltr.tracking import RunStatus, make_tracker
 from ltr.tracking.gitinfo import source_tags
 from ltr.tracking.lifecycle import end_run
@@ -46,7 +45,10 @@ def sweep_name(config: DictConfig, varying: list[str]) -> str:
     """A sweep's parent run name: what it varies first (``num_leaves=7,15``, the
     ``hydra.sweeper.params`` as ``key=values``; ``varying``: :func:`varying_keys`), then its other
     shown overrides, shortened as job names are; the MLflow UI cuts names short, so the part
-    that tells sweeps apart leads."""
+    that tells sweeps apart leads. ``tracking.run_name`` names the parent as given (its jobs
+    ``<name> #<job>``, :func:`ltr.experiment.record.run_name`)."""
+    if config.tracking.get("run_name"):
+        return str(config.tracking.run_name)
     shown = shown_overrides(config.hydra.overrides.task)
     varied = [o for o in shown if override_key(o) in set(varying)]
     params = config.hydra.sweeper.get("params") or {}
@@ -81,19 +83,16 @@ class SweepParent:
         self.ended = False
         self.objective = ""
         self.spec: ExperimentSpec | None = None
+        self.n_planned: int | None = None
+        self.name = ""
 
-    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+    def on_multirun_start(self, config: DictConfig, plan: SweepPlan) -> None:
+        """Create the parent run of a sweep whose start checks passed (``plan``)."""
         sweep_dir = Path(config.hydra.sweep.dir).resolve()
         self.sweep_dir = sweep_dir
-        try:
-            self.spec = job_spec(config)
-            self.objective = self.spec.optimized_metric
-        except LtrUserError as exc:  # the swept values may mend it: each job is checked with its own
-            log.info("the sweep's base config is refused (%s); each job is checked with its own values", exc)
-        try:
-            check_sweep(config, self.spec)
-        except LtrUserError as exc:
-            raise SweepRefused(exc) from exc
+        self.spec = plan.spec
+        self.n_planned = plan.n_jobs
+        self.objective = plan.spec.optimized_metric if plan.spec is not None else ""
         if not config.tracking.enabled:
             return
         self.tracker = open_sweep_store(config)
@@ -101,8 +100,9 @@ class SweepParent:
         overrides = " ".join(config.hydra.overrides.task)
         sweeper = str(config.hydra.sweeper.get("_target_", "basic")).rsplit(".", 1)[-1]
         varying = varying_keys(config)
+        self.name = sweep_name(config, varying)
         run_id = self.tracker.start_run(
-            sweep_name(config, varying),
+            self.name,
             {
                 "ltr.role": "sweep",
                 "ltr.sweep_id": str(sweep_dir),
@@ -124,7 +124,9 @@ class SweepParent:
             parent_url = self.tracker.run_url()
             best_url = self.tracker.run_url(summary.best_run_id) if summary.best_run_id else None
         outcomes = list(job_outcomes(self.sweep_dir).values()) if self.sweep_dir is not None else []
-        raise SweepEnded(sweep_exit_code(outcomes), summary_line(outcomes, parent_url=parent_url, best_url=best_url))
+        cv = self.spec is not None and bool(self.spec.config.cv.fold_key)
+        line = summary_line(outcomes, parent_url=parent_url, best_url=best_url, cv=cv)
+        raise SweepEnded(sweep_exit_code(outcomes), line)
 
     def _summarise(self, *, completed: bool) -> SweepSummary:
         assert self.sweep_dir is not None
@@ -132,10 +134,16 @@ class SweepParent:
             self.objective = children_objective(self.tracker)
         cv = self.spec is not None and bool(self.spec.config.cv.fold_key)
         # a fold is no candidate: a CV sweep has no best run, its result is the fold means
-        summary = child_summary(self.tracker, self.objective, job_errors(self.sweep_dir), pick_best=not cv)
+        summary = child_summary(
+            self.tracker, self.objective, job_errors(self.sweep_dir), pick_best=not cv,
+            job_outcomes=job_outcomes(self.sweep_dir), n_planned=self.n_planned,
+        )  # fmt: skip
         if self.spec is not None and not cv:  # pruned and infeasible jobs are never the best (ltr.sweeper.record)
             summary = record_search(self.tracker, self.spec, self.sweep_dir, summary)
-        metrics: dict[str, float] = {"sweep/n_jobs": summary.n_jobs, "sweep/n_failed": summary.n_failed}
+        metrics: dict[str, float] = {
+            "sweep/n_jobs": summary.n_jobs, "sweep/n_finished": summary.n_finished, "sweep/n_failed": summary.n_failed,
+            "sweep/n_refused": summary.n_refused, "sweep/n_killed": summary.n_killed, "sweep/n_not_run": summary.n_not_run,
+        }  # fmt: skip
         if summary.best_value is not None:
             metrics[f"sweep/best/{self.objective}"] = summary.best_value
         self.tracker.log_metrics(metrics)
@@ -168,9 +176,9 @@ class SweepParent:
                 self.tracker.set_tags({"mlflow.note.content": f"{tradeoffs}\n\n{description}"})
                 self.tracker.log_text(tradeoffs, "report/tradeoffs.md")
                 print(tradeoffs)
-        if summary.n_killed or not completed:
+        if summary.n_killed or summary.n_not_run or not completed:
             status = RunStatus.KILLED
-        elif summary.n_failed:
+        elif summary.n_failed or summary.n_refused:
             status = RunStatus.FAILED
         else:
             status = RunStatus.FINISHED
@@ -187,23 +195,32 @@ class SweepParent:
         standard deviations (``test/ndcg_at_10/sd``), the runs table's columns; every
         per-split key's in the table artifact ``report/cv_metrics.json``. The parent's
         description is the per-stratum table of means ± sd, then the jobs (``summary_md``):
-        returned, and printed."""
+        returned, and printed. A CV that lacks some of its planned folds is marked partial (the
+        table's title, the tags ``ltr.cv.folds`` / ``ltr.cv.partial`` and the parent's name:
+        ``... (2 of 5 folds)``); with one fold no sd is logged."""
         folds = {str(r.data.params.get(fold_key, r.info.run_id)): dict(r.data.metrics) for r in children}
+        coverage = cv_coverage(len(folds), self.n_planned)
+        partial = self.n_planned is not None and len(folds) < self.n_planned
         stats = cv_metrics(folds)
         common = set.intersection(*(set(m) for m in folds.values())) if folds else set()
         headline = [key for key in headline_keys(spec, dict.fromkeys(common, 0.0)) if f"cv/{key}/mean" in stats]
         self.tracker.log_metrics(cv_headline(stats, headline))
-        self.tracker.show_first(cv_columns(headline))
+        self.tracker.show_first(cv_columns(headline) if len(folds) > 1 else headline)  # one fold: no sd
         self.tracker.log_table(cv_frame(stats), "report/cv_metrics.json")
         c = spec.conventions
+        what = "mean ± sd" if len(folds) > 1 else "mean"  # the sd of one fold is undefined
         title = (
-            f"{spec.config.model.name} on {spec.config.data.name}: mean ± sd over {len(folds)} folds "
-            f"({fold_key} = {', '.join(sorted(folds))}), test, nDCG ({c.gain} gain, ties={c.ties}, "
+            f"{spec.config.model.name} on {spec.config.data.name}: {what} over {coverage}{', a partial CV' * partial} "
+            f"({fold_key} = {', '.join(sorted(folds)) or 'none'}), test, nDCG ({c.gain} gain, ties={c.ties}, "
             f"zero_idcg={c.zero_idcg})"
         )
         table = cv_table(stats, split="test", ks=spec.ks, strata=spec.strata, title=title)
         self.tracker.log_text(table, "report/cv.md")
-        self.tracker.set_tags({"mlflow.note.content": f"{table}\n\n{summary_md}", "ltr.cv.fold_key": fold_key})
+        tags = {"mlflow.note.content": f"{table}\n\n{summary_md}", "ltr.cv.fold_key": fold_key,
+                "ltr.cv.folds": coverage, "ltr.cv.partial": "true" if partial else "false"}  # fmt: skip
+        if partial:  # the runs table's name says it too
+            tags["mlflow.runName"] = f"{self.name} ({coverage})"
+        self.tracker.set_tags(tags)
         print(table)
         return f"{table}\n\n{summary_md}"
 

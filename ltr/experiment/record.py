@@ -60,7 +60,9 @@ def short_overrides(overrides: Sequence[str]) -> list[str]:
     return [o if leaves.count(leaf(o)) > 1 or "." not in override_key(o) or "=" not in o else short(o) for o in overrides]
 
 
-def run_name(spec: ExperimentSpec, overrides: Sequence[str], varying: Sequence[str] | None = None) -> str:
+def run_name(
+    spec: ExperimentSpec, overrides: Sequence[str], varying: Sequence[str] | None = None, job: str | None = None
+) -> str:
     """``tracking.run_name``; else what tells the run apart, first, in the MLflow UI's narrow name
     columns (overrides shortened by :func:`short_overrides`; the full ones are the
     ``ltr.overrides`` tag).
@@ -69,9 +71,11 @@ def run_name(spec: ExperimentSpec, overrides: Sequence[str], varying: Sequence[s
     only (``num_leaves=15``): the parent run already says the rest. A single run is named by
     its :func:`shown_overrides`, then the model in brackets unless an override picks it
     (``num_leaves=7 (lambdarank)``); without overrides, by its model (``lambdarank``).
+    ``tracking.run_name`` in a sweep (``job``: the job's number) names its parent; the job is
+    ``<run_name> #<job>``.
     """
     if spec.config.tracking.run_name:
-        return str(spec.config.tracking.run_name)
+        return str(spec.config.tracking.run_name) + (f" #{job}" if job is not None else "")
     shown = shown_overrides(overrides)
     if varying is not None:
         keys = set(varying)

@@ -140,7 +140,7 @@ def _run(
         tracker = open_tracker(checked_uri, tracking.experiment)
 
     tags = run_tags(spec, str(source.fingerprint["sha256"]), overrides) | (extra_tags or {})
-    name = run_name(spec, overrides, varying)
+    name = run_name(spec, overrides, varying, job=(extra_tags or {}).get("ltr.job_num"))
     with tracked_run(tracker, name, tags, parent_run_id=parent_run_id) as run_id:
         if on_run_start is not None:
             on_run_start(run_id)

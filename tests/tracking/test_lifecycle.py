@@ -91,32 +91,31 @@ def test_multirun_parent_with_children_and_best_value(tmp_path: Path) -> None:
 
 def test_failing_job_does_not_hide_the_others(tmp_path: Path) -> None:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    """Job 1 is refused by the checks (no run), job 2 fails inside LightGBM (run FAILED), job 0 runs."""
+    """Jobs 1 and 3 fail inside LightGBM (max_bin_by_feature=[63,63]: runs FAILED); jobs 0 and 2 run."""
     proc = _ltr(
-        "-m", "debug=default", "fit.early_stopping_metric=ndcg@10,ndcg@7,ndcg@5",
-        "+model.params.max_bin_by_feature=null,null,[63,63]", f"tracking.uri={uri}", cwd=tmp_path,
+        "-m", "debug=default", "fit.early_stopping_metric=ndcg@10,ndcg@5",
+        "+model.params.max_bin_by_feature=null,[63,63]", f"tracking.uri={uri}", cwd=tmp_path,
     )
     assert proc.returncode == 1
     runs = _runs(uri)
     (parent,) = [r for r in runs if r.data.tags.get("ltr.role") == "sweep"]
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
     statuses = sorted(r.info.status for r in children)
-    # 9 jobs: ndcg@7 (3 jobs) refused before a run; max_bin_by_feature=[63,63] fails in LightGBM (2 more)
-    assert statuses == ["FAILED", "FAILED"] + ["FINISHED"] * 4, statuses
-    assert parent.data.metrics["sweep/n_jobs"] == 9
-    assert parent.data.metrics["sweep/n_failed"] == 5
+    assert statuses == ["FAILED", "FAILED", "FINISHED", "FINISHED"], statuses
+    metrics = parent.data.metrics
+    assert (metrics["sweep/n_jobs"], metrics["sweep/n_finished"], metrics["sweep/n_failed"]) == (4, 2, 2)
+    assert (metrics["sweep/n_refused"], metrics["sweep/n_killed"], metrics["sweep/n_not_run"]) == (0, 0, 0)
+    assert "sweep: 4 jobs: 2 finished, 2 failed\n" in proc.stdout  # the table's counts are the last line's
     summary = proc.stderr.strip().splitlines()[-1]
-    assert summary.startswith("ltr: sweep of 9 jobs: 4 finished, 2 failed, 3 refused; parent run http"), summary
+    assert summary.startswith("ltr: sweep of 4 jobs: 2 finished, 2 failed, 0 refused; parent run http"), summary
     assert parent.info.run_id in summary
     finished = [r for r in children if r.info.status == "FINISHED"]
-    top = max(r.data.metrics["valid/ndcg_at_10"] for r in finished)  # jobs repeat: equal values tie
+    top = max(r.data.metrics["valid/ndcg_at_10"] for r in finished)
     best_ids = {r.info.run_id for r in finished if r.data.metrics["valid/ndcg_at_10"] == top}
     best_url = summary.rsplit("; best run ", 1)[1]
     assert best_url.startswith(f"http://127.0.0.1:5000/#/experiments/{parent.info.experiment_id}/runs/")
     assert best_url.split("/runs/")[1].split("?")[0] in best_ids
-    assert "ndcg@7" in proc.stdout + proc.stderr
     assert parent.info.status == "FAILED"
-    assert "ndcg@7" in parent.data.tags["ltr.error"]
     assert "max_bin_by_feature" in parent.data.tags["ltr.error"]
     assert not any(r.info.status == "RUNNING" for r in runs)
 
@@ -132,3 +131,34 @@ def test_old_file_store_mlruns_in_cwd_does_not_break_a_run(tmp_path: Path) -> No
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run,) = _runs(f"sqlite:///{tmp_path / 'mlflow.db'}")
     assert run.info.status == "FINISHED"
+
+
+def test_an_interrupted_sweep_counts_the_jobs_it_never_started(tmp_path: Path) -> None:
+    """Ctrl-C in job 0 of 3: the parent is KILLED and counts 1 killed, 2 not run (3 jobs, not 1)."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    MlflowTracker(uri, "ltr")  # create the store first, so polling it never races its creation
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ltr", "train", "-m", "seed=1,2,3", f"tracking.uri={uri}", "fit.num_boost_round=100000",
+         "fit.early_stopping_rounds=null", "model.learning_rate=0.001"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:  # wait until job 0's run exists and trains
+            if any("mlflow.parentRunId" in r.data.tags and r.info.status == "RUNNING" for r in _runs(uri)):
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail("job 0 never started")
+        time.sleep(2.0)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr[-2000:]
+    (parent,) = [r for r in _runs(uri) if r.data.tags.get("ltr.role") == "sweep"]
+    assert parent.info.status == "KILLED"
+    metrics = parent.data.metrics
+    assert (metrics["sweep/n_jobs"], metrics["sweep/n_killed"], metrics["sweep/n_not_run"]) == (3, 1, 2)
+    assert "sweep: 3 jobs: 0 finished, 0 failed, 1 killed, 2 not run\n" in stdout
