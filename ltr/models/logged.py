@@ -9,7 +9,9 @@ which :attr:`LoggedRun.store` also opens on first use (logged metrics, per-query
 The model is the run's ``model_text/model.txt`` (LightGBM's text format, the trees up to the
 best round: :mod:`ltr.training.artifact`); the settings are the run's composed config
 (``config/config.yaml``) on ``ltr train``'s schemas, checked as ``ltr train`` checks them, so predictions use the run's metric conventions, strata and ranking
-step, whatever the defaults are today.
+step, whatever the defaults are today. The settings' data paths need not exist: scoring other
+data needs only the model, its feature names and the run's conventions (the run's own split,
+made again, checks its files: :func:`ltr.models.inputs.split_input`).
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ class LoggedRun:
     booster: lgb.Booster
     notes: list[str] = field(default_factory=list)
     opened: RunStore | None = field(default=None, repr=False)
+    #: the run's artifact folder when it was read without MLflow (a local store), else None
+    artifacts: Path | None = None
 
     @functools.cached_property
     def store(self) -> RunStore:
@@ -66,6 +70,17 @@ class LoggedRun:
         from ltr.tracking.runs import RunStore
 
         return RunStore(self.uri)
+
+    def text_artifact(self, path: str) -> str | None:
+        """The text of the run's artifact ``path`` (``data/fingerprint.json``), or None when the
+        run has none: read from the local folder when the run was, else through MLflow."""
+        if self.artifacts is not None:
+            found = self.artifacts / path
+            return found.read_text() if found.is_file() else None
+        try:
+            return self.store.text_artifact(self.record, path)
+        except LtrUserError:  # the run holds no such artifact
+            return None
 
     @property
     def feature_names(self) -> list[str]:
@@ -110,7 +125,8 @@ def require_finished(record: RunRecord) -> None:
 def run_spec(config_text: str, record: RunRecord) -> ExperimentSpec:
     """The run's checked settings: its logged config (``config_text``: ``config/config.yaml``)
     merged onto the schemas (the ``data`` group's by the logged ``data.kind``), checked as
-    ``ltr train`` checks."""
+    ``ltr train`` checks, but for the existence of its data paths (they may be gone: the model
+    scores other data without them)."""
     try:
         logged = OmegaConf.create(config_text)
         kind = OmegaConf.select(logged, "data.kind")
@@ -123,7 +139,7 @@ def run_spec(config_text: str, record: RunRecord) -> ExperimentSpec:
         raise LtrUserError(f"the logged config of run {record.short_id} does not fit ltr's schemas: {one_line(exc)}") from exc
     if not isinstance(merged, DictConfig):  # pragma: no cover - the merge of two mappings
         raise LtrUserError(f"the logged config of run {record.short_id} is not a mapping")
-    return check_config(merged)
+    return check_config(merged, paths=False)
 
 
 def load_run(ref: str, *, tracking_uri: str | None = None, experiment: str = "ltr") -> LoggedRun:
@@ -160,7 +176,7 @@ def _load_local(local: LocalRun) -> LoggedRun | None:
     if config is None or model is None:
         return None
     spec = run_spec(config.read_text(), local.record)
-    return LoggedRun(local.record, local.uri, spec, _booster(model, local.record), local.notes)
+    return LoggedRun(local.record, local.uri, spec, _booster(model, local.record), local.notes, artifacts=local.artifacts)
 
 
 def _booster(path: Path, record: RunRecord) -> lgb.Booster:
