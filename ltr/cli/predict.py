@@ -1,6 +1,7 @@
 """``ltr predict RUN (--data FILE... | --split test)``: score data with a run's model, ranked as the run ranked.
 
-RUN is a run id, id prefix or run name (as ``ltr compare`` takes it). The model is the run's (the
+RUN is a run id, id prefix or run name (as ``ltr compare`` takes it), or a registered model
+(``models:/NAME@ALIAS``, ``models:/NAME/VERSION``: the run that logged it). The model is the run's (the
 trees up to its best round); the data is read with the readers and checks of ``ltr train``
 (Parquet streamed in batches of whole queries, or with ``--dask`` one task per file on Dask workers); the run's ranking step (re-ranking) is applied;
 with labels in the data the run's stratified table is printed. Outputs are written whole or not
@@ -29,7 +30,10 @@ if TYPE_CHECKING:
 
 def build_parser() -> OneLineParser:
     parser = OneLineParser(prog="ltr predict", description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("run", metavar="RUN", help="run id, id prefix or run name")
+    parser.add_argument(
+        "run", metavar="RUN",
+        help="run id, id prefix or run name, or a model ltr promote registered (models:/NAME@ALIAS, models:/NAME/VERSION)",
+    )
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
         "--data", nargs="+", type=Path, metavar="FILE",

@@ -222,8 +222,8 @@ def _read_for_model(run: LoggedRun, path: Path, text: bool, **options: Any) -> R
             raise
         index, line, source, width = found.groups()
         raise DataError(
-            f"feature index {index} at line {line} of {source} is above the {width} features the model of run "
-            f"{run.label} takes (f1 .. f{width}): the file is not laid out as the run's data; fix the index, "
+            f"feature index {index} at line {line} of {source} is above n_features={width}, the width of the model "
+            f"of run {run.label} (f1 .. f{width}): the file is not laid out as the run's data; fix the index, "
             "or score it with a model trained on its features"
         ) from None
 

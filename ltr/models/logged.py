@@ -32,6 +32,7 @@ from ltr.config.data import DATA_OPTIONS
 from ltr.errors import LtrUserError
 from ltr.experiment.checks import check_config
 from ltr.experiment.spec import ExperimentSpec
+from ltr.models.registered import is_registered, registered_run
 from ltr.tracking import find_tracking_uri
 from ltr.tracking.local_runs import LocalRun, find_local_run
 from ltr.tracking.records import RunRecord
@@ -144,7 +145,8 @@ def run_spec(config_text: str, record: RunRecord) -> ExperimentSpec:
 
 def load_run(ref: str, *, tracking_uri: str | None = None, experiment: str = "ltr") -> LoggedRun:
     """The finished run ``ref`` names (run id, id prefix or run name, as ``ltr compare`` takes
-    them) in the store ``tracking_uri`` (default: :func:`ltr.tracking.find_tracking_uri`), with
+    them; or a registered model, ``models:/NAME@ALIAS`` / ``models:/NAME/VERSION``, for the run
+    that logged it: :mod:`ltr.models.registered`) in the store ``tracking_uri`` (default: :func:`ltr.tracking.find_tracking_uri`), with
     its model and settings.
 
     Raises
@@ -154,20 +156,33 @@ def load_run(ref: str, *, tracking_uri: str | None = None, experiment: str = "lt
         does not matter: every run logs ``model_text/model.txt``), in one line.
     """
     uri = find_tracking_uri(tracking_uri)
+    registered: list[str] = []
+    opened: RunStore | None = None
+    if is_registered(ref):  # models:/NAME@ALIAS or models:/NAME/VERSION: its run, through MLflow
+        opened = _open_store(uri)
+        ref, note = registered_run(ref, opened)
+        registered.append(note)
     local = find_local_run(uri, ref, experiment=experiment)
     if local is not None:
         loaded = _load_local(local)
         if loaded is not None:
+            loaded.notes[:0] = registered
             return loaded
-    from ltr.tracking.runs import RunStore
-
-    store = RunStore(uri)
+    store = opened or _open_store(uri)
+    store.notes[:0] = registered
     record = store.resolve(ref, experiment=experiment)
     require_finished(record)
     spec = run_spec(store.text_artifact(record, "config/config.yaml"), record)
     with tempfile.TemporaryDirectory() as tmp:
         booster = _booster(store.download(record, MODEL_TEXT, tmp), record)
     return LoggedRun(record, store.uri, spec, booster, store.notes, store)
+
+
+def _open_store(uri: str) -> RunStore:
+    """The store through MLflow (imported here: a local finished run is read without it)."""
+    from ltr.tracking.runs import RunStore
+
+    return RunStore(uri)
 
 
 def _load_local(local: LocalRun) -> LoggedRun | None:

@@ -40,7 +40,6 @@ from ltr.errors import DataError, LtrUserError
 from ltr.models.predict import Prediction, ScoredBatch
 
 
-
 def check_target(path: Path, option: str) -> Path:
     """``path`` as an output, checked before any input is read (one line each): not a folder,
     not an existing file that is not a regular file (a device or a pipe: the rename into place

@@ -222,7 +222,7 @@ def test_a_wider_text_file_is_refused_at_the_models_width(
     assert ltr_main(["predict", RUN, "--data", str(wide), "--tracking-uri", uri]) == 2
     error = _one_error(capsys)
     assert "feature index 60 at line 5 of" in error
-    assert "the 7 features the model of run" in error
+    assert "is above n_features=7, the width of the model of run" in error
     assert "raise n_features" not in error
 
 
@@ -239,3 +239,24 @@ def test_per_query_csv_is_written_as_csv(store: tuple[str, Path], tmp_path: Path
     floats = [c for c in want.columns if want[c].dtype.kind == "f"]
     assert floats
     pd.testing.assert_frame_equal(got[floats], want[floats], check_exact=True)
+
+
+def test_a_registered_model_names_the_run_that_logged_it(
+    store: tuple[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``models:/NAME@ALIAS`` and ``models:/NAME/VERSION`` (what ``ltr promote`` made) score as
+    the run itself, byte for byte; an alias or model that does not exist is one line."""
+    uri, folder = store
+    assert ltr_main(["promote", RUN, "--name", "guarded", "--tracking-uri", uri]) == 0
+    written = {}
+    for ref in (RUN, "models:/guarded@champion", "models:/guarded/1"):
+        out = tmp_path / f"{len(written)}.txt"
+        assert ltr_main(["predict", ref, "--data", str(folder / "new.txt"), "--out", str(out), "--tracking-uri", uri]) == 0
+        written[ref] = out.read_bytes()
+    printed = capsys.readouterr().out
+    assert "models:/guarded@champion is version 1 of 'guarded'" in printed
+    assert written["models:/guarded@champion"] == written[RUN]
+    assert written["models:/guarded/1"] == written[RUN]
+    for ref in ("models:/guarded@nobody", "models:/nothing/1", "models:/guarded"):
+        assert ltr_main(["predict", ref, "--data", str(folder / "new.txt"), "--tracking-uri", uri]) == 2
+        assert ref in _one_error(capsys)
