@@ -1,10 +1,12 @@
 """``ltr predict RUN (--data FILE... | --split test)``: score data with a run's model, ranked as the run ranked.
 
-RUN is a run id, id prefix or run name (as ``ltr compare`` takes it). The model is the run's (the
+RUN is a run id, id prefix or run name (as ``ltr compare`` takes it), or a registered model
+(``models:/NAME@ALIAS``, ``models:/NAME/VERSION``: the run that logged it). The model is the run's (the
 trees up to its best round); the data is read with the readers and checks of ``ltr train``
 (Parquet streamed in batches of whole queries, or with ``--dask`` one task per file on Dask workers); the run's ranking step (re-ranking) is applied;
 with labels in the data the run's stratified table is printed. Outputs are written whole or not
-at all. The work is :mod:`ltr.models`, imported after the arguments are parsed (``--help`` and an
+at all; an output that cannot be written, or that names an input, is refused before anything is
+read. The work is :mod:`ltr.models`, imported after the arguments are parsed (``--help`` and an
 argument error import none of it); this module parses and prints.
 """
 
@@ -28,7 +30,10 @@ if TYPE_CHECKING:
 
 def build_parser() -> OneLineParser:
     parser = OneLineParser(prog="ltr predict", description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("run", metavar="RUN", help="run id, id prefix or run name")
+    parser.add_argument(
+        "run", metavar="RUN",
+        help="run id, id prefix or run name, or a model ltr promote registered (models:/NAME@ALIAS, models:/NAME/VERSION)",
+    )
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
         "--data", nargs="+", type=Path, metavar="FILE",
@@ -41,7 +46,7 @@ def build_parser() -> OneLineParser:
     )
     parser.add_argument("--out", type=Path, help="write one model score per row, in input order")
     parser.add_argument("--trec-run", type=Path, help="write a TREC run (qid Q0 docno rank score tag), the run's order")
-    parser.add_argument("--per-query", type=Path, help="write the per-query table (Parquet; needs labels)")
+    parser.add_argument("--per-query", type=Path, help="write the per-query table (needs labels): CSV for a .csv name, else Parquet")
     parser.add_argument("--batch-rows", type=int, default=None, help="rows per batch of a Parquet input (default 100000)")
     parser.add_argument("--qid-column", default=None, help="Parquet/CSV query id column (default: the run's, else qid)")
     parser.add_argument("--label-column", default=None, help="Parquet/CSV label column (default: the run's, else label)")
@@ -74,14 +79,15 @@ def _run(args: argparse.Namespace) -> int:
     from ltr.models.inputs import DEFAULT_BATCH_ROWS, open_input, split_input
     from ltr.models.logged import load_run
     from ltr.models.on_workers import dask_input
-    from ltr.models.outputs import PredictionFiles, check_target
+    from ltr.models.outputs import PredictionFiles, check_not_inputs, check_target
+    from ltr.models.own_split import data_paths
     from ltr.models.predict import predict_input
 
-    targets = {
-        "scores": None if args.out is None else check_target(args.out, "--out"),
-        "trec_run": None if args.trec_run is None else check_target(args.trec_run, "--trec-run"),
-        "per_query": None if args.per_query is None else check_target(args.per_query, "--per-query"),
-    }
+    if args.batch_rows is not None and args.batch_rows < 1:
+        raise LtrUserError(f"--batch-rows={args.batch_rows} must be >= 1")
+    named = {option: path for option, path in (("--out", args.out), ("--trec-run", args.trec_run), ("--per-query", args.per_query)) if path is not None}
+    checked = {option: check_target(path, option) for option, path in named.items()}
+    targets = {"scores": checked.get("--out"), "trec_run": checked.get("--trec-run"), "per_query": checked.get("--per-query")}
     if not args.dask and (args.workers is not None or args.threads_per_worker is not None or args.scheduler is not None):
         raise LtrUserError("--workers, --threads-per-worker and --scheduler go with --dask")
     if args.dask and args.split is not None:
@@ -89,11 +95,15 @@ def _run(args: argparse.Namespace) -> int:
     for option, value in (("--workers", args.workers), ("--threads-per-worker", args.threads_per_worker)):
         if value is not None and value < 1:
             raise LtrUserError(f"{option}={value} must be >= 1")
-    if len({p.resolve() for p in targets.values() if p is not None}) < len([p for p in targets.values() if p is not None]):
+    if len({p.resolve() for p in checked.values()}) < len(checked):
         raise LtrUserError("--out, --trec-run and --per-query must name different files")
+    if args.data is not None:
+        check_not_inputs(checked, args.data)
     run = load_run(args.run, tracking_uri=args.tracking_uri, experiment=args.experiment)
     for note in run.notes:
         print(f"ltr: {note}")
+    if args.split is not None:
+        check_not_inputs(checked, data_paths(run))  # the files the split is made from
     workers = None
     if args.dask:
         workers = dask_input(
@@ -105,7 +115,7 @@ def _run(args: argparse.Namespace) -> int:
         source = split_input(run, args.split)
     else:
         source = open_input(
-            run, args.data, fmt=args.format, batch_rows=args.batch_rows or DEFAULT_BATCH_ROWS,
+            run, args.data, fmt=args.format, batch_rows=DEFAULT_BATCH_ROWS if args.batch_rows is None else args.batch_rows,
             qid_column=args.qid_column, label_column=args.label_column, doc_id_column=args.doc_id_column,
         )
     if targets["per_query"] is not None and not source.labelled:

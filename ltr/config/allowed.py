@@ -124,19 +124,23 @@ def allowed_of(f: dataclasses.Field[Any]) -> Allowed | None:
     return found if isinstance(found, Allowed) else None
 
 
-def problems(config: Any, prefix: str = "") -> list[str]:
+def problems(config: Any, prefix: str = "", *, paths: bool = True) -> list[str]:
     """``key=value: why`` of every field of the dataclass instance ``config`` (nested ones
-    included, keys dotted from ``prefix``) whose value its :class:`Allowed` refuses."""
+    included, keys dotted from ``prefix``) whose value its :class:`Allowed` refuses.
+    ``paths=False``: a path that does not exist (``exists``) is not a problem (a logged run's
+    settings, whose data files may be gone: ``ltr predict --data``)."""
     out: list[str] = []
     for f in dataclasses.fields(config):
         value = getattr(config, f.name)
         key = f"{prefix}{f.name}"
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            out += problems(value, f"{key}.")
+            out += problems(value, f"{key}.", paths=paths)
             continue
         rule = allowed_of(f)
         if rule is None or value is None:
             continue
+        if rule.exists and not paths:
+            rule = dataclasses.replace(rule, exists=False)
         problem = rule.problem(value)
         if problem:
             shown = list(value) if isinstance(value, Sequence) and not isinstance(value, str) else value

@@ -57,8 +57,9 @@ from ltr.training.settings import (
 log = logging.getLogger(__name__)
 
 
-def check_config(cfg: DictConfig) -> ExperimentSpec:
-    """The checked, typed spec of a composed ``ltr train`` config.
+def check_config(cfg: DictConfig, *, paths: bool = True) -> ExperimentSpec:
+    """The checked, typed spec of a composed ``ltr train`` config. ``paths=False``: data paths
+    need not exist (a logged run's settings, read to score other data: :mod:`ltr.models.logged`).
 
     Raises
     ------
@@ -66,7 +67,7 @@ def check_config(cfg: DictConfig) -> ExperimentSpec:
         One line naming the config key, for the first rule the config breaks.
     """
     config = _typed(cfg)
-    check_schema(cfg, config)
+    check_schema(cfg, config, paths=paths)
     ks = _check_ks(config.eval)
     strata = _check_strata(config.eval)
     conventions = _check_conventions(config.eval)
@@ -133,7 +134,7 @@ def check_data(spec: ExperimentSpec, splits: Splits | None, *, n_features: int |
         _check_categories(rerank, splits)
 
 
-def check_schema(cfg: DictConfig, config: TrainConfig) -> None:
+def check_schema(cfg: DictConfig, config: TrainConfig, *, paths: bool = True) -> None:
     """The rules every config dataclass declares: no key the schemas lack (a ``+key=`` override
     is checked as any other; the free maps ``model.params`` and ``eval.composite`` excepted), and
     every field's allowed values (:mod:`ltr.config.allowed`). Then a setting that cannot take
@@ -142,7 +143,7 @@ def check_schema(cfg: DictConfig, config: TrainConfig) -> None:
     if unknown:
         key, known = unknown[0]
         raise LtrUserError(unknown_key_message(key, known, data_option=data_option_of(OmegaConf.get_type(cfg.data))))
-    found = problems(config)
+    found = problems(config, paths=paths)
     if found:
         raise LtrUserError(found[0])
     for warning in inactive_settings(config):

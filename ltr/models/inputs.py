@@ -24,22 +24,25 @@
   run and the per-query table carry them).
 - **Text** (LETOR/SVMlight, LightGBM with ``.query``) and **CSV** are read whole by the readers
   ``ltr train`` uses (same checks, same errors), then scored as one batch; a feature index beyond
-  the model's width is refused there. Text has no columns: its doc ids are its ``# docid = X``
+  the model's width is refused there, in a line saying the file is not laid out for the model. Text has no columns: its doc ids are its ``# docid = X``
   comments, and a ``--doc-id-column`` given for it is refused in one line, never ignored (the
   run's ``data.doc_id_column`` is not asked for: it is left aside).
 - **A run's split** (``valid`` / ``test``): the data the run was trained and evaluated on, made
-  again from its config (synthetic data regenerated from its seed, files read again).
+  again from its config (synthetic data regenerated from its seed, files read again) and refused
+  when its fingerprint is not the one the run logged (:mod:`ltr.models.own_split`).
 
-Rows of one query must be contiguous (as for training): a query met again later is refused.
+Rows of one query must be contiguous (as for training): a query met again later is refused; a
+file given twice (by two paths, or in a folder given too) is refused first, as given twice.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -58,9 +61,9 @@ from ltr.data.table_features import RowNames, feature_matrix, is_numeric
 from ltr.data.table_qids import qids_are_ids, query_numbers, refuse_string_qids
 from ltr.data.validate import run_starts
 from ltr.errors import DataError, LtrUserError
-from ltr.experiment.sources import InMemorySource, open_source
 from ltr.metrics.table import largest_gain
 from ltr.models.logged import LoggedRun
+from ltr.models.own_split import own_split
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +110,20 @@ def parquet_files(paths: Sequence[Path]) -> list[Path]:
             files.append(path)
         else:
             raise DataError(f"data file {path} does not exist; check the path")
+    given_once(files)
     return files
+
+
+def given_once(files: Sequence[Path]) -> None:
+    """Refuse a data file given twice (by the same or another path, or in a folder given too) in
+    one line: its queries would be scored twice (and refused as not contiguous)."""
+    seen: dict[Path, Path] = {}
+    for path in files:
+        key = path.resolve()
+        if key in seen:
+            again = "" if str(seen[key]) == str(path) else f" (as {seen[key]} and {path})"
+            raise LtrUserError(f"data file {path} is given twice{again}; give each file once")
+        seen[key] = path
 
 
 class Columns(NamedTuple):
@@ -170,6 +186,7 @@ def open_input(
     for f in files:
         if not f.is_file():
             raise DataError(f"data file {f} does not exist; check the path")
+    given_once(files)
     options = {k: v for k, v in reader_options(data_cfg).items() if k in ("integer_labels", "max_label", "max_list_len", "delimiter")}
     text = fmt in ("auto", "letor", "svmlight", "lightgbm") and all(detect_format(f) != "csv" for f in files)
     if text and asked_by is not None and doc_id_column is not None:  # never ignored: refused
@@ -178,8 +195,8 @@ def open_input(
         headers = [(f, table_columns(f, kind="csv", delimiter=options.get("delimiter"))) for f in files]
         doc_id_column = column_of_files(doc_id_column, headers, asked_by=asked_by)
     parts = [
-        read_ranking_file(
-            f, format=fmt, n_features=run.n_features if text else None, qid_column=qid_column,
+        _read_for_model(
+            run, f, text, format=fmt, n_features=run.n_features if text else None, qid_column=qid_column,
             label_column=label_column, feature_columns=None if text else run.feature_names,
             doc_id_column=None if text else doc_id_column, **options,
         )
@@ -189,21 +206,38 @@ def open_input(
     return PredictInput(", ".join(str(f) for f in files), lambda: iter([data]), True, data.n_rows, None)
 
 
+#: The text reader's line on a feature index above the width it was given (``n_features``).
+_ABOVE_WIDTH = re.compile(r"^feature index (\d+) at line (\d+) of (.+) is above n_features=(\d+); raise n_features or fix the index$")
+
+
+def _read_for_model(run: LoggedRun, path: Path, text: bool, **options: Any) -> RankingData:
+    """One file read as ``ltr train`` reads it, at the model's width; a text file's feature index
+    above that width is one line saying the file is not for this model (the width is the model's:
+    there is no ``n_features`` to raise)."""
+    try:
+        return read_ranking_file(path, **options)
+    except DataError as exc:
+        found = _ABOVE_WIDTH.match(str(exc)) if text else None
+        if found is None:
+            raise
+        index, line, source, width = found.groups()
+        raise DataError(
+            f"feature index {index} at line {line} of {source} is above n_features={width}, the width of the model "
+            f"of run {run.label} (f1 .. f{width}): the file is not laid out as the run's data; fix the index, "
+            "or score it with a model trained on its features"
+        ) from None
+
+
 def _concat(parts: list[RankingData]) -> RankingData:
     width = max(p.n_features for p in parts)
     return concat_ranking_data([widen(p, width) for p in parts], name=parts[0].name)
 
 
 def split_input(run: LoggedRun, split: str) -> PredictInput:
-    """The run's own ``split`` (``valid`` or ``test``), with the labels its evaluation used."""
-    if split not in ("train", "valid", "test"):
-        raise LtrUserError(f"--split={split!r} is not one of train, valid, test")
-    source = open_source(run.spec)
-    if not isinstance(source, InMemorySource):
-        raise LtrUserError(
-            f"run {run.label} read its data on Dask workers (data={source.name}): pass --data <data.root>/{split}"
-        )
-    data: RankingData = getattr(source.evaluation, split)
+    """The run's own ``split`` (``train``, ``valid`` or ``test``), with the labels its evaluation
+    used, made again from its config and refused when it is not the data the run logged
+    (:func:`ltr.models.own_split.own_split`: its fingerprint)."""
+    data = own_split(run, split)
     return PredictInput(f"the {split} split of run {run.label}", lambda: iter([data]), True, data.n_rows, None)
 
 

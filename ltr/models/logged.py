@@ -9,7 +9,9 @@ which :attr:`LoggedRun.store` also opens on first use (logged metrics, per-query
 The model is the run's ``model_text/model.txt`` (LightGBM's text format, the trees up to the
 best round: :mod:`ltr.training.artifact`); the settings are the run's composed config
 (``config/config.yaml``) on ``ltr train``'s schemas, checked as ``ltr train`` checks them, so predictions use the run's metric conventions, strata and ranking
-step, whatever the defaults are today.
+step, whatever the defaults are today. The settings' data paths need not exist: scoring other
+data needs only the model, its feature names and the run's conventions (the run's own split,
+made again, checks its files: :func:`ltr.models.inputs.split_input`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from ltr.config.data import DATA_OPTIONS
 from ltr.errors import LtrUserError
 from ltr.experiment.checks import check_config
 from ltr.experiment.spec import ExperimentSpec
+from ltr.models.registered import is_registered, registered_run
 from ltr.tracking import find_tracking_uri
 from ltr.tracking.local_runs import LocalRun, find_local_run
 from ltr.tracking.records import RunRecord
@@ -57,6 +60,8 @@ class LoggedRun:
     booster: lgb.Booster
     notes: list[str] = field(default_factory=list)
     opened: RunStore | None = field(default=None, repr=False)
+    #: the run's artifact folder when it was read without MLflow (a local store), else None
+    artifacts: Path | None = None
 
     @functools.cached_property
     def store(self) -> RunStore:
@@ -66,6 +71,17 @@ class LoggedRun:
         from ltr.tracking.runs import RunStore
 
         return RunStore(self.uri)
+
+    def text_artifact(self, path: str) -> str | None:
+        """The text of the run's artifact ``path`` (``data/fingerprint.json``), or None when the
+        run has none: read from the local folder when the run was, else through MLflow."""
+        if self.artifacts is not None:
+            found = self.artifacts / path
+            return found.read_text() if found.is_file() else None
+        try:
+            return self.store.text_artifact(self.record, path)
+        except LtrUserError:  # the run holds no such artifact
+            return None
 
     @property
     def feature_names(self) -> list[str]:
@@ -110,7 +126,8 @@ def require_finished(record: RunRecord) -> None:
 def run_spec(config_text: str, record: RunRecord) -> ExperimentSpec:
     """The run's checked settings: its logged config (``config_text``: ``config/config.yaml``)
     merged onto the schemas (the ``data`` group's by the logged ``data.kind``), checked as
-    ``ltr train`` checks."""
+    ``ltr train`` checks, but for the existence of its data paths (they may be gone: the model
+    scores other data without them)."""
     try:
         logged = OmegaConf.create(config_text)
         kind = OmegaConf.select(logged, "data.kind")
@@ -123,12 +140,13 @@ def run_spec(config_text: str, record: RunRecord) -> ExperimentSpec:
         raise LtrUserError(f"the logged config of run {record.short_id} does not fit ltr's schemas: {one_line(exc)}") from exc
     if not isinstance(merged, DictConfig):  # pragma: no cover - the merge of two mappings
         raise LtrUserError(f"the logged config of run {record.short_id} is not a mapping")
-    return check_config(merged)
+    return check_config(merged, paths=False)
 
 
 def load_run(ref: str, *, tracking_uri: str | None = None, experiment: str = "ltr") -> LoggedRun:
     """The finished run ``ref`` names (run id, id prefix or run name, as ``ltr compare`` takes
-    them) in the store ``tracking_uri`` (default: :func:`ltr.tracking.find_tracking_uri`), with
+    them; or a registered model, ``models:/NAME@ALIAS`` / ``models:/NAME/VERSION``, for the run
+    that logged it: :mod:`ltr.models.registered`) in the store ``tracking_uri`` (default: :func:`ltr.tracking.find_tracking_uri`), with
     its model and settings.
 
     Raises
@@ -138,14 +156,20 @@ def load_run(ref: str, *, tracking_uri: str | None = None, experiment: str = "lt
         does not matter: every run logs ``model_text/model.txt``), in one line.
     """
     uri = find_tracking_uri(tracking_uri)
+    registered: list[str] = []
+    opened: RunStore | None = None
+    if is_registered(ref):  # models:/NAME@ALIAS or models:/NAME/VERSION: its run, through MLflow
+        opened = _open_store(uri)
+        ref, note = registered_run(ref, opened)
+        registered.append(note)
     local = find_local_run(uri, ref, experiment=experiment)
     if local is not None:
         loaded = _load_local(local)
         if loaded is not None:
+            loaded.notes[:0] = registered
             return loaded
-    from ltr.tracking.runs import RunStore
-
-    store = RunStore(uri)
+    store = opened or _open_store(uri)
+    store.notes[:0] = registered
     record = store.resolve(ref, experiment=experiment)
     require_finished(record)
     spec = run_spec(store.text_artifact(record, "config/config.yaml"), record)
@@ -154,13 +178,20 @@ def load_run(ref: str, *, tracking_uri: str | None = None, experiment: str = "lt
     return LoggedRun(record, store.uri, spec, booster, store.notes, store)
 
 
+def _open_store(uri: str) -> RunStore:
+    """The store through MLflow (imported here: a local finished run is read without it)."""
+    from ltr.tracking.runs import RunStore
+
+    return RunStore(uri)
+
+
 def _load_local(local: LocalRun) -> LoggedRun | None:
     """The run read without MLflow; None when an artifact is missing (MLflow then says which)."""
     config, model = local.artifact("config/config.yaml"), local.artifact(MODEL_TEXT)
     if config is None or model is None:
         return None
     spec = run_spec(config.read_text(), local.record)
-    return LoggedRun(local.record, local.uri, spec, _booster(model, local.record), local.notes)
+    return LoggedRun(local.record, local.uri, spec, _booster(model, local.record), local.notes, artifacts=local.artifacts)
 
 
 def _booster(path: Path, record: RunRecord) -> lgb.Booster:
