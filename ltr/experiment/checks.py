@@ -76,7 +76,7 @@ def check_config(cfg: DictConfig, *, paths: bool = True) -> ExperimentSpec:
     _check_eval(config.eval)
     early_stopping_metric = _check_fit(config.fit, ks)
     _check_model(config.model)
-    _check_feature_params(config)
+    _check_feature_params(config, files=paths)
     _check_trainer(config)
     _check_rerank(config)
     _check_labels(config)
@@ -315,15 +315,16 @@ def _check_model(model: ModelConfig) -> None:
     check_model_config(model)
 
 
-def _check_feature_params(config: TrainConfig) -> None:
+def _check_feature_params(config: TrainConfig, *, files: bool) -> None:
     """LightGBM's per-feature parameters against the feature count the data option fixes, if it
     fixes one (synthetic data, ``data.n_features``, a table's ``data.feature_columns``); else
-    their values and files only, and :func:`check_data` checks the count once the data is read."""
+    their values and files only (``files``: the files they name too), and :func:`check_data`
+    checks the count once the data is read."""
     width = configured_width(config.data)
     if width is None:
-        check_feature_params(config.model.params, None)
+        check_feature_params(config.model.params, None, files=files)
     else:
-        check_feature_params(config.model.params, width.n_features, source=width.source)
+        check_feature_params(config.model.params, width.n_features, source=width.source, files=files)
 
 
 def _check_trainer(config: TrainConfig) -> None:

@@ -60,12 +60,16 @@ def feature_param_keys(params: Mapping[str, Any]) -> dict[str, str]:
     return {key: names[key] for key in params if names.get(key) in FEATURE_PARAMS}
 
 
-def check_feature_params(params: Mapping[str, Any], n_features: int | None, *, source: str = "") -> None:
+def check_feature_params(
+    params: Mapping[str, Any], n_features: int | None, *, source: str = "", files: bool = True
+) -> None:
     """Refuse a per-feature parameter of ``params`` (``model.params``) that does not fit data of
     ``n_features`` columns (None: not known yet; only the values and files are checked).
 
     ``source``: where the count comes from, for the message (``data.n_features``). An empty list
-    is LightGBM's "not set" and passes.
+    is LightGBM's "not set" and passes. ``files=False``: the files a parameter names
+    (``forcedsplits_filename``) are not read (a logged run's settings, read to score new data:
+    the trained model needs them no more).
 
     Raises
     ------
@@ -83,7 +87,7 @@ def check_feature_params(params: Mapping[str, Any], n_features: int | None, *, s
         elif name == "categorical_feature":
             if not (isinstance(value, str) and value.strip().startswith("name:")):  # by column name
                 _check_indices(key, _entries(value), n_features, source)
-        else:
+        elif files:
             _check_feature_file(key, name, value, n_features, source)
 
 
