@@ -45,6 +45,16 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--data", type=Path, help="a ranking data file in any format ltr reads")
     src.add_argument("--scores", type=Path, help="one score per row of --data")
     src.add_argument(
+        "--qid-column", default="qid", metavar="NAME",
+        help="--data as a Parquet / CSV table: its query id column (default qid); only it and the "
+        "label column are read",
+    )  # fmt: skip
+    src.add_argument("--label-column", default="label", metavar="NAME", help="the table's label column (default label)")
+    src.add_argument(
+        "--n-features", type=int, metavar="N",
+        help="--data as a text file: its width, for feature indices beyond 1,000,000 (hashed features)",
+    )  # fmt: skip
+    src.add_argument(
         "--missing-topics",
         choices=("empty", "skip", "error"),
         default="empty",
@@ -160,6 +170,9 @@ def main(argv: list[str] | None = None) -> int:
         max_docs=args.max_docs,
         per_query=args.per_query,
         measures=args.measure,
+        qid_column=args.qid_column,
+        label_column=args.label_column,
+        n_features=args.n_features,
     )
     if args.json:
         print(dumps(result.summary))

@@ -61,7 +61,8 @@ def read_table(
     path : the file
     kind : ``"parquet"`` or ``"csv"``
     qid_column, label_column : names of the query id and graded label columns
-    feature_columns : feature column names in order; None: all other columns
+    feature_columns : feature column names in order; None: all other columns; empty: none (a
+        table read for its labels and queries only, e.g. to evaluate scores given beside it)
     delimiter : CSV field separator; None: tab for ``.tsv`` files, else comma
     n_features : if given, the number of feature columns must equal it
     position_column : name of a column of logged 0-based positions (never a feature); None: the
@@ -110,6 +111,7 @@ def read_table(
                 f"{path} has no behaviour column {col!r} (columns: {', '.join(names[:20])}); fix "
                 "data.behaviour_columns, or the recipe in data.label_recipes that needs it"
             )
+    no_features = feature_columns is not None and len(feature_columns) == 0  # asked for none (evaluation)
     if feature_columns is None:
         reserved = {qid_column, label_column, position_column, doc_id_column, *behaviour_columns}
         feature_columns = [c for c in names if c not in reserved]
@@ -136,7 +138,7 @@ def read_table(
                 f"doc id column {doc_id_column!r} of {path} is also in data.feature_columns; "
                 "a document id is not a feature: leave it out of data.feature_columns"
             )
-    if not feature_columns:
+    if not feature_columns and not no_features:
         raise DataError(f"{path} has no feature columns besides {qid_column!r} and {label_column!r}")
     if n_features is not None and len(feature_columns) != n_features:
         raise DataError(f"{path} has {len(feature_columns)} feature columns, expected n_features={n_features}")

@@ -132,8 +132,15 @@ def evaluate_rankings(
     max_docs: int | None = None,
     per_query: str | Path | None = None,
     measures: Sequence[str] | str | None = None,
+    qid_column: str = "qid",
+    label_column: str = "label",
+    n_features: int | None = None,
 ) -> RankingEvaluation:
     """Evaluate ``run`` against ``qrels``, or ``scores`` (one per row) against ``data``.
+
+    ``data`` is read for its queries and labels only: a Parquet / CSV table's ``qid_column`` and
+    ``label_column`` (its other columns are never read), a text file's ``qid:`` and labels
+    (``n_features``: the width of a text file whose feature indices go beyond 1,000,000).
 
     The options are ``ltr evaluate``'s (``ltr evaluate --help``); ``label_gain`` and ``strata``
     may be sequences or the command line's comma-separated text; ``per_query`` writes the
@@ -191,8 +198,9 @@ def evaluate_rankings(
             )  # fmt: skip
         elif data_pair is not None:
             columns = _evaluate_data(
-                *data_pair, ks, conventions, err_max_grade=err_max_grade, full_ap=full_ap
-            )
+                *data_pair, ks, conventions, err_max_grade=err_max_grade, full_ap=full_ap,
+                qid_column=qid_column, label_column=label_column, n_features=n_features,
+            )  # fmt: skip
     except ValueError as exc:  # a convention that does not fit the data (e.g. label_gain)
         raise LtrUserError(str(exc)) from None
     note = low_idcg_note(columns, max(ks)) if "ndcg" in names else None  # from the columns of every measure
@@ -304,13 +312,25 @@ def _evaluate_data(
     *,
     err_max_grade: int | None,
     full_ap: bool = True,
+    qid_column: str = "qid",
+    label_column: str = "label",
+    n_features: int | None = None,
 ) -> dict[str, NDArray[Any]]:
     if conventions.ties == "docno_desc":
         raise LtrUserError("--ties docno_desc needs docnos: use it with --qrels and --run")
     # ltr's file readers (their doc ids are pyarrow arrays) only for --data: not for TREC input
     from ltr.data.readers import read_ranking_file
 
-    data = read_ranking_file(data_path, max_label=None)
+    is_table = any(s in (".parquet", ".csv", ".tsv") for s in data_path.suffixes)
+    if n_features is not None and is_table:
+        raise LtrUserError(f"--n-features is the width of a text file; {data_path} is a table (its features are not read)")
+    try:
+        data = read_ranking_file(
+            data_path, max_label=None, qid_column=qid_column, label_column=label_column,
+            feature_columns=[], n_features=n_features,
+        )  # fmt: skip
+    except DataError as exc:  # the reader's advice names training's config keys: here they are flags
+        raise DataError(_as_flags(str(exc))) from None
     if isinstance(scores, str | Path):
         values, where = read_scores(Path(scores)), f"scores file {scores}"
     else:
@@ -328,6 +348,17 @@ def _evaluate_data(
     if data.qid_names is not None:  # the table names the queries as written, not by their numbers
         columns["qid"] = written_qids_of(columns["qid"], data.qids, data.qid_names)
     return columns
+
+
+#: The reader's advice in config keys, and the ``ltr evaluate`` flag that does the same.
+_FLAGS = {"data.qid_column=": "--qid-column ", "data.label_column=": "--label-column ", "data.n_features=": "--n-features "}
+
+
+def _as_flags(message: str) -> str:
+    """A reader's message with its config-key advice (``set data.qid_column=<name>``) as flags."""
+    for key, flag in _FLAGS.items():
+        message = message.replace(key, flag)
+    return message
 
 
 def score_array(scores: ArrayLike) -> np.ndarray[Any, np.dtype[np.float64]]:

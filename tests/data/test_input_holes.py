@@ -8,6 +8,7 @@ the numeric options of ``ltr evaluate``, and the pyarrow floor of ``pyproject.to
 
 from __future__ import annotations
 
+import json
 import re
 import time
 import tomllib
@@ -20,13 +21,14 @@ import pyarrow.csv
 import pyarrow.parquet as pq
 import pytest
 
+from ltr.cli.evaluate import main as evaluate
 from ltr.cli.main import main
 from ltr.data.arrow_matrix import BLOCK_ROWS
 from ltr.data.ranking_data import RankingData
 from ltr.data.read_text import MAX_FEATURE_INDEX, parse_svmlight
 from ltr.data.readers import read_ranking_file
 from ltr.data.validate import check_ranking_data, first_infinite
-from ltr.errors import DataError
+from ltr.errors import DataError, LtrUserError
 from tests.data.conftest import WriteFile
 
 REPO = Path(__file__).resolve().parents[2]
@@ -173,9 +175,9 @@ def test_infinite_csv_value_names_column_line_and_qid(write: WriteFile, scores: 
     path = write("qid,label,f1,f2\n1,1,0.5,1\n1,0,,2\n2,2,0.1,-inf\n", name="inf.csv")
     with pytest.raises(DataError, match=rf"feature column 'f2' of {re.escape(str(path))} has infinite value -inf at line 4 \(qid 2\)"):
         read_ranking_file(path)
-    assert_one_line_exit_2(
-        capsys, ["evaluate", "--data", str(path), "--scores", str(scores)], str(path), "'f2'", "line 4"
-    )
+    # ltr evaluate reads a table's qid and label columns only: its features are no business of an evaluation
+    assert main(["evaluate", "--data", str(path), "--scores", str(scores), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n_queries"] == 2
 
 
 @pytest.mark.parametrize(("value", "shown"), [(float("inf"), "inf"), (-1e39, "-1e+39 (beyond float32")])
@@ -391,3 +393,31 @@ def test_a_stray_text_cell_in_a_column_of_numbers_is_named_by_its_line(tmp_path:
     assert str(info.value) == (
         f"feature column 'f2' of {csv} is not numeric (type string); convert it, or leave it out of data.feature_columns"
     )
+
+
+def test_evaluate_reads_a_tables_queries_and_labels_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``ltr evaluate --data`` never reads a table's other columns (a text doc id, a URL: what a
+    real export holds), takes its qid and label columns by name, and names its flags, not
+    training's config keys, in its advice."""
+    table = tmp_path / "export.csv"
+    table.write_text("query_id,grade,docno,url\n1,1,a,http://x\n1,0,b,http://y\n2,0,c,http://z\n2,2,d,http://w\n")
+    scores = tmp_path / "s.txt"
+    scores.write_text("1\n0\n0\n1\n")  # query 1: the relevant first; query 2: the grade-2 first
+    base = ["--data", str(table), "--scores", str(scores), "--json", "--measure", "ndcg"]
+    assert evaluate([*base, "--qid-column", "query_id", "--label-column", "grade"]) == 0
+    assert json.loads(capsys.readouterr().out)["ndcg_at_10"] == 1.0
+    with pytest.raises(LtrUserError) as info:
+        evaluate([*base, "--label-column", "grade"])
+    assert str(info.value) == (
+        f"{table} has no qid column 'qid' (columns: query_id, grade, docno, url); set --qid-column <name>"
+    )
+    with pytest.raises(LtrUserError, match=r"--n-features is the width of a text file; .* is a table"):
+        evaluate([*base, "--qid-column", "query_id", "--label-column", "grade", "--n-features", "3"])
+    wide = tmp_path / "wide.txt"
+    wide.write_text("1 qid:1 2000000:1\n0 qid:1 5:1\n")
+    two = tmp_path / "two.txt"
+    two.write_text("0\n1\n")
+    with pytest.raises(LtrUserError, match=r"fix the width with --n-features N"):
+        evaluate(["--data", str(wide), "--scores", str(two), "--json"])
+    assert evaluate(["--data", str(wide), "--scores", str(two), "--json", "--n-features", "2000000", "--measure", "ndcg"]) == 0
+    assert json.loads(capsys.readouterr().out)["ndcg_at_10"] == pytest.approx(1 / np.log2(3))
