@@ -63,6 +63,12 @@ from ltr.tracking.lifecycle import (
     stop_signal_wins,
     stop_signals,
 )
+from ltr.tracking.uri import (
+    default_tracking_uri,
+    environment_variable_of,
+    find_tracking_uri,
+    redacted,
+)
 
 
 def config_groups(conf_dir: str = CONF_DIR) -> str:
@@ -150,12 +156,22 @@ def job(cfg: DictConfig) -> float:
     except LtrUserError as exc:
         raise _UserErrorInJob(exc) from exc
     if outcome.run_id:
-        local = not str(cfg.tracking.uri or "").startswith(("http://", "https://"))
-        print(
-            f"MLflow run {outcome.run_id} in experiment {cfg.tracking.experiment!r}: {outcome.run_url}"
-            + ("  (serve it with: ltr ui)" if local else "")
-        )
+        print(run_line(outcome.run_id, outcome.run_url, str(cfg.tracking.experiment), cfg.tracking.uri))
     return outcome.objective_value
+
+
+def run_line(run_id: str, run_url: str | None, experiment: str, uri: str | None) -> str:
+    """The line that ends a run: its id, experiment and page, the store it went to when that is
+    not ``./mlflow.db`` (``tracking.uri``, or the variable that named it), and how to serve it
+    (``ltr ui`` finds the store itself, else ``--uri``)."""
+    store = find_tracking_uri(uri, writing=True)
+    var = None if uri else environment_variable_of(store)
+    where = "" if store == default_tracking_uri() else f" of {redacted(store)}" + (f" (${var})" if var else "")
+    line = f"MLflow run {run_id} in experiment {experiment!r}{where}: {run_url}"
+    if store.startswith(("http://", "https://")):
+        return line
+    serve = "ltr ui" if find_tracking_uri() == store else f"ltr ui --uri {redacted(store)}"
+    return f"{line}  (serve it with: {serve})"
 
 
 def _sweep_job(cfg: DictConfig, overrides: list[str]) -> float:
