@@ -135,7 +135,7 @@ def test_predict_needs_data_or_split_and_refuses_a_wider_file(tmp_path: Path, mo
 
 
 def test_evaluate_and_compare_raise_ltr_errors_not_system_exit(tmp_path: Path) -> None:
-    with pytest.raises(LtrUserError, match="give either --qrels and --run, or --data and --scores"):
+    with pytest.raises(LtrUserError, match="give either qrels and run, or data and scores"):
         api.evaluate(qrels=tmp_path / "q")
     with pytest.raises(LtrUserError, match="no MLflow store"):
         api.compare("a", "b", tracking_uri=f"sqlite:///{tmp_path / 'none.db'}")
