@@ -2,7 +2,8 @@
 
 Each function does what its ``ltr`` verb does, with the same checks: a mistake raises
 :class:`ltr.errors.LtrUserError` with the one line the command would print (never
-``SystemExit``), before any data is read or any run exists.
+``SystemExit``), before any data is read or any run exists; the line names the function's
+arguments where the command's names its options (``split='tset'``, not ``--split='tset'``).
 
 - :func:`train`: ``ltr train OVERRIDES`` (one run; sweeps are the command line's ``-m``);
 - :func:`evaluate`: ``ltr evaluate`` (rankings made elsewhere);
@@ -15,8 +16,9 @@ Each function does what its ``ltr`` verb does, with the same checks: a mistake r
 
 Runs are read from the store :func:`ltr.tracking.find_tracking_uri` finds (``tracking_uri``, else
 ``$LTR_TRACKING_URI``, ``$MLFLOW_TRACKING_URI``, ``./mlflow.db``, the project root's
-``mlflow.db``); :func:`train` writes where ``ltr train`` does (``tracking.uri``, default
-``./mlflow.db``).
+``mlflow.db``); :func:`train` writes where ``ltr train`` does (``tracking.uri``, else the same
+two variables, else ``./mlflow.db``), so a notebook that called ``mlflow.set_tracking_uri``
+trains and reads in that store.
 
 Examples
 --------
@@ -34,9 +36,13 @@ True
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import ParamSpec, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -44,7 +50,8 @@ from numpy.typing import ArrayLike
 
 from ltr.compare.comparison import Comparison
 from ltr.compare.loading import load_comparison
-from ltr.config.compose import compose_train
+from ltr.config import search_path
+from ltr.config.compose import compose_run
 from ltr.config.schema import TrainerConfig
 from ltr.data.label_sets import score_set
 from ltr.errors import LtrUserError
@@ -73,7 +80,46 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+#: A command-line option in a message: ``--split``, ``--k``, ``--doc-id-column`` (not part of a
+#: longer word or path).
+_OPTION = re.compile(r"(?<![\w/-])--([a-z][a-z0-9-]*)\b")
 
+
+def _python_names(**aliases: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """A function's `LtrUserError` names its Python arguments, not the options of its verb: the
+    shared checks word their messages for the command line (``--split='tset' is not one of
+    ...``); here ``--split`` becomes ``split``, ``--doc-id-column`` ``doc_id_column``, a flag such
+    as ``--force`` ``force=True``, and ``aliases`` map options of other names (``measure`` to
+    ``measures``). Options the function has no argument for are left as they are."""
+
+    def decorate(func: Callable[_P, _R]) -> Callable[_P, _R]:
+        parameters = inspect.signature(func).parameters
+
+        def python_name(match: re.Match[str]) -> str:
+            option = match.group(1)
+            name = aliases.get(option.replace("-", "_"), option.replace("-", "_"))
+            if name not in parameters:
+                return match.group(0)
+            flag = isinstance(parameters[name].default, bool) and not match.string.startswith("=", match.end())
+            return f"{name}=True" if flag else name
+
+        @functools.wraps(func)
+        def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            try:
+                return func(*args, **kwargs)
+            except LtrUserError as exc:
+                if len(exc.args) == 1 and isinstance(exc.args[0], str):
+                    exc.args = (_OPTION.sub(python_name, exc.args[0]),)
+                raise
+
+        return wrapper
+
+    return decorate
+
+
+@_python_names()
 def train(overrides: Sequence[str] = (), *, config_dir: str | Path | None = None) -> RunOutcome:
     """Train and evaluate one experiment: ``ltr train OVERRIDES`` from Python.
 
@@ -81,11 +127,13 @@ def train(overrides: Sequence[str] = (), *, config_dir: str | Path | None = None
     ----------
     overrides : sequence of str
         Hydra overrides exactly as on the command line (``"model=rank_xendcg"``,
-        ``"model.num_leaves=15"``, ``"+model.params.min_data_in_bin=5"``); they are composed
+        ``"model.num_leaves=15"``, ``"+model.params.min_data_in_bin=5"``), a list of them: one
+        string is refused (``["debug=default"]``, not ``"debug=default"``); they are composed
         with the package's ``ltr/conf/`` and logged with the run as the command line's are.
     config_dir : str or Path, optional
         Your own config directory, layered on top of ``ltr/conf/`` (``ltr train --config-dir``):
         it adds options such as ``local/default.yaml`` (personal settings) or ``model/mine.yaml``.
+        The run records it (tag ``ltr.config_dirs``), so ``ltr rerun`` composes from it again.
 
     Returns
     -------
@@ -97,7 +145,8 @@ def train(overrides: Sequence[str] = (), *, config_dir: str | Path | None = None
     Raises
     ------
     LtrUserError
-        A bad override or setting (before any data is read or run exists), or unusable data.
+        Overrides that are not a list of strings, a bad override or setting (before any data is
+        read or run exists), or unusable data.
 
     Examples
     --------
@@ -112,11 +161,23 @@ def train(overrides: Sequence[str] = (), *, config_dir: str | Path | None = None
     ...
     ltr.errors.LtrUserError: model.num_leaves=-1 is out of range: it must be >= 2 and <= 131072
     """
-    cfg = compose_train(overrides, config_dir=config_dir)
+    _check_overrides(overrides)
+    composed = compose_run(overrides, config_dirs=() if config_dir is None else (config_dir,))
     logged = [o for o in overrides if not o.lstrip("+~").startswith("hydra.")]
-    return pipeline.run(cfg, overrides=logged, print_summary=False)
+    return pipeline.run(composed.config, overrides=logged, print_summary=False, extra_tags=search_path.tags(composed.config_dirs))
 
 
+def _check_overrides(overrides: object) -> None:
+    """A list (any sequence) of strings, not one string (whose characters would be read as
+    overrides one by one), else `LtrUserError`."""
+    if isinstance(overrides, str | bytes):
+        example = ", ".join(repr(o) for o in str(overrides).split()) or "'debug=default'"
+        raise LtrUserError(f"overrides must be a list of strings, e.g. [{example}], not one string")
+    if not isinstance(overrides, Sequence) or not all(isinstance(o, str) for o in overrides):
+        raise LtrUserError(f"overrides must be a list of strings, e.g. ['debug=default'], got {overrides!r}")
+
+
+@_python_names(measure="measures", metric="measures")
 def evaluate(
     *,
     qrels: str | Path | None = None,
@@ -169,7 +230,7 @@ def evaluate(
     Raises
     ------
     LtrUserError
-        A bad option (named as on the command line, e.g. ``--k``), or unusable input
+        A bad option (named as the argument, e.g. ``k``), or unusable input
         (`ltr.errors.DataError`, naming the file and line).
 
     Examples
@@ -189,7 +250,7 @@ def evaluate(
     >>> api.evaluate(qrels=folder / "qrels", run=folder / "run", k=[0])
     Traceback (most recent call last):
     ...
-    ltr.errors.LtrUserError: --k values must be distinct integers from 1 to 1,000,000, got [0]
+    ltr.errors.LtrUserError: k values must be distinct integers from 1 to 1,000,000, got [0]
     """
     return evaluate_rankings(
         qrels=qrels, run=run, data=data, scores=scores, k=k, preset=preset, gain=gain,
@@ -199,6 +260,7 @@ def evaluate(
     )  # fmt: skip
 
 
+@_python_names(metric="metrics")
 def compare(
     *runs: str,
     baseline: str | None = None,
@@ -252,6 +314,7 @@ def compare(
     return loaded.comparison
 
 
+@_python_names()
 def load_run(run: str, *, tracking_uri: str | None = None, experiment: str = "ltr") -> LoggedRun:
     """A finished run with its model and settings, by id, id prefix or name (as ``ltr compare``
     resolves them): what :func:`predict` scores with.
@@ -295,6 +358,7 @@ def load_run(run: str, *, tracking_uri: str | None = None, experiment: str = "lt
     return logged
 
 
+@_python_names()
 def predict(
     run: str | LoggedRun,
     data: str | Path | Sequence[str | Path] | None = None,
@@ -365,6 +429,7 @@ def predict(
     return predict_input(logged, source, keep=True)
 
 
+@_python_names()
 def scored_pairs(
     run: str | LoggedRun,
     data: str | Path | Sequence[str | Path],

@@ -135,7 +135,7 @@ def test_predict_needs_data_or_split_and_refuses_a_wider_file(tmp_path: Path, mo
 
 
 def test_evaluate_and_compare_raise_ltr_errors_not_system_exit(tmp_path: Path) -> None:
-    with pytest.raises(LtrUserError, match="give either --qrels and --run, or --data and --scores"):
+    with pytest.raises(LtrUserError, match="give either qrels and run, or data and scores"):
         api.evaluate(qrels=tmp_path / "q")
     with pytest.raises(LtrUserError, match="no MLflow store"):
         api.compare("a", "b", tracking_uri=f"sqlite:///{tmp_path / 'none.db'}")
@@ -175,3 +175,48 @@ def test_readers_find_the_store_in_cwd_then_the_project_root(tmp_path: Path, mon
     monkeypatch.setenv("LTR_TRACKING_URI", f"sqlite:///{tmp_path / 'other.db'}")
     assert find_tracking_uri(start=here) == f"sqlite:///{tmp_path / 'other.db'}"
     assert find_tracking_uri("sqlite:///x.db", start=here) == f"sqlite:///{Path('x.db').resolve()}"
+
+
+def test_every_verb_uses_the_store_of_mlflow_tracking_uri(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``$MLFLOW_TRACKING_URI`` (which ``mlflow.set_tracking_uri`` sets in MLflow 3): ``ltr train``
+    and ``api.train`` write there, and ``predict``, ``promote`` and ``load_run`` read the runs
+    there; nothing lands in ``./mlflow.db``. Unset, ``./mlflow.db`` it is."""
+    import mlflow
+
+    from ltr.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "x" / "elsewhere.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{db}")
+    assert main(["train", *FAST, "tracking.run_name=envrun"]) == 0
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("MLflow run ")]
+    assert f" of sqlite:///{db} ($MLFLOW_TRACKING_URI): " in line
+    assert db.is_file()
+    assert not (tmp_path / "mlflow.db").exists()
+    assert main(["predict", "envrun", "--split", "test"]) == 0
+    assert main(["promote", "envrun", "--name", "ranker"]) == 0
+    assert "registered run" in capsys.readouterr().out
+    logged = api.load_run("envrun")
+    assert logged.run_id in line
+    assert api.predict("envrun", split="test").summary["ndcg_at_10"] == logged.metrics["test/ndcg_at_10"]
+
+    # a notebook that pointed its MLflow somewhere: api.train and the readers follow it
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    notebook_db = tmp_path / "notebook.db"
+    mlflow.set_tracking_uri(f"sqlite:///{notebook_db}")
+    outcome = api.train([*FAST, "tracking.run_name=nb"])
+    assert notebook_db.is_file()
+    assert api.load_run("nb").run_id == outcome.run_id
+    assert mlflow.get_tracking_uri() == f"sqlite:///{notebook_db}"  # and the notebook's MLflow left as it was
+    assert not (tmp_path / "mlflow.db").exists()
+
+    # an explicit tracking.uri still wins; unset, ./mlflow.db as ever
+    given = tmp_path / "given.db"
+    api.train([*FAST, f"tracking.uri=sqlite:///{given}", "tracking.run_name=given"])
+    assert api.load_run("given", tracking_uri=f"sqlite:///{given}").run_name == "given"
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    api.train([*FAST, "tracking.run_name=here"])
+    assert (tmp_path / "mlflow.db").is_file()
+    assert api.load_run("here").run_name == "here"

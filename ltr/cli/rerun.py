@@ -2,7 +2,8 @@
 
 RUN is a run id, id prefix or run name (as ``ltr compare`` takes it), read from ``--tracking-uri``;
 the rerun is logged in that same store (``tracking.uri=...`` logs it elsewhere). The run's logged overrides
-are composed again (extra overrides replace those of the same key: "the same, but ..."), one
+are composed again (extra overrides replace those of the same key: "the same, but ..."), from the
+config folders it was trained with (tag ``ltr.config_dirs``; ``--config-dir`` names others), one
 line says what differs from the source run (code commit, uncommitted changes, LightGBM's version,
 the composed config, the data), the new run is logged beside it (tag ``ltr.rerun_of``), and the
 two are compared: identical metrics bit for bit, or each key that moved and by how much, then the
@@ -23,7 +24,7 @@ from ltr.cli.console_log import console_logging
 from ltr.errors import LtrUserError
 
 if TYPE_CHECKING:
-    from ltr.tracking.runs import RunStore
+    from ltr.tracking.runs import RunRecord, RunStore
 
 #: Differences listed one per line at the most (the rest are counted).
 SHOWN = 20
@@ -38,13 +39,30 @@ def _describe(old: float, new: float) -> str:
 def _target_store(store: RunStore, overrides: list[str]) -> RunStore:
     """The store the rerun is logged in: ``store`` (the one the source run was read from) unless
     a ``tracking.uri=`` override names another."""
-    from ltr.tracking import resolve_tracking_uri
+    from ltr.tracking import find_tracking_uri
     from ltr.tracking.runs import RunStore
 
     given = [o.split("=", 1)[1] for o in overrides if o.startswith("tracking.uri=")]
-    if not given or resolve_tracking_uri(given[-1]) == store.uri:
+    if not given or find_tracking_uri(given[-1]) == store.uri:
         return store
-    return RunStore(resolve_tracking_uri(given[-1]))
+    return RunStore(find_tracking_uri(given[-1]))
+
+
+def _config_dirs(args: argparse.Namespace, source: RunRecord, label: str) -> list[str]:
+    """The config folders the rerun is composed with: ``--config-dir`` (none when the overrides
+    give ``hydra.searchpath``), else those the source run recorded, which must still exist."""
+    from ltr.config import search_path
+
+    if args.config_dir or any(o.lstrip("+~").startswith("hydra.searchpath=") for o in args.overrides):
+        return list(args.config_dir or [])
+    recorded = search_path.decode(source.tags.get(search_path.TAG))
+    gone = search_path.missing(recorded)
+    if gone:
+        raise LtrUserError(
+            f"run {label} was trained with the config folder {gone[0]}, which is gone "
+            f"(tag {search_path.TAG}); pass --config-dir DIR with its options (model/..., local/...)"
+        )
+    return recorded
 
 
 def build_parser() -> OneLineParser:
@@ -53,6 +71,10 @@ def build_parser() -> OneLineParser:
     parser.add_argument("overrides", nargs="*", default=[], metavar="OVERRIDE", help="Hydra overrides that change the rerun")
     parser.add_argument("--experiment", default="ltr", help="experiment of a run name (default: ltr)")
     parser.add_argument("--tracking-uri", default=None, help="the store (default: $LTR_TRACKING_URI, $MLFLOW_TRACKING_URI, ./mlflow.db, the project root's mlflow.db)")
+    parser.add_argument(
+        "--config-dir", action="append", default=None, metavar="DIR",
+        help="your config folder, instead of the ones the run was trained with (its tag ltr.config_dirs); repeat for several",
+    )  # fmt: skip
     return parser
 
 
@@ -68,7 +90,8 @@ def _run(args: argparse.Namespace) -> int:
     from ltr.cli.compare import print_terminal
     from ltr.compare.align import UnpairedQids
     from ltr.compare.loading import load_comparison
-    from ltr.config.compose import compose_train
+    from ltr.config import search_path
+    from ltr.config.compose import compose_run
     from ltr.experiment import run as pipeline
     from ltr.experiment.rerun import (
         TIMING_SUFFIX,
@@ -89,16 +112,26 @@ def _run(args: argparse.Namespace) -> int:
         logged_overrides(store.text_artifact(source, "config/overrides.yaml")), args.overrides,
         tracking_uri=store.uri, experiment=experiment,
     )
-    cfg = compose_train(plan.overrides, what="the rerun")
+    label = f"{source.run_id[:8]} ({source.run_name})"
+    dirs = _config_dirs(args, source, label)
+    try:
+        composed = compose_run(plan.overrides, what="the rerun", config_dirs=dirs)
+    except LtrUserError as exc:
+        if dirs or " is not an option of " not in str(exc):
+            raise
+        raise LtrUserError(f"{exc}; if run {label} used your own config folder, pass --config-dir DIR") from None
+    cfg = composed.config
     changes = describe_changes(
         source,
         config_differences(store.text_artifact(source, "config/config.yaml"), OmegaConf.to_yaml(cfg), ignore=plan.changed),
     )
-    label = f"{source.run_id[:8]} ({source.run_name})"
+    recorded = search_path.decode(source.tags.get(search_path.TAG))
+    if list(composed.config_dirs) != recorded:
+        changes.append(f"config folders {', '.join(recorded) or 'none'} -> {', '.join(composed.config_dirs) or 'none'}")
     outcome = pipeline.run(
         cfg,
-        overrides=[o for o in plan.overrides if not o.startswith(("tracking.uri=", "tracking.experiment="))],
-        extra_tags={"ltr.rerun_of": source.run_id},
+        overrides=[o for o in plan.overrides if not o.lstrip("+~").startswith(("tracking.uri=", "tracking.experiment=", "hydra."))],
+        extra_tags={"ltr.rerun_of": source.run_id} | search_path.tags(composed.config_dirs),
     )
     if outcome.run_id is None:
         raise LtrUserError("the rerun logged nothing (tracking=none): there is nothing to compare")

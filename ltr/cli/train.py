@@ -31,7 +31,7 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import hydra
 from hydra._internal.hydra import Hydra
@@ -51,6 +51,7 @@ from ltr.cli.sweep_callback import (
     sweep_tags,
     varying_keys_for,
 )
+from ltr.config import search_path
 from ltr.config.completion import bash_script
 from ltr.config.compose import CONF_DIR, quote_non_ascii, user_message
 from ltr.config.store import register_configs
@@ -62,6 +63,12 @@ from ltr.tracking.lifecycle import (
     raise_if_stop_requested,
     stop_signal_wins,
     stop_signals,
+)
+from ltr.tracking.uri import (
+    default_tracking_uri,
+    environment_variable_of,
+    find_tracking_uri,
+    redacted,
 )
 
 
@@ -146,16 +153,33 @@ def job(cfg: DictConfig) -> float:
         spec = check_config(cfg)  # before the run's libraries load: a config error in a blink
         from ltr.experiment.run import run as run_experiment  # LightGBM, MLflow, pandas
 
-        outcome = run_experiment(cfg, spec=spec, overrides=overrides)
+        outcome = run_experiment(cfg, spec=spec, overrides=overrides, extra_tags=config_dir_tags(hydra_cfg))
     except LtrUserError as exc:
         raise _UserErrorInJob(exc) from exc
     if outcome.run_id:
-        local = not str(cfg.tracking.uri or "").startswith(("http://", "https://"))
-        print(
-            f"MLflow run {outcome.run_id} in experiment {cfg.tracking.experiment!r}: {outcome.run_url}"
-            + ("  (serve it with: ltr ui)" if local else "")
-        )
+        print(run_line(outcome.run_id, outcome.run_url, str(cfg.tracking.experiment), cfg.tracking.uri))
     return outcome.objective_value
+
+
+def run_line(run_id: str, run_url: str | None, experiment: str, uri: str | None) -> str:
+    """The line that ends a run: its id, experiment and page, the store it went to when that is
+    not ``./mlflow.db`` (``tracking.uri``, or the variable that named it), and how to serve it
+    (``ltr ui`` finds the store itself, else ``--uri``)."""
+    store = find_tracking_uri(uri, writing=True)
+    var = None if uri else environment_variable_of(store)
+    where = "" if store == default_tracking_uri() else f" of {redacted(store)}" + (f" (${var})" if var else "")
+    line = f"MLflow run {run_id} in experiment {experiment!r}{where}: {run_url}"
+    if store.startswith(("http://", "https://")):
+        return line
+    serve = "ltr ui" if find_tracking_uri() == store else f"ltr ui --uri {redacted(store)}"
+    return f"{line}  (serve it with: {serve})"
+
+
+def config_dir_tags(hydra_cfg: Any) -> dict[str, str]:
+    """The tag of the user's config folders on Hydra's search path (``--config-dir``,
+    ``hydra.searchpath``), which ``ltr rerun`` composes the run from again; none without them.
+    ``hydra_cfg``: the job's ``HydraConfig.get()`` (or the ``hydra`` node ``--cfg hydra`` prints)."""
+    return search_path.tags(search_path.user_config_dirs(hydra_cfg.runtime.config_sources))
 
 
 def _sweep_job(cfg: DictConfig, overrides: list[str]) -> float:
@@ -176,7 +200,7 @@ def _sweep_job(cfg: DictConfig, overrides: list[str]) -> float:
                 spec=spec,
                 overrides=overrides,
                 parent_run_id=parent_run_id_for(hydra_cfg.sweep.dir),
-                extra_tags=sweep_tags(hydra_cfg.sweep.dir) | {"ltr.job_num": job_num},
+                extra_tags=sweep_tags(hydra_cfg.sweep.dir) | {"ltr.job_num": job_num} | config_dir_tags(hydra_cfg),
                 varying=varying_keys_for(hydra_cfg.sweep.dir),
                 on_run_start=started.append,
             )

@@ -18,10 +18,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
+from ltr.config.search_path import search_path_override, user_config_dirs
 from ltr.config.store import register_configs
 from ltr.config.unknown_key import data_option_of, unknown_key_message, unknown_option_message
 from ltr.errors import LtrUserError
@@ -123,8 +125,8 @@ def user_message(exc: HydraException | OmegaConfBaseException, overrides: Sequen
 _NEEDS_QUOTES = frozenset(" <>!")
 
 
-def search_path_override(config_dir: str | Path) -> str:
-    """The ``hydra.searchpath`` override that layers ``config_dir`` on top of ``ltr/conf/``.
+def checked_config_dir(config_dir: str | Path) -> str:
+    """``config_dir`` as an absolute path (``~`` expanded).
 
     Raises
     ------
@@ -134,15 +136,69 @@ def search_path_override(config_dir: str | Path) -> str:
     path = Path(config_dir).expanduser().resolve()
     if not path.is_dir():
         raise LtrUserError(f"config_dir {str(config_dir)!r}: no such directory ({path})")
-    return f"hydra.searchpath=['file://{path}']"
+    return str(path)
+
+
+def _checked_entry(config_dir: str | Path) -> str:
+    """A folder (or ``file://`` URI) checked by :func:`checked_config_dir`; ``pkg://...`` as is."""
+    text = str(config_dir)
+    if "://" in text and not text.startswith("file://"):
+        return text
+    return checked_config_dir(text.removeprefix("file://"))
+
+
+def _is_search_path(override: str) -> bool:
+    return override.lstrip("+~").startswith("hydra.searchpath=")
+
+
+def _search_path_entries(override: str) -> list[str]:
+    """The entries of a ``hydra.searchpath=[...]`` override, as Hydra's grammar reads them."""
+    value = OverridesParser.create().parse_override(override).value()
+    return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Composed:
+    """A composed ``ltr train`` config and the user's config folders it was composed with
+    (:func:`ltr.config.search_path.user_config_dirs`: what the run records, tag
+    ``ltr.config_dirs``)."""
+
+    config: DictConfig
+    config_dirs: tuple[str, ...]
+
+
+def compose_run(
+    overrides: Sequence[str] = (), *, what: str = "the config", config_dirs: Sequence[str | Path] = ()
+) -> Composed:
+    """:func:`compose_train`, with the user's config folders it used: ``config_dirs`` (folders,
+    checked to exist, or ``pkg://`` entries, on Hydra's search path in this order) and the entries of a
+    ``hydra.searchpath=[...]`` override (after them, as ``ltr train --config-dir`` orders them)."""
+    kept = [quote_non_ascii(o) for o in overrides if not o.lstrip("+~").startswith(("hydra.", "hydra/"))]
+    given = [o for o in overrides if _is_search_path(o)]
+    if config_dirs or given:
+        try:
+            entries = [*map(_checked_entry, config_dirs), *(e for o in given[-1:] for e in _search_path_entries(o))]
+        except HydraException as exc:
+            raise LtrUserError(f"cannot compose {what}: {user_message(exc, overrides)}") from exc
+        kept.append(search_path_override(entries))
+    register_configs()
+    try:
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            composed = compose(config_name="train", overrides=kept, return_hydra_config=True)
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise LtrUserError(f"cannot compose {what}: {user_message(exc, overrides)}") from exc
+    dirs = user_config_dirs(composed.hydra.runtime.config_sources)
+    with open_dict(composed):
+        del composed["hydra"]  # as compose() leaves it without return_hydra_config
+    return Composed(composed, tuple(dirs))
 
 
 def compose_train(
     overrides: Sequence[str] = (), *, what: str = "the config", config_dir: str | Path | None = None
 ) -> DictConfig:
     """The composed ``ltr train`` config: ``ltr/conf/train.yaml`` with ``overrides`` (as typed on
-    the command line; Hydra's own ``hydra.*`` keys left out) and ``config_dir`` (a user's config
-    directory) layered on top.
+    the command line; of Hydra's own ``hydra.*`` keys only ``hydra.searchpath``) and
+    ``config_dir`` (a user's config directory) layered on top.
 
     Sweeps (``a=1,2``) are the command line's (``ltr train -m``); here they are refused.
 
@@ -152,12 +208,4 @@ def compose_train(
         One line (``cannot compose {what}: ...``): a bad override, an unknown option or key, a
         value of the wrong type; or ``config_dir`` missing.
     """
-    kept = [quote_non_ascii(o) for o in overrides if not o.lstrip("+~").startswith(("hydra.", "hydra/"))]
-    if config_dir is not None:
-        kept.append(search_path_override(config_dir))
-    register_configs()
-    try:
-        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-            return compose(config_name="train", overrides=kept)
-    except (HydraException, OmegaConfBaseException) as exc:
-        raise LtrUserError(f"cannot compose {what}: {user_message(exc, overrides)}") from exc
+    return compose_run(overrides, what=what, config_dirs=() if config_dir is None else (config_dir,)).config

@@ -41,7 +41,7 @@ from ltr.errors import LtrUserError
 from ltr.experiment.checks import popularity_column
 from ltr.experiment.rerank import rerank_split
 from ltr.metrics.strata import Strata
-from ltr.tracking import resolve_tracking_uri
+from ltr.tracking import find_tracking_uri
 from ltr.tracking.runs import RunRecord, RunStore
 
 
@@ -144,7 +144,7 @@ def load_abtest(
         raise LtrUserError(f"--seed={seed} must be an integer >= 0")
     if n_sessions_of(sessions_per_day, traffic_share, days) < 2:
         raise LtrUserError("the experiment holds fewer than 2 sessions: raise --sessions-per-day, --traffic-share or --days")
-    store = RunStore(resolve_tracking_uri(tracking_uri))
+    store = RunStore(find_tracking_uri(tracking_uri))
     runs = [store.resolve(ref, experiment=experiment) for ref in (ref_a, ref_b)]
     if runs[0].run_id == runs[1].run_id:
         raise LtrUserError(f"A and B are the same run ({runs[0].run_id}); an A/B test needs two runs")

@@ -36,6 +36,7 @@ from ltr.tracking.mlflow_tracker import MlflowTracker
 from ltr.tracking.records import RunRecord as RunRecord  # re-exported: readers import it from here
 from ltr.tracking.records import unfinished as unfinished
 from ltr.tracking.store import check_tracking_uri, open_client
+from ltr.tracking.uri import environment_variable_of
 
 _RUN_ID = re.compile(r"[0-9a-f]{32}")
 _ID_PREFIX = re.compile(r"[0-9a-f]{1,31}")  # any prefix: one that matches several runs says so
@@ -99,7 +100,9 @@ class RunStore:
         if uri.startswith("sqlite:///"):
             db = Path(uri.removeprefix("sqlite:///"))
             if not db.is_file():
-                raise LtrUserError(f"no MLflow store at {db} (from {uri}); train a run first or pass --tracking-uri")
+                var = environment_variable_of(uri)
+                origin = f"${var}={uri}" if var else f"from {uri}"
+                raise LtrUserError(f"no MLflow store at {db} ({origin}); train a run first or pass --tracking-uri")
         # Same path as the trackers: URI checked, store checked under its lock, dead runs reaped.
         self.uri = check_tracking_uri(uri, writable=False)
         self.client: MlflowClient = open_client(self.uri, create=False)

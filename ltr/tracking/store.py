@@ -59,7 +59,13 @@ from ltr.tracking.store_lock import (
     sqlite_store_lock,
     touch_lock_file,
 )
-from ltr.tracking.uri import artifact_root_for, resolve_tracking_uri
+from ltr.tracking.uri import (
+    artifact_root_for,
+    find_tracking_uri,
+    redacted,
+    resolve_tracking_uri,
+    uri_from_environment,
+)
 
 log = logging.getLogger(__name__)
 
@@ -103,14 +109,30 @@ TAG_ERROR = "ltr.error"
 def check_tracking_uri(uri: str | None, *, writable: bool = True) -> str:
     """The normalised tracking URI (``resolve_tracking_uri``), or `LtrUserError` in one line.
 
+    ``None`` or blank (``tracking.uri`` unset) is the store ``ltr train`` writes to,
+    ``find_tracking_uri(writing=True)``: ``$LTR_TRACKING_URI``, ``$MLFLOW_TRACKING_URI``, else
+    ``./mlflow.db``; an error about a variable's URI names the variable.
+
     Fast (seconds at most) and free of mlflow imports, so it can run before any data is read.
     ``writable=False`` (reading runs only) skips the test that a sqlite store's directory can be
     written. For ``http(s)`` stores, MLflow's HTTP retry settings are shortened
     (`HTTP_ENV_DEFAULTS`) unless set in the environment.
     """
     raw = (uri or "").strip()
-    if not raw:
-        raw = resolve_tracking_uri(None)
+    if raw:
+        return _check_uri(raw, writable=writable)
+    found = find_tracking_uri(None, writing=True)
+    try:
+        return _check_uri(found, writable=writable)
+    except LtrUserError as exc:
+        from_environment = uri_from_environment()
+        if from_environment is None:
+            raise
+        raise LtrUserError(f"{exc} (the URI of ${from_environment[0]}: unset it or set tracking.uri)") from None
+
+
+def _check_uri(raw: str, *, writable: bool) -> str:
+    """:func:`check_tracking_uri` of a non-blank URI."""
     scheme, sep, rest = raw.partition("://")
     scheme = scheme.lower()
     if not sep:
@@ -223,11 +245,7 @@ def _check_http(raw: str) -> str:
     )
 
 
-def _redact(raw: str) -> str:
-    parts = urllib.parse.urlsplit(raw)
-    if parts.password is None:
-        return raw
-    return raw.replace(f":{parts.password}@", ":***@", 1)
+_redact = redacted
 
 
 def redact_uri(raw: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import urllib.parse
 from pathlib import Path
 
 DB_NAME = "mlflow.db"
@@ -43,13 +44,26 @@ def project_root(start: Path | None = None) -> Path | None:
     return None
 
 
-def find_tracking_uri(uri: str | None = None, *, start: Path | None = None) -> str:
-    """The store runs are read from (``ltr compare``, ``ltr rerun``, ``ltr ui``, the Python API,
-    the notebooks): the first of
+def uri_from_environment() -> tuple[str, str] | None:
+    """``(variable, value)`` of the first of :data:`URI_ENV_VARS` set to a non-blank value, else
+    None. ``mlflow.set_tracking_uri(X)`` sets ``$MLFLOW_TRACKING_URI`` in MLflow 3, so a notebook
+    that points its MLflow somewhere points ``ltr`` there too."""
+    for var in URI_ENV_VARS:
+        value = os.environ.get(var, "").strip()
+        if value:
+            return var, value
+    return None
 
-    1. ``uri`` as given (``--tracking-uri``, a function's argument);
-    2. ``$LTR_TRACKING_URI``, then ``$MLFLOW_TRACKING_URI``;
-    3. ``mlflow.db`` in ``start`` (default: the working directory), where ``ltr train`` writes;
+
+def find_tracking_uri(uri: str | None = None, *, start: Path | None = None, writing: bool = False) -> str:
+    """The store of every command and of the Python API, readers (``ltr predict``, ``promote``,
+    ``compare``, ``rerun``, ``abtest``, ``ui``, ``ltr.api``, the notebooks) and ``ltr train``
+    (``writing``) alike: the first of
+
+    1. ``uri`` as given (``--tracking-uri``, a function's argument, ``tracking.uri``);
+    2. ``$LTR_TRACKING_URI``, then ``$MLFLOW_TRACKING_URI`` (:func:`uri_from_environment`);
+    3. ``mlflow.db`` in ``start`` (default: the working directory), where ``ltr train`` writes
+       (``writing``: always this one, created if missing);
     4. ``mlflow.db`` in the project root above it (:func:`project_root`), so a notebook in
        ``notebooks/`` finds the store ``make train`` wrote at the root;
     5. else ``sqlite:///<start>/mlflow.db``, which readers refuse as "no MLflow store at ...".
@@ -63,20 +77,45 @@ def find_tracking_uri(uri: str | None = None, *, start: Path | None = None) -> s
     ...     _ = (root / "mlflow.db").write_bytes(b"")
     ...     (root / "notebooks").mkdir()
     ...     found = find_tracking_uri(start=root / "notebooks")
-    ...     found == f"sqlite:///{(root / 'mlflow.db').resolve()}"
-    True
+    ...     written = find_tracking_uri(start=root / "notebooks", writing=True)
+    ...     found == f"sqlite:///{(root / 'mlflow.db').resolve()}", written.endswith("notebooks/mlflow.db")
+    (True, True)
     """
     if uri:
         return resolve_tracking_uri(uri)
-    for var in URI_ENV_VARS:
-        if os.environ.get(var, "").strip():
-            return resolve_tracking_uri(os.environ[var].strip())
+    from_environment = uri_from_environment()
+    if from_environment is not None:
+        return resolve_tracking_uri(from_environment[1])
     here = (start or Path.cwd()).resolve()
+    if writing:
+        return default_tracking_uri(here)
     root = project_root(here)
     for folder in (here, root):
         if folder is not None and (folder / DB_NAME).is_file():
             return default_tracking_uri(folder)
     return default_tracking_uri(here)
+
+
+def environment_variable_of(uri: str) -> str | None:
+    """The variable (``MLFLOW_TRACKING_URI``) whose value is the store ``uri``, if it is the one
+    :func:`uri_from_environment` gives; a message about the store names it, so a user sees why
+    it is that store."""
+    from_environment = uri_from_environment()
+    if from_environment is None or resolve_tracking_uri(from_environment[1]) != resolve_tracking_uri(uri):
+        return None
+    return from_environment[0]
+
+
+def redacted(uri: str) -> str:
+    """``uri`` with its password (``postgresql://user:secret@host/db``) shown as ``***``.
+
+    >>> redacted("postgresql://me:secret@db:5432/mlflow")
+    'postgresql://me:***@db:5432/mlflow'
+    """
+    parts = urllib.parse.urlsplit(uri)
+    if parts.password is None:
+        return uri
+    return uri.replace(f":{parts.password}@", ":***@", 1)
 
 
 def artifact_root_for(uri: str) -> str | None:

@@ -176,3 +176,75 @@ def test_rerun_of_a_copied_store_records_in_the_copy(tmp_path: Path, monkeypatch
     assert "identical metrics, bit for bit" in capsys.readouterr().out
     _only_run(c, **{"ltr.rerun_of": source})
     assert len(client.search_runs([client.get_experiment_by_name("ltr").experiment_id])) == 2
+
+
+def test_a_run_of_your_own_config_folder_reruns_from_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """README "Installed with pip: your own configs": ``ltr train --config-dir DIR model=wide``
+    records DIR (tag ``ltr.config_dirs``), ``ltr rerun`` composes from it again (bit-identical
+    metrics); a folder gone is one line; ``--config-dir`` or ``hydra.searchpath`` name another."""
+    import shutil
+
+    from ltr.config.search_path import TAG, decode
+
+    conf = tmp_path / "ltr-conf"
+    (conf / "model").mkdir(parents=True)
+    (conf / "model" / "wide.yaml").write_text("defaults:\n  - lambdarank\nnum_leaves: 5\n")
+    monkeypatch.chdir(tmp_path)
+    small = [o for o in SMALL if not o.startswith("model.")]
+    assert main(["train", "--config-dir", "ltr-conf", "model=wide", "data.n_queries=200", "tracking.run_name=wide1", *small]) == 0
+    source = _only_run(tmp_path)
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    run = client.get_run(source)
+    assert decode(run.data.tags[TAG]) == [str(conf)]  # absolute, though given relative
+    assert run.data.params["model.num_leaves"] == "5"
+    assert "hydra" not in run.data.tags["ltr.overrides"]
+    capsys.readouterr()
+
+    assert main(["rerun", source]) == 0
+    out = capsys.readouterr().out
+    rerun = _only_run(tmp_path, **{"ltr.rerun_of": source})
+    assert f"ltr: rerun of {source[:8]} (wide1) as {rerun[:8]}: {_clean_note()}" in out
+    assert "identical metrics, bit for bit" in out
+    assert decode(client.get_run(rerun).data.tags[TAG]) == [str(conf)]  # a rerun of the rerun finds it too
+
+    moved = tmp_path / "moved-conf"
+    shutil.move(conf, moved)
+    assert main(["rerun", source]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"ltr: error: run {source[:8]} (wide1) was trained with the config folder {conf}, which is gone "
+        f"(tag {TAG}); pass --config-dir DIR with its options (model/..., local/...)\n"
+    )
+    assert main(["rerun", source, "--config-dir", str(moved)]) == 0
+    out = capsys.readouterr().out
+    assert f"config folders {conf} -> {moved}" in out
+    assert "identical metrics, bit for bit" in out
+    assert main(["rerun", source, f"hydra.searchpath=[file://{moved}]"]) == 0
+    assert "identical metrics, bit for bit" in capsys.readouterr().out
+    reruns = client.search_runs([run.info.experiment_id], filter_string=f"tags.`ltr.rerun_of` = '{source}'")
+    assert sorted(decode(r.data.tags[TAG])[0] for r in reruns) == [str(conf), str(moved), str(moved)]
+
+
+def test_a_run_logged_before_config_folders_were_recorded_is_told_to_pass_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    conf = tmp_path / "ltr-conf"
+    (conf / "model").mkdir(parents=True)
+    (conf / "model" / "wide.yaml").write_text("defaults:\n  - lambdarank\nnum_leaves: 5\n")
+    monkeypatch.chdir(tmp_path)
+    small = [o for o in SMALL if not o.startswith("model.")]
+    assert main(["train", "--config-dir", str(conf), "model=wide", "data.n_queries=200", *small]) == 0
+    source = _only_run(tmp_path)
+    MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").delete_tag(source, "ltr.config_dirs")  # as an older ltr logged it
+    capsys.readouterr()
+    assert main(["rerun", source]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ltr: error: cannot compose the rerun: model=wide is not an option of model")
+    assert err.endswith(f"; if run {source[:8]} ({_only_name(tmp_path, source)}) used your own config folder, pass --config-dir DIR\n")
+    assert main(["rerun", source, "--config-dir", str(conf)]) == 0
+    assert "identical metrics, bit for bit" in capsys.readouterr().out
+
+
+def _only_name(tmp: Path, run_id: str) -> str:
+    return str(MlflowClient(f"sqlite:///{tmp / 'mlflow.db'}").get_run(run_id).info.run_name)
