@@ -82,7 +82,9 @@ def test_api_errors_name_the_python_arguments_not_the_options(tmp_path: Path) ->
     assert str(info.value).startswith("measures 'ndgc' is not a measure; ")
     with pytest.raises(LtrUserError) as info:
         api.compare("a", "b", n_resamples=0)
-    assert str(info.value) == "n_resamples=0 must be >= 1"
+    assert str(info.value) == (
+        "n_resamples=0 is too few for a confidence interval or a p-value: give at least 100 (default 10000)"
+    )
     with pytest.raises(LtrUserError) as info:
         api.load_run("a", tracking_uri=f"sqlite:///{tmp_path / 'none.db'}")
     assert str(info.value).endswith("; train a run first or pass tracking_uri")
