@@ -107,12 +107,17 @@ def _run(args: argparse.Namespace) -> int:
 
     store = RunStore(find_tracking_uri(args.tracking_uri))
     source = store.resolve(args.run, experiment=args.experiment)
+    label = f"{source.run_id[:8]} ({source.run_name})"
+    if source.tags.get("ltr.role") == "sweep":
+        raise LtrUserError(
+            f"run {label} is a sweep's parent, not a trained run: rerun one of its jobs (its description "
+            "lists them), or run the sweep again with ltr train -m"
+        )
     experiment = store.client.get_experiment(source.experiment_id).name
     plan = plan_rerun(
         logged_overrides(store.text_artifact(source, "config/overrides.yaml")), args.overrides,
         tracking_uri=store.uri, experiment=experiment,
     )
-    label = f"{source.run_id[:8]} ({source.run_name})"
     dirs = _config_dirs(args, source, label)
     try:
         composed = compose_run(plan.overrides, what="the rerun", config_dirs=dirs)
@@ -121,6 +126,8 @@ def _run(args: argparse.Namespace) -> int:
             raise
         raise LtrUserError(f"{exc}; if run {label} used your own config folder, pass --config-dir DIR") from None
     cfg = composed.config
+    if not cfg.tracking.enabled:
+        raise LtrUserError("a rerun with tracking=none would log nothing to compare: leave tracking=none out")
     changes = describe_changes(
         source,
         config_differences(store.text_artifact(source, "config/config.yaml"), OmegaConf.to_yaml(cfg), ignore=plan.changed),
@@ -133,7 +140,7 @@ def _run(args: argparse.Namespace) -> int:
         overrides=[o for o in plan.overrides if not o.lstrip("+~").startswith(("tracking.uri=", "tracking.experiment=", "hydra."))],
         extra_tags={"ltr.rerun_of": source.run_id} | search_path.tags(composed.config_dirs),
     )
-    if outcome.run_id is None:
+    if outcome.run_id is None:  # the check above refuses tracking=none before training
         raise LtrUserError("the rerun logged nothing (tracking=none): there is nothing to compare")
     target = _target_store(store, plan.overrides)
     rerun = target.resolve(outcome.run_id, experiment=str(cfg.tracking.experiment))
@@ -145,7 +152,13 @@ def _run(args: argparse.Namespace) -> int:
         changes.append(threads)
     if plan.changed:
         changes.insert(0, "changed on purpose: " + ", ".join(plan.changed))
+    pruned_at = source.tags.get("ltr.pruned_at_round")
+    if pruned_at is not None:
+        changes.append(f"the source run was pruned by its Optuna search at round {pruned_at} (the rerun trains to the end)")
     print(f"ltr: rerun of {label} as {rerun.run_id[:8]}: " + ("; ".join(changes) if changes else "nothing differs"))
+    if source.status != "FINISHED":
+        print(f"(the source run did not finish: what it logged is partial, so nothing is compared; the rerun {rerun.run_id[:8]} is {rerun.status})")
+        return 0
     old_metrics = store.metrics(source)
     differences = metric_differences(old_metrics, target.metrics(rerun))
     if not differences:

@@ -248,3 +248,38 @@ def test_a_run_logged_before_config_folders_were_recorded_is_told_to_pass_one(
 
 def _only_name(tmp: Path, run_id: str) -> str:
     return str(MlflowClient(f"sqlite:///{tmp / 'mlflow.db'}").get_run(run_id).info.run_name)
+
+
+def test_rerun_of_a_pruned_killed_or_sweep_parent_run_says_what_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A pruned trial's rerun trains to the end and says the source was pruned (not "nothing
+    differs" beside moved metrics); a killed run's rerun exits 0 and compares nothing (what the
+    source logged is partial); a sweep's parent and tracking=none are refused before training."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "data.n_queries=300", *SMALL]) == 0
+    source = _only_run(tmp_path)
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    client.set_tag(source, "ltr.pruned_at_round", "10")
+    capsys.readouterr()
+    assert main(["rerun", source[:8]]) == 0
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("ltr: rerun of")]
+    assert "the source run was pruned by its Optuna search at round 10 (the rerun trains to the end)" in line
+
+    client.set_terminated(source, "KILLED")
+    assert main(["rerun", source[:8]]) == 0
+    out = capsys.readouterr().out
+    assert "the source run was killed (status KILLED: interrupted before it finished)" in out
+    (last,) = [line for line in out.splitlines() if line.startswith("(the source run did not finish")]
+    assert last.endswith("is FINISHED)")
+    assert "metric keys moved" not in out
+
+    n_runs = len(client.search_runs([client.get_experiment_by_name("ltr").experiment_id]))
+    assert main(["rerun", source[:8], "tracking=none"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "ltr: error: a rerun with tracking=none would log nothing to compare: leave tracking=none out"
+    )
+    client.set_tag(source, "ltr.role", "sweep")
+    assert main(["rerun", source[:8]]) == 2
+    assert "is a sweep's parent, not a trained run: rerun one of its jobs" in capsys.readouterr().err
+    assert len(client.search_runs([client.get_experiment_by_name("ltr").experiment_id])) == n_runs  # nothing trained
