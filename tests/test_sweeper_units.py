@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import pickle
 
+import optuna
 import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
@@ -12,8 +13,9 @@ from ltr.errors import LtrUserError
 from ltr.experiment.checks import check_config
 from ltr.experiment.guardrails import failed_constraints, parse_constraint, parse_constraints
 from ltr.sweeper.link import JobResult
-from ltr.sweeper.search import check_settings
+from ltr.sweeper.search import check_settings, sampler_seed
 from ltr.sweeper.space import format_value, params_overrides, search_space, trial_overrides
+from ltr.sweeper.study_config import check_study_config, config_differences, study_config
 from tests.conftest import compose_train
 
 
@@ -156,3 +158,62 @@ def test_nested_params_from_the_command_line_read_as_dotted_keys() -> None:
     assert params_overrides({"model.num_leaves": "int(interval(7, 31))", "rerank": {"alpha": "interval(0, 1)"}}) == [
         "model.num_leaves=int(interval(7, 31))", "rerank.alpha=interval(0, 1)",
     ]  # fmt: skip
+
+
+def _two_trials(study: optuna.Study, seed: int) -> list[dict[str, object]]:
+    """One invocation of a search on ``study``: a seeded TPE sampler as the search builds it
+    (``sampler_seed`` of the trials already there), 2 trials asked and told."""
+    study.sampler = optuna.samplers.TPESampler(seed=sampler_seed(seed, len(study.trials)), n_startup_trials=5)
+    space = search_space(["model.num_leaves=int(interval(7, 127))", "model.learning_rate=interval(0.01, 0.2)"])[0]
+    params = []
+    for _ in range(2):
+        trial = study.ask(space)
+        study.tell(trial, float(trial.params["model.learning_rate"]))
+        params.append(trial.params)
+    return params
+
+
+def test_a_resumed_study_draws_new_points_and_the_same_commands_the_same_ones() -> None:
+    assert sampler_seed(42, 0) == 42, "a new study: the config's seed itself (its trials as before)"
+    assert sampler_seed(42, 2) == sampler_seed(42, 2)
+    assert len({sampler_seed(42, 0), sampler_seed(42, 2), sampler_seed(42, 4), sampler_seed(43, 2), sampler_seed(44, 0)}) == 5
+
+    def twice() -> list[dict[str, object]]:
+        study = optuna.create_study(direction="maximize")
+        return _two_trials(study, 42) + _two_trials(study, 42)
+
+    first = twice()
+    assert first[2:] != first[:2], "the second invocation repeated the first's points"
+    assert len({tuple(p.items()) for p in first}) == 4
+    assert twice() == first, "the same command sequence gives the same trials"
+
+
+def test_a_studys_config_leaves_out_searched_tracking_and_neutral_keys() -> None:
+    spec = check_config(compose_train(["data.n_queries=300", "fit.show_progress=false", "tracking.experiment=x"]))
+    config = study_config(spec, ["model.num_leaves", "model.learning_rate"])
+    assert config["data.n_queries"] == "300"
+    assert config["seed"] == "42"
+    assert config["optimized_metric"] == "valid/ndcg_at_10"
+    assert "model.num_leaves" not in config
+    assert "model.learning_rate" not in config
+    assert config["model.name"] == "lambdarank", "a key the search does not vary stays"
+    assert not any(key.startswith("tracking.") for key in config)
+    assert "fit.show_progress" not in config, "a neutral field never changes a value"
+    assert not any(key.startswith("model.") for key in study_config(spec, ["model"])), "a searched group: all of it"
+
+
+def test_a_study_of_another_config_is_refused_in_one_line_naming_the_keys() -> None:
+    stored = {"data.n_queries": "3000", "seed": "42", "model.name": "lambdarank"}
+    check_study_config(None, {"seed": "7"}, name="s", storage="sqlite:///study.db")  # a study from before
+    check_study_config(stored, dict(stored), name="s", storage="sqlite:///study.db")
+    with pytest.raises(LtrUserError) as info:
+        check_study_config(stored, {**stored, "data.n_queries": "300"}, name="ltr_lambdarank", storage="sqlite:///study.db")
+    message = str(info.value)
+    assert "\n" not in message
+    assert "Optuna study 'ltr_lambdarank' in sqlite:///study.db was built on another config" in message
+    assert "data.n_queries=3000 (this sweep: 300)" in message
+    assert "hydra.sweeper.study_name=ltr_lambdarank_2" in message
+    current = {"a": "1", "b": "2", "c": "3", "d": "4", "e": "5"}
+    assert config_differences({}, current)[0] == "a=<unset> (this sweep: 1)"
+    with pytest.raises(LtrUserError, match="; and 2 more"):
+        check_study_config({}, current, name="s", storage="sqlite:///study.db")

@@ -51,11 +51,12 @@ from ltr.cli.sweep_callback import (
     sweep_tags,
     varying_keys_for,
 )
+from ltr.cli.sweep_stop import end_stopped_children
 from ltr.config import search_path
 from ltr.config.completion import bash_script
 from ltr.config.compose import CONF_DIR, quote_non_ascii, user_message
 from ltr.config.store import register_configs
-from ltr.errors import LtrUserError
+from ltr.errors import LtrUserError, Terminated
 from ltr.sweeper.link import search_trial
 from ltr.tracking.lifecycle import (
     on_stop_signal,
@@ -240,6 +241,16 @@ def main(argv: list[str]) -> int:
     argv = [quote_non_ascii(arg) for arg in argv]
     sys.argv = ["ltr train", *argv]
     stop_signals.clear()  # a command starts from no recorded signal (an in-process caller may run several)
+    install_signal_handlers()  # before Hydra: a sweep's launching process is stopped by the first signal too
+    try:
+        return _main(argv)
+    except (KeyboardInterrupt, Terminated) as stop:
+        end_stopped_children(stop)  # a launcher's workers may have left their runs RUNNING
+        raise
+
+
+def _main(argv: list[str]) -> int:
+    """:func:`main` once the signal handlers are in place."""
     try:
         with stop_signal_wins():  # a signal whose exception surfaced as another error: 130 / 143
             job()

@@ -3,8 +3,9 @@
 Called by the sweep callback (:mod:`ltr.cli.sweep_callback`):
 
 - :func:`check_sweep` at the start, before the parent run exists: the Optuna search's settings
-  (``hydra.sweeper.n_trials`` >= 1, a storage URL, a readable search space) and the named
-  baseline run of ``sweep.constraints``, each refused with one line.
+  (``hydra.sweeper.n_trials`` >= 1, a storage URL, a readable search space), a stored study
+  built on another config (:mod:`ltr.sweeper.study_config`) and the named baseline run of
+  ``sweep.constraints``, each refused with one line.
 - :func:`record_search` at the end, on the parent (``tracker``'s current run):
 
   * an Optuna search: params ``optuna.study_name`` and ``optuna.storage`` (its password hidden; the sweep's journal
@@ -55,9 +56,14 @@ def check_sweep(config: DictConfig, spec: ExperimentSpec | None) -> None:
     """Refuse a bad search setting or baseline run before the parent run exists (``spec``: the
     sweep's base config, None when only the swept values make it valid)."""
     if is_ltr_search(config):
-        from ltr.sweeper.search import check_settings  # imports Optuna: searches only
+        from ltr.sweeper.search import (  # imports Optuna: searches only
+            check_resumed_study,
+            check_settings,
+        )
 
         check_settings(config.hydra.sweeper)
+        if spec is not None:  # a resumed study built on another config (ltr.sweeper.study_config)
+            check_resumed_study(config.hydra.sweeper, list(config.hydra.overrides.task), spec)
     if spec is not None and spec.config.sweep.baseline is not None:
         baseline_metrics(spec)
 

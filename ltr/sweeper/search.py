@@ -13,10 +13,16 @@ configured launcher (basic, joblib, ...), and told back with the jobs' values:
   objective that is ``valid/<the metric early stopping watches>``, each job reports that
   metric every round and stops when pruned (:mod:`ltr.sweeper.link`); the trial is told
   ``PRUNED``.
-- A job that failed (no value, NaN) is told ``FAIL``; the search goes on.
+- A job that failed (no value, NaN) is told ``FAIL``; the search goes on. A search stopped by
+  Ctrl-C or SIGTERM tells ``FAIL`` to the trials it launched and had not told (none stays
+  ``RUNNING``), then stops.
 
 Persistent studies: with ``hydra.sweeper.storage`` (an RDB URL) the study is loaded if it
-exists, so a second invocation adds its trials to the first's. At the end the search writes
+exists, so a second invocation adds its trials to the first's. A seeded sampler draws new points
+there: its seed is :func:`sampler_seed` of the config's seed and the number of trials the study
+already holds (the seed itself for a new study), so the same commands give the same trials and
+a resumed study never repeats the points it has. The study keeps the config its values depend
+on (:mod:`ltr.sweeper.study_config`); another config is refused before any run. At the end the search writes
 ``optimization_results.yaml`` (the best feasible trial's params and value, or the front of a
 multi-objective search) and ``.ltr_trials.json`` (job number -> trial) into the sweep's folder,
 which the sweep's parent run reads (:mod:`ltr.sweeper.record`).
@@ -27,11 +33,12 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import optuna
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.utils import instantiate
@@ -43,12 +50,36 @@ from ltr.experiment.spec import ExperimentSpec
 from ltr.sweeper.baseline import baseline_metrics
 from ltr.sweeper.link import RESULTS_FILE, TRIALS_FILE, JobResult, Link, open_storage
 from ltr.sweeper.space import params_overrides, search_space, trial_overrides
+from ltr.sweeper.study_config import (
+    CONFIG_ATTR,
+    check_study_config,
+    stored_study_config,
+    study_config,
+    study_name,
+)
+from ltr.tracking.lifecycle import raise_if_stop_requested, signals_deferred
+from ltr.tracking.store import redact_uri
 
 log = logging.getLogger(__name__)
 
 #: The trial's user attribute holding its constraint violations (<= 0: met).
 CONSTRAINTS_ATTR = "ltr.constraints"
 OVERRIDES_ATTR = "ltr.overrides"
+
+
+def sampler_seed(seed: int, n_trials_before: int) -> int:
+    """The seed of the sampler of a search that finds ``n_trials_before`` trials in its study:
+    ``seed`` for a new study; else a number drawn from both (``numpy.random.SeedSequence``), so
+    each invocation on a persistent study draws new points, the same ones for the same commands.
+
+    >>> sampler_seed(42, 0)
+    42
+    >>> sampler_seed(42, 2) == sampler_seed(42, 2) != sampler_seed(42, 4)
+    True
+    """
+    if n_trials_before == 0:
+        return seed
+    return int(np.random.SeedSequence([seed, n_trials_before]).generate_state(1)[0])
 
 
 def constraint_values(trial: optuna.trial.FrozenTrial) -> Sequence[float]:
@@ -90,6 +121,20 @@ def check_settings(sweeper: Mapping[str, Any]) -> None:
         raise LtrUserError(f"hydra.sweeper.params: {_first_line(exc)}") from exc
 
 
+def check_resumed_study(sweeper: Mapping[str, Any], task_overrides: Iterable[str], spec: ExperimentSpec) -> None:
+    """Refuse, before any run, a sweep that would resume a study of ``hydra.sweeper.storage``
+    built on another config (:func:`check_study_config`); ``sweeper``: ``hydra.sweeper`` (its
+    settings already checked), ``task_overrides``: the command line's (sweeps among them)."""
+    storage = sweeper.get("storage")
+    if not storage:
+        return  # the study is a new journal file in the sweep's own folder
+    name = study_name(sweeper.get("study_name"), spec)
+    space, _ = search_space([*params_overrides(sweeper.get("params")), *task_overrides])
+    exists, stored = stored_study_config(str(storage), name)
+    if exists:
+        check_study_config(stored, study_config(spec, space), name=name, storage=redact_uri(str(storage)))
+
+
 def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
@@ -110,12 +155,18 @@ class OptunaSearch:
         )
         self.multi = len(spec.objectives) > 1
 
-    def _sampler(self) -> optuna.samplers.BaseSampler:
+    def _sampler(self, n_trials_before: int) -> optuna.samplers.BaseSampler:
+        """The configured sampler (TPE seeded with ``seed`` by default), its seed (if it has one)
+        replaced by :func:`sampler_seed` of it and ``n_trials_before``."""
         extra: dict[str, Any] = {"constraints_func": constraint_values} if self.constraints else {}
         if not self.settings.sampler:
-            return optuna.samplers.TPESampler(seed=self.spec.seed, **extra)
+            return optuna.samplers.TPESampler(seed=sampler_seed(self.spec.seed, n_trials_before), **extra)
+        config = OmegaConf.to_container(OmegaConf.create(dict(self.settings.sampler)))
+        assert isinstance(config, dict)
+        if isinstance(config.get("seed"), int):
+            config["seed"] = sampler_seed(config["seed"], n_trials_before)
         try:
-            sampler = instantiate(OmegaConf.to_container(OmegaConf.create(dict(self.settings.sampler))), **extra)
+            sampler = instantiate(config, **extra)
         except Exception as exc:
             raise LtrUserError(f"hydra.sweeper.sampler: {_first_line(exc)}") from exc
         assert isinstance(sampler, optuna.samplers.BaseSampler)
@@ -144,12 +195,12 @@ class OptunaSearch:
             )
         self.sweep_dir.mkdir(parents=True, exist_ok=True)
         storage = open_storage(self.settings.storage, self.sweep_dir)
-        name = self.settings.study_name or f"ltr_{self.spec.config.model.name}"
+        name = study_name(self.settings.study_name, self.spec)
         directions = [optuna.study.StudyDirection.MAXIMIZE if d == "maximize" else optuna.study.StudyDirection.MINIMIZE
                       for d in self.spec.directions]  # fmt: skip
         try:
             study = optuna.create_study(
-                study_name=name, storage=storage, sampler=self._sampler(), directions=directions, load_if_exists=True
+                study_name=name, storage=storage, sampler=self._sampler(0), directions=directions, load_if_exists=True
             )
         except ValueError as exc:
             raise LtrUserError(f"Optuna study {name!r}: {exc}") from exc
@@ -158,6 +209,10 @@ class OptunaSearch:
                 f"Optuna study {name!r} in {self.settings.storage} optimises "
                 f"{[d.name.lower() for d in study.directions]}, this sweep {list(self.spec.directions)}: use another study_name"
             )
+        self._keep_config(study, study_config(self.spec, space))
+        n_before = len(study.get_trials(deepcopy=False))
+        if n_before:  # a resumed study: new points, deterministically
+            study.sampler = self._sampler(n_before)
         prune_key = self._prune_key()
         pruner = dict(self.settings.pruner) if prune_key and self.settings.pruner else None
         link = Link(self.settings.storage, name, pruner, prune_key)
@@ -168,19 +223,38 @@ class OptunaSearch:
         job_idx = 0
         left = self.settings.n_trials
         while left > 0:
-            batch = [study.ask(space) for _ in range(min(left, self.settings.n_jobs))]
-            overrides = [trial_overrides(t.params, fixed) for t in batch]
-            for i, (trial, job_overrides) in enumerate(zip(batch, overrides, strict=True)):
-                trial.set_user_attr(OVERRIDES_ATTR, list(job_overrides))
-                link.trials[str(job_idx + i)] = trial._trial_id
-            link.write(self.sweep_dir)
-            returns = self.launcher.launch(overrides, initial_job_idx=job_idx)
-            for i, (trial, ret) in enumerate(zip(batch, returns, strict=True)):
-                jobs[str(job_idx + i)] = self._tell(study, trial, ret)
+            batch: list[optuna.trial.Trial] = []
+            try:
+                raise_if_stop_requested()  # a stop signal whose exception was swallowed stops here
+                for _ in range(min(left, self.settings.n_jobs)):
+                    batch.append(study.ask(space))
+                overrides = [trial_overrides(t.params, fixed) for t in batch]
+                for i, (trial, job_overrides) in enumerate(zip(batch, overrides, strict=True)):
+                    trial.set_user_attr(OVERRIDES_ATTR, list(job_overrides))
+                    link.trials[str(job_idx + i)] = trial._trial_id
+                link.write(self.sweep_dir)
+                returns = self.launcher.launch(overrides, initial_job_idx=job_idx)
+                for i, (trial, ret) in enumerate(zip(batch, returns, strict=True)):
+                    jobs[str(job_idx + i)] = self._tell(study, trial, ret)
+            except BaseException:  # Ctrl-C, SIGTERM, a launcher's error: no trial left RUNNING
+                _fail_untold(study, batch)
+                raise
             job_idx += len(returns)
             left -= len(batch)
         self._write_results(study, jobs)
         return study
+
+    def _keep_config(self, study: optuna.Study, config: dict[str, str]) -> None:
+        """Store ``config`` (:func:`ltr.sweeper.study_config.study_config`) on the study, or refuse
+        a study that holds another (a sweep that started on it meanwhile; the usual refusal is
+        :func:`ltr.sweeper.record.check_sweep`'s, before any run)."""
+        stored = study.user_attrs.get(CONFIG_ATTR)
+        if stored is None:
+            if study.get_trials(deepcopy=False):
+                log.info("Optuna study %r predates ltr's study config: it now holds this sweep's", study.study_name)
+            study.set_user_attr(CONFIG_ATTR, config)
+            return
+        check_study_config(stored, config, name=study.study_name, storage=redact_uri(str(self.settings.storage)))
 
     def _tell(self, study: optuna.Study, trial: optuna.trial.Trial, ret: JobReturn) -> dict[str, Any]:
         """Tell ``study`` the job's outcome; returns what ``.ltr_trials.json`` keeps of it."""
@@ -227,6 +301,17 @@ class OptunaSearch:
             results["solutions"] = [{"trial": t.number, "params": _used_params(t), "values": list(t.values)} for t in front]
             log.info("%d trials on the front of %s", len(front), " and ".join(self.spec.objectives))
         OmegaConf.save(OmegaConf.create(results), self.sweep_dir / RESULTS_FILE)
+
+
+def _fail_untold(study: optuna.Study, trials: Sequence[optuna.trial.Trial]) -> None:
+    """Tell ``FAIL`` to each of ``trials`` still RUNNING (a batch the search stops in), signals
+    held back meanwhile (a second Ctrl-C cannot leave one RUNNING)."""
+    with signals_deferred():
+        for trial in trials:
+            frozen = study._storage.get_trial(trial._trial_id)
+            if frozen.state == optuna.trial.TrialState.RUNNING:
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                log.info("trial %d is told FAIL: the search stopped before its job ended", trial.number)
 
 
 def _used_params(trial: optuna.trial.FrozenTrial) -> dict[str, str]:
