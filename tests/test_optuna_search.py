@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 from optuna.storages.journal import JournalFileBackend
 
+from ltr.tracking.mlflow_tracker import MlflowTracker
 from tests.processes import free_port, stop_process_group, wait_for_http
 
 pytestmark = pytest.mark.slow
@@ -68,6 +71,9 @@ def test_a_persistent_study_resumes_across_invocations_and_maximises(tmp_path: P
     assert study.directions == [optuna.study.StudyDirection.MAXIMIZE]
     assert len(study.trials) == 8
     assert all(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
+    points = [tuple(sorted(t.params.items())) for t in study.trials]
+    assert len(set(points)) == 8, "the second invocation drew new points, not the first's again"
+    assert study.user_attrs["ltr.config"]["data.n_queries"] == "200"  # debug=default's
     sweeps = _sweeps(db)
     assert len(sweeps) == 2
     for n, (parent, children) in enumerate(sweeps, start=1):
@@ -90,6 +96,49 @@ def test_a_persistent_study_resumes_across_invocations_and_maximises(tmp_path: P
     best = max(children, key=lambda c: c.data.metrics["valid/ndcg_at_10"])
     assert parent.data.tags["ltr.sweep.best_run_id"] == best.info.run_id
     assert parent.data.metrics["sweep/optuna/best_value"] == max(t.value for t in study.trials)
+    # other data on the same study: refused in one line before any run, the study untouched
+    refused = _ltr(tmp_path, *args, "data.n_queries=150", code=2)
+    assert refused.stderr.strip().splitlines() == [
+        f"ltr: error: Optuna study 'ltr_lambdarank' in sqlite:///{study_db} was built on another config "
+        "(data.n_queries=200 (this sweep: 150)): its trials' values would not be comparable with this sweep's; "
+        "start a new study with hydra.sweeper.study_name=ltr_lambdarank_2 (or another hydra.sweeper.storage), "
+        "or run with the study's config"
+    ]
+    assert len(_sweeps(db)) == 2, "no parent run for the refused sweep"
+    assert len(optuna.load_study(study_name="ltr_lambdarank", storage=f"sqlite:///{study_db}").trials) == 8
+
+
+def test_an_interrupted_search_leaves_no_trial_running(tmp_path: Path) -> None:
+    """Ctrl-C while a trial's job trains: the job's run ends KILLED, its trial FAIL (never
+    RUNNING for ever), the command exits 130."""
+    study_db, db = tmp_path / "study.db", tmp_path / "mlflow.db"
+    MlflowTracker(f"sqlite:///{db}", "ltr")  # the store first, so polling it never races its creation
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ltr", "train", "hparams_search=optuna", "hydra.sweeper.n_trials=4",
+         f"hydra.sweeper.storage=sqlite:///{study_db}", "debug=default", "fit.num_threads=1",
+         "fit.num_boost_round=100000", "fit.early_stopping_rounds=null", "hydra.sweeper.pruner=null",
+         "fit.show_progress=false", f"tracking.uri=sqlite:///{db}"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 600  # generous: only a broken start waits it out
+        while not any(c.info.status == "RUNNING" for _, children in _sweeps(db) for c in children):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"no job started: {proc.communicate()[1][-2000:]}")
+            time.sleep(0.5)
+        time.sleep(1.0)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, stderr = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, stderr[-2000:]
+    study = optuna.load_study(study_name="ltr_lambdarank", storage=f"sqlite:///{study_db}")
+    assert [t.state for t in study.trials] == [optuna.trial.TrialState.FAIL]
+    ((parent, (child,)),) = _sweeps(db)
+    assert (parent.info.status, child.info.status) == ("KILLED", "KILLED")
+    assert f"run {child.info.run_id} is marked KILLED" in stderr
 
 
 def test_no_trials_or_an_unknown_baseline_is_refused_in_one_line_before_any_run(tmp_path: Path) -> None:

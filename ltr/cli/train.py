@@ -129,12 +129,14 @@ class _UserErrorInJob(BaseException):
 
 def install_signal_handlers() -> None:
     """SIGINT and SIGTERM -> :func:`ltr.tracking.lifecycle.on_stop_signal`, in the launching process only (launcher
-    workers keep theirs); outside the main thread ``signal()`` raises ValueError: left as is."""
+    workers keep theirs); outside the main thread ``signal()`` raises ValueError: left as is. A
+    stop exception swallowed in a garbage-collection callback is not printed, in workers too (a
+    terminal's Ctrl-C reaches joblib's workers: no "Exception ignored ... Traceback" lines)."""
     import multiprocessing
 
+    sys.unraisablehook = quiet_unraisable
     if multiprocessing.parent_process() is not None:
         return
-    sys.unraisablehook = quiet_unraisable
     with contextlib.suppress(ValueError):
         signal.signal(signal.SIGTERM, on_stop_signal)
         signal.signal(signal.SIGINT, on_stop_signal)

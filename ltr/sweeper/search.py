@@ -130,7 +130,10 @@ def check_resumed_study(sweeper: Mapping[str, Any], task_overrides: Iterable[str
         return  # the study is a new journal file in the sweep's own folder
     name = study_name(sweeper.get("study_name"), spec)
     space, _ = search_space([*params_overrides(sweeper.get("params")), *task_overrides])
-    exists, stored = stored_study_config(str(storage), name)
+    try:
+        exists, stored = stored_study_config(str(storage), name)
+    except Exception as exc:  # an unreachable server, a file that is no database
+        raise LtrUserError(f"hydra.sweeper.storage={redact_uri(str(storage))}: {_first_line(exc)}") from exc
     if exists:
         check_study_config(stored, study_config(spec, space), name=name, storage=redact_uri(str(storage)))
 

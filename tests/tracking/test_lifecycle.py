@@ -162,3 +162,63 @@ def test_an_interrupted_sweep_counts_the_jobs_it_never_started(tmp_path: Path) -
     metrics = parent.data.metrics
     assert (metrics["sweep/n_jobs"], metrics["sweep/n_killed"], metrics["sweep/n_not_run"]) == (3, 1, 2)
     assert "sweep: 3 jobs: 0 finished, 0 failed, 1 killed, 2 not run\n" in stdout
+
+
+def _wait_for_running_children(uri: str, n: int, proc: subprocess.Popen[str]) -> None:
+    """Poll the store until ``n`` child runs are RUNNING (their jobs are training)."""
+    deadline = time.monotonic() + 600  # generous: only a broken start waits it out
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"ltr train ended early: {proc.communicate()[1][-2000:]}")
+        children = [r for r in _runs(uri) if "mlflow.parentRunId" in r.data.tags and r.info.status == "RUNNING"]
+        if len(children) >= n:
+            return
+        time.sleep(0.5)
+    pytest.fail("the sweep's jobs never started")
+
+
+@pytest.mark.parametrize(
+    ("sig", "to_group", "exit_code"),
+    [(signal.SIGINT, True, 130), (signal.SIGTERM, False, 143)],
+    ids=["ctrl-c-to-the-terminals-group", "sigterm-to-ltr-alone"],
+)
+def test_a_stopped_joblib_sweep_leaves_no_run_running(
+    tmp_path: Path, sig: signal.Signals, to_group: bool, exit_code: int
+) -> None:
+    """Ctrl-C (the whole process group, as a terminal sends it: the loky workers get it too) or
+    SIGTERM to ``ltr train`` alone, while two joblib workers train: every run ends KILLED before
+    the command exits, and the last line names each child run it marked (joblib kills its
+    workers with SIGKILL when the interrupt reaches it, often before they end their runs)."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    MlflowTracker(uri, "ltr")  # create the store first, so polling it never races its creation
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ltr", "train", "-m", "debug=default", "seed=1,2,3", "fit.num_threads=1",
+         "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", f"tracking.uri={uri}", "fit.num_boost_round=100000",
+         "fit.early_stopping_rounds=null", "model.learning_rate=0.001", "fit.show_progress=false"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        _wait_for_running_children(uri, 2, proc)
+        time.sleep(1.0)
+        if to_group:
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
+        stdout, stderr = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == exit_code, stderr[-2000:]
+    runs = _runs(uri)
+    (parent,) = [r for r in runs if r.data.tags.get("ltr.role") == "sweep"]
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    assert len(children) == 2, "job 2 waits for a free worker"
+    assert [r.info.status for r in runs] == ["KILLED"] * 3, [(r.info.run_name, r.info.status) for r in runs]
+    (line,) = [line for line in stderr.splitlines() if line.startswith("ltr: interrupted" if exit_code == 130 else "ltr: terminated")]
+    for child in children:
+        assert child.data.tags["ltr.error"], "a KILLED run says why"
+        if child.data.tags["ltr.error"].endswith("(its sweep was stopped)"):  # ended by the launching process
+            assert f"run {child.info.run_id} ({child.info.run_name}) is marked KILLED" in line
+    assert "RUNNING" not in stdout, "the sweep's summary lists no job as running"
+    assert "Traceback" not in stderr
