@@ -22,8 +22,8 @@ exists, so a second invocation adds its trials to the first's. A seeded sampler 
 there: its seed is :func:`sampler_seed` of the config's seed and the number of trials the study
 already holds (the seed itself for a new study), so the same commands give the same trials and
 a resumed study never repeats the points it has. The study keeps the config its values depend
-on (:mod:`ltr.sweeper.study_config`); another config is refused before any run. At the end the search writes
-``optimization_results.yaml`` (the best feasible trial's params and value, or the front of a
+on (:mod:`ltr.sweeper.study_config`); another config is refused before any run. At the end the
+search writes ``optimization_results.yaml`` (the best feasible trial's params and value, or the front of a
 multi-objective search) and ``.ltr_trials.json`` (job number -> trial) into the sweep's folder,
 which the sweep's parent run reads (:mod:`ltr.sweeper.record`).
 """
@@ -216,6 +216,8 @@ class OptunaSearch:
         n_before = len(study.get_trials(deepcopy=False))
         if n_before:  # a resumed study: new points, deterministically
             study.sampler = self._sampler(n_before)
+            log.info("Optuna study %r holds %d trials: the sampler's seed is drawn from the seed and that number",
+                     name, n_before)  # fmt: skip
         prune_key = self._prune_key()
         pruner = dict(self.settings.pruner) if prune_key and self.settings.pruner else None
         link = Link(self.settings.storage, name, pruner, prune_key)
