@@ -240,6 +240,13 @@ _MLFLOW_URI_GLOBALS = (
 )
 
 
+#: A LightGBM forced split (``model.params.forcedsplits_filename``, as JSON) no row can take:
+#: feature 0 above 1e30. Every check of ltr passes (LightGBM's format, features that exist), and
+#: LightGBM stops inside training, on the data ("Check failed: (best_split_info.right_count) >
+#: (0)"): the real failure after a run started that the failure-path tests need.
+FORCED_SPLIT_NO_ROW_TAKES = {"feature": 0, "threshold": 1e30, "left": {"feature": 1, "threshold": 1e30}}
+
+
 def compose_train(overrides: Sequence[str] = ()) -> DictConfig:
     """The ``ltr train`` config composed from the real ``ltr/conf/`` with ``overrides``."""
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):

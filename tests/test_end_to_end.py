@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Callable
@@ -15,6 +16,7 @@ from omegaconf import DictConfig
 
 from ltr.data.load import load_splits
 from ltr.experiment import run as pipeline
+from tests.conftest import FORCED_SPLIT_NO_ROW_TAKES
 from tests.reference import ndcg_at_k
 
 STRATA = {"len_1-10": (1, 10), "len_11-50": (11, 50), "len_51_plus": (51, 10**9)}
@@ -97,21 +99,26 @@ def test_same_config_twice_gives_bit_identical_metrics(small_cfg: Callable[..., 
     assert first.run_id is None
 
 
-def test_failure_after_run_start_marks_run_failed(small_cfg: Callable[..., DictConfig], tracking_uri: str) -> None:
+def test_failure_after_run_start_marks_run_failed(
+    small_cfg: Callable[..., DictConfig], tracking_uri: str, tmp_path: Path
+) -> None:
     from ltr.errors import LtrUserError
 
-    # two bin limits for 16 features: LightGBM refuses the data set inside training, after the run started
-    cfg = small_cfg("+model.params.max_bin_by_feature=[63,63]")
-    with pytest.raises(LtrUserError, match="max_bin_by_feature"):
+    # a forced split no row can take: every check passes (the file is LightGBM's format, its features
+    # exist), and LightGBM stops inside training, on the data, after the run started
+    splits = tmp_path / "forced.json"
+    splits.write_text(json.dumps(FORCED_SPLIT_NO_ROW_TAKES))
+    cfg = small_cfg(f"+model.params.forcedsplits_filename={splits}")
+    with pytest.raises(LtrUserError, match="LightGBM rejected the training setup: Check failed"):
         pipeline.run(cfg)
     _, run = _only_run(tracking_uri)
     assert run.info.status == "FAILED"
-    assert "max_bin_by_feature" in run.data.tags["ltr.error"]
+    assert "right_count" in run.data.tags["ltr.error"]
     assert " at /" not in run.data.tags["ltr.error"]  # LightGBM's source path is not shown
     # what it was asked to do is logged as it started: the config and the overrides
     client = MlflowClient(tracking_uri)
     config = Path(client.download_artifacts(run.info.run_id, "config/config.yaml")).read_text()
-    assert "max_bin_by_feature:\n    - 63\n    - 63" in config
+    assert f"forcedsplits_filename: {splits}" in config
     assert [f.path for f in client.list_artifacts(run.info.run_id, "config")] == ["config/config.yaml", "config/overrides.yaml"]
 
 

@@ -103,6 +103,7 @@ def test_forced_splits_file(tmp_path: Path) -> None:
     assert str(info.value) == (
         f"model.params.forcedsplits_filename={missing}: the file does not exist (LightGBM would ignore the setting without a word)"
     )
+    check_feature_params({"forcedsplits_filename": None, "monotone_constraints": None}, 17)  # null: not set
     # a logged run's settings read to score new data (ltr predict --data): the file is not needed
     check_feature_params({"forcedsplits_filename": str(missing)}, None, files=False)
     with pytest.raises(LtrUserError, match="the file is a directory"):

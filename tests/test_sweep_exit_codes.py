@@ -7,6 +7,7 @@ job; each must exit 2 with one line, no traceback, and leave no run behind.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from ltr.cli.sweep_callback import summary_line, sweep_exit_code
+from tests.conftest import FORCED_SPLIT_NO_ROW_TAKES
 
 
 @pytest.mark.parametrize(
@@ -108,6 +110,8 @@ def test_a_refused_sweep_is_one_line_exit_2_and_leaves_no_run(tmp_path: Path, ar
 @pytest.mark.slow
 def test_a_sweep_without_tracking_has_the_same_exit_codes(tmp_path: Path) -> None:
     """Tracking off: no parent run, the same policy: a job failed in LightGBM and one finished -> 1."""
-    proc = _sweep(tmp_path, "tracking=none", "+model.params.max_bin_by_feature=null,[63,63]", "fit.num_boost_round=3")
+    splits = tmp_path / "forced.json"
+    splits.write_text(json.dumps(FORCED_SPLIT_NO_ROW_TAKES))
+    proc = _sweep(tmp_path, "tracking=none", f"+model.params.forcedsplits_filename=null,{splits}", "fit.num_boost_round=3")
     assert proc.returncode == 1, proc.stderr[-2000:]
     assert _summary_lines(proc) == ["ltr: sweep of 2 jobs: 1 finished, 1 failed, 0 refused"]

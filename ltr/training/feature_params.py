@@ -67,7 +67,7 @@ def check_feature_params(
     ``n_features`` columns (None: not known yet; only the values and files are checked).
 
     ``source``: where the count comes from, for the message (``data.n_features``). An empty list
-    is LightGBM's "not set" and passes. ``files=False``: the files a parameter names
+    is LightGBM's "not set" and passes, and so does None (``null``). ``files=False``: the files a parameter names
     (``forcedsplits_filename``) are not read (a logged run's settings, read to score new data:
     the trained model needs them no more).
 
@@ -79,6 +79,8 @@ def check_feature_params(
     """
     for key, name in feature_param_keys(params).items():
         value = params[key]
+        if value is None:  # null: not set (LightGBM's Python package skips a None parameter)
+            continue
         if name in PER_FEATURE:
             _check_per_feature(key, name, value, n_features, source)
         elif name == "interaction_constraints":

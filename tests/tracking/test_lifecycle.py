@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -14,6 +15,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from ltr.tracking.mlflow_tracker import MlflowTracker
+from tests.conftest import FORCED_SPLIT_NO_ROW_TAKES
 
 pytestmark = pytest.mark.slow
 
@@ -91,11 +93,13 @@ def test_multirun_parent_with_children_and_best_value(tmp_path: Path) -> None:
 
 
 def test_failing_job_does_not_hide_the_others(tmp_path: Path) -> None:
+    """Jobs 1 and 3 fail inside LightGBM (a forced split no row takes: runs FAILED); jobs 0 and 2 run."""
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    """Jobs 1 and 3 fail inside LightGBM (max_bin_by_feature=[63,63]: runs FAILED); jobs 0 and 2 run."""
+    splits = tmp_path / "forced.json"
+    splits.write_text(json.dumps(FORCED_SPLIT_NO_ROW_TAKES))
     proc = _ltr(
         "-m", "debug=default", "fit.early_stopping_metric=ndcg@10,ndcg@5",
-        "+model.params.max_bin_by_feature=null,[63,63]", f"tracking.uri={uri}", cwd=tmp_path,
+        f"+model.params.forcedsplits_filename=null,{splits}", f"tracking.uri={uri}", cwd=tmp_path,
     )
     assert proc.returncode == 1
     runs = _runs(uri)
@@ -117,7 +121,7 @@ def test_failing_job_does_not_hide_the_others(tmp_path: Path) -> None:
     assert best_url.startswith(f"http://127.0.0.1:5000/#/experiments/{parent.info.experiment_id}/runs/")
     assert best_url.split("/runs/")[1].split("?")[0] in best_ids
     assert parent.info.status == "FAILED"
-    assert "max_bin_by_feature" in parent.data.tags["ltr.error"]
+    assert "right_count" in parent.data.tags["ltr.error"]
     assert not any(r.info.status == "RUNNING" for r in runs)
 
 
