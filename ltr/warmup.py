@@ -106,7 +106,8 @@ def _rerank_and_interleave(tmp: Path) -> None:
     diversify(scores, offsets, np.array([7, 7, 8, 9, 9]), alpha=0.5, similarity="category")
     labels = np.array([2, 0, 1, 0, 3])
     model = ClickModel(eta=1.0, click_noise=0.1, click_max=0.9)
-    simulate_abtest(labels, offsets, scores, scores[::-1].copy(), model, sessions_per_day=10.0, days=1.0)
+    # 10 sessions (with the default 5 % traffic share the sessions round to none, and no kernel runs)
+    simulate_abtest(labels, offsets, scores, scores[::-1].copy(), model, sessions_per_day=10.0, traffic_share=1.0, days=1.0)
 
 
 def _store_template(tmp: Path) -> None:
