@@ -217,7 +217,7 @@ def test_a_cv_that_lacks_a_fold_is_marked_partial_and_has_no_sd(tmp_path: Path) 
     )  # fmt: skip
     assert proc.returncode == 1, proc.stderr[-3000:]
     parent, children = _runs(db)
-    assert [c.info.run_name for c in children] == ["cv7 #0"]
+    assert [c.info.run_name for c in children] == ["cv7 fold=1"]  # the name, then what the job varies
     assert parent.info.run_name == "cv7 (1 of 2 folds)"
     assert parent.info.status == "FAILED"
     tags = parent.data.tags

@@ -72,16 +72,17 @@ def run_name(
     its :func:`shown_overrides`, then the model in brackets unless an override picks it
     (``num_leaves=7 (lambdarank)``); without overrides, by its model (``lambdarank``).
     ``tracking.run_name`` in a sweep (``job``: the job's number) names its parent; the job is
-    ``<run_name> #<job>``.
+    ``<run_name> num_leaves=15`` (its values of the varied keys), or ``<run_name> #<job>``
+    when they are not known.
     """
-    if spec.config.tracking.run_name:
-        return str(spec.config.tracking.run_name) + (f" #{job}" if job is not None else "")
     shown = shown_overrides(overrides)
-    if varying is not None:
-        keys = set(varying)
-        own = [o for o in shown if override_key(o) in keys]
-        if own:
-            return " ".join(short_overrides(own))
+    own = [o for o in shown if override_key(o) in set(varying)] if varying is not None else []
+    if spec.config.tracking.run_name:
+        if job is None:
+            return str(spec.config.tracking.run_name)
+        return f"{spec.config.tracking.run_name} " + (" ".join(short_overrides(own)) if own else f"#{job}")
+    if own:
+        return " ".join(short_overrides(own))
     model = str(spec.config.model.name)
     if not shown:
         return model

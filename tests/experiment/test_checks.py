@@ -157,6 +157,9 @@ def test_run_names_lead_with_what_varies_and_fit_narrow_columns() -> None:
     ]
     named = check_config(compose_train(["tracking.run_name=baseline"]))
     assert run_name(named, ["model.num_leaves=7"]) == "baseline"
+    # a sweep's job of a named sweep: the name, then what the job varies (its number when unknown)
+    assert run_name(named, ["model.num_leaves=7", "seed=2"], varying=["model.num_leaves"], job="1") == "baseline num_leaves=7"
+    assert run_name(named, ["seed=2"], varying=[], job="1") == "baseline #1"
 
 
 @pytest.mark.parametrize(
