@@ -107,16 +107,14 @@ def align(a: pd.DataFrame, b: pd.DataFrame, *, what_a: str, what_b: str) -> pd.D
     DataError
         Pairs on one side only: how many, and the first one (qid and docno).
     """
-    joined = a.merge(b, on=KEY, how="outer", indicator=True, sort=False)
-    for side, name, other in (("left_only", what_a, what_b), ("right_only", what_b, what_a)):
-        only = joined[joined["_merge"] == side]
+    joined, only_a, only_b = _outer_join(a, b)
+    for only, name, other in ((only_a, what_a, what_b), (only_b, what_b, what_a)):
         if len(only):
-            first = only.iloc[0]
             raise DataError(
                 f"{len(only)} (query, document) pair(s) of {name} are missing from {other}, "
-                f"e.g. qid {first['qid']} docno {first['docno']}: both sides must judge the same pairs"
+                f"{_example(only)}: both sides must judge the same pairs"
             )
-    return joined.drop(columns="_merge").reset_index(drop=True)
+    return joined
 
 
 def join_scores(pairs: pd.DataFrame, scores: pd.DataFrame, *, what: str, advice: str) -> pd.DataFrame:
@@ -133,22 +131,32 @@ def join_scores(pairs: pd.DataFrame, scores: pd.DataFrame, *, what: str, advice:
         Judged pairs without a score, or scored pairs judged in neither label set: how many,
         the first one (qid and docno), and what to do.
     """
-    joined = pairs.merge(scores, on=KEY, how="outer", indicator=True, sort=False)
-    unscored = joined[joined["_merge"] == "left_only"]
+    joined, unscored, unjudged = _outer_join(pairs, scores)
     if len(unscored):
-        first = unscored.iloc[0]
         raise DataError(
-            f"{what} lacks {len(unscored)} of the {len(pairs)} judged (query, document) pairs, e.g. qid "
-            f"{first['qid']} docno {first['docno']}: NDCG under each label set needs a score for every judged pair; {advice}"
+            f"{what} lacks {len(unscored)} of the {len(pairs)} judged (query, document) pairs, {_example(unscored)}: "
+            f"NDCG under each label set needs a score for every judged pair; {advice}"
         )
-    unjudged = joined[joined["_merge"] == "right_only"]
     if len(unjudged):
-        first = unjudged.iloc[0]
         raise DataError(
-            f"{what} scores {len(unjudged)} (query, document) pair(s) that neither label set judges, e.g. qid "
-            f"{first['qid']} docno {first['docno']}: give scores of the judged pairs only"
+            f"{what} scores {len(unjudged)} (query, document) pair(s) that neither label set judges, "
+            f"{_example(unjudged)}: give scores of the judged pairs only"
         )
-    return joined.drop(columns="_merge").reset_index(drop=True)
+    return joined
+
+
+def _outer_join(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``a`` and ``b`` joined on ``(qid, docno)`` (index reset), and the pairs only ``a`` has and
+    only ``b`` has."""
+    joined = a.merge(b, on=KEY, how="outer", indicator=True, sort=False)
+    only_a, only_b = joined[joined["_merge"] == "left_only"], joined[joined["_merge"] == "right_only"]
+    return joined.drop(columns="_merge").reset_index(drop=True), only_a, only_b
+
+
+def _example(only: pd.DataFrame) -> str:
+    """The first pair of ``only``, for a message: ``e.g. qid 3 docno d7``."""
+    first = only.iloc[0]
+    return f"e.g. qid {first['qid']} docno {first['docno']}"
 
 
 def _no_duplicates(frame: pd.DataFrame, path: Path | str) -> None:
