@@ -44,6 +44,7 @@ from ltr.data.cache import (
     recent_entry,
     store_cached,
 )
+from ltr.data.file_names import table_format_by_name
 from ltr.data.positions import concat_positions, find_position_file, read_position_file
 from ltr.data.ranking_data import RankingData
 from ltr.data.read_columns import read_table
@@ -78,14 +79,9 @@ def detect_format(path: Path, *, query_file: Path | None = None) -> str:
         raise DataError(f"data file {path} does not exist; check the path")
     if path.is_dir():
         raise DataError(f"data file {path} is a directory, not a file")
-    suffixes = [s.lower() for s in path.suffixes]
-    if suffixes and suffixes[-1] in (".gz", ".bz2", ".zst"):
-        suffixes = suffixes[:-1]
-    last = suffixes[-1] if suffixes else ""
-    if last in (".parquet", ".pq"):
-        return "parquet"
-    if last in (".csv", ".tsv"):
-        return "csv"
+    table = table_format_by_name(path)
+    if table is not None:
+        return table
     has_qid = head_has_qid(read_head(path))
     if has_qid is None:
         raise DataError(

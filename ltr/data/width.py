@@ -10,13 +10,9 @@ file's width; a table's feature columns must match it), and so does a table's
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-#: Suffixes of the table formats (``detect_format`` in :mod:`ltr.data.readers`), and of the
-#: compressions stripped before them.
-_TABLE_SUFFIXES = (".parquet", ".pq", ".csv", ".tsv")
-_COMPRESSIONS = (".gz", ".bz2", ".zst")
+from ltr.data.file_names import table_format_by_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +55,4 @@ def _reads_a_table(data: Any) -> bool:
     if fmt != "auto":
         return fmt in ("parquet", "csv")
     train = getattr(data, "train", None)
-    if not isinstance(train, str):
-        return False
-    suffixes = [s.lower() for s in Path(train).suffixes]
-    if suffixes and suffixes[-1] in _COMPRESSIONS:
-        suffixes = suffixes[:-1]
-    return bool(suffixes) and suffixes[-1] in _TABLE_SUFFIXES
+    return isinstance(train, str) and table_format_by_name(train) is not None

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ltr.data.file_names import table_format_by_name
 from ltr.data.ranking_data import written_qids_of
 from ltr.data.trec import read_trec
 from ltr.errors import DataError, LtrUserError
@@ -321,8 +322,7 @@ def _evaluate_data(
     # ltr's file readers (their doc ids are pyarrow arrays) only for --data: not for TREC input
     from ltr.data.readers import read_ranking_file
 
-    is_table = any(s in (".parquet", ".csv", ".tsv") for s in data_path.suffixes)
-    if n_features is not None and is_table:
+    if n_features is not None and table_format_by_name(data_path) is not None:
         raise LtrUserError(f"--n-features is the width of a text file; {data_path} is a table (its features are not read)")
     try:
         data = read_ranking_file(

@@ -67,3 +67,16 @@ def test_table_width_from_feature_columns_is_the_read_width(tmp_path: Path) -> N
     width = configured_width(cfg)
     assert width is not None
     assert load_splits(cfg, SplitConfig(), seed=1).train.n_features == width.n_features == 2
+
+
+@pytest.mark.parametrize(
+    ("name", "table"),
+    [("a.parquet", "parquet"), ("a.PQ", "parquet"), ("a.tsv", "csv"), ("a.csv.gz", "csv"), ("a.txt", None),
+     ("a.csv.txt", None), ("a", None), ("a.txt.gz", None)],
+)  # fmt: skip
+def test_one_name_rule_for_the_reader_the_width_and_evaluate(name: str, table: str | None) -> None:
+    """The reader's format detection, the configured width and ``ltr evaluate --n-features`` all
+    read a name with :func:`ltr.data.file_names.table_format_by_name`."""
+    from ltr.data.file_names import table_format_by_name
+
+    assert table_format_by_name(name) == table
