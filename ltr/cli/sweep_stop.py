@@ -22,7 +22,6 @@ a multirun, where its runs are logged.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,29 +115,10 @@ def _end_children(sweep: SweepStore) -> list[tuple[str, str]]:
 
 def _process_over(identity: dict[str, str], me: dict[str, str]) -> bool:
     """True when the run's process (``identity``, its ``ltr.process`` tag) can no longer end it:
-    this process (its job is over: the stop came out of it) or one gone on this host (a process
-    of another host, or without the tag, is not ours to judge)."""
-    from ltr.tracking.store import HOST, HOST_ID, PID
+    this process (its job is over: the stop came out of it) or one known dead on this host
+    (:func:`ltr.tracking.store.process_died`; a process of another host, or without the tag, is
+    not ours to judge)."""
+    from ltr.tracking.store import HOST, HOST_ID, PID, process_died
 
-    if identity.get(HOST) != me.get(HOST) or identity.get(HOST_ID, "") != me.get(HOST_ID, ""):
-        return False
-    try:
-        pid = int(identity[PID])
-    except (KeyError, ValueError):
-        return False
-    return pid == os.getpid() or not _alive(pid)
-
-
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` exists and is no zombie (a worker its launcher killed is joined)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[-1].split()[0] not in {"Z", "X"}
+    this_host = identity.get(HOST) == me.get(HOST) and identity.get(HOST_ID, "") == me.get(HOST_ID, "")
+    return (this_host and identity.get(PID) == me.get(PID)) or process_died(identity, me)

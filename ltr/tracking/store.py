@@ -680,7 +680,7 @@ def _pid_alive(pid: int) -> bool:
     return stat is None or stat[0] not in {"Z", "X"}  # a zombie has died
 
 
-def _death(run: dict[str, str], me: dict[str, str]) -> bool:
+def process_died(run: dict[str, str], me: dict[str, str]) -> bool:
     """True when the run's process (``run``: its identity, on this host) is known dead."""
     if run.get(HOST) != me.get(HOST) or run.get(HOST_ID, "") != me.get(HOST_ID, ""):
         return False  # another host (or container): its processes are not ours to see
@@ -729,7 +729,7 @@ def reap_dead_runs(client: Any, experiment_ids: Sequence[str]) -> list[str]:
     when = dt.datetime.now().astimezone().isoformat(timespec="seconds")
     for run in running:
         identity = identity_of(dict(run.data.tags))
-        if not _death(identity, me):
+        if not process_died(identity, me):
             continue
         run_id = run.info.run_id
         message = (
