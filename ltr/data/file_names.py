@@ -31,3 +31,14 @@ def table_format_by_name(path: str | Path) -> str | None:
     if last in (".csv", ".tsv"):
         return "csv"
     return None
+
+
+def written_table_format(path: str | Path) -> str:
+    """The format a per-query table is written in, by the name it is written to: ``"csv"`` for
+    a ``.csv`` name, ``"parquet"`` for any other (``.parquet``, ``.pq``, ...): never Parquet
+    under a ``.csv`` name (``ltr evaluate --per-query``, ``ltr predict --per-query``).
+
+    >>> written_table_format("t.CSV"), written_table_format("t.pq")
+    ('csv', 'parquet')
+    """
+    return "csv" if Path(path).suffix.lower() == ".csv" else "parquet"

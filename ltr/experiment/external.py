@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ltr.data.file_names import table_format_by_name
+from ltr.data.file_names import table_format_by_name, written_table_format
 from ltr.data.ranking_data import written_qids_of
 from ltr.data.trec import read_trec
 from ltr.errors import DataError, LtrUserError
@@ -413,7 +413,7 @@ def write_table(table: pd.DataFrame, path: Path) -> None:
     """The per-query table as CSV or Parquet (by suffix); an unwritable path is one line."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        if path.suffix.lower() == ".csv":
+        if written_table_format(path) == "csv":
             table.to_csv(path, index=False)
         else:
             table.to_parquet(path, index=False)

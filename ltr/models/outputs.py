@@ -11,7 +11,7 @@
   ``{qid}-{i}`` with ``i`` the row's 0-based place in its query in the input.
 - ``per_query``: the per-query table, when the input has labels: CSV (floats with round-trip
   precision) for a ``.csv`` name, Parquet for any other (``.parquet``, ``.pq``, ...): never a
-  Parquet file under a ``.csv`` name (:func:`table_format`).
+  Parquet file under a ``.csv`` name (:func:`ltr.data.file_names.written_table_format`).
 
 Every file is written to a temporary sibling and renamed into place only when every batch is
 through: an error, Ctrl-C or SIGTERM leaves the targets as they were. Before any input is read,
@@ -34,6 +34,7 @@ from typing import IO
 import numpy as np
 import pandas as pd
 
+from ltr.data.file_names import written_table_format
 from ltr.data.query_parts import partition_files
 from ltr.data.side_files import side_file_candidates
 from ltr.errors import DataError, LtrUserError
@@ -59,11 +60,6 @@ def check_target(path: Path, option: str) -> Path:
     except OSError as exc:
         raise LtrUserError(f"{option} {path}: cannot write a file in {path.parent} ({exc.strerror or exc})") from None
     return path
-
-
-def table_format(path: Path) -> str:
-    """The per-query table's format by ``path``'s name: ``csv`` for ``.csv``, else ``parquet``."""
-    return "csv" if path.suffix.lower() == ".csv" else "parquet"
 
 
 def check_not_inputs(targets: Mapping[str, Path], inputs: Sequence[Path]) -> None:
@@ -152,14 +148,14 @@ class PredictionFiles:
                 lines.to_csv(self._handles["trec_run"], sep=" ", header=False, index=False)
 
     def finish(self, prediction: Prediction) -> list[Path]:
-        """Write the per-query table (Parquet or CSV, by its name: :func:`table_format`), close
+        """Write the per-query table (Parquet or CSV, by its name: :func:`ltr.data.file_names.written_table_format`), close
         and rename every file into place; the paths written."""
         if "per_query" in self._temps:
             if prediction.table is None:
                 raise LtrUserError("--per-query needs labels in the data (a label column): there is nothing to evaluate")
             temp = self._temps["per_query"]
             with _writing(self.targets["per_query"]):
-                if table_format(self.targets["per_query"]) == "csv":
+                if written_table_format(self.targets["per_query"]) == "csv":
                     prediction.table.to_csv(temp, index=False)
                 else:
                     prediction.table.to_parquet(temp, index=False)

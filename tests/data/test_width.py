@@ -80,3 +80,10 @@ def test_one_name_rule_for_the_reader_the_width_and_evaluate(name: str, table: s
     from ltr.data.file_names import table_format_by_name
 
     assert table_format_by_name(name) == table
+
+
+@pytest.mark.parametrize(("name", "written"), [("t.csv", "csv"), ("t.CSV", "csv"), ("t.parquet", "parquet"), ("t.pq", "parquet"), ("t", "parquet")])
+def test_one_rule_for_the_per_query_tables_of_evaluate_and_predict(name: str, written: str) -> None:
+    from ltr.data.file_names import written_table_format
+
+    assert written_table_format(name) == written
