@@ -26,9 +26,23 @@ def stop_process_group(proc: subprocess.Popen[Any], *, timeout: float = 20) -> N
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct TCP ports on 127.0.0.1 that nothing listens on now.
+
+    Each socket stays bound until all ``n`` are chosen: ports picked one after another, each
+    released before the next bind, may repeat (the kernel hands a just-freed port out again).
+    """
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def wait_for_http(url: str, proc: subprocess.Popen[Any], *, log: Path | None = None, timeout: float = 120) -> None:

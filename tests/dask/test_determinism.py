@@ -29,7 +29,7 @@ from ltr.experiment import run as pipeline
 from ltr.training.local import TrainResult
 from tests.conftest import compose_train
 from tests.dask.conftest import random_ranking_data
-from tests.processes import free_port
+from tests.processes import free_ports
 
 FIT = FitConfig(num_boost_round=12, early_stopping_rounds=None, show_progress=False)
 
@@ -75,7 +75,7 @@ def test_fit_is_a_function_of_the_partitions_not_of_the_cluster(client: Any, oth
 
 def test_given_machines_rank_as_listed_and_one_partition_trains_alone(client: Any) -> None:
     workers = sorted_workers(client)
-    ports = [free_port(), free_port()]
+    ports = free_ports(2)
     machines = ",".join(f"{urlparse(w).hostname}:{p}" for w, p in zip(workers, ports, strict=True))
     given = _fit(client, workers, machines=machines)
     text = given.booster.model_to_string()

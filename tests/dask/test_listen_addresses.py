@@ -19,7 +19,7 @@ from ltr.config.schema import FitConfig, ModelConfig, TrainerConfig
 from ltr.dask.partitions import scatter_ranking_data
 from ltr.dask.train import dask_client, fit_partitioned
 from tests.dask.conftest import random_ranking_data
-from tests.processes import free_port
+from tests.processes import free_ports
 
 psutil = pytest.importorskip("psutil")
 
@@ -38,7 +38,7 @@ def test_lightgbm_listens_on_all_interfaces_even_with_loopback_machines() -> Non
     """The fact the README states: ``machines`` of 127.0.0.1 addresses do not change LightGBM's
     bind address. Rank 0 of a 2-machine network whose rank 1 never comes keeps its listener open
     while it retries; we read its address, then stop it."""
-    p0, p1 = free_port(), free_port()
+    p0, p1 = free_ports(2)
     script = textwrap.dedent(f"""
         import numpy as np, lightgbm as lgb
         X = np.random.default_rng(0).normal(size=(50, 2))

@@ -14,14 +14,10 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from ltr.cli.main import main
+from tests.processes import free_port
 
 Setup = Callable[[Path], list[str]]
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _letor(path: Path, lines: list[str]) -> Path:
@@ -108,7 +104,7 @@ CASES: dict[str, tuple[Setup, str]] = {
     "compare one run": (lambda t: ["compare", "a"], "no MLflow store"),
     "cache bad action": (lambda t: ["cache", "explode"], "explode"),
     "unknown verb": (lambda t: ["trian"], "did you mean 'train'?"),
-    "ui without store": (lambda t: ["ui", "--port", str(_free_port())], "no MLflow store"),
+    "ui without store": (lambda t: ["ui", "--port", str(free_port())], "no MLflow store"),
     "ui port out of range": (lambda t: ["ui", "--port", "70000"], "70000"),
 }
 

@@ -39,7 +39,7 @@ from ltr.tracking.store import (
     process_tags,
     reap_dead_runs,
 )
-from tests.processes import stop_process_group
+from tests.processes import free_port, stop_process_group
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -569,11 +569,6 @@ def test_a_run_records_its_process(tmp_path: Path) -> None:
 # --- (6) ltr ui ----------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 def _ltr_ui_refused(*args: str, cwd: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> str:
     """``ltr ui ARGS`` in ``cwd``, in this process (a refusal starts no server: the process
@@ -602,7 +597,7 @@ def test_ui_refuses_a_busy_port_in_one_line(
 def test_ui_refuses_a_folder_without_a_store_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    stderr = _ltr_ui_refused("--port", str(_free_port()), cwd=tmp_path, capsys=capsys, monkeypatch=monkeypatch)
+    stderr = _ltr_ui_refused("--port", str(free_port()), cwd=tmp_path, capsys=capsys, monkeypatch=monkeypatch)
     assert stderr.strip().splitlines() == [stderr.strip()]
     assert stderr.startswith(f"ltr: error: no MLflow store at {tmp_path.resolve() / 'mlflow.db'}")
     assert "ltr train" in stderr
@@ -613,7 +608,7 @@ def test_ui_refuses_a_folder_without_a_store_in_one_line(
 def test_ui_reaps_dead_runs_before_serving(tmp_path: Path) -> None:
     uri = _uri(tmp_path)
     dead_id, _ = _start_and_die(uri, "dead")
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "ltr", "ui", "--port", str(port)],
         cwd=tmp_path,

@@ -16,7 +16,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -33,18 +32,13 @@ import pytest
 
 from ltr.experiment import run as pipeline
 from tests.conftest import compose_train
-from tests.processes import stop_process_group
+from tests.processes import free_port, stop_process_group
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = ["debug=default", "fit.show_progress=false"]
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _api(base: str, path: str, body: dict[str, Any] | None = None) -> Any:
@@ -79,7 +73,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @contextmanager
 def _serving(store: Path) -> Iterator[tuple[str, list[str], subprocess.Popen[str]]]:
     """``ltr ui`` serving ``store``: (base URL, what it printed up to its links, the process)."""
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "ltr", "ui", "--port", str(port)],
         cwd=store, env={**os.environ, "PYTHONPATH": str(REPO)},
