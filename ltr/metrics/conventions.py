@@ -136,7 +136,7 @@ class MetricConventions:
                 bad = int(labels.max())
                 raise ValueError(
                     f"label {bad} has no exp gain (2**{bad} - 1 is not finite in float64; exp "
-                    f"gain covers labels up to {MAX_EXP_LABEL}): use linear gain (--gain linear) "
+                    f"gain covers labels up to {MAX_EXP_LABEL}): use linear gain (--gain=linear) "
                     "or an explicit gain per label (--label-gain)"
                 )
             gains: NDArray[np.float64] = np.exp2(clipped) - 1.0

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ltr import api
 from ltr.cli.evaluate import build_parser, main
 from ltr.data.trec import read_qrels, read_run, read_trec, read_trec_eval_output
 from ltr.errors import DataError, LtrUserError
@@ -246,9 +247,15 @@ def test_labels_above_30_accepted_with_exp_gain(
 def test_label_1024_exp_gain_is_one_line_error(tmp_path: Path) -> None:
     q, r = _write(tmp_path, "1 0 a 1024\n", "1 Q0 a 1 1.0 r\n")
     with pytest.raises(
-        LtrUserError, match=r"label 1024 has no exp gain .*--gain linear.*--label-gain"
+        LtrUserError, match=r"label 1024 has no exp gain .*\(--gain=linear\).*\(--label-gain\)"
     ):
         main(["--qrels", q, "--run", r, "--gain", "exp"])
+    # from Python the fix names the function's arguments, not the command's options
+    with pytest.raises(LtrUserError, match=r"label 1024 has no exp gain") as raised:
+        api.evaluate(qrels=q, run=r, gain="exp")
+    assert "(gain=linear)" in str(raised.value)
+    assert "(label_gain)" in str(raised.value)
+    assert "--" not in str(raised.value)
 
 
 def test_json_is_valid_with_every_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
