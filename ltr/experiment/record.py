@@ -26,7 +26,7 @@ from ltr.experiment.sources import Scored
 from ltr.experiment.spec import ExperimentSpec, diversity_measures
 from ltr.metrics.plots import plot_exposure, plot_idcg_histogram
 from ltr.tracking import Tracker
-from ltr.tracking.gitinfo import code_state, source_tags
+from ltr.tracking.gitinfo import code_state, source_tags, workdir_tags
 from ltr.training.artifact import ShippedModel, ship_model
 from ltr.training.local import TrainResult
 
@@ -118,7 +118,7 @@ def run_tags(spec: ExperimentSpec, data_sha: str, overrides: Sequence[str]) -> d
         **{f"ltr.labels.{role}": str(getattr(config.data, f"{role}_labels"))
            for role in ("train", "valid", "eval") if hasattr(config.data, f"{role}_labels")},
         "ltr.lightgbm_version": lightgbm.__version__,
-    } | source_tags("ltr train")
+    } | source_tags("ltr train") | workdir_tags()
 
 
 def headline_keys(spec: ExperimentSpec, metrics: dict[str, float]) -> list[str]:

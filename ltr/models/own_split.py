@@ -17,8 +17,11 @@ the run's ``ltr.data.fingerprint`` tag and, per split, its ``data/fingerprint.js
 - a run that logged no fingerprint (an old run): scored, with one warning line saying the rows
   are not checked.
 
-Data paths of the config that do not exist are refused first, in one line naming the key and
-the folder relative paths are taken from.
+Relative data paths (``data.test=te.txt``) are taken from the folder the run was trained in,
+its ``ltr.workdir`` tag, when that folder exists here: ``--split`` works from any folder. A run
+without the tag, or whose folder is not on this machine (a copied store), takes them from the
+current folder. Data paths that do not exist are refused first, in one line naming the key and
+the folder relative paths were taken from.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from ltr.data.ranking_data import RankingData
 from ltr.errors import DataError, LtrUserError
 from ltr.experiment.sources import InMemorySource, open_source
 from ltr.models.logged import LoggedRun
+from ltr.tracking.gitinfo import WORKDIR_TAG
 
 log = logging.getLogger(__name__)
 
@@ -58,26 +62,31 @@ def own_split(run: LoggedRun, split: str) -> RankingData:
     """
     if split not in SPLITS:
         raise LtrUserError(f"--split={split!r} is not one of {', '.join(SPLITS)}")
-    missing = problems(run.spec.config.data, "data.")  # the run's other settings were checked when read
+    folder = paths_folder(run)
+    data_config = absolute_paths(run.spec.config.data, folder)
+    missing = problems(data_config, "data.")  # the run's other settings were checked when read
     if missing:
         raise LtrUserError(
-            f"--split {split}: the data of run {run.label} is not here: {missing[0]} (relative paths are taken "
-            f"from the current folder, {Path.cwd()}); run in the folder the run was trained in, or score files with --data"
+            f"--split {split}: the data of run {run.label} is not here: "
+            f"{_as_set(missing[0], run.spec.config.data, data_config)} (relative paths are taken "
+            f"from {_folder_note(run, folder)}); score files with --data"
         )
-    source = open_source(run.spec)
+    spec = dataclasses.replace(run.spec, config=dataclasses.replace(run.spec.config, data=data_config))
+    source = open_source(spec)
     if not isinstance(source, InMemorySource):
         raise LtrUserError(
             f"run {run.label} read its data on Dask workers (data={source.name}): pass --data <data.root>/{split}"
         )
-    check_fingerprint(run, split, source.fingerprint)
+    check_fingerprint(run, split, source.fingerprint, folder)
     data: RankingData = getattr(source.evaluation, split)
     return data
 
 
-def check_fingerprint(run: LoggedRun, split: str, now: dict[str, Any]) -> None:
+def check_fingerprint(run: LoggedRun, split: str, now: dict[str, Any], folder: Path | None = None) -> None:
     """Refuse ``split`` when its fingerprint made again (``now``, as ``ltr train`` computes it)
     is not the one ``run`` logged; warn when only another split changed, or when the run logged
-    no fingerprint (module docstring)."""
+    no fingerprint (module docstring). ``folder``: where relative paths were taken from
+    (:func:`paths_folder`; default the current folder), named in the refusal."""
     logged_sha = run.record.tags.get(FINGERPRINT_TAG)
     if not logged_sha:
         log.warning(
@@ -105,7 +114,7 @@ def check_fingerprint(run: LoggedRun, split: str, now: dict[str, Any]) -> None:
     raise DataError(
         f"--split {split}: {what} of run {run.label} made again from {origin(where, split)} is not the one the "
         f"run evaluated (fingerprint {new['sha256']} here, {old['sha256']} logged{rows}): the file changed since "
-        f"the run, or a relative path names another file in {Path.cwd()}; score the files as they are with --data"
+        f"the run, or a relative path names another file in {folder or Path.cwd()}; score the files as they are with --data"
     )
 
 
@@ -123,10 +132,55 @@ def _logged_splits(run: LoggedRun) -> dict[str, dict[str, Any]]:
     return {s: whole[s] for s in SPLITS if isinstance(whole.get(s), dict)}
 
 
+def paths_folder(run: LoggedRun) -> Path:
+    """The folder ``run``'s relative data paths are taken from: the folder it was trained in (its
+    ``ltr.workdir`` tag) when that is a folder here, else the current folder."""
+    recorded = run.record.tags.get(WORKDIR_TAG)
+    if recorded and Path(recorded).is_dir():
+        return Path(recorded)
+    return Path.cwd()
+
+
+def absolute_paths(data: Any, folder: Path) -> Any:
+    """The data config ``data`` (a dataclass of :mod:`ltr.config.data`) with each relative path
+    of a field that names an existing file or folder (``data.train``, ``data.root``, ...) taken
+    from ``folder``; ``~`` expanded. Other fields, and absolute paths, as they are."""
+    changes: dict[str, str] = {}
+    for f in dataclasses.fields(data):
+        rule = allowed_of(f)
+        value = getattr(data, f.name)
+        if rule is not None and rule.exists and isinstance(value, str):
+            path = Path(value).expanduser()
+            changes[f.name] = str(path if path.is_absolute() else folder / path)
+    return dataclasses.replace(data, **changes) if changes else data
+
+
+def _as_set(problem: str, data: Any, absolute: Any) -> str:
+    """``problem`` (``data.train=/abs/tr.txt does not exist``, of ``absolute``) with the path as
+    the run's config ``data`` names it (``data.train=tr.txt does not exist``)."""
+    key = problem.split("=", 1)[0]
+    name = key.removeprefix("data.")
+    was, now = getattr(data, name, None), getattr(absolute, name, None)
+    if isinstance(was, str) and isinstance(now, str):
+        return problem.replace(f"{key}={now}", f"{key}={was}", 1)
+    return problem
+
+
+def _folder_note(run: LoggedRun, folder: Path) -> str:
+    """Where relative paths were taken from, and why, for a refusal."""
+    recorded = run.record.tags.get(WORKDIR_TAG)
+    if recorded and Path(recorded) == folder:
+        return f"the folder the run was trained in, {folder}"
+    if recorded:
+        return f"the current folder, {folder}: the folder the run was trained in, {recorded}, is not on this machine"
+    return f"the current folder, {folder}: the run did not record its folder; run in the folder it was trained in"
+
+
 def data_paths(run: LoggedRun) -> list[Path]:
     """The files and folders of ``run``'s data settings that exist here (``data.train``,
-    ``data.root``, ...: the fields that name a path), what ``--split`` reads."""
-    data = run.spec.config.data
+    ``data.root``, ...: the fields that name a path; relative ones taken from
+    :func:`paths_folder`), what ``--split`` reads."""
+    data = absolute_paths(run.spec.config.data, paths_folder(run))
     out: list[Path] = []
     for f in dataclasses.fields(data):
         rule = allowed_of(f)

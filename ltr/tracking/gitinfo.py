@@ -1,5 +1,6 @@
-"""Who ran what: the git commit of the code that ran (and whether its work tree had uncommitted
-changes), and the MLflow tags the UI shows as a run's Source, Created by and Git commit."""
+"""Who ran what, and where: the git commit of the code that ran (and whether its work tree had
+uncommitted changes), the MLflow tags the UI shows as a run's Source, Created by and Git commit,
+and the folder the run's relative paths were taken from (:data:`WORKDIR_TAG`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,10 @@ import functools
 import getpass
 import subprocess
 from pathlib import Path
+
+#: The tag of the folder a run was started in, which its relative data paths (``data.test=te.txt``)
+#: were taken from: ``ltr predict RUN --split`` takes them from there too.
+WORKDIR_TAG = "ltr.workdir"
 
 #: The ``ltr`` package's folder: its repository is the code that ran.
 CODE_DIR = Path(__file__).resolve().parent.parent
@@ -33,6 +38,12 @@ def code_state() -> tuple[str, bool]:
     return git_state(CODE_DIR)
 
 
+def workdir_tags() -> dict[str, str]:
+    """``{WORKDIR_TAG: the current folder}`` (absolute), for a run starting now."""
+    return {WORKDIR_TAG: str(Path.cwd())}
+
+
+@functools.cache
 def source_tags(command: str) -> dict[str, str]:
     """MLflow's own tags of a run started by ``command`` (``ltr train``): the UI's Source
     (``mlflow.source.name``, type LOCAL), Created by (``mlflow.user``) and Git commit."""

@@ -2,11 +2,13 @@
 score new data.
 
 One tiny run trained on LETOR files named by relative paths (``data.train=tr.txt``), as a user
-trains in a folder. ``--split test`` makes the split again and checks it against the run's logged
-fingerprint: a test file rewritten since the run, or the same names in another folder, is one
-line and exit 2 with nothing written (it printed the other rows' table as the run's); a split
-that did not change is scored while another did (with a warning); a run without a fingerprint
-is scored with a warning. ``--data`` scores a file after the run's training files are gone (it
+trains in a folder. The run records that folder (tag ``ltr.workdir``), and ``--split test`` takes
+the relative paths from it, from any folder; from the current folder when the run's folder is
+not on this machine or the run did not record it. It makes the split again and checks it
+against the run's logged fingerprint: a test file rewritten since the run, or the same names in
+another folder, is one line and exit 2 with nothing written (it printed the other rows' table as
+the run's); a split that did not change is scored while another did (with a warning); a run
+without a fingerprint is scored with a warning. ``--data`` scores a file after the run's training files are gone (it
 asked for them), with the scores it gave before, bit for bit. A file given twice is refused as
 given twice; a text file wider than the model names the model's width; ``--per-query pq.csv``
 writes CSV.
@@ -73,6 +75,21 @@ def _copy(folder: Path, to: Path) -> Path:
     return to
 
 
+def _store_copy(uri: str, tmp_path: Path, *, workdir: Path | None, name: str = "copy") -> str:
+    """A copy of the store (its artifacts stay where the run logged them) whose run records
+    ``workdir`` as the folder it was trained in (``None``: no ``ltr.workdir`` tag, an old run)."""
+    db = tmp_path / f"{name}.db"
+    shutil.copy(uri.removeprefix("sqlite:///"), db)
+    copy = f"sqlite:///{db}"
+    client = MlflowClient(copy)
+    run_id = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])[0].info.run_id
+    if workdir is None:
+        client.delete_tag(run_id, "ltr.workdir")
+    else:
+        client.set_tag(run_id, "ltr.workdir", str(workdir))
+    return copy
+
+
 def _one_error(capsys: pytest.CaptureFixture[str]) -> str:
     err = capsys.readouterr().err.strip().splitlines()
     errors = [line for line in err if line.startswith("ltr: error: ")]
@@ -90,6 +107,7 @@ def test_split_of_rewritten_data_is_refused_in_one_line_and_writes_nothing(
 ) -> None:
     uri, folder = store
     here = _copy(folder, tmp_path / "work")
+    uri = _store_copy(uri, tmp_path, workdir=here)  # as if trained in the copy
     monkeypatch.chdir(here)
     out = tmp_path / "scores.txt"
     assert ltr_main(["predict", RUN, "--split", "test", "--out", str(out), "--tracking-uri", uri]) == 0
@@ -108,24 +126,53 @@ def test_split_of_rewritten_data_is_refused_in_one_line_and_writes_nothing(
     assert not list(tmp_path.glob(".scores.txt*"))
 
 
-def test_split_named_by_relative_paths_in_another_folder_is_refused(
+def test_split_is_made_from_the_folder_the_run_was_trained_in_from_any_folder(
     store: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Other files under the run's names (another folder): caught by the fingerprint; no files
-    at all: one line naming the key and the folder paths are taken from."""
+    """Relative paths are the run's: from an empty folder (and one holding other files under the
+    run's names) ``--split test`` scores the run's own test split, with its logged metrics."""
+    uri, folder = store
+    client = MlflowClient(uri)
+    run = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])[0]
+    assert run.data.tags["ltr.workdir"] == str(folder)
+    other = tmp_path / "other"
+    other.mkdir()
+    shutil.copy(folder / "new.txt", other / "te.txt")  # another file under the run's name, ignored
+    monkeypatch.chdir(other)
+    per_query = tmp_path / "pq.csv"
+    assert ltr_main(["predict", RUN, "--split", "test", "--per-query", str(per_query), "--tracking-uri", uri]) == 0
+    assert _warnings(capsys) == []
+    table = pd.read_csv(per_query)
+    assert table["ndcg_at_10"].mean() == run.data.metrics["test/ndcg_at_10"]
+
+
+def test_without_the_runs_folder_relative_paths_are_taken_from_here(
+    store: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run whose folder is not on this machine (a copied store), or that did not record it (an
+    old run), takes relative paths from the current folder: no files is one line naming the key
+    and the folder, and why; other files under the run's names are caught by the fingerprint."""
     uri, folder = store
     other = tmp_path / "other"
     other.mkdir()
     monkeypatch.chdir(other)
-    assert ltr_main(["predict", RUN, "--split", "test", "--tracking-uri", uri]) == 2
+    gone = _store_copy(uri, tmp_path, workdir=tmp_path / "gone", name="gone")
+    assert ltr_main(["predict", RUN, "--split", "test", "--tracking-uri", gone]) == 2
     error = _one_error(capsys)
     assert "data.train=tr.txt does not exist" in error
-    assert str(other) in error
+    assert f"the current folder, {other}" in error
+    assert f"the folder the run was trained in, {tmp_path / 'gone'}, is not on this machine" in error
+    untagged = _store_copy(uri, tmp_path, workdir=None, name="untagged")
+    assert ltr_main(["predict", RUN, "--split", "test", "--tracking-uri", untagged]) == 2
+    assert "the run did not record its folder" in _one_error(capsys)
     for name in ("tr", "va"):
         shutil.copy(folder / f"{name}.txt", other / f"{name}.txt")
     shutil.copy(folder / "new.txt", other / "te.txt")  # another file under the run's name
-    assert ltr_main(["predict", RUN, "--split", "test", "--tracking-uri", uri]) == 2
-    assert "data.test=te.txt" in _one_error(capsys)
+    for copy in (gone, untagged):
+        assert ltr_main(["predict", RUN, "--split", "test", "--tracking-uri", copy]) == 2
+        error = _one_error(capsys)
+        assert "data.test=te.txt" in error
+        assert f"another file in {other}" in error
 
 
 def test_a_split_that_did_not_change_is_scored_while_another_did(
@@ -133,6 +180,7 @@ def test_a_split_that_did_not_change_is_scored_while_another_did(
 ) -> None:
     uri, folder = store
     here = _copy(folder, tmp_path / "work")
+    uri = _store_copy(uri, tmp_path, workdir=here)  # as if trained in the copy
     shutil.copy(folder / "new.txt", here / "te.txt")
     monkeypatch.chdir(here)
     assert ltr_main(["predict", RUN, "--split", "valid", "--tracking-uri", uri]) == 0
