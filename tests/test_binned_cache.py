@@ -75,6 +75,32 @@ def test_every_binning_parameter_keys_the_entry(splits: tuple[DictConfig, Splits
     assert store.entry_name(binned.binning_key("e", params, position_bias=False)) != store.entry_name(key)
 
 
+def test_a_forced_bins_file_edited_in_place_is_binned_again(
+    splits: tuple[DictConfig, Splits], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``forcedbins_filename`` keys the binned data by the file's content, not only its path: the
+    same path with other bounds is a new entry, whose model is a fresh build's (it loaded the old
+    bins from disk, a model of bounds the config no longer names)."""
+    cfg, data = splits
+    store = BinnedStore(tmp_path / "binned")
+    bins = tmp_path / "bins.json"
+    models = []
+    for bounds in ([-0.5, 0.0, 0.5], [-1.0, 1.0]):
+        bins.write_text(json.dumps([{"feature": 0, "bin_upper_bound": bounds}]))
+        model = cfg.model.copy()
+        model.params = {**model.params, "forcedbins_filename": str(bins)}
+        binned._last.clear()  # a new process: nothing in memory
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="ltr.training"):
+            cached = fit_ranker(data, model, cfg.fit, eval_at=[5, 10], seed=cfg.seed, data_key="same data", binned_store=store)
+        assert not any("binned data: loaded from" in r.message for r in caplog.records)
+        fresh = fit_ranker(data, model, cfg.fit, eval_at=[5, 10], seed=cfg.seed, data_key=None)
+        assert cached.booster.model_to_string() == fresh.booster.model_to_string()
+        models.append(fresh.booster.model_to_string())
+    assert models[0] != models[1]  # the bounds shape the model: a stale entry would be seen
+    assert len(_entries(store.directory)) == 2
+
+
 def test_a_changed_data_file_is_binned_again(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     rng = np.random.default_rng(0)
     path = tmp_path / "all.txt"

@@ -19,6 +19,7 @@ its parse cache on); otherwise they bin again.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,11 +62,24 @@ _last: list[_Binned] = []
 def binning_key(data_key: str, params: dict[str, Any], *, position_bias: bool) -> tuple[Any, ...]:
     """What must be equal for two jobs to share binned data: the data's fingerprint, whether the
     train set carries positions, and every parameter outside :data:`TRAINING_ONLY` (plus
-    :data:`PRE_FILTER` unless ``feature_pre_filter`` is false)."""
+    :data:`PRE_FILTER` unless ``feature_pre_filter`` is false); a parameter naming a file
+    (``forcedbins_filename``) by its path and its content, so a file edited in place is a new key."""
     pre_filter = params.get("feature_pre_filter", True) is not False
     free = TRAINING_ONLY if pre_filter else TRAINING_ONLY | PRE_FILTER
-    shaping = tuple(sorted((k, repr(v)) for k, v in params.items() if k not in free))
+    shaping = tuple(sorted((k, _shaping_value(k, v)) for k, v in params.items() if k not in free))
     return (data_key, position_bias, shaping)
+
+
+def _shaping_value(name: str, value: Any) -> str:
+    """``repr(value)``; for a ``*_filename`` parameter naming a readable file, with the sha256
+    of its bytes (LightGBM reads the file when it bins)."""
+    if name.endswith("_filename") and isinstance(value, str) and value:
+        try:
+            digest = hashlib.sha256(Path(value).expanduser().read_bytes()).hexdigest()
+        except OSError:
+            return repr(value)
+        return f"{value!r} sha256:{digest}"
+    return repr(value)
 
 
 def binned_datasets(
