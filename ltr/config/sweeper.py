@@ -49,7 +49,7 @@ class OptunaSweeperConf:
 
     defaults: list[Any] = field(default_factory=lambda: [{"pruner": "median"}])
     _target_: str = SWEEPER_TARGET
-    # the sampler and pruner stay configs: the search builds them (with its constraints_func)
+    # the sampler and pruner stay configs: the search builds them (the sampler seeded for the study)
     _recursive_: bool = False
     sampler: Any = None
     pruner: Any = MISSING  # from the hydra/sweeper/pruner group (defaults: median)

@@ -10,7 +10,7 @@ A constraint is one line, ``"<metric key> <op> <bound>"``:
 A job is *feasible* when it meets every constraint; a job that does not log a constrained key,
 or whose value is NaN, fails that constraint. The sweep's best is the best feasible job (for a
 grid and an Optuna search alike; :mod:`ltr.sweeper.record` tags the jobs). For Optuna's
-``constraints_func`` each constraint is also a number that is ``<= 0`` exactly when it is met
+constraints (``Trial.set_constraint``) each constraint is also a number that is ``<= 0`` exactly when it is met
 (:meth:`Constraint.violation`): ``bound - value`` for ``>=`` / ``>``, ``value - bound`` for
 ``<=`` / ``<``; a strict bound hit exactly, or a missing value, counts as violated.
 

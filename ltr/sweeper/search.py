@@ -7,8 +7,10 @@ configured launcher (basic, joblib, ...), and told back with the jobs' values:
   direction (maximise by default); one key: TPE (seeded), several: TPE too (multi-objective),
   or any sampler ``hydra.sweeper.sampler`` names (NSGA-II: ``optuna.samplers.NSGAIISampler``).
 - **Guardrails**: ``sweep.constraints`` are evaluated on each job's metrics; the violations are
-  the trial's ``ltr.constraints`` user attribute, which the sampler's ``constraints_func``
-  reads, so the search steers towards feasible settings.
+  the trial's ``ltr.constraints`` user attribute and, for a trial that completed or was pruned,
+  its constraints (``Trial.set_constraint``, one per constraint, keyed by its index: Optuna's
+  own ``constraints_func`` keys, which Optuna 5 deprecates), which every constrained sampler
+  (TPE, NSGA-II, GP) reads, so the search steers towards feasible settings.
 - **Pruning**: with a pruner (``hydra.sweeper.pruner``; a median pruner by default) and one
   objective that is ``valid/<the metric early stopping watches>``, each job reports that
   metric every round and stops when pruned (:mod:`ltr.sweeper.link`); the trial is told
@@ -83,7 +85,7 @@ def sampler_seed(seed: int, n_trials_before: int) -> int:
 
 
 def constraint_values(trial: optuna.trial.FrozenTrial) -> Sequence[float]:
-    """``constraints_func`` of the samplers: the violations the search stored on the trial."""
+    """The violations the search stored on the trial (``<= 0``: met; one per constraint)."""
     return list(trial.user_attrs.get(CONSTRAINTS_ATTR, []))
 
 
@@ -161,15 +163,14 @@ class OptunaSearch:
     def _sampler(self, n_trials_before: int) -> optuna.samplers.BaseSampler:
         """The configured sampler (TPE seeded with ``seed`` by default), its seed (if it has one)
         replaced by :func:`sampler_seed` of it and ``n_trials_before``."""
-        extra: dict[str, Any] = {"constraints_func": constraint_values} if self.constraints else {}
         if not self.settings.sampler:
-            return optuna.samplers.TPESampler(seed=sampler_seed(self.spec.seed, n_trials_before), **extra)
+            return optuna.samplers.TPESampler(seed=sampler_seed(self.spec.seed, n_trials_before))
         config = OmegaConf.to_container(OmegaConf.create(dict(self.settings.sampler)))
         assert isinstance(config, dict)
         if isinstance(config.get("seed"), int):
             config["seed"] = sampler_seed(config["seed"], n_trials_before)
         try:
-            sampler = instantiate(config, **extra)
+            sampler = instantiate(config)
         except Exception as exc:
             raise LtrUserError(f"hydra.sweeper.sampler: {_first_line(exc)}") from exc
         assert isinstance(sampler, optuna.samplers.BaseSampler)
@@ -275,6 +276,9 @@ class OptunaSearch:
         if self.constraints:
             trial.set_user_attr(CONSTRAINTS_ATTR, violations)
         failed = any(math.isnan(v) for v in values) or (not metrics and result is None)
+        if not failed:  # what the samplers read (as Optuna keeps constraints: of complete and pruned trials)
+            for index, violation in enumerate(violations):
+                trial.set_constraint(str(index), violation)
         if failed:
             told = study.tell(trial, state=optuna.trial.TrialState.FAIL)
         elif pruned_at is not None:
