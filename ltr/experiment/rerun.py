@@ -22,7 +22,7 @@ import lightgbm
 from omegaconf import OmegaConf
 
 from ltr.config.overrides import override_key
-from ltr.tracking.gitinfo import git_state
+from ltr.tracking.gitinfo import WORKDIR_TAG, git_state
 from ltr.tracking.runs import RunRecord, unfinished
 
 #: Metrics that measure time, not results: left out of the comparison.
@@ -92,7 +92,8 @@ def config_differences(logged_yaml: str, composed_yaml: str, *, ignore: Sequence
 
 
 def describe_changes(source: RunRecord, config_changes: Sequence[str]) -> list[str]:
-    """What differs between the source run's code and environment and this one, before running."""
+    """What differs between the source run's code and environment and this one, before running
+    (the folder too: relative data paths are taken from the current one, :data:`WORKDIR_TAG`)."""
     out = [] if source.status == "FINISHED" else [f"the source run {unfinished(source.status)}"]
     commit, dirty = git_state(Path(__file__).resolve().parent)
     old_commit = source.tags.get("ltr.git.commit", "unknown")
@@ -107,6 +108,9 @@ def describe_changes(source: RunRecord, config_changes: Sequence[str]) -> list[s
         out.append(f"LightGBM version of the source run unknown (now {lightgbm.__version__})")
     elif old_lgb != lightgbm.__version__:
         out.append(f"LightGBM {old_lgb} -> {lightgbm.__version__}")
+    old_dir, here = source.tags.get(WORKDIR_TAG), str(Path.cwd())
+    if old_dir and old_dir != here:
+        out.append(f"folder {old_dir} -> {here} (relative data paths are taken from here)")
     if config_changes:
         shown = "; ".join(config_changes[:3]) + (f"; +{len(config_changes) - 3} more" if len(config_changes) > 3 else "")
         out.append(f"the composed config differs from the logged one ({shown})")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import lightgbm as lgb
 import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
@@ -231,3 +232,19 @@ def test_a_killed_run_is_said_to_be_killed(tmp_path: Path) -> None:
     with pytest.raises(LtrUserError, match=r"\('half done'\) was killed .* has no artifact per_query/test.parquet"):
         runs.per_query_table(record, "test")
     assert describe_changes(record, [])[0] == "the source run was killed (status KILLED: interrupted before it finished)"
+
+
+def test_a_rerun_in_another_folder_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run's folder (``ltr.workdir``) is where its relative data paths were taken from: a
+    rerun elsewhere says which folder it takes them from now; in the same folder nothing."""
+    from ltr.experiment.rerun import describe_changes
+    from ltr.tracking.records import RunRecord
+
+    trained, other = tmp_path / "trained", tmp_path / "other"
+    trained.mkdir()
+    other.mkdir()
+    record = RunRecord("0" * 32, "r", "1", "FINISHED", {"ltr.workdir": str(trained), "ltr.lightgbm_version": lgb.__version__})
+    monkeypatch.chdir(trained)
+    assert not [line for line in describe_changes(record, []) if line.startswith("folder")]
+    monkeypatch.chdir(other)
+    assert f"folder {trained} -> {other} (relative data paths are taken from here)" in describe_changes(record, [])
