@@ -15,9 +15,11 @@ import pytest
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
 
+from ltr.cli.main import main as ltr_main
 from ltr.data.load import load_splits
 from ltr.experiment import run as pipeline
 from ltr.training.local import fit_ranker
+from tests.conftest import made_store
 from tests.processes import free_port, stop_process_group, wait_for_http
 
 pytestmark = pytest.mark.slow
@@ -27,11 +29,12 @@ pytestmark = pytest.mark.slow
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real MLflow server; its whole process group (uvicorn workers, job runners) is stopped after."""
     root = tmp_path_factory.mktemp("server")
+    backend = made_store(root / "server.db")  # as ltr train makes a store: the server has no migration to run
     port = free_port()
     log_file = (root / "server.log").open("w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
-         "--backend-store-uri", f"sqlite:///{root / 'server.db'}",
+         "--backend-store-uri", backend,
          "--artifacts-destination", str(root / "artifacts"), "--workers", "1"],
         stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
         # no background job runner (8 huey consumers): the runs here need none, and on CI's two
@@ -75,13 +78,12 @@ def test_two_experiments_against_a_server(server: str, small_cfg: Callable[..., 
     np.testing.assert_array_equal(np.asarray(loaded.predict(frame)), in_process.predict(splits.test.features))
 
 
-def test_multirun_parent_and_children_on_a_server(server: str, tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "ltr", "train", "-m", "debug=default", "model.num_leaves=3,7",
-         f"tracking.uri={server}", "tracking.experiment=server-sweep"],
-        capture_output=True, text=True, cwd=tmp_path, timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def test_multirun_parent_and_children_on_a_server(
+    server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the sweep runs in this process: the server is the other side
+    code = ltr_main(["train", "-m", "debug=default", "model.num_leaves=3,7", f"tracking.uri={server}", "tracking.experiment=server-sweep"])
+    assert code == 0, capsys.readouterr().err[-3000:]
     client = MlflowClient(server)
     experiment = client.get_experiment_by_name("server-sweep")
     assert experiment is not None
