@@ -6,12 +6,19 @@ The test gives the warm-up and the commands a numba cache of their own (``NUMBA_
 temp dir, numba's documented override): it starts empty, so the warm-up compiles every kernel
 (seconds on an idle machine), and no other test process (``pytest -n``) can write into it
 between the warm-up and the check.
+
+Two processes: the cold warm-up, then one fresh process (:data:`AFTER_WARM_UP`) that runs
+``ltr train`` first, as ``python -m ltr`` runs it (:func:`ltr.cli.main.main`), with no kernel in
+memory (every kernel it calls is loaded from the cache or compiled and written into it, as in a
+process of its own), then ``ltr evaluate``, then the warm-up again, and records numba's cache
+after each.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -45,6 +52,33 @@ def kernel_entries() -> set[str]:
 def cache_state(root: Path) -> dict[str, int]:
     """Every numba index and data file under ``root`` with its modification time (ns)."""
     return {str(p): p.stat().st_mtime_ns for p in root.rglob("*") if p.suffix in {".nbi", ".nbc"}}
+
+
+#: ``python -c AFTER_WARM_UP CACHE STATES``: ``ltr train``, ``ltr evaluate`` and the warm-up in
+#: one fresh process, train first (nothing compiled or loaded before it), each followed by a JSON
+#: line ``[step, state]`` in the file ``STATES`` (``state`` as :func:`cache_state` gives it for
+#: ``CACHE``).
+AFTER_WARM_UP = """
+import json, sys
+from pathlib import Path
+
+from ltr.cli.main import main
+from ltr.warmup import main as warm_up
+
+cache, states = Path(sys.argv[1]), Path(sys.argv[2])
+
+
+def step(name, code):
+    assert code == 0, f"{name} exited {code}"
+    state = {str(p): p.stat().st_mtime_ns for p in cache.rglob("*") if p.suffix in {".nbi", ".nbc"}}
+    with states.open("a") as out:
+        out.write(json.dumps([name, state]) + "\\n")
+
+
+step("train", main(["train", "debug=default", "tracking=none", "hydra.run.dir=out"]))
+step("evaluate", main(["evaluate", "--qrels", "q.txt", "--run", "r.txt"]))
+step("warm-up", warm_up())
+"""
 
 
 def sources() -> list[Path]:
@@ -89,13 +123,16 @@ def test_warmup_compiles_every_kernel_and_training_compiles_nothing_after(tmp_pa
     assert len(expected) >= 30  # the modules' kernels were found at all
     assert expected - indexed == set(), "kernels the warm-up did not compile"
 
-    ltr("-m", "ltr.warmup")  # idempotent: a warm cache gains nothing and rewrites nothing
+    # a fresh process: the commands a user runs first compile nothing new (every signature they
+    # need is cached), and the warm-up again is idempotent (a warm cache gains nothing and
+    # nothing is rewritten)
+    (tmp_path / "q.txt").write_text("1 0 a 1\n1 0 b 0\n")
+    (tmp_path / "r.txt").write_text("1 Q0 a 1 1.0 x\n1 Q0 b 2 0.5 x\n")
+    states = tmp_path / "states.jsonl"
+    ltr("-c", AFTER_WARM_UP, str(cache), str(states))
+    steps = dict(json.loads(line) for line in states.read_text().splitlines())
+    assert list(steps) == ["train", "evaluate", "warm-up"]
+    assert steps["train"] == after_warmup, "ltr train compiled after the warm-up"
+    assert steps["evaluate"] == after_warmup, "ltr evaluate compiled after the warm-up"
+    assert steps["warm-up"] == after_warmup, "the warm-up compiled or rewrote on a warm cache"
     assert cache_state(cache) == after_warmup
-
-    # the commands a user runs first compile nothing new: every signature they need is cached
-    ltr("-m", "ltr", "train", "debug=default", "tracking=none", "hydra.run.dir=out")
-    qrels, run = tmp_path / "q.txt", tmp_path / "r.txt"
-    qrels.write_text("1 0 a 1\n1 0 b 0\n")
-    run.write_text("1 Q0 a 1 1.0 x\n1 Q0 b 2 0.5 x\n")
-    ltr("-m", "ltr", "evaluate", "--qrels", str(qrels), "--run", str(run))
-    assert cache_state(cache) == after_warmup, "compiled after the warm-up"

@@ -17,14 +17,32 @@ from omegaconf import DictConfig
 from ltr.data.load import load_splits
 from ltr.experiment import run as pipeline
 from ltr.metrics import Strata, summarize
+from tests.conftest import compose_train, made_store
+
+#: ``small_cfg``'s overrides (tests/conftest.py), for the module's one shared run.
+SMALL = (
+    "data.n_queries=300",
+    "fit.num_boost_round=40",
+    "fit.early_stopping_rounds=10",
+    "fit.show_progress=false",
+    "model.num_leaves=7",
+)
 
 
-@pytest.fixture
-def finished_run(small_cfg: Callable[..., DictConfig], tracking_uri: str) -> tuple[MlflowClient, str, DictConfig, pipeline.RunOutcome]:
-    cfg = small_cfg()
+@pytest.fixture(scope="module")
+def run_store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The store of :func:`finished_run`: made once for the module, as ``small_cfg``'s is."""
+    return made_store(tmp_path_factory.mktemp("run_contents") / "mlflow.db")
+
+
+@pytest.fixture(scope="module")
+def finished_run(run_store: str) -> tuple[MlflowClient, str, DictConfig, pipeline.RunOutcome]:
+    """One run of ``small_cfg``'s small experiment, trained once and only read by the tests that
+    take it (none logs to its run or changes its store)."""
+    cfg = compose_train([*SMALL, f"tracking.uri={run_store}"])
     outcome = pipeline.run(cfg, overrides=["model.num_leaves=7"])
     assert outcome.run_id is not None
-    return MlflowClient(tracking_uri), outcome.run_id, cfg, outcome
+    return MlflowClient(run_store), outcome.run_id, cfg, outcome
 
 
 def _paths(client: MlflowClient, run_id: str, path: str | None = None) -> set[str]:
@@ -35,10 +53,10 @@ def _paths(client: MlflowClient, run_id: str, path: str | None = None) -> set[st
 
 
 def test_artifacts_params_tags_and_names(
-    finished_run: tuple[MlflowClient, str, DictConfig, pipeline.RunOutcome], tracking_uri: str
+    finished_run: tuple[MlflowClient, str, DictConfig, pipeline.RunOutcome], run_store: str
 ) -> None:
     client, run_id, cfg, _ = finished_run
-    mlflow.set_tracking_uri(tracking_uri)  # MLflow lists the run's "model" folder through the process-wide store
+    mlflow.set_tracking_uri(run_store)  # MLflow lists the run's "model" folder through the process-wide store
     run = client.get_run(run_id)
     assert run.info.run_name == "num_leaves=7 (lambdarank)"  # what varies first
     expected = {
@@ -109,13 +127,13 @@ def test_per_query_parquet_reproduces_logged_summary_exactly(
 
 
 def test_logged_mlflow_model_predicts_like_the_in_process_model(
-    finished_run: tuple[MlflowClient, str, DictConfig, pipeline.RunOutcome], tracking_uri: str, tmp_path: Path
+    finished_run: tuple[MlflowClient, str, DictConfig, pipeline.RunOutcome], run_store: str, tmp_path: Path
 ) -> None:
     client, run_id, cfg, _ = finished_run
     splits = load_splits(cfg.data, cfg.split, seed=cfg.seed)
     booster = lgb.Booster(model_file=client.download_artifacts(run_id, "model_text/model.txt", str(tmp_path)))
     expected = booster.predict(splits.test.features)
-    mlflow.set_tracking_uri(tracking_uri)
+    mlflow.set_tracking_uri(run_store)
     loaded = mlflow.pyfunc.load_model(client.get_run(run_id).data.tags["ltr.model_uri"])
     got = np.asarray(loaded.predict(pd.DataFrame(splits.test.features, columns=list(splits.test.feature_names))))
     np.testing.assert_array_equal(got, expected)
@@ -162,26 +180,47 @@ def _content(client: MlflowClient, run_id: str) -> dict[str, object]:
     }
 
 
-def test_background_mlflow_load_leaves_the_run_as_without_it(
+def test_background_mlflow_load_and_figure_worker_leave_the_run_as_without_them(
     small_cfg: Callable[..., DictConfig], tracking_uri: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The run whose MLflow code loaded in the background (:mod:`ltr.tracking.prepare`) holds
     exactly what the same run logged with everything loaded on the main thread holds; a failing
-    background load changes nothing either; the thread never outlives the run."""
+    background load changes nothing either; the thread never outlives the run.
+
+    Its figures, drawn by its figure worker (:mod:`ltr.experiment.figure_worker`), are the very
+    PNG files (byte for byte) the same run logs when it draws them itself with MLflow's
+    ``log_figure``; the worker never outlives the run. (One default run serves both checks: it
+    loads MLflow in the background and draws with its worker.)"""
     import threading
 
+    from ltr.experiment.figure_worker import FigureWorker, start_worker
     from ltr.tracking import prepare
 
     def alive() -> list[str]:
         return [t.name for t in threading.enumerate() if t.name == "ltr-mlflow-load"]
 
+    started: list[FigureWorker] = []
+
+    def recorded() -> FigureWorker | None:
+        worker = start_worker()
+        assert worker is not None
+        started.append(worker)
+        return worker
+
     client = MlflowClient(tracking_uri)
     cfg = small_cfg("tracking.run_name=same")
-    with_thread = pipeline.run(cfg)
+    with monkeypatch.context() as patched:
+        patched.setattr(pipeline, "start_worker", recorded)  # the real worker, recorded
+        with_thread = pipeline.run(cfg)
     assert alive() == []
+    assert len(started) == 1
+    assert started[0].pid is None
     with monkeypatch.context() as patched:
         patched.setattr(pipeline, "Preparation", lambda: None)  # tracked, everything loaded on the main thread
         without = pipeline.run(cfg)
+    with monkeypatch.context() as patched:
+        patched.setattr(pipeline, "start_worker", lambda: None)  # every figure drawn in the run's process
+        drawn_itself = pipeline.run(cfg)
 
     def broken() -> None:
         raise RuntimeError("no MLflow here")
@@ -204,13 +243,30 @@ def test_background_mlflow_load_leaves_the_run_as_without_it(
         other.metrics.pop("train_seconds", None)
         assert other.metrics == without.metrics
 
+    def pictures(run_id: str | None) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        folders = [""]
+        while folders:
+            for entry in client.list_artifacts(str(run_id), folders.pop() or None):
+                if entry.is_dir:
+                    folders.append(entry.path)
+                elif entry.path.endswith(".png"):
+                    found[entry.path] = Path(client.download_artifacts(str(run_id), entry.path)).read_bytes()
+        return found
+
+    drawn = pictures(drawn_itself.run_id)
+    assert sorted(drawn) == [
+        "feature_importance.png", "idcg/test/hist_at_10.png", "idcg/test/hist_at_5.png",
+        "idcg/valid/hist_at_10.png", "idcg/valid/hist_at_5.png", "report/ndcg_by_stratum.png",
+    ]  # fmt: skip
+    assert pictures(with_thread.run_id) == drawn
 
 
 def test_model_pins_lightgbm_and_mlflow(
-    finished_run: tuple[MlflowClient, str, DictConfig, pipeline.RunOutcome], tracking_uri: str
+    finished_run: tuple[MlflowClient, str, DictConfig, pipeline.RunOutcome], run_store: str
 ) -> None:
     client, run_id, _, _ = finished_run
-    mlflow.set_tracking_uri(tracking_uri)
+    mlflow.set_tracking_uri(run_store)
     model_uri = client.get_run(run_id).data.tags["ltr.model_uri"]
     requirements = Path(mlflow.pyfunc.get_model_dependencies(model_uri)).read_text().split()
     assert requirements == [f"mlflow=={mlflow.__version__}", f"lightgbm=={lgb.__version__}"]
@@ -254,48 +310,3 @@ def test_requirement_check_warns_as_with_mlflows_map_of_every_distribution(monke
     assert scoped == seen
     assert f"lightgbm (current: {lgb.__version__}, required: lightgbm==0.0.1)" in scoped[0]
     assert f"mlflow (current: {mlflow.__version__}, required: mlflow==0.0.1)" in scoped[0]
-
-
-def test_figures_of_the_worker_are_the_files_the_run_draws_itself(
-    small_cfg: Callable[..., DictConfig], tracking_uri: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A run's figures drawn by its figure worker (:mod:`ltr.experiment.figure_worker`) are the
-    very PNG files (byte for byte) the same run logs when it draws them itself with MLflow's
-    ``log_figure``; the worker never outlives the run."""
-    from ltr.experiment.figure_worker import FigureWorker, start_worker
-
-    started: list[FigureWorker] = []
-
-    def recorded() -> FigureWorker | None:
-        worker = start_worker()
-        assert worker is not None
-        started.append(worker)
-        return worker
-
-    cfg = small_cfg("tracking.run_name=same")
-    monkeypatch.setattr(pipeline, "start_worker", recorded)
-    with_worker = pipeline.run(cfg)
-    assert len(started) == 1
-    assert started[0].pid is None
-    monkeypatch.setattr(pipeline, "start_worker", lambda: None)  # every figure drawn in the run's process
-    without = pipeline.run(cfg)
-
-    client = MlflowClient(tracking_uri)
-
-    def pictures(run_id: str | None) -> dict[str, bytes]:
-        found: dict[str, bytes] = {}
-        folders = [""]
-        while folders:
-            for entry in client.list_artifacts(str(run_id), folders.pop() or None):
-                if entry.is_dir:
-                    folders.append(entry.path)
-                elif entry.path.endswith(".png"):
-                    found[entry.path] = Path(client.download_artifacts(str(run_id), entry.path)).read_bytes()
-        return found
-
-    expected = pictures(without.run_id)
-    assert sorted(expected) == [
-        "feature_importance.png", "idcg/test/hist_at_10.png", "idcg/test/hist_at_5.png",
-        "idcg/valid/hist_at_10.png", "idcg/valid/hist_at_5.png", "report/ndcg_by_stratum.png",
-    ]  # fmt: skip
-    assert pictures(with_worker.run_id) == expected
