@@ -64,20 +64,38 @@ def test_lightgbm_listens_on_all_interfaces_even_with_loopback_machines() -> Non
 
 
 @pytest.mark.slow
-def test_dask_fit_listens_on_loopback_and_leaves_no_lightgbm_listener(caplog: pytest.LogCaptureFixture) -> None:
+def test_our_cluster_listens_on_loopback_not_on_dasks_port_and_a_fit_leaves_no_lightgbm_listener(
+    caplog: pytest.LogCaptureFixture, recwarn: pytest.WarningsRecorder
+) -> None:
+    """One cluster of ours (``dask_client``), with port 8787 taken before it starts, as when two
+    clusters run on one machine (two runs, two test processes): it does not ask for 8787 (Dask
+    warns "Port 8787 is already in use" and moves), its scheduler (with its HTTP routes on a free
+    port, no dashboard), nannies and workers listen on loopback only, and a fit on it opens no
+    listener that outlives the workers' linking."""
     data = random_ranking_data(3, n_queries=40)
-    with dask_client(TrainerConfig(n_workers=2, threads_per_worker=1)) as client:
-        pids: dict[str, int] = client.run(os.getpid)
-        processes = [os.getpid(), *pids.values()]
-        before = _listeners(processes)
-        parts: Any = scatter_ranking_data(client, data, n_partitions=2)
-        with caplog.at_level(logging.WARNING, logger="ltr.dask.train"):
-            fit_partitioned(
-                client, parts, {"valid": parts}, ModelConfig(num_leaves=3),
-                FitConfig(num_boost_round=2, early_stopping_rounds=None, show_progress=False),
-                eval_at=[5], seed=1,
-            )
-        after = _listeners(processes)
+    with socket.socket() as taken:
+        with contextlib.suppress(OSError):  # taken by another process already: the same case
+            taken.bind(("127.0.0.1", 8787))
+            taken.listen()
+        mine = _listeners([os.getpid()])
+        with dask_client(TrainerConfig(n_workers=2, threads_per_worker=1)) as client:
+            new = _listeners([os.getpid()]) - mine  # the scheduler's and nannies', in this process
+            pids: dict[str, int] = client.run(os.getpid)
+            processes = [os.getpid(), *pids.values()]
+            before = _listeners(processes)
+            parts: Any = scatter_ranking_data(client, data, n_partitions=2)
+            with caplog.at_level(logging.WARNING, logger="ltr.dask.train"):
+                fit_partitioned(
+                    client, parts, {"valid": parts}, ModelConfig(num_leaves=3),
+                    FitConfig(num_boost_round=2, early_stopping_rounds=None, show_progress=False),
+                    eval_at=[5], seed=1,
+                )
+            after = _listeners(processes)
+    # Not Dask's default port: no competing for it, no warning.
+    assert new, "the scheduler listens in this process"
+    assert {ip for ip, _ in new} == {"127.0.0.1"}, new
+    assert 8787 not in {port for _, port in new}
+    assert not [w for w in recwarn if "already in use" in str(w.message)]
     # Our LocalCluster: the scheduler (this process), the workers and nannies on loopback only.
     assert before
     assert {ip for ip, _ in before} == {"127.0.0.1"}, before
@@ -86,21 +104,3 @@ def test_dask_fit_listens_on_loopback_and_leaves_no_lightgbm_listener(caplog: py
     warnings = [r.getMessage() for r in caplog.records if "LightGBM listens on 0.0.0.0" in r.getMessage()]
     assert len(warnings) == 1
     assert "the 2 workers link up" in warnings[0]
-
-
-@pytest.mark.slow
-def test_our_cluster_does_not_compete_for_dasks_default_port(recwarn: pytest.WarningsRecorder) -> None:
-    """Two clusters on one machine (two runs, two test processes) do not both ask for port 8787
-    (Dask warns "Port 8787 is already in use" and moves): ours has no dashboard and serves the
-    scheduler's HTTP routes on a free loopback port."""
-    with socket.socket() as taken:
-        with contextlib.suppress(OSError):  # taken by another process already: the same case
-            taken.bind(("127.0.0.1", 8787))
-            taken.listen()
-        before = _listeners([os.getpid()])
-        with dask_client(TrainerConfig(n_workers=1, threads_per_worker=1)):
-            new = _listeners([os.getpid()]) - before  # the scheduler's, in this process
-    assert new, "the scheduler listens in this process"
-    assert {ip for ip, _ in new} == {"127.0.0.1"}, new
-    assert 8787 not in {port for _, port in new}
-    assert not [w for w in recwarn if "already in use" in str(w.message)]

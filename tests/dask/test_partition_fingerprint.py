@@ -6,13 +6,18 @@ so ``ltr compare`` accepts the partitions run beside a local run of the same fil
 rewritten, added or missing, or a manifest that cannot be read, falls back to the files'
 metadata with one warning. Both fingerprints are taken as the runs take them
 (:func:`ltr.experiment.sources.open_source` of a composed ``ltr train`` config); no rows are
-read for the partitions and no Dask cluster is started. Real files in ``tmp_path``.
+read for the partitions and no Dask cluster is started. Real files: ``ltr partition``'s output
+of each kind of data is made once for the module (:func:`partitioned`, with the fingerprint of a
+local run of its files); a test that changes files changes a copy in its ``tmp_path``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +40,23 @@ METADATA_METHOD = "parquet file metadata: relative path, bytes, rows"
 SHARED_KEYS = ("sha256", "shape", "n_rows", "n_queries", "n_features", "labels")
 
 
+def _config(overrides: list[str]) -> Any:
+    """The checked config of an ``ltr train`` of ``overrides`` (composed once; a test that takes
+    the fingerprint again after changing files passes the same config again)."""
+    return check_config(compose_train(overrides))
+
+
+def _fingerprint(config: Any) -> dict[str, Any]:
+    """The fingerprint a run of ``config`` logs (``data/fingerprint.json``), taken as the run takes it."""
+    return dict(open_source(config).fingerprint)
+
+
 def _logged_fingerprint(overrides: list[str]) -> dict[str, Any]:
-    """The fingerprint a run of ``overrides`` logs (``data/fingerprint.json``), taken as the run takes it."""
-    return open_source(check_config(compose_train(overrides))).fingerprint
+    return _fingerprint(_config(overrides))
 
 
-def _partitions_run(root: Path, *extra: str) -> dict[str, Any]:
-    return _logged_fingerprint(["data=parquet_partitions", f"data.root={root}", "trainer=dask", *extra])
+def _partitions_config(root: Path, *extra: str) -> Any:
+    return _config(["data=parquet_partitions", f"data.root={root}", "trainer=dask", *extra])
 
 
 def _partitioned(tmp_path: Path, case: str) -> tuple[Path, list[str]]:
@@ -60,6 +75,34 @@ def _partitioned(tmp_path: Path, case: str) -> tuple[Path, list[str]]:
     return out, local
 
 
+@dataclass(frozen=True)
+class Partitioned:
+    """``ltr partition``'s output of one case, and what a local run of the same files logs."""
+
+    out: Path  # read only: a test that changes files copies it (:func:`_copy`)
+    local_overrides: list[str]
+    local: dict[str, Any]  # the fingerprint of a local run without the parse cache
+
+
+@pytest.fixture(scope="module")
+def partitioned(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Partitioned]:
+    """``case`` -> its :class:`Partitioned`, made on first use, once for the module."""
+    made: dict[str, Partitioned] = {}
+
+    def get(case: str) -> Partitioned:
+        if case not in made:
+            out, local_overrides = _partitioned(tmp_path_factory.mktemp("partitioned"), case)
+            made[case] = Partitioned(out, local_overrides, _logged_fingerprint([*local_overrides, "data.cache=false"]))
+        return made[case]
+
+    return get
+
+
+def _copy(out: Path, tmp_path: Path) -> Path:
+    """A copy of the partition directory ``out`` (files and manifest) in ``tmp_path``."""
+    return Path(shutil.copytree(out, tmp_path / out.name))
+
+
 def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     """The warnings logged so far; the INFO lines of the runs before are captured too when an
     earlier test in the same worker left the root logger at INFO."""
@@ -71,13 +114,16 @@ def _run(fingerprint: dict[str, Any], name: str) -> RunRecord:
 
 
 @pytest.mark.parametrize("case", ["csv: string qids", "csv: integer qids", "letor fold: three files"])
-def test_a_partitions_run_logs_the_fingerprint_of_a_local_run_of_the_same_files(tmp_path: Path, case: str) -> None:
-    out, local_overrides = _partitioned(tmp_path, case)
-    local = _logged_fingerprint([*local_overrides, "data.cache=false"])
+def test_a_partitions_run_logs_the_fingerprint_of_a_local_run_of_the_same_files(
+    partitioned: Callable[[str], Partitioned], tmp_path: Path, case: str
+) -> None:
+    made = partitioned(case)
+    out, local = made.out, made.local
     # a local run reading through the parse cache (ltr train's default) logs the same
-    cached = [*local_overrides, "data.cache=true", f"data.cache_dir={tmp_path / 'cache'}"]
-    assert _logged_fingerprint(cached) == _logged_fingerprint(cached) == local  # parsed, then from the cache
-    parts = _partitions_run(out)
+    cached = _config([*made.local_overrides, "data.cache=true", f"data.cache_dir={tmp_path / 'cache'}"])
+    assert _fingerprint(cached) == _fingerprint(cached) == local  # parsed, then from the cache
+    assert list((tmp_path / "cache").iterdir())  # the first one wrote it
+    parts = _fingerprint(_partitions_config(out))
 
     assert parts["method"] == CONTENT_METHOD
     assert {k: parts[k] for k in SHARED_KEYS} == {k: local[k] for k in SHARED_KEYS}
@@ -147,14 +193,15 @@ CHANGES = {
 
 @pytest.mark.parametrize("change", sorted(CHANGES))
 def test_partitions_not_as_recorded_fall_back_to_the_metadata_fingerprint_with_one_warning(
-    tmp_path: Path, change: str, caplog: pytest.LogCaptureFixture
+    partitioned: Callable[[str], Partitioned], tmp_path: Path, change: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    out, local_overrides = _partitioned(tmp_path, "csv: string qids")
-    local = _logged_fingerprint([*local_overrides, "data.cache=false"])
-    assert _partitions_run(out)["sha256"] == local["sha256"]
+    made = partitioned("csv: string qids")
+    out, local = _copy(made.out, tmp_path), made.local
+    config = _partitions_config(out)
+    assert _fingerprint(config)["sha256"] == local["sha256"]
     said = CHANGES[change](out)
     with caplog.at_level(logging.INFO, logger="ltr.dask.partitioned"):
-        fallback = _partitions_run(out)
+        fallback = _fingerprint(config)
     assert fallback["method"] == METADATA_METHOD
     assert fallback["sha256"] != local["sha256"]
     (warning,) = _warnings(caplog)
@@ -170,18 +217,18 @@ def test_partitions_not_as_recorded_fall_back_to_the_metadata_fingerprint_with_o
     (out / MANIFEST_NAME).unlink()
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="ltr.dask.partitioned"):
-        assert _partitions_run(out) == fallback
+        assert _fingerprint(config) == fallback
     assert [r.levelname for r in caplog.records if r.name == "ltr.dask.partitioned"] == ["INFO"]
     with pytest.raises(LtrUserError, match=r"^runs were evaluated on different data: ltr.data.fingerprint differs"):
         check_compatible([_run(local, "local"), _run(fallback, "partitions")], ["local", "partitions"], force=False)
 
 
 def test_a_run_reading_other_columns_than_recorded_does_not_use_the_manifest(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    partitioned: Callable[[str], Partitioned], caplog: pytest.LogCaptureFixture
 ) -> None:
-    out, _ = _partitioned(tmp_path, "csv: integer qids")
+    out = partitioned("csv: integer qids").out  # read, not changed
     with caplog.at_level(logging.WARNING, logger="ltr.dask.partitioned"):
-        fallback = _partitions_run(out, "data.label_column=f1")
+        fallback = _fingerprint(_partitions_config(out, "data.label_column=f1"))
     assert fallback["method"] == METADATA_METHOD
     (warning,) = _warnings(caplog)
     assert warning.startswith(
@@ -190,7 +237,7 @@ def test_a_run_reading_other_columns_than_recorded_does_not_use_the_manifest(
 
 
 def test_a_value_rewritten_in_a_file_of_the_same_size_and_rows_falls_back(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    partitioned: Callable[[str], Partitioned], tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A rewrite that keeps a file's size and row count (plain encoding, no compression: every
     float32 is 4 bytes) still changes its footer (the column's min / max statistics)."""
@@ -198,7 +245,8 @@ def test_a_value_rewritten_in_a_file_of_the_same_size_and_rows_falls_back(
 
     from ltr.dask.partition_manifest import write_manifest
 
-    out, local_overrides = _partitioned(tmp_path, "csv: integer qids")
+    made = partitioned("csv: integer qids")
+    out, local = _copy(made.out, tmp_path), made.local
     path = out / "train" / "part-00000.parquet"
     plain = {"compression": "none", "use_dictionary": False}
     table = pq.read_table(path)
@@ -206,8 +254,8 @@ def test_a_value_rewritten_in_a_file_of_the_same_size_and_rows_falls_back(
     manifest = json.loads((out / MANIFEST_NAME).read_text())
     (out / MANIFEST_NAME).unlink()
     write_manifest(out, manifest["content"], qid_column="qid", label_column="label", doc_id_column=None)  # records it
-    local = _logged_fingerprint([*local_overrides, "data.cache=false"])
-    assert _partitions_run(out)["sha256"] == local["sha256"]
+    config = _partitions_config(out)
+    assert _fingerprint(config)["sha256"] == local["sha256"]
 
     size = path.stat().st_size
     column = table.column_names[-1]  # a feature: its first value becomes a new maximum
@@ -217,7 +265,7 @@ def test_a_value_rewritten_in_a_file_of_the_same_size_and_rows_falls_back(
     assert path.stat().st_size == size
     assert pq.read_metadata(path).num_rows == table.num_rows
     with caplog.at_level(logging.WARNING, logger="ltr.dask.partitioned"):
-        fallback = _partitions_run(out)
+        fallback = _fingerprint(config)
     assert fallback["method"] == METADATA_METHOD
     (warning,) = _warnings(caplog)
     assert "changed: train/part-00000.parquet" in warning

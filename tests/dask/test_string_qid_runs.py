@@ -5,8 +5,9 @@ The Dask runs: ``trainer=dask`` on the splits read in this process (the tables a
 and ``ltr partition`` + ``data=parquet_partitions`` (the tables are built on the workers, whose
 reader numbers each split's string qids 0, 1, ... afresh, where the local split keeps the whole
 file's numbers; its data fingerprint is the content hash ``ltr partition`` recorded, the local
-run's, so ``ltr compare`` needs no ``--force``). Real processes (a LocalCluster of one worker, whose model is the local one),
-a real sqlite MLflow store.
+run's, so ``ltr compare`` needs no ``--force``). Real processes (a LocalCluster of one worker
+process, whose model is the local one; both Dask runs connect to it with
+``trainer.scheduler_address``, one cluster start instead of two), a real sqlite MLflow store.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from mlflow.tracking import MlflowClient
 
 from ltr.cli.main import main as ltr_main
 from ltr.compare.loading import load_comparison
+from ltr.config.schema import TrainerConfig
+from ltr.dask.train import dask_client
 from ltr.experiment import run as pipeline
 from tests.conftest import compose_train
 from tests.experiment.test_string_qid_tables import (
@@ -31,7 +34,7 @@ from tests.experiment.test_string_qid_tables import (
 
 #: every run trains all its rounds (the Dask trainer has no early stopping) on one worker
 SAME_FIT = ("fit.early_stopping_rounds=null",)
-DASK = ("trainer=dask", "trainer.n_workers=1")
+ONE_WORKER = TrainerConfig(n_workers=1, threads_per_worker=1)
 
 
 @pytest.mark.slow
@@ -40,19 +43,21 @@ def test_local_and_dask_runs_name_string_qids_alike_and_compare_query_by_query(t
     path = write_rows(tmp_path / "text.csv", NAMES)
     parts = tmp_path / "parts"
     assert ltr_main(["partition", "--train", str(path), "--out", str(parts), "--partitions", "2"]) == 0
-    configs = {
-        "local": train_overrides(path, uri, "local", *SAME_FIT),
-        "dask": train_overrides(path, uri, "dask", *SAME_FIT, *DASK),
-        "partitions": [
-            o for o in train_overrides(path, uri, "partitions", *SAME_FIT, *DASK)
-            if not o.startswith(("data=", "data.train=", "data.cache="))
-        ] + ["data=parquet_partitions", f"data.root={parts}"],
-    }
     ids = {}
-    for name, overrides in configs.items():
-        outcome = pipeline.run(compose_train(overrides), overrides=overrides)
-        assert outcome.run_id is not None
-        ids[name] = outcome.run_id
+    with dask_client(ONE_WORKER) as client:  # a LocalCluster of one worker process, as trainer.n_workers=1 starts
+        dask = ("trainer=dask", f"trainer.scheduler_address='{client.scheduler.address}'")
+        configs = {
+            "local": train_overrides(path, uri, "local", *SAME_FIT),
+            "dask": train_overrides(path, uri, "dask", *SAME_FIT, *dask),
+            "partitions": [
+                o for o in train_overrides(path, uri, "partitions", *SAME_FIT, *dask)
+                if not o.startswith(("data=", "data.train=", "data.cache="))
+            ] + ["data=parquet_partitions", f"data.root={parts}"],
+        }
+        for name, overrides in configs.items():
+            outcome = pipeline.run(compose_train(overrides), overrides=overrides)
+            assert outcome.run_id is not None
+            ids[name] = outcome.run_id
 
     tags = {name: MlflowClient(uri).get_run(run_id).data.tags for name, run_id in ids.items()}
     assert len({t["ltr.data.fingerprint"] for t in tags.values()}) == 1
