@@ -9,6 +9,7 @@ whose children's models no assertion reads log none (``tracking.log_model=false`
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -31,15 +32,23 @@ GRID = ["model.num_leaves=3,7"]
 def train_in_process(cwd: Path, capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
     """``ltr train ARGS`` launched from ``cwd`` in this process (``ltr.cli.main.main``, what the
     ``ltr`` command runs): its exit code and what it printed, as a finished process's. The
-    current folder, ``sys.argv`` and ``HYDRA_FULL_ERROR`` are put back after it; it starts
-    without the binned data a sweep before it kept in memory, as a new process would."""
+    current folder, ``sys.argv``, ``HYDRA_FULL_ERROR``, the SIGINT and SIGTERM handlers and
+    ``sys.unraisablehook`` (which ``ltr train`` sets) are put back after it; it starts without
+    the binned data a sweep before it kept in memory, as a new process would."""
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(cwd)
         patch.setattr(sys, "argv", list(sys.argv))
+        patch.setattr(sys, "unraisablehook", sys.unraisablehook)
         patch.delenv("HYDRA_FULL_ERROR", raising=False)
         binned._last.clear()
         capsys.readouterr()
-        code = main(["train", *args])
+        try:
+            code = main(["train", *args])
+        finally:
+            for sig, handler in handlers.items():
+                if handler is not None:  # None: a handler not set from Python, left as it is
+                    signal.signal(sig, handler)
         printed = capsys.readouterr()
     return subprocess.CompletedProcess(["ltr", "train", *args], code, printed.out, printed.err)
 
