@@ -1,7 +1,15 @@
-"""Multirun sweeps, the joblib launcher and the Optuna sweeper, into real sqlite stores."""
+"""Multirun sweeps, the joblib launcher and the Optuna sweeper, into real sqlite stores.
+
+Most sweeps run in this process (:func:`train_in_process`: ``ltr.cli.main.main``, as the
+``ltr`` command runs it, launched from the test's folder): they share this process's imports
+of MLflow, LightGBM and Hydra instead of paying them in a new interpreter each. The test of two
+sweeps started together needs two real processes and starts them. The sweeps
+whose children's models no assertion reads log none (``tracking.log_model=false``).
+"""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +19,9 @@ import numpy as np
 import pytest
 from mlflow.tracking import MlflowClient
 
+from ltr.cli.main import main
+from ltr.training import binned
+
 pytestmark = pytest.mark.slow
 
 #: Two jobs that differ in a training-only parameter: the basic launcher reuses the first job's
@@ -18,10 +29,33 @@ pytestmark = pytest.mark.slow
 GRID = ["model.num_leaves=3,7"]
 
 
-def _ltr(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "ltr", "train", *args], capture_output=True, text=True, cwd=cwd, timeout=900
-    )
+def train_in_process(cwd: Path, capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``ltr train ARGS`` launched from ``cwd`` in this process (``ltr.cli.main.main``, what the
+    ``ltr`` command runs): its exit code and what it printed, as a finished process's. The
+    current folder, ``sys.argv``, ``HYDRA_FULL_ERROR``, the SIGINT and SIGTERM handlers and
+    ``sys.unraisablehook`` (which ``ltr train`` sets) are put back after it; it starts without
+    the binned data a sweep before it kept in memory, as a new process would."""
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(cwd)
+        patch.setattr(sys, "argv", list(sys.argv))
+        patch.setattr(sys, "unraisablehook", sys.unraisablehook)
+        patch.delenv("HYDRA_FULL_ERROR", raising=False)
+        binned._last.clear()
+        capsys.readouterr()
+        try:
+            code = main(["train", *args])
+        finally:
+            for sig, handler in handlers.items():
+                if handler is not None:  # None: a handler not set from Python, left as it is
+                    signal.signal(sig, handler)
+        printed = capsys.readouterr()
+    return subprocess.CompletedProcess(["ltr", "train", *args], code, printed.out, printed.err)
+
+
+def _train(cwd: Path, capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
+    """:func:`train_in_process`, which must exit 0."""
+    proc = train_in_process(cwd, capsys, *args)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
 
@@ -47,11 +81,13 @@ def _by_job(children: list[Any]) -> dict[tuple[str, str], dict[str, float]]:
     }
 
 
-def test_grid_basic_and_joblib_launchers_give_identical_complete_runs(tmp_path: Path) -> None:
+def test_grid_basic_and_joblib_launchers_give_identical_complete_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     basic_db, joblib_db = tmp_path / "basic.db", tmp_path / "joblib.db"
-    _ltr(tmp_path, "-m", "debug=default", *GRID, f"tracking.uri=sqlite:///{basic_db}")
-    _ltr(
-        tmp_path, "-m", "debug=default", *GRID, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+    _train(tmp_path, capsys, "-m", "debug=default", *GRID, f"tracking.uri=sqlite:///{basic_db}")
+    _train(
+        tmp_path, capsys, "-m", "debug=default", *GRID, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
         f"tracking.uri=sqlite:///{joblib_db}",
     )
     basic_parent, basic_children = _runs(basic_db)
@@ -68,12 +104,14 @@ def test_grid_basic_and_joblib_launchers_give_identical_complete_runs(tmp_path: 
     assert basic_parent.data.metrics["sweep/best/valid/ndcg_at_10"] == best
 
 
-def test_optuna_maximises_the_optimized_metric_of_the_cutoffs_asked_for(tmp_path: Path) -> None:
+def test_optuna_maximises_the_optimized_metric_of_the_cutoffs_asked_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """With eval.k=[5,20] the objective is valid/ndcg_at_20 (no ndcg_at_10 is computed at all)."""
     db = tmp_path / "mlflow.db"
-    _ltr(
-        tmp_path, "hparams_search=optuna", "hydra.sweeper.n_trials=3", "debug=default", "eval.k=[5,20]",
-        f"tracking.uri=sqlite:///{db}",
+    _train(
+        tmp_path, capsys, "hparams_search=optuna", "hydra.sweeper.n_trials=3", "debug=default", "eval.k=[5,20]",
+        "tracking.log_model=false", f"tracking.uri=sqlite:///{db}",
     )
     parent, children = _runs(db)
     assert len(children) == 3
@@ -88,11 +126,12 @@ def test_optuna_maximises_the_optimized_metric_of_the_cutoffs_asked_for(tmp_path
     assert parent.data.tags["ltr.sweep.best_run_id"] == best_child.info.run_id
 
 
-def test_objective_comparison_on_default_data(tmp_path: Path) -> None:
+def test_objective_comparison_on_default_data(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """On the default data lambdarank beats the pointwise regressor on test nDCG@10."""
     db = tmp_path / "mlflow.db"
-    proc = _ltr(tmp_path, "experiment=objective_comparison", "fit.num_boost_round=80", "fit.early_stopping_rounds=null",
-                f"tracking.uri=sqlite:///{db}")  # fmt: skip
+    proc = _train(tmp_path, capsys, "experiment=objective_comparison", "fit.num_boost_round=80",
+                  "fit.early_stopping_rounds=null", "fit.show_progress=false", "tracking.log_model=false",
+                  f"tracking.uri=sqlite:///{db}")  # fmt: skip
     _, children = _runs(db)
     by_objective = {c.data.tags["ltr.objective"]: c.data.metrics for c in children}
     assert set(by_objective) == {"lambdarank", "rank_xendcg", "regression"}
@@ -105,9 +144,11 @@ def test_objective_comparison_on_default_data(tmp_path: Path) -> None:
 
 
 def test_two_sweeps_started_together_each_keep_their_own_children(tmp_path: Path) -> None:
-    """Two sweeps in the same second and folder: own sweep folder, own parent, own children."""
+    """Two sweeps in the same second and folder: own sweep folder, own parent, own children
+    (two real processes; 5 rounds and no model logged: how good the children are is not the point)."""
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    args = [sys.executable, "-m", "ltr", "train", "-m", "debug=default", f"tracking.uri={uri}"]
+    args = [sys.executable, "-m", "ltr", "train", "-m", "debug=default", "fit.num_boost_round=5", "fit.show_progress=false",
+            "tracking.log_model=false", f"tracking.uri={uri}"]  # fmt: skip
     procs = [
         subprocess.Popen([*args, f"model.num_leaves={a},{b}"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for a, b in ((3, 5), (7, 9))
@@ -138,11 +179,14 @@ def test_two_sweeps_started_together_each_keep_their_own_children(tmp_path: Path
     assert len(list((tmp_path / "multirun").glob("*/*"))) == 2
 
 
-def test_diversity_sweep_on_default_data_marks_an_undominated_front(tmp_path: Path) -> None:
+def test_diversity_sweep_on_default_data_marks_an_undominated_front(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """experiment=diversity_tradeoff: nDCG@10 falls and ILD@10 rises with alpha; the front holds."""
     db = tmp_path / "mlflow.db"
-    _ltr(tmp_path, "experiment=diversity_tradeoff", "rerank.alpha=0,0.4,0.8", "fit.show_progress=false",
-         "fit.num_boost_round=60", "fit.early_stopping_rounds=null", f"tracking.uri=sqlite:///{db}")  # fmt: skip
+    _train(tmp_path, capsys, "experiment=diversity_tradeoff", "rerank.alpha=0,0.4,0.8", "fit.show_progress=false",
+           "fit.num_boost_round=30", "fit.early_stopping_rounds=null", "tracking.log_model=false",
+           f"tracking.uri=sqlite:///{db}")  # fmt: skip
     parent, children = _runs(db)
     by_alpha = sorted(children, key=lambda c: float(c.data.params["rerank.alpha"]))
     ndcg = [c.data.metrics["valid/ndcg_at_10"] for c in by_alpha]
@@ -168,13 +212,13 @@ def test_diversity_sweep_on_default_data_marks_an_undominated_front(tmp_path: Pa
     assert "figures/pareto_front.png" in [a.path for a in client.list_artifacts(parent.info.run_id, "figures")]
 
 
-def test_click_sweep_logs_the_regression_of_online_ctr_on_ndcg(tmp_path: Path) -> None:
+def test_click_sweep_logs_the_regression_of_online_ctr_on_ndcg(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The parent's slope, intercept and R² reproduce numpy.polyfit on the children's values
     (whatever they are: 30 rounds, not up to 1,000, give three distinct points as well)."""
     db = tmp_path / "mlflow.db"
-    _ltr(tmp_path, "-m", "data=synthetic_clicks", "data.n_queries=600", "rerank=diversify",
-         "rerank.alpha=0,0.5,0.9", "fit.num_boost_round=30", "fit.show_progress=false",
-         f"tracking.uri=sqlite:///{db}")  # fmt: skip
+    _train(tmp_path, capsys, "-m", "data=synthetic_clicks", "data.n_queries=300", "rerank=diversify",
+           "rerank.alpha=0,0.5,0.9", "fit.num_boost_round=30", "fit.show_progress=false", "tracking.log_model=false",
+           f"tracking.uri=sqlite:///{db}")  # fmt: skip
     parent, children = _runs(db)
     x = np.array([c.data.metrics["valid/ndcg_at_10"] for c in children])
     y = np.array([c.data.metrics["valid/online/ctr"] for c in children])
@@ -202,18 +246,17 @@ def _letor_fold(folder: Path, seed: int) -> None:
         (folder / name).write_text("\n".join(lines) + "\n")
 
 
-def test_a_cv_that_lacks_a_fold_is_marked_partial_and_has_no_sd(tmp_path: Path) -> None:
+def test_a_cv_that_lacks_a_fold_is_marked_partial_and_has_no_sd(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Fold 2's train.txt is there (the start checks pass) but unreadable: its job is refused when
     it reads the data, and the CV over fold 1 alone is partial, with a mean and no sd."""
     _letor_fold(tmp_path / "data" / "Fold1", seed=1)
     (tmp_path / "data" / "Fold2").mkdir()
     (tmp_path / "data" / "Fold2" / "train.txt").write_text("not a ranking file\n")
     db = tmp_path / "mlflow.db"
-    proc = subprocess.run(
-        [sys.executable, "-m", "ltr", "train", "-m", "data=letor", f"data.root={tmp_path / 'data'}", "data.fold=1,2",
-         "cv.fold_key=data.fold", "fit.num_boost_round=5", "fit.show_progress=false", "tracking.log_model=false",
-         "tracking.run_name=cv7", f"tracking.uri=sqlite:///{db}"],
-        capture_output=True, text=True, cwd=tmp_path, timeout=900,
+    proc = train_in_process(
+        tmp_path, capsys, "-m", "data=letor", f"data.root={tmp_path / 'data'}", "data.fold=1,2", "cv.fold_key=data.fold",
+        "fit.num_boost_round=5", "fit.show_progress=false", "tracking.log_model=false", "tracking.run_name=cv7",
+        f"tracking.uri=sqlite:///{db}",
     )  # fmt: skip
     assert proc.returncode == 1, proc.stderr[-3000:]
     parent, children = _runs(db)

@@ -19,7 +19,7 @@ from ltr.experiment import run as pipeline
 from ltr.metrics.tail import tail_exposure
 from ltr.rerank import score_order
 from tests.conftest import examples
-from tests.test_sweeps import _ltr, _runs
+from tests.test_sweeps import _runs, train_in_process
 
 CLICKS = ("data=synthetic_clicks", "data.n_queries=300", "tracking.enabled=false")
 
@@ -66,11 +66,12 @@ def test_uncertainty_needs_a_popularity_column(small_cfg: Callable[..., DictConf
 
 
 @pytest.mark.slow
-def test_an_uncertainty_sweep_marks_the_ndcg_tail_exposure_front(tmp_path: Path) -> None:
+def test_an_uncertainty_sweep_marks_the_ndcg_tail_exposure_front(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "mlflow.db"
-    _ltr(tmp_path, "experiment=tail_tradeoff", "rerank.alpha=0,0.5,2,8", "data.n_queries=300",
-         "fit.num_boost_round=30", "fit.show_progress=false", "tracking.log_model=false",
-         f"tracking.uri=sqlite:///{db}")  # fmt: skip
+    proc = train_in_process(tmp_path, capsys, "experiment=tail_tradeoff", "rerank.alpha=0,0.5,2,8", "data.n_queries=300",
+                            "fit.num_boost_round=30", "fit.show_progress=false", "tracking.log_model=false",
+                            f"tracking.uri=sqlite:///{db}")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
     parent, children = _runs(db)
     point = {c.info.run_id: (c.data.metrics["valid/ndcg_at_10"], c.data.metrics["valid/tail_at_10"]) for c in children}
     marked = [c for c in children if c.data.tags["ltr.pareto"] == "true"]
