@@ -234,12 +234,10 @@ def test_predict_refuses_bad_input_in_one_line_and_writes_nothing(
 
 @pytest.mark.parametrize("kind", ["dask", "rerank"])
 def test_predict_on_dask_workers_writes_what_the_local_predict_writes(
-    store: tuple[str, dict[str, pipeline.RunOutcome]], kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-    dask_scheduler: str,
+    store: tuple[str, dict[str, pipeline.RunOutcome]], kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``--dask``: the run's test split in 3 whole-query files, one task per file on 2 workers
-    (the module's cluster: ``--scheduler``), gives the local path's files byte for byte and the
-    run's logged test metrics bit for bit."""
+    """``--dask``: the run's test split in 3 whole-query files, one task per file on 2 workers,
+    gives the local path's files byte for byte and the run's logged test metrics bit for bit."""
     uri, outcomes = store
     run = load_run(kind, tracking_uri=uri)
     parts = tmp_path / "parts"
@@ -249,7 +247,7 @@ def test_predict_on_dask_workers_writes_what_the_local_predict_writes(
         files = {name: tmp_path / f"{mode}.{name}" for name in ("scores", "run", "pq")}
         args = ["predict", kind, "--data", str(parts), "--out", str(files["scores"]), "--trec-run", str(files["run"]),
                 "--per-query", str(files["pq"]), "--tracking-uri", uri]
-        assert ltr_main([*args, "--dask", "--scheduler", dask_scheduler] if mode == "dask" else args) == 0
+        assert ltr_main([*args, "--dask", "--workers", "2"] if mode == "dask" else args) == 0
         written[mode] = {name: path.read_bytes() for name, path in files.items()}
     printed = capsys.readouterr()
     assert "on Dask workers" in " ".join(printed.out.split())
@@ -261,7 +259,7 @@ def test_predict_on_dask_workers_writes_what_the_local_predict_writes(
     logged = pd.read_parquet(MlflowClient(uri).download_artifacts(str(outcomes[kind].run_id), "per_query/test.parquet", str(tmp_path)))
     pd.testing.assert_frame_equal(table[logged.columns], logged, check_exact=True)
     if kind == "dask":  # the Python API's path: the same scores
-        scored = api.predict(kind, parts, tracking_uri=uri, dask=api.TrainerConfig(scheduler_address=dask_scheduler))
+        scored = api.predict(kind, parts, tracking_uri=uri, dask=api.TrainerConfig(n_workers=2))
         expected = np.array([float(line) for line in written["local"]["scores"].decode().splitlines()])
         assert np.array_equal(scored.model_scores, expected)
 
