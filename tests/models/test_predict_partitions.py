@@ -83,7 +83,7 @@ def _assert_logged(prediction: Prediction, trained: TrainedRun) -> None:
 
 
 def test_predict_scores_partitions_without_doc_ids_as_the_run_read_them(
-    trained: TrainedRun, tmp_path: Path, capsys: pytest.CaptureFixture[str], dask_scheduler: str
+    trained: TrainedRun, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     test = trained.root / "test"
     out, run_file, per_query = tmp_path / "scores.txt", tmp_path / "test.run", tmp_path / "pq.parquet"
@@ -109,7 +109,7 @@ def test_predict_scores_partitions_without_doc_ids_as_the_run_read_them(
     local = predict_input(run, open_input(run, [test], batch_rows=29), keep=True)
     _assert_logged(local, trained)
     assert np.array_equal(local.model_scores, scores)
-    on_workers = api.predict(RUN, test, tracking_uri=trained.uri, dask=api.TrainerConfig(scheduler_address=dask_scheduler))
+    on_workers = api.predict(RUN, test, tracking_uri=trained.uri, dask=api.TrainerConfig(n_workers=2))
     _assert_logged(on_workers, trained)
     assert np.array_equal(on_workers.model_scores, scores)
     assert all(batch.doc_ids is None for batch in [*local.batches, *on_workers.batches])
@@ -159,7 +159,7 @@ def test_the_runs_doc_id_column_is_read_where_the_files_have_it(trained: Trained
     pd.testing.assert_frame_equal(prediction.table.drop(columns="top_doc_id"), trained.per_query, check_exact=True)
 
 
-def test_a_folder_is_read_in_the_order_of_the_numbers_in_its_file_names(trained: TrainedRun, tmp_path: Path, dask_scheduler: str) -> None:
+def test_a_folder_is_read_in_the_order_of_the_numbers_in_its_file_names(trained: TrainedRun, tmp_path: Path) -> None:
     """The test split cut in 12 files named ``part-0.parquet`` .. ``part-11.parquet`` (as text,
     ``part-10`` and ``part-11`` would come before ``part-2``): scored in the written order."""
     run = load_run(RUN, tracking_uri=trained.uri)
@@ -182,7 +182,7 @@ def test_a_folder_is_read_in_the_order_of_the_numbers_in_its_file_names(trained:
     assert sorted(names)[:4] == ["part-0.parquet", "part-1.parquet", "part-10.parquet", "part-11.parquet"]
     for mode in ("local", "dask"):
         prediction = (
-            api.predict(RUN, widths, tracking_uri=trained.uri, dask=api.TrainerConfig(scheduler_address=dask_scheduler))
+            api.predict(RUN, widths, tracking_uri=trained.uri, dask=api.TrainerConfig(n_workers=2))
             if mode == "dask" else predict_input(run, open_input(run, [widths]), keep=True)
         )
         assert np.array_equal(np.concatenate([b.data.qids for b in prediction.batches]), one.qids), mode
