@@ -9,8 +9,6 @@ ignored."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import lightgbm as lgb
@@ -190,7 +188,7 @@ def _letor_text(table: pd.DataFrame, path: Path) -> list[str]:
 
 
 def test_a_doc_id_column_for_letor_text_is_refused_not_ignored(
-    trained: tuple[str, pd.DataFrame], tmp_path: Path
+    trained: tuple[str, pd.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """LETOR text has no columns (its doc ids are ``#docid = X`` comments, read without any
     option): ``ltr predict --doc-id-column`` on it is one line naming the option and the file, exit
@@ -199,16 +197,14 @@ def test_a_doc_id_column_for_letor_text_is_refused_not_ignored(
     letor = tmp_path / "test.txt"
     docs = _letor_text(table, letor)
     run_file = tmp_path / "test.run"
-    command = [sys.executable, "-m", "ltr", "predict", "holes", "--data", str(letor), "--trec-run", str(run_file), "--tracking-uri", uri]
-    refused = subprocess.run([*command, "--doc-id-column", "url"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
-    assert refused.returncode == 2, refused.stderr
-    assert refused.stderr.strip().splitlines() == [
+    command = ["predict", "holes", "--data", str(letor), "--trec-run", str(run_file), "--tracking-uri", uri]
+    assert ltr_main([*command, "--doc-id-column", "url"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
         f"ltr: error: --doc-id-column url names a column of a Parquet / CSV table, but {letor} is sparse text, "
         "whose lines name their documents in '# docid = X' comments; leave out --doc-id-column"
     ]
     assert not run_file.exists()
-    scored = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300)
-    assert scored.returncode == 0, scored.stderr
+    assert ltr_main(command) == 0, capsys.readouterr().err
     assert sorted(line.split()[2] for line in run_file.read_text().splitlines()) == sorted(docs)
 
 

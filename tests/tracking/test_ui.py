@@ -22,7 +22,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -95,11 +95,42 @@ def _serving(store: Path) -> Iterator[tuple[str, list[str], subprocess.Popen[str
             stop_process_group(proc, timeout=30)
 
 
+class _ModuleUI:
+    """The module's ``ltr ui`` on ``store``: started when a test first asks for it, and again
+    for a test that comes after one that stopped it (so any order of the tests works; in the
+    file's order one UI serves them all, the SIGTERM test last)."""
+
+    def __init__(self, store: Path) -> None:
+        self.store = store
+        self._stack = ExitStack()
+        self._served: tuple[str, list[str], subprocess.Popen[str]] | None = None
+
+    def serving(self) -> tuple[str, list[str], subprocess.Popen[str]]:
+        """(base URL, what it printed up to its links, the process), started if not running."""
+        if self._served is None or self._served[2].poll() is not None:
+            self.close()
+            self._served = self._stack.enter_context(_serving(self.store))
+        return self._served
+
+    def close(self) -> None:
+        self._stack.close()
+        self._served = None
+
+
 @pytest.fixture(scope="module")
-def ui(store: Path) -> Iterator[tuple[str, list[str]]]:
+def module_ui(store: Path) -> Iterator[_ModuleUI]:
+    holder = _ModuleUI(store)
+    try:
+        yield holder
+    finally:
+        holder.close()
+
+
+@pytest.fixture
+def ui(module_ui: _ModuleUI) -> tuple[str, list[str]]:
     """The module's ``ltr ui`` on ``store`` (base URL, its lines), for the tests that only read."""
-    with _serving(store) as (base, lines, _):
-        yield base, lines
+    base, lines, _ = module_ui.serving()
+    return base, lines
 
 
 def _runs(base: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -262,12 +293,13 @@ def test_per_query_tables_are_tables_the_ui_shows(ui: tuple[str, list[str]]) -> 
     assert {"path": "per_query/test.json", "type": "table"} in logged
 
 
-def test_sigterm_stops_the_ui_and_its_server(store: Path) -> None:
-    """A UI of its own (the module's stays up for the other tests, in any order)."""
-    with _serving(store) as (base, _, proc):
-        assert proc.stderr is not None
-        proc.send_signal(15)  # SIGTERM to ltr ui alone, as `kill PID` does
-        assert proc.wait(timeout=120) == 143  # stopping the server's workers takes longer on a busy machine
-        assert "ltr: terminated (SIGTERM)" in proc.stderr.read()
+def test_sigterm_stops_the_ui_and_its_server(module_ui: _ModuleUI) -> None:
+    """The module's UI, stopped (last in the file: the tests before it read it; a test run after
+    it gets a new one)."""
+    base, _, proc = module_ui.serving()
+    assert proc.stderr is not None
+    proc.send_signal(15)  # SIGTERM to ltr ui alone, as `kill PID` does
+    assert proc.wait(timeout=120) == 143  # stopping the server's workers takes longer on a busy machine
+    assert "ltr: terminated (SIGTERM)" in proc.stderr.read()
     with pytest.raises(urllib.error.URLError, match="Connection refused"):  # the server went with it
         urllib.request.urlopen(f"{base}/health", timeout=5)
