@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,22 +18,23 @@ pytestmark = [
 ]
 
 
-def _cv(tmp_path: Path, uri: str, *extra: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "ltr", "train", "experiment=letor_cv", "fit.num_boost_round=40",
-         "fit.show_progress=false", "tracking.log_model=false", f"tracking.uri={uri}", *extra],
-        capture_output=True, text=True, cwd=tmp_path, timeout=900,
-        env={**os.environ, "LTR_SHARED_DATA": str(SHARED_DATA)},
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc
+def _cv(capsys: pytest.CaptureFixture[str], uri: str, *extra: str) -> pytest.CaptureResult[str]:
+    """``ltr train experiment=letor_cv ...`` in this process (the test's working directory): what it printed."""
+    capsys.readouterr()
+    returned = main(["train", "experiment=letor_cv", "fit.num_boost_round=10", "fit.show_progress=false",
+                     "tracking.log_model=false", f"tracking.uri={uri}", *extra])  # fmt: skip
+    printed = capsys.readouterr()
+    assert returned == 0, printed.err[-3000:]
+    return printed
 
 
 def test_letor_cv_parent_reports_mean_and_std_over_the_five_folds(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LTR_SHARED_DATA", str(SHARED_DATA))
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    proc = _cv(tmp_path, uri)
+    proc = _cv(capsys, uri)
     client = MlflowClient(uri)
     experiment = client.get_experiment_by_name("ltr")
     assert experiment is not None
@@ -70,12 +68,12 @@ def test_letor_cv_parent_reports_mean_and_std_over_the_five_folds(
     assert f"| all | {rows.loc['test/n_queries', 'mean']:.1f} |" in description
     assert f"{mean:.4f} ± {std:.4f} |" in description
     table_md, _, jobs = description.partition("\n\n**Fold runs**: 5 of 5 finished.")
-    assert table_md in proc.stdout  # the fold table, as printed
+    assert table_md in proc.out  # the fold table, as printed
     assert "best" not in description.lower()
     assert all(f"/runs/{c.info.run_id}?workflowType=machine_learning)" in jobs for c in children)  # then the folds
 
     # a second CV sweep, compared with the first fold by fold: paired over folds and over queries
-    _cv(tmp_path, uri, "model.num_leaves=3", "tracking.run_name=small")
+    _cv(capsys, uri, "model.num_leaves=3", "tracking.run_name=small")
     parents = [r for r in MlflowClient(uri).search_runs([experiment.experiment_id]) if r.data.tags.get("ltr.role") == "sweep"]
     second = next(r for r in parents if r.info.run_id != parent.info.run_id)
     capsys.readouterr()

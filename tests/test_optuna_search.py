@@ -1,6 +1,8 @@
-"""ltr's Optuna sweeper end to end: the ltr command in subprocesses, real sqlite stores and studies.
+"""ltr's Optuna sweeper end to end: the ltr command (in this process, and in a real subprocess
+where the process is the point: Ctrl-C), real sqlite stores and studies, the real dashboard.
 
-Small on purpose: debug-sized data, a few rounds, 2-4 trials.
+Small on purpose: debug-sized data, a few rounds, 2-4 trials; the persistent study is searched
+once for the module and only read by its tests.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 from optuna.storages.journal import JournalFileBackend
 
+from ltr.cli.main import main
 from ltr.tracking.mlflow_tracker import MlflowTracker
 from tests.processes import free_port, stop_process_group, wait_for_http
 
@@ -30,12 +34,14 @@ pytestmark = pytest.mark.slow
 SMALL = ["debug=default", "fit.num_boost_round=5", "fit.show_progress=false"]
 
 
-def _ltr(cwd: Path, *args: str, code: int = 0) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "ltr", "train", *args], capture_output=True, text=True, cwd=cwd, timeout=900
-    )
-    assert proc.returncode == code, proc.stderr[-3000:]
-    return proc
+def _ltr(capsys: pytest.CaptureFixture[str], *args: str, code: int = 0) -> pytest.CaptureResult[str]:
+    """``ltr train ARGS`` in this process (in the test's working directory): what it printed,
+    once its exit code is checked."""
+    capsys.readouterr()
+    returned = main(["train", *args])
+    printed = capsys.readouterr()
+    assert returned == code, printed.err[-3000:]
+    return printed
 
 
 def _sweeps(db: Path) -> list[tuple[Any, list[Any]]]:
@@ -61,29 +67,56 @@ def _significant_digits(number: str) -> int:
     return len(mantissa)
 
 
-def test_a_persistent_study_resumes_across_invocations_and_maximises(tmp_path: Path) -> None:
-    """``hparams_search=optuna`` twice on one sqlite storage, 4 trials each: one study of 8."""
-    study_db, db = tmp_path / "study.db", tmp_path / "mlflow.db"
-    args = ["hparams_search=optuna", "hydra.sweeper.n_trials=4", f"hydra.sweeper.storage=sqlite:///{study_db}",
+#: The trials of each of the persistent study's two invocations.
+TRIALS = 2
+
+
+@dataclass(frozen=True)
+class PersistentStudy:
+    """``hparams_search=optuna`` run twice (:data:`TRIALS` trials each) on one sqlite storage,
+    launched in ``cwd``; ``args`` are the invocations' overrides."""
+
+    cwd: Path
+    study_db: Path
+    db: Path
+    args: list[str]
+
+
+@pytest.fixture(scope="module")
+def persistent_study(tmp_path_factory: pytest.TempPathFactory) -> PersistentStudy:
+    """The searches, once for the module: its tests only read the study and the store."""
+    cwd = tmp_path_factory.mktemp("persistent")
+    study_db, db = cwd / "study.db", cwd / "mlflow.db"
+    args = ["hparams_search=optuna", f"hydra.sweeper.n_trials={TRIALS}", f"hydra.sweeper.storage=sqlite:///{study_db}",
             *SMALL, f"tracking.uri=sqlite:///{db}"]  # fmt: skip
-    _ltr(tmp_path, *args)
-    _ltr(tmp_path, *args)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(cwd)
+        for _ in range(2):
+            assert main(["train", *args]) == 0
+    return PersistentStudy(cwd, study_db, db, args)
+
+
+def test_a_persistent_study_resumes_across_invocations_and_maximises(
+    persistent_study: PersistentStudy, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``hparams_search=optuna`` twice on one sqlite storage, 2 trials each: one study of 4."""
+    study_db, db, args = persistent_study.study_db, persistent_study.db, persistent_study.args
     study = optuna.load_study(study_name="ltr_lambdarank", storage=f"sqlite:///{study_db}")
     assert study.directions == [optuna.study.StudyDirection.MAXIMIZE]
-    assert len(study.trials) == 8
+    assert len(study.trials) == 2 * TRIALS
     assert all(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
     points = [tuple(sorted(t.params.items())) for t in study.trials]
-    assert len(set(points)) == 8, "the second invocation drew new points, not the first's again"
+    assert len(set(points)) == 2 * TRIALS, "the second invocation drew new points, not the first's again"
     assert study.user_attrs["ltr.config"]["data.n_queries"] == "200"  # debug=default's
     sweeps = _sweeps(db)
     assert len(sweeps) == 2
     for n, (parent, children) in enumerate(sweeps, start=1):
         assert parent.data.params["optuna.study_name"] == "ltr_lambdarank"
         assert parent.data.params["optuna.storage"] == f"sqlite:///{study_db}"
-        assert parent.data.metrics["sweep/optuna/n_trials"] == 4 * n
-        assert len(children) == 4
+        assert parent.data.metrics["sweep/optuna/n_trials"] == TRIALS * n
+        assert len(children) == TRIALS
         trial_numbers = {int(c.data.tags["ltr.optuna.trial"]) for c in children}
-        assert trial_numbers == set(range(4 * (n - 1), 4 * n)), "the second invocation adds trials 4-7"
+        assert trial_numbers == set(range(TRIALS * (n - 1), TRIALS * n)), "the second invocation adds the next trials"
         for child in children:
             trial = study.trials[int(child.data.tags["ltr.optuna.trial"])]
             assert trial.value == child.data.metrics["valid/ndcg_at_10"], "Optuna was told what the run logged"
@@ -98,15 +131,16 @@ def test_a_persistent_study_resumes_across_invocations_and_maximises(tmp_path: P
     assert parent.data.tags["ltr.sweep.best_run_id"] == best.info.run_id
     assert parent.data.metrics["sweep/optuna/best_value"] == max(t.value for t in study.trials)
     # other data on the same study: refused in one line before any run, the study untouched
-    refused = _ltr(tmp_path, *args, "data.n_queries=150", code=2)
-    assert refused.stderr.strip().splitlines() == [
+    monkeypatch.chdir(persistent_study.cwd)
+    refused = _ltr(capsys, *args, "data.n_queries=150", code=2)
+    assert refused.err.strip().splitlines() == [
         f"ltr: error: Optuna study 'ltr_lambdarank' in sqlite:///{study_db} was built on another config "
         "(data.n_queries=200 (this sweep: 150)): its trials' values would not be comparable with this sweep's; "
         "start a new study with hydra.sweeper.study_name=ltr_lambdarank_2 (or another hydra.sweeper.storage), "
         "or run with the study's config"
     ]
     assert len(_sweeps(db)) == 2, "no parent run for the refused sweep"
-    assert len(optuna.load_study(study_name="ltr_lambdarank", storage=f"sqlite:///{study_db}").trials) == 8
+    assert len(optuna.load_study(study_name="ltr_lambdarank", storage=f"sqlite:///{study_db}").trials) == 2 * TRIALS
 
 
 def test_an_interrupted_search_leaves_no_trial_running(tmp_path: Path) -> None:
@@ -142,14 +176,17 @@ def test_an_interrupted_search_leaves_no_trial_running(tmp_path: Path) -> None:
     assert f"run {child.info.run_id} is marked KILLED" in stderr
 
 
-def test_no_trials_or_an_unknown_baseline_is_refused_in_one_line_before_any_run(tmp_path: Path) -> None:
+def test_no_trials_or_an_unknown_baseline_is_refused_in_one_line_before_any_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
     uri = f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}"
     for n in ("0", "-2"):
-        proc = _ltr(tmp_path, "hparams_search=optuna", f"hydra.sweeper.n_trials={n}", *SMALL, uri, code=2)
-        assert proc.stderr.strip().splitlines() == [f"ltr: error: hydra.sweeper.n_trials={n} must be a whole number >= 1 (the trials to run)"]
-    proc = _ltr(tmp_path, "-m", "model.num_leaves=3,7", "sweep.constraints=['valid/ndcg_at_10 >= baseline']",
+        proc = _ltr(capsys, "hparams_search=optuna", f"hydra.sweeper.n_trials={n}", *SMALL, uri, code=2)
+        assert proc.err.strip().splitlines() == [f"ltr: error: hydra.sweeper.n_trials={n} must be a whole number >= 1 (the trials to run)"]
+    proc = _ltr(capsys, "-m", "model.num_leaves=3,7", "sweep.constraints=['valid/ndcg_at_10 >= baseline']",
                 "sweep.baseline=no_such_run", *SMALL, uri, code=2)  # fmt: skip
-    (line,) = proc.stderr.strip().splitlines()
+    (line,) = proc.err.strip().splitlines()
     assert line.startswith("ltr: error: sweep.baseline='no_such_run': ")
     assert not (tmp_path / "mlflow.db").exists() or not _sweeps(tmp_path / "mlflow.db")
 
@@ -158,10 +195,13 @@ def _dominates(a: tuple[float, float], b: tuple[float, float]) -> bool:
     return a[0] >= b[0] and a[1] >= b[1] and a != b
 
 
-def test_a_two_objective_search_marks_its_front(tmp_path: Path) -> None:
+def test_a_two_objective_search_marks_its_front(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """nDCG@10 and ILD@10 (both maximised) under rerank=diversify, rerank.alpha in the space."""
+    monkeypatch.chdir(tmp_path)
     db = tmp_path / "mlflow.db"
-    _ltr(tmp_path, "hparams_search=optuna", "hydra.sweeper.n_trials=4", "rerank=diversify",
+    _ltr(capsys, "hparams_search=optuna", "hydra.sweeper.n_trials=4", "rerank=diversify",
          "optimized_metric=[valid/ndcg_at_10,valid/ild_at_10]", "rerank.alpha=interval(0.0, 1.0)", *SMALL,
          f"tracking.uri=sqlite:///{db}")  # fmt: skip
     ((parent, children),) = _sweeps(db)
@@ -183,13 +223,16 @@ def test_a_two_objective_search_marks_its_front(tmp_path: Path) -> None:
         assert tuple(trial.values) in set(points.values())
 
 
-def test_a_constraint_no_job_meets_says_so_and_names_no_best(tmp_path: Path) -> None:
+def test_a_constraint_no_job_meets_says_so_and_names_no_best(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """``-m hydra/sweeper=optuna`` with the space on the command line; nothing reaches nDCG 1.5."""
+    monkeypatch.chdir(tmp_path)
     db = tmp_path / "mlflow.db"
-    proc = _ltr(tmp_path, "-m", "hydra/sweeper=optuna", "model.num_leaves=int(interval(3, 15))",
+    proc = _ltr(capsys, "-m", "hydra/sweeper=optuna", "model.num_leaves=int(interval(3, 15))",
                 "hydra.sweeper.n_trials=2", "sweep.constraints=['valid/ndcg_at_10 >= 1.5']", *SMALL,
                 f"tracking.uri=sqlite:///{db}")  # fmt: skip
-    lines = [line for line in proc.stdout.splitlines() if "no job meets" in line]
+    lines = [line for line in proc.out.splitlines() if "no job meets" in line]
     assert lines == ["sweep: no job meets the constraints (valid/ndcg_at_10 >= 1.5: 0 of 2); the sweep has no best run"]
     assert "FutureWarning" not in proc.stderr  # Optuna 5 deprecates constraints_func: the search does not pass it
     ((parent, children),) = _sweeps(db)
@@ -207,10 +250,13 @@ def test_a_constraint_no_job_meets_says_so_and_names_no_best(tmp_path: Path) -> 
         assert trial.constraints == {"0": trial.user_attrs["ltr.constraints"][0]}
 
 
-def test_a_grid_honours_constraints_against_its_first_job(tmp_path: Path) -> None:
+def test_a_grid_honours_constraints_against_its_first_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """More diverse than job 0 (alpha 0): the best feasible job is not the unconstrained best."""
+    monkeypatch.chdir(tmp_path)
     db = tmp_path / "mlflow.db"
-    proc = _ltr(tmp_path, "-m", "rerank=diversify", "rerank.alpha=0,0.5,0.9",
+    proc = _ltr(capsys, "-m", "rerank=diversify", "rerank.alpha=0,0.5,0.9",
                 "sweep.constraints=['valid/ild_at_10 > baseline']", *SMALL, f"tracking.uri=sqlite:///{db}")  # fmt: skip
     ((parent, children),) = _sweeps(db)
     by_job = {c.data.tags["ltr.job_num"]: c.data.metrics for c in children}
@@ -225,13 +271,16 @@ def test_a_grid_honours_constraints_against_its_first_job(tmp_path: Path) -> Non
     for child in children:
         assert child.data.tags["ltr.feasible"] == ("true" if child in feasible else "false")
     job = best_feasible.data.tags["ltr.job_num"]
-    assert f"sweep: best feasible job {job} ({best_feasible.info.run_name}): valid/ndcg_at_10 = " in proc.stdout
+    assert f"sweep: best feasible job {job} ({best_feasible.info.run_name}): valid/ndcg_at_10 = " in proc.out
 
 
-def test_pruned_trials_finish_tagged_with_their_round(tmp_path: Path) -> None:
+def test_pruned_trials_finish_tagged_with_their_round(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A threshold no nDCG reaches prunes every trial at its 3rd round: FINISHED, never FAILED."""
+    monkeypatch.chdir(tmp_path)
     db = tmp_path / "mlflow.db"
-    proc = _ltr(tmp_path, "hparams_search=optuna", "hydra.sweeper.n_trials=2", "hydra/sweeper/pruner=threshold",
+    proc = _ltr(capsys, "hparams_search=optuna", "hydra.sweeper.n_trials=2", "hydra/sweeper/pruner=threshold",
                 "hydra.sweeper.pruner.lower=1.0", "hydra.sweeper.pruner.n_warmup_steps=3", "fit.early_stopping_rounds=null",
                 *SMALL, f"tracking.uri=sqlite:///{db}")  # fmt: skip
     ((parent, children),) = _sweeps(db)
@@ -245,18 +294,16 @@ def test_pruned_trials_finish_tagged_with_their_round(tmp_path: Path) -> None:
     assert parent.data.metrics["sweep/optuna/n_pruned"] == 2
     assert parent.data.metrics["sweep/n_failed"] == 0
     assert parent.data.tags["ltr.sweep.best_run_id"] == ""
-    assert "sweep: no job finished unpruned; the sweep has no best run" in proc.stdout
+    assert "sweep: no job finished unpruned; the sweep has no best run" in proc.out
     study = _journal_study(tmp_path)
     assert [t.state for t in study.trials] == [optuna.trial.TrialState.PRUNED] * 2
 
 
-def test_optuna_dashboard_on_the_storage_shows_the_study(tmp_path: Path) -> None:
+def test_optuna_dashboard_on_the_storage_shows_the_study(tmp_path: Path, persistent_study: PersistentStudy) -> None:
     """The real ``optuna-dashboard`` on a sweep's sqlite storage lists the study the parent logs."""
     pytest.importorskip("optuna_dashboard")  # the dev extra installs it
-    study_db, db = tmp_path / "s.db", tmp_path / "mlflow.db"
-    _ltr(tmp_path, "hparams_search=optuna", "hydra.sweeper.n_trials=2", f"hydra.sweeper.storage=sqlite:///{study_db}",
-         *SMALL, f"tracking.uri=sqlite:///{db}")  # fmt: skip
-    ((parent, _),) = _sweeps(db)
+    study_db = persistent_study.study_db
+    parent, _ = _sweeps(persistent_study.db)[-1]
     study_name = parent.data.params["optuna.study_name"]
     port = free_port()
     log = (tmp_path / "dashboard.log").open("w")  # a file, not a pipe nobody reads
@@ -276,7 +323,7 @@ def test_optuna_dashboard_on_the_storage_shows_the_study(tmp_path: Path) -> None
         with urllib.request.urlopen(f"{api}/{study['study_id']}", timeout=30) as response:
             detail = json.loads(response.read())
         assert detail["name"] == study_name
-        assert len(detail["trials"]) == 2
+        assert len(detail["trials"]) == 2 * TRIALS  # both invocations' trials
     finally:
         stop_process_group(server)
         log.close()

@@ -30,7 +30,14 @@ def _clean_note() -> str:
     return "the source run's tree had uncommitted changes; this tree has uncommitted changes" if dirty else "nothing differs"
 
 
-def test_rerun_gives_bit_identical_metrics(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_rerun_gives_bit_identical_metrics_and_says_a_pruned_or_killed_source_and_refuses_a_sweep_parent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same run again gives the same metrics bit for bit. Then, on the same source run (one
+    training for both halves): a pruned trial's rerun trains to the end and says the source was
+    pruned (not "nothing differs" beside moved metrics); a killed run's rerun exits 0 and
+    compares nothing (what the source logged is partial); a sweep's parent and tracking=none are
+    refused before training."""
     monkeypatch.chdir(tmp_path)
     assert main(["train", "data.n_queries=300", *SMALL]) == 0
     source = _only_run(tmp_path)
@@ -47,6 +54,31 @@ def test_rerun_gives_bit_identical_metrics(tmp_path: Path, monkeypatch: pytest.M
     assert n_keys > 100
     assert f"identical metrics, bit for bit ({n_keys} keys)" in out
     assert {k: v for k, v in old.items() if not k.endswith("_seconds")} == {k: v for k, v in new.items() if not k.endswith("_seconds")}
+
+    # the same source run, pruned, then killed, then a sweep's parent
+    client.set_tag(source, "ltr.pruned_at_round", "10")
+    capsys.readouterr()
+    assert main(["rerun", source[:8]]) == 0
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("ltr: rerun of")]
+    assert "the source run was pruned by its Optuna search at round 10 (the rerun trains to the end)" in line
+
+    client.set_terminated(source, "KILLED")
+    assert main(["rerun", source[:8]]) == 0
+    out = capsys.readouterr().out
+    assert "the source run was killed (status KILLED: interrupted before it finished)" in out
+    (last,) = [line for line in out.splitlines() if line.startswith("(the source run did not finish")]
+    assert last.endswith("is FINISHED)")
+    assert "metric keys moved" not in out
+
+    n_runs = len(client.search_runs([client.get_experiment_by_name("ltr").experiment_id]))
+    assert main(["rerun", source[:8], "tracking=none"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "ltr: error: a rerun with tracking=none would log nothing to compare: leave tracking=none out"
+    )
+    client.set_tag(source, "ltr.role", "sweep")
+    assert main(["rerun", source[:8]]) == 2
+    assert "is a sweep's parent, not a trained run: rerun one of its jobs" in capsys.readouterr().err
+    assert len(client.search_runs([client.get_experiment_by_name("ltr").experiment_id])) == n_runs  # nothing trained
 
 
 def test_rerun_after_the_data_file_changed_says_so_and_lists_the_moved_keys(
@@ -178,11 +210,14 @@ def test_rerun_of_a_copied_store_records_in_the_copy(tmp_path: Path, monkeypatch
     assert len(client.search_runs([client.get_experiment_by_name("ltr").experiment_id])) == 2
 
 
-def test_a_run_of_your_own_config_folder_reruns_from_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_run_of_your_own_config_folder_reruns_from_it_and_one_logged_before_folders_were_recorded_is_told_to_pass_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """README "Installed with pip: your own configs": ``ltr train --config-dir DIR model=wide``
     records DIR (tag ``ltr.config_dirs``), ``ltr rerun`` composes from it again (bit-identical
-    metrics); a folder gone is one line; ``--config-dir`` or ``hydra.searchpath`` name another."""
+    metrics); a folder gone is one line; ``--config-dir`` or ``hydra.searchpath`` name another.
+    The same run without the tag (as an older ltr logged it) is told to pass ``--config-dir``,
+    and reruns with it."""
     import shutil
 
     from ltr.config.search_path import TAG, decode
@@ -225,61 +260,15 @@ def test_a_run_of_your_own_config_folder_reruns_from_it(tmp_path: Path, monkeypa
     reruns = client.search_runs([run.info.experiment_id], filter_string=f"tags.`ltr.rerun_of` = '{source}'")
     assert sorted(decode(r.data.tags[TAG])[0] for r in reruns) == [str(conf), str(moved), str(moved)]
 
-
-def test_a_run_logged_before_config_folders_were_recorded_is_told_to_pass_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    conf = tmp_path / "ltr-conf"
-    (conf / "model").mkdir(parents=True)
-    (conf / "model" / "wide.yaml").write_text("defaults:\n  - lambdarank\nnum_leaves: 5\n")
-    monkeypatch.chdir(tmp_path)
-    small = [o for o in SMALL if not o.startswith("model.")]
-    assert main(["train", "--config-dir", str(conf), "model=wide", "data.n_queries=200", *small]) == 0
-    source = _only_run(tmp_path)
-    MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").delete_tag(source, "ltr.config_dirs")  # as an older ltr logged it
-    capsys.readouterr()
+    # a run logged before config folders were recorded: told to pass one
+    client.delete_tag(source, TAG)  # as an older ltr logged it
     assert main(["rerun", source]) == 2
     err = capsys.readouterr().err
     assert err.startswith("ltr: error: cannot compose the rerun: model=wide is not an option of model")
     assert err.endswith(f"; if run {source[:8]} ({_only_name(tmp_path, source)}) used your own config folder, pass --config-dir DIR\n")
-    assert main(["rerun", source, "--config-dir", str(conf)]) == 0
+    assert main(["rerun", source, "--config-dir", str(moved)]) == 0
     assert "identical metrics, bit for bit" in capsys.readouterr().out
 
 
 def _only_name(tmp: Path, run_id: str) -> str:
     return str(MlflowClient(f"sqlite:///{tmp / 'mlflow.db'}").get_run(run_id).info.run_name)
-
-
-def test_rerun_of_a_pruned_killed_or_sweep_parent_run_says_what_it_was(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """A pruned trial's rerun trains to the end and says the source was pruned (not "nothing
-    differs" beside moved metrics); a killed run's rerun exits 0 and compares nothing (what the
-    source logged is partial); a sweep's parent and tracking=none are refused before training."""
-    monkeypatch.chdir(tmp_path)
-    assert main(["train", "data.n_queries=300", *SMALL]) == 0
-    source = _only_run(tmp_path)
-    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
-    client.set_tag(source, "ltr.pruned_at_round", "10")
-    capsys.readouterr()
-    assert main(["rerun", source[:8]]) == 0
-    (line,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("ltr: rerun of")]
-    assert "the source run was pruned by its Optuna search at round 10 (the rerun trains to the end)" in line
-
-    client.set_terminated(source, "KILLED")
-    assert main(["rerun", source[:8]]) == 0
-    out = capsys.readouterr().out
-    assert "the source run was killed (status KILLED: interrupted before it finished)" in out
-    (last,) = [line for line in out.splitlines() if line.startswith("(the source run did not finish")]
-    assert last.endswith("is FINISHED)")
-    assert "metric keys moved" not in out
-
-    n_runs = len(client.search_runs([client.get_experiment_by_name("ltr").experiment_id]))
-    assert main(["rerun", source[:8], "tracking=none"]) == 2
-    assert capsys.readouterr().err.strip() == (
-        "ltr: error: a rerun with tracking=none would log nothing to compare: leave tracking=none out"
-    )
-    client.set_tag(source, "ltr.role", "sweep")
-    assert main(["rerun", source[:8]]) == 2
-    assert "is a sweep's parent, not a trained run: rerun one of its jobs" in capsys.readouterr().err
-    assert len(client.search_runs([client.get_experiment_by_name("ltr").experiment_id])) == n_runs  # nothing trained
