@@ -49,8 +49,20 @@ def train_in_process(cwd: Path, capsys: pytest.CaptureFixture[str], *args: str) 
             for sig, handler in handlers.items():
                 if handler is not None:  # None: a handler not set from Python, left as it is
                     signal.signal(sig, handler)
+            _stop_joblib_workers()
         printed = capsys.readouterr()
     return subprocess.CompletedProcess(["ltr", "train", *args], code, printed.out, printed.err)
+
+
+def _stop_joblib_workers() -> None:
+    """Stop the worker processes of joblib's reusable executor (the joblib launcher's), which
+    would otherwise idle on after the sweep (loky keeps them 300 s): a process ends them when it
+    exits; a sweep run in this process must end them itself, or they outlive the test."""
+    from joblib.externals.loky import reusable_executor
+
+    executor = reusable_executor._executor
+    if executor is not None:
+        executor.shutdown(wait=True, kill_workers=True)
 
 
 def _train(cwd: Path, capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
