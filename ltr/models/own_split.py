@@ -145,14 +145,18 @@ def absolute_paths(data: Any, folder: Path) -> Any:
     """The data config ``data`` (a dataclass of :mod:`ltr.config.data`) with each relative path
     of a field that names an existing file or folder (``data.train``, ``data.root``, ...) taken
     from ``folder``; ``~`` expanded. Other fields, and absolute paths, as they are."""
-    changes: dict[str, str] = {}
-    for f in dataclasses.fields(data):
-        rule = allowed_of(f)
-        value = getattr(data, f.name)
-        if rule is not None and rule.exists and isinstance(value, str):
-            path = Path(value).expanduser()
-            changes[f.name] = str(path if path.is_absolute() else folder / path)
+    changes = {name: str(path if path.is_absolute() else folder / path) for name, path in _path_fields(data)}
     return dataclasses.replace(data, **changes) if changes else data
+
+
+def _path_fields(data: Any) -> list[tuple[str, Path]]:
+    """``(field name, path)`` (``~`` expanded) of each field of ``data`` set to a path that must exist."""
+    out = []
+    for f in dataclasses.fields(data):
+        rule, value = allowed_of(f), getattr(data, f.name)
+        if rule is not None and rule.exists and isinstance(value, str):
+            out.append((f.name, Path(value).expanduser()))
+    return out
 
 
 def _as_set(problem: str, data: Any, absolute: Any) -> str:
@@ -181,13 +185,7 @@ def data_paths(run: LoggedRun) -> list[Path]:
     ``data.root``, ...: the fields that name a path; relative ones taken from
     :func:`paths_folder`), what ``--split`` reads."""
     data = absolute_paths(run.spec.config.data, paths_folder(run))
-    out: list[Path] = []
-    for f in dataclasses.fields(data):
-        rule = allowed_of(f)
-        value = getattr(data, f.name)
-        if rule is not None and rule.exists and isinstance(value, str) and Path(value).expanduser().exists():
-            out.append(Path(value).expanduser())
-    return out
+    return [path for _, path in _path_fields(data) if path.exists()]
 
 
 def origin(data: Any, split: str) -> str:

@@ -276,15 +276,15 @@ class OptunaSearch:
         if self.constraints:
             trial.set_user_attr(CONSTRAINTS_ATTR, violations)
         failed = any(math.isnan(v) for v in values) or (not metrics and result is None)
-        if not failed:  # what the samplers read (as Optuna keeps constraints: of complete and pruned trials)
-            for index, violation in enumerate(violations):
-                trial.set_constraint(str(index), violation)
         if failed:
             told = study.tell(trial, state=optuna.trial.TrialState.FAIL)
-        elif pruned_at is not None:
-            told = study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-        else:
-            told = study.tell(trial, values)
+        else:  # constraints are what the samplers read, of complete and pruned trials (as Optuna keeps them)
+            for index, violation in enumerate(violations):
+                trial.set_constraint(str(index), violation)
+            if pruned_at is not None:
+                told = study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+            else:
+                told = study.tell(trial, values)
         return {"trial": trial.number, "state": told.state.name, "pruned_at_round": pruned_at, "values": values,
                 "violations": violations, "rounds_reported": len(told.intermediate_values)}  # fmt: skip
 

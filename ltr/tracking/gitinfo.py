@@ -43,7 +43,6 @@ def workdir_tags() -> dict[str, str]:
     return {WORKDIR_TAG: str(Path.cwd())}
 
 
-@functools.cache
 def source_tags(command: str) -> dict[str, str]:
     """MLflow's own tags of a run started by ``command`` (``ltr train``): the UI's Source
     (``mlflow.source.name``, type LOCAL), Created by (``mlflow.user``) and Git commit."""
