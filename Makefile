@@ -16,6 +16,8 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "ltr needs Python >= 3.11; run make PYTHON=python3.11 ...")'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	@# the distribution was called ltr before it became ltr-harness: an old .venv drops it first
+	$(BIN)/python -m pip uninstall --quiet --yes ltr 2>/dev/null || true
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	$(BIN)/python -m ltr.warmup
 	touch $(STAMP)
@@ -61,9 +63,28 @@ ui: $(STAMP) ## open the MLflow UI on http://127.0.0.1:5000 for the local store
 bench: $(STAMP) ## run the benchmarks (prints tables; see benchmarks/README.md)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
 
+.PHONY: docs
+docs: $(STAMP) ## build the manual (docs/) into site/, strictly: a broken link or reference fails
+	$(BIN)/python -m mkdocs build --strict
+
+.PHONY: docs-serve
+docs-serve: $(STAMP) ## serve the manual on http://127.0.0.1:8000 while you edit it
+	$(BIN)/python -m mkdocs serve -a 127.0.0.1:8000
+
+.PHONY: dist
+dist: $(STAMP) ## build the wheel and the sdist into dist/ and check them (twine check --strict)
+	rm -rf dist
+	$(BIN)/python -m build --no-isolation --sdist --wheel -o dist .
+	$(BIN)/python -m twine check --strict dist/*
+
+.PHONY: test-sdist
+test-sdist: dist ## unpack the sdist and run its unit tier from there, on its own ltr
+	rm -rf build/sdist && mkdir -p build/sdist && tar xzf dist/*.tar.gz -C build/sdist
+	cd build/sdist/* && PYTHONPATH=$$PWD LTR_TEST_BUDGET=dev PYTHONDONTWRITEBYTECODE= ../../../$(BIN)/python -m pytest -m unit -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile -o addopts=--strict-markers
+
 .PHONY: clean
 clean: ## remove outputs of runs (keeps the MLflow store)
-	rm -rf outputs multirun .pytest_cache .mypy_cache .ruff_cache
+	rm -rf outputs multirun .pytest_cache .mypy_cache .ruff_cache site dist build
 
 .PHONY: help
 help: ## list the targets

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import zipfile
 from importlib.metadata import version
 from pathlib import Path
@@ -37,23 +39,37 @@ def shipped_yaml() -> set[str]:
     }
 
 
-def build_wheel(tmp: Path) -> Path:
-    """``pip wheel --no-deps`` of a copy of the package (the repository stays clean of build/)."""
+#: What a copy of the repository for a build leaves out: the environment, caches, runs.
+_NOT_SOURCE = shutil.ignore_patterns(
+    ".git", ".venv", "__pycache__", "*.pyc", ".hypothesis", ".pytest_cache", ".mypy_cache",
+    ".ruff_cache", "*.egg-info", "build", "dist", "site", "mlflow.db*", "mlartifacts", "mlruns",
+    "outputs", "multirun", ".ltr_cache",
+)  # fmt: skip
+
+
+def build_release(tmp: Path) -> tuple[Path, Path]:
+    """(wheel, sdist) as a release is built: ``python -m build`` on a copy of the repository
+    (which stays clean of build/), without build isolation when this venv's setuptools meets the
+    build requirement (seconds; in isolation pip fetches setuptools from the registry)."""
     src = tmp / "src"
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(REPO / name, src / name)
-    shutil.copytree(REPO / "ltr", src / "ltr", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    # this venv's setuptools builds it when it meets the build requirement (seconds); else pip
-    # builds in isolation, fetching setuptools from the registry (half a minute)
-    major, minor = (int(x) for x in version("setuptools").split(".")[:2])
-    no_isolation = ["--no-build-isolation"] if (major, minor) >= (70, 1) else []
+    shutil.copytree(REPO, src, ignore=_NOT_SOURCE)
+    major = int(version("setuptools").split(".")[0])
+    no_isolation = ["--no-isolation"] if major >= 77 else []
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", *no_isolation, "-q", "-w", str(tmp / "dist"), "./src"],
+        [sys.executable, "-m", "build", *no_isolation, "--sdist", "--wheel", "-o", str(tmp / "dist"), str(src)],
         cwd=tmp, check=True, timeout=300, capture_output=True,
     )  # fmt: skip
-    (wheel,) = (tmp / "dist").glob("ltr-*.whl")
-    return wheel
+    (wheel,) = (tmp / "dist").glob("ltr_harness-*.whl")
+    (sdist,) = (tmp / "dist").glob("ltr_harness-*.tar.gz")
+    return wheel, sdist
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The (wheel, sdist) of this module's tests, built once."""
+    tmp = tmp_path_factory.mktemp("release")
+    assert REPO not in tmp.parents
+    return build_release(tmp)
 
 
 def make_venv(tmp: Path, wheel: Path) -> Path:
@@ -74,10 +90,11 @@ def make_venv(tmp: Path, wheel: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_the_wheel_works_from_an_empty_folder_outside_the_repo(tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_the_wheel_works_from_an_empty_folder_outside_the_repo(
+    tmp_path_factory: pytest.TempPathFactory, release: tuple[Path, Path]
+) -> None:
     tmp = tmp_path_factory.mktemp("wheel")
-    assert REPO not in tmp.parents
-    wheel = build_wheel(tmp)
+    wheel = release[0]
     names = set(zipfile.ZipFile(wheel).namelist())
     assert shipped_yaml() <= names, f"YAML missing from the wheel: {sorted(shipped_yaml() - names)}"
     assert not [n for n in names if n.startswith("ltr/conf/local/") and n.endswith(".yaml")]
@@ -129,3 +146,99 @@ print(json.dumps({"ltr": ltr.__file__, "best_iteration": out.best_iteration, "ru
     assert result["logged"] == result["run_id"]
     assert result["logged_test"] == result["test"]
     assert result["predicted_test"] == result["test"]  # the logged model scores its split as the run did
+
+    # the version, from the wheel's metadata and the command
+    shown = run(ltr, "--version").stdout.strip()
+    assert shown.startswith(f"ltr {result_version(venv)} (ltr-harness; Python ")
+    assert "lightgbm " in shown
+    assert "mlflow " in shown
+
+    # a user's script type-checks against the wheel's annotations (py.typed), not as Any
+    (folder / "use_api.py").write_text(
+        "from ltr import api\n"
+        "out = api.train(['debug=default'])\n"
+        "reveal_type(out.metrics)\n"
+        "reveal_type(api.evaluate)\n"
+        "wrong: int = out.run_id\n"
+    )
+    checked = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--follow-imports=silent",
+         "--python-executable", str(venv / "bin" / "python"), "use_api.py"],
+        cwd=folder, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert 'Revealed type is "builtins.dict[builtins.str, builtins.float]"' in checked.stdout, checked.stdout
+    assert "def (" in checked.stdout  # api.evaluate's signature is seen
+    assert 'Incompatible types in assignment (expression has type "str", variable has type "int")' in checked.stdout
+    assert "missing library stubs or py.typed marker" not in checked.stdout
+    assert checked.stdout.count("error:") == 1, checked.stdout  # only the deliberate mistake
+
+
+def result_version(venv: Path) -> str:
+    """The version the wheel installed in ``venv`` declares in its metadata."""
+    return subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "from importlib.metadata import version; print(version('ltr-harness'))"],
+        check=True, capture_output=True, text=True, timeout=60,
+    ).stdout.strip()  # fmt: skip
+
+
+@pytest.mark.slow
+def test_release_artifacts_pass_twine_and_carry_their_metadata(release: tuple[Path, Path]) -> None:
+    wheel, sdist = release
+    checked = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", str(wheel), str(sdist)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.count("PASSED") == 2
+
+    import ltr
+
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        info = f"ltr_harness-{ltr.__version__}.dist-info"
+        metadata = archive.read(f"{info}/METADATA").decode()
+    assert "ltr/py.typed" in names
+    assert f"{info}/licenses/LICENSE" in names
+    fields = metadata.split("\n\n", 1)[0].splitlines()
+    assert "Name: ltr-harness" in fields
+    assert f"Version: {ltr.__version__}" in fields
+    assert "License-Expression: Apache-2.0" in fields
+    assert "Requires-Python: >=3.11" in fields
+    assert "Typing :: Typed" in metadata
+    assert any(f.startswith("Project-URL: Documentation, ") for f in fields)
+    assert any(f.startswith("Author: ") for f in fields)
+    assert "ltr = ltr.cli.main:run" in zipfile.ZipFile(wheel).read(f"{info}/entry_points.txt").decode()
+
+
+@pytest.mark.slow
+def test_the_sdist_holds_the_tests_and_they_run_from_it(tmp_path: Path, release: tuple[Path, Path]) -> None:
+    sdist = release[1]
+    with tarfile.open(sdist) as archive:
+        archive.extractall(tmp_path, filter="data")
+    (root,) = tmp_path.iterdir()
+    shipped = {p.relative_to(root).as_posix() for p in (root / "tests").rglob("*.py")}
+    tracked = {p.relative_to(REPO).as_posix() for p in (REPO / "tests").rglob("*.py") if "__pycache__" not in p.parts}
+    assert tracked <= shipped, f"test files missing from the sdist: {sorted(tracked - shipped)}"
+    for name in ("LICENSE", "Makefile", "mkdocs.yml", "tests/conftest.py", "docs/index.md", "ltr/py.typed"):
+        assert (root / name).is_file(), name
+    assert not list(root.rglob("__pycache__"))
+
+    # the unpacked sdist's own tests, on its own ltr (its configs and schema): the unit tests
+    # that need no compiled kernel (the whole unit tier: `make test-sdist`)
+    env = {k: v for k, v in os.environ.items() if k not in {"LTR_TRACKING_URI", "MLFLOW_TRACKING_URI"}}
+    env["PYTHONPATH"] = str(root)
+    env["LTR_TEST_BUDGET"] = "dev"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-m", "unit", "-q", "-p", "no:cacheprovider", "-n", "0",
+         "tests/test_config_schema.py", "tests/test_sweeper_units.py",
+         "-o", "addopts=--strict-markers"],
+        cwd=root, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    passed = re.search(r"(\d+) passed", done.stdout)
+    assert passed is not None
+    assert int(passed.group(1)) >= 20
+    imported = subprocess.run(
+        [sys.executable, "-c", "import ltr; print(ltr.__file__)"], cwd=root, env=env, capture_output=True, text=True, timeout=60
+    ).stdout.strip()  # fmt: skip
+    assert Path(imported).resolve().is_relative_to(root.resolve())  # the tests ran on the sdist's ltr

@@ -23,7 +23,7 @@ EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as git and coreutils end when their reader has gone
 
-USAGE = """usage: ltr <command> [args...]
+USAGE = """usage: ltr <command> [args...]   (ltr --version: the versions of ltr and its engines)
 
 commands:
   train [overrides...]   train and evaluate one experiment (Hydra app; -m for multirun, --help for config)
@@ -93,11 +93,16 @@ def main(argv: list[str] | None = None) -> int:
     interrupted run says which run it marked KILLED.
     """
     args = sys.argv[1:] if argv is None else argv
-    if not args or args[0] in {"-h", "--help", "help"}:
-        print(USAGE)
-        return 0 if args else 2
-    verb, rest = args[0], args[1:]
+    verb, rest = (args[0], args[1:]) if args else ("", [])
     try:
+        if not args or verb in {"-h", "--help", "help"}:
+            print(USAGE)
+            return 0 if args else EXIT_USER_ERROR
+        if verb in {"-V", "--version"}:
+            from ltr.cli.version import version_line
+
+            print(version_line())
+            return 0
         if verb == "train":
             from ltr.cli.train import main as train_main
 

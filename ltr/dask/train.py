@@ -132,7 +132,7 @@ def warn_open_listener(client: Any, n_partitions: int | None = None) -> None:
     if n_machines > 1:
         log.warning(
             "trainer=dask: while the %d workers link up, LightGBM listens on 0.0.0.0 (all interfaces) "
-            "at a random free port of each worker host; it cannot be bound to 127.0.0.1 (README: "
+            "at a random free port of each worker host; it cannot be bound to 127.0.0.1 (the manual's Scaling out page: "
             "\"What listens where\" says how to firewall it)",
             n_machines,
         )

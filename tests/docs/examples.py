@@ -1,0 +1,139 @@
+"""Run the examples of the manual as a reader would: every ```bash and ```python block of a page,
+top to bottom, in one fresh folder per page.
+
+The rules, which every page of ``docs/`` and the README follow:
+
+- a ```bash block runs with ``bash -euo pipefail`` in the page's folder, ``ltr`` (and this
+  environment's ``python``, ``mlflow``) first on ``PATH``, ``HOME`` a folder of its own (pages
+  write ``~/ltr-conf``), no tracking URI in the environment: it must exit 0;
+- a ```python block runs as a script in a new interpreter in the same folder: it must exit 0;
+- ```text blocks (output, or commands for a terminal the suite cannot have: `make` in a clone) and
+  ```yaml blocks are shown, not run;
+- a ```bash block that lists ``ltr train`` variants to pick from (one setting each, a menu rather
+  than a walk-through) is preceded by ``<!-- docs-test: compose -->``: each of its commands is
+  composed and checked as ``ltr train ... --cfg job`` (every key, value and group), not trained;
+- a block that cannot run here (a Slurm cluster, another host) is preceded by the comment
+  ``<!-- docs-test: skip REASON -->``, and is reported as a skipped test with that reason.
+
+Blocks of one page share their folder, so a page can write files (``ltr data write``) and use them
+later, as a reader following it does.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+DOCS = REPO / "docs"
+
+#: The fenced blocks that run, by their language.
+RUNNABLE = ("bash", "python")
+_FENCE = re.compile(r"^```([\w-]*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
+_SKIP = re.compile(r"<!--\s*docs-test:\s*skip\s+(.+?)\s*-->\s*$")
+_COMPOSE = re.compile(r"<!--\s*docs-test:\s*compose\s*-->\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One fenced block of a page: its language, code, first line (1-based), skip reason and
+    whether its commands are only composed."""
+
+    language: str
+    code: str
+    line: int
+    skip: str | None
+    compose: bool = False
+
+
+def pages() -> list[Path]:
+    """Every page with examples: the README and each Markdown page of ``docs/`` (drafts in
+    ``docs/_incoming`` are not pages)."""
+    found = [p for p in sorted(DOCS.rglob("*.md")) if "_incoming" not in p.parts]
+    return [REPO / "README.md", *found]
+
+
+def page_id(page: Path) -> str:
+    return page.relative_to(REPO).as_posix()
+
+
+def blocks(page: Path) -> list[Block]:
+    """The fenced blocks of ``page`` in order."""
+    text = page.read_text()
+    out = []
+    for match in _FENCE.finditer(text):
+        before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        skip = _SKIP.search(before)
+        line = text.count("\n", 0, match.start()) + 1
+        out.append(Block(match.group(1), match.group(2), line, skip.group(1) if skip else None, bool(_COMPOSE.search(before))))
+    return out
+
+
+def _environment(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in {"LTR_TRACKING_URI", "MLFLOW_TRACKING_URI", "PYTHONSTARTUP"}}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["HOME"] = str(home)
+    env["MLFLOW_DISABLE_TELEMETRY"] = "true"
+    env.setdefault("PYTHONPATH", "")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env["PYTHONPATH"]) if p)
+    return env
+
+
+def run_page(page: Path, folder: Path) -> list[str]:
+    """Run every runnable, not skipped block of ``page`` in ``folder``; raise AssertionError
+    naming the page, the block's line and its output for the first that fails. Returns the
+    outputs of the blocks run."""
+    home = folder / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    work = folder / "work"
+    work.mkdir(exist_ok=True)
+    env = _environment(home)
+    outputs = []
+    for block in blocks(page):
+        if block.language not in RUNNABLE or block.skip:
+            continue
+        if block.compose:
+            outputs.extend(_compose_each(block, page, work, env))
+            continue
+        if block.language == "bash":
+            argv = ["bash", "-euo", "pipefail", "-c", block.code]
+        else:
+            script = work / f"block_{block.line}.py"
+            script.write_text(block.code)
+            argv = [sys.executable, str(script)]
+        done = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+        where = f"{page_id(page)}:{block.line} ({block.language} block)"
+        assert done.returncode == 0, f"{where} exited {done.returncode}\n--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-4000:]}"
+        outputs.append(done.stdout)
+    return outputs
+
+
+def commands(code: str) -> list[str]:
+    """The commands of a shell block: continuation lines joined, comments and blank lines dropped."""
+    joined = re.sub(r"\\\n\s*", " ", code)
+    out = []
+    for line in joined.splitlines():
+        command = re.sub(r"(^|\s)#.*$", "", line).strip()
+        if command:
+            out.append(command)
+    return out
+
+
+def _compose_each(block: Block, page: Path, work: Path, env: dict[str, str]) -> list[str]:
+    """Check each ``ltr train`` command of a menu block by composing it (``--cfg job``)."""
+    outputs = []
+    for command in commands(block.code):
+        where = f"{page_id(page)}:{block.line}: {command}"
+        assert command.startswith("ltr train "), f"{where}: a compose-checked block holds only ltr train commands"
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", f"{command} --cfg job"],
+            cwd=work, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert done.returncode == 0, f"{where}\n{done.stderr[-2000:]}"
+        assert "ltr: error" not in done.stderr, f"{where}\n{done.stderr[-2000:]}"
+        outputs.append(done.stdout)
+    return outputs

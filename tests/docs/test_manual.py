@@ -1,0 +1,62 @@
+"""The manual builds strictly (MkDocs: a broken link, anchor or API reference fails), its pages
+follow the example rules of tests/docs/examples.py, and the README stays a front page."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.docs.examples import REPO, blocks, page_id, pages
+from tests.docs.pages import FIRST_HALF
+
+#: Block languages a page may use: run (bash, python) or shown (text: output and commands for
+#: a clone's terminal; yaml: config files).
+LANGUAGES = {"bash", "python", "text", "yaml"}
+
+
+def test_every_block_is_run_or_marked() -> None:
+    problems = []
+    for page in pages():
+        for block in blocks(page):
+            if block.language not in LANGUAGES:
+                problems.append(f"{page_id(page)}:{block.line}: ```{block.language} (use one of {sorted(LANGUAGES)})")
+            if block.skip and block.language not in {"bash", "python"}:
+                problems.append(f"{page_id(page)}:{block.line}: a skip mark on a block that would not run")
+    assert not problems, "\n".join(problems)
+
+
+def test_every_page_runs_in_one_example_module() -> None:
+    ids = {page_id(p) for p in pages()}
+    assert not FIRST_HALF - ids, sorted(FIRST_HALF - ids)
+    assert len(ids) >= 15
+
+
+def test_readme_is_a_front_page() -> None:
+    readme = (REPO / "README.md").read_text()
+    assert len(readme.splitlines()) <= 250
+    for target in re.findall(r"\]\(((?:docs/|LICENSE)[^)#]*)", readme):
+        assert (REPO / target).exists(), f"README links to {target}, which does not exist"
+
+
+def test_your_parquet_file_is_two_clicks_from_home() -> None:
+    home = (REPO / "docs" / "index.md").read_text()
+    assert "(guide/your-data.md#parquet-and-csv)" in home
+    assert re.search(r"^## Parquet and CSV", (REPO / "docs" / "guide" / "your-data.md").read_text(), re.M)
+
+
+@pytest.mark.slow
+def test_the_manual_builds_strictly(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+    built = tmp_path / "site"
+    assert (built / "index.html").is_file()
+    reference = (built / "reference" / "api" / "index.html").read_text()
+    assert "ltr.api.train" in reference  # mkdocstrings rendered the API from its docstrings
+    assert "LtrUserError" in reference
