@@ -49,6 +49,7 @@ from ltr.config.unknown_key import data_option_of, unknown_key_message, unknown_
 from ltr.data.clicks import BEHAVIOURS, generate_click_log
 from ltr.data.load import load_click_splits, load_splits
 from ltr.data.ranking_data import RankingData
+from ltr.data.splits import Splits
 from ltr.errors import DataError, LtrUserError
 
 #: The built-in data sets that need no download, by their ``data=`` option.
@@ -180,38 +181,52 @@ def write_builtin(
     names = file_names(name, fmt)
     check_out(target, names, force=force)
     created = _make_folder(target)
-    seed = int(config.seed)
     try:
-        log = None
-        if name == "synthetic_clicks":
-            clicks_cfg = cast(SyntheticClicksDataConfig, config.data)
-            views = load_click_splits(clicks_cfg, config.split, seed=seed)
-            splits = views.training_view(
-                str(clicks_cfg.train_labels), str(clicks_cfg.valid_labels), str(clicks_cfg.eval_labels)
-            )
-            data_seed = seed if clicks_cfg.seed is None else int(clicks_cfg.seed)
-            log = generate_click_log(clicks_cfg, seed=data_seed).data
-        else:
-            splits = load_splits(cast(SyntheticDataConfig, config.data), config.split, seed=seed)
-    except DataError as exc:
-        if created:
-            target.rmdir()
-        raise LtrUserError(str(exc)) from None
-    jobs: list[tuple[str, str, RankingData, Callable[[RankingData, Path], None]]] = []
-    for split, data in splits.items():
-        jobs.append((f"{split}{suffix}", split, data, _WRITERS[fmt]))
-        if fmt == "letor" and data.positions is not None:
-            jobs.append((f"{split}{suffix}.position", f"{split} positions", data, _write_positions))
-    if log is not None:
-        click_name = f"{CLICK_FILE_STEM}{'.csv' if fmt == 'csv' else '.parquet'}"
-        kind = "csv" if fmt == "csv" else "parquet"
-        jobs.append((click_name, "click log", log, functools.partial(_write_click_file, kind=kind)))
-    written = _write_all(target, jobs)
+        splits, log = _generate(name, config)
+        jobs: list[tuple[str, str, RankingData, Callable[[RankingData, Path], None]]] = []
+        for split, data in splits.items():
+            jobs.append((f"{split}{suffix}", split, data, _WRITERS[fmt]))
+            if fmt == "letor" and data.positions is not None:
+                jobs.append((f"{split}{suffix}.position", f"{split} positions", data, _write_positions))
+        if log is not None:
+            kind = "csv" if fmt == "csv" else "parquet"
+            jobs.append((f"{CLICK_FILE_STEM}.{kind}", "click log", log, functools.partial(_write_click_file, kind=kind)))
+        written = _write_all(target, jobs)
+    except BaseException:
+        if created and not any(target.iterdir()):
+            target.rmdir()  # the folder this call made, left empty: nothing written
+        raise
     return DataWritten(tuple(written), train_command(name, target, fmt), splits.train.n_features)
 
 
+def _generate(name: str, config: Any) -> tuple[Splits, RankingData | None]:
+    """The splits of the built-in data set ``name`` as a run of ``config`` makes them (for the
+    click log: the views a run trains, validates and evaluates on) and, for the click log, the
+    whole log (true grades, positions, behaviours)."""
+    seed = int(config.seed)
+    try:
+        if name != "synthetic_clicks":
+            return load_splits(cast(SyntheticDataConfig, config.data), config.split, seed=seed), None
+        clicks = cast(SyntheticClicksDataConfig, config.data)
+        views = load_click_splits(clicks, config.split, seed=seed)
+        splits = views.training_view(str(clicks.train_labels), str(clicks.valid_labels), str(clicks.eval_labels))
+        log = generate_click_log(clicks, seed=seed if clicks.seed is None else int(clicks.seed)).data
+    except DataError as exc:
+        raise LtrUserError(str(exc)) from None
+    return splits, log
+
+
 def train_command(name: str, out: Path, fmt: str) -> str:
-    """The ``ltr train`` command line that trains on the split files written into ``out``."""
+    """The ``ltr train`` command line that trains on the split files written into ``out``.
+
+    Examples
+    --------
+    >>> print(train_command("synthetic", Path("/d"), "letor"))
+    ltr train data=svmlight data.train=/d/train.txt data.valid=/d/valid.txt data.test=/d/test.txt
+    >>> print(train_command("synthetic", Path("/my data"), "csv"))  # doctest: +NORMALIZE_WHITESPACE
+    ltr train data=parquet 'data.train=/my data/train.csv' 'data.valid=/my data/valid.csv'
+        'data.test=/my data/test.csv' data.doc_id_column=doc_id
+    """
     suffix = _suffix(fmt)
     option = "svmlight" if fmt == "letor" else "parquet"
     words = ["ltr", "train", f"data={option}"]
@@ -316,7 +331,8 @@ def _write_letor(data: RankingData, path: Path) -> None:
 
 def _write_positions(data: RankingData, path: Path) -> None:
     """A LightGBM ``.position`` side file: one 0-based position per line, in row order."""
-    assert data.positions is not None
+    if data.positions is None:  # pragma: no cover - only data with positions gets a .position file
+        raise DataError(f"{data.name} has no positions to write; report this as a bug")
     with open(path, "wb") as f:
         f.write(_joined_bytes(_text(data.positions)))
 
