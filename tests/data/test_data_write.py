@@ -270,3 +270,11 @@ def test_an_unknown_action_and_help(capsys: pytest.CaptureFixture[str]) -> None:
         ltr_main(["data", "write", "--help"])
     assert stop.value.code == 0
     assert "usage: ltr data write" in capsys.readouterr().out
+
+
+def test_doctests_of_the_work() -> None:
+    import doctest
+
+    import ltr.data.write
+
+    assert doctest.testmod(ltr.data.write).failed == 0
