@@ -78,7 +78,7 @@ LAZY_ALLOWED = {
 #: (``tests/test_startup.py``).
 PARSE_FIRST = frozenset(
     f"ltr.cli.{verb}"
-    for verb in ("abtest", "cache", "compare", "exposure", "labels", "partition", "predict", "promote", "rerun")
+    for verb in ("abtest", "cache", "compare", "data", "exposure", "labels", "partition", "predict", "promote", "rerun")
 )
 
 

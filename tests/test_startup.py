@@ -104,6 +104,7 @@ PARSE_ONLY = {
     "cache": NOT_FOR_USAGE,
     "evaluate": (*NEVER, "hydra", "omegaconf", "numba", "scipy", "pandas", "pyarrow"),
     "partition": NOT_FOR_USAGE,
+    "data": NOT_FOR_USAGE,
 }
 
 

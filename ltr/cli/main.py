@@ -1,7 +1,7 @@
 """The ``ltr`` command: a verb, its arguments, one exit-code policy.
 
 Each verb lives in its own module of :mod:`ltr.cli` (``train``, ``evaluate``, ``compare``,
-``exposure``, ``labels``, ``abtest``, ``cache``, ``partition``, ``ui``, ``completion``, ...), imported only when that verb runs so ``ltr --help`` stays fast.
+``exposure``, ``labels``, ``abtest``, ``cache``, ``partition``, ``data``, ``ui``, ``completion``, ...), imported only when that verb runs so ``ltr --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from ltr.cli.gc_policy import collect_rarely
 from ltr.cli.quick_exit import exit_now
 from ltr.errors import LtrUserError, Terminated
 
-VERBS = ("train", "rerun", "predict", "promote", "evaluate", "compare", "abtest", "exposure", "labels", "cache", "partition", "ui", "completion")
+VERBS = ("train", "rerun", "predict", "promote", "evaluate", "compare", "abtest", "exposure", "labels", "cache", "partition", "data", "ui", "completion")
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
@@ -37,6 +37,7 @@ commands:
   labels A B             audit two label sets of the same documents: agreement, kappa, NDCG moved; --help
   cache [info|clear]     show (entries, size, limit) or clear the cache of parsed data files; --help
   partition ...          write data files as the whole-query Parquet partitions data=parquet_partitions reads; --help
+  data write NAME --out D  write a built-in data set (synthetic, synthetic_clicks) as files to try every command on; --help
   ui [--port N]          open the MLflow UI on 127.0.0.1 against the default local store
   completion bash        print the bash completion script of ltr (verbs; ltr train's groups, options, keys)
 """
@@ -119,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
             from ltr.cli.partition import main as partition_main
 
             return partition_main(rest)
+        if verb == "data":
+            from ltr.cli.data import main as data_main
+
+            return data_main(rest)
         if verb == "compare":
             from ltr.cli.compare import main as compare_main
 

@@ -13,7 +13,11 @@ from __future__ import annotations
 import dataclasses
 import difflib
 from collections.abc import Sequence
+from typing import Any
 
+from omegaconf import DictConfig, OmegaConf
+
+from ltr.config.allowed import allowed_of
 from ltr.config.data import DATA_OPTIONS
 
 
@@ -62,3 +66,26 @@ def unknown_option_message(group: str, name: str, options: Sequence[str]) -> str
 
 
 __all__ = ["data_option_of", "data_options_with", "unknown_key_message", "unknown_option_message"]
+
+
+def unknown_keys(node: Any, prefix: str = "") -> list[tuple[str, list[str]]]:
+    """``(dotted key, the known keys beside it)`` of every key of ``node`` (a composed config)
+    that its dataclass does not define; free maps (``allowed(free=True)``) are not looked into."""
+    if not isinstance(node, DictConfig):
+        return []
+    schema = OmegaConf.get_type(node)
+    if not dataclasses.is_dataclass(schema):
+        return []
+    fields = {f.name: f for f in dataclasses.fields(schema)}
+    out: list[tuple[str, list[str]]] = []
+    for key in node:
+        name = str(key)
+        f = fields.get(name)
+        if f is None:
+            out.append((f"{prefix}{name}", list(fields)))
+            continue
+        rule = allowed_of(f)
+        if rule is not None and rule.free:
+            continue
+        out += unknown_keys(node._get_node(name), f"{prefix}{name}.")
+    return out

@@ -24,7 +24,7 @@ import numpy as np
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
-from ltr.config.allowed import allowed_of, problems
+from ltr.config.allowed import problems
 from ltr.config.choices import Estimator, RerankKind, Similarity, TrainerKind
 from ltr.config.schema import (
     EvalConfig,
@@ -34,7 +34,7 @@ from ltr.config.schema import (
     TrainConfig,
     TrainerConfig,
 )
-from ltr.config.unknown_key import data_option_of, unknown_key_message
+from ltr.config.unknown_key import data_option_of, unknown_key_message, unknown_keys
 from ltr.data.clicks import BEHAVIOURS
 from ltr.data.ranking_data import RankingData
 from ltr.data.recipes import BUILTIN_SOURCES, TABLE_SOURCES, check_recipe
@@ -148,29 +148,6 @@ def check_schema(cfg: DictConfig, config: TrainConfig, *, paths: bool = True) ->
         raise LtrUserError(found[0])
     for warning in inactive_settings(config):
         log.warning("ltr: %s", warning)
-
-
-def unknown_keys(node: Any, prefix: str = "") -> list[tuple[str, list[str]]]:
-    """``(dotted key, the known keys beside it)`` of every key of ``node`` (a composed config)
-    that its dataclass does not define; free maps (``allowed(free=True)``) are not looked into."""
-    if not isinstance(node, DictConfig):
-        return []
-    schema = OmegaConf.get_type(node)
-    if not dataclasses.is_dataclass(schema):
-        return []
-    fields = {f.name: f for f in dataclasses.fields(schema)}
-    out: list[tuple[str, list[str]]] = []
-    for key in node:
-        name = str(key)
-        f = fields.get(name)
-        if f is None:
-            out.append((f"{prefix}{name}", list(fields)))
-            continue
-        rule = allowed_of(f)
-        if rule is not None and rule.free:
-            continue
-        out += unknown_keys(node._get_node(name), f"{prefix}{name}.")
-    return out
 
 
 def _changed(value: Any, schema: type[Any], prefix: str) -> list[str]:
