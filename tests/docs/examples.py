@@ -12,6 +12,7 @@ The rules, which every page of ``docs/`` and the README follow:
 - a ```bash block that lists ``ltr train`` variants to pick from (one setting each, a menu rather
   than a walk-through) is preceded by ``<!-- docs-test: compose -->``: each of its commands is
   composed and checked as ``ltr train ... --cfg job`` (every key, value and group), not trained;
+  a sweep (``-m``, a search space) is checked by its first job (:func:`first_job`);
 - a block that cannot run here (a Slurm cluster, another host) is preceded by the comment
   ``<!-- docs-test: skip REASON -->``, and is reported as a skipped test with that reason.
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -123,6 +125,47 @@ def commands(code: str) -> list[str]:
     return out
 
 
+#: A Hydra sweep value: a function of the sweep grammar, or a comma-separated list outside brackets.
+_SWEEP_FUNCTION = re.compile(r"^(?:int\(|float\()?(?:tag\([^,]*,\s*)?(interval|range|choice)\((.*?)\)+$")
+
+
+def _first_value(value: str) -> str:
+    """The first value of a sweep (``1,2`` -> ``1``, ``int(interval(7,63))`` -> ``7``,
+    ``choice(a,b)`` -> ``a``); any other value as it is."""
+    match = _SWEEP_FUNCTION.match(value)
+    if match:
+        first = match.group(2).split(",")[0].strip()
+        return str(int(float(first))) if value.startswith("int(") else first
+    depth, parts, current = 0, [], ""
+    for ch in value:
+        depth += ch in "[{(" and 1 or 0
+        depth -= ch in "]})" and 1 or 0
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    return parts[0] if parts else value
+
+
+def first_job(command: str) -> str:
+    """The first job of a sweep command, as a single-run command: ``-m`` / ``--multirun``
+    dropped and every sweep value replaced by its first value.
+
+    >>> first_job("ltr train -m model=lambdarank,rank_xendcg 'model.num_leaves=int(interval(7,63))' 'x=[1,2]'")
+    "ltr train model=lambdarank model.num_leaves=7 'x=[1,2]'"
+    """
+    out = []
+    for token in shlex.split(command):
+        if token in {"-m", "--multirun"}:
+            continue
+        key, eq, value = token.partition("=")
+        if eq and not key.startswith("-") and not key.startswith("hydra.sweeper.params"):
+            token = f"{key}={_first_value(value)}"
+        out.append(token)
+    return shlex.join(out)
+
+
 def _compose_each(block: Block, page: Path, work: Path, env: dict[str, str]) -> list[str]:
     """Check each ``ltr train`` command of a menu block by composing it (``--cfg job``)."""
     outputs = []
@@ -130,7 +173,7 @@ def _compose_each(block: Block, page: Path, work: Path, env: dict[str, str]) -> 
         where = f"{page_id(page)}:{block.line}: {command}"
         assert command.startswith("ltr train "), f"{where}: a compose-checked block holds only ltr train commands"
         done = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", f"{command} --cfg job"],
+            ["bash", "-euo", "pipefail", "-c", f"{first_job(command)} --cfg job"],
             cwd=work, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
         )  # fmt: skip
         assert done.returncode == 0, f"{where}\n{done.stderr[-2000:]}"
