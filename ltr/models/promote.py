@@ -2,8 +2,9 @@
 
 :func:`plan_promotion` checks the model and alias names with MLflow's own rules and ltr's (no
 number, no whitespace or control character in a name; :func:`check_names`) before it reads
-anything, resolves what to promote (a run; a sweep: its best child, as the sweep's parent names
-it in ``ltr.sweep.best_run_id``) and, when the alias already points to a model evaluated on the
+anything, resolves what to promote (a run; a sweep: its best run, as the sweep's parent names it in
+``ltr.sweep.best_run_id``: its best child, or for an Optuna search its study's best trial of all
+invocations, which a resumed study's earlier invocation may have run) and, when the alias already points to a model evaluated on the
 same data (the ``ltr.data.fingerprint`` tags agree), compares the two runs per query and per
 stratum (``ltr compare``) on ``split`` (default ``valid``: a promotion chooses a model, and test
 is for the final report). :func:`apply_promotion` then refuses a candidate whose value of the
@@ -126,7 +127,10 @@ def _candidate(store: RunStore, ref: str, experiment: str) -> tuple[RunRecord, l
             raise LtrUserError(
                 f"sweep {record.short_id} ({record.run_name!r}) has no best job (none finished or met its constraints): nothing to promote"
             )
-        notes.append(f"sweep {record.short_id} ({record.run_name}): its best job is run {best[:8]}")
+        if record.tags.get("ltr.sweep.best_of") == "study":
+            notes.append(f"sweep {record.short_id} ({record.run_name}): its Optuna study's best trial (all invocations) is run {best[:8]}")
+        else:
+            notes.append(f"sweep {record.short_id} ({record.run_name}): its best job is run {best[:8]}")
         record = store.resolve(best, experiment=experiment)
     require_finished(record)
     return record, notes
