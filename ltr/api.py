@@ -4,6 +4,10 @@ Each function does what its ``ltr`` verb does, with the same checks: a mistake r
 :class:`ltr.errors.LtrUserError` with the one line the command would print (never
 ``SystemExit``), before any data is read or any run exists; the line names the function's
 arguments where the command's names its options (``split='tset'``, not ``--split='tset'``).
+Every argument is checked first, by one mechanism (``_python_names``): its type against the
+function's annotation (``k='10'`` is not a list of integers; one string where a list of strings
+goes, ``metrics='ndcg_at_10'``, is refused, never read character by character), then its value
+(counts >= 1, choices such as ``split``, input paths that must exist, no empty names).
 
 - :func:`train`: ``ltr train OVERRIDES`` (one run; sweeps are the command line's ``-m``);
 - :func:`evaluate`: ``ltr evaluate`` (rankings made elsewhere);
@@ -39,10 +43,14 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import numbers
+import os
 import re
-from collections.abc import Callable, Sequence
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -52,8 +60,9 @@ from ltr.compare.comparison import Comparison
 from ltr.compare.loading import load_comparison
 from ltr.config import search_path
 from ltr.config.compose import compose_run
-from ltr.config.schema import TrainerConfig
+from ltr.config.schema import EVAL_SPLITS, TrainerConfig
 from ltr.data.label_sets import score_set
+from ltr.data.readers import FORMATS
 from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
 from ltr.experiment.external import DEFAULT_STRATA, RankingEvaluation, evaluate_rankings
@@ -83,30 +92,73 @@ log = logging.getLogger(__name__)
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 #: A command-line option in a message: ``--split``, ``--k``, ``--doc-id-column`` (not part of a
-#: longer word or path).
-_OPTION = re.compile(r"(?<![\w/-])--([a-z][a-z0-9-]*)\b")
+#: longer word or path); ``pass --tracking-uri`` (an instruction to give the option) with the
+#: ``pass `` before it and a space after it, if a value follows.
+_OPTION = re.compile(r"(?P<verb>\bpass )?(?<![\w/-])--(?P<option>[a-z][a-z0-9-]*)\b(?P<space> (?!(?:or|and|to)\b)(?=\S))?")
+#: A check of one argument's value: (the argument's name, its value) -> None, or `LtrUserError`.
+_Check = Callable[[str, Any], None]
 
 
-def _python_names(**aliases: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
-    """A function's `LtrUserError` names its Python arguments, not the options of its verb: the
-    shared checks word their messages for the command line (``--split='tset' is not one of
-    ...``); here ``--split`` becomes ``split``, ``--doc-id-column`` ``doc_id_column``, a flag such
-    as ``--force`` ``force=True``, and ``aliases`` map options of other names (``measure`` to
+def _python_names(
+    *, checks: Mapping[str, _Check] | None = None, **aliases: str
+) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """The one mechanism behind every API function's argument checks and messages.
+
+    Before the function runs, each argument is checked against the function's own annotations
+    (:func:`_check_type`: ``k: Sequence[int]`` refuses ``"10"``, a ``Sequence[str]`` refuses one
+    string, ``bool`` refuses ``1``, ...), then against its entry of ``checks`` (values: ranges,
+    choices, paths that must exist; the argument's name and value -> None or `LtrUserError`).
+    Each refusal is one line naming the Python argument (``k='10'``).
+
+    After: the function's `LtrUserError` names its Python arguments, not the options of its
+    verb: the shared checks word their messages for the command line (``--split='tset' is not
+    one of ...``); here ``--split`` becomes ``split``, ``--doc-id-column`` ``doc_id_column``, a
+    flag such as ``--force`` ``force=True``, ``pass --tracking-uri`` ``pass tracking_uri=``
+    (an option to give), and ``aliases`` map options of other names (``measure`` to
     ``measures``). Options the function has no argument for are left as they are."""
 
     def decorate(func: Callable[_P, _R]) -> Callable[_P, _R]:
-        parameters = inspect.signature(func).parameters
+        signature = inspect.signature(func)
+        parameters = signature.parameters
+        hints = typing.get_type_hints(func)
+        raw = {name: str(p.annotation) for name, p in parameters.items()}
 
         def python_name(match: re.Match[str]) -> str:
-            option = match.group(1)
+            option = match.group("option")
+            verb, space = match.group("verb") or "", match.group("space") or ""
             name = aliases.get(option.replace("-", "_"), option.replace("-", "_"))
             if name not in parameters:
                 return match.group(0)
-            flag = isinstance(parameters[name].default, bool) and not match.string.startswith("=", match.end())
-            return f"{name}=True" if flag else name
+            if isinstance(parameters[name].default, bool):
+                flag = not match.string.startswith("=", match.end("option"))
+                return f"{verb}{name}=True{space}" if flag else f"{verb}{name}{space}"
+            if verb and not match.string.startswith("=", match.end("option")):
+                return f"{verb}{name}="  # the value that follows, if any, right after the '='
+            return f"{verb}{name}{space}"
+
+        def check(bound: inspect.BoundArguments) -> None:
+            for name, value in bound.arguments.items():
+                parameter = parameters[name]
+                # numpy's ArrayLike is any array-like: what reads it (np.asarray) says what is wrong
+                hint = None if "ArrayLike" in raw[name] else hints.get(name)
+                items = (
+                    [(f"{name}[{i}]", v) for i, v in enumerate(value)]
+                    if parameter.kind is inspect.Parameter.VAR_POSITIONAL else [(name, value)]
+                )  # fmt: skip
+                for shown, item in items:
+                    if hint is not None:
+                        _check_type(shown, item, hint)
+                    if checks and name in checks and item is not None:
+                        checks[name](shown, item)
 
         @functools.wraps(func)
         def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            try:
+                bound = signature.bind(*args, **kwargs)
+            except TypeError:
+                return func(*args, **kwargs)  # Python's own error: a missing or unknown argument
+            bound.apply_defaults()
+            check(bound)
             try:
                 return func(*args, **kwargs)
             except LtrUserError as exc:
@@ -119,7 +171,128 @@ def _python_names(**aliases: str) -> Callable[[Callable[_P, _R]], Callable[_P, _
     return decorate
 
 
-@_python_names()
+def _conforms(value: object, hint: Any) -> bool:
+    """Whether ``value`` is of the annotation ``hint`` (the types API functions use)."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_conforms(value, arg) for arg in typing.get_args(hint))
+    if hint is None or hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool | np.bool_)
+    if hint is int:
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
+    if hint is float:
+        return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+    if hint is Path:
+        return isinstance(value, os.PathLike)
+    if origin is Sequence:
+        (item,) = typing.get_args(hint)
+        items = value.tolist() if isinstance(value, np.ndarray) and value.ndim == 1 else value
+        return isinstance(items, Sequence) and not isinstance(items, str | bytes) and all(_conforms(v, item) for v in items)
+    if origin is not None:  # tuple[str, ...], dict[str, int]: the container only
+        return isinstance(value, origin)
+    return isinstance(value, hint) if isinstance(hint, type) else True
+
+
+def _described(hint: Any, *, plural: bool = False) -> str:
+    """``hint`` in words: ``a list of integers``, ``a string or a path``, ``None``."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_described(arg, plural=plural) for arg in typing.get_args(hint))
+    if origin is Sequence:
+        return f"a list of {_described(typing.get_args(hint)[0], plural=True)}"
+    words = {
+        type(None): ("None", "None"), bool: ("True or False", "booleans"), int: ("an integer", "integers"),
+        float: ("a number", "numbers"), str: ("a string", "strings"), Path: ("a path", "paths"),
+    }  # fmt: skip
+    if hint in words:
+        return words[hint][plural]
+    name = getattr(hint, "__name__", str(hint))
+    return f"{name}s" if plural else f"a {name}"
+
+
+def _check_type(name: str, value: object, hint: Any) -> None:
+    """Refuse ``value`` of argument ``name`` unless it is of the annotation ``hint``, in one line
+    naming the argument; one string where a list of strings goes is refused with the list it
+    may have meant (its characters would be read one by one)."""
+    if _conforms(value, hint):
+        return
+    wants = _described(hint)
+    if isinstance(value, str) and "a list of strings" in wants:
+        example = ", ".join(repr(o) for o in value.split()) or "'...'"
+        raise LtrUserError(f"{name} must be {wants}, e.g. [{example}], not one string")
+    raise LtrUserError(f"{name}={value!r} is not {wants}")
+
+
+def _at_least(low: int) -> _Check:
+    """A whole number >= ``low``."""
+
+    def check(name: str, value: Any) -> None:
+        if value < low:
+            raise LtrUserError(f"{name}={value!r} must be >= {low}")
+
+    return check
+
+
+def _one_of(*choices: str) -> _Check:
+    """One of ``choices``."""
+
+    def check(name: str, value: Any) -> None:
+        if value not in choices:
+            raise LtrUserError(f"{name}={value!r} is not one of {', '.join(repr(c) for c in choices)}")
+
+    return check
+
+
+def _not_blank(name: str, value: Any) -> None:
+    """A string with something in it (a `LoggedRun` for ``run`` is not a string: not checked)."""
+    if isinstance(value, str) and not value.strip():
+        raise LtrUserError(f"{name}={value!r} is empty")
+
+
+def _each(check: _Check) -> _Check:
+    """``check`` on each item of a list (``metrics[1]``)."""
+
+    def each(name: str, value: Any) -> None:
+        for i, item in enumerate(value):
+            check(f"{name}[{i}]", item)
+
+    return each
+
+
+def _existing(kind: str = "file or folder") -> _Check:
+    """A path (a string or a path; each of a list of them) that exists: a file, a folder
+    (``kind="folder"``) or either. Arrays (``scores``) are not paths: not checked."""
+
+    def check(name: str, value: Any) -> None:
+        if isinstance(value, list | tuple):
+            for i, item in enumerate(value):
+                check(f"{name}[{i}]", item)
+            return
+        if not isinstance(value, str | os.PathLike):
+            return
+        there = Path(value)
+        if not (there.is_dir() if kind == "folder" else there.exists()):
+            what = "no such folder" if kind == "folder" else "no such file or folder"
+            raise LtrUserError(f"{name}={str(value)!r}: {what}")
+
+    return check
+
+
+def _in_existing_folder(name: str, value: Any) -> None:
+    """A file to write, in a folder that exists."""
+    folder = Path(value).parent
+    if not folder.is_dir():
+        raise LtrUserError(f"{name}={str(value)!r}: no such folder {str(folder)!r} to write it in")
+
+
+_SPLIT = _one_of(*EVAL_SPLITS)
+#: The store and the experiment, as every reader of runs takes them.
+_STORE_CHECKS: dict[str, _Check] = {"tracking_uri": _not_blank, "experiment": _not_blank}
+
+
+@_python_names(checks={"config_dir": _existing("folder")})
 def train(overrides: Sequence[str] = (), *, config_dir: str | Path | None = None) -> RunOutcome:
     """Train and evaluate one experiment: ``ltr train OVERRIDES`` from Python.
 
@@ -161,23 +334,19 @@ def train(overrides: Sequence[str] = (), *, config_dir: str | Path | None = None
     ...
     ltr.errors.LtrUserError: model.num_leaves=-1 is out of range: it must be >= 2 and <= 131072
     """
-    _check_overrides(overrides)
     composed = compose_run(overrides, config_dirs=() if config_dir is None else (config_dir,))
     logged = [o for o in overrides if not o.lstrip("+~").startswith("hydra.")]
     return pipeline.run(composed.config, overrides=logged, print_summary=False, extra_tags=search_path.tags(composed.config_dirs))
 
 
-def _check_overrides(overrides: object) -> None:
-    """A list (any sequence) of strings, not one string (whose characters would be read as
-    overrides one by one), else `LtrUserError`."""
-    if isinstance(overrides, str | bytes):
-        example = ", ".join(repr(o) for o in str(overrides).split()) or "'debug=default'"
-        raise LtrUserError(f"overrides must be a list of strings, e.g. [{example}], not one string")
-    if not isinstance(overrides, Sequence) or not all(isinstance(o, str) for o in overrides):
-        raise LtrUserError(f"overrides must be a list of strings, e.g. ['debug=default'], got {overrides!r}")
-
-
-@_python_names(measure="measures", metric="measures")
+@_python_names(
+    measure="measures", metric="measures",
+    checks={
+        "qrels": _existing(), "run": _existing(), "data": _existing(), "scores": _existing(),
+        "per_query": _in_existing_folder, "max_docs": _at_least(1), "rel_threshold": _at_least(0),
+        "err_max_grade": _at_least(0), "missing_topics": _one_of("empty", "skip", "error"),
+    },
+)  # fmt: skip
 def evaluate(
     *,
     qrels: str | Path | None = None,
@@ -260,7 +429,13 @@ def evaluate(
     )  # fmt: skip
 
 
-@_python_names(metric="metrics")
+@_python_names(
+    metric="metrics",
+    checks={
+        "runs": _not_blank, "baseline": _not_blank, "split": _SPLIT, "metrics": _each(_not_blank), "seed": _at_least(0),
+        **_STORE_CHECKS,  # n_resamples: load_comparison's own check, before the store is opened
+    },
+)  # fmt: skip
 def compare(
     *runs: str,
     baseline: str | None = None,
@@ -314,7 +489,7 @@ def compare(
     return loaded.comparison
 
 
-@_python_names()
+@_python_names(checks={"run": _not_blank, **_STORE_CHECKS})
 def load_run(run: str, *, tracking_uri: str | None = None, experiment: str = "ltr") -> LoggedRun:
     """A finished run with its model and settings, by id, id prefix or name (as ``ltr compare``
     resolves them): what :func:`predict` scores with.
@@ -350,15 +525,18 @@ def load_run(run: str, *, tracking_uri: str | None = None, experiment: str = "lt
     >>> len(logged.per_query("test")) == outcome.metrics["test/n_queries"]
     True
     """
-    if not run:
-        raise LtrUserError("load_run needs a run id, id prefix or name")
     logged = load_logged_run(run, tracking_uri=tracking_uri, experiment=experiment)
     for note in logged.notes:
         log.warning("%s", note)
     return logged
 
 
-@_python_names()
+@_python_names(
+    checks={
+        "run": _not_blank, "data": _existing(), "split": _SPLIT, "format": _one_of(*FORMATS), "batch_rows": _at_least(1),
+        "qid_column": _not_blank, "label_column": _not_blank, "doc_id_column": _not_blank, **_STORE_CHECKS,
+    }
+)  # fmt: skip
 def predict(
     run: str | LoggedRun,
     data: str | Path | Sequence[str | Path] | None = None,
@@ -429,7 +607,12 @@ def predict(
     return predict_input(logged, source, keep=True)
 
 
-@_python_names()
+@_python_names(
+    checks={
+        "run": _not_blank, "data": _existing(), "format": _one_of(*FORMATS), "qid_column": _not_blank,
+        "doc_id_column": _not_blank, **_STORE_CHECKS,
+    }
+)  # fmt: skip
 def scored_pairs(
     run: str | LoggedRun,
     data: str | Path | Sequence[str | Path],

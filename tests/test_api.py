@@ -134,6 +134,7 @@ def test_predict_needs_data_or_split_and_refuses_a_wider_file(tmp_path: Path, mo
 
 
 def test_evaluate_and_compare_raise_ltr_errors_not_system_exit(tmp_path: Path) -> None:
+    (tmp_path / "q").write_text("q1 0 d1 1\n")
     with pytest.raises(LtrUserError, match="give either qrels and run, or data and scores"):
         api.evaluate(qrels=tmp_path / "q")
     with pytest.raises(LtrUserError, match="no MLflow store"):
@@ -219,3 +220,129 @@ def test_every_verb_uses_the_store_of_mlflow_tracking_uri(
     api.train([*FAST, "tracking.run_name=here"])
     assert (tmp_path / "mlflow.db").is_file()
     assert api.load_run("here").run_name == "here"
+
+
+#: (function, positional arguments, keyword arguments, the argument the message must name).
+#: Files ``q`` and ``r`` exist in the test's folder (a qrels and a run file); nothing else does.
+BAD_ARGUMENTS = [
+    ("train", ("debug=default",), {}, "overrides"),  # one string: its characters are no overrides
+    ("train", ([3],), {}, "overrides"),
+    ("train", (["debug=default"],), {"config_dir": "missing"}, "config_dir"),
+    ("train", (["debug=default"],), {"config_dir": 3}, "config_dir"),
+    ("evaluate", (), {"qrels": "q", "run": "r", "k": "10"}, "k"),  # was a bare TypeError
+    ("evaluate", (), {"qrels": "q", "run": "r", "k": 10}, "k"),
+    ("evaluate", (), {"qrels": "q", "run": "r", "k": [True]}, "k"),
+    ("evaluate", (), {"qrels": "q", "run": "r", "k": [0]}, "k"),
+    ("evaluate", (), {"qrels": "missing", "run": "r"}, "qrels"),
+    ("evaluate", (), {"qrels": "q", "run": "missing"}, "run"),
+    ("evaluate", (), {"data": "missing", "scores": [1.0]}, "data"),
+    ("evaluate", (), {"data": "q", "scores": "missing"}, "scores"),
+    ("evaluate", (), {"qrels": "q", "run": "r", "preset": "trec"}, "preset"),
+    ("evaluate", (), {"qrels": "q", "run": "r", "gain": 2}, "gain"),
+    ("evaluate", (), {"qrels": "q", "run": "r", "gain": "cubic"}, "gain"),
+    ("evaluate", (), {"qrels": "q", "run": "r", "label_gain": "0,1,3"}, "label_gain"),
+    ("evaluate", (), {"qrels": "q", "run": "r", "ties": "random"}, "ties"),
+    ("evaluate", (), {"qrels": "q", "run": "r", "zero_idcg": "nan"}, "zero_idcg"),
+    ("evaluate", (), {"qrels": "q", "run": "r", "rel_threshold": -1}, "rel_threshold"),
+    ("evaluate", (), {"qrels": "q", "run": "r", "rel_threshold": "1"}, "rel_threshold"),
+    ("evaluate", (), {"qrels": "q", "run": "r", "discount": "log10"}, "discount"),
+    ("evaluate", (), {"qrels": "q", "run": "r", "discount_base": "2"}, "discount_base"),
+    ("evaluate", (), {"qrels": "q", "run": "r", "err_max_grade": -1}, "err_max_grade"),
+    ("evaluate", (), {"qrels": "q", "run": "r", "strata": "1,10"}, "strata"),
+    ("evaluate", (), {"qrels": "q", "run": "r", "strata": [0, 10]}, "strata"),
+    ("evaluate", (), {"qrels": "q", "run": "r", "missing_topics": "drop"}, "missing_topics"),
+    ("evaluate", (), {"qrels": "q", "run": "r", "max_docs": 0}, "max_docs"),
+    ("evaluate", (), {"qrels": "q", "run": "r", "per_query": "no/such/folder.csv"}, "per_query"),
+    ("evaluate", (), {"qrels": "q", "run": "r", "per_query": "table.txt"}, "per_query"),
+    ("evaluate", (), {"qrels": "q", "run": "r", "measures": "ndcg"}, "measures"),
+    ("evaluate", (), {"qrels": "q", "run": "r", "measures": ["nDCG@10"]}, "measures"),
+    ("compare", ("a", "b"), {"metrics": "ndcg_at_10"}, "metrics"),  # was: missing columns n, d, c, g
+    ("compare", ("a", "b"), {"metrics": ["ndcg_at_10", ""]}, "metrics[1]"),
+    ("compare", ("a", 7), {}, "runs[1]"),
+    ("compare", ("", "b"), {}, "runs[0]"),
+    ("compare", ("a", "b"), {"baseline": 1}, "baseline"),
+    ("compare", ("a", "b"), {"split": "tset"}, "split"),
+    ("compare", ("a", "b"), {"experiment": ""}, "experiment"),
+    ("compare", ("a", "b"), {"tracking_uri": ""}, "tracking_uri"),
+    ("compare", ("a", "b"), {"force": "yes"}, "force"),
+    ("compare", ("a", "b"), {"force": 1}, "force"),
+    ("compare", ("a", "b"), {"seed": -1}, "seed"),
+    ("compare", ("a", "b"), {"seed": 1.5}, "seed"),
+    ("compare", ("a", "b"), {"n_resamples": 0}, "n_resamples"),
+    ("compare", ("a", "b"), {"n_resamples": 50}, "n_resamples"),
+    ("load_run", ("",), {}, "run"),
+    ("load_run", (3,), {}, "run"),
+    ("load_run", ("a",), {"tracking_uri": 3}, "tracking_uri"),
+    ("load_run", ("a",), {"experiment": " "}, "experiment"),
+    ("predict", (3,), {"split": "test"}, "run"),
+    ("predict", ("a", "missing"), {}, "data"),
+    ("predict", ("a", ["q", "missing"]), {}, "data[1]"),
+    ("predict", ("a",), {"split": "tests"}, "split"),
+    ("predict", ("a", "q"), {"format": "xml"}, "format"),
+    ("predict", ("a", "q"), {"batch_rows": 0}, "batch_rows"),
+    ("predict", ("a", "q"), {"batch_rows": "100"}, "batch_rows"),
+    ("predict", ("a", "q"), {"qid_column": ""}, "qid_column"),
+    ("predict", ("a", "q"), {"label_column": 0}, "label_column"),
+    ("predict", ("a", "q"), {"doc_id_column": ""}, "doc_id_column"),
+    ("predict", ("a", "q"), {"dask": "local"}, "dask"),
+    ("predict", ("a", "q"), {"experiment": ""}, "experiment"),
+    ("scored_pairs", ("a", "missing"), {}, "data"),
+    ("scored_pairs", ("a", "q"), {"format": "tsv"}, "format"),
+    ("scored_pairs", ("a", "q"), {"doc_id_column": ""}, "doc_id_column"),
+    ("scored_pairs", ("a", "q"), {"tracking_uri": ""}, "tracking_uri"),
+]
+
+
+@pytest.mark.parametrize(
+    ("function", "args", "kwargs", "argument"), BAD_ARGUMENTS, ids=[f"{f}-{a}-{i}" for i, (f, _, _, a) in enumerate(BAD_ARGUMENTS)]
+)
+def test_a_bad_argument_is_refused_in_one_line_naming_it(
+    function: str, args: tuple[object, ...], kwargs: dict[str, object], argument: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every public function checks every argument before it reads anything: one line, naming
+    the Python argument (``k='10'``), never the command line's option (``--k``)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LTR_TRACKING_URI", raising=False)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    (tmp_path / "q").write_text("q1 0 d1 1\n")
+    (tmp_path / "r").write_text("q1 Q0 d1 1 1.0 x\n")
+    with pytest.raises(LtrUserError) as info:
+        getattr(api, function)(*args, **kwargs)
+    message = str(info.value)
+    assert re.match(rf"^{re.escape(argument)}(?!\w)", message), message  # the line starts with the argument
+    assert "--" not in message, message
+    assert "\n" not in message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["q", "r"], "nothing was written (no store, no run)"
+
+
+def test_a_notebook_without_a_store_is_told_the_argument_to_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No store found (a fresh folder, no variables): the API says ``tracking_uri=``, the
+    command line ``--tracking-uri``."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LTR_TRACKING_URI", raising=False)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    for call in (lambda: api.load_run("a"), lambda: api.compare("a", "b"), lambda: api.predict("a", split="test")):
+        with pytest.raises(LtrUserError) as info:
+            call()
+        assert str(info.value) == (
+            f"no MLflow store at {tmp_path / 'mlflow.db'} (from sqlite:///{tmp_path / 'mlflow.db'}); "
+            "train a run first or pass tracking_uri="
+        )
+    from ltr.cli.main import main
+
+    capsys.readouterr()
+    assert main(["compare", "a", "b"]) == 2
+    assert capsys.readouterr().err.strip().endswith("train a run first or pass --tracking-uri")  # the command's own name
+
+
+def test_a_sequence_argument_takes_numpy_arrays_and_tuples(tmp_path: Path) -> None:
+    """The checks refuse wrong types, not other sequences: ``k`` as a tuple or a numpy array."""
+    (tmp_path / "qrels").write_text("q1 0 d1 2\nq1 0 d2 0\n")
+    (tmp_path / "run").write_text("q1 Q0 d2 1 2.0 x\nq1 Q0 d1 2 1.0 x\n")
+    # d2 (label 0) first, d1 (label 2) second: DCG@2 = 3/log2(3), IDCG@2 = 3 (exp gain 2^2-1)
+    expected = (3 / np.log2(3)) / 3
+    for k in ((2,), np.array([2])):
+        result = api.evaluate(qrels=tmp_path / "qrels", run=tmp_path / "run", k=k)
+        assert result.summary["ndcg_at_2"] == pytest.approx(expected, abs=1e-12)

@@ -126,11 +126,13 @@ def test_a_persistent_study_resumes_across_invocations_and_maximises(
             assert float(child.data.params["model.learning_rate"]) == pytest.approx(
                 trial.params["model.learning_rate"], rel=5e-4
             )  # the job ran the trial's value to 4 significant digits
-    # the second parent's best is the best of its own jobs; Optuna's best_value is the study's
-    parent, children = sweeps[1]
-    best = max(children, key=lambda c: c.data.metrics["valid/ndcg_at_10"])
+    # the second parent's best is the study's best trial, of both invocations (Optuna's best_value)
+    parent, _ = sweeps[1]
+    best = max((c for _, children in sweeps for c in children), key=lambda c: c.data.metrics["valid/ndcg_at_10"])
     assert parent.data.tags["ltr.sweep.best_run_id"] == best.info.run_id
+    assert parent.data.tags["ltr.sweep.best_of"] == "study"
     assert parent.data.metrics["sweep/optuna/best_value"] == max(t.value for t in study.trials)
+    assert parent.data.metrics["sweep/best/valid/ndcg_at_10"] == max(t.value for t in study.trials)
     # other data on the same study: refused in one line before any run, the study untouched
     monkeypatch.chdir(persistent_study.cwd)
     refused = _ltr(capsys, *args, "data.n_queries=150", code=2)
@@ -142,6 +144,66 @@ def test_a_persistent_study_resumes_across_invocations_and_maximises(
     ]
     assert len(_sweeps(db)) == 2, "no parent run for the refused sweep"
     assert len(optuna.load_study(study_name="ltr_lambdarank", storage=f"sqlite:///{study_db}").trials) == 2 * TRIALS
+
+
+def test_a_resumed_study_s_parent_holds_and_promotes_the_study_s_best_trial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A study searched twice, its best trial in the first invocation: the second invocation's
+    parent holds that trial's run (another parent's child), says so, and ``ltr promote PARENT``
+    registers it with the study's best value.
+
+    The second invocation runs one trial enqueued at the space's worst corner for debug data (the
+    fewest leaves, the smallest learning rate, the most samples per leaf, half the features: 5
+    rounds of steps of 0.01), so the study's best is one of the first invocation's two trials;
+    the test checks that premise before it relies on it."""
+    monkeypatch.chdir(tmp_path)
+    study_db, db = tmp_path / "study.db", tmp_path / "mlflow.db"
+    base = ["hparams_search=optuna", f"hydra.sweeper.storage=sqlite:///{study_db}", *SMALL, f"tracking.uri=sqlite:///{db}"]
+    _ltr(capsys, *base, "hydra.sweeper.n_trials=2")
+    study = optuna.load_study(study_name="ltr_lambdarank", storage=f"sqlite:///{study_db}")
+    study.enqueue_trial({
+        "model.num_leaves": 7, "model.learning_rate": 0.01, "model.min_child_samples": 100, "model.colsample_bytree": 0.5,
+    })  # fmt: skip
+    second = _ltr(capsys, *base, "hydra.sweeper.n_trials=1")
+    study = optuna.load_study(study_name="ltr_lambdarank", storage=f"sqlite:///{study_db}")
+    assert [t.state for t in study.trials] == [optuna.trial.TrialState.COMPLETE] * 3
+    assert study.trials[2].params["model.num_leaves"] == 7, "the second invocation ran the enqueued trial"
+    values = [t.value for t in study.trials]
+    assert study.best_value == max(values)
+    assert study.best_trial.number in (0, 1), f"premise: the enqueued trial is the worst ({values})"
+    assert values[2] < study.best_value
+
+    (first, first_children), (parent, children) = _sweeps(db)
+    (best,) = [c for c in first_children if c.data.tags["ltr.optuna.trial"] == str(study.best_trial.number)]
+    assert study.best_trial.user_attrs["ltr.run_id"] == best.info.run_id, "the trial keeps its job's run id"
+    assert best.data.metrics["valid/ndcg_at_10"] == study.best_value
+    assert [c.info.run_id for c in children] != [best.info.run_id]
+    # the second parent holds the study's best (trial 0 or 1, the first invocation's), not its own job's
+    assert parent.data.tags["ltr.sweep.best_run_id"] == best.info.run_id
+    assert parent.data.tags["ltr.sweep.best_of"] == "study"
+    assert parent.data.metrics["sweep/best/valid/ndcg_at_10"] == study.best_value
+    assert parent.data.metrics["valid/ndcg_at_10"] == study.best_value  # the parent's headline is that run's
+    assert parent.data.metrics["sweep/optuna/best_value"] == study.best_value
+    own = children[0].data.metrics["valid/ndcg_at_10"]
+    assert own == values[2]
+    assert (
+        f"sweep: the study's best trial {study.best_trial.number} (Optuna study 'ltr_lambdarank', all invocations) is run "
+        f"{best.info.run_id[:8]} ({best.info.run_name}) of an earlier invocation: valid/ndcg_at_10 = {study.best_value:.4f}; "
+        f"this invocation's best: valid/ndcg_at_10 = {own:.4f}"
+    ) in second.out
+    assert parent.data.tags["mlflow.note.content"].startswith("**Best of the study** (Optuna study `ltr_lambdarank`")
+    # the first parent's best is its own best job, which is the study's best then too
+    assert first.data.tags["ltr.sweep.best_run_id"] == best.info.run_id
+
+    capsys.readouterr()
+    assert main(["promote", parent.info.run_id, "--name", "ranker", "--n-resamples", "200", "--tracking-uri", f"sqlite:///{db}"]) == 0
+    printed = capsys.readouterr().out
+    assert f"its Optuna study's best trial (all invocations) is run {best.info.run_id[:8]}" in printed
+    version = MlflowClient(f"sqlite:///{db}").get_model_version_by_alias("ranker", "champion")
+    assert version.run_id == best.info.run_id
+    assert version.tags["ltr.metric"] == "valid/ndcg_at_10"
+    assert float(version.tags["ltr.metric.value"]) == study.best_value
 
 
 def test_an_interrupted_search_leaves_no_trial_running(tmp_path: Path) -> None:

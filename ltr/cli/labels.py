@@ -99,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
         raise LtrUserError("--run RUN and --data FILE go together: the run's model scores FILE")
     if args.run is None and args.doc_id_column is not None:
         raise LtrUserError("--doc-id-column goes with --run RUN --data FILE")
+    missing = [str(path) for path in args.data or () if not path.exists()]
+    if missing:  # here, worded for the command line (ltr.api.scored_pairs would name its argument, data)
+        raise LtrUserError(f"--data {missing[0]}: no such file or folder")
     from ltr.data.label_sets import align, join_scores, read_label_columns, read_score_set
     from ltr.metrics import Strata
     from ltr.metrics.conventions import MetricConventions

@@ -166,7 +166,9 @@ class SweepParent:
             description = self._summarise_folds(self.spec, self.spec.config.cv.fold_key, summary.markdown, finished)
         elif self.spec is not None and summary.best_run_id is not None:
             best = next((r for r in finished if r.info.run_id == summary.best_run_id), None)
-            if best is not None:  # the parent's row shows its best child's headline values
+            if best is None:  # a resumed Optuna study's best trial, run by an earlier invocation
+                best = self.tracker.client.get_run(summary.best_run_id)
+            if best is not None:  # the parent's row shows its best run's headline values
                 keys = headline_keys(self.spec, dict(best.data.metrics))
                 self.tracker.log_metrics({key: best.data.metrics[key] for key in keys if key in best.data.metrics})
                 self.tracker.show_first(keys)

@@ -218,7 +218,7 @@ def _sweep_job(cfg: DictConfig, overrides: list[str]) -> float:
         record_job_outcome(job_dir, "failed")
         return math.nan
     record_job_outcome(job_dir, "finished")
-    return trial.result(outcome.objective_value, outcome.metrics)
+    return trial.result(outcome.objective_value, outcome.metrics, outcome.run_id)
 
 
 def shell_completion(argv: list[str]) -> int:

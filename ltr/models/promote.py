@@ -1,8 +1,10 @@
 """Register a run's model in the MLflow Model Registry under an alias, never a worse one unasked.
 
-:func:`plan_promotion` checks the model and alias names with MLflow's own rules (before it reads
-anything), resolves what to promote (a run; a sweep: its best child, as the sweep's parent names
-it in ``ltr.sweep.best_run_id``) and, when the alias already points to a model evaluated on the
+:func:`plan_promotion` checks the model and alias names with MLflow's own rules and ltr's (no
+number, no whitespace or control character in a name; :func:`check_names`) before it reads
+anything, resolves what to promote (a run; a sweep: its best run, as the sweep's parent names it in
+``ltr.sweep.best_run_id``: its best child, or for an Optuna search its study's best trial of all
+invocations, which a resumed study's earlier invocation may have run) and, when the alias already points to a model evaluated on the
 same data (the ``ltr.data.fingerprint`` tags agree), compares the two runs per query and per
 stratum (``ltr compare``) on ``split`` (default ``valid``: a promotion chooses a model, and test
 is for the final report). :func:`apply_promotion` then refuses a candidate whose value of the
@@ -20,6 +22,8 @@ the run's model:
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -123,7 +127,10 @@ def _candidate(store: RunStore, ref: str, experiment: str) -> tuple[RunRecord, l
             raise LtrUserError(
                 f"sweep {record.short_id} ({record.run_name!r}) has no best job (none finished or met its constraints): nothing to promote"
             )
-        notes.append(f"sweep {record.short_id} ({record.run_name}): its best job is run {best[:8]}")
+        if record.tags.get("ltr.sweep.best_of") == "study":
+            notes.append(f"sweep {record.short_id} ({record.run_name}): its Optuna study's best trial (all invocations) is run {best[:8]}")
+        else:
+            notes.append(f"sweep {record.short_id} ({record.run_name}): its best job is run {best[:8]}")
         record = store.resolve(best, experiment=experiment)
     require_finished(record)
     return record, notes
@@ -137,16 +144,31 @@ def _holder(store: RunStore, name: str, alias: str) -> Holder | None:
     return Holder(str(version.version), str(version.tags.get(TAG_RUN) or version.run_id or ""), version.tags.get(TAG_FINGERPRINT))
 
 
+#: A name or alias that reads as a number (``12``, ``-3``, ``1.5``, ``1e3``): refused, as
+#: ``models:/12/1`` and ``@3`` read as versions.
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+
+
 def check_names(name: str, alias: str) -> None:
-    """Refuse a registered model name or an alias that MLflow's registry would refuse, with its
-    reason, in one line; and an alias that is a number (``models:/m@3`` reads as version 3)."""
+    """Refuse, in one line and before anything is read, a registered model name or an alias that
+    MLflow's registry would refuse (with its reason), and what ltr refuses besides: a name that
+    is empty, a number (``12``), or has whitespace (``a b``) or a control character (ESC, BEL:
+    a name is printed to terminals and written into URIs); an alias that is empty or a number
+    (``models:/m@3`` reads as version 3)."""
     if not name.strip():
         raise LtrUserError("--name is empty: give the registered model's name")
+    control = next((c for c in name if unicodedata.category(c) == "Cc"), None)
+    if control is not None:
+        raise LtrUserError(f"--name {name!r} has a control character ({control!r}): give a name of printable characters")
+    if any(c.isspace() for c in name):
+        raise LtrUserError(f"--name {name!r} has whitespace: give a name without spaces, e.g. {'_'.join(name.split())!r}")
+    if _NUMBER.fullmatch(name):
+        raise LtrUserError(f"--name {name!r} is a number (models:/{name}/1 reads like an id): give a name with a letter, e.g. 'ranker'")
     try:
         _validate_model_name(name)
     except MlflowException as exc:
         raise LtrUserError(f"--name {name!r} is not a registered model name MLflow accepts: {_first_line(exc)}") from None
-    if not alias.strip() or alias.strip().isdigit():
+    if not alias.strip() or _NUMBER.fullmatch(alias.strip()):
         raise LtrUserError(f"--alias {alias!r} is not a usable alias (not empty, not a number)")
     try:
         _validate_model_alias_name(alias)  # type: ignore[no-untyped-call]  # MLflow's, untyped

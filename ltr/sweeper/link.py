@@ -43,20 +43,26 @@ RESULTS_FILE = "optimization_results.yaml"
 
 
 class JobResult(float):
-    """A search job's objective value (a ``float``) with the run's ``metrics`` (key -> value)
-    and ``pruned_at_round`` (1-based; None: not pruned)."""
+    """A search job's objective value (a ``float``) with the run's ``metrics`` (key -> value),
+    ``pruned_at_round`` (1-based; None: not pruned) and ``run_id`` (its MLflow run; None with
+    ``tracking=none``), which the search stores on the trial (so a resumed study's parent finds
+    the run of a trial an earlier invocation ran)."""
 
     metrics: dict[str, float]
     pruned_at_round: int | None
+    run_id: str | None
 
-    def __new__(cls, value: float, metrics: Mapping[str, float], pruned_at_round: int | None = None) -> JobResult:
+    def __new__(
+        cls, value: float, metrics: Mapping[str, float], pruned_at_round: int | None = None, run_id: str | None = None
+    ) -> JobResult:
         self = super().__new__(cls, value)
         self.metrics = {str(k): float(v) for k, v in metrics.items()}
         self.pruned_at_round = pruned_at_round
+        self.run_id = run_id
         return self
 
     def __reduce__(self) -> tuple[Any, ...]:  # pickled by launchers that run jobs elsewhere
-        return (JobResult, (float(self), self.metrics, self.pruned_at_round))
+        return (JobResult, (float(self), self.metrics, self.pruned_at_round, self.run_id))
 
 
 def open_storage(storage: str | None, sweep_dir: str | Path) -> optuna.storages.BaseStorage:
@@ -129,11 +135,11 @@ class TrialOfJob:
     in_search: bool = False
     pruning: _Pruning | None = None
 
-    def result(self, value: float, metrics: Mapping[str, float]) -> float:
+    def result(self, value: float, metrics: Mapping[str, float], run_id: str | None = None) -> float:
         """What the job returns: a plain ``float`` outside a search, else a :class:`JobResult`."""
         if not self.in_search:
             return value
-        return JobResult(value, metrics, self.pruning.pruned_at if self.pruning else None)
+        return JobResult(value, metrics, self.pruning.pruned_at if self.pruning else None, run_id)
 
 
 @contextmanager

@@ -23,6 +23,11 @@ Called by the sweep callback (:mod:`ltr.cli.sweep_callback`):
     unconstrained best of the summary: the parent's tag ``ltr.sweep.best_run_id`` (empty when no
     job is eligible) and metric ``sweep/best/<key>``; ``ltr.sweep.best_feasible`` says
     ``true`` / ``false``.
+  * an Optuna search of one objective holds its *study's* best trial, of all invocations
+    (``ltr.sweep.best_of=study``): a resumed study whose best trial an earlier invocation ran
+    names that trial's run (another sweep's child, found through the trial's ``ltr.run_id``) as
+    the parent's best, what ``ltr promote PARENT`` registers; the parent's line and description
+    say so, and give this invocation's own best next to it.
 """
 
 from __future__ import annotations
@@ -75,12 +80,7 @@ def _job(run: Any) -> str:
 def _tag_trials(tracker: Any, sweep_dir: Path, runs: dict[str, Any]) -> set[str]:
     """Tag each child with its trial; log the study on the parent; returns the pruned jobs."""
     trials = json.loads((sweep_dir / TRIALS_FILE).read_text())
-    results: dict[str, Any] = {}
-    results_path = sweep_dir / RESULTS_FILE
-    if results_path.exists():
-        loaded = OmegaConf.to_container(OmegaConf.load(results_path))
-        assert isinstance(loaded, dict)
-        results = {str(k): v for k, v in loaded.items()}
+    results = _results(sweep_dir)
     storage = redact_uri(str(results["storage"])) if results.get("storage") else str(sweep_dir / JOURNAL_FILE)
     tracker.log_params({"optuna.study_name": str(results.get("study_name", "")), "optuna.storage": storage})
     pruned = {job for job, t in trials.items() if t["state"] == "PRUNED"}
@@ -101,6 +101,59 @@ def _tag_trials(tracker: Any, sweep_dir: Path, runs: dict[str, Any]) -> set[str]
     return pruned
 
 
+def _results(sweep_dir: Path) -> dict[str, Any]:
+    """What the search wrote into ``optimization_results.yaml`` ({} when there is none)."""
+    path = sweep_dir / RESULTS_FILE
+    if not path.exists():
+        return {}
+    loaded = OmegaConf.to_container(OmegaConf.load(path))
+    assert isinstance(loaded, dict)
+    return {str(k): v for k, v in loaded.items()}
+
+
+def _study_best(tracker: Any, spec: ExperimentSpec, sweep_dir: Path, children: list[Any], summary: SweepSummary) -> SweepSummary:
+    """An Optuna search of one objective holds its *study's* best trial, of all invocations: when
+    a resumed study's best trial ran in an earlier invocation (its run is another sweep's child),
+    ``summary``'s best becomes that run, and its text and description say so next to this
+    invocation's own best. The parent is tagged ``ltr.sweep.best_of=study``. ``summary`` as it is
+    for other sweeps, and when the study's best is one of this sweep's jobs."""
+    results = _results(sweep_dir)
+    if not results or len(spec.objectives) != 1:  # not an Optuna search, or one of several objectives
+        return summary
+    tracker.set_tags({"ltr.sweep.best_of": "study"})
+    run_id, trial = results.get("best_run_id"), results.get("best_trial")
+    if trial is None or not run_id or any(r.info.run_id == run_id for r in children):
+        return summary  # no best trial, one that predates ltr.run_id on trials, or one of this sweep's
+    from mlflow.exceptions import MlflowException
+
+    try:
+        best = tracker.client.get_run(str(run_id))
+    except MlflowException:
+        log.warning("the study's best trial %s ran as run %s, which is not in this store: the sweep's best is its own", trial, run_id)
+        return summary
+    value = best.data.metrics.get(spec.optimized_metric)
+    if best.info.status != "FINISHED" or value is None:
+        return summary
+    own = (
+        f"this invocation's best: {spec.optimized_metric} = {summary.best_value:.4f}" if summary.best_value is not None
+        else "this invocation has no best job"
+    )  # fmt: skip
+    study = results.get("study_name", "")
+    line = (
+        f"sweep: the study's best trial {trial} (Optuna study {study!r}, all invocations) is run {best.info.run_id[:8]} "
+        f"({best.info.run_name}) of an earlier invocation: {spec.optimized_metric} = {value:.4f}; {own}"
+    )
+    link = run_link(best.info.run_name or best.info.run_id, best.info.experiment_id, best.info.run_id)
+    markdown = (
+        f"**Best of the study** (Optuna study `{study}`, all its invocations; what this parent holds and `ltr promote` "
+        f"registers): {link} (trial {trial}, run by an earlier invocation), {spec.optimized_metric} = {value:.4f}; "
+        f"{own}."
+    )
+    return dataclasses.replace(
+        summary, best_run_id=best.info.run_id, best_value=value, text=f"{summary.text}\n{line}", markdown=f"{markdown}\n\n{summary.markdown}"
+    )
+
+
 def _baseline(spec: ExperimentSpec, constraints: tuple[Constraint, ...], runs: dict[str, Any]) -> dict[str, float] | None:
     if not any(c.needs_baseline for c in constraints):
         return None
@@ -119,7 +172,7 @@ def record_search(tracker: Any, spec: ExperimentSpec, sweep_dir: Path, summary: 
     pruned = _tag_trials(tracker, sweep_dir, runs) if (sweep_dir / TRIALS_FILE).exists() else set()
     constraints = parse_constraints(list(spec.config.sweep.constraints))
     if not pruned and not constraints and spec.directions[0] == "maximize":
-        return summary
+        return _study_best(tracker, spec, sweep_dir, children, summary)
     baseline = _baseline(spec, constraints, runs)
     finished = [r for r in runs.values() if r.info.status == "FINISHED"]
     feasible = []
@@ -144,13 +197,14 @@ def record_search(tracker: Any, spec: ExperimentSpec, sweep_dir: Path, summary: 
         f"(job {_job(best)}), {spec.optimized_metric} = {best.data.metrics[spec.optimized_metric]:.4f}."
         if best is not None else f"**{line}**"
     )  # fmt: skip
-    return dataclasses.replace(
+    eligible = dataclasses.replace(
         summary,
         best_run_id=None if best is None else best.info.run_id,
         best_value=None if best is None else best.data.metrics[spec.optimized_metric],
         text=f"{summary.text}\n{line}",
         markdown=f"{best_md}\n\n{summary.markdown}",
     )
+    return _study_best(tracker, spec, sweep_dir, children, eligible)
 
 
 def _best_line(

@@ -25,8 +25,9 @@ there: its seed is :func:`sampler_seed` of the config's seed and the number of t
 already holds (the seed itself for a new study), so the same commands give the same trials and
 a resumed study never repeats the points it has. The study keeps the config its values depend
 on (:mod:`ltr.sweeper.study_config`); another config is refused before any run. At the end the
-search writes ``optimization_results.yaml`` (the best feasible trial's params and value, or the front of a
-multi-objective search) and ``.ltr_trials.json`` (job number -> trial) into the sweep's folder,
+search writes ``optimization_results.yaml`` (the study's best feasible trial, of all invocations: its
+params, value, number and run id, each trial keeping its job's run id as ``ltr.run_id``; or the
+front of a multi-objective search) and ``.ltr_trials.json`` (job number -> trial) into the sweep's folder,
 which the sweep's parent run reads (:mod:`ltr.sweeper.record`).
 """
 
@@ -67,6 +68,9 @@ log = logging.getLogger(__name__)
 #: The trial's user attribute holding its constraint violations (<= 0: met).
 CONSTRAINTS_ATTR = "ltr.constraints"
 OVERRIDES_ATTR = "ltr.overrides"
+#: The trial's user attribute holding its job's MLflow run id (what a later invocation's parent
+#: promotes when the study's best trial is one of an earlier invocation).
+RUN_ATTR = "ltr.run_id"
 
 
 def sampler_seed(seed: int, n_trials_before: int) -> int:
@@ -267,6 +271,8 @@ class OptunaSearch:
         result = ret.return_value if ret.status == JobStatus.COMPLETED else None
         metrics = result.metrics if isinstance(result, JobResult) else {}
         pruned_at = result.pruned_at_round if isinstance(result, JobResult) else None
+        if isinstance(result, JobResult) and result.run_id:
+            trial.set_user_attr(RUN_ATTR, result.run_id)
         values = [metrics.get(key, math.nan) for key in self.spec.objectives]
         if not metrics and result is not None and not self.multi:
             values = [float(result)]
@@ -303,7 +309,8 @@ class OptunaSearch:
         elif not self.multi:
             sign = 1.0 if self.spec.directions[0] == "maximize" else -1.0
             best = max(feasible, key=lambda t: sign * float(t.values[0]))
-            results |= {"best_params": _used_params(best), "best_value": float(best.values[0]), "best_trial": best.number}
+            results |= {"best_params": _used_params(best), "best_value": float(best.values[0]), "best_trial": best.number,
+                        "best_run_id": best.user_attrs.get(RUN_ATTR)}  # fmt: skip
             log.info("best trial %d: %s = %.6f, %s", best.number, self.spec.optimized_metric, best.values[0], _used_params(best))
         else:
             front = optuna.study._multi_objective._get_pareto_front_trials_by_trials(feasible, study.directions)

@@ -137,6 +137,10 @@ def test_run_errors_are_one_line_exit_2(audit: dict[str, object], capsys: pytest
         ),
         "no doc ids": ([*sets, "--run", RUN, "--data", str(no_ids), "--tracking-uri", uri], f"{no_ids} has no document ids"),
         "no such run": ([*sets, "--run", "nosuchrun", "--data", file, "--tracking-uri", uri], "nosuchrun"),
+        "no such data file": (  # the command line's option, not ltr.api.scored_pairs' argument (data[1]=...)
+            [*sets, "--run", RUN, "--data", file, str(tmp / "missing.txt"), "--tracking-uri", uri],
+            f"ltr: error: --data {tmp / 'missing.txt'}: no such file or folder",
+        ),
     }  # fmt: skip
     for name, (argv, expected) in cases.items():
         code, out, err = _labels(capsys, *argv)

@@ -19,7 +19,7 @@ from mlflow.tracking import MlflowClient
 from ltr.cli.main import main as ltr_main
 from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
-from ltr.models.promote import apply_promotion, plan_promotion
+from ltr.models.promote import apply_promotion, check_names, plan_promotion
 from tests.conftest import compose_train
 
 DEBUG = ["debug=default", "fit.show_progress=false"]
@@ -66,6 +66,13 @@ def _valid_order(uri: str) -> tuple[str, str]:
     return worse, better
 
 
+@pytest.mark.parametrize("name", ["ranker", "ranker.v2", "team-ranker_1", "Ranker_2", "v3", "r2d2", "1st-ranker"])
+def test_names_the_rule_allows_pass_the_check(name: str) -> None:
+    """The rule refuses numbers, whitespace and control characters, not names that hold digits
+    or dots (``v3`` and ``latest`` are reserved aliases, not names)."""
+    check_names(name, "champion")
+
+
 @pytest.mark.parametrize(
     ("option", "value", "says"),
     [
@@ -79,6 +86,15 @@ def _valid_order(uri: str) -> tuple[str, str]:
         ("--name", "team/ranker", "Names cannot contain '/' or ':'"),
         ("--name", "a:b", "Names cannot contain '/' or ':'"),
         ("--name", " ", "--name is empty"),
+        # ltr's own rules (README, "Ship a model"): no number, no whitespace, no control character
+        ("--name", "12", "--name '12' is a number"),
+        ("--name", "-3", "--name '-3' is a number"),
+        ("--name", "1.5", "--name '1.5' is a number"),
+        ("--name", "a b", "--name 'a b' has whitespace"),
+        ("--name", "ranker\t2", "has a control character ('\\t')"),
+        ("--name", "rank\x1b[31mer", "--name 'rank\\x1b[31mer' has a control character ('\\x1b')"),
+        ("--name", "ranker\x07", "has a control character ('\\x07')"),
+        ("--alias", "-3", "not a number"),
     ],
 )
 def test_a_name_or_alias_mlflow_refuses_is_refused_before_anything_is_read(
@@ -89,6 +105,7 @@ def test_a_name_or_alias_mlflow_refuses_is_refused_before_anything_is_read(
     err = capsys.readouterr().err
     assert err.startswith("ltr: error: ")
     assert err.strip().count("\n") == 0, err
+    assert not any(ord(c) < 32 for c in err.strip()), "no control character reaches the terminal"
     assert says in err
     assert MlflowClient(uri).search_registered_models() == []
     # before the store is even opened: a store that does not exist stays so
