@@ -155,14 +155,17 @@ def first_job(command: str) -> str:
     >>> first_job("ltr train -m model=lambdarank,rank_xendcg 'model.num_leaves=int(interval(7,63))' 'x=[1,2]'")
     "ltr train model=lambdarank model.num_leaves=7 'x=[1,2]'"
     """
+    tokens = shlex.split(command)
     out = []
-    for token in shlex.split(command):
+    for token in tokens:
         if token in {"-m", "--multirun"}:
             continue
         key, eq, value = token.partition("=")
         if eq and not key.startswith("-") and not key.startswith("hydra.sweeper.params"):
             token = f"{key}={_first_value(value)}"
         out.append(token)
+    if out == tokens:
+        return command  # no sweep: the command as written (its ~ and $VARIABLES expand)
     return shlex.join(out)
 
 
