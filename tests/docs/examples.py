@@ -138,8 +138,10 @@ def _first_value(value: str) -> str:
         return str(int(float(first))) if value.startswith("int(") else first
     depth, parts, current = 0, [], ""
     for ch in value:
-        depth += ch in "[{(" and 1 or 0
-        depth -= ch in "]})" and 1 or 0
+        if ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
         if ch == "," and depth == 0:
             parts.append(current)
             current = ""
