@@ -55,7 +55,11 @@ def sweep_name(config: DictConfig, varying: list[str], spec: ExperimentSpec | No
     task = list(config.hydra.overrides.task)
     if is_ltr_search(config):
         model = spec.config.model.name if spec is not None else config.get("model", {}).get("name", "model")
-        objectives = list(spec.objectives or [spec.optimized_metric]) if spec is not None else [str(config.get("optimized_metric"))]
+        if spec is not None:
+            objectives = list(spec.objectives or [spec.optimized_metric])
+        else:  # the base config was refused: the objectives as given
+            given = config.get("optimized_metric")
+            objectives = [str(m) for m in given] if OmegaConf.is_list(given) else [str(given)]
         directions = list(spec.directions) if spec is not None and spec.directions else ["maximize"] * len(objectives)
         study = str(sweeper.get("study_name") or f"ltr_{model}")
         return search_name(study, int(sweeper.get("n_trials") or 0), objectives, directions, task, varying)
