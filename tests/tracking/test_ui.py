@@ -205,7 +205,7 @@ def test_runs_have_distinct_readable_names_and_descriptions(ui: tuple[str, list[
         elif tags.get("ltr.role") == "sweep":
             best_id = tags["ltr.sweep.best_run_id"]
             assert f"(#/experiments/{run['info']['experiment_id']}/runs/{best_id}?workflowType=machine_learning)" in description
-            assert description.startswith("**Best run**: [num_leaves=")
+            assert description.startswith("**Best run**: [nl=")
         else:
             assert description.startswith("### ")
             assert "| 51+ |" in description  # the stratified table
