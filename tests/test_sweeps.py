@@ -136,6 +136,30 @@ def test_optuna_maximises_the_optimized_metric_of_the_cutoffs_asked_for(
     for name in ("model.num_leaves", "model.learning_rate", "model.min_child_samples"):
         assert parent.data.params[f"best.{name}"] == best_child.data.params[name]
     assert parent.data.tags["ltr.sweep.best_run_id"] == best_child.info.run_id
+    # the parent is named by its search, not its space (which is in its params)
+    assert parent.info.run_name == "optuna:ltr_lambdarank (3 trials, maximize valid/ndcg_at_20) k=[5,20] debug=default"
+    assert parent.data.params["space.model.num_leaves"] == "int(interval(7, 127))"
+    assert "interval" not in " ".join(c.info.run_name for c in children)  # a trial: its values (nl=...)
+
+
+def test_a_grid_names_its_jobs_by_what_they_vary_within_15_characters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The MLflow runs table shows about 15 characters of a name: the 4 jobs of a 2x2 grid
+    differ there, and none names the settings every job shares (those lead nothing; the parent
+    holds them, after what it varies)."""
+    db = tmp_path / "mlflow.db"
+    _train(
+        tmp_path, capsys, "-m", "debug=default", "fit.num_boost_round=5", "model=lambdarank,rank_xendcg",
+        "model.num_leaves=3,7", "tracking.log_model=false", f"tracking.uri=sqlite:///{db}",
+    )
+    parent, children = _runs(db)
+    names = sorted(c.info.run_name for c in children)
+    assert names == ["nl=3 lambdarank", "nl=3 rank_xendcg", "nl=7 lambdarank", "nl=7 rank_xendcg"]
+    assert len({name[:15] for name in names}) == 4
+    for name in names:
+        assert not any(shared in name for shared in ("num_boost_round", "nbr", "debug", "default")), name
+    assert parent.info.run_name == "nl=3,7 lambdarank,rank_xendcg nbr=5 debug=default"
 
 
 def test_objective_comparison_on_default_data(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -272,7 +296,7 @@ def test_a_cv_that_lacks_a_fold_is_marked_partial_and_has_no_sd(tmp_path: Path, 
     )  # fmt: skip
     assert proc.returncode == 1, proc.stderr[-3000:]
     parent, children = _runs(db)
-    assert [c.info.run_name for c in children] == ["cv7 fold=1"]  # the name, then what the job varies
+    assert [c.info.run_name for c in children] == ["fold=1 (cv7)"]  # what the job varies, then the name
     assert parent.info.run_name == "cv7 (1 of 2 folds)"
     assert parent.info.status == "FAILED"
     tags = parent.data.tags

@@ -28,11 +28,13 @@ from ltr.cli.sweep_callback import (
 from ltr.cli.sweep_checks import SweepPlan
 from ltr.config.overrides import override_key
 from ltr.errors import LtrUserError
+from ltr.experiment import names
 from ltr.experiment.cv import cv_columns, cv_coverage, cv_frame, cv_headline, cv_metrics, cv_table
-from ltr.experiment.record import headline_keys, short_overrides, shown_overrides
+from ltr.experiment.names import search_name
+from ltr.experiment.record import headline_keys
 from ltr.experiment.spec import ExperimentSpec
 from ltr.experiment.sweep_tradeoffs import summarise_tradeoffs
-from ltr.sweeper.record import record_search
+from ltr.sweeper.record import is_ltr_search, record_search
 from ltr.tracking import RunStatus, make_tracker
 from ltr.tracking.gitinfo import source_tags
 from ltr.tracking.lifecycle import end_run
@@ -41,20 +43,37 @@ from ltr.tracking.sweep_summary import SweepSummary, child_runs, child_summary
 log = logging.getLogger(__name__)
 
 
-def sweep_name(config: DictConfig, varying: list[str]) -> str:
-    """A sweep's parent run name: what it varies first (``num_leaves=7,15``, the
-    ``hydra.sweeper.params`` as ``key=values``; ``varying``: :func:`varying_keys`), then its other
-    shown overrides, shortened as job names are; the MLflow UI cuts names short, so the part
-    that tells sweeps apart leads. ``tracking.run_name`` names the parent as given (its jobs
-    ``<name> #<job>``, :func:`ltr.experiment.record.run_name`)."""
+def sweep_name(config: DictConfig, varying: list[str], spec: ExperimentSpec | None = None) -> str:
+    """A sweep's parent run name (:mod:`ltr.experiment.names`): ``tracking.run_name`` as given
+    (its jobs ``<values> (<name>)``); an Optuna search by its search,
+    ``optuna:<study> (<n> trials, maximize valid/ndcg_at_10)``, not its space (``spec``: the base
+    config, for the study's default name and the objectives); a grid by what it varies
+    (``varying``: :func:`varying_keys`), then its other overrides."""
     if config.tracking.get("run_name"):
         return str(config.tracking.run_name)
-    shown = shown_overrides(config.hydra.overrides.task)
-    varied = [o for o in shown if override_key(o) in set(varying)]
-    params = config.hydra.sweeper.get("params") or {}
-    searched = [f"{key}={value}" for key, value in params.items() if not any(o.startswith(f"{key}=") for o in varied)]
-    rest = [o for o in shown if o not in varied]
-    return " ".join(short_overrides([*varied, *searched, *rest])) or "sweep"
+    sweeper = config.hydra.sweeper
+    task = list(config.hydra.overrides.task)
+    if is_ltr_search(config):
+        model = spec.config.model.name if spec is not None else config.get("model", {}).get("name", "model")
+        if spec is not None:
+            objectives = list(spec.objectives or [spec.optimized_metric])
+        else:  # the base config was refused: the objectives as given
+            given = config.get("optimized_metric")
+            objectives = [str(m) for m in given] if OmegaConf.is_list(given) else [str(given)]
+        directions = list(spec.directions) if spec is not None and spec.directions else ["maximize"] * len(objectives)
+        study = str(sweeper.get("study_name") or f"ltr_{model}")
+        return search_name(study, int(sweeper.get("n_trials") or 0), objectives, directions, task, varying)
+    return names.sweep_name(task, varying, dict(sweeper.get("params") or {}))
+
+
+def search_space(config: DictConfig, varying: list[str]) -> dict[str, str]:
+    """An Optuna search's space as the parent's params: ``space.<key>`` -> its range
+    (``int(interval(7, 127))``), from ``hydra.sweeper.params`` and the command line's sweeps."""
+    space = {str(k): str(v) for k, v in (config.hydra.sweeper.get("params") or {}).items()}
+    for override in config.hydra.overrides.task:
+        if override_key(override) in varying and "=" in override:
+            space[override_key(override)] = override.split("=", 1)[1]
+    return {f"space.{key}": value for key, value in space.items()}
 
 
 def open_sweep_store(config: DictConfig) -> Any:
@@ -100,7 +119,7 @@ class SweepParent:
         overrides = " ".join(config.hydra.overrides.task)
         sweeper = str(config.hydra.sweeper.get("_target_", "basic")).rsplit(".", 1)[-1]
         varying = varying_keys(config)
-        self.name = sweep_name(config, varying)
+        self.name = sweep_name(config, varying, plan.spec)
         run_id = self.tracker.start_run(
             self.name,
             {
@@ -111,6 +130,8 @@ class SweepParent:
             }
             | source_tags("ltr train -m"),
         )
+        if is_ltr_search(config):  # the name says the search; its space is in the params
+            self.tracker.log_params(search_space(config, varying))
         (sweep_dir / VARYING_KEYS_FILE).write_text("".join(f"{key}\n" for key in varying))
         (sweep_dir / PARENT_ID_FILE).write_text(run_id)
         atexit.register(self._end_if_open)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ltr.compare.abtest import AbTestResult, Difference, Interleaving, power_curves
+from ltr.metrics.plots import title_top, wrap_title
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -75,8 +76,12 @@ def power_figure(result: AbTestResult, label_a: str, label_b: str) -> Figure:
     top = max(x for x in (result.ctr.sessions_needed, result.interleaving.sessions_needed, 1000.0) if math.isfinite(x))
     sessions = np.geomspace(10, 4 * top, 200)
     ab, il = power_curves(result, sessions)
+    title = wrap_title(
+        f"A = {label_a}, B = {label_b}\nCTR B - A = {result.ctr.diff:+.4f}, interleaving win rate of B = "
+        f"{result.interleaving.win_rate:.3f}", 7.2, left=0.1, right=0.97, fontsize_pt=9.0,
+    )  # fmt: skip
     fig = Figure(figsize=(7.2, 4.6))
-    fig.subplots_adjust(left=0.1, right=0.97, top=0.86, bottom=0.12)
+    fig.subplots_adjust(left=0.1, right=0.97, top=title_top(title, 4.6, fontsize_pt=9.0), bottom=0.12)
     ax = fig.add_subplot()
     ax.plot(sessions, ab, color="C0", label=f"A/B test of CTR (80 % at {_n(result.ctr.sessions_needed)} sessions)")
     ax.plot(sessions, il, color="C3", label=f"team-draft interleaving (80 % at {_n(result.interleaving.sessions_needed)})")
@@ -88,7 +93,6 @@ def power_figure(result: AbTestResult, label_a: str, label_b: str) -> Figure:
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("sessions in the experiment (both arms)")
     ax.set_ylabel("power (alpha = 0.05)")
-    ax.set_title(f"A = {label_a}, B = {label_b}\nCTR B - A = {result.ctr.diff:+.4f}, interleaving win rate of B = "
-                 f"{result.interleaving.win_rate:.3f}", fontsize=9)  # fmt: skip
+    ax.set_title(title, fontsize=9)
     ax.legend(fontsize="small", loc="lower right")
     return fig

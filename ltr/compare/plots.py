@@ -15,6 +15,7 @@ import numpy as np
 from ltr.compare.comparison import ALL, Comparison
 from ltr.compare.render import display_name
 from ltr.metrics import IdcgReport
+from ltr.metrics.plots import wrap_title
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -121,11 +122,14 @@ def plot_strata(comparison: Comparison, metric: str = "ndcg_at_10") -> Figure:
         ax.set_xticks(x, ticks)
         ax.set_xlabel("list length")
     ax_mean.set_ylabel(f"mean {name}")
-    ax_mean.set_title(f"{name} per stratum, {comparison.confidence:.0%} CI")
+    # each title wrapped to its half of the figure (the layout engine moves axes, never wraps)
+    ax_mean.set_title(wrap_title(f"{name} per stratum, {comparison.confidence:.0%} CI", 5.5, left=0.15, right=0.97))
     ax_mean.legend(fontsize="small")
     ax_delta.axhline(0.0, color="grey", linewidth=0.8)
     ax_delta.set_ylabel(f"delta {name} vs baseline")
-    ax_delta.set_title(f"paired delta vs {shown[comparison.baseline]}\n(hollow: not significant after Holm)")
+    ax_delta.set_title(
+        wrap_title(f"paired delta vs {shown[comparison.baseline]}\n(hollow: not significant after Holm)", 5.5, left=0.15, right=0.97)
+    )
     ax_delta.legend(fontsize="small")
     return fig
 
@@ -146,7 +150,7 @@ def plot_idcg_side_by_side(reports: Sequence[tuple[str, IdcgReport]]) -> Figure:
     for ax, label, (_, report) in zip(axes, labels, reports, strict=True):
         edges = report.bin_edges
         ax.bar(edges[:-1], report.counts, width=edges[1:] - edges[:-1], align="edge", edgecolor="white")
-        ax.set_title(f"{label}: IDCG@{report.k}")
+        ax.set_title(wrap_title(f"{label}: IDCG@{report.k}", 5.0, left=0.15, right=0.97))
         ax.set_xlabel(f"IDCG@{report.k}")
         ax.text(
             0.98,

@@ -7,7 +7,7 @@ A neutral field says so next to its definition, with its allowed values if it ha
     cache_max_mb: int | None = field(default=2048, metadata=neutral(allowed(ge=0)))
 
 Run names and figure titles are made of the overrides that say what a run computes
-(:func:`ltr.experiment.record.shown_overrides`): overrides of neutral fields are left out, as
+(:func:`ltr.experiment.names.shown_overrides`): overrides of neutral fields are left out, as
 ``tracking``'s and Hydra's are, so ``fit.show_progress=false`` does not rename a run.
 """
 

@@ -9,7 +9,11 @@ leaves' values, the same doubles ``predict(raw_score=True)`` adds.
 The local trainer gets its curves from LightGBM during training
 (:mod:`ltr.training.round_metric`); in data-parallel training each machine evaluates its own share of
 the rows only, so the Dask trainer recomputes both curves (LightGBM's conventions and the run's)
-after training, partition by partition, summed on the client.
+after training, partition by partition, summed on the client. Those sums add in another order
+than the one summation of a split's per-query values its headline takes
+(:func:`ltr.metrics.summary.mean_of_known`), so a round's value can differ from that mean by an
+ulp; the best round's point, the one a curve ends on, is therefore recomputed from the per-query
+values (:func:`ltr.dask.evaluate.ndcg_at_round`).
 """
 
 from __future__ import annotations

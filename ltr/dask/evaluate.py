@@ -37,6 +37,8 @@ from numpy.typing import NDArray
 from ltr.dask.curves import ndcg_sums_per_round
 from ltr.dask.partitions import PartitionedSplit
 from ltr.metrics import PRESETS, MetricConventions
+from ltr.metrics.summary import mean_of_known
+from ltr.metrics.table import measure_arrays
 
 
 def predict_block(
@@ -96,6 +98,59 @@ def _curve_block(
         lgb.Booster(model_str=model_text), features, labels, offsets, ks=ks, conventions=conventions, n_rounds=n_rounds
     )
     return np.stack([sums, counts.astype(np.float64)])
+
+
+def _per_query_block(
+    features: NDArray[np.float32],
+    labels: NDArray[np.int32],
+    group_sizes: NDArray[np.int64],
+    model_text: str,
+    num_iteration: int,
+    ks: tuple[int, ...],
+    conventions: MetricConventions,
+) -> NDArray[np.float64]:
+    """The partition's per-query NDCG@k (one row per query, one column per k) of the model's
+    first ``num_iteration`` trees, scored as the run's tables score a split (``predict``)."""
+    if features.shape[0] == 0:
+        return np.zeros((0, len(ks)), dtype=np.float64)
+    offsets = np.concatenate([[0], np.cumsum(group_sizes)]).astype(np.int64)
+    scores = predict_block(features, model_text, num_iteration)
+    ndcg = measure_arrays(labels, scores, offsets, ks=ks, conventions=conventions, full_ap=False).ndcg
+    return np.asarray(ndcg, dtype=np.float64)
+
+
+def ndcg_at_round(
+    client: Any,
+    booster: lgb.Booster,
+    split: PartitionedSplit,
+    *,
+    ks: Sequence[int],
+    num_iteration: int,
+    conventions: MetricConventions,
+) -> dict[int, float]:
+    """Mean NDCG@k on the whole ``split`` of the model's first ``num_iteration`` trees, taken
+    as the run's summary takes its headline ``{split}/ndcg_at_k``: the per-query values of every
+    partition, joined in partition order (the split's query order, the per-query table's), then
+    :func:`ltr.metrics.summary.mean_of_known` of each column (NaN when no query has a value).
+
+    :func:`ndcg_curves` adds per-partition sums: the same mean to rounding, but another
+    summation order, so it can end 1 ulp away from the headline. This value replaces the
+    curve's point at the best round (:func:`ltr.dask.train.fit_partitioned`), so the curve ends
+    on the headline bit for bit.
+    """
+    ks = tuple(int(k) for k in ks)
+    model = client.scatter(booster.model_to_string(num_iteration=-1), broadcast=True, hash=False)
+    blocks = [
+        delayed(_per_query_block, pure=True)(features, labels, groups, model, num_iteration, ks, conventions)
+        for features, labels, groups, _ in split.partitions()
+    ]
+    parts = client.gather(client.compute(blocks))
+    ndcg = np.concatenate(parts) if parts else np.zeros((0, len(ks)), dtype=np.float64)
+    out: dict[int, float] = {}
+    for j, k in enumerate(ks):
+        total, n_known = mean_of_known(np.ascontiguousarray(ndcg[:, j]))
+        out[k] = total / n_known if n_known else float("nan")
+    return out
 
 
 def lightgbm_conventions(label_gain: tuple[float, ...] | None = None) -> MetricConventions:

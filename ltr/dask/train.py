@@ -15,8 +15,10 @@ What differs from :func:`ltr.training.local.fit_ranker` and why:
   trainer would pick without a patience limit. ``evals_result`` and ``curves`` hold these
   curves (LightGBM's own ``evals_result_`` on a worker would cover only that
   worker's share of an eval set). Our curve is summed per partition (in partition order: the
-  same bits every run), so it equals the run's ``valid/ndcg_at_k`` to rounding (1e-12), not bit
-  for bit as locally.
+  same bits every run); its point at the best round is then taken as the run's summary takes
+  ``{split}/ndcg_at_k`` (the per-query values of the whole split, one
+  :func:`ltr.metrics.summary.mean_of_known`: :func:`ltr.dask.evaluate.ndcg_at_round`), so the
+  logged curve ends on the run's headline bit for bit, as locally.
 - **Data-parallel training.** Each worker builds histograms on its partitions and LightGBM
   merges them over its network; feature bins come from each worker's local sample. Splits and
   scores are therefore close to, not bit-identical with, one-process training on the same rows,
@@ -39,7 +41,7 @@ import lightgbm as lgb
 import numpy as np
 
 from ltr.config.schema import FitConfig, ModelConfig, TrainerConfig
-from ltr.dask.evaluate import lightgbm_conventions, ndcg_curves
+from ltr.dask.evaluate import lightgbm_conventions, ndcg_at_round, ndcg_curves
 from ltr.dask.lost_workers import worker_loss_as_error
 from ltr.dask.network import train_data_parallel
 from ltr.dask.partitions import PartitionedSplit, scatter_ranking_data, sorted_workers
@@ -262,6 +264,11 @@ def fit_partitioned(
     valid_curve = np.asarray((ours if metric in ours["valid"] else evals_result)["valid"][metric])
     # NaN (no query with a value) never wins; all NaN: the last round
     best = int(np.argmax(np.nan_to_num(valid_curve, nan=-np.inf))) + 1
+    ended = time.perf_counter()
+    for name, split in evals.items():  # the curve's last logged point is the headline's computation
+        for k, value in ndcg_at_round(client, booster, split, ks=ks, num_iteration=best, conventions=families[1]).items():
+            ours[name][curve_name(k)][best - 1] = value
+    seconds += time.perf_counter() - ended
     log.info(
         "trained %d rounds in %.1f s (+ %.1f s for the curves); best round %d with valid %s = %.6f (%s)",
         n_rounds, fit_seconds, seconds - fit_seconds, best, metric, valid_curve[best - 1], whose(metric),

@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltr.metrics import Strata
-from ltr.metrics.plots import title_top
+from ltr.metrics.plots import title_top, wrap_title
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -27,6 +27,7 @@ def plot_ndcg_by_stratum(
     groups = [("all", "")] + [(label, f"/{key}") for label, key in zip(strata.labels, strata.keys, strict=True)]
     series = [(split, k) for split in summaries for k in ks]
     # Fixed margins rather than a layout engine: this figure is rendered for every run.
+    title = wrap_title(title, 7.0, left=0.09, right=0.98)
     fig = Figure(figsize=(7.0, 4.0))
     fig.subplots_adjust(left=0.09, right=0.98, top=title_top(title, 4.0), bottom=0.2)
     ax = fig.add_subplot()
@@ -58,9 +59,11 @@ def plot_feature_importance(
     height = 0.25 * len(order) + 1.2
     fig = Figure(figsize=(6.4, height))
     longest = max((len(names[i]) for i in order), default=1)
+    left = min(0.5, 0.04 + 0.013 * longest)
+    title = wrap_title(title, 6.4, left=left, right=0.97)
     height += 0.2 * title.count("\n")  # room for the title's lines above the bars
     fig.set_figheight(height)
-    fig.subplots_adjust(left=min(0.5, 0.04 + 0.013 * longest), right=0.97, top=title_top(title, height), bottom=0.6 / height)
+    fig.subplots_adjust(left=left, right=0.97, top=title_top(title, height), bottom=0.6 / height)
     ax = fig.add_subplot()
     ax.barh(np.arange(len(order)), importance[order][::-1] if len(order) else [])
     ax.set_yticks(np.arange(len(order)), [names[i] for i in order][::-1])

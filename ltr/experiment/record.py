@@ -15,8 +15,7 @@ import lightgbm
 import numpy as np
 from omegaconf import OmegaConf
 
-from ltr.config.overrides import override_key
-from ltr.config.schema import neutral_keys
+from ltr.experiment import names
 from ltr.experiment.charts import plot_feature_importance, plot_ndcg_by_stratum
 from ltr.experiment.evaluation import Evaluation, lightgbm_key, our_curves
 from ltr.experiment.figure_worker import FigureWorker
@@ -35,60 +34,16 @@ from ltr.training.local import TrainResult
 UI_TABLE_MAX_QUERIES = 2000
 
 
-def shown_overrides(overrides: Sequence[str]) -> list[str]:
-    """The overrides that say what a run computes: not tracking's (where it is logged), Hydra's,
-    or a neutral field's (``fit.show_progress``, the caches: :mod:`ltr.config.neutral`)."""
-    neutral = neutral_keys()
-    return [
-        o for o in overrides
-        if not o.lstrip("+~").startswith(("tracking", "hydra")) and override_key(o) not in neutral
-    ]  # fmt: skip
-
-
-def short_overrides(overrides: Sequence[str]) -> list[str]:
-    """Overrides as a run name shows them: a dotted key by its last part (``model.num_leaves=7``
-    -> ``num_leaves=7``) unless two of them would then read alike; groups (``model=...``) as is.
-    The MLflow UI's name columns are narrow: the value that tells runs apart must fit."""
-    def leaf(override: str) -> str:
-        return override_key(override).rsplit(".", 1)[-1]
-
-    leaves = [leaf(o) for o in overrides]
-    def short(override: str) -> str:
-        prefix = override[: len(override) - len(override.lstrip("+~"))]
-        return f"{prefix}{leaf(override)}={override.split('=', 1)[1]}"
-
-    return [o if leaves.count(leaf(o)) > 1 or "." not in override_key(o) or "=" not in o else short(o) for o in overrides]
-
-
 def run_name(
     spec: ExperimentSpec, overrides: Sequence[str], varying: Sequence[str] | None = None, job: str | None = None
 ) -> str:
-    """``tracking.run_name``; else what tells the run apart, first, in the MLflow UI's narrow name
-    columns (overrides shortened by :func:`short_overrides`; the full ones are the
-    ``ltr.overrides`` tag).
-
-    A sweep's job (``varying``: the keys its sweep varies) is named by its values of those keys
-    only (``num_leaves=15``): the parent run already says the rest. A single run is named by
-    its :func:`shown_overrides`, then the model in brackets unless an override picks it
-    (``num_leaves=7 (lambdarank)``); without overrides, by its model (``lambdarank``).
-    ``tracking.run_name`` in a sweep (``job``: the job's number) names its parent; the job is
-    ``<run_name> num_leaves=15`` (its values of the varied keys), or ``<run_name> #<job>``
-    when they are not known.
-    """
-    shown = shown_overrides(overrides)
-    own = [o for o in shown if override_key(o) in set(varying)] if varying is not None else []
-    if spec.config.tracking.run_name:
-        if job is None:
-            return str(spec.config.tracking.run_name)
-        return f"{spec.config.tracking.run_name} " + (" ".join(short_overrides(own)) if own else f"#{job}")
-    if own:
-        return " ".join(short_overrides(own))
-    model = str(spec.config.model.name)
-    if not shown:
-        return model
-    if any(override_key(o) == "model" for o in shown):
-        return " ".join(short_overrides(shown))
-    return f"{' '.join(short_overrides(shown))} ({model})"
+    """``tracking.run_name``, else what tells the run apart, first (:func:`ltr.experiment.names.run_name`:
+    a sweep's job, ``varying`` the keys its sweep varies and ``job`` its number, by its values of
+    those keys; a single run by its overrides, what it computes before how it is fitted)."""
+    given = spec.config.tracking.run_name
+    return names.run_name(
+        overrides, model=str(spec.config.model.name), given=str(given) if given else None, varying=varying, job=job
+    )
 
 
 def run_tags(spec: ExperimentSpec, data_sha: str, overrides: Sequence[str]) -> dict[str, str]:

@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ltr.metrics.plots import wrap_title
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -128,8 +130,6 @@ def front_figure(
         Axes with two scatter collections (runs off the front, then on it), one line (the
         staircase) and one annotation per drawn run. Save it with ``fig.savefig(path)``.
     """
-    from matplotlib.figure import Figure
-
     xs, ys = _pair(x, y, where="front_figure")
     mask = np.asarray(on_front, dtype=np.bool_)
     if mask.shape != xs.shape or len(labels) != xs.size:
@@ -138,9 +138,7 @@ def front_figure(
     front = mask & drawn
     off = ~mask & drawn
 
-    fig = Figure(figsize=(KEYED_WIDTH_IN, 5.0))
-    fig.subplots_adjust(left=0.09, right=KEY_LEFT - 0.02, top=0.88, bottom=0.11)
-    ax = fig.add_subplot()
+    fig, ax = _keyed_figure(title, labels, drawn)
     ax.scatter(xs[off], ys[off], color="0.6", s=24, label="dominated runs", zorder=2)
     ax.scatter(xs[front], ys[front], color="C3", s=40, label="Pareto front", zorder=3)
     order = np.argsort(xs[front], kind="stable")
@@ -149,7 +147,6 @@ def front_figure(
     _number_points(fig, ax, xs, ys, drawn, labels, colors=["C3" if m else "0.35" for m in mask.tolist()])
     ax.set_xlabel(x_label)
     ax.set_ylabel(y_label)
-    ax.set_title(textwrap.fill(title, 80), fontsize=10)
     ax.margins(x=0.12, y=0.12)
     ax.legend(fontsize="small", loc="best")
     return fig
@@ -272,6 +269,48 @@ def fit_online(x: ArrayLike, y: ArrayLike) -> OnlineFit:
 #: Figures that number their points: the width (inches) and where the key of numbers begins.
 KEYED_WIDTH_IN = 10.0
 KEY_LEFT = 0.70
+#: The characters of a key line in the room right of the axes (DejaVu Sans Mono is 0.602 em
+#: wide; the key is matplotlib's "small", 0.833 of its 10 pt default).
+KEY_CHARS = int(((1.0 - KEY_LEFT) * KEYED_WIDTH_IN - 0.15) * 72.0 / (0.602 * 10.0 * 0.833))
+_TITLE_PT = 10.0
+
+
+def key_lines(labels: Sequence[str], drawn: NDArray[np.bool_]) -> list[str]:
+    """The key of a keyed figure: ``" 3  label"`` per drawn run, a label longer than the key's
+    width (:data:`KEY_CHARS`) wrapped onto indented lines, so every label stays whole and inside
+    the figure.
+
+    >>> key_lines(["alpha=0.1", "x " * 30], np.array([True, True]))[:2]
+    [' 1  alpha=0.1', ' 2  x x x x x x x x x x x x x x x x x x']
+    """
+    lines: list[str] = []
+    for i in np.flatnonzero(drawn).tolist():
+        lines += textwrap.wrap(f"{i + 1:>2}  {labels[i]}", KEY_CHARS, subsequent_indent="    ", break_on_hyphens=False)
+    return lines
+
+
+def _keyed_figure(title: str, labels: Sequence[str], drawn: NDArray[np.bool_]) -> tuple[Figure, Any]:
+    """A figure with its axes left, the key of ``labels`` right of them and ``title`` wrapped
+    above: it grows taller than 5 in when the title's lines and the key need it (the key's
+    height is measured), so neither is cut (:func:`ltr.metrics.plots.wrap_title`)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    title = wrap_title(title, KEYED_WIDTH_IN, left=0.09, right=KEY_LEFT - 0.02, fontsize_pt=_TITLE_PT)
+    fig = Figure(figsize=(KEYED_WIDTH_IN, 5.0))
+    key = fig.text(KEY_LEFT, 0.9, "\n".join(key_lines(labels, drawn)), va="top", ha="left", fontsize="small", family="monospace")
+    renderer = FigureCanvasAgg(fig).get_renderer()  # type: ignore[no-untyped-call]
+    key_in = key.get_window_extent(renderer).height / fig.dpi + 0.1 if key.get_text() else 0.0
+    title_in = 0.16 + (title.count("\n") + 1) * 1.3 * _TITLE_PT / 72.0
+    bottom_in = 0.55
+    height = max(5.0, title_in + max(3.85, key_in) + bottom_in)
+    fig.set_figheight(height)
+    top = 1.0 - title_in / height
+    key.set_y(top)
+    fig.subplots_adjust(left=0.09, right=KEY_LEFT - 0.02, top=top, bottom=bottom_in / height)
+    ax = fig.add_subplot()
+    ax.set_title(title, fontsize=_TITLE_PT)
+    return fig, ax
 
 
 def point_groups(px: NDArray[np.float64], py: NDArray[np.float64], *, radius: float) -> list[list[int]]:
@@ -306,7 +345,8 @@ def _number_points(
 ) -> None:  # fmt: skip
     """Each drawn point gets its number (1-based, in input order); points that would print over
     each other share one annotation (``3,4,5``), alternating above and below along ``x``; the
-    key (number, label) is listed right of the axes, where no point can cover it."""
+    key (number, label) is listed right of the axes, where no point can cover it
+    (:func:`_keyed_figure`)."""
     index = np.flatnonzero(drawn)
     if index.size:
         ax.margins(x=0.12, y=0.12)
@@ -324,8 +364,6 @@ def _number_points(
                 xytext=(0.0, 6.0 if above else -6.0), textcoords="offset points", ha="center",
                 va="bottom" if above else "top", fontsize="small", color=colors[members[0]], fontweight="bold",
             )  # fmt: skip
-    key = "\n".join(f"{i + 1:>2}  {labels[i]}" for i in range(len(labels)) if drawn[i])
-    fig.text(KEY_LEFT, 0.88, key, va="top", ha="left", fontsize="small", family="monospace")
 
 
 def online_figure(
@@ -366,8 +404,6 @@ def online_figure(
         Axes with one scatter collection (the runs), the error bars when given, one line (the
         fit, across the runs' NDCG@10 range) and one annotation per run.
     """
-    from matplotlib.figure import Figure
-
     xs, ys = _pair(x, y, where="online_figure")
     if len(labels) != xs.size:
         raise ValueError(f"online_figure: {xs.size} runs but {len(labels)} labels")
@@ -379,9 +415,7 @@ def online_figure(
         if np.any(err < 0):
             raise ValueError("online_figure: y_err holds distances from y, so it must be >= 0 (y - lower, upper - y)")
 
-    fig = Figure(figsize=(KEYED_WIDTH_IN, 5.0))
-    fig.subplots_adjust(left=0.09, right=KEY_LEFT - 0.02, top=0.88, bottom=0.11)
-    ax = fig.add_subplot()
+    fig, ax = _keyed_figure(title, labels, np.isfinite(xs) & np.isfinite(ys))
     if err is not None:
         ax.errorbar(xs, ys, yerr=err, fmt="none", ecolor="0.55", elinewidth=1.0, capsize=3, zorder=1)
     ax.scatter(xs, ys, color="C0", s=30, label="runs", zorder=3)
@@ -390,7 +424,6 @@ def online_figure(
     _number_points(fig, ax, xs, ys, np.isfinite(xs) & np.isfinite(ys), labels, colors=["0.2"] * xs.size)
     ax.set_xlabel(x_label)
     ax.set_ylabel(y_label)
-    ax.set_title(textwrap.fill(title, 80), fontsize=10)
     ax.margins(x=0.12, y=0.12)
     ax.legend(fontsize="small", loc="lower right" if fit.slope >= 0 else "upper right")
     return fig

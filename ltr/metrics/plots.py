@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -27,6 +28,24 @@ def title_top(title: str, height_in: float, *, fontsize_pt: float = 12.0) -> flo
     return 1.0 - (0.16 + lines * 1.3 * fontsize_pt / 72.0) / height_in
 
 
+def wrap_title(title: str, fig_width_in: float, *, left: float, right: float, fontsize_pt: float = 12.0) -> str:
+    r"""``title`` with each of its lines wrapped (at spaces, or inside a word longer than a line)
+    to what fits the figure when centred over axes from ``left`` to ``right`` (figure
+    fractions) at ``fontsize_pt``: a figure keeps a long run name inside itself instead of
+    cutting it at its edges. A character is counted 0.65 em wide, more than the average of
+    DejaVu Sans (matplotlib's default font), so a wrapped line fits.
+
+    >>> wrap_title("short\nwhat", 6.4, left=0.1, right=0.9)
+    'short\nwhat'
+    >>> max(len(line) for line in wrap_title("nl=7 " * 40, 6.4, left=0.1, right=0.9).split("\n"))
+    54
+    """
+    centre = (left + right) / 2
+    width_in = 2 * min(centre, 1 - centre) * fig_width_in - 0.1
+    width = max(10, int(width_in * 72.0 / (0.65 * fontsize_pt)))
+    return "\n".join(textwrap.fill(line, width, break_on_hyphens=False) or line for line in title.split("\n"))
+
+
 def plot_idcg_histogram(report: IdcgReport, *, title: str) -> Figure:
     """Bar chart of the IDCG@k histogram, with the zero / <= 1 / shorter-than-k shares.
 
@@ -35,6 +54,7 @@ def plot_idcg_histogram(report: IdcgReport, *, title: str) -> Figure:
     from matplotlib.figure import Figure
 
     # Fixed margins: a layout engine would double the time it takes to render (logged per run).
+    title = wrap_title(title, 6.4, left=0.11, right=0.97)
     fig = Figure(figsize=(6.4, 4.0))
     fig.subplots_adjust(left=0.11, right=0.97, top=title_top(title, 4.0), bottom=0.13)
     ax = fig.add_subplot()
@@ -64,16 +84,19 @@ def plot_exposure(report: ExposureReport, *, title: str, eval_k: int | None = No
     50 / 80 / 95 % points of the examinations (and ``eval_k`` when given) marked."""
     from matplotlib.figure import Figure
 
+    title = wrap_title(title, 6.4, left=0.11, right=0.97)
     fig = Figure(figsize=(6.4, 4.0))
-    fig.subplots_adjust(left=0.11, right=0.97, top=0.91, bottom=0.13)
+    fig.subplots_adjust(left=0.11, right=0.97, top=title_top(title, 4.0), bottom=0.13)
     ax = fig.add_subplot()
     ks = np.arange(1, report.exam_share.shape[0] + 1)
     ax.step(ks, report.exam_share, where="post", label=f"examinations ({report.propensity_source} propensities)")
     ax.step(ks, report.click_share, where="post", label="clicks")
+    middle = np.sqrt(ks[-1])  # of the log axis: a label right of it is written left of its line
     for pct in COVERAGES:
         k = report.k_for("exam", pct)
         ax.axvline(k, color="grey", linestyle=":", linewidth=1)
-        ax.text(k, pct / 100, f" {pct} %: k={k}", fontsize="small", va="bottom")
+        right = k <= middle
+        ax.text(k, pct / 100, f" {pct} %: k={k} ", fontsize="small", va="bottom", ha="left" if right else "right")
     if eval_k is not None:
         ax.axvline(eval_k, color="C3", linewidth=1, label=f"eval.k = {eval_k}")
     ax.set_xscale("log")

@@ -67,7 +67,7 @@ def test_dask_run_logs_everything_and_matches_local_ndcg(
     best = int(metrics["best_iteration"])
     history = client.get_metric_history(dask_run.info.run_id, "iter/valid/ndcg_at_10")
     assert [m.step for m in history] == list(range(1, best + 1))
-    assert history[-1].value == pytest.approx(metrics["valid/ndcg_at_10"], abs=1e-12)
+    assert history[-1].value == metrics["valid/ndcg_at_10"]  # bit for bit
     assert max(m.value for m in history) == history[-1].value  # the best round was picked on ours
     lightgbm = client.get_metric_history(dask_run.info.run_id, "iter/valid/lightgbm/ndcg_at_10")
     assert [m.step for m in lightgbm] == list(range(1, best + 1))
@@ -83,6 +83,39 @@ def test_dask_run_logs_everything_and_matches_local_ndcg(
     assert table["ndcg_at_10"].mean() == pytest.approx(metrics["test/ndcg_at_10"], abs=1e-12)
     top = {a.path for a in client.list_artifacts(dask_run.info.run_id)}
     assert {"model_text", "report", "idcg", "config", "feature_importance.json"} <= top
+
+
+@pytest.mark.slow
+def test_dask_curves_end_on_their_headline_bit_for_bit(tmp_path: Path) -> None:
+    """The last point of ``iter/{split}/ndcg_at_k`` is ``{split}/ndcg_at_k`` (``==``) for valid
+    and test: both are one :func:`ltr.metrics.summary.mean_of_known` of the split's per-query
+    values (summing per-partition sums instead left them 1 ulp apart). The run's LocalCluster
+    (two worker processes) is closed by the run: no process it started outlives it."""
+    from multiprocessing import resource_tracker
+
+    import psutil
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    pipeline.run(compose_train([
+        "debug=default", "eval.k=[5,10]", "trainer=dask", "trainer.n_workers=2", "fit.show_progress=false",
+        "tracking.log_model=false", f"tracking.uri={uri}", "tracking.run_name=dask",
+    ]))  # fmt: skip
+    tracker = resource_tracker._resource_tracker
+    if tracker._pid is not None and tracker._pid not in before:  # multiprocessing's, started for the cluster
+        tracker._stop()
+    left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+    assert not [p for p in left if p.is_running() and p.status() != psutil.STATUS_ZOMBIE], [p.cmdline() for p in left]
+
+    client = MlflowClient(uri)
+    (run,) = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
+    metrics = run.data.metrics
+    best = int(metrics["best_iteration"])
+    for split in ("valid", "test"):
+        for k in (5, 10):
+            history = client.get_metric_history(run.info.run_id, f"iter/{split}/ndcg_at_{k}")
+            assert [m.step for m in history] == list(range(1, best + 1))
+            assert history[-1].value == metrics[f"{split}/ndcg_at_{k}"], (split, k)
 
 
 def test_early_stopping_request_logs_one_clear_warning(caplog: pytest.LogCaptureFixture) -> None:

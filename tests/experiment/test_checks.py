@@ -143,23 +143,30 @@ def test_non_ascii_paths_need_no_quoting(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_run_names_lead_with_what_varies_and_fit_narrow_columns() -> None:
-    from ltr.experiment.record import run_name, short_overrides
+    from ltr.experiment.names import name_parts
+    from ltr.experiment.record import run_name
 
     spec = check_config(compose_train([]))
     assert run_name(spec, []) == "lambdarank"
-    assert run_name(spec, ["model.num_leaves=7", "tracking.uri=sqlite:///x.db"]) == "num_leaves=7 (lambdarank)"
-    assert run_name(spec, ["model=rank_xendcg", "seed=3"]) == "model=rank_xendcg seed=3"
+    assert run_name(spec, ["model.num_leaves=7", "tracking.uri=sqlite:///x.db"]) == "nl=7 (lambdarank)"
+    assert run_name(spec, ["model=rank_xendcg", "seed=3"]) == "seed=3 rank_xendcg"
+    # how it is fitted and the presets come after what it computes
+    assert run_name(spec, ["debug=default", "fit.num_boost_round=60", "model.learning_rate=0.05"]) == (
+        "lr=0.05 nbr=60 debug=default (lambdarank)"
+    )
     # a sweep's job: only the keys its sweep varies, whatever else it was given
-    assert run_name(spec, ["debug=default", "model.num_leaves=15"], varying=["model.num_leaves"]) == "num_leaves=15"
-    # two keys with one last part keep their full names; + and ~ prefixes are kept
-    assert short_overrides(["data.seed=1", "model.params.seed=2", "+model.params.path_smooth=0.5"]) == [
-        "data.seed=1", "model.params.seed=2", "+path_smooth=0.5",
+    assert run_name(spec, ["debug=default", "model.num_leaves=15"], varying=["model.num_leaves"]) == "nl=15"
+    # two keys with one abbreviation keep their last parts, with one last part their full
+    # names; + and ~ prefixes are kept
+    assert name_parts(["data.seed=1", "model.params.seed=2", "+model.params.path_smooth=0.5"]) == [
+        "data.seed=1", "model.params.seed=2", "+ps=0.5",
     ]
+    assert name_parts(["model.num_leaves=7", "data.n_lists=3"]) == ["num_leaves=7", "n_lists=3"]
     named = check_config(compose_train(["tracking.run_name=baseline"]))
     assert run_name(named, ["model.num_leaves=7"]) == "baseline"
-    # a sweep's job of a named sweep: the name, then what the job varies (its number when unknown)
-    assert run_name(named, ["model.num_leaves=7", "seed=2"], varying=["model.num_leaves"], job="1") == "baseline num_leaves=7"
-    assert run_name(named, ["seed=2"], varying=[], job="1") == "baseline #1"
+    # a sweep's job of a named sweep: what the job varies (its number when unknown), then the name
+    assert run_name(named, ["model.num_leaves=7", "seed=2"], varying=["model.num_leaves"], job="1") == "nl=7 (baseline)"
+    assert run_name(named, ["seed=2"], varying=[], job="1") == "#1 (baseline)"
 
 
 @pytest.mark.parametrize(
@@ -185,7 +192,8 @@ def test_run_names_leave_out_the_fields_that_change_no_result() -> None:
     count may change LightGBM's sums, so it stays in the name."""
     from ltr.config.neutral import neutral, neutral_fields
     from ltr.config.schema import neutral_keys
-    from ltr.experiment.record import run_name, shown_overrides
+    from ltr.experiment.names import shown_overrides
+    from ltr.experiment.record import run_name
 
     assert neutral_keys() == {
         "fit.show_progress", "fit.reuse_binned_data", "data.cache", "data.cache_dir", "data.cache_max_mb",
@@ -206,7 +214,7 @@ def test_run_names_leave_out_the_fields_that_change_no_result() -> None:
     given = ["fit.show_progress=false", "model.num_leaves=7", "+data.cache_dir=/tmp/c", "fit.reuse_binned_data=false",
              "fit.num_threads=1"]  # fmt: skip
     assert shown_overrides(given) == ["model.num_leaves=7", "fit.num_threads=1"]
-    assert run_name(spec, given) == "num_leaves=7 num_threads=1 (lambdarank)"
+    assert run_name(spec, given) == "nl=7 nt=1 (lambdarank)"
     assert run_name(spec, ["fit.show_progress=false"]) == "lambdarank"
 
 

@@ -46,7 +46,7 @@ def test_rerun_gives_bit_identical_metrics_and_says_a_pruned_or_killed_source_an
     out = capsys.readouterr().out
     rerun = _only_run(tmp_path, **{"ltr.rerun_of": source})
     (line,) = [line for line in out.splitlines() if line.startswith("ltr: rerun of")]
-    name = "n_queries=300 num_boost_round=30 early_stopping_rounds=10 num_leaves=7 (lambdarank)"
+    name = "nq=300 nl=7 nbr=30 esr=10 (lambdarank)"
     assert line == f"ltr: rerun of {source[:8]} ({name}) as {rerun[:8]}: {_clean_note()}"
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
     old, new = client.get_run(source).data.metrics, client.get_run(rerun).data.metrics

@@ -187,9 +187,9 @@ def test_runs_have_distinct_readable_names_and_descriptions(ui: tuple[str, list[
     names = sorted(r["info"]["run_name"] for r in runs)
     assert len(set(names)) == len(names) == 10
     # what varies leads; a sweep's jobs say only what their sweep varies
-    assert {"lambdarank", "model=rank_xendcg", "rerank=diversify (lambdarank)", "data=synthetic_clicks (lambdarank)"} <= set(names)
-    assert {"num_leaves=7", "num_leaves=15", "seed=1", "seed=2"} <= set(names)
-    assert "num_leaves=7,15 debug=default" in names  # the parent: what varies first
+    assert {"lambdarank", "rank_xendcg", "rerank=diversify (lambdarank)", "data=synthetic_clicks (lambdarank)"} <= set(names)
+    assert {"nl=7", "nl=15", "seed=1", "seed=2"} <= set(names)
+    assert "nl=7,15 debug=default" in names  # the parent: what varies first
     for run in runs:
         tags = _tags(run)
         assert tags["mlflow.source.name"] in {"ltr train", "ltr train -m"}
@@ -205,7 +205,7 @@ def test_runs_have_distinct_readable_names_and_descriptions(ui: tuple[str, list[
         elif tags.get("ltr.role") == "sweep":
             best_id = tags["ltr.sweep.best_run_id"]
             assert f"(#/experiments/{run['info']['experiment_id']}/runs/{best_id}?workflowType=machine_learning)" in description
-            assert description.startswith("**Best run**: [num_leaves=")
+            assert description.startswith("**Best run**: [nl=")
         else:
             assert description.startswith("### ")
             assert "| 51+ |" in description  # the stratified table
