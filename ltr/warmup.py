@@ -47,6 +47,7 @@ from ltr.api import evaluate
 from ltr.compare.abtest import ClickModel, simulate_abtest
 from ltr.data.readers import read_ranking_file
 from ltr.data.trec import read_qrels, read_run
+from ltr.kernel_signatures import SIGNATURES, prepare_all
 from ltr.metrics.table import measure_arrays, per_query_table
 from ltr.rerank.diversify import diversify
 from ltr.tracking.store import ensure_store
@@ -54,13 +55,7 @@ from ltr.tracking.store import ensure_store
 log = logging.getLogger(__name__)
 
 #: The modules that hold ``ltr``'s numba kernels (every ``cache=True`` dispatcher is in one).
-KERNEL_MODULES = (
-    "ltr.metrics._kernel",
-    "ltr.rerank._kernel",
-    "ltr.compare._interleave",
-    "ltr.data._text_kernel",
-    "ltr.data._trec_kernel",
-)
+KERNEL_MODULES = tuple(SIGNATURES)
 
 
 def _letor_text() -> str:
@@ -116,8 +111,15 @@ def _store_template(tmp: Path) -> None:
     ensure_store(f"sqlite:///{tmp / 'mlflow.db'}")
 
 
+def _kernels(tmp: Path) -> None:
+    """Every kernel entry point of :data:`ltr.kernel_signatures.SIGNATURES`, compiled (its one
+    progress line on stderr) or loaded from numba's cache."""
+    prepare_all()
+
+
 #: What the warm-up runs, in order: (what, function of a scratch directory).
 STEPS: tuple[tuple[str, Callable[[Path], None]], ...] = (
+    ("kernels", _kernels),
     ("readers and metrics", _metrics_and_readers),
     ("re-ranking and interleaving", _rerank_and_interleave),
     ("an empty MLflow store to copy", _store_template),
