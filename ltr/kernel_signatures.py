@@ -9,20 +9,23 @@ compiles nothing more (``disable_compile``): an argument of any other type is a 
 never a silent compile of a second signature (seconds to a minute each) on the first real-data
 run.
 
-:func:`prepare` loads a module's entry points from numba's cache. When numba's cache lacks any
-entry point of any kernel module (the first ``ltr`` command after ``pip install``, or after an
-upgrade of ``ltr`` or numba), it first compiles all of them, once, and says so on one line of
+:func:`prepare` loads a module's entry points from numba's cache. When numba's cache lacks one
+of them (the first ``ltr`` command after ``pip install``, or after an upgrade of ``ltr`` or
+numba), it first compiles every kernel module's entry points the cache lacks, once, and says so on one line of
 stderr with its progress::
 
     ltr: compiling numerical kernels for this install (once): 1/5 2/5 3/5 4/5 5/5, done in 24 s
 
 so that no later command compiles again. The check reads numba's cache index files only
-(milliseconds). ``python -m ltr.warmup`` (``make install``) runs the same compile.
+(milliseconds). The metric kernel compiles in the command's process, the others in one helper
+process beside it (two cores: the wall time of the metric kernel's compile). ``python -m
+ltr.warmup`` (``make install``) runs the same compile.
 """
 
 from __future__ import annotations
 
 import importlib
+import subprocess
 import sys
 import threading
 import time
@@ -120,37 +123,67 @@ def missing(names: Sequence[str] = tuple(SIGNATURES)) -> list[str]:
     return [name for name in names if not all(is_cached(d, sig) for d, sig in _entries(name))]
 
 
-def compile_modules(names: Sequence[str], out: TextIO | None = None) -> None:
-    """Compile (or load) every entry point of ``names``; with ``out``, the progress line on it."""
+def compile_modules(names: Sequence[str], out: TextIO | None = None, *, helper: bool = True) -> None:
+    """Compile (or load) every entry point of ``names``; with ``out``, the progress line on it.
+
+    With ``helper`` and more than one module, the first module (the metric kernel, the largest)
+    compiles in this process while one helper process (``python -m ltr.kernel_signatures``)
+    compiles the others into the same cache: on two cores the compile takes about as long as the
+    metric kernel's alone. Whatever the helper did not compile (it failed) compiles here after."""
     start = time.perf_counter()
     tty = out is not None and out.isatty()
+    done = 0
+
+    def step() -> None:
+        nonlocal done
+        done += 1
+        if out is not None:
+            out.write(f"\r{MESSAGE} {done}/{len(names)}" if tty else f" {done}/{len(names)}")
+            out.flush()
+
     if out is not None:
         out.write(MESSAGE)
         out.flush()
-    for i, name in enumerate(names, 1):
+    rest = list(names[1:])
+    child = None
+    if helper and rest:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "ltr.kernel_signatures", *rest],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )  # fmt: skip
+    for dispatcher, sig in _entries(names[0]):
+        dispatcher.compile(sig)
+    step()
+    if child is not None:
+        assert child.stdout is not None
+        for line in child.stdout:
+            if line.strip() in rest:
+                rest.remove(line.strip())
+                step()
+        child.wait()
+    for name in rest:  # no helper, or what it left
         for dispatcher, sig in _entries(name):
             dispatcher.compile(sig)
-        if out is not None:
-            out.write(f"\r{MESSAGE} {i}/{len(names)}" if tty else f" {i}/{len(names)}")
-            out.flush()
+        step()
     if out is not None:
         out.write(f", done in {time.perf_counter() - start:.0f} s\n")
         out.flush()
 
 
 def prepare(name: str, *, out: TextIO | None = None) -> None:
-    """Make kernel module ``name``'s entry points ready to call: when numba's cache lacks any
-    entry point of any module, compile all of them first (with the progress line on ``out``,
+    """Make kernel module ``name``'s entry points ready to call: when numba's cache lacks one of
+    them, compile first every module's entry points numba's cache lacks (with the progress line on ``out``,
     stderr by default); then load ``name``'s and disable further compiles of them."""
     global _checked
     with _lock:
         if name in _prepared:
             return
-        if not _checked:
+        # the modules are compiled together: when ``name``'s entries are cached, so are the
+        # others' (one module's check, milliseconds); else every module missing any compiles now
+        if not _checked and missing([name]):
             todo = missing()
-            if todo:
-                compile_modules(todo, sys.stderr if out is None else out)
-            _checked = True
+            compile_modules([name, *(m for m in todo if m != name)], sys.stderr if out is None else out)
+        _checked = True
         for dispatcher, sig in _entries(name):
             dispatcher.compile(sig)
             dispatcher.disable_compile()
@@ -163,5 +196,14 @@ def prepare_all(out: TextIO | None = None) -> None:
         prepare(name, out=out)
 
 
-if __name__ == "__main__":  # python -m ltr.kernel_signatures: the same compile, its line on stderr
-    prepare_all()
+def _helper(names: Sequence[str]) -> None:
+    """The helper process of :func:`compile_modules`: compile ``names`` in turn, printing each
+    name on stdout when it is in numba's cache."""
+    for name in names:
+        for dispatcher, sig in _entries(name):
+            dispatcher.compile(sig)
+        print(name, flush=True)
+
+
+if __name__ == "__main__":
+    _helper(sys.argv[1:])

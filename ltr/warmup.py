@@ -7,10 +7,15 @@ milliseconds. ``make install`` runs this module so that a fresh clone's first ``
 ``ltr evaluate`` pays no compile. It is idempotent, and quick when the cache is warm (about as
 long as loading the cached kernels).
 
-Each kernel is compiled through the public function that calls it, on tiny inputs, so it is
-compiled for exactly the argument types the real commands pass (a kernel compiled for other
-types would compile again on first use); the warm-up forces the compiled kernels
-(:func:`ltr.kernels.forced`), which inputs this small would otherwise run interpreted.
+Without the warm-up (a wheel), the first ``ltr`` command that needs a kernel runs the same
+compile itself, with one line of progress on stderr (:mod:`ltr.kernel_signatures`); the warm-up
+moves it to install time (a Docker image build, ``make install``).
+
+Every kernel entry point has one declared signature (:data:`ltr.kernel_signatures.SIGNATURES`),
+compiled first; then each is called through the public function that calls it, on tiny inputs,
+with further compiles disabled, so a data path whose arguments do not fit the declared signature
+fails here, loudly; the warm-up forces the compiled kernels (:func:`ltr.kernels.forced`), which
+inputs this small would otherwise run interpreted.
 
 It also makes one MLflow store, so that the empty-store template exists and a fresh clone's first
 run copies its store instead of running MLflow's migrations (:mod:`ltr.tracking.store_template`).

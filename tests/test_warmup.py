@@ -182,8 +182,8 @@ with kernels.forced("compiled"):
     simulate_abtest(labels, np.array([0, 3, 6], dtype=np.int32), scores, scores[::-1], model, sessions_per_day=10.0, traffic_share=1.0, days=1.0)
     (tmp / "t.letor").write_text(_letor_text())
     read_ranking_file(tmp / "t.letor")
-    (tmp / "q.txt").write_text("1 0 a 1\n1 0 b 0\n2 0 c 2\n")
-    (tmp / "r.txt").write_text("2 Q0 c 1 1.0 x\n1 Q0 a 1 1.0 x\n1 Q0 b 2 1.0 x\n")
+    (tmp / "q.txt").write_text("1 0 a 1\\n1 0 b 0\\n2 0 c 2\\n")
+    (tmp / "r.txt").write_text("2 Q0 c 1 1.0 x\\n1 Q0 a 1 1.0 x\\n1 Q0 b 2 1.0 x\\n")
     read_qrels(tmp / "q.txt")
     read_run(tmp / "r.txt")
 out = {}
