@@ -40,14 +40,31 @@ Way = Literal["compiled", "interpreted"]
 
 _interpreted: dict[str, ModuleType] = {}
 _forced: list[Way] = []
+_ready: set[str] = set()
 
 
 def load(name: str, *, small: bool) -> ModuleType:
     """Kernel module ``name``: interpreted when ``small`` and numba is not loaded in this process
     (the choice only picks which of two equal computations runs), else compiled (importing numba
-    and the module); inside :func:`forced`, the way it names."""
+    and the module, :func:`compiled`); inside :func:`forced`, the way it names. A module that
+    cannot run interpreted (not in :data:`INTERPRETABLE`) is always compiled."""
     way = _forced[-1] if _forced else ("interpreted" if small and "numba" not in sys.modules else "compiled")
-    return interpreted(name) if way == "interpreted" else importlib.import_module(name)
+    if way == "interpreted" and name in INTERPRETABLE:
+        return interpreted(name)
+    return compiled(name)
+
+
+def compiled(name: str) -> ModuleType:
+    """Kernel module ``name`` compiled, its entry points ready (:func:`ltr.kernel_signatures.prepare`:
+    loaded from numba's cache, or, the first time after an install, every kernel compiled once
+    with one line of progress on stderr), each with its one declared signature."""
+    module = importlib.import_module(name)
+    if name not in _ready:
+        from ltr.kernel_signatures import prepare  # imports numba
+
+        prepare(name)
+        _ready.add(name)
+    return module
 
 
 @contextmanager

@@ -7,10 +7,15 @@ milliseconds. ``make install`` runs this module so that a fresh clone's first ``
 ``ltr evaluate`` pays no compile. It is idempotent, and quick when the cache is warm (about as
 long as loading the cached kernels).
 
-Each kernel is compiled through the public function that calls it, on tiny inputs, so it is
-compiled for exactly the argument types the real commands pass (a kernel compiled for other
-types would compile again on first use); the warm-up forces the compiled kernels
-(:func:`ltr.kernels.forced`), which inputs this small would otherwise run interpreted.
+Without the warm-up (a wheel), the first ``ltr`` command that needs a kernel runs the same
+compile itself, with one line of progress on stderr (:mod:`ltr.kernel_signatures`); the warm-up
+moves it to install time (a Docker image build, ``make install``).
+
+Every kernel entry point has one declared signature (:data:`ltr.kernel_signatures.SIGNATURES`),
+compiled first; then each is called through the public function that calls it, on tiny inputs,
+with further compiles disabled, so a data path whose arguments do not fit the declared signature
+fails here, loudly; the warm-up forces the compiled kernels (:func:`ltr.kernels.forced`), which
+inputs this small would otherwise run interpreted.
 
 It also makes one MLflow store, so that the empty-store template exists and a fresh clone's first
 run copies its store instead of running MLflow's migrations (:mod:`ltr.tracking.store_template`).
@@ -47,6 +52,7 @@ from ltr.api import evaluate
 from ltr.compare.abtest import ClickModel, simulate_abtest
 from ltr.data.readers import read_ranking_file
 from ltr.data.trec import read_qrels, read_run
+from ltr.kernel_signatures import SIGNATURES, prepare_all
 from ltr.metrics.table import measure_arrays, per_query_table
 from ltr.rerank.diversify import diversify
 from ltr.tracking.store import ensure_store
@@ -54,13 +60,7 @@ from ltr.tracking.store import ensure_store
 log = logging.getLogger(__name__)
 
 #: The modules that hold ``ltr``'s numba kernels (every ``cache=True`` dispatcher is in one).
-KERNEL_MODULES = (
-    "ltr.metrics._kernel",
-    "ltr.rerank._kernel",
-    "ltr.compare._interleave",
-    "ltr.data._text_kernel",
-    "ltr.data._trec_kernel",
-)
+KERNEL_MODULES = tuple(SIGNATURES)
 
 
 def _letor_text() -> str:
@@ -116,8 +116,15 @@ def _store_template(tmp: Path) -> None:
     ensure_store(f"sqlite:///{tmp / 'mlflow.db'}")
 
 
+def _kernels(tmp: Path) -> None:
+    """Every kernel entry point of :data:`ltr.kernel_signatures.SIGNATURES`, compiled (its one
+    progress line on stderr) or loaded from numba's cache."""
+    prepare_all()
+
+
 #: What the warm-up runs, in order: (what, function of a scratch directory).
 STEPS: tuple[tuple[str, Callable[[Path], None]], ...] = (
+    ("kernels", _kernels),
     ("readers and metrics", _metrics_and_readers),
     ("re-ranking and interleaving", _rerank_and_interleave),
     ("an empty MLflow store to copy", _store_template),

@@ -29,6 +29,7 @@ from numba.core.caching import NullCache
 from numba.core.registry import CPUDispatcher
 
 import ltr as ltr_package
+from ltr.kernel_signatures import MESSAGE, SIGNATURES
 from ltr.warmup import KERNEL_MODULES
 
 
@@ -136,3 +137,113 @@ def test_warmup_compiles_every_kernel_and_training_compiles_nothing_after(tmp_pa
     assert steps["evaluate"] == after_warmup, "ltr evaluate compiled after the warm-up"
     assert steps["warm-up"] == after_warmup, "the warm-up compiled or rewrote on a warm cache"
     assert cache_state(cache) == after_warmup
+
+
+#: ``python -c ARGUMENT_KINDS``: the metric, re-ranking, interleaving and reader paths called with
+#: the argument kinds real data hands them (read-only arrays from Parquet, int32 offsets, float32
+#: and float64 labels and scores, non-contiguous slices), compiled; then one JSON line: per
+#: dispatcher of the kernel modules, its signatures and its cache misses.
+ARGUMENT_KINDS = """
+import json, sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from numba.core.registry import CPUDispatcher
+
+from ltr import kernels
+from ltr.compare.abtest import ClickModel, simulate_abtest
+from ltr.data.readers import read_ranking_file
+from ltr.data.trec import read_qrels, read_run
+from ltr.metrics import MetricConventions
+from ltr.metrics.table import measure_arrays
+from ltr.rerank.diversify import diversify
+from ltr.warmup import KERNEL_MODULES, _letor_text
+
+tmp = Path(sys.argv[1])
+pq.write_table(pa.table({"label": [2, 0, 1, 0, 3, 1], "score": [0.5, 0.5, 0.1, 0.9, 0.2, 0.2]}), tmp / "t.parquet")
+table = pq.read_table(tmp / "t.parquet")
+labels = table.column("label").to_numpy()  # read-only int64, as the Parquet reader gives them
+scores = table.column("score").to_numpy()
+assert not labels.flags.writeable and not scores.flags.writeable
+with kernels.forced("compiled"):
+    for lab in (labels, labels.astype(np.int32), labels.astype(np.float32), labels.astype(np.float64)):
+        for sc in (scores, scores.astype(np.float32), np.repeat(scores, 2)[::2]):
+            for off in (np.array([0, 3, 6]), np.array([0, 3, 6], dtype=np.int32)):
+                for ties in ("average", "stable", "pessimistic"):
+                    measure_arrays(lab, sc, off, conventions=MetricConventions(ties=ties))
+                measure_arrays(lab, sc, off, full_ap=False, ideal_labels=lab[::-1], ideal_offsets=off)
+                measure_arrays(lab, sc, off, conventions=MetricConventions(ties="docno_desc"), tie_keys=lab[::-1])
+    for sc in (scores, scores.astype(np.float32)):
+        diversify(sc, np.array([0, 3, 6], dtype=np.int32), labels, alpha=0.5, similarity="category")
+        diversify(sc, np.array([0, 3, 6]), np.repeat(scores, 2).reshape(6, 2).astype(np.float32), alpha=0.5, similarity="cosine")
+    model = ClickModel(eta=1.0, click_noise=0.1, click_max=0.9)
+    simulate_abtest(labels, np.array([0, 3, 6], dtype=np.int32), scores, scores[::-1], model, sessions_per_day=10.0, traffic_share=1.0, days=1.0)
+    (tmp / "t.letor").write_text(_letor_text())
+    read_ranking_file(tmp / "t.letor")
+    (tmp / "q.txt").write_text("1 0 a 1\\n1 0 b 0\\n2 0 c 2\\n")
+    (tmp / "r.txt").write_text("2 Q0 c 1 1.0 x\\n1 Q0 a 1 1.0 x\\n1 Q0 b 2 1.0 x\\n")
+    read_qrels(tmp / "q.txt")
+    read_run(tmp / "r.txt")
+out = {}
+for name in KERNEL_MODULES:
+    for key, value in vars(sys.modules[name]).items():
+        if isinstance(value, CPUDispatcher) and value.py_func.__module__ == name:
+            out[f"{name}.{key}"] = [[str(s) for s in value.signatures], sum(value.stats.cache_misses.values())]
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def first_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], list[str], list[dict[str, int]]]:
+    """A fresh numba cache, then ``ltr train`` twice in it (the first run after an install, and
+    the next one): (folder, environment, the two runs' stderr, the cache after each)."""
+    tmp = tmp_path_factory.mktemp("first-run")
+    cache = tmp / "numba-cache"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), "LTR_CACHE_DIR": str(tmp / "ltr-cache")}
+    errs, states = [], []
+    for run in ("one", "two"):
+        done = subprocess.run(
+            [sys.executable, "-m", "ltr", "train", "debug=default", "tracking=none", f"hydra.run.dir={run}"],
+            cwd=tmp, env=env, capture_output=True, text=True, timeout=1800,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        errs.append(done.stderr)
+        states.append(cache_state(cache))
+    return tmp, env, errs, states
+
+
+@pytest.mark.slow
+def test_first_command_compiles_once_on_one_line_and_the_next_compiles_nothing(
+    first_runs: tuple[Path, dict[str, str], list[str], list[dict[str, int]]],
+) -> None:
+    _, _, (first, second), (after_first, after_second) = first_runs
+    lines = [line for line in first.splitlines() if MESSAGE in line]
+    assert len(lines) == 1, first[-3000:]
+    n = len(KERNEL_MODULES)
+    assert lines[0].startswith(MESSAGE)
+    assert f" {n}/{n}, done in " in lines[0]
+    assert first.count(MESSAGE) == 1
+    assert MESSAGE not in second
+    assert after_second == after_first, "the second ltr train compiled"
+    indexed = {Path(name).name.rsplit(".", 2)[0] for name in after_first if name.endswith(".nbi")}
+    assert kernel_entries() - indexed == set(), "kernels the first run did not compile"
+
+
+@pytest.mark.slow
+def test_every_entry_point_has_one_signature_whatever_the_arguments(
+    first_runs: tuple[Path, dict[str, str], list[str], list[dict[str, int]]],
+) -> None:
+    tmp, env, _, (_, after) = first_runs
+    done = subprocess.run(
+        [sys.executable, "-c", ARGUMENT_KINDS, str(tmp)], cwd=tmp, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert MESSAGE not in done.stderr
+    dispatchers = json.loads(done.stdout.strip().splitlines()[-1])
+    assert {name: misses for name, (_, misses) in dispatchers.items() if misses} == {}, "compiled in a warm cache"
+    for module, entries in SIGNATURES.items():
+        for entry in entries:
+            assert len(dispatchers[f"{module}.{entry}"][0]) == 1, f"{module}.{entry}: {dispatchers[f'{module}.{entry}'][0]}"
+    assert cache_state(Path(env["NUMBA_CACHE_DIR"])) == after

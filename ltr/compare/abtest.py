@@ -39,6 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
+from ltr import kernels
 from ltr.data.clicks import attractiveness, examination_curve, rank_within_queries
 from ltr.metrics.strata import Strata
 
@@ -373,7 +374,8 @@ def simulate_abtest(
     arms = _at(after_queries, 0)
     slot_draws = {name: _at(after_queries, n_sessions + i * n_slots) for i, name in enumerate(_DRAWS)}
 
-    from ltr.compare._interleave import team_draft  # numba: loaded when a kernel runs
+    # numba: loaded when a kernel runs
+    team_draft = kernels.compiled("ltr.compare._interleave").team_draft
 
     for lo, hi in _chunks(n_sessions, step):
         m = hi - lo

@@ -46,6 +46,7 @@ from typing import IO, Any, cast
 import numpy as np
 from numpy.typing import NDArray
 
+from ltr import kernels
 from ltr.data.validate import RawTable
 from ltr.errors import DataError
 
@@ -65,9 +66,7 @@ ROW_BLOCK_BYTES = 64 << 20
 
 def _kernel() -> ModuleType:
     """The numba kernels, imported on the first parse so that importing readers stays light."""
-    import ltr.data._text_kernel as text_kernel
-
-    return text_kernel
+    return kernels.compiled("ltr.data._text_kernel")
 
 
 @contextmanager

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from ltr import kernels
 from ltr.metrics.diversity import as_categories, as_features, check_offsets, unit_rows
 from ltr.rerank.similarity import check_similarity
 
@@ -153,7 +154,7 @@ def diversify(
 
     import numba  # here, not at module import: numba's import and cache load take about 1 s
 
-    from ltr.rerank._kernel import diversify_kernel
+    diversify_kernel = kernels.compiled("ltr.rerank._kernel").diversify_kernel
 
     longest = int(np.diff(off).max())
     d = longest if depth_i is None else min(depth_i, longest)

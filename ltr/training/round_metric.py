@@ -28,6 +28,7 @@ import lightgbm as lgb
 import numpy as np
 from numpy.typing import NDArray
 
+from ltr import kernels
 from ltr.metrics import MetricConventions
 from ltr.metrics.summary import mean_of_known
 from ltr.metrics.table import measure_arrays
@@ -59,7 +60,8 @@ class RoundNdcg:
         # numba and the kernels' module load here, before the boosting loop: a stop signal that
         # lands inside a C extension's import comes out as ImportError, and a signal mid-training
         # is the common case (the run still ends KILLED then: ltr.tracking.lifecycle.as_stop)
-        import ltr.metrics._kernel  # noqa: F401
+        # (and numba compiles every kernel here, once, on the first run after an install)
+        kernels.compiled("ltr.metrics._kernel")
 
     def mark_best(self) -> None:
         """The round just evaluated is the best so far: keep its scores (:meth:`best_scores`)."""
