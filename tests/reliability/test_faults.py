@@ -1,0 +1,200 @@
+"""The one-line rule, fault by fault and verb by verb (issue 45): whatever goes wrong around a
+command (its output closed or full, a hostile run name in the store, a logged config that
+reaches for the environment, an argument Hydra's parser refuses), the user sees one line (or
+nothing, for a reader that has gone), the documented exit code, no traceback, and a terminal
+nobody else drives.
+
+In-process calls of :func:`ltr.cli.main.main` where no real process is needed; real processes
+(``slow``) for the faults of a real standard output: a closed pipe, ``/dev/full``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ltr.cli.main import main
+from ltr.terminal import console, visible
+
+HOSTILE = "b\x1b]0;PWNED\x07"
+SMALL = ["data.n_queries=300", "fit.num_boost_round=10", "fit.early_stopping_rounds=5", "fit.show_progress=false", "model.num_leaves=7"]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A store with two finished runs, the first one renamed ``b<ESC>]0;PWNED<BEL>`` (a name
+    Hydra's override grammar refuses, so written as MLflow's tag), and small data files."""
+    import mlflow
+
+    folder = tmp_path_factory.mktemp("faults")
+    uri = f"sqlite:///{folder / 'mlflow.db'}"
+    cwd = Path.cwd()
+    os.chdir(folder)  # Hydra's outputs/ folder of each run
+    try:
+        for name in ("hostile", "plain"):
+            assert main(["train", *SMALL, f"tracking.uri={uri}", f"tracking.run_name={name}"]) == 0
+    finally:
+        os.chdir(cwd)
+    client = mlflow.MlflowClient(uri)
+    runs = {run.info.run_name: run.info.run_id for run in client.search_runs(["1"])}
+    client.set_tag(runs["hostile"], "mlflow.runName", HOSTILE)
+    (folder / "d.txt").write_text("1 qid:1 1:0\n0 qid:1 1:0\n1 qid:2 1:0\n0 qid:2 1:0\n2 qid:3 1:0\n1 qid:3 1:0\n")
+    (folder / "d.s").write_text("1\n0\n0\n1\n1\n0\n")
+    (folder / "a.qrels").write_text("1 0 D1 1\n1 0 D2 0\n2 0 D3 2\n2 0 D4 1\n")
+    (folder / "b.qrels").write_text("1 0 D1 1\n1 0 D2 1\n2 0 D3 2\n2 0 D4 0\n")
+    return {"uri": uri, "hostile": runs["hostile"], "plain": runs["plain"], "folder": str(folder)}
+
+
+def _assert_no_control(text: str) -> None:
+    assert "\x1b" not in text, text
+    assert "\x07" not in text, text
+    assert "Traceback" not in text
+
+
+# --- the output layer: every verb that prints a run name prints it escaped -------------------
+
+
+def test_visible_escapes_control_characters_but_newline_and_tab() -> None:
+    assert visible("a\tb\nc\x1b]0;x\x07\r\x7f\x9b") == "a\tb\nc\\x1b]0;x\\x07\\r\\x7f\\x9b"
+    assert visible("données ✓") == "données ✓"
+
+
+def test_a_rich_table_of_ltr_escapes_its_cells(capsys: pytest.CaptureFixture[str]) -> None:
+    from rich.table import Table
+
+    table = Table(title=HOSTILE)
+    table.add_column("run")
+    table.add_row(HOSTILE)
+    console().print(table)
+    console().print(HOSTILE, markup=False)
+    out = capsys.readouterr().out
+    _assert_no_control(out)
+    assert "b\\x1b]0;PWNED" in out
+
+
+@pytest.mark.parametrize(
+    "verb",
+    ["predict", "compare", "compare --markdown", "compare --json", "promote"],
+)
+def test_a_hostile_run_name_is_printed_escaped(store: dict[str, str], verb: str, capsys: pytest.CaptureFixture[str]) -> None:
+    uri, hostile, plain = store["uri"], store["hostile"], store["plain"]
+    argv = {
+        "predict": ["predict", hostile, "--data", str(Path(store["folder"]) / "d.txt")],
+        "compare": ["compare", hostile, plain],
+        "promote": ["promote", hostile, "--name", "faults", "--n-resamples", "100"],
+    }[verb.split()[0]]
+    assert main([*argv, *verb.split()[1:], "--tracking-uri", uri]) == 0
+    out, err = capsys.readouterr()
+    _assert_no_control(out + err)
+    assert ("\\u001b]0;PWNED" if "--json" in verb else "b\\x1b]0;PWNED") in out
+
+
+# --- usage errors of Hydra's parser: one line ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["--bogus"], "ltr: error: unrecognized arguments: --bogus (ltr train --help)"),
+        (["seed=1", "--cfg"], "ltr: error: argument --cfg/-c: expected one argument (ltr train --help)"),
+    ],
+)
+def test_an_argument_hydra_refuses_is_one_line(argv: list[str], line: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["train", *argv]) == 2
+    out, err = capsys.readouterr()
+    assert (out, err.strip()) == ("", line)
+
+
+# --- a logged config is data ------------------------------------------------------------------
+
+
+def test_a_logged_config_calling_a_resolver_is_refused_without_its_value(
+    store: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import mlflow
+
+    client = mlflow.MlflowClient(store["uri"])
+    run = client.get_run(store["plain"])
+    text = Path(client.download_artifacts(run.info.run_id, "config/config.yaml", str(tmp_path))).read_text()
+    monkeypatch.setenv("HOME", "/secret/home/of/the/reader")
+    copy = tmp_path / "copy.db"
+    copy.write_bytes(Path(store["uri"].removeprefix("sqlite:///")).read_bytes())
+    uri = f"sqlite:///{copy}"
+    mlflow.set_tracking_uri(uri)
+    hacked = text.replace("kind: synthetic\n", "kind: ${oc.env:HOME}\n", 1)
+    assert hacked != text
+    with mlflow.start_run(experiment_id="1", run_name="hacked") as hack:
+        mlflow.log_text(hacked, "config/config.yaml")
+        mlflow.log_text("tree\n", "model_text/model.txt")
+    mlflow.set_tracking_uri("")
+    capsys.readouterr()  # MLflow's download progress above
+    code = main(["predict", hack.info.run_id, "--data", str(Path(store["folder"]) / "d.txt"), "--tracking-uri", uri])
+    out, err = capsys.readouterr()
+    assert code == 2, err
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"ltr: error: the logged config of run {hack.info.run_id[:8]} calls a resolver at data.kind")
+    assert "/secret/home" not in out + err
+
+
+def test_a_logged_config_reads_its_own_interpolations() -> None:
+    from ltr.config.logged import read_logged_config
+
+    config = read_logged_config("a: 1\nb: ${a}\n", "run x")
+    assert config.b == 1
+
+
+# --- a real standard output: closed, full -----------------------------------------------------
+
+
+def _ltr(args: list[str], cwd: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ltr", *args], cwd=cwd, text=True, timeout=120, **kwargs)  # type: ignore[call-overload, no-any-return]
+
+
+def _verbs(store: dict[str, str]) -> dict[str, list[str]]:
+    return {
+        "evaluate": ["evaluate", "--data", "d.txt", "--scores", "d.s"],
+        "evaluate --json": ["evaluate", "--data", "d.txt", "--scores", "d.s", "--json"],
+        "labels": ["labels", "a.qrels", "b.qrels"],
+        "compare": ["compare", store["hostile"], store["plain"], "--tracking-uri", store["uri"], "--n-resamples", "100"],
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("verb", ["evaluate", "evaluate --json", "labels", "compare"])
+def test_a_full_standard_output_is_one_line_exit_1(store: dict[str, str], verb: str) -> None:
+    with open("/dev/full", "w") as full:
+        proc = _ltr(_verbs(store)[verb], store["folder"], stdout=full, stderr=subprocess.PIPE)
+    (line,) = proc.stderr.strip().splitlines()
+    assert (proc.returncode, line) == (1, "ltr: error: cannot write to standard output: the device is full ([Errno 28] No space left on device)")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("verb", ["evaluate", "labels", "compare"])
+def test_a_closed_standard_output_is_exit_141_and_nothing_said(store: dict[str, str], verb: str) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "ltr", *_verbs(store)[verb]], cwd=store["folder"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the first write
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert (proc.wait(timeout=120), err) == (141, "")
+
+
+@pytest.mark.slow
+def test_train_into_a_closed_pipe_logs_no_logging_error(store: dict[str, str]) -> None:
+    """``ltr train ... | true``: seven ``--- Logging error ---`` tracebacks once; now exit 141, silent."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ltr", "train", *SMALL, f"tracking.uri={store['uri']}", "tracking.run_name=piped"],
+        cwd=store["folder"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait(timeout=120) == 141
+    assert "Logging error" not in err
+    assert "Traceback" not in err
