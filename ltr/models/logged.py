@@ -180,10 +180,11 @@ def load_run(ref: str, *, tracking_uri: str | None = None, experiment: str = "lt
 
 
 def _open_store(uri: str) -> RunStore:
-    """The store through MLflow (imported here: a local finished run is read without it)."""
+    """The store through MLflow (imported here: a local finished run is read without it), as it
+    is: ``ltr predict`` reaps no dead run."""
     from ltr.tracking.runs import RunStore
 
-    return RunStore(uri)
+    return RunStore(uri, reap=False)
 
 
 def _load_local(local: LocalRun) -> LoggedRun | None:

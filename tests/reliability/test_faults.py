@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -198,3 +199,93 @@ def test_train_into_a_closed_pipe_logs_no_logging_error(store: dict[str, str]) -
     assert proc.wait(timeout=120) == 141
     assert "Logging error" not in err
     assert "Traceback" not in err
+
+
+# --- labels and bad values follow the same rules in every verb --------------------------------
+
+
+def test_labels_refuses_a_negative_grade_as_train_and_evaluate_do(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "a.qrels").write_text("1 0 D1 1\n1 0 D2 0\n")
+    (tmp_path / "b.qrels").write_text("1 0 D1 -1\n1 0 D2 0\n")
+    assert main(["labels", str(tmp_path / "a.qrels"), str(tmp_path / "b.qrels")]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == (
+        f"ltr: error: label -1 of {tmp_path / 'b.qrels'} (row 1, qid '1', docno 'D1') is negative; "
+        "relevance grades must be 0, 1, 2, ... (shift or clip the labels)"
+    )
+
+
+def test_promote_refuses_zero_resamples_even_when_no_comparison_is_due(store: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["promote", store["plain"], "--name", "nobody-holds-this", "--n-resamples", "0", "--tracking-uri", store["uri"]])
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert (code, line) == (2, "ltr: error: --n-resamples=0 is too few for a confidence interval or a p-value: give at least 100 (default 10000)")
+
+
+# --- a store that can only be read ------------------------------------------------------------
+
+
+@pytest.fixture
+def read_only_store(store: dict[str, str], tmp_path: Path) -> Iterator[dict[str, str]]:
+    """A copy of :func:`store` with a run whose process died (RUNNING: a store that can be written
+    would have it reaped, marked KILLED), made immutable (``chattr +i``: sqlite opens it read-only
+    and its writes fail with "attempt to write a readonly database", for root too)."""
+    import mlflow
+
+    from ltr.tracking.store import process_identity, process_tags
+
+    db = tmp_path / "mlflow.db"
+    db.write_bytes(Path(store["uri"].removeprefix("sqlite:///")).read_bytes())
+    uri = f"sqlite:///{db}"
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    identity = {key: str(gone.pid) if key == "pid" else value for key, value in process_identity().items() if key != "start"}
+    dead = mlflow.MlflowClient(uri).create_run("1", tags=process_tags(identity), run_name="dead").info.run_id
+    if subprocess.run(["chattr", "+i", str(db)], capture_output=True, check=False).returncode != 0:
+        pytest.skip("chattr +i is not available here (not root, or a file system without it)")
+    try:
+        yield {**store, "uri": uri, "dead": dead, "db": str(db)}
+    finally:
+        subprocess.run(["chattr", "-i", str(db)], check=True)
+
+
+def test_sqlite_finds_an_immutable_store_read_only(read_only_store: dict[str, str], store: dict[str, str]) -> None:
+    from ltr.tracking.store import sqlite_read_only
+
+    assert sqlite_read_only(Path(read_only_store["db"]))
+    assert not sqlite_read_only(Path(store["uri"].removeprefix("sqlite:///")))
+
+
+@pytest.mark.parametrize("verb", ["compare", "predict"])
+def test_readers_of_a_read_only_store_reap_nothing_and_say_no_traceback(
+    read_only_store: dict[str, str], verb: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import mlflow
+
+    s = read_only_store
+    argv = {
+        "compare": ["compare", s["hostile"], s["plain"], "--n-resamples", "100", "--json"],
+        "predict": ["predict", s["dead"][:12], "--data", str(Path(s["folder"]) / "d.txt")],  # through MLflow: not a finished local run
+    }[verb]
+    code = main([*argv, "--tracking-uri", s["uri"]])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert "readonly" not in err
+    if verb == "compare":
+        assert (code, err) == (0, "")
+    else:  # the dead run did not finish: refused in one line, and left RUNNING
+        (line,) = err.strip().splitlines()
+        assert code == 2
+        assert " is RUNNING, not FINISHED" in line
+    assert mlflow.MlflowClient(s["uri"]).get_run(s["dead"]).info.status == "RUNNING"
+
+
+def test_promote_into_a_read_only_store_is_one_line(read_only_store: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    s = read_only_store
+    code = main(["promote", s["plain"], "--name", "ro", "--n-resamples", "100", "--tracking-uri", s["uri"]])
+    err = capsys.readouterr().err
+    (line,) = err.strip().splitlines()
+    assert (code, line) == (
+        2,
+        f"ltr: error: the store {s['db']} can only be read: ltr promote registers the model of run {s['plain'][:8]} "
+        "in its Model Registry; promote in a store you can write",
+    )
