@@ -19,6 +19,7 @@ from ltr.cli.gc_policy import collect_rarely
 from ltr.cli.quick_exit import exit_now
 from ltr.errors import LtrUserError, Terminated
 from ltr.terminal import OutputStream, guarded, is_full, printable
+from ltr.tracking.lifecycle import stop_signals_recorded
 
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "EXIT_USER_ERROR", "VERBS", "main", "printable", "run"]
 
@@ -28,6 +29,13 @@ EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as git and coreutils end when their reader has gone
+
+#: Verbs run with SIGINT / SIGTERM recorded (:func:`ltr.tracking.lifecycle.stop_signals_recorded`):
+#: the first one stops the verb (exit 130 / 143, one line) even where its exception was swallowed
+#: (a thread, a garbage-collection callback); ``train`` installs the same handlers itself (before
+#: Hydra, for a sweep's launcher), ``partition`` records them around its own work, ``ui`` stops
+#: its server on them.
+SIGNALS_RECORDED = frozenset(VERBS) - {"train", "partition", "ui", "completion"}
 
 USAGE = """usage: ltr <command> [args...]   (ltr --version: the versions of ltr and its engines)
 
@@ -158,74 +166,89 @@ def _guarded_main(args: list[str], out: OutputStream) -> int:
     return code if failed is None else failed
 
 
+def _verb(verb: str, rest: list[str]) -> int | None:
+    """Run ``verb`` with its arguments ``rest``: its exit code; None for an unknown verb."""
+    if verb in {"-h", "--help", "help"}:
+        print(USAGE)
+        return 0
+    if verb in {"-V", "--version"}:
+        from ltr.cli.version import version_line
+
+        print(version_line())
+        return 0
+    if verb == "train":
+        from ltr.cli.train import main as train_main
+
+        return train_main(rest)
+    if verb == "evaluate":
+        from ltr.cli.evaluate import main as evaluate_main
+
+        return int(evaluate_main(rest))
+    if verb == "cache":
+        from ltr.cli.cache import main as cache_main
+
+        return int(cache_main(rest))
+    if verb == "partition":
+        from ltr.cli.partition import main as partition_main
+
+        return partition_main(rest)
+    if verb == "data":
+        from ltr.cli.data import main as data_main
+
+        return data_main(rest)
+    if verb == "compare":
+        from ltr.cli.compare import main as compare_main
+
+        return int(compare_main(rest))
+    if verb == "exposure":
+        from ltr.cli.exposure import main as exposure_main
+
+        return int(exposure_main(rest))
+    if verb == "labels":
+        from ltr.cli.labels import main as labels_main
+
+        return int(labels_main(rest))
+    if verb == "abtest":
+        from ltr.cli.abtest import main as abtest_main
+
+        return abtest_main(rest)
+    if verb == "rerun":
+        from ltr.cli.rerun import main as rerun_main
+
+        return rerun_main(rest)
+    if verb == "predict":
+        from ltr.cli.predict import main as predict_main
+
+        return predict_main(rest)
+    if verb == "promote":
+        from ltr.cli.promote import main as promote_main
+
+        return promote_main(rest)
+    if verb == "ui":
+        from ltr.cli.ui import main as ui_main
+
+        return ui_main(rest)
+    if verb == "completion":
+        from ltr.cli.completion import main as completion_main
+
+        return completion_main(rest, VERBS)
+    return None
+
+
 def _dispatch(args: list[str]) -> int:
     """Run the verb of ``args``; user errors and stops become their line and exit code."""
     verb, rest = (args[0], args[1:]) if args else ("", [])
     try:
-        if not args or verb in {"-h", "--help", "help"}:
+        if not args:
             print(USAGE)
-            return 0 if args else EXIT_USER_ERROR
-        if verb in {"-V", "--version"}:
-            from ltr.cli.version import version_line
-
-            print(version_line())
-            return 0
-        if verb == "train":
-            from ltr.cli.train import main as train_main
-
-            return train_main(rest)
-        if verb == "evaluate":
-            from ltr.cli.evaluate import main as evaluate_main
-
-            return int(evaluate_main(rest))
-        if verb == "cache":
-            from ltr.cli.cache import main as cache_main
-
-            return int(cache_main(rest))
-        if verb == "partition":
-            from ltr.cli.partition import main as partition_main
-
-            return partition_main(rest)
-        if verb == "data":
-            from ltr.cli.data import main as data_main
-
-            return data_main(rest)
-        if verb == "compare":
-            from ltr.cli.compare import main as compare_main
-
-            return int(compare_main(rest))
-        if verb == "exposure":
-            from ltr.cli.exposure import main as exposure_main
-
-            return int(exposure_main(rest))
-        if verb == "labels":
-            from ltr.cli.labels import main as labels_main
-
-            return int(labels_main(rest))
-        if verb == "abtest":
-            from ltr.cli.abtest import main as abtest_main
-
-            return abtest_main(rest)
-        if verb == "rerun":
-            from ltr.cli.rerun import main as rerun_main
-
-            return rerun_main(rest)
-        if verb == "predict":
-            from ltr.cli.predict import main as predict_main
-
-            return predict_main(rest)
-        if verb == "promote":
-            from ltr.cli.promote import main as promote_main
-
-            return promote_main(rest)
-        if verb == "ui":
-            from ltr.cli.ui import main as ui_main
-
-            return ui_main(rest)
-        if verb == "completion":
-            from ltr.cli.completion import main as completion_main
-
-            return completion_main(rest, VERBS)
+            return EXIT_USER_ERROR
+        if verb in SIGNALS_RECORDED:
+            with stop_signals_recorded():
+                code = _verb(verb, rest)
+        else:
+            code = _verb(verb, rest)
+        if code is not None:
+            return code
     except LtrUserError as exc:
         _say(f"ltr: error: {printable(str(exc))}")
         return EXIT_USER_ERROR

@@ -10,8 +10,11 @@ In-process calls of :func:`ltr.cli.main.main` where no real process is needed; r
 from __future__ import annotations
 
 import os
+import random
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -289,3 +292,46 @@ def test_promote_into_a_read_only_store_is_one_line(read_only_store: dict[str, s
         f"ltr: error: the store {s['db']} can only be read: ltr promote registers the model of run {s['plain'][:8]} "
         "in its Model Registry; promote in a store you can write",
     )
+
+
+# --- signals: every verb stops as ltr train does ----------------------------------------------
+
+
+def _wait_for_stop_handlers(pid: int, timeout: float = 60) -> None:
+    """Wait until process ``pid`` catches SIGTERM (``SigCgt`` of its ``/proc/PID/status``): its
+    verb runs, with ltr's handlers (a signal before, while Python imports ltr, is Python's own)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            return  # ended already
+        caught = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), 16)
+        if caught & (1 << (signal.SIGTERM - 1)):
+            return
+        time.sleep(0.01)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("verb", "signum"),
+    [("compare", signal.SIGINT), ("compare", signal.SIGTERM), ("labels", signal.SIGINT), ("evaluate", signal.SIGINT)],
+    ids=["compare-SIGINT", "compare-SIGTERM", "labels-SIGINT", "evaluate-SIGINT"],
+)
+def test_a_stop_signal_at_a_random_moment_is_one_line(store: dict[str, str], verb: str, signum: int) -> None:
+    """Once the command runs (its imports, its work, its output), a SIGINT / SIGTERM at any moment
+    ends it 130 / 143 with one line, or it had finished (0, its output whole): never a traceback."""
+    delay = random.Random(f"{verb}{signum}{time.time_ns()}").uniform(0, 2)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ltr", *_verbs(store)[verb]], cwd=store["folder"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    _wait_for_stop_handlers(proc.pid)
+    time.sleep(delay)
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=120)
+    stopped = {signal.SIGINT: (130, "ltr: interrupted"), signal.SIGTERM: (143, "ltr: terminated (SIGTERM)")}[signal.Signals(signum)]
+    if proc.returncode == 0:  # done before the signal came
+        assert out
+        assert "Traceback" not in err
+    else:
+        assert (proc.returncode, err.strip()) == stopped, f"after {delay:.2f} s: {err}"
