@@ -17,7 +17,7 @@ from typing import NoReturn
 
 from ltr.cli.gc_policy import collect_rarely
 from ltr.cli.quick_exit import exit_now
-from ltr.errors import LtrUserError, Terminated
+from ltr.errors import DeviceFull, LtrUserError, Terminated
 from ltr.terminal import OutputStream, guarded, is_full, printable
 from ltr.tracking.lifecycle import stop_signals_recorded
 
@@ -123,9 +123,14 @@ def _output_layer() -> Iterator[tuple[OutputStream, OutputStream]]:
     out, err = guarded(sys.stdout), guarded(sys.stderr)
     sys.stdout, sys.stderr = out, err
     logging.raiseExceptions = False
+    # MLflow logs each failed SQL statement with its traceback, then raises it: ltr says it in one line
+    sql_log = logging.getLogger("mlflow.store.db.utils")
+    sql_level = sql_log.level
+    sql_log.setLevel(logging.CRITICAL)
     try:
         yield out, err
     finally:
+        sql_log.setLevel(sql_level)
         logging.raiseExceptions = raise_exceptions
         if (sys.stdout, sys.stderr) == (out, err):
             sys.stdout, sys.stderr = saved
@@ -252,6 +257,9 @@ def _dispatch(args: list[str]) -> int:
     except LtrUserError as exc:
         _say(f"ltr: error: {printable(str(exc))}")
         return EXIT_USER_ERROR
+    except DeviceFull as exc:
+        _say(f"ltr: error: {printable(str(exc))}")
+        return EXIT_FAILED
     except KeyboardInterrupt as exc:
         _say(f"ltr: interrupted{printable(_notes(exc))}")
         return EXIT_INTERRUPTED

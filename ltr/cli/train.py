@@ -57,7 +57,7 @@ from ltr.config import search_path
 from ltr.config.completion import bash_script
 from ltr.config.compose import CONF_DIR, quote_non_ascii, user_message
 from ltr.config.store import register_configs
-from ltr.errors import LtrUserError, Terminated
+from ltr.errors import DeviceFull, LtrUserError, Terminated
 from ltr.sweeper.link import search_trial
 from ltr.tracking.lifecycle import (
     on_stop_signal,
@@ -120,10 +120,10 @@ log = logging.getLogger(__name__)
 
 
 class _UserErrorInJob(BaseException):
-    """Carries a single run's `LtrUserError` through Hydra (which reports any ``Exception`` a job
-    raises on lines of its own) to :func:`main`, which re-raises the error itself."""
+    """Carries a single run's `LtrUserError` (or `DeviceFull`) through Hydra (which reports any
+    ``Exception`` a job raises on lines of its own) to :func:`main`, which re-raises the error itself."""
 
-    def __init__(self, error: LtrUserError) -> None:
+    def __init__(self, error: LtrUserError | DeviceFull) -> None:
         super().__init__(str(error))
         self.error = error
 
@@ -158,7 +158,7 @@ def job(cfg: DictConfig) -> float:
         from ltr.experiment.run import run as run_experiment  # LightGBM, MLflow, pandas
 
         outcome = run_experiment(cfg, spec=spec, overrides=overrides, extra_tags=config_dir_tags(hydra_cfg))
-    except LtrUserError as exc:
+    except (LtrUserError, DeviceFull) as exc:
         raise _UserErrorInJob(exc) from exc
     if outcome.run_id:
         print(run_line(outcome.run_id, outcome.run_url, str(cfg.tracking.experiment), cfg.tracking.uri))
@@ -208,7 +208,7 @@ def _sweep_job(cfg: DictConfig, overrides: list[str]) -> float:
                 varying=varying_keys_for(hydra_cfg.sweep.dir),
                 on_run_start=started.append,
             )
-    except LtrUserError as exc:
+    except (LtrUserError, DeviceFull) as exc:
         log.error("job %s %s: %s", job_num, "failed" if started else "refused", exc)
         record_job_error(job_dir, str(exc))
         record_job_outcome(job_dir, "failed" if started else "refused")

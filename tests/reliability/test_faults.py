@@ -335,3 +335,41 @@ def test_a_stop_signal_at_a_random_moment_is_one_line(store: dict[str, str], ver
         assert "Traceback" not in err
     else:
         assert (proc.returncode, err.strip()) == stopped, f"after {delay:.2f} s: {err}"
+
+
+# --- a full disk while a run logs -------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_full_disk_while_a_run_logs_is_one_line_and_the_store_intact(store: dict[str, str], tmp_path: Path) -> None:
+    """The store on a tmpfs with ~200 KB free: the run's metrics and tables fill it. One line
+    naming the store and what was full, exit 1, the run FAILED with its ``ltr.error``, the earlier
+    runs as they were, ``PRAGMA integrity_check`` ok."""
+    import sqlite3
+    from contextlib import closing
+
+    source = Path(store["uri"].removeprefix("sqlite:///"))
+    mount = tmp_path / "small"
+    mount.mkdir()
+    size_k = source.stat().st_size // 1024 + 200
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_k}k", "tmpfs", str(mount)], capture_output=True, check=False).returncode:
+        pytest.skip("cannot mount a tmpfs here (not root, or no mount)")
+    try:
+        db = mount / "mlflow.db"
+        db.write_bytes(source.read_bytes())
+        proc = _ltr(
+            ["train", *SMALL, f"tracking.uri=sqlite:///{db}", "tracking.run_name=full"], store["folder"], capture_output=True
+        )
+        (line,) = proc.stderr.strip().splitlines()
+        assert proc.returncode == 1, proc.stderr
+        assert line.startswith(f"ltr: error: {db}: the database or its disk is full; run ")
+        with closing(sqlite3.connect(db)) as con:
+            assert con.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+            status = dict(con.execute("SELECT name, status FROM runs").fetchall())
+            errors = [v for (v,) in con.execute("SELECT value FROM tags WHERE key = 'ltr.error'")]
+        assert status[HOSTILE] == status["plain"] == "FINISHED"
+        if line.endswith("is marked FAILED"):
+            assert status["full"] == "FAILED"
+            assert errors == [f"DeviceFull: {db}: the database or its disk is full"]
+    finally:
+        subprocess.run(["umount", "--lazy", str(mount)], check=True)
