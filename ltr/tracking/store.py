@@ -569,7 +569,7 @@ def sqlite_read_only(db: Path) -> bool:
     mount). A store busy with another writer is not read-only."""
 
     try:
-        con = sqlite3.connect(f"file:{db}?mode=rw", uri=True, timeout=5, isolation_level=None)
+        con = sqlite3.connect(f"file:{db}?mode=rw", uri=True, timeout=0, isolation_level=None)  # busy: not read-only
     except sqlite3.Error:
         return False
     try:

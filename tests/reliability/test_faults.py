@@ -163,6 +163,7 @@ def _verbs(store: dict[str, str]) -> dict[str, list[str]]:
         "evaluate --json": ["evaluate", "--data", "d.txt", "--scores", "d.s", "--json"],
         "labels": ["labels", "a.qrels", "b.qrels"],
         "compare": ["compare", store["hostile"], store["plain"], "--tracking-uri", store["uri"], "--n-resamples", "100"],
+        "compare --help": ["compare", "--help"],
     }
 
 
@@ -176,7 +177,7 @@ def test_a_full_standard_output_is_one_line_exit_1(store: dict[str, str], verb: 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("verb", ["evaluate", "labels", "compare"])
+@pytest.mark.parametrize("verb", ["evaluate", "labels", "compare", "compare --help"])
 def test_a_closed_standard_output_is_exit_141_and_nothing_said(store: dict[str, str], verb: str) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "ltr", *_verbs(store)[verb]], cwd=store["folder"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None
