@@ -30,6 +30,12 @@ class ScoreError(DataError, ValueError):
     metric functions raise for arguments they cannot take."""
 
 
+class DeviceFull(Exception):
+    """A write that found its device full (a disk, a quota; the store's sqlite file, a run's
+    artifacts): ``ltr`` prints the message as one line and exits 1 (the input was fine; the
+    machine had no room)."""
+
+
 class Terminated(BaseException):
     """Raised by ``ltr``'s SIGTERM handler so a run ends KILLED, like Ctrl-C (exit 143)."""
 

@@ -91,6 +91,7 @@ INTEGRATION_MODULES = frozenset(
         "tests/data/test_positions_in_files.py",
         "tests/data/test_cache_integrity.py",
         "tests/reliability/test_bad_input.py",
+        "tests/reliability/test_faults.py",
         "tests/experiment/test_checks.py",
         "tests/experiment/test_rerun.py",
         "tests/experiment/test_rerank_runs.py",

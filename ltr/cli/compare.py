@@ -18,6 +18,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ltr.cli.args import OneLineParser
+from ltr.terminal import console as terminal_console
 
 if TYPE_CHECKING:
     from ltr.compare.comparison import Comparison
@@ -55,13 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def print_terminal(comparison: Comparison) -> None:
     """Print ``comparison``'s tables and legend to the terminal (160 columns when not a terminal)."""
-    from rich.console import Console
 
     from ltr.compare.render import legend, rich_tables
 
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=160)
+    console = terminal_console(width=160)
     for table in rich_tables(comparison):
         console.print(table)
     for line in legend(comparison):

@@ -27,6 +27,7 @@ from ltr.experiment.external import MAX_K, MEASURE_NAMES, evaluate_rankings
 from ltr.metrics import PRESETS, Strata
 from ltr.metrics.conventions import DISCOUNTS, GAINS, TIES, ZERO_IDCG
 from ltr.metrics.measures import Measure, trec_eval_name
+from ltr.terminal import console as terminal_console
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -192,7 +193,6 @@ def _print_table(
     conv: dict[str, Any],
     preset: str | None,
 ) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     keys = [*strata.keys]
@@ -218,7 +218,7 @@ def _print_table(
         cells = [_fmt(summary.get(m.key))] + [_fmt(summary.get(f"{m.key}/{k}")) for k in keys]
         peer = trec_eval_name(m) if preset == "trec_eval" else None
         table.add_row(m.display if peer is None else f"{m.display} ({peer})", *cells)
-    console = Console()
+    console = terminal_console()
     console.print(table)
     console.print(
         f"no-result rate {summary['no_result_rate']:.4f}; "

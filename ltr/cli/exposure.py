@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from ltr.cli.args import OneLineParser
 from ltr.cli.json_out import dumps
 from ltr.errors import LtrUserError
+from ltr.terminal import console as terminal_console
 
 if TYPE_CHECKING:
     from ltr.metrics.exposure import ExposureReport
@@ -117,7 +118,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _print(report: ExposureReport, path: Path, advice: str | None) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     from ltr.metrics.exposure import COVERAGES
@@ -128,7 +128,7 @@ def _print(report: ExposureReport, path: Path, advice: str | None) -> None:
     table.add_column("examinations at <= k", justify="right")
     for k, click, exam in report.rows():
         table.add_row(str(k), f"{click:.1%}", f"{exam:.1%}")
-    console = Console()
+    console = terminal_console()
     console.print(table)
     points = ", ".join(f"{pct} % at k={report.k_for('exam', pct)}" for pct in COVERAGES)
     clicks = ", ".join(f"{pct} % at k={report.k_for('click', pct)}" for pct in COVERAGES)

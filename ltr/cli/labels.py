@@ -31,6 +31,7 @@ from ltr.cli.args import OneLineParser
 from ltr.cli.json_out import dumps
 from ltr.config.choices import Gain
 from ltr.errors import LtrUserError
+from ltr.terminal import console as terminal_console
 
 if TYPE_CHECKING:
     from ltr.metrics.label_audit import LabelAgreement
@@ -164,12 +165,11 @@ def _finite(value: float) -> float | None:
 def _print(
     agreement: LabelAgreement, ndcg: dict[str, dict[str, float]] | None, ks: list[int], name_a: str, name_b: str, n_queries: int
 ) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     from ltr.metrics import Strata
 
-    console = Console()
+    console = terminal_console()
     kappa = "n/a (one grade only)" if math.isnan(agreement.kappa) else f"{agreement.kappa:.4f}"
     console.print(
         f"A = {name_a}\nB = {name_b}\n{agreement.n_pairs} pairs in {n_queries} queries: exact agreement "

@@ -7,21 +7,35 @@ Each verb lives in its own module of :mod:`ltr.cli` (``train``, ``evaluate``, ``
 from __future__ import annotations
 
 import difflib
+import logging
 import os
 import select
 import sys
-import unicodedata
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from typing import NoReturn
 
 from ltr.cli.gc_policy import collect_rarely
 from ltr.cli.quick_exit import exit_now
-from ltr.errors import LtrUserError, Terminated
+from ltr.errors import DeviceFull, LtrUserError, Terminated
+from ltr.terminal import OutputStream, guarded, is_full, printable
+from ltr.tracking.lifecycle import stop_signals_recorded
+
+__all__ = ["EXIT_BROKEN_PIPE", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "EXIT_USER_ERROR", "VERBS", "main", "printable", "run"]
 
 VERBS = ("train", "rerun", "predict", "promote", "evaluate", "compare", "abtest", "exposure", "labels", "cache", "partition", "data", "ui", "completion")
+EXIT_FAILED = 1  # the command could not do its work: a full device (its output, a run's store)
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as git and coreutils end when their reader has gone
+
+#: Verbs run with SIGINT / SIGTERM recorded (:func:`ltr.tracking.lifecycle.stop_signals_recorded`):
+#: the first one stops the verb (exit 130 / 143, one line) even where its exception was swallowed
+#: (a thread, a garbage-collection callback); ``train`` installs the same handlers itself (before
+#: Hydra, for a sweep's launcher), ``partition`` records them around its own work, ``ui`` stops
+#: its server on them.
+SIGNALS_RECORDED = frozenset(VERBS) - {"train", "partition", "ui", "completion"}
 
 USAGE = """usage: ltr <command> [args...]   (ltr --version: the versions of ltr and its engines)
 
@@ -41,13 +55,6 @@ commands:
   ui [--port N]          open the MLflow UI on 127.0.0.1 against the default local store
   completion bash        print the bash completion script of ltr (verbs; ltr train's groups, options, keys)
 """
-
-
-def printable(text: str) -> str:
-    """``text`` with its control characters (ESC, BEL, CR, newlines, ...) written as escapes
-    (``\\x1b``): a message quoting a file's content (a TREC topic id) can never drive the
-    terminal (set its title, clear it) or break the one line an error is."""
-    return "".join(ch.encode("unicode_escape").decode("ascii") if unicodedata.category(ch) == "Cc" else ch for ch in text)
 
 
 def _notes(exc: BaseException) -> str:
@@ -71,8 +78,12 @@ def _drop_stdout() -> int:
     """Point standard output at the null device, so that nothing left in its buffer fails again
     when the process exits (the recipe of Python's ``signal`` docs, "Note on SIGPIPE"); returns
     :data:`EXIT_BROKEN_PIPE`."""
+    try:
+        fileno = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # no real file behind sys.stdout (a test's capture)
+        return EXIT_BROKEN_PIPE
     devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
+    os.dup2(devnull, fileno)
     os.close(devnull)
     return EXIT_BROKEN_PIPE
 
@@ -87,87 +98,173 @@ def _stdout_is_devnull() -> bool:
 def main(argv: list[str] | None = None) -> int:
     """Dispatch a verb; the one exit-code policy of every ``ltr`` command.
 
-    0 done; 1 some jobs of a sweep failed (listed above it); 2 a user error, printed as one
-    line ``ltr: error: ...`` without a traceback; 130 interrupted (Ctrl-C); 143 terminated
+    0 done; 1 some jobs of a sweep failed (listed above it), or a device was full (its output,
+    ``ltr evaluate ... > /dev/full``; a run's store), said in one line; 2 a user error, printed
+    as one line ``ltr: error: ...`` without a traceback; 130 interrupted (Ctrl-C); 143 terminated
     (SIGTERM); 141 its standard output was closed (a pipe whose reader ended early, ``ltr
     evaluate ... --json | head -1``): the command stops quietly, as git and coreutils do. An
-    interrupted run says which run it marked KILLED.
+    interrupted run says which run it marked KILLED. Everything the command prints goes
+    through one output layer (:mod:`ltr.terminal`): control characters of names, paths and
+    values are escapes, never bytes that drive the terminal.
     """
     args = sys.argv[1:] if argv is None else argv
+    with _output_layer() as (out, _err):
+        code = _guarded_main(args, out)
+    return code
+
+
+@contextmanager
+def _output_layer() -> Iterator[tuple[OutputStream, OutputStream]]:
+    """For the command's duration: ``sys.stdout`` and ``sys.stderr`` as :class:`OutputStream`s
+    (control characters escaped, the first write error kept), and log handlers that fail on a
+    closed or full stream quietly (no ``--- Logging error ---`` traceback: the command ends with
+    that fault's exit code instead)."""
+    saved, raise_exceptions = (sys.stdout, sys.stderr), logging.raiseExceptions
+    out, err = guarded(sys.stdout), guarded(sys.stderr)
+    sys.stdout, sys.stderr = out, err
+    logging.raiseExceptions = False
+    # MLflow logs each failed SQL statement with its traceback, then raises it: ltr says it in one line
+    sql_log = logging.getLogger("mlflow.store.db.utils")
+    sql_level = sql_log.level
+    sql_log.setLevel(logging.CRITICAL)
+    try:
+        yield out, err
+    finally:
+        sql_log.setLevel(sql_level)
+        logging.raiseExceptions = raise_exceptions
+        if (sys.stdout, sys.stderr) == (out, err):
+            sys.stdout, sys.stderr = saved
+
+
+def _say(line: str) -> None:
+    """One line on stderr; nothing when stderr itself cannot take it."""
+    with suppress(OSError, ValueError):
+        print(line, file=sys.stderr, flush=True)
+
+
+def _output_failed(out: OutputStream, exc: OSError | None = None) -> int | None:
+    """The exit code of a failed write to standard output: 141 when its reader has gone, 1 with
+    one line when the device is full; None when ``exc`` is not standard output's failure."""
+    failure = out.failure
+    if failure is None or (exc is not None and exc is not failure):
+        return None
+    if isinstance(failure, BrokenPipeError):
+        return _drop_stdout()
+    reason = "the device is full" if is_full(failure) else (failure.strerror or type(failure).__name__)
+    _drop_stdout()
+    _say(f"ltr: error: cannot write to standard output: {reason} ({printable(str(failure))})")
+    return EXIT_FAILED
+
+
+def _guarded_main(args: list[str], out: OutputStream) -> int:
+    """:func:`main` inside the output layer: the verb, then its output flushed, every failure
+    one line and its exit code."""
+    try:
+        code = _dispatch(args)
+        sys.stdout.flush()  # a full device or a gone reader shows at the flush: here, not at exit
+    except OSError as exc:
+        failed = _output_failed(out, exc)
+        if failed is None:
+            raise
+        return failed
+    failed = _output_failed(out)  # a write error that a log handler swallowed
+    return code if failed is None else failed
+
+
+def _verb(verb: str, rest: list[str]) -> int | None:
+    """Run ``verb`` with its arguments ``rest``: its exit code; None for an unknown verb."""
+    if verb in {"-h", "--help", "help"}:
+        print(USAGE)
+        return 0
+    if verb in {"-V", "--version"}:
+        from ltr.cli.version import version_line
+
+        print(version_line())
+        return 0
+    if verb == "train":
+        from ltr.cli.train import main as train_main
+
+        return train_main(rest)
+    if verb == "evaluate":
+        from ltr.cli.evaluate import main as evaluate_main
+
+        return int(evaluate_main(rest))
+    if verb == "cache":
+        from ltr.cli.cache import main as cache_main
+
+        return int(cache_main(rest))
+    if verb == "partition":
+        from ltr.cli.partition import main as partition_main
+
+        return partition_main(rest)
+    if verb == "data":
+        from ltr.cli.data import main as data_main
+
+        return data_main(rest)
+    if verb == "compare":
+        from ltr.cli.compare import main as compare_main
+
+        return int(compare_main(rest))
+    if verb == "exposure":
+        from ltr.cli.exposure import main as exposure_main
+
+        return int(exposure_main(rest))
+    if verb == "labels":
+        from ltr.cli.labels import main as labels_main
+
+        return int(labels_main(rest))
+    if verb == "abtest":
+        from ltr.cli.abtest import main as abtest_main
+
+        return abtest_main(rest)
+    if verb == "rerun":
+        from ltr.cli.rerun import main as rerun_main
+
+        return rerun_main(rest)
+    if verb == "predict":
+        from ltr.cli.predict import main as predict_main
+
+        return predict_main(rest)
+    if verb == "promote":
+        from ltr.cli.promote import main as promote_main
+
+        return promote_main(rest)
+    if verb == "ui":
+        from ltr.cli.ui import main as ui_main
+
+        return ui_main(rest)
+    if verb == "completion":
+        from ltr.cli.completion import main as completion_main
+
+        return completion_main(rest, VERBS)
+    return None
+
+
+def _dispatch(args: list[str]) -> int:
+    """Run the verb of ``args``; user errors and stops become their line and exit code."""
     verb, rest = (args[0], args[1:]) if args else ("", [])
     try:
-        if not args or verb in {"-h", "--help", "help"}:
+        if not args:
             print(USAGE)
-            return 0 if args else EXIT_USER_ERROR
-        if verb in {"-V", "--version"}:
-            from ltr.cli.version import version_line
-
-            print(version_line())
-            return 0
-        if verb == "train":
-            from ltr.cli.train import main as train_main
-
-            return train_main(rest)
-        if verb == "evaluate":
-            from ltr.cli.evaluate import main as evaluate_main
-
-            return int(evaluate_main(rest))
-        if verb == "cache":
-            from ltr.cli.cache import main as cache_main
-
-            return int(cache_main(rest))
-        if verb == "partition":
-            from ltr.cli.partition import main as partition_main
-
-            return partition_main(rest)
-        if verb == "data":
-            from ltr.cli.data import main as data_main
-
-            return data_main(rest)
-        if verb == "compare":
-            from ltr.cli.compare import main as compare_main
-
-            return int(compare_main(rest))
-        if verb == "exposure":
-            from ltr.cli.exposure import main as exposure_main
-
-            return int(exposure_main(rest))
-        if verb == "labels":
-            from ltr.cli.labels import main as labels_main
-
-            return int(labels_main(rest))
-        if verb == "abtest":
-            from ltr.cli.abtest import main as abtest_main
-
-            return abtest_main(rest)
-        if verb == "rerun":
-            from ltr.cli.rerun import main as rerun_main
-
-            return rerun_main(rest)
-        if verb == "predict":
-            from ltr.cli.predict import main as predict_main
-
-            return predict_main(rest)
-        if verb == "promote":
-            from ltr.cli.promote import main as promote_main
-
-            return promote_main(rest)
-        if verb == "ui":
-            from ltr.cli.ui import main as ui_main
-
-            return ui_main(rest)
-        if verb == "completion":
-            from ltr.cli.completion import main as completion_main
-
-            return completion_main(rest, VERBS)
+            return EXIT_USER_ERROR
+        if verb in SIGNALS_RECORDED:
+            with stop_signals_recorded():
+                code = _verb(verb, rest)
+        else:
+            code = _verb(verb, rest)
+        if code is not None:
+            return code
     except LtrUserError as exc:
-        print(f"ltr: error: {printable(str(exc))}", file=sys.stderr)
+        _say(f"ltr: error: {printable(str(exc))}")
         return EXIT_USER_ERROR
+    except DeviceFull as exc:
+        _say(f"ltr: error: {printable(str(exc))}")
+        return EXIT_FAILED
     except KeyboardInterrupt as exc:
-        print(f"ltr: interrupted{_notes(exc)}", file=sys.stderr)
+        _say(f"ltr: interrupted{printable(_notes(exc))}")
         return EXIT_INTERRUPTED
     except Terminated as exc:
-        print(f"ltr: terminated (SIGTERM){_notes(exc)}", file=sys.stderr)
+        _say(f"ltr: terminated (SIGTERM){printable(_notes(exc))}")
         return EXIT_TERMINATED
     except BrokenPipeError:
         if not stdout_closed():  # another pipe (a child process, a socket): not the reader of our output
@@ -179,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
         raise
     close = difflib.get_close_matches(verb, VERBS, n=1)
     hint = f"did you mean {close[0]!r}? " if close else ""
-    print(f"ltr: error: unknown command {verb!r}; {hint}commands: {', '.join(VERBS)} (ltr --help)", file=sys.stderr)
+    _say(f"ltr: error: unknown command {printable(repr(verb))}; {hint}commands: {', '.join(VERBS)} (ltr --help)")
     return EXIT_USER_ERROR
 
 
@@ -195,6 +292,10 @@ def run() -> NoReturn:
         sys.stdout.flush()  # what is still buffered: its reader may have gone too
     except BrokenPipeError:
         code = _drop_stdout()
+    except OSError as exc:
+        _drop_stdout()
+        _say(f"ltr: error: cannot write to standard output: {printable(str(exc))}")
+        code = EXIT_FAILED
     exit_now(code)
 
 

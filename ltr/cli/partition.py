@@ -86,6 +86,7 @@ from ltr.cli.args import OneLineParser
 from ltr.config.choices import FileFormat
 from ltr.config.data import DEFAULT_SEED, ParquetDataConfig, SplitConfig
 from ltr.errors import DataError, LtrUserError
+from ltr.terminal import console as terminal_console
 
 if TYPE_CHECKING:
     from ltr.dask.partition_files import PartitionWritten
@@ -246,7 +247,6 @@ class _WriteProgress:
         self._bar: Any = None
         self._tasks: dict[str, Any] = {}
         if sys.stderr.isatty():
-            from rich.console import Console
             from rich.progress import (
                 BarColumn,
                 MofNCompleteColumn,
@@ -258,7 +258,7 @@ class _WriteProgress:
             self._bar = Progress(
                 TextColumn("writing {task.description:<5}"), BarColumn(), MofNCompleteColumn(),
                 TextColumn("partitions"), TimeElapsedColumn(),
-                console=Console(stderr=True), transient=True,
+                console=terminal_console(stderr=True), transient=True,
             )
             for split, data in splits.items():
                 self._tasks[split] = self._bar.add_task(split, total=min(n_partitions[split], data.n_queries))

@@ -31,10 +31,11 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
 import hydra
 from hydra._internal.hydra import Hydra
+from hydra._internal.utils import get_args_parser
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import HydraException
 from hydra.types import RunMode
@@ -56,7 +57,7 @@ from ltr.config import search_path
 from ltr.config.completion import bash_script
 from ltr.config.compose import CONF_DIR, quote_non_ascii, user_message
 from ltr.config.store import register_configs
-from ltr.errors import LtrUserError, Terminated
+from ltr.errors import DeviceFull, LtrUserError, Terminated
 from ltr.sweeper.link import search_trial
 from ltr.tracking.lifecycle import (
     on_stop_signal,
@@ -119,10 +120,10 @@ log = logging.getLogger(__name__)
 
 
 class _UserErrorInJob(BaseException):
-    """Carries a single run's `LtrUserError` through Hydra (which reports any ``Exception`` a job
-    raises on lines of its own) to :func:`main`, which re-raises the error itself."""
+    """Carries a single run's `LtrUserError` (or `DeviceFull`) through Hydra (which reports any
+    ``Exception`` a job raises on lines of its own) to :func:`main`, which re-raises the error itself."""
 
-    def __init__(self, error: LtrUserError) -> None:
+    def __init__(self, error: LtrUserError | DeviceFull) -> None:
         super().__init__(str(error))
         self.error = error
 
@@ -157,7 +158,7 @@ def job(cfg: DictConfig) -> float:
         from ltr.experiment.run import run as run_experiment  # LightGBM, MLflow, pandas
 
         outcome = run_experiment(cfg, spec=spec, overrides=overrides, extra_tags=config_dir_tags(hydra_cfg))
-    except LtrUserError as exc:
+    except (LtrUserError, DeviceFull) as exc:
         raise _UserErrorInJob(exc) from exc
     if outcome.run_id:
         print(run_line(outcome.run_id, outcome.run_url, str(cfg.tracking.experiment), cfg.tracking.uri))
@@ -207,7 +208,7 @@ def _sweep_job(cfg: DictConfig, overrides: list[str]) -> float:
                 varying=varying_keys_for(hydra_cfg.sweep.dir),
                 on_run_start=started.append,
             )
-    except LtrUserError as exc:
+    except (LtrUserError, DeviceFull) as exc:
         log.error("job %s %s: %s", job_num, "failed" if started else "refused", exc)
         record_job_error(job_dir, str(exc))
         record_job_outcome(job_dir, "failed" if started else "refused")
@@ -235,12 +236,35 @@ def shell_completion(argv: list[str]) -> int:
     )
 
 
+class _ArgumentError(Exception):
+    """An argument Hydra's parser refuses (its message), instead of its usage and exit 2."""
+
+
+def _refuse(message: str) -> NoReturn:
+    raise _ArgumentError(message)
+
+
+def check_arguments(argv: list[str]) -> None:
+    """Refuse, in one line, the arguments Hydra's own parser would refuse with its 8-line usage
+    and no ``ltr: error:`` line (an unknown option, ``--cfg`` without its value): the same
+    parser, its error raised as a :class:`LtrUserError` with the hint ``ltr train --help``."""
+    if "--version" in argv:  # Hydra's parser prints its version and exits: let Hydra answer it
+        return
+    parser = get_args_parser()
+    parser.error = _refuse  # type: ignore[method-assign]
+    try:
+        parser.parse_args(argv)
+    except _ArgumentError as exc:
+        raise LtrUserError(f"{exc} (ltr train --help)") from None
+
+
 def main(argv: list[str]) -> int:
     """``ltr train ARGV``: run the Hydra app; config mistakes become one-line `LtrUserError`s."""
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises; ltr.cli.main prints one line
     if any(arg in ("-sc", "--shell-completion") or arg.startswith("--shell-completion=") for arg in argv):
         return shell_completion(argv)
     argv = [quote_non_ascii(arg) for arg in argv]
+    check_arguments(argv)
     sys.argv = ["ltr train", *argv]
     stop_signals.clear()  # a command starts from no recorded signal (an in-process caller may run several)
     install_signal_handlers()  # before Hydra: a sweep's launching process is stopped by the first signal too

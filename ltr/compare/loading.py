@@ -146,6 +146,16 @@ def _ordered_refs(refs: Sequence[str], baseline: str | None) -> list[str]:
     return list(refs) if baseline is None else [baseline, *refs]
 
 
+def check_n_resamples(n_resamples: int) -> None:
+    """Refuse ``--n-resamples`` below :data:`MIN_RESAMPLES`, whether or not a comparison is due
+    (``ltr promote`` with no model under the alias yet compares nothing, and still refuses it)."""
+    if n_resamples < MIN_RESAMPLES:
+        raise LtrUserError(
+            f"--n-resamples={n_resamples} is too few for a confidence interval or a p-value: give at least "
+            f"{MIN_RESAMPLES} (default 10000)"
+        )
+
+
 def load_comparison(
     refs: Sequence[str],
     *,
@@ -176,11 +186,7 @@ def load_comparison(
         Fewer than two distinct runs, an unknown run, a missing table or metric, or runs on
         different data or conventions without ``force``.
     """
-    if n_resamples < MIN_RESAMPLES:
-        raise LtrUserError(
-            f"--n-resamples={n_resamples} is too few for a confidence interval or a p-value: give at least "
-            f"{MIN_RESAMPLES} (default 10000)"
-        )
+    check_n_resamples(n_resamples)
     if not metrics:
         raise LtrUserError("no metric to compare")
     store = RunStore(find_tracking_uri(tracking_uri))

@@ -48,7 +48,22 @@ def read_label_columns(
             label_columns[0]: qrels.labels,
         })  # fmt: skip
     _no_duplicates(out, path)
+    for col in label_columns:
+        _no_negative(out, col, path)
     return out
+
+
+def _no_negative(pairs: pd.DataFrame, column: str, path: Path) -> None:
+    """Refuse a negative grade, as ``ltr train`` and ``ltr evaluate --data`` do: a kappa or a
+    confusion matrix over grade -1 measures a convention, not an agreement."""
+    labels = pairs[column].to_numpy()
+    negative = labels < 0
+    if negative.any():
+        i = int(np.argmax(negative))
+        raise DataError(
+            f"label {int(labels[i])} of {path} (row {i + 1}, qid {pairs['qid'].iloc[i]!r}, docno {pairs['docno'].iloc[i]!r}) "
+            "is negative; relevance grades must be 0, 1, 2, ... (shift or clip the labels)"
+        )
 
 
 def read_score_set(path: Path, *, qid_column: str = "qid", doc_column: str = "docno", score_column: str = "score") -> pd.DataFrame:

@@ -49,6 +49,7 @@ from numpy.typing import NDArray
 from ltr import kernels
 from ltr.data.validate import RawTable
 from ltr.errors import DataError
+from ltr.terminal import console as terminal_console
 
 CHUNK_BYTES = 32 << 20
 #: Threads that parse parts of a chunk at once (the kernel releases the GIL).
@@ -119,7 +120,6 @@ class _Progress:
             enabled = total >= PROGRESS_MIN_BYTES and sys.stderr.isatty()
         self._bar: Any = None
         if enabled:
-            from rich.console import Console
             from rich.progress import (
                 BarColumn,
                 DownloadColumn,
@@ -135,7 +135,7 @@ class _Progress:
                 DownloadColumn(),
                 TransferSpeedColumn(),
                 TimeRemainingColumn(),
-                console=Console(stderr=True),
+                console=terminal_console(stderr=True),
                 transient=True,
             )
             self._task = self._bar.add_task(path.name, total=total)

@@ -19,7 +19,7 @@ from typing import Any
 import lightgbm as lgb
 import numpy as np
 from numpy.typing import NDArray
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ltr.compare.abtest import (
@@ -33,6 +33,7 @@ from ltr.compare.abtest import (
 from ltr.compare.loading import run_labels
 from ltr.config.choices import RerankKind
 from ltr.config.data import SplitConfig, SyntheticClicksDataConfig
+from ltr.config.logged import read_logged_config
 from ltr.config.schema import RerankConfig
 from ltr.data.clicks import cart_probability, purchase_probability
 from ltr.data.load import load_click_splits
@@ -76,8 +77,7 @@ def _typed(node: Any, schema: type[Any], key: str, run: RunRecord) -> Any:
 
 def run_ranking(store: RunStore, run: RunRecord, label: str, *, split: str) -> RunRanking:
     """Re-make ``run``'s scores of ``split`` (see the module docstring)."""
-    raw = OmegaConf.create(store.text_artifact(run, "config/config.yaml"))
-    assert isinstance(raw, DictConfig)
+    raw = read_logged_config(store.text_artifact(run, "config/config.yaml"), f"run {run.run_id}")
     if raw.get("data", {}).get("kind") != "synthetic_clicks":
         raise LtrUserError(
             f"run {run.run_id} ({run.run_name!r}) is on data kind {raw.get('data', {}).get('kind')!r}: "
@@ -164,7 +164,7 @@ def load_abtest(
             f"{_duration(seconds)} to simulate, more than {_duration(MAX_SIMULATION_SECONDS)}: lower --days, "
             "--traffic-share or --sessions-per-day (the sessions for 80 % power are usually far fewer)"
         )
-    raw = OmegaConf.create(store.text_artifact(runs[0], "config/config.yaml"))
+    raw = read_logged_config(store.text_artifact(runs[0], "config/config.yaml"), f"run {runs[0].run_id}")
     strata = Strata(tuple(int(e) for e in raw.eval.strata))
     result = simulate_abtest(
         a.data.labels, a.data.offsets, a.scores, b.scores, click_model(a),

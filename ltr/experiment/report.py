@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ltr.metrics import Strata
+from ltr.terminal import console as terminal_console
 
 Summary = Mapping[str, float]
 
@@ -61,7 +62,6 @@ def to_markdown(header: list[str], rows: list[list[str]]) -> str:
 
 def print_table(header: list[str], rows: list[list[str]], *, title: str) -> None:
     """Print the table to stdout with rich."""
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=title)
@@ -69,4 +69,4 @@ def print_table(header: list[str], rows: list[list[str]], *, title: str) -> None
         table.add_column(name, justify="left" if i == 0 else "right")
     for row in rows:
         table.add_row(*row)
-    Console().print(table)
+    terminal_console().print(table)

@@ -29,6 +29,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from ltr.config.compose import compose_train, one_line
 from ltr.config.data import DATA_OPTIONS
+from ltr.config.logged import read_logged_config
 from ltr.errors import LtrUserError
 from ltr.experiment.checks import check_config
 from ltr.experiment.spec import ExperimentSpec
@@ -129,7 +130,7 @@ def run_spec(config_text: str, record: RunRecord) -> ExperimentSpec:
     ``ltr train`` checks, but for the existence of its data paths (they may be gone: the model
     scores other data without them)."""
     try:
-        logged = OmegaConf.create(config_text)
+        logged = read_logged_config(config_text, f"run {record.short_id}")
         kind = OmegaConf.select(logged, "data.kind")
         option = next((name for name, schema in DATA_OPTIONS.items() if schema.kind == kind), None)
         composed = compose_train([f"data={option}"] if option else [], what=f"the config of run {record.short_id}")
@@ -179,10 +180,11 @@ def load_run(ref: str, *, tracking_uri: str | None = None, experiment: str = "lt
 
 
 def _open_store(uri: str) -> RunStore:
-    """The store through MLflow (imported here: a local finished run is read without it)."""
+    """The store through MLflow (imported here: a local finished run is read without it), as it
+    is: ``ltr predict`` reaps no dead run."""
     from ltr.tracking.runs import RunStore
 
-    return RunStore(uri)
+    return RunStore(uri, reap=False)
 
 
 def _load_local(local: LocalRun) -> LoggedRun | None:

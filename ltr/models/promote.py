@@ -36,12 +36,13 @@ from mlflow.utils.validation import (  # MLflow's own rules: what its registry w
     _validate_model_name,
 )
 
-from ltr.compare.loading import LoadedComparison, load_comparison
+from ltr.compare.loading import LoadedComparison, check_n_resamples, load_comparison
 from ltr.errors import LtrUserError
 from ltr.models.logged import require_finished
 from ltr.tracking import find_tracking_uri
 from ltr.tracking.mlflow_uris import pointed_at
 from ltr.tracking.runs import RunRecord, RunStore
+from ltr.tracking.store import read_only_store
 from ltr.tracking.uri import ui_path, ui_url
 
 #: Tags of a registered version (and what a later promotion compares against).
@@ -206,6 +207,7 @@ def plan_promotion(
     """Resolve ``ref`` (a run or a sweep parent) and compare it with the alias's holder on
     ``split``; a name or alias MLflow would refuse is refused first (:func:`check_names`)."""
     check_names(name, alias)
+    check_n_resamples(n_resamples)
     store = RunStore(find_tracking_uri(tracking_uri))
     run, notes = _candidate(store, ref, experiment)
     model_uri = run.tags.get("ltr.model_uri")
@@ -272,6 +274,12 @@ def apply_promotion(plan: PromotionPlan, *, force: bool = False) -> Promotion:
         raise LtrUserError(
             f"run {plan.run.short_id} has {plan.metric} = {plan.value:.6f}, below {plan.name}@{plan.alias} "
             f"(version {plan.holder.version if plan.holder else '?'}: {plan.holder_value:.6f}); not promoted (--force to promote it anyway)"
+        )
+    read_only = read_only_store(plan.store.uri)
+    if read_only is not None:
+        raise LtrUserError(
+            f"the store {read_only} can only be read: ltr promote registers the model of run {plan.run.short_id} "
+            "in its Model Registry; promote in a store you can write"
         )
     client = MlflowClient(tracking_uri=plan.store.uri, registry_uri=plan.store.uri)
     run = plan.run

@@ -9,6 +9,7 @@ found and marked KILLED the next time the store is opened (``ltr.tracking.store`
 
 from __future__ import annotations
 
+import errno
 import signal
 import sys
 import threading
@@ -17,7 +18,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-from ltr.errors import Terminated
+from ltr.errors import DeviceFull, Terminated
 from ltr.tracking.base import RunStatus, Tracker
 
 _DEFERRED = {signal.SIGINT, signal.SIGTERM}
@@ -185,6 +186,42 @@ def _restore(mask: set[int | signal.Signals] | None, swapped: dict[int, Any], he
         raise raised
 
 
+#: ``errno`` of a full device: no space, a quota, a file size limit (``ulimit -f``).
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+#: What sqlite says of a full disk (``SQLITE_FULL``), through sqlalchemy and MLflow.
+_SQLITE_FULL = "database or disk is full"
+
+
+def full_device(exc: BaseException, *, store: str | None = None) -> str | None:
+    """What was full when ``exc`` (or an exception it was raised from) is a write to a full
+    device: ``"<path>: no space left on the device"``, the path from the error (an artifact) or
+    ``store`` (a store's sqlite error names no file); None for any other error."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, OSError) and cause.errno in _FULL:
+            path = cause.filename or store or "a file"
+            return f"{path}: {cause.strerror or 'no space left on the device'}"
+        if _SQLITE_FULL in str(cause):
+            return f"{store or 'the MLflow store'}: the database or its disk is full"
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def _end_failed(tracker: Tracker, error: str) -> bool:
+    """End the run FAILED with ``error`` where the store can still take it (True); a store too
+    full to record it is left as it is (False: the run stays RUNNING until a command that can
+    write the store reaps it)."""
+    try:
+        end_run(tracker, RunStatus.FAILED, error=error)
+    except Exception as exc:
+        if full_device(exc) is None:
+            raise
+        return False
+    return True
+
+
 def end_run(tracker: Tracker, status: RunStatus, *, error: str | None = None) -> None:
     """End ``tracker``'s run with ``status`` (and the ``ltr.error`` tag), signals deferred."""
     with signals_deferred():
@@ -204,7 +241,8 @@ def tracked_run(
     FINISHED when the block returns, KILLED on ``KeyboardInterrupt`` / :class:`Terminated`
     or on any exception raised once a stop signal was recorded (:func:`as_stop`: the stop's
     exception is raised instead), FAILED on any other exception (its type and message become the
-    ``ltr.error`` tag); the exception is re-raised.
+    ``ltr.error`` tag); the exception is re-raised, but for a write to a full device
+    (:func:`full_device`): :class:`DeviceFull`, one line naming what was full.
     """
     raise_if_stop_requested()
     with signals_deferred():
@@ -215,6 +253,12 @@ def tracked_run(
     except BaseException as raised:
         exc = as_stop(raised)
         if not isinstance(exc, KeyboardInterrupt | Terminated):
+            full = full_device(exc, store=getattr(tracker, "store_path", None))
+            if full is not None:  # one line naming what was full, not MLflow's SQL
+                ended = _end_failed(tracker, f"DeviceFull: {full}")
+                if run_id is not None:
+                    full += f"; run {run_id} is marked FAILED" if ended else f"; run {run_id} could not be marked FAILED (the store is full)"
+                raise DeviceFull(full) from raised
             end_run(tracker, RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
             raise
         end_run(tracker, RunStatus.KILLED, error=f"{type(exc).__name__}: interrupted")

@@ -23,7 +23,7 @@ from ltr.errors import LtrUserError
 from ltr.tracking.base import RunStatus
 from ltr.tracking.mlflow_uris import pointed_at
 from ltr.tracking.store import ensure_store, process_tags, reap_dead_runs
-from ltr.tracking.store_lock import sqlite_store_lock
+from ltr.tracking.store_lock import sqlite_db_path, sqlite_store_lock
 from ltr.tracking.uri import UI_PORT, VIEW_KEY, artifact_root_for, ui_url
 
 log = logging.getLogger(__name__)
@@ -49,6 +49,9 @@ class MlflowTracker:
 
     def __init__(self, uri: str, experiment: str) -> None:
         self.uri = uri
+        db = sqlite_db_path(uri)
+        #: The store as a message names it when its disk is full (``ltr.tracking.lifecycle.full_device``).
+        self.store_path = str(db) if db is not None else uri
         self.experiment_name = experiment
         self.run_id: str | None = None
         self.enabled = True

@@ -96,16 +96,17 @@ class RunStore:
         whose database file does not exist is refused (MLflow would create an empty store).
     """
 
-    def __init__(self, uri: str) -> None:
+    def __init__(self, uri: str, *, reap: bool = True) -> None:
         if uri.startswith("sqlite:///"):
             db = Path(uri.removeprefix("sqlite:///"))
             if not db.is_file():
                 var = environment_variable_of(uri)
                 origin = f"${var}={uri}" if var else f"from {uri}"
                 raise LtrUserError(f"no MLflow store at {db} ({origin}); train a run first or pass --tracking-uri")
-        # Same path as the trackers: URI checked, store checked under its lock, dead runs reaped.
+        # Same path as the trackers: URI checked, store checked under its lock, dead runs reaped
+        # (``reap``; never in a store that can only be read).
         self.uri = check_tracking_uri(uri, writable=False)
-        self.client: MlflowClient = open_client(self.uri, create=False)
+        self.client: MlflowClient = open_client(self.uri, create=False, reap=reap)
         #: What resolving references decided on the user's behalf (a name of several runs).
         self.notes: list[str] = []
 

@@ -559,14 +559,45 @@ def _readable_only(db: Path) -> bool:
         touch_lock_file(db)
     except LtrUserError:
         return True
+    return sqlite_read_only(db)
+
+
+def sqlite_read_only(db: Path) -> bool:
+    """True when sqlite itself cannot write the store at ``db``: a write transaction that changes
+    nothing (``PRAGMA user_version`` set to its value, rolled back) fails with "attempt to write
+    a readonly database" (a file of mode 0444 for another user, an immutable file, a read-only
+    mount). A store busy with another writer is not read-only."""
+
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=rw", uri=True, timeout=0, isolation_level=None)  # busy: not read-only
+    except sqlite3.Error:
+        return False
+    try:
+        con.execute("BEGIN IMMEDIATE")
+        version = int(con.execute("PRAGMA user_version").fetchone()[0])
+        con.execute(f"PRAGMA user_version = {version}")
+        con.execute("ROLLBACK")
+    except sqlite3.OperationalError as exc:
+        return "readonly" in str(exc)
+    finally:
+        con.close()
     return False
 
 
-def open_client(uri: str, *, create: bool = False) -> Any:
-    """An ``MlflowClient`` on a checked store, dead runs of all experiments reaped.
+def read_only_store(uri: str) -> Path | None:
+    """The database file of the sqlite store ``uri`` when it can only be read; None otherwise
+    (a store it can write, a server store)."""
+    db = sqlite_db_path(uri)
+    return db if db is not None and db.exists() and _readable_only(db) else None
 
-    For commands that read the store (``ltr ui``, ``ltr compare``). A sqlite store in a directory
-    we cannot write is opened as it is, if complete (no lock, no reaping).
+
+def open_client(uri: str, *, create: bool = False, reap: bool = True) -> Any:
+    """An ``MlflowClient`` on a checked store, dead runs of all experiments reaped (``reap``).
+
+    For commands that read the store (``ltr ui``, ``ltr compare``; ``ltr predict`` with
+    ``reap=False``: it leaves the store as it is). A sqlite store we cannot write (its directory,
+    or the file as sqlite finds it: :func:`sqlite_read_only`) is opened as it is, if complete
+    (no lock, no reaping).
     """
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
@@ -581,7 +612,8 @@ def open_client(uri: str, *, create: bool = False) -> Any:
         with sqlite_store_lock(uri):
             ensure_store(uri, create=create)
             client = MlflowClient(tracking_uri=uri)
-            reap_dead_runs(client, _experiment_ids(client))
+            if reap:
+                reap_dead_runs(client, _experiment_ids(client))
             return client
     except MlflowException as exc:
         raise LtrUserError(
@@ -762,5 +794,7 @@ __all__ = [
     "open_client",
     "process_identity",
     "process_tags",
+    "read_only_store",
     "reap_dead_runs",
+    "sqlite_read_only",
 ]

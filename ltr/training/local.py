@@ -33,6 +33,7 @@ from ltr.config.schema import FitConfig, ModelConfig
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
 from ltr.metrics import MetricConventions
+from ltr.terminal import console as terminal_console
 from ltr.tracking.lifecycle import raise_if_stop_requested
 from ltr.training.binned import binned_datasets, drop_entry
 from ltr.training.binned_store import BinnedStore
@@ -164,6 +165,7 @@ class ProgressDisplay:
                 TextColumn("{task.fields[status]}"),
                 TimeElapsedColumn(),
                 transient=False,
+                console=terminal_console(stderr=True),
             )
             self._task = self._progress.add_task("boosting", total=total, status="")
             self._progress.start()
