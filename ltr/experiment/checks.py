@@ -235,6 +235,17 @@ def _check_strata(eval_cfg: EvalConfig) -> Strata:
 
 
 def _check_conventions(eval_cfg: EvalConfig) -> MetricConventions:
+    weights = getattr(eval_cfg, "position_weights", None)
+    if weights is not None and str(eval_cfg.discount) != "log2_rank_plus_1":
+        raise LtrUserError(
+            f"eval.position_weights replaces eval.discount={eval_cfg.discount}: set one of them"
+        )
+    if eval_cfg.gain is not None and str(eval_cfg.gain) == "value":
+        raise LtrUserError(
+            "eval.gain=value: ltr train evaluates the labels it trains on, and LightGBM's lambdarank "
+            "needs integer grades; train on grades and evaluate the real values (revenue, margin) with "
+            "ltr evaluate --gain value --data FILE --scores PREDS (ltr predict writes the scores)"
+        )
     try:
         conventions = resolve_conventions(
             None if eval_cfg.preset is None else str(eval_cfg.preset),
@@ -243,7 +254,7 @@ def _check_conventions(eval_cfg: EvalConfig) -> MetricConventions:
             zero_idcg=None if eval_cfg.zero_idcg is None else str(eval_cfg.zero_idcg),
             label_gain=eval_cfg.label_gain,
             rel_threshold=int(eval_cfg.rel_threshold),
-            discount=str(eval_cfg.discount),
+            discount=str(eval_cfg.discount) if weights is None else tuple(float(w) for w in weights),
             discount_base=float(eval_cfg.discount_base),
         )
     except ValueError as exc:

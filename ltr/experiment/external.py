@@ -194,7 +194,7 @@ def evaluate_rankings(
             discount=parse_discount(discount), discount_base=discount_base,
         )
     except ValueError as exc:
-        raise LtrUserError(f"--{str(exc)}" if str(exc).startswith(("preset ", "discount")) else str(exc)) from None
+        raise LtrUserError(f"--{exc!s}" if str(exc).startswith(("preset ", "discount")) else str(exc)) from None
     if conventions.gain == "value" and err_max_grade is not None:
         raise LtrUserError("--err-max-grade is a grade; with --gain value ERR normalises by the largest value of the data")
     table_ks = ks + [c for c in composite_ks(composites) if c not in ks]  # a composite's part may be cut elsewhere
