@@ -541,7 +541,7 @@ def _ingest_qrels(
             label[slow] = _int_labels(raw, lines, tops, path)
         else:
             values[slow] = _real_labels(raw, lines, tops, path)
-    if values is not None:  # real relevance values: coded as indices into their distinct values
+    if values is not None and values_out is not None:  # real relevance: codes into the distinct values
         fast = np.ones(m, dtype=bool)
         fast[slow] = False
         values[:m][fast] = label[:m][fast]

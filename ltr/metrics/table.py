@@ -37,7 +37,7 @@ def metric_columns(ks: Sequence[int]) -> list[str]:
 
 
 def per_query_table(
-    labels: NDArray[np.integer],
+    labels: NDArray[np.integer] | NDArray[np.floating],
     scores: NDArray[np.floating],
     offsets: NDArray[np.int64],
     qids: NDArray[np.generic],
@@ -45,7 +45,7 @@ def per_query_table(
     ks: Sequence[int] = (5, 10),
     conventions: MetricConventions = _DEFAULT_CONVENTIONS,
     strata: Strata = _DEFAULT_STRATA,
-    ideal_labels: NDArray[np.integer] | None = None,
+    ideal_labels: NDArray[np.integer] | NDArray[np.floating] | None = None,
     ideal_offsets: NDArray[np.int64] | None = None,
     tie_keys: NDArray[np.generic] | None = None,
     max_gain: float | None = None,
@@ -115,14 +115,14 @@ def per_query_table(
 
 
 def per_query_columns(
-    labels: NDArray[np.integer],
+    labels: NDArray[np.integer] | NDArray[np.floating],
     scores: NDArray[np.floating],
     offsets: NDArray[np.int64],
     qids: NDArray[np.generic],
     *,
     ks: Sequence[int] = (5, 10),
     conventions: MetricConventions = _DEFAULT_CONVENTIONS,
-    ideal_labels: NDArray[np.integer] | None = None,
+    ideal_labels: NDArray[np.integer] | NDArray[np.floating] | None = None,
     ideal_offsets: NDArray[np.int64] | None = None,
     tie_keys: NDArray[np.generic] | None = None,
     max_gain: float | None = None,
@@ -234,13 +234,13 @@ def check_scores_not_nan(
 
 
 def measure_arrays(
-    labels: NDArray[np.integer],
+    labels: NDArray[np.integer] | NDArray[np.floating],
     scores: NDArray[np.floating],
     offsets: NDArray[np.int64],
     *,
     ks: Sequence[int] = (5, 10),
     conventions: MetricConventions = _DEFAULT_CONVENTIONS,
-    ideal_labels: NDArray[np.integer] | None = None,
+    ideal_labels: NDArray[np.integer] | NDArray[np.floating] | None = None,
     ideal_offsets: NDArray[np.int64] | None = None,
     tie_keys: NDArray[np.generic] | None = None,
     max_gain: float | None = None,
