@@ -18,6 +18,8 @@ from ltr.compare.comparison import Comparison, compare_runs
 from ltr.data.fingerprint import EVAL_TAG, TRAIN_TAG, WHOLE_TAG
 from ltr.errors import LtrUserError
 from ltr.metrics import IdcgReport
+from ltr.metrics.composite import composite_columns
+from ltr.metrics.composite_rules import parse_composite
 from ltr.tracking import find_tracking_uri
 from ltr.tracking.runs import TAG_COMPARED, TAG_KIND, RunRecord, RunStore
 from ltr.tracking.sweep_summary import child_runs
@@ -197,8 +199,13 @@ def load_comparison(
     force: bool = False,
     seed: int = 0,
     n_resamples: int = 10_000,
+    composites: Sequence[str] = (),
 ) -> LoadedComparison:
     """Resolve ``refs`` in the store, check they are comparable, load and compare them.
+
+    ``composites``: ``name=0.4*ndcg_at_3+0.6*ndcg_at_10`` texts (``ltr compare --composite``, the
+    syntax of ``ltr evaluate --composite``): each is computed per query on every run's table (as
+    ``ltr train`` computes ``eval.composite``) and compared after ``metrics``.
 
     Parameters
     ----------
@@ -221,6 +228,10 @@ def load_comparison(
             f"--n-resamples={n_resamples} is too few for a confidence interval or a p-value: give at least "
             f"{MIN_RESAMPLES} (default 10000)"
         )
+    extra: dict[str, dict[str, float]] = {}
+    for text in composites:
+        extra |= parse_composite(str(text))
+    metrics = [*metrics, *(name for name in extra if name not in metrics)]
     if not metrics:
         raise LtrUserError("no metric to compare")
     store = RunStore(find_tracking_uri(tracking_uri))
@@ -247,6 +258,8 @@ def load_comparison(
     else:
         notes = [*store.notes, *check_compatible(runs, labels, force=force, split=split)]
         tables = [store.per_query_table(run, split) for run in runs]
+    if extra:
+        tables = [_with_composites(t, extra, label) for t, label in zip(tables, labels, strict=True)]
     comparison = compare_runs(
         tables, labels, metrics=list(dict.fromkeys(metrics)), baseline=0, seed=seed, n_resamples=n_resamples
     )
@@ -262,3 +275,18 @@ def load_comparison(
         ],
     }
     return LoadedComparison(replace(comparison, meta=meta), tuple(runs), store, split, tuple(notes))
+
+
+def _with_composites(table: pd.DataFrame, composites: dict[str, dict[str, float]], label: str) -> pd.DataFrame:
+    """``table`` with a column per composite (:func:`ltr.metrics.composite.composite_columns`);
+    a part the run's table lacks is one line naming the run."""
+    for name, parts in composites.items():
+        missing = [p for p in parts if p not in table.columns]
+        if missing:
+            raise LtrUserError(
+                f"--composite {name}: run {label!r} has no per-query {missing[0]!r} (its eval.k, or a composite part, "
+                "decides the table's cut-offs)"
+            )
+    made = composite_columns(table, composites)
+    return pd.concat([table.drop(columns=[c for c in made.columns if c in table.columns]), made], axis=1)
+

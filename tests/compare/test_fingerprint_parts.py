@@ -74,3 +74,8 @@ def test_clicks_trained_and_relevance_trained_runs_of_one_log_compare(
     assert "judged on the same test data" in err
     with pytest.raises(LtrUserError, match=r"different data: ltr.data.eval_fingerprint.test differs .*the evaluation data"):
         main([ids["clicks"], ids["other"], "--tracking-uri", uri])
+    # a composite in the syntax of ltr evaluate --composite, computed on each run's table
+    blend = "blend=0.5*ndcg_at_5+0.5*ndcg_at_10"
+    assert main([ids["clicks"], ids["relevance"], "--tracking-uri", uri, "--json", "--n-resamples", "200", "--composite", blend]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["metrics"] == ["blend"]

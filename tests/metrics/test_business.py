@@ -140,3 +140,32 @@ def test_k_note_on_short_lists(trec: tuple[Path, Path], capsys: pytest.CaptureFi
     assert "note: K=100 exceeds the longest list (5 documents)" in err
     assert evaluate_cli.main(["--qrels", str(qrels), "--run", str(run), "--k", "5", "--gain", "value"]) == 0
     assert "note:" not in capsys.readouterr().err
+
+
+def test_one_composite_syntax_for_a_sweep_objective() -> None:
+    """``optimized_metric`` takes the text of ``ltr evaluate --composite`` after the split."""
+    from ltr.experiment.checks import check_config
+    from tests.conftest import compose_train
+
+    spec = check_config(compose_train(['optimized_metric="valid/blend=0.4*ndcg_at_3+0.6*ndcg_at_10"']))
+    assert spec.optimized_metric == "valid/blend"
+    assert spec.composites == {"blend": {"ndcg_at_3": 0.4, "ndcg_at_10": 0.6}}
+    assert 3 in spec.table_ks
+    assert spec.params()["eval.composite.blend.ndcg_at_3"] == 0.4
+    with pytest.raises(LtrUserError, match=r"'0\.4\*ndcg@3' is not weight\*measure"):
+        check_config(compose_train(['optimized_metric="valid/blend=0.4*ndcg@3"']))
+
+
+def test_train_refuses_value_gains_with_the_rule_and_takes_position_weights() -> None:
+    from ltr.experiment.checks import check_config
+    from ltr.experiment.record import discount_text
+    from tests.conftest import compose_train
+
+    with pytest.raises(LtrUserError, match=r"eval.gain=value: .*integer grades.*ltr evaluate --gain value"):
+        check_config(compose_train(["eval.gain=value"]))
+    spec = check_config(compose_train(["eval.position_weights=[1.0,0.7,0.5]"]))
+    assert spec.conventions.discount == (1.0, 0.7, 0.5)
+    assert spec.params()["eval.discount"] == "weights 1,0.7,0.5"
+    assert discount_text(spec.conventions) == "weights 1,0.7,0.5"
+    with pytest.raises(LtrUserError, match=r"eval.position_weights replaces eval.discount=jarvelin"):
+        check_config(compose_train(["eval.position_weights=[1.0]", "eval.discount=jarvelin"]))
