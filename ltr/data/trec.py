@@ -262,7 +262,7 @@ def _int_labels(
             raise DataError(
                 f"line {lines[i]} of {path}: relevance {_text(r)!r} (topic "
                 f"{_text(topics[i])}) is not an integer; real-valued relevance (revenue, margin) "
-                "is a value gain: --gain value (eval.gain=value)"
+                "is a value gain: ltr evaluate --gain value"
             ) from None
         labels[i] = int(v)
     return labels

@@ -132,7 +132,7 @@ def check_labels(
             raise DataError(
                 f"label {labels[i]:g} at {_where(table, i)} is not an integer; ranking objectives "
                 "need integer grades: round the labels, or set data.integer_labels=false for a "
-                "pointwise objective (to evaluate real values such as revenue: --gain value)"
+                "pointwise objective (to evaluate real values such as revenue: ltr evaluate --gain value)"
             )
     if max_label is not None and labels.size:
         too_big = labels > max_label

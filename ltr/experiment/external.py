@@ -413,7 +413,12 @@ def _evaluate_data(
             feature_columns=[], n_features=n_features, value_labels=conventions.gain == "value",
         )  # fmt: skip
     except DataError as exc:  # the reader's advice names training's config keys: here they are flags
-        raise DataError(_as_flags(str(exc))) from None
+        message = str(exc)
+        head, sep, _ = message.partition(" is not an integer; ranking objectives")
+        if sep:  # a real-valued label: say where, and that it is a value gain
+            column = f" (column {label_column!r})" if table_format_by_name(data_path) is not None else ""
+            message = f"{head}{column} is not an integer grade; --gain value evaluates real values (revenue, margin) as gains"
+        raise DataError(_as_flags(message)) from None
     if isinstance(scores, str | Path):
         values, where = read_scores(Path(scores)), f"scores file {scores}"
     else:

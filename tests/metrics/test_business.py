@@ -75,8 +75,10 @@ def test_value_gains_from_tables_and_text(tmp_path: Path) -> None:
     for data, column in ((parquet, "revenue"), (text, "label")):
         r = evaluate_rankings(data=data, scores=scores, gain="value", k=[5], label_column=column)
         assert r.summary["ndcg_at_5"] == pytest.approx(DCG5 / IDCG5, abs=1e-12)
-    with pytest.raises(LtrUserError, match=r"label 12\.5 at .* is not an integer.*--gain value"):
+    with pytest.raises(LtrUserError, match=r"label 12\.5 at line 1 of .*revenue.txt is not an integer grade; --gain value"):
         evaluate_rankings(data=text, scores=scores, k=[5])
+    with pytest.raises(LtrUserError, match=r"label 12\.5 at row 1 of .* \(column 'revenue'\) is not an integer grade; --gain value"):
+        evaluate_rankings(data=parquet, scores=scores, k=[5], label_column="revenue")
 
 
 def test_integer_grades_as_values_equal_linear_gain() -> None:
