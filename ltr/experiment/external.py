@@ -132,7 +132,7 @@ def evaluate_rankings(
     ties: str | None = None,
     zero_idcg: str | None = None,
     rel_threshold: int | None = None,
-    discount: str | Sequence[float] | None = None,
+    discount: str | Path | Sequence[float] | None = None,
     discount_base: float | None = None,
     err_max_grade: int | None = None,
     strata: Sequence[int] | str = DEFAULT_STRATA,
