@@ -4,6 +4,7 @@ the run's advice, the parts of the data fingerprinted apart."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
@@ -26,5 +27,5 @@ def test_position_weights_and_the_k_note_in_a_run(small_cfg: Callable[..., DictC
     history = client.get_metric_history(outcome.run_id, "iter/valid/ndcg_at_100000")
     assert max(history, key=lambda m: m.step).value == run.data.metrics["valid/ndcg_at_100000"]
     summary = client.download_artifacts(outcome.run_id, "report/summary.md")
-    text = open(summary, encoding="utf-8").read()
+    text = Path(summary).read_text(encoding="utf-8")
     assert "K=100000 exceeds the longest list" in text
