@@ -360,7 +360,7 @@ def evaluate(
     ties: str | None = None,
     zero_idcg: str | None = None,
     rel_threshold: int | None = None,
-    discount: str | None = None,
+    discount: str | Path | Sequence[float] | None = None,
     discount_base: float | None = None,
     err_max_grade: int | None = None,
     strata: Sequence[int] = DEFAULT_STRATA,
@@ -368,6 +368,7 @@ def evaluate(
     max_docs: int | None = None,
     per_query: str | Path | None = None,
     measures: Sequence[str] | None = None,
+    composite: Sequence[str] | None = None,
 ) -> RankingEvaluation:
     """Evaluate rankings made elsewhere: ``ltr evaluate`` from Python.
 
@@ -379,8 +380,11 @@ def evaluate(
     k : cut-offs (distinct, 1 to 1,000,000)
     preset : ``"trec_eval"``, ``"lightgbm"`` or ``"sklearn"``: a peer's conventions, which
         ``gain``, ``label_gain``, ``ties``, ``zero_idcg`` and ``rel_threshold`` then override
+    gain : ``"exp"``, ``"linear"`` or ``"value"`` (real labels, revenue or margin, are the gains)
     discount, discount_base : ``"log2_rank_plus_1"`` (default) or ``"jarvelin"`` with its base
-        (default 2), as ``--discount`` / ``--discount-base``
+        (default 2), as ``--discount`` / ``--discount-base``; or explicit position weights (a
+        list, ``"1,0.7,0.5"``, or a file of weights; positions beyond them weigh 0)
+    composite : composites as ``["blend=0.4*ndcg_at_3+0.6*ndcg_at_10"]`` (``--composite``)
     strata : lower edges of the list-length strata, increasing from 1
     missing_topics, max_docs, err_max_grade : as ``ltr evaluate --help`` says
     per_query : also write the per-query table there (``.csv`` or ``.parquet``)
@@ -425,7 +429,7 @@ def evaluate(
         qrels=qrels, run=run, data=data, scores=scores, k=k, preset=preset, gain=gain,
         label_gain=label_gain, ties=ties, zero_idcg=zero_idcg, rel_threshold=rel_threshold,
         discount=discount, discount_base=discount_base, err_max_grade=err_max_grade, strata=strata, missing_topics=missing_topics,
-        max_docs=max_docs, per_query=per_query, measures=measures,
+        max_docs=max_docs, per_query=per_query, measures=measures, composite=composite,
     )  # fmt: skip
 
 

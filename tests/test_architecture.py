@@ -62,6 +62,7 @@ LAZY_ALLOWED = {
     "pyarrow": "Parquet and CSV readers only for those formats",
     "ltr.data.readers": "ltr evaluate's TREC input needs none of ltr's file readers (pyarrow for their doc ids)",
     "pandas": "ltr evaluate's JSON and terminal output make no DataFrame: pandas where a per-query table is made or a scores file parsed",
+    "ltr.metrics.composite": "its pandas tables only when ltr evaluate is asked for a --composite (issue 31: no DataFrame otherwise)",
     "multiprocessing": "the signal handler asks whether it runs in a launcher worker",
     "socket": "`ltr ui` checks its port",
     "optuna": "searches only: every `ltr train` job imports ltr.sweeper.link, a search's job needs Optuna",

@@ -42,6 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--metric", dest="metrics", action="append", metavar="NAME",
         help="per-query metric column, repeatable (default: ndcg_at_10)",
     )
+    parser.add_argument(
+        "--composite", action="append", metavar="NAME=W*MEASURE+...",
+        help="compare a weighted sum of per-query measures, e.g. blend=0.4*ndcg_at_3+0.6*ndcg_at_10 "
+        "(repeatable; the syntax of ltr evaluate --composite; its parts must be columns of the runs' tables)",
+    )
     parser.add_argument("--experiment", default="ltr", help="experiment of run names, and of --log (default: ltr)")
     parser.add_argument("--tracking-uri", default=None, help="tracking store (default: $LTR_TRACKING_URI, $MLFLOW_TRACKING_URI, ./mlflow.db, the project root's mlflow.db)")
     output = parser.add_mutually_exclusive_group()
@@ -100,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         tracking_uri=args.tracking_uri,
         experiment=args.experiment,
         split=args.split,
-        metrics=args.metrics or ["ndcg_at_10"],
+        metrics=args.metrics or ([] if args.composite else ["ndcg_at_10"]),
+        composites=args.composite or [],
         force=args.force,
         seed=args.seed,
         n_resamples=args.n_resamples,

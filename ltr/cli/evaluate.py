@@ -101,7 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--gain",
         choices=GAINS,
         help="exp: 2**label - 1, for labels 0..1023 (LightGBM's training default covers 0..30; "
-        "evaluation needs no label_gain above 30); linear: the label (trec_eval, sklearn)",
+        "evaluation needs no label_gain above 30); linear: the label (trec_eval, sklearn); "
+        "value: the label is a real value >= 0 (revenue, margin) and the gain itself, in qrels, "
+        "table label columns and text labels alike",
     )
     conv.add_argument(
         "--label-gain",
@@ -130,10 +132,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     conv.add_argument(
         "--discount",
-        choices=DISCOUNTS,
-        help="position discount of DCG and IDCG: log2_rank_plus_1 (default: 1/log2(rank+1)) or "
-        "jarvelin (Järvelin and Kekäläinen's classic DCG: rank 1 undiscounted, then "
-        "1/log_b(rank); b = --discount-base)",
+        metavar="NAME|WEIGHTS|FILE",
+        help=f"position discount of DCG and IDCG: {DISCOUNTS[0]} (default: 1/log2(rank+1)), "
+        f"{DISCOUNTS[1]} (Järvelin and Kekäläinen's classic DCG: rank 1 undiscounted, then "
+        "1/log_b(rank); b = --discount-base), or an explicit weight per position: 1,0.7,0.5 or "
+        "a file of weights (one per position); positions beyond the weights weigh 0",
     )
     conv.add_argument(
         "--discount-base",
@@ -141,6 +144,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="B",
         help="the base b of --discount jarvelin, a number > 1 (default 2): ranks below b are "
         "not discounted",
+    )
+    conv.add_argument(
+        "--composite",
+        action="append",
+        metavar="NAME=W*MEASURE+...",
+        help="a weighted sum of per-query measures, e.g. blend=0.4*ndcg_at_3+0.6*ndcg_at_10 "
+        "(repeatable): overall and per stratum, and a column of --per-query, as ltr train's "
+        "eval.composite",
     )
     out = p.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print the summary as JSON (counts as integers)")
@@ -174,15 +185,21 @@ def main(argv: list[str] | None = None) -> int:
         qid_column=args.qid_column,
         label_column=args.label_column,
         n_features=args.n_features,
+        composite=args.composite,
     )
     if args.json:
         print(dumps(result.summary))
     else:
-        _print_table(result.summary, result.table_measures(), result.strata, result.conventions.describe(), args.preset)
+        _print_table(
+            result.summary, result.table_measures(), result.strata, result.conventions.describe(), args.preset,
+            list(result.composites),
+        )
         if result.counts:
             print(", ".join(f"{k} {v}" for k, v in result.counts.items()))
         if result.low_idcg_note:
             print(result.low_idcg_note)
+    for line in result.k_notes:  # a note, not an error: on stderr, so --json stays JSON
+        print(f"note: {line}", file=sys.stderr)
     return 0
 
 
@@ -192,7 +209,9 @@ def _print_table(
     strata: Strata,
     conv: dict[str, Any],
     preset: str | None,
+    composites: list[str] | None = None,
 ) -> None:
+    composites = composites or []
     from rich.table import Table
 
     keys = [*strata.keys]
@@ -202,6 +221,8 @@ def _print_table(
         labels.append("empty")
     if conv.get("discount") == "log2_rank_plus_1":
         conv = {k: v for k, v in conv.items() if k != "discount_base"}  # the base is jarvelin's only
+    if isinstance(conv.get("discount"), tuple):
+        conv = conv | {"discount": ",".join(f"{w:g}" for w in conv["discount"])}
     conv_text = ", ".join(f"{k}={v}" for k, v in conv.items() if v is not None)
     title = f"ltr evaluate ({'preset ' + preset + ': ' if preset else ''}{conv_text})"
     table = Table(title=title, title_justify="left")
@@ -218,6 +239,8 @@ def _print_table(
         cells = [_fmt(summary.get(m.key))] + [_fmt(summary.get(f"{m.key}/{k}")) for k in keys]
         peer = trec_eval_name(m) if preset == "trec_eval" else None
         table.add_row(m.display if peer is None else f"{m.display} ({peer})", *cells)
+    for name in composites:
+        table.add_row(name, _fmt(summary.get(name)), *(_fmt(summary.get(f"{name}/{k}")) for k in keys))
     console = terminal_console()
     console.print(table)
     console.print(

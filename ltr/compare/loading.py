@@ -15,14 +15,20 @@ import pandas as pd
 from scipy import stats
 
 from ltr.compare.comparison import Comparison, compare_runs
+from ltr.data.fingerprint import EVAL_TAG, TRAIN_TAG, WHOLE_TAG
 from ltr.errors import LtrUserError
 from ltr.metrics import IdcgReport
+from ltr.metrics.composite import composite_columns
+from ltr.metrics.composite_rules import parse_composite
 from ltr.tracking import find_tracking_uri
 from ltr.tracking.runs import TAG_COMPARED, TAG_KIND, RunRecord, RunStore
 from ltr.tracking.sweep_summary import child_runs
 
-#: Tag of the data a run was evaluated on; runs must agree on it.
-FINGERPRINT_TAG = "ltr.data.fingerprint"
+#: Tag of the whole data of a run; runs without `EVAL_FINGERPRINT_TAG` must agree on it.
+FINGERPRINT_TAG = WHOLE_TAG
+#: Tags of what a run is judged on and what it trained on (:mod:`ltr.data.fingerprint`).
+EVAL_FINGERPRINT_TAG = EVAL_TAG
+TRAIN_FINGERPRINT_TAG = TRAIN_TAG
 #: Tags of the metric conventions runs must agree on. ``ltr.eval.k`` is not among them: runs
 #: with different cut-offs compare fine on a metric both have (a missing column is an error).
 CONVENTION_TAGS = ("ltr.eval.gain", "ltr.eval.ties", "ltr.eval.zero_idcg", "ltr.eval.discount", "ltr.eval.strata")
@@ -65,21 +71,55 @@ def run_labels(runs: Sequence[RunRecord]) -> list[str]:
     ]
 
 
-def check_compatible(runs: Sequence[RunRecord], labels: Sequence[str], *, force: bool) -> list[str]:
+def data_tag(runs: Sequence[RunRecord], split: str | None) -> str:
+    """The fingerprint tag runs must agree on to be compared on ``split``: what they are judged
+    on (``ltr.data.eval_fingerprint.{split}``, else ``ltr.data.eval_fingerprint``) when every run
+    has it, else the whole data's (``ltr.data.fingerprint``: runs logged before the parts were
+    fingerprinted apart, and partitioned data)."""
+    for tag in ((f"{EVAL_FINGERPRINT_TAG}.{split}",) if split else ()) + (EVAL_FINGERPRINT_TAG,):
+        if all(tag in r.tags for r in runs):
+            return tag
+    return FINGERPRINT_TAG
+
+
+def _parts_that_differ(runs: Sequence[RunRecord]) -> str:
+    """``" (the evaluation data differs; the training data differs)"``: which fingerprinted parts
+    differ, when every run has them; else ``""``."""
+    parts = []
+    for tag, what in ((EVAL_FINGERPRINT_TAG, "evaluation data (queries, documents, grades)"), (TRAIN_FINGERPRINT_TAG, "training data")):
+        values = [r.tags.get(tag) for r in runs]
+        if None not in values:
+            parts.append(f"the {what} {'differs' if len(set(values)) > 1 else 'is the same'}")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def check_compatible(
+    runs: Sequence[RunRecord], labels: Sequence[str], *, force: bool, split: str | None = None
+) -> list[str]:
     """Refuse runs on different data or conventions (one-line `LtrUserError`) unless ``force``.
 
+    Data: runs must agree on what they are judged on (:func:`data_tag`: the evaluated split's
+    queries, documents and grades), not on what they trained on: a clicks-trained and a
+    relevance-trained run of one click log compare (a note says the training data differs).
     Returns notes for the user: what differs when forced, or that no fingerprint could be checked.
     """
     notes: list[str] = []
-    for tag in (FINGERPRINT_TAG, *CONVENTION_TAGS):
+    compared_on = data_tag(runs, split)
+    if compared_on != FINGERPRINT_TAG:
+        whole = {r.tags.get(FINGERPRINT_TAG) for r in runs}
+        if len(whole) > 1 and len({r.tags.get(compared_on) for r in runs}) == 1:
+            notes.append(f"the runs trained on different data but are judged on the same {split or 'evaluated'} data ({compared_on}): compared")
+    for tag in (compared_on, *CONVENTION_TAGS):
         values = [r.tags.get(tag, _TAG_DEFAULTS.get(tag, _MISSING)) for r in runs]
         if len(set(values)) == 1:
-            if tag == FINGERPRINT_TAG and values[0] == _MISSING:
+            if tag == compared_on and values[0] == _MISSING:
                 notes.append(f"no run has a {tag} tag: cannot check they were evaluated on the same data")
             continue
-        what = "different data" if tag == FINGERPRINT_TAG else "different metric conventions"
+        what = "different data" if tag == compared_on else "different metric conventions"
         listed = ", ".join(f"{lab!r}={val}" for lab, val in zip(labels, values, strict=True))
         message = f"runs were evaluated on {what}: {tag} differs ({listed})"
+        if tag == compared_on:
+            message += _parts_that_differ(runs)
         if not force:
             raise LtrUserError(f"{message}; pass --force to compare them anyway")
         notes.append(f"--force: {message}")
@@ -114,7 +154,9 @@ def cv_folds(store: RunStore, run: RunRecord) -> dict[str, RunRecord]:
     return dict(sorted(by_fold.items()))
 
 
-def check_fold_pairs(folds: Sequence[dict[str, RunRecord]], labels: Sequence[str], *, force: bool) -> list[str]:
+def check_fold_pairs(
+    folds: Sequence[dict[str, RunRecord]], labels: Sequence[str], *, force: bool, split: str | None = None
+) -> list[str]:
     """Same folds in every sweep, and each fold's runs comparable (`check_compatible`)."""
     names = [tuple(f) for f in folds]
     if len(set(names)) != 1:
@@ -122,7 +164,7 @@ def check_fold_pairs(folds: Sequence[dict[str, RunRecord]], labels: Sequence[str
         raise LtrUserError(f"the sweeps ran different folds ({listed})")
     notes: list[str] = []
     for fold in names[0]:
-        notes += check_compatible([f[fold] for f in folds], [f"{lab} fold {fold}" for lab in labels], force=force)
+        notes += check_compatible([f[fold] for f in folds], [f"{lab} fold {fold}" for lab in labels], force=force, split=split)
     return sorted(set(notes))
 
 
@@ -167,8 +209,13 @@ def load_comparison(
     force: bool = False,
     seed: int = 0,
     n_resamples: int = 10_000,
+    composites: Sequence[str] = (),
 ) -> LoadedComparison:
     """Resolve ``refs`` in the store, check they are comparable, load and compare them.
+
+    ``composites``: ``name=0.4*ndcg_at_3+0.6*ndcg_at_10`` texts (``ltr compare --composite``, the
+    syntax of ``ltr evaluate --composite``): each is computed per query on every run's table (as
+    ``ltr train`` computes ``eval.composite``) and compared after ``metrics``.
 
     Parameters
     ----------
@@ -187,6 +234,10 @@ def load_comparison(
         different data or conventions without ``force``.
     """
     check_n_resamples(n_resamples)
+    extra: dict[str, dict[str, float]] = {}
+    for text in composites:
+        extra |= parse_composite(str(text))
+    metrics = [*metrics, *(name for name in extra if name not in metrics)]
     if not metrics:
         raise LtrUserError("no metric to compare")
     store = RunStore(find_tracking_uri(tracking_uri))
@@ -206,13 +257,15 @@ def load_comparison(
     if any(folds) and not all(folds):
         raise LtrUserError("compare cross-validation sweeps with cross-validation sweeps (a parent run with cv/ metrics) only")
     if all(folds):  # CV sweeps: fold by fold, the per-query tables of all folds together
-        notes = [*store.notes, *check_fold_pairs(folds, labels, force=force)]
+        notes = [*store.notes, *check_fold_pairs(folds, labels, force=force, split=split)]
         tables = [pd.concat([store.per_query_table(child, split) for child in by_fold.values()], ignore_index=True)
                   for by_fold in folds]
         notes.append(fold_paired_test(store, folds, labels, split=split, metric=metrics[0]))
     else:
-        notes = [*store.notes, *check_compatible(runs, labels, force=force)]
+        notes = [*store.notes, *check_compatible(runs, labels, force=force, split=split)]
         tables = [store.per_query_table(run, split) for run in runs]
+    if extra:
+        tables = [_with_composites(t, extra, label) for t, label in zip(tables, labels, strict=True)]
     comparison = compare_runs(
         tables, labels, metrics=list(dict.fromkeys(metrics)), baseline=0, seed=seed, n_resamples=n_resamples
     )
@@ -228,3 +281,18 @@ def load_comparison(
         ],
     }
     return LoadedComparison(replace(comparison, meta=meta), tuple(runs), store, split, tuple(notes))
+
+
+def _with_composites(table: pd.DataFrame, composites: dict[str, dict[str, float]], label: str) -> pd.DataFrame:
+    """``table`` with a column per composite (:func:`ltr.metrics.composite.composite_columns`);
+    a part the run's table lacks is one line naming the run."""
+    for name, parts in composites.items():
+        missing = [p for p in parts if p not in table.columns]
+        if missing:
+            raise LtrUserError(
+                f"--composite {name}: run {label!r} has no per-query {missing[0]!r} (its eval.k, or a composite part, "
+                "decides the table's cut-offs)"
+            )
+    made = composite_columns(table, composites)
+    return pd.concat([table.drop(columns=[c for c in made.columns if c in table.columns]), made], axis=1)
+

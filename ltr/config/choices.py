@@ -26,10 +26,12 @@ class TrainerKind(StrEnum):
 
 
 class Gain(StrEnum):
-    """``exp``: ``2**label - 1``; ``linear``: ``label``."""
+    """``exp``: ``2**label - 1``; ``linear``: ``label``; ``value``: a real label is the gain
+    (``ltr evaluate --gain value``; ``ltr train`` refuses it: LightGBM trains on integer grades)."""
 
     exp = "exp"
     linear = "linear"
+    value = "value"
 
 
 class Ties(StrEnum):

@@ -142,6 +142,8 @@ class EvalConfig:
     # position discount of DCG/IDCG/NDCG and the per-round curves; jarvelin's base: discount_base
     discount: Discount = Discount.log2_rank_plus_1
     discount_base: float = field(default=2.0, metadata=allowed(gt=1, le=1e6))
+    # explicit weight per position 1, 2, ... in place of eval.discount (positions beyond: 0)
+    position_weights: list[float] | None = field(default=None, metadata=allowed(ge=0, min_len=1))
     strata: list[int] = field(default_factory=lambda: [1, 11, 51], metadata=allowed(ge=1, le=INT32_MAX, min_len=1))  # lower edges
     idcg_bins: int = field(default=30, metadata=allowed(ge=1, le=10**6))
     splits: list[str] = field(default_factory=lambda: ["valid", "test"], metadata=allowed(min_len=1, choices=EVAL_SPLITS))

@@ -137,3 +137,38 @@ def _update(h: Any, data: RankingData) -> Any:
         h.update(f"{name}:{arr.dtype.str}:{arr.shape}".encode())
         h.update(arr.reshape(-1).view(np.uint8).data)
     return h
+
+
+#: Tag of the whole data (every split the trainer sees, with its training labels); as before.
+WHOLE_TAG = "ltr.data.fingerprint"
+#: Tag of what a run is judged on: the queries, documents and grades of its evaluated splits
+#: (``eval.splits``, with the evaluation labels: ``data.eval_labels`` on click data).
+EVAL_TAG = "ltr.data.eval_fingerprint"
+#: Tag of what a run learns from: the train and valid splits with their training labels.
+TRAIN_TAG = "ltr.data.train_fingerprint"
+
+
+def part_fingerprints(training: Splits, evaluation: Splits, eval_splits: list[str]) -> dict[str, str]:
+    """The fingerprints of a run's parts, as tags: `EVAL_TAG` over the evaluated splits of
+    ``evaluation`` (each split's name and `content_hash`), ``EVAL_TAG + "." + split`` per
+    evaluated split, and `TRAIN_TAG` over ``training``'s train and valid splits. Two runs that
+    judge on the same data share `EVAL_TAG` whatever labels they trained on (a click log's
+    ``data.train_labels``); `WHOLE_TAG` is unchanged and still tells them apart.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> d = RankingData.from_group_sizes(np.zeros((3, 2)), np.array([1, 0, 2]), np.array([7, 9]), np.array([2, 1]))
+    >>> other = RankingData.from_group_sizes(np.zeros((3, 2)), np.array([0, 0, 1]), np.array([7, 9]), np.array([2, 1]))
+    >>> a = part_fingerprints(Splits(d, d, d), Splits(d, d, d), ["test"])
+    >>> b = part_fingerprints(Splits(other, other, d), Splits(d, d, d), ["test"])
+    >>> a[EVAL_TAG] == b[EVAL_TAG], a[TRAIN_TAG] == b[TRAIN_TAG], sorted(a)
+    (True, False, ['ltr.data.eval_fingerprint', 'ltr.data.eval_fingerprint.test', 'ltr.data.train_fingerprint'])
+    """
+    parts = dict(evaluation.items())
+    per_split = {name: content_hash(parts[name]) for name in eval_splits}
+    whole_eval = hashlib.sha256("".join(f"{n}:{h};" for n, h in per_split.items()).encode()).hexdigest()[:HASH_HEX_DIGITS]
+    train = hashlib.sha256(
+        "".join(f"{n}:{content_hash(d)};" for n, d in training.items() if n != "test").encode()
+    ).hexdigest()[:HASH_HEX_DIGITS]
+    return {EVAL_TAG: whole_eval, **{f"{EVAL_TAG}.{n}": h for n, h in per_split.items()}, TRAIN_TAG: train}

@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from ltr.data.click_file import TABLE_SUFFIXES, integer_column, read_table_file
+from ltr.data.click_file import integer_column, read_table_file
+from ltr.data.file_names import pairs_file_kind
 from ltr.data.trec import read_qrels, read_run
 from ltr.errors import DataError
 
@@ -24,8 +25,10 @@ KEY = ["qid", "docno"]
 
 
 def is_table(path: Path) -> bool:
-    """True for a CSV / TSV / Parquet name (else the file is read as TREC qrels or run)."""
-    return path.suffix.lower() in TABLE_SUFFIXES
+    """True when ``path`` is read as a table, else as TREC qrels or run: the one rule of every
+    command (:func:`ltr.data.file_names.pairs_file_kind`: by name, then by content, so a
+    ``run.txt`` or ``qrels.old`` is TREC and a ``.txt`` with a header row a table)."""
+    return pairs_file_kind(path) == "table"
 
 
 def read_label_columns(

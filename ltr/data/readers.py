@@ -147,8 +147,12 @@ def read_ranking_file(
     cache_dir: str | Path | None = None,
     cache_max_mb: int | None = DEFAULT_MAX_MB,
     progress: bool | None = None,
+    value_labels: bool = False,
 ) -> RankingData:
     """Read one ranking file into a validated `RankingData`.
+
+    ``value_labels``: keep the labels as real values (float64, finite and >= 0: value gains,
+    ``ltr evaluate --gain value``), not integer grades; never cached.
 
     Parameters
     ----------
@@ -231,6 +235,8 @@ def read_ranking_file(
             )
         options["behaviour_columns"] = [str(c) for c in behaviour_columns]
         cache_dir = None  # the parse cache does not store behaviour columns: read the table itself
+    if value_labels:
+        cache_dir = None  # the parse cache holds integer grades
     if not path.is_file():
         raise DataError(f"data file {path} does not exist; check the path")
     sources = [path] if qfile is None or fmt != "lightgbm" else [path, qfile]
@@ -259,7 +265,7 @@ def read_ranking_file(
     notes: list[str] = []
     data = to_ranking_data(
         table, name=display_name, integer_labels=integer_labels, max_label=max_label,
-        max_list_len=max_list_len, notes=notes,
+        max_list_len=max_list_len, notes=notes, value_labels=value_labels,
     )
     logger.info(
         "parsed %s: %d rows, %d queries, %d features in %.2f s",

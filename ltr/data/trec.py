@@ -25,6 +25,7 @@ plus a 32 MiB window of the run file. `read_qrels` and `read_run` list a file's 
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import math
 import mmap
@@ -100,6 +101,22 @@ class TrecEvalInput:
     n_judged_topics_without_run: int = 0
     n_rows_unjudged: int = 0
     n_rows_over_max_docs: int = 0
+    #: ``read_trec(values=True)``: the distinct relevance values, ascending; ``labels`` and
+    #: ``ideal_labels`` are then indices into it (`UNJUDGED` aside): see `value_labels`.
+    gain_values: NDArray[np.float64] | None = None
+
+    def value_labels(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Ranked and judged labels as the real values of the qrels (``read_trec(values=True)``),
+        NaN for a ranked docno without a judgment."""
+        if self.gain_values is None:
+            return self.labels.astype(np.float64), self.ideal_labels.astype(np.float64)
+        out = []
+        for codes in (self.labels, self.ideal_labels):
+            v = np.full(codes.shape[0], np.nan)
+            judged = codes != UNJUDGED
+            v[judged] = self.gain_values[codes[judged]]
+            out.append(v)
+        return out[0], out[1]
 
     def counts(self) -> dict[str, int]:
         """The counts above as a dict (for the summary and ``--json``)."""
@@ -206,6 +223,26 @@ def _short_line(path: Path, buf: NDArray[np.uint8], at: int, what: str, need: in
     )
 
 
+def _real_labels(
+    raw: NDArray[np.bytes_], lines: NDArray[np.int64], topics: NDArray[np.bytes_], path: Path
+) -> NDArray[np.float64]:
+    """Relevance values that are not plain integers, as real values (``read_trec(values=True)``):
+    finite and >= 0, or an error naming the line."""
+    out = np.zeros(raw.shape[0], dtype=np.float64)
+    for i, r in enumerate(raw.tolist()):
+        try:
+            v = float(r)
+        except ValueError:
+            v = math.nan
+        if not (math.isfinite(v) and v >= 0):
+            raise DataError(
+                f"line {lines[i]} of {path}: relevance {_text(r)!r} (topic {_text(topics[i])}) "
+                "is not a finite value >= 0 (a value gain)"
+            ) from None
+        out[i] = v
+    return out
+
+
 def _int_labels(
     raw: NDArray[np.bytes_], lines: NDArray[np.int64], topics: NDArray[np.bytes_], path: Path
 ) -> NDArray[np.int64]:
@@ -224,7 +261,8 @@ def _int_labels(
         if not (math.isfinite(v) and v == round(v) and abs(v) < 2**62):
             raise DataError(
                 f"line {lines[i]} of {path}: relevance {_text(r)!r} (topic "
-                f"{_text(topics[i])}) is not an integer"
+                f"{_text(topics[i])}) is not an integer; real-valued relevance (revenue, margin) "
+                "is a value gain: ltr evaluate --gain value"
             ) from None
         labels[i] = int(v)
     return labels
@@ -377,8 +415,12 @@ def read_trec(
     *,
     missing_topics: str = "skip",
     max_docs: int | None = None,
+    values: bool = False,
 ) -> TrecEvalInput:
     """Read a TREC run and its qrels and join them as trec_eval 10.0 does.
+
+    ``values``: relevance may be any finite real >= 0 (value gains: revenue, margin); the
+    labels are then codes into ``gain_values`` (`TrecEvalInput.value_labels` gives the values).
 
     The files are memory-mapped and read by compiled kernels: the run a window of
     `WINDOW_BYTES` at a time (pages already read are released), topics interned and docnos
@@ -417,11 +459,13 @@ def read_trec(
         kernel = kernels.load("ltr.data._trec_kernel", small=small)
         cap = int(np.count_nonzero(qbuf == _NEWLINE)) + 1  # judgments at most
         topics = _Topics(cap)
-        judged = _ingest_qrels(qpath, qbuf, rbuf, topics, cap, kernel)
+        found: list[NDArray[np.float64]] | None = [] if values else None
+        judged = _ingest_qrels(qpath, qbuf, rbuf, topics, cap, kernel, found)
         # no name holds the run's rows here, so _join frees each column when done with it
-        return _join(qpath, rpath, qbuf, rbuf, topics, judged,
+        joined = _join(qpath, rpath, qbuf, rbuf, topics, judged,
                      _ingest_run(rpath, rbuf, rmm, qbuf, topics, judged, kernel), missing_topics,
                      max_docs, kernel)  # fmt: skip
+    return joined if not found else dataclasses.replace(joined, gain_values=found[0])
 
 
 @dataclass(frozen=True, slots=True)
@@ -461,10 +505,13 @@ def _line_start(buf: NDArray[np.uint8], offset: int) -> int:
 
 
 def _ingest_qrels(
-    path: Path, qbuf: NDArray[np.uint8], rbuf: NDArray[np.uint8], topics: _Topics, cap: int, kernel: Any
+    path: Path, qbuf: NDArray[np.uint8], rbuf: NDArray[np.uint8], topics: _Topics, cap: int, kernel: Any,
+    values_out: list[NDArray[np.float64]] | None = None,
 ) -> _Judgments:
     """Intern the qrels' topics and fill the judgment table (the qrels are read whole; ``cap``:
-    an upper bound of their lines)."""
+    an upper bound of their lines). With ``values_out`` (a list), relevance may be any finite
+    real >= 0: the labels are then codes into the distinct values, appended to ``values_out``."""
+    values = None if values_out is None else np.zeros(cap, dtype=np.float64)
     size = 1 << max(4, int(2 * cap - 1).bit_length())
     slots = np.full(size, -1, dtype=np.int64)
     topic, d0, d1 = (np.zeros(cap, dtype=np.int64) for _ in range(3))
@@ -490,7 +537,25 @@ def _ingest_qrels(
         starts = [_line_start(qbuf, int(a)) for a in v0[slow]]
         lines = np.array([_line_no(qbuf, a) for a in starts], dtype=np.int64)
         tops = np.array([_line_text(qbuf, a).split()[0].encode() for a in starts], dtype=bytes)
-        label[slow] = _int_labels(raw, lines, tops, path)
+        if values is None:
+            label[slow] = _int_labels(raw, lines, tops, path)
+        else:
+            values[slow] = _real_labels(raw, lines, tops, path)
+    if values is not None and values_out is not None:  # real relevance: codes into the distinct values
+        fast = np.ones(m, dtype=bool)
+        fast[slow] = False
+        values[:m][fast] = label[:m][fast]
+        neg = np.flatnonzero(values[:m] < 0)
+        if neg.shape[0]:
+            i = int(neg[0])
+            start = _line_start(qbuf, int(d0[i]))
+            raise DataError(
+                f"line {_line_no(qbuf, start)} of {path}: relevance {values[i]:g} (topic "
+                f"{_line_text(qbuf, start).split()[0]}) is negative; a value gain must be >= 0"
+            )
+        table = np.unique(values[:m])
+        label[:m] = np.searchsorted(table, values[:m])
+        values_out.append(table)
     return _Judgments(slots, topic[:m], d0[:m], d1[:m], hashes[:m], label[:m])
 
 

@@ -86,7 +86,8 @@ class RawTable:
 
 
 def check_labels(
-    table: RawTable, *, integer_labels: bool = True, max_label: int | None = LIGHTGBM_MAX_DEFAULT_LABEL
+    table: RawTable, *, integer_labels: bool = True, max_label: int | None = LIGHTGBM_MAX_DEFAULT_LABEL,
+    value_labels: bool = False,
 ) -> NDArray[np.int32]:
     """Return the labels as int32 after checking them; raise `DataError` on the first bad one.
 
@@ -113,6 +114,11 @@ def check_labels(
             i = int(np.argmax(bad))
             raise DataError(f"label {labels[i]} at {_where(table, i)} {what}")
     neg = labels < 0
+    if neg.any() and value_labels:
+        i = int(np.argmax(neg))
+        raise DataError(f"label {labels[i]:g} at {_where(table, i)} is negative; a value gain (revenue, margin) must be >= 0")
+    if value_labels:  # real values as they are (value gains; ltr evaluate --gain value)
+        return labels  # type: ignore[return-value]  # float64 here: the caller asked for values
     if neg.any():
         i = int(np.argmax(neg))
         raise DataError(
@@ -126,7 +132,7 @@ def check_labels(
             raise DataError(
                 f"label {labels[i]:g} at {_where(table, i)} is not an integer; ranking objectives "
                 "need integer grades: round the labels, or set data.integer_labels=false for a "
-                "pointwise objective"
+                "pointwise objective (to evaluate real values such as revenue: ltr evaluate --gain value)"
             )
     if max_label is not None and labels.size:
         too_big = labels > max_label
@@ -237,6 +243,7 @@ def to_ranking_data(
     max_label: int | None = LIGHTGBM_MAX_DEFAULT_LABEL,
     max_list_len: int | None = LIGHTGBM_MAX_LIST_LEN,
     notes: list[str] | None = None,
+    value_labels: bool = False,
 ) -> RankingData:
     """Validate a parsed table and build its `RankingData` (rows contiguous per query).
 
@@ -252,7 +259,7 @@ def to_ranking_data(
             f"{table.source} has no data rows (an empty file, or only blank lines and comments); "
             "check the path, or regenerate the file"
         )
-    labels = check_labels(table, integer_labels=integer_labels, max_label=max_label)
+    labels = check_labels(table, integer_labels=integer_labels, max_label=max_label, value_labels=value_labels)
     for note in table.notes:
         logger.warning("%s", note)
         if notes is not None:

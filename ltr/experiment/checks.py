@@ -44,7 +44,7 @@ from ltr.errors import DataError, LtrUserError
 from ltr.experiment.guardrails import parse_constraints
 from ltr.experiment.spec import Composites, ExperimentSpec, diversity_measures
 from ltr.metrics import Measure, MetricConventions, Strata, resolve_conventions
-from ltr.metrics.composite_rules import check_composites, composite_ks
+from ltr.metrics.composite_rules import check_composites, composite_ks, parse_composite
 from ltr.metrics.measures import table_measures
 from ltr.training.feature_params import check_feature_params
 from ltr.training.settings import (
@@ -71,7 +71,7 @@ def check_config(cfg: DictConfig, *, paths: bool = True) -> ExperimentSpec:
     ks = _check_ks(config.eval)
     strata = _check_strata(config.eval)
     conventions = _check_conventions(config.eval)
-    composites = _check_composites(config.eval)
+    composites = _check_composites(config.eval) | _objective_composites(config)
     table_ks = ks + tuple(k for k in composite_ks(composites) if k not in ks)
     _check_eval(config.eval)
     early_stopping_metric = _check_fit(config.fit, ks)
@@ -235,6 +235,17 @@ def _check_strata(eval_cfg: EvalConfig) -> Strata:
 
 
 def _check_conventions(eval_cfg: EvalConfig) -> MetricConventions:
+    weights = getattr(eval_cfg, "position_weights", None)
+    if weights is not None and str(eval_cfg.discount) != "log2_rank_plus_1":
+        raise LtrUserError(
+            f"eval.position_weights replaces eval.discount={eval_cfg.discount}: set one of them"
+        )
+    if eval_cfg.gain is not None and str(eval_cfg.gain) == "value":
+        raise LtrUserError(
+            "eval.gain=value: ltr train evaluates the labels it trains on, and LightGBM's lambdarank "
+            "needs integer grades; train on grades and evaluate the real values (revenue, margin) with "
+            "ltr evaluate --gain value --data FILE --scores PREDS (ltr predict writes the scores)"
+        )
     try:
         conventions = resolve_conventions(
             None if eval_cfg.preset is None else str(eval_cfg.preset),
@@ -243,7 +254,7 @@ def _check_conventions(eval_cfg: EvalConfig) -> MetricConventions:
             zero_idcg=None if eval_cfg.zero_idcg is None else str(eval_cfg.zero_idcg),
             label_gain=eval_cfg.label_gain,
             rel_threshold=int(eval_cfg.rel_threshold),
-            discount=str(eval_cfg.discount),
+            discount=str(eval_cfg.discount) if weights is None else tuple(float(w) for w in weights),
             discount_base=float(eval_cfg.discount_base),
         )
     except ValueError as exc:
@@ -258,6 +269,38 @@ def _check_composites(eval_cfg: EvalConfig) -> Composites:
     }
     check_composites(composites)
     return composites
+
+
+def _objective_composites(config: TrainConfig) -> Composites:
+    """Composites defined in ``optimized_metric`` (a sweep's objectives), in the syntax of ``ltr
+    evaluate --composite``: ``valid/blend=0.4*ndcg_at_3+0.6*ndcg_at_10`` is the key
+    ``valid/blend`` of the composite ``eval.composite.blend={ndcg_at_3: 0.4, ndcg_at_10: 0.6}``.
+    The key is rewritten to ``valid/blend`` and the composite added to ``eval.composite`` (so the
+    run logs it as every composite); a name ``eval.composite`` defines with other weights is an
+    error."""
+    raw = config.optimized_metric
+    if raw is None:
+        return {}
+    many = isinstance(raw, list | tuple | ListConfig)
+    keys = [str(k) for k in raw] if many else [str(raw)]
+    found: dict[str, dict[str, float]] = {}
+    rewritten = []
+    for key in keys:
+        split, slash, rest = key.partition("/")
+        if not slash or "=" not in rest:
+            rewritten.append(key)
+            continue
+        one = parse_composite(rest, where=f"optimized_metric={key!r}:")
+        name, parts = next(iter(one.items()))
+        known = (config.eval.composite or {}).get(name)
+        if known is not None and {str(p): float(w) for p, w in known.items()} != parts:
+            raise LtrUserError(f"optimized_metric={key!r}: eval.composite.{name} has other weights; give the composite another name")
+        found[name] = parts
+        rewritten.append(f"{split}/{name}")
+    if found:
+        config.optimized_metric = rewritten if many else rewritten[0]
+        config.eval.composite = {**(config.eval.composite or {}), **found}
+    return found
 
 
 def _check_eval(eval_cfg: EvalConfig) -> None:

@@ -24,6 +24,7 @@ from ltr.experiment.spec import ExperimentSpec
 from ltr.metrics import IdcgReport, idcg_report, summarize
 from ltr.metrics.composite import composite_columns, summarize_composites
 from ltr.metrics.idcg_report import low_idcg_note
+from ltr.metrics.k_check import k_notes
 from ltr.metrics.measures import Measure
 from ltr.metrics.summary import is_metric_column
 from ltr.training.round_metric import PRE_RERANK_PREFIX
@@ -67,6 +68,9 @@ def evaluate(spec: ExperimentSpec, scored: Scored) -> Evaluation:
         note = low_idcg_note(table, max(spec.ks), split=split)
         if note:
             advice.append(note)
+        rerank = spec.config.rerank
+        depth = None if str(rerank.kind) == "none" or rerank.depth is None else int(rerank.depth)
+        advice += k_notes(table["list_len"].to_numpy(), list(spec.ks), rerank_depth=depth, split=split)
         for name, value in scored.lightgbm_values.get(split, {}).items():
             metrics[f"{split}/lightgbm/{lightgbm_key(name)}"] = value
         gap = scored.gaps[split]

@@ -25,7 +25,10 @@ from ltr.data.ranking_data import written_qids_of
 from ltr.data.trec import read_trec
 from ltr.errors import DataError, LtrUserError
 from ltr.metrics import MetricConventions, Strata, resolve_conventions
+from ltr.metrics.composite_rules import composite_ks, parse_composite
+from ltr.metrics.conventions import DISCOUNTS, position_weights
 from ltr.metrics.idcg_report import low_idcg_note
+from ltr.metrics.k_check import k_notes
 from ltr.metrics.measures import Measure, table_measures
 from ltr.metrics.summary import is_metric_column, summarize
 from ltr.metrics.table import as_table, per_query_columns
@@ -68,6 +71,10 @@ class RankingEvaluation:
     counts: dict[str, int] = field(default_factory=dict)
     measures: tuple[str, ...] = MEASURE_NAMES
     low_idcg_note: str | None = None
+    #: the notes of :func:`ltr.metrics.k_check.k_notes`: a K the lists cannot fill
+    k_notes: tuple[str, ...] = ()
+    #: the composites asked for (``--composite``), by name: their parts and weights
+    composites: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @cached_property
     def table(self) -> pd.DataFrame:
@@ -125,7 +132,7 @@ def evaluate_rankings(
     ties: str | None = None,
     zero_idcg: str | None = None,
     rel_threshold: int | None = None,
-    discount: str | None = None,
+    discount: str | Path | Sequence[float] | None = None,
     discount_base: float | None = None,
     err_max_grade: int | None = None,
     strata: Sequence[int] | str = DEFAULT_STRATA,
@@ -136,6 +143,7 @@ def evaluate_rankings(
     qid_column: str = "qid",
     label_column: str = "label",
     n_features: int | None = None,
+    composite: Sequence[str] | str | None = None,
 ) -> RankingEvaluation:
     """Evaluate ``run`` against ``qrels``, or ``scores`` (one per row) against ``data``.
 
@@ -148,7 +156,12 @@ def evaluate_rankings(
     per-query table (``.csv`` or ``.parquet``). ``measures``: names of :data:`MEASURE_NAMES`
     (None: all); the summary and table hold those only, each value exactly what the full
     evaluation gives, and AP over the whole list (the one measure that may sort a whole list)
-    is computed only when ``ap`` is asked for.
+    is computed only when ``ap`` is asked for. ``gain="value"``: the labels (qrels relevance,
+    a table's label column, a text file's labels) are real values >= 0 and the gains themselves.
+    ``discount``: a name, or explicit position weights (a sequence, ``"1,0.7,0.5"``, or a file
+    of weights, one per position; positions beyond them weigh 0). ``composite``: composites as
+    ``name=0.4*ndcg_at_3+0.6*ndcg_at_10`` (one or a sequence), each in the summary overall and
+    per stratum and a column of the per-query table, as ``ltr train`` logs them.
 
     Raises
     ------
@@ -173,14 +186,18 @@ def evaluate_rankings(
     parsed_strata = parse_strata(strata)
     gains = parse_label_gain(label_gain)
     names = parse_measures(measures)
+    composites = parse_composites(composite)
     full_ap = "ap" in names
     try:
         conventions = resolve_conventions(
             preset, gain=gain, label_gain=gains, ties=ties, zero_idcg=zero_idcg, rel_threshold=rel_threshold,
-            discount=discount, discount_base=discount_base,
+            discount=parse_discount(discount), discount_base=discount_base,
         )
     except ValueError as exc:
-        raise LtrUserError(str(exc)) from None
+        raise LtrUserError(f"--{exc!s}" if str(exc).startswith(("preset ", "discount")) else str(exc)) from None
+    if conventions.gain == "value" and err_max_grade is not None:
+        raise LtrUserError("--err-max-grade is a grade; with --gain value ERR normalises by the largest value of the data")
+    table_ks = ks + [c for c in composite_ks(composites) if c not in ks]  # a composite's part may be cut elsewhere
 
     trec_pair = (Path(qrels), Path(run)) if qrels is not None and run is not None else None
     data_pair = (Path(data), scores) if data is not None and scores is not None else None
@@ -194,12 +211,12 @@ def evaluate_rankings(
     try:
         if trec_pair is not None:
             columns, counts = _evaluate_trec(
-                trec_pair[1], trec_pair[0], ks, conventions,
+                trec_pair[1], trec_pair[0], table_ks, conventions,
                 missing_topics=missing_topics, max_docs=max_docs, err_max_grade=err_max_grade, full_ap=full_ap,
             )  # fmt: skip
         elif data_pair is not None:
             columns = _evaluate_data(
-                *data_pair, ks, conventions, err_max_grade=err_max_grade, full_ap=full_ap,
+                *data_pair, table_ks, conventions, err_max_grade=err_max_grade, full_ap=full_ap,
                 qid_column=qid_column, label_column=label_column, n_features=n_features,
             )  # fmt: skip
     except ValueError as exc:  # a convention that does not fit the data (e.g. label_gain)
@@ -210,13 +227,77 @@ def evaluate_rankings(
     keys = {m.key for m in shown}
     full = summarize(columns, strata=parsed_strata)
     kept = {key: v for key, v in full.items() if not is_metric_column(key.split("/")[0]) or key.split("/")[0] in keys}
-    columns = {c: v for c, v in columns.items() if not is_metric_column(c)} | {m.key: columns[m.key] for m in shown}
+    extra: dict[str, NDArray[Any]] = {}
+    if composites:  # as ltr train computes them: the same functions on the per-query table
+        from ltr.metrics.composite import composite_columns, summarize_composites
+
+        frame = as_table(columns, parsed_strata)
+        made = composite_columns(frame, composites)
+        frame[list(made.columns)] = made
+        kept |= summarize_composites(frame, list(made.columns), strata=parsed_strata)
+        extra = {str(c): made[c].to_numpy() for c in made.columns}
+    columns = {c: v for c, v in columns.items() if not is_metric_column(c)} | {m.key: columns[m.key] for m in shown} | extra
     summary = _complete(kept, shown, parsed_strata)
     summary.update({key: float(value) for key, value in counts.items()})
-    result = RankingEvaluation(summary, columns, tuple(ks), parsed_strata, conventions, counts, names, note)
+    notes = tuple(k_notes(columns["list_len"], ks))
+    result = RankingEvaluation(
+        summary, columns, tuple(ks), parsed_strata, conventions, counts, names, note, notes, dict(composites)
+    )
     if per_query is not None:
         write_table(result.table, Path(per_query))
     return result
+
+
+def parse_composites(composite: Sequence[str] | str | None) -> dict[str, dict[str, float]]:
+    """``--composite`` values (``name=0.4*ndcg_at_3+0.6*ndcg_at_10``, one or several) by name."""
+    if composite is None:
+        return {}
+    texts = [composite] if isinstance(composite, str) else list(composite)
+    out: dict[str, dict[str, float]] = {}
+    for text in texts:
+        one = parse_composite(str(text))
+        dup = set(one) & set(out)
+        if dup:
+            raise LtrUserError(f"--composite {sorted(dup)[0]!r} is given twice")
+        out |= one
+    return out
+
+
+def parse_discount(discount: str | Sequence[float] | Path | None) -> str | tuple[float, ...] | None:
+    """``--discount``: a discount's name, explicit position weights (``"1,0.7,0.5"`` or a
+    sequence), or a file of weights (one per position, by line, comma or space; ``#`` comments),
+    for DCG and IDCG alike; positions beyond the weights weigh 0.
+
+    Examples
+    --------
+    >>> parse_discount("jarvelin"), parse_discount("1,0.7,0.5"), parse_discount([1, 0.5])
+    ('jarvelin', (1.0, 0.7, 0.5), (1.0, 0.5))
+    """
+    if discount is None:
+        return None
+    if isinstance(discount, str) and discount in DISCOUNTS:
+        return discount
+    text: object = discount
+    if isinstance(discount, Path) or (isinstance(discount, str) and not _looks_numeric(discount)):
+        path = Path(discount)
+        if not path.is_file():
+            choices = ", ".join(DISCOUNTS)
+            raise LtrUserError(
+                f"--discount {discount}: not one of {choices}, nor position weights (1,0.7,0.5), nor a file of weights"
+            )
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise LtrUserError(f"cannot read --discount {path}: {exc.strerror or exc}") from None
+        text = [w for line in lines for w in line.split("#")[0].replace(",", " ").split()]
+    try:
+        return position_weights(text)
+    except ValueError as exc:
+        raise LtrUserError(f"--{exc}") from None
+
+
+def _looks_numeric(text: str) -> bool:
+    return all(ch in "0123456789.,eE+- " for ch in text) and any(ch.isdigit() for ch in text)
 
 
 def parse_strata(strata: Sequence[int] | str) -> Strata:
@@ -279,11 +360,13 @@ def _evaluate_trec(
     err_max_grade: int | None,
     full_ap: bool = True,
 ) -> tuple[dict[str, NDArray[Any]], dict[str, int]]:
-    inp = read_trec(run, qrels, missing_topics=missing_topics, max_docs=max_docs)
+    value = conventions.gain == "value"
+    inp = read_trec(run, qrels, missing_topics=missing_topics, max_docs=max_docs, values=value)
     max_gain = _max_gain(err_max_grade, conventions, inp.labels, inp.ideal_labels)
+    labels, ideal = inp.value_labels() if value else (inp.labels, inp.ideal_labels)
     columns = per_query_columns(
-        inp.labels, inp.scores, inp.offsets, inp.qids, ks=ks, conventions=conventions,
-        ideal_labels=inp.ideal_labels, ideal_offsets=inp.ideal_offsets,
+        labels, inp.scores, inp.offsets, inp.qids, ks=ks, conventions=conventions,
+        ideal_labels=ideal, ideal_offsets=inp.ideal_offsets,
         tie_keys=inp.tie_keys, max_gain=max_gain, full_ap=full_ap,
     )  # fmt: skip
     return columns, inp.counts()
@@ -327,10 +410,15 @@ def _evaluate_data(
     try:
         data = read_ranking_file(
             data_path, max_label=None, qid_column=qid_column, label_column=label_column,
-            feature_columns=[], n_features=n_features,
+            feature_columns=[], n_features=n_features, value_labels=conventions.gain == "value",
         )  # fmt: skip
     except DataError as exc:  # the reader's advice names training's config keys: here they are flags
-        raise DataError(_as_flags(str(exc))) from None
+        message = str(exc)
+        head, sep, _ = message.partition(" is not an integer; ranking objectives")
+        if sep:  # a real-valued label: say where, and that it is a value gain
+            column = f" (column {label_column!r})" if table_format_by_name(data_path) is not None else ""
+            message = f"{head}{column} is not an integer grade; --gain value evaluates real values (revenue, margin) as gains"
+        raise DataError(_as_flags(message)) from None
     if isinstance(scores, str | Path):
         values, where = read_scores(Path(scores)), f"scores file {scores}"
     else:

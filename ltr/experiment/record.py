@@ -23,6 +23,7 @@ from ltr.experiment.report import rerank_rows, summary_rows, to_markdown
 from ltr.experiment.run_figures import RunFigures
 from ltr.experiment.sources import Scored
 from ltr.experiment.spec import ExperimentSpec, diversity_measures
+from ltr.metrics.conventions import MetricConventions
 from ltr.metrics.plots import plot_exposure, plot_idcg_histogram
 from ltr.tracking import Tracker
 from ltr.tracking.gitinfo import code_state, source_tags, workdir_tags
@@ -46,6 +47,13 @@ def run_name(
     )
 
 
+def discount_text(conventions: MetricConventions) -> str:
+    """``log2_rank_plus_1``, ``jarvelin (base 2)`` or ``weights 1,0.7,0.5`` (positions beyond: 0)."""
+    if not isinstance(conventions.discount, str):
+        return "weights " + ",".join(f"{w:g}" for w in conventions.discount)
+    return conventions.discount + ("" if conventions.discount == "log2_rank_plus_1" else f" (base {conventions.discount_base:g})")
+
+
 def run_tags(spec: ExperimentSpec, data_sha: str, overrides: Sequence[str]) -> dict[str, str]:
     """The ``ltr.*`` tags (objective, model, data, code version, overrides, conventions, seed) and
     MLflow's own source tags (:func:`ltr.tracking.gitinfo.source_tags`)."""
@@ -65,8 +73,7 @@ def run_tags(spec: ExperimentSpec, data_sha: str, overrides: Sequence[str]) -> d
         "ltr.eval.ties": conventions.ties,
         "ltr.eval.zero_idcg": conventions.zero_idcg,
         "ltr.eval.rel_threshold": str(conventions.rel_threshold),
-        "ltr.eval.discount": conventions.discount
-        + ("" if conventions.discount == "log2_rank_plus_1" else f" (base {conventions.discount_base:g})"),
+        "ltr.eval.discount": discount_text(conventions),
         "ltr.eval.strata": ",".join(spec.strata.labels),
         "ltr.eval.k": ",".join(str(k) for k in spec.ks),
         "ltr.seed": str(config.seed),

@@ -36,7 +36,7 @@ from ltr.experiment.evaluation import evaluate
 from ltr.experiment.figure_worker import FigureWorker, start_worker
 from ltr.experiment.record import record_results, record_start, run_name, run_tags, summary_markdown
 from ltr.experiment.report import print_table
-from ltr.experiment.sources import binned_store, open_source
+from ltr.experiment.sources import binned_store, open_source, part_tags
 from ltr.experiment.spec import ExperimentSpec
 from ltr.tracking import Tracker, check_tracking_uri, open_tracker
 from ltr.tracking.lifecycle import tracked_run
@@ -139,7 +139,7 @@ def _run(
     if tracker is None:
         tracker = open_tracker(checked_uri, tracking.experiment)
 
-    tags = run_tags(spec, str(source.fingerprint["sha256"]), overrides) | (extra_tags or {})
+    tags = run_tags(spec, str(source.fingerprint["sha256"]), overrides) | part_tags(source, spec) | (extra_tags or {})
     name = run_name(spec, overrides, varying, job=(extra_tags or {}).get("ltr.job_num"))
     with tracked_run(tracker, name, tags, parent_run_id=parent_run_id) as run_id:
         if on_run_start is not None:

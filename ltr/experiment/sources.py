@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 from ltr.config.choices import RerankKind
 from ltr.config.data import default_cache_dir
 from ltr.data.clicks import simulate_online_ctr
-from ltr.data.fingerprint import fingerprint
+from ltr.data.fingerprint import fingerprint, part_fingerprints
 from ltr.data.load import ClickSplits, load_click_splits, load_splits
 from ltr.data.ranking_data import RankingData
 from ltr.data.recipes import grade_counts, with_recipe
@@ -156,6 +156,15 @@ def _with_tail(
     order = score_order(scores, data.offsets)
     tail = pd.DataFrame({f"tail_at_{k}": tail_exposure(order, data.offsets, is_tail, k=k) for k in spec.ks})
     return tail if columns is None else pd.concat([columns.reset_index(drop=True), tail], axis=1)
+
+
+def part_tags(source: DataSource, spec: ExperimentSpec) -> dict[str, str]:
+    """The fingerprints of the evaluated and the training data apart
+    (:func:`ltr.data.fingerprint.part_fingerprints`), for data held in this process; {} for
+    partitions (their rows never reach it: ``ltr compare`` then checks the whole fingerprint)."""
+    if not isinstance(source, InMemorySource):
+        return {}
+    return part_fingerprints(source.training, source.evaluation, [str(s) for s in spec.config.eval.splits])
 
 
 class DataSource(Protocol):

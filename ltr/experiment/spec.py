@@ -64,7 +64,8 @@ class ExperimentSpec:
             "eval.gain": conventions.gain,
             "eval.ties": conventions.ties,
             "eval.zero_idcg": conventions.zero_idcg,
-            "eval.discount": conventions.discount,
+            "eval.discount": conventions.discount if isinstance(conventions.discount, str)
+            else "weights " + ",".join(f"{w:g}" for w in conventions.discount),
             "fit.early_stopping_metric": self.early_stopping_metric,
             "optimized_metric": ",".join(self.objectives) or self.optimized_metric,
         }

@@ -11,11 +11,15 @@ Conventions (written once, here)
 Positions are 1-based; the discount at position ``p`` is ``1 / log2(p + 1)`` (``discount=
 "log2_rank_plus_1"``, the default), or Järvelin and Kekäläinen's classic ``1 / max(1,
 log_b(p))`` (``discount="jarvelin"``, base ``discount_base`` = 2: ``DCG = g_1 + sum_{p >= 2}
-g_p / log2(p)``), for DCG and IDCG alike.
+g_p / log2(p)``), for DCG and IDCG alike; or explicit position weights (``discount=(1.0, 0.7,
+0.5)``: the weight of positions 1, 2, 3; positions beyond the weights weigh 0).
 
 Gain
     ``exp``: ``2**label - 1`` (default, LightGBM); ``linear``: ``label`` (sklearn, trec_eval);
-    or an explicit ``label_gain`` table indexed by label. Exp gain is defined for labels up to
+    or an explicit ``label_gain`` table indexed by label; or ``value``: the label is a real value
+    >= 0 (revenue, margin) and the gain itself, DCG and IDCG over the same values (the kernel
+    reads them as codes into a table of the distinct values: :func:`ltr.metrics.table.value_codes`;
+    integer grades under ``value`` equal ``linear``; binary relevance is ``value >= rel_threshold``). Exp gain is defined for labels up to
     1023 (``MAX_EXP_LABEL``; larger labels are an error: use linear gain or a ``label_gain``);
     LightGBM's training default covers 0..30 only, evaluation does not need a table above 30.
     Negative labels (trec_eval's -1 "judged junk") have gain 0 under every convention, and so

@@ -41,9 +41,13 @@ def composite_columns(table: pd.DataFrame, composites: Composites) -> pd.DataFra
         missing = [p for p in parts if p not in table.columns]
         if missing:
             raise LtrUserError(f"eval.composite.{name}: the per-query table has no {missing[0]!r}")
-        values = table[list(parts)].to_numpy(dtype=np.float64)
-        weights = np.array([float(w) for w in parts.values()])
-        out[str(name)] = values @ weights  # NaN in any part gives NaN
+        # part by part, in the composite's order: the same bits whatever the table's memory
+        # layout (a matrix product's rounding depends on it), so ltr evaluate --composite and
+        # ltr train agree exactly; NaN in any part gives NaN
+        total = np.zeros(len(table), dtype=np.float64)
+        for part, weight in parts.items():
+            total += float(weight) * table[part].to_numpy(dtype=np.float64)
+        out[str(name)] = total
     return pd.DataFrame(out, index=table.index)
 
 

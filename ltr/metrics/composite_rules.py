@@ -59,3 +59,50 @@ def composite_ks(composites: Composites) -> list[int]:
     """
     ks = {int(m.group(2)) for parts in composites.values() for p in parts if (m := _PART.match(str(p)))}
     return sorted(ks)
+
+
+_TERM = re.compile(r"^\s*(?:([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)\s*\*\s*)?([A-Za-z_][A-Za-z0-9_]*)\s*$")
+
+
+def parse_composite(text: str, *, where: str = "--composite") -> dict[str, dict[str, float]]:
+    """One composite from its text, ``name=0.4*ndcg_at_3+0.6*ndcg_at_10``: the one syntax of
+    ``ltr evaluate --composite``, ``ltr compare --composite`` and a sweep's objective, the same
+    value as ``eval.composite.name={ndcg_at_3: 0.4, ndcg_at_10: 0.6}`` in a config. A term
+    without a weight weighs 1; ``-`` subtracts. Checked by :func:`check_composites`.
+
+    Examples
+    --------
+    >>> parse_composite("blend=0.4*ndcg_at_3+0.6*ndcg_at_10")
+    {'blend': {'ndcg_at_3': 0.4, 'ndcg_at_10': 0.6}}
+    >>> parse_composite("x = rr - 0.5*p_at_1")
+    {'x': {'rr': 1.0, 'p_at_1': -0.5}}
+    >>> parse_composite("0.4*ndcg_at_3")
+    Traceback (most recent call last):
+    ...
+    ltr.errors.LtrUserError: --composite '0.4*ndcg_at_3': write name=weight*measure+weight*measure, e.g. blend=0.4*ndcg_at_3+0.6*ndcg_at_10
+    """
+    example = "write name=weight*measure+weight*measure, e.g. blend=0.4*ndcg_at_3+0.6*ndcg_at_10"
+    name, eq, body = text.partition("=")
+    if not eq or not name.strip() or not body.strip():
+        raise LtrUserError(f"{where} {text!r}: {example}")
+    parts: dict[str, float] = {}
+    # split on + and - that start a term (not the sign of an exponent, 1e-3)
+    terms = re.split(r"(?<![eE*])(?=[+-])", body.strip())
+    for term in terms:
+        sign = 1.0
+        t = term.strip()
+        if t.startswith(("+", "-")):
+            sign = -1.0 if t[0] == "-" else 1.0
+            t = t[1:]
+        if not t:
+            continue
+        m = _TERM.match(t)
+        if m is None:
+            raise LtrUserError(f"{where} {text!r}: {term.strip()!r} is not weight*measure; {example}")
+        weight = sign * (float(m.group(1)) if m.group(1) else 1.0)
+        if m.group(2) in parts:
+            raise LtrUserError(f"{where} {text!r}: {m.group(2)} appears twice")
+        parts[m.group(2)] = weight
+    out = {name.strip(): parts}
+    check_composites(out)
+    return out

@@ -12,10 +12,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-GAINS: tuple[str, ...] = ("exp", "linear")
+GAINS: tuple[str, ...] = ("exp", "linear", "value")
 TIES: tuple[str, ...] = ("average", "stable", "pessimistic", "optimistic", "docno_desc")
 ZERO_IDCG: tuple[str, ...] = ("zero", "one", "skip")
 DISCOUNTS: tuple[str, ...] = ("log2_rank_plus_1", "jarvelin")
+
+#: Presets whose peer tool has no real-valued gains (each refuses ``gain="value"``).
+NO_VALUE_GAIN_PRESETS: tuple[str, ...] = ("lightgbm", "sklearn", "trec_eval")
 
 #: Label of a ranked row without a judgment (a TREC run's unjudged docno): gain 0 under every
 #: convention (every negative label has gain 0) and never relevant (below every allowed
@@ -33,9 +36,11 @@ class MetricConventions:
 
     Parameters
     ----------
-    gain : {"exp", "linear"}
+    gain : {"exp", "linear", "value"}
         ``exp``: gain ``2**label - 1`` (LightGBM), for labels up to `MAX_EXP_LABEL` (1023);
-        ``linear``: gain ``label`` (sklearn, trec_eval).
+        ``linear``: gain ``label`` (sklearn, trec_eval); ``value``: the label is a real value
+        (revenue, margin), finite and >= 0, and is the gain itself (no ``2**x``): DCG and IDCG
+        over the same values. Binary relevance is then ``value >= rel_threshold``.
     label_gain : tuple of float, optional
         Explicit gain of label value ``0, 1, 2, ...``; overrides ``gain`` when set. Labels at or
         above ``len(label_gain)`` are an error.
@@ -47,8 +52,10 @@ class MetricConventions:
         Binary relevance for P@k, R@k, AP, RR and ``n_relevant``: ``label >= rel_threshold``.
         Must be above `UNJUDGED` (so an unjudged row is never relevant); ``ltr evaluate`` takes
         >= 0.
-    discount : {"log2_rank_plus_1", "jarvelin"}
-        Position discount of DCG and IDCG. ``log2_rank_plus_1`` (default): ``1 / log2(rank +
+    discount : {"log2_rank_plus_1", "jarvelin"} or tuple of float
+        Position discount of DCG and IDCG. A tuple: an explicit weight per position (``(1.0,
+        0.7, 0.5)``: position 1 weighs 1.0, ...), finite and >= 0; positions beyond the tuple
+        weigh 0. ``log2_rank_plus_1`` (default): ``1 / log2(rank +
         1)``. ``jarvelin``: Järvelin and Kekäläinen's original (2002), ``1 / log_b(rank)`` from
         rank ``b`` on and no discount above it (``1 / max(1, log_b(rank))``); with ``b = 2``:
         ``DCG = g_1 + sum_{rank >= 2} g_rank / log2(rank)``.
@@ -70,12 +77,17 @@ class MetricConventions:
     ties: str = "average"
     zero_idcg: str = "zero"
     rel_threshold: int = 1
-    discount: str = "log2_rank_plus_1"
+    discount: str | tuple[float, ...] = "log2_rank_plus_1"
     discount_base: float = 2.0
 
     def __post_init__(self) -> None:
         _check_choice("gain", self.gain, GAINS)
-        _check_choice("discount", self.discount, DISCOUNTS)
+        if isinstance(self.discount, str):
+            _check_choice("discount", self.discount, DISCOUNTS)
+        else:
+            object.__setattr__(self, "discount", position_weights(self.discount))
+        if self.gain == "value" and self.label_gain is not None:
+            raise ValueError("gain='value' takes the gain from the label itself; drop label_gain")
         if isinstance(self.discount_base, bool) or not (
             isinstance(self.discount_base, int | float | np.floating | np.integer)
             and math.isfinite(self.discount_base)
@@ -119,6 +131,10 @@ class MetricConventions:
         [0.0, 1.0, 7.0, 0.0]
         """
         labels = np.asarray(labels)
+        if self.gain == "value":  # the label is the gain; negative (unjudged) labels: 0
+            values: NDArray[np.float64] = np.asarray(labels, dtype=np.float64).copy()
+            values[~(values >= 0)] = 0.0
+            return values
         if self.label_gain is not None:
             table = np.asarray(self.label_gain, dtype=np.float64)
             if labels.size and int(labels.max()) >= table.shape[0]:
@@ -152,7 +168,14 @@ class MetricConventions:
         [1.0, 0.6309, 0.5]
         >>> MetricConventions(discount="jarvelin").discounts(4).round(4).tolist()
         [1.0, 1.0, 0.6309, 0.5]
+        >>> MetricConventions(discount=(1.0, 0.7)).discounts(3).tolist()
+        [1.0, 0.7, 0.0]
         """
+        if not isinstance(self.discount, str):  # explicit weights; beyond them: 0
+            weights: NDArray[np.float64] = np.zeros(k_max, dtype=np.float64)
+            given = np.asarray(self.discount[:k_max], dtype=np.float64)
+            weights[: given.shape[0]] = given
+            return weights
         if self.discount == "log2_rank_plus_1":
             out: NDArray[np.float64] = 1.0 / np.log2(np.arange(2, k_max + 2, dtype=np.float64))
             return out
@@ -165,6 +188,32 @@ class MetricConventions:
     def describe(self) -> dict[str, Any]:
         """The conventions as a flat dict (for logging with a run)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def position_weights(weights: object) -> tuple[float, ...]:
+    """Explicit position weights as a tuple of floats: a sequence of numbers, or their text
+    (``"1,0.7,0.5"``), each finite and >= 0, at least one.
+
+    Examples
+    --------
+    >>> position_weights("1, 0.7,0.5")
+    (1.0, 0.7, 0.5)
+    >>> position_weights([1, -0.5])
+    Traceback (most recent call last):
+    ...
+    ValueError: discount weight -0.5 at position 2 must be finite and >= 0
+    """
+    items = weights.split(",") if isinstance(weights, str) else weights
+    try:
+        out = tuple(float(w) for w in items)  # type: ignore[attr-defined]
+    except (TypeError, ValueError):
+        raise ValueError(f"discount={weights!r} is not one of {', '.join(map(repr, DISCOUNTS))} nor a list of position weights") from None
+    if not out:
+        raise ValueError("discount=() gives no position weight; give one per position, e.g. 1,0.7,0.5")
+    for i, w in enumerate(out):
+        if not (math.isfinite(w) and w >= 0):
+            raise ValueError(f"discount weight {w:g} at position {i + 1} must be finite and >= 0")
+    return out
 
 
 def _check_choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
@@ -206,6 +255,8 @@ def resolve_conventions(preset: str | None, **overrides: Any) -> MetricConventio
     if unknown:
         raise ValueError(f"unknown convention {unknown[0]!r}; known: {', '.join(sorted(names))}")
     given = {k: v for k, v in overrides.items() if v is not None}
+    if preset in NO_VALUE_GAIN_PRESETS and given.get("gain") == "value":
+        raise ValueError(f"preset {preset!r} refuses gain='value': {preset} has no real-valued gains")
     if "label_gain" in given:
         given["label_gain"] = tuple(float(g) for g in given["label_gain"])
     return replace(base, **given)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from ltr import kernels
 from ltr.errors import ScoreError, qid_text
-from ltr.metrics.conventions import MetricConventions
+from ltr.metrics.conventions import UNJUDGED, MetricConventions
 from ltr.metrics.strata import EMPTY_LABEL, Strata
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ def metric_columns(ks: Sequence[int]) -> list[str]:
 
 
 def per_query_table(
-    labels: NDArray[np.integer],
+    labels: NDArray[np.integer] | NDArray[np.floating],
     scores: NDArray[np.floating],
     offsets: NDArray[np.int64],
     qids: NDArray[np.generic],
@@ -45,7 +45,7 @@ def per_query_table(
     ks: Sequence[int] = (5, 10),
     conventions: MetricConventions = _DEFAULT_CONVENTIONS,
     strata: Strata = _DEFAULT_STRATA,
-    ideal_labels: NDArray[np.integer] | None = None,
+    ideal_labels: NDArray[np.integer] | NDArray[np.floating] | None = None,
     ideal_offsets: NDArray[np.int64] | None = None,
     tie_keys: NDArray[np.generic] | None = None,
     max_gain: float | None = None,
@@ -115,14 +115,14 @@ def per_query_table(
 
 
 def per_query_columns(
-    labels: NDArray[np.integer],
+    labels: NDArray[np.integer] | NDArray[np.floating],
     scores: NDArray[np.floating],
     offsets: NDArray[np.int64],
     qids: NDArray[np.generic],
     *,
     ks: Sequence[int] = (5, 10),
     conventions: MetricConventions = _DEFAULT_CONVENTIONS,
-    ideal_labels: NDArray[np.integer] | None = None,
+    ideal_labels: NDArray[np.integer] | NDArray[np.floating] | None = None,
     ideal_offsets: NDArray[np.int64] | None = None,
     tie_keys: NDArray[np.generic] | None = None,
     max_gain: float | None = None,
@@ -234,13 +234,13 @@ def check_scores_not_nan(
 
 
 def measure_arrays(
-    labels: NDArray[np.integer],
+    labels: NDArray[np.integer] | NDArray[np.floating],
     scores: NDArray[np.floating],
     offsets: NDArray[np.int64],
     *,
     ks: Sequence[int] = (5, 10),
     conventions: MetricConventions = _DEFAULT_CONVENTIONS,
-    ideal_labels: NDArray[np.integer] | None = None,
+    ideal_labels: NDArray[np.integer] | NDArray[np.floating] | None = None,
     ideal_offsets: NDArray[np.int64] | None = None,
     tie_keys: NDArray[np.generic] | None = None,
     max_gain: float | None = None,
@@ -256,6 +256,8 @@ def measure_arrays(
     may sort a whole list rather than its top ``max(ks)``; every other value is the same.
     A NaN score raises :class:`ltr.errors.ScoreError` (a ``ValueError`` and a ``DataError``:
     one line in every command); other arguments it cannot take, ``ValueError``."""
+    if conventions.gain == "value":  # real gains as codes into a gain table: the kernel as is
+        labels, ideal_labels, conventions = value_codes(labels, ideal_labels, conventions)
     labels_a = _as_int_labels(labels, "labels")
     scores_a = np.ascontiguousarray(scores, dtype=np.float64)
     offsets_a = _check_offsets(offsets, labels_a.shape[0], "offsets")
@@ -381,6 +383,45 @@ INTERPRET_MAX_ROWS = 10_000
 MAX_LABEL = 1_000_000
 
 
+def value_codes(
+    labels: NDArray[np.generic],
+    ideal_labels: NDArray[np.generic] | None,
+    conventions: MetricConventions,
+) -> tuple[NDArray[np.int64], NDArray[np.int64] | None, MetricConventions]:
+    """Real-valued labels (``gain="value"``) as integer codes into a table of their distinct
+    values, and the conventions that read them: ``label_gain`` = the values (ascending), the
+    binary threshold moved to the first code whose value is >= ``rel_threshold``. The kernel
+    then sums exactly the values as gains. NaN and negative labels at or below `UNJUDGED`
+    mark unjudged rows (gain 0, never relevant); any other negative value is an error.
+
+    Examples
+    --------
+    >>> codes, _, c = value_codes(np.array([12.5, 0.0, 3.0, 12.5]), None, MetricConventions(gain="value"))
+    >>> codes.tolist(), c.label_gain, c.rel_threshold
+    ([2, 0, 1, 2], (0.0, 3.0, 12.5), 1)
+    """
+    arrays = [np.asarray(labels, dtype=np.float64)]
+    if ideal_labels is not None:
+        arrays.append(np.asarray(ideal_labels, dtype=np.float64))
+    judged = [~np.isnan(a) & (a > UNJUDGED) for a in arrays]
+    for name, a, j in zip(("labels", "ideal_labels"), arrays, judged, strict=False):
+        bad = j & ~((a >= 0) & np.isfinite(a))
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"{name}[{row}] = {a[row]!r}: a value gain must be finite and >= 0")
+    table = np.unique(np.concatenate([a[j] for a, j in zip(arrays, judged, strict=True)]))
+    if table.shape[0] == 0:
+        table = np.zeros(1)
+    codes = []
+    for a, j in zip(arrays, judged, strict=True):
+        c = np.full(a.shape[0], UNJUDGED, dtype=np.int64)
+        c[j] = np.searchsorted(table, a[j])
+        codes.append(c)
+    threshold = int(np.searchsorted(table, float(conventions.rel_threshold), side="left"))
+    coded = replace(conventions, gain="linear", label_gain=tuple(float(v) for v in table), rel_threshold=threshold)
+    return codes[0], (codes[1] if ideal_labels is not None else None), coded
+
+
 def largest_gain(
     labels: NDArray[np.integer], conventions: MetricConventions = _DEFAULT_CONVENTIONS
 ) -> float:
@@ -390,6 +431,8 @@ def largest_gain(
     part with ``per_query_table(..., max_gain=max(largest_gain(part) for part in parts))``
     equals the table of the whole split.
     """
+    if conventions.gain == "value":
+        labels, _, conventions = value_codes(labels, None, conventions)
     labels_a = _as_int_labels(labels, "labels")
     return _gain_table(conventions, labels_a, labels_a)[1]
 

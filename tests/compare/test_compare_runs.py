@@ -86,13 +86,15 @@ def test_mismatched_fingerprints_are_refused_in_one_line(store: Store, capsys: p
         main(["base", "other-data", "--tracking-uri", store.uri])
     message = str(info.value)
     assert "\n" not in message
-    assert "ltr.data.fingerprint" in message
+    # what they are compared on (issue 48): the test split's evaluation data, and which part differs
+    assert "ltr.data.eval_fingerprint.test differs" in message
+    assert "the evaluation data (queries, documents, grades) differs" in message
     assert "different data" in message
     assert "--force" in message
     assert main(["base", "other-data", "--tracking-uri", store.uri, "--force", "--json", "--n-resamples", "200"]) == 0
     out, err = capsys.readouterr()
     assert "--force" in err
-    assert "ltr.data.fingerprint" in err
+    assert "ltr.data.eval_fingerprint.test" in err
     data = json.loads(out)
     assert data["n_queries"] < 60
     assert data["n_dropped"]["other-data"] > 0

@@ -149,3 +149,17 @@ def test_scores_of_other_pairs_name_the_scores_file(tmp_path: Path, capsys: pyte
         f"ltr: error: --scores {tmp_path / 'more.run'} scores 1 (query, document) pair(s) that neither label set "
         "judges, e.g. qid 1 docno w: give scores of the judged pairs only\n"
     )
+
+
+def test_trec_files_are_read_by_content_whatever_their_suffix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``run.txt`` and ``qrels.old`` are TREC files (issue 48: ``.txt`` was read as a table, "run.txt has
+    no column 'qid'"); a ``.txt`` with a header row is still a table: one rule for every command."""
+    (tmp_path / "qrels.old").write_text("1 0 x 1\n1 0 y 0\n2 0 z 2\n")
+    (tmp_path / "qrels.new").write_text("1 0 x 1\n1 0 y 1\n2 0 z 2\n")
+    (tmp_path / "run.txt").write_text("1 Q0 x 1 2.0 r\n1 Q0 y 2 1.0 r\n2 Q0 z 1 1.0 r\n")
+    sets = [str(tmp_path / "qrels.old"), str(tmp_path / "qrels.new")]
+    assert ltr_main(["labels", *sets, "--scores", str(tmp_path / "run.txt"), "--json"]) == 0
+    by_trec = json.loads(capsys.readouterr().out)
+    (tmp_path / "scores.txt").write_text("qid\tdocno\tscore\n1\tx\t2.0\n1\ty\t1.0\n2\tz\t1.0\n")
+    assert ltr_main(["labels", *sets, "--scores", str(tmp_path / "scores.txt"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == by_trec
