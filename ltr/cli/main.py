@@ -17,7 +17,7 @@ from ltr.cli.gc_policy import collect_rarely
 from ltr.cli.quick_exit import exit_now
 from ltr.errors import LtrUserError, Terminated
 
-VERBS = ("train", "rerun", "predict", "promote", "evaluate", "compare", "abtest", "exposure", "labels", "cache", "partition", "data", "ui", "completion")
+VERBS = ("train", "rerun", "predict", "promote", "evaluate", "compare", "abtest", "ope", "calibrate", "exposure", "labels", "cache", "partition", "data", "ui", "completion")
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
@@ -33,6 +33,8 @@ commands:
   evaluate ...           evaluate rankings made elsewhere (TREC run, or data + scores); --help for options
   compare RUN [RUN ...]  compare runs per query and per stratum with paired significance tests; --help
   abtest A B             simulate an A/B test and interleaving of two click-log runs before any traffic; --help
+  ope RUN --log F        estimate a run's CTR, clicks@k, purchase rate from a logged click log (IPS, SNIPS, DR); --help
+  calibrate TABLE        what +0.1 offline has been worth online in past A/B tests (line, interval, p); --help
   exposure LOG           where a click log's exposure ends: share of clicks/examinations at <= k, K advice
   labels A B             audit two label sets of the same documents: agreement, kappa, NDCG moved; --help
   cache [info|clear]     show (entries, size, limit) or clear the cache of parsed data files; --help
@@ -140,6 +142,14 @@ def main(argv: list[str] | None = None) -> int:
             from ltr.cli.abtest import main as abtest_main
 
             return abtest_main(rest)
+        if verb == "ope":
+            from ltr.cli.ope import main as ope_main
+
+            return ope_main(rest)
+        if verb == "calibrate":
+            from ltr.cli.calibrate import main as calibrate_main
+
+            return calibrate_main(rest)
         if verb == "rerun":
             from ltr.cli.rerun import main as rerun_main
 
