@@ -47,6 +47,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The printed order of the metrics (by their first letters): CTR, clicks@k, purchase rate.
+_ORDER = ("ctr", "clic", "purc")
+
+
+def _rank(metric: str) -> int:
+    return _ORDER.index(metric[:4]) if metric[:4] in _ORDER else len(_ORDER)
+
+
 def main(argv: list[str] | None = None) -> int:
     """``ltr ope``; returns the exit code (user errors raise `LtrUserError`: one line, exit 2)."""
     parser = build_parser()
@@ -70,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         f"propensities {ope.propensities}, top k={r.k}, clip {clip}, largest weight {r.max_weight:.3g}"
     )
     print(f"{'estimator':<9} {'metric':<16} {'value':>9} {'95 % interval':>22} {'ESS':>9}")
-    for (estimator, metric), e in r.estimates.items():
+    for (estimator, metric), e in sorted(r.estimates.items(), key=lambda item: _rank(item[0][1])):
         print(f"{estimator:<9} {metric:<16} {e.value:>9.4f} {f'[{e.low:.4f}, {e.high:.4f}]':>22} {e.ess:>9.1f}")
     if not args.no_log:
         log_ope(ope)

@@ -42,7 +42,8 @@ needed to at least ``± z * sd`` with ``sd`` the estimator's standard deviation 
 click model (:func:`model_variance`): with large weights the variance sits in rare clicks (a
 document logged at position 80 clicked and moved to the top), which a sample without such a
 click does not show and the bootstrap cannot see (``n_bootstrap`` resamples, seeded; every
-estimator and metric on the same resamples). Each also has an effective sample size, Kish's
+estimator and metric on the same resamples); then cut to the range the truth lies in (0..1 for a
+share, 0..k for clicks@k: a single estimate may leave it, the truth cannot). Each also has an effective sample size, Kish's
 ``(sum v)^2 / sum v^2`` of the weights ``v`` the estimator puts on the top-k rows (``dm``: the
 number of top-k rows). ``logged`` is the logging ranking's own observed value, for reference.
 """
@@ -300,6 +301,9 @@ def off_policy_estimates(
     for i, key in enumerate(keys):  # never narrower than the click model's variance says
         half = z_level * math.sqrt(model_var.get(key, 0.0)) / max(n_q, 1)
         low[i], high[i] = min(low[i], means[i] - half), max(high[i], means[i] + half)
+        # the truth is a share (or a count of at most k clicks): the interval never leaves that range
+        top_value = float(k) if key[1].startswith("clicks_at_") else 1.0
+        low[i], high[i] = max(low[i], 0.0), min(high[i], top_value)
     estimates = {
         key: Estimate(float(means[i]), float(low[i]), float(high[i]), ess[key[0]]) for i, key in enumerate(keys)
     }
