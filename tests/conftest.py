@@ -80,6 +80,7 @@ INTEGRATION_MODULES = frozenset(
         "tests/dask/test_doc_id_partitions.py",
         "tests/clicks/test_label_recipes.py",
         "tests/compare/test_abtest.py",
+        "tests/online/test_ope_run.py",
         "tests/experiment/test_tail.py",
         "tests/compare/test_compare_runs.py",
         "tests/dask/test_eval.py",

@@ -99,6 +99,8 @@ PARSE_ONLY = {
     "promote": NOT_FOR_USAGE,
     "rerun": NOT_FOR_USAGE,
     "abtest": NOT_FOR_USAGE,
+    "ope": NOT_FOR_USAGE,
+    "calibrate": NOT_FOR_USAGE,
     "labels": NOT_FOR_USAGE,
     "exposure": NOT_FOR_USAGE,
     "cache": NOT_FOR_USAGE,

@@ -7,6 +7,7 @@ Each verb lives in its own module of :mod:`ltr.cli` (``train``, ``evaluate``, ``
 from __future__ import annotations
 
 import difflib
+import importlib
 import logging
 import os
 import select
@@ -23,7 +24,7 @@ from ltr.tracking.lifecycle import stop_signals_recorded
 
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "EXIT_USER_ERROR", "VERBS", "main", "printable", "run"]
 
-VERBS = ("train", "rerun", "predict", "promote", "evaluate", "compare", "abtest", "exposure", "labels", "cache", "partition", "data", "ui", "completion")
+VERBS = ("train", "rerun", "predict", "promote", "evaluate", "compare", "abtest", "ope", "calibrate", "exposure", "labels", "cache", "partition", "data", "ui", "completion")
 EXIT_FAILED = 1  # the command could not do its work: a full device (its output, a run's store)
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -47,6 +48,10 @@ commands:
   evaluate ...           evaluate rankings made elsewhere (TREC run, or data + scores); --help for options
   compare RUN [RUN ...]  compare runs per query and per stratum with paired significance tests; --help
   abtest A B             simulate an A/B test and interleaving of two click-log runs before any traffic; --help
+  ope RUN --log F        estimate a run's CTR, clicks@k, purchase rate from a logged click log (IPS, SNIPS, DR); --help
+  calibrate TABLE        what +0.1 offline has been worth online in past A/B tests (line, interval, p); --help
+  ope RUN --log F        estimate a run's CTR, clicks@k, purchase rate from a logged click log (IPS, SNIPS, DR); --help
+  calibrate TABLE        what +0.1 offline has been worth online in past A/B tests (line, interval, p); --help
   exposure LOG           where a click log's exposure ends: share of clicks/examinations at <= k, K advice
   labels A B             audit two label sets of the same documents: agreement, kappa, NDCG moved; --help
   cache [info|clear]     show (entries, size, limit) or clear the cache of parsed data files; --help
@@ -181,63 +186,12 @@ def _verb(verb: str, rest: list[str]) -> int | None:
 
         print(version_line())
         return 0
-    if verb == "train":
-        from ltr.cli.train import main as train_main
-
-        return train_main(rest)
-    if verb == "evaluate":
-        from ltr.cli.evaluate import main as evaluate_main
-
-        return int(evaluate_main(rest))
-    if verb == "cache":
-        from ltr.cli.cache import main as cache_main
-
-        return int(cache_main(rest))
-    if verb == "partition":
-        from ltr.cli.partition import main as partition_main
-
-        return partition_main(rest)
-    if verb == "data":
-        from ltr.cli.data import main as data_main
-
-        return data_main(rest)
-    if verb == "compare":
-        from ltr.cli.compare import main as compare_main
-
-        return int(compare_main(rest))
-    if verb == "exposure":
-        from ltr.cli.exposure import main as exposure_main
-
-        return int(exposure_main(rest))
-    if verb == "labels":
-        from ltr.cli.labels import main as labels_main
-
-        return int(labels_main(rest))
-    if verb == "abtest":
-        from ltr.cli.abtest import main as abtest_main
-
-        return abtest_main(rest)
-    if verb == "rerun":
-        from ltr.cli.rerun import main as rerun_main
-
-        return rerun_main(rest)
-    if verb == "predict":
-        from ltr.cli.predict import main as predict_main
-
-        return predict_main(rest)
-    if verb == "promote":
-        from ltr.cli.promote import main as promote_main
-
-        return promote_main(rest)
-    if verb == "ui":
-        from ltr.cli.ui import main as ui_main
-
-        return ui_main(rest)
+    if verb not in VERBS:
+        return None
+    module = importlib.import_module(f"ltr.cli.{verb}")  # a verb's module, only when it runs
     if verb == "completion":
-        from ltr.cli.completion import main as completion_main
-
-        return completion_main(rest, VERBS)
-    return None
+        return int(module.main(rest, VERBS))
+    return int(module.main(rest))
 
 
 def _dispatch(args: list[str]) -> int:

@@ -144,6 +144,9 @@ def _online(tracker: Any, parent: str, runs: list[Any], x_key: str, split: str, 
         "sweep/online/r2": fit.r2,
         "sweep/online/gain_per_tenth_ndcg": fit.gain_per_tenth,
         "sweep/online/relative_gain_per_tenth_ndcg": fit.relative_gain_per_tenth,
+        **{f"sweep/online/{key}": value for key, value in (
+            ("slope_low", fit.slope_low), ("slope_high", fit.slope_high), ("p_value", fit.p_value),
+        ) if np.isfinite(value)},
     })  # fmt: skip
     y_err = np.vstack([y - lo, hi - y]) if np.isfinite(lo).all() and np.isfinite(hi).all() else None
     names = [_name(r) for r in runs]
@@ -154,6 +157,7 @@ def _online(tracker: Any, parent: str, runs: list[Any], x_key: str, split: str, 
     tracker.log_figure(figure, "figures/online_vs_ndcg.png")
     tracker.log_dict(
         {"slope": fit.slope, "intercept": fit.intercept, "r2": fit.r2, "n": fit.n, "sentence": sentence,
+         "slope_se": fit.se, "slope_low": fit.slope_low, "slope_high": fit.slope_high, "p_value": fit.p_value,
          "runs": [{"run_id": r.info.run_id, "name": n, x_key: float(a), "ctr": float(b)}
                   for r, n, a, b in zip(runs, names, x, y, strict=True)]},
         "report/online_vs_ndcg.json",

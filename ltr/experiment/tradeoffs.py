@@ -25,13 +25,14 @@ from __future__ import annotations
 import math
 import textwrap
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ltr.metrics.plots import wrap_title
+from ltr.online.ols import fit_line
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -170,6 +171,9 @@ class OnlineFit:
         ``slope * 0.1``: the CTR change per +0.1 NDCG@10.
     relative_gain_per_tenth : float
         ``gain_per_tenth / mean(CTR)``, a fraction (0.012 is +1.2 %); NaN when the mean is 0.
+    se, slope_low, slope_high, p_value : float
+        The slope's standard error, 95 % interval and two-sided p-value of slope 0 (Student t on
+        ``n - 2`` degrees of freedom; NaN with 2 runs), from :func:`ltr.online.ols.fit_line`.
     """
 
     slope: float
@@ -178,6 +182,11 @@ class OnlineFit:
     n: int
     gain_per_tenth: float
     relative_gain_per_tenth: float
+    # the slope's inference (:mod:`ltr.online.ols`); not part of equality, so a fit compares by its line
+    se: float = field(default=math.nan, compare=False)
+    slope_low: float = field(default=math.nan, compare=False)
+    slope_high: float = field(default=math.nan, compare=False)
+    p_value: float = field(default=math.nan, compare=False)
 
     def describe(self, *, x_name: str = "NDCG@10", y_name: str = "CTR") -> str:
         """The business sentence, e.g. ``each +0.1 NDCG@10 ≈ +1.2 % CTR (slope 0.0345 ...)``.
@@ -245,16 +254,9 @@ def fit_online(x: ArrayLike, y: ArrayLike) -> OnlineFit:
     # Equal values are tested as such: their float mean can differ from them in the last bit.
     if np.all(xs == xs[0]):
         raise ValueError(f"fit_online: NDCG@10 is the same in every run ({xs[0]:g}); vary something that changes it")
-    constant_y = bool(np.all(ys == ys[0]))
-    mean_x = float(xs.mean())
-    mean_y = float(ys[0]) if constant_y else float(ys.mean())
-    dx = xs - mean_x
-    dy = np.zeros_like(ys) if constant_y else ys - mean_y
-    slope = float(dx @ dy) / float(dx @ dx)
-    intercept = mean_y - slope * mean_x
-    residuals = ys - (slope * xs + intercept)
-    ss_tot = float(dy @ dy)
-    r2 = 1.0 - float(residuals @ residuals) / ss_tot if ss_tot > 0.0 else math.nan
+    line = fit_line(xs, ys, where="fit_online")
+    slope, intercept, r2 = line.slope, line.intercept, line.r2
+    mean_y = float(ys[0]) if bool(np.all(ys == ys[0])) else float(ys.mean())
     gain = slope * 0.1
     return OnlineFit(
         slope=slope,
@@ -263,6 +265,10 @@ def fit_online(x: ArrayLike, y: ArrayLike) -> OnlineFit:
         n=n,
         gain_per_tenth=gain,
         relative_gain_per_tenth=gain / mean_y if mean_y != 0.0 else math.nan,
+        se=line.se,
+        slope_low=line.low,
+        slope_high=line.high,
+        p_value=line.p_value,
     )
 
 
