@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         if result.low_idcg_note:
             print(result.low_idcg_note)
     for line in result.k_notes:  # a note, not an error: on stderr, so --json stays JSON
-        print(f"note: {line}", file=sys.stderr)
+        print(f"ltr: note: {line}", file=sys.stderr)
     return 0
 
 
