@@ -185,3 +185,9 @@ def _compose_each(block: Block, page: Path, work: Path, env: dict[str, str]) -> 
         assert "ltr: error" not in done.stderr, f"{where}\n{done.stderr[-2000:]}"
         outputs.append(done.stdout)
     return outputs
+
+
+def api_page_example() -> str:
+    """The first ``python`` block of ``docs/guide/api.md``: tests/test_api.py runs it and checks
+    its results, so the page marks it as run there."""
+    return next(b.code for b in blocks(DOCS / "guide" / "api.md") if b.language == "python")

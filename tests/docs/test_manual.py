@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs.examples import REPO, blocks, page_id, pages
+from tests.docs.examples import REPO, api_page_example, blocks, page_id, pages
 from tests.docs.pages import FIRST_HALF
 
 #: Block languages a page may use: run (bash, python) or shown (text: output and commands for
@@ -60,3 +60,30 @@ def test_the_manual_builds_strictly(tmp_path: Path) -> None:
     reference = (built / "reference" / "api" / "index.html").read_text()
     assert "ltr.api.train" in reference  # mkdocstrings rendered the API from its docstrings
     assert "LtrUserError" in reference
+
+
+def _skipped() -> list[tuple[str, str]]:
+    return [(f"{page_id(page)}:{block.line}", block.skip) for page in pages() for block in blocks(page) if block.skip]
+
+
+@pytest.mark.parametrize(("where", "reason"), _skipped(), ids=[w for w, _ in _skipped()])
+def test_examples_marked_not_run_here(where: str, reason: str) -> None:
+    """Each block marked ``docs-test: skip`` shows in the report as skipped, with its reason."""
+    pytest.skip(f"{where}: {reason}")
+
+
+def test_a_skipped_example_that_another_test_runs_is_that_test_s_code() -> None:
+    """The README's example is the Comparing runs page's, and the Python API page's first block
+    is the one tests/test_api.py runs with its assertions: a skip that names another runner is
+    only honest while the code is the same."""
+    readme = next(b for b in blocks(REPO / "README.md") if b.skip)
+    comparing = [b for b in blocks(REPO / "docs" / "guide" / "comparing-runs.md") if b.language == "bash" and not b.skip]
+    assert any(_commands(readme.code) == _commands(b.code) for b in comparing)
+    api_page = next(b for b in blocks(REPO / "docs" / "guide" / "api.md") if b.skip)
+    assert "tests/test_api.py" in (api_page.skip or "")
+    assert api_page_example() == api_page.code
+    assert "api_page_example()" in (REPO / "tests" / "test_api.py").read_text()
+
+
+def _commands(code: str) -> list[str]:
+    return [" ".join(line.split("#")[0].split()) for line in code.splitlines() if line.split("#")[0].strip()]
