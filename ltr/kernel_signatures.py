@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any, TextIO
 
+from numba import config as numba_config
 from numba import types as t
 from numba.core.registry import CPUDispatcher
 
@@ -214,6 +215,9 @@ def prepare(name: str, *, out: TextIO | None = None) -> None:
     global _checked
     with _lock:
         if name in _prepared:
+            return
+        if getattr(numba_config, "DISABLE_JIT", False):  # NUMBA_DISABLE_JIT=1: the kernels are plain Python functions
+            _prepared.add(name)
             return
         # the modules are compiled together: when ``name``'s entries are cached, so are the
         # others' (one module's check, milliseconds); else every module missing any compiles now

@@ -30,5 +30,5 @@ def test_python_m_ltr_compare(store: Store) -> None:
     assert "Traceback" not in refused.stderr
     lines = refused.stderr.strip().splitlines()
     assert len(lines) == 1, lines
-    assert "ltr.data.fingerprint" in lines[0]
+    assert "ltr.data.eval_fingerprint.test differs" in lines[0]  # names the part of the data that differs
     assert "--force" in lines[0]
