@@ -23,9 +23,10 @@ Methods (:func:`estimate_propensity`, ``method=``):
   2019, "Estimating Position Bias without Intrusive Interventions"): where several logging
   rankers showed the same document for the same query at different positions, the pair's click
   rate at each position (clicks / impressions there) is an intervention; summed over the pairs
-  of each position pair ``(k, k')`` they give ``theta_k' / theta_k``, and the log-ratios of all
-  position pairs are combined by weighted least squares (weights: inverse Poisson variance),
-  ``log theta_1 = 0``. Positions no intervention links to position 1 are NaN.
+  of each position pair ``(k, k')`` they estimate ``theta_k' / theta_k``, and all position pairs
+  are combined by one Poisson likelihood (a Bradley-Terry model once the pairs' attractiveness
+  is profiled out, :func:`harvest_ratios`), ``theta_1 = 1``. Positions no intervention links
+  to position 1 are NaN.
 
 Intervals: ``n_bootstrap`` resamples of the queries with replacement (seeded: the same numbers
 on every run), the estimator rerun on each, the percentile interval at ``confidence``. Positions
@@ -299,34 +300,51 @@ def interventions(
     )  # fmt: skip
 
 
-def harvest_ratios(found: Interventions, n_positions: int, query_weights: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+def harvest_ratios(
+    found: Interventions, n_positions: int, query_weights: NDArray[np.float64] | None = None, *, iterations: int = 2000, tol: float = 1e-10
+) -> NDArray[np.float64]:
     """``theta_k / theta_1`` of every position from the interventions (module docstring); NaN
-    where no chain of interventions reaches position 1."""
+    where no chain of interventions reaches position 1.
+
+    Per position pair ``(k, k2)``, ``A`` and ``B`` are the summed click rates of its pairs at
+    ``k`` and at ``k2``: ``E[A] = theta_k G`` and ``E[B] = theta_k2 G`` with ``G`` the pairs'
+    summed attractiveness. Profiling ``G`` out of the Poisson likelihood leaves a Bradley-Terry
+    model, ``A`` "wins" of ``k`` and ``B`` of ``k2`` in ``A + B`` comparisons, fitted by its MM
+    iteration (Hunter, Annals of Statistics 2004) over all position pairs at once: no pair is
+    dropped for a zero, and no log of a small sum biases it.
+
+    >>> found = Interventions(np.array([0, 0]), np.array([1, 1]), np.array([1.0, 1.0]), np.array([0.5, 0.5]), np.array([0, 1]), 2)
+    >>> harvest_ratios(found, 3).round(6).tolist()[:2]
+    [1.0, 0.5]
+    """
     n = int(n_positions)
     w = np.ones(found.k.shape[0]) if query_weights is None else query_weights[found.query]
     cell = found.k * n + found.k2
     a = np.bincount(cell, weights=found.rate_k * w, minlength=n * n)
     b = np.bincount(cell, weights=found.rate_k2 * w, minlength=n * n)
-    use = np.flatnonzero((a > 0) & (b > 0))
+    use = np.flatnonzero(a + b > 0)
     out = np.full(n, np.nan)
     out[0] = 1.0
     if use.shape[0] == 0:
         return out
     k, k2 = use // n, use % n
-    target = np.log(b[use] / a[use])  # log theta_k2 - log theta_k
-    weight = np.sqrt(1.0 / (1.0 / a[use] + 1.0 / b[use]))
+    a, b = a[use], b[use]
+    total = a + b
+    wins = np.bincount(k, weights=a, minlength=n) + np.bincount(k2, weights=b, minlength=n)
     reached = _reachable(k, k2, n)
-    cols = np.flatnonzero(reached[1:]) + 1  # unknowns: log theta of the reached positions but the first
-    index = np.full(n, -1)
-    index[cols] = np.arange(cols.shape[0])
-    keep = reached[k] & reached[k2]
-    k, k2, target, weight = k[keep], k2[keep], target[keep], weight[keep]
-    design = np.zeros((k.shape[0], cols.shape[0]))
-    rows = np.arange(k.shape[0])
-    design[rows[index[k2] >= 0], index[k2][index[k2] >= 0]] += 1.0
-    design[rows[index[k] >= 0], index[k][index[k] >= 0]] -= 1.0
-    solution = np.linalg.lstsq(design * weight[:, None], target * weight, rcond=None)[0]
-    out[cols] = np.exp(solution)
+    theta = np.where(reached, 1.0, 0.0)
+    for _ in range(iterations):
+        share = total / np.maximum(theta[k] + theta[k2], 1e-300)
+        denom = np.bincount(k, weights=share, minlength=n) + np.bincount(k2, weights=share, minlength=n)
+        new = np.divide(wins, denom, out=np.zeros(n), where=denom > 0)
+        new = new / new[0] if new[0] > 0 else new
+        change = float(np.max(np.abs(new - theta)))
+        theta = new
+        if change < tol:
+            break
+    if not theta[0] > 0:
+        return out
+    out[reached] = theta[reached] / theta[0]
     return out
 
 
