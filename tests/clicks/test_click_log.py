@@ -71,21 +71,28 @@ def test_the_written_log_logs_the_simulators_click_metrics_bit_for_bit(runs: Run
     assert runs.table["test/ndcg_at_10"] == runs.simulated["test/ndcg_at_10"]
     # what needs the simulator's true click model is not logged for a user's log
     assert not [k for k in runs.table if "/clicks_truth/" in k or "/online/" in k]
-    assert [k for k in runs.simulated if "/clicks_truth/" in k] and [k for k in runs.simulated if "/online/" in k]
+    assert [k for k in runs.simulated if "/clicks_truth/" in k]
+    assert [k for k in runs.simulated if "/online/" in k]
 
 
 def test_abtest_on_two_runs_of_the_written_log_rests_on_a_fitted_model(runs: Runs, tmp_path: Path) -> None:
     loaded = load_abtest("table_a", "table_b", tracking_uri=runs.uri, days=7.0, seed=1)
     assert "fitted to the log" in loaded.model_note
-    assert f"a + b = {PRIOR_STRENGTH:g}" in loaded.model_note and "eval.clicks.propensity=estimated" in loaded.model_note
+    assert f"a + b = {PRIOR_STRENGTH:g}" in loaded.model_note
+    assert "eval.clicks.propensity=estimated" in loaded.model_note
     fitted = loaded.a.fitted
-    assert fitted is not None and fitted.attract is not None and fitted.examination is not None
+    assert fitted is not None
+    assert fitted.attract is not None
+    assert fitted.examination is not None
     assert fitted.attract.shape == (loaded.a.data.n_rows,)
-    assert float(fitted.attract.min()) > 0 and float(fitted.attract.max()) <= 1
+    assert float(fitted.attract.min()) > 0
+    assert float(fitted.attract.max()) <= 1
     assert fitted.examination[0] == 1.0
     r = loaded.result
-    assert r.n_sessions == 35_000 and r.purchases is None
-    assert 0 < r.ctr.a.value < 1 and 0 < r.ctr.b.value < 1
+    assert r.n_sessions == 35_000
+    assert r.purchases is None
+    assert 0 < r.ctr.a.value < 1
+    assert 0 < r.ctr.b.value < 1
     # hand check of the fitted attractiveness of an unclicked row: (0 / p + a) / (1 + a + b) = a / 3
     clicks = loaded.a.data.behaviours["click"] if loaded.a.data.behaviours else None
     assert clicks is not None
@@ -129,7 +136,8 @@ def test_settings_a_log_cannot_serve_are_refused_in_one_line(runs: Runs, extra: 
     base = ["data=synthetic_clicks", *FAST] if extra[0] == "data=synthetic_clicks" else [*table_overrides(runs.folder), *FAST]
     with pytest.raises(LtrUserError) as info:
         check_config(compose_train(overridden(base, extra[1:] if extra[0] == "data=synthetic_clicks" else extra)))
-    assert needle in str(info.value) and "\n" not in str(info.value)
+    assert needle in str(info.value)
+    assert "\n" not in str(info.value)
 
 
 @pytest.mark.parametrize(
@@ -146,5 +154,7 @@ def test_a_log_without_a_named_column_is_exit_2_one_line_and_no_store(runs: Runs
     proc = subprocess.run([sys.executable, "-m", "ltr", "train", *args], capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False)
     assert proc.returncode == 2, proc.stderr[-2000:]
     (line,) = proc.stderr.strip().splitlines()
-    assert line.startswith("ltr: error: ") and needle in line and "has no column" in line
+    assert line.startswith("ltr: error: ")
+    assert needle in line
+    assert "has no column" in line
     assert not db.exists()

@@ -11,7 +11,12 @@ import pytest
 
 import ltr.metrics.propensity as propensity_module
 from ltr.config.data import SyntheticClicksDataConfig, SyntheticDataConfig
-from ltr.data.clicks import attractiveness, examination_curve, generate_click_log, rank_within_queries
+from ltr.data.clicks import (
+    attractiveness,
+    examination_curve,
+    generate_click_log,
+    rank_within_queries,
+)
 from ltr.data.synthetic import generate_synthetic
 from ltr.metrics.propensity import PropensityEstimate, estimate_propensity
 
@@ -23,7 +28,8 @@ SIMULTANEOUS = 1 - 0.05 / POSITIONS
 
 def test_docstring_examples() -> None:
     result = doctest.testmod(propensity_module, optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 0 and result.failed == 0
+    assert result.attempted > 0
+    assert result.failed == 0
 
 
 def test_regression_em_covers_the_true_curve_on_a_log_whose_sessions_vary_the_order() -> None:
@@ -39,9 +45,12 @@ def test_regression_em_covers_the_true_curve_on_a_log_whose_sessions_vary_the_or
         n_bootstrap=40, confidence=SIMULTANEOUS, seed=0,
     )  # fmt: skip
     truth = examination_curve(POSITIONS, eta=float(cfg.examination_eta))
-    assert est.method == "em" and est.propensities[0] == 1.0
-    assert np.all(est.low[:POSITIONS] <= truth) and np.all(truth <= est.high[:POSITIONS]), (est.low[:POSITIONS], est.high[:POSITIONS])
-    assert est.fit is not None and est.fit["iterations"] < 200  # converged
+    assert est.method == "em"
+    assert est.propensities[0] == 1.0
+    assert np.all(est.low[:POSITIONS] <= truth), est.low[:POSITIONS]
+    assert np.all(truth <= est.high[:POSITIONS]), est.high[:POSITIONS]
+    assert est.fit is not None
+    assert est.fit["iterations"] < 200
 
 
 def two_ranker_log(n_queries: int, sessions: int, *, seed: int, eta: float = 1.0) -> dict[str, np.ndarray]:
@@ -80,19 +89,23 @@ def test_intervention_harvesting_covers_the_true_curve_on_a_log_of_two_rankers()
         confidence=SIMULTANEOUS, seed=1,
     )  # fmt: skip
     truth = examination_curve(POSITIONS, eta=1.0)
-    assert est.propensities[0] == 1.0 and est.fit is not None and est.fit["loggers"] == 2
+    assert est.propensities[0] == 1.0
+    assert est.fit is not None
+    assert est.fit["loggers"] == 2
     again = estimate_propensity(
         log["clicks"], log["positions"], log["offsets"], method="harvest", doc_ids=log["doc"],
         loggers=log["logger"], query_ids=log["query"], n_positions=20, n_bootstrap=100,
         confidence=SIMULTANEOUS, seed=1,
     )  # fmt: skip
-    assert np.array_equal(again.low, est.low, equal_nan=True) and np.array_equal(again.high, est.high, equal_nan=True)
-    assert np.all(est.low[:POSITIONS] <= truth) and np.all(truth <= est.high[:POSITIONS]), (est.low[:POSITIONS], est.high[:POSITIONS])
+    assert np.array_equal(again.low, est.low, equal_nan=True)
+    assert np.array_equal(again.high, est.high, equal_nan=True)
+    assert np.all(est.low[:POSITIONS] <= truth), est.low[:POSITIONS]
+    assert np.all(truth <= est.high[:POSITIONS]), est.high[:POSITIONS]
     # the naive click-through rate by position mistakes the rankers' relevance for position bias
     naive = estimate_propensity(log["clicks"], log["positions"], log["offsets"], method="ctr", n_positions=20, n_bootstrap=0)
     assert naive.propensities[POSITIONS - 1] < truth[POSITIONS - 1] / 2
+    n_rows = int((log["logger"] == 0).sum())  # ranker 0's sessions come first: one ranker alone
     with pytest.raises(ValueError, match="several rankers on the same queries"):
-        n_rows = int((log["logger"] == 0).sum())  # ranker 0's sessions come first: one ranker alone
         estimate_propensity(
             log["clicks"][:n_rows], log["positions"][:n_rows], log["offsets"][log["offsets"] <= n_rows],
             method="harvest", doc_ids=log["doc"][:n_rows], loggers=log["logger"][:n_rows], query_ids=log["query"][:n_rows],
@@ -101,7 +114,8 @@ def test_intervention_harvesting_covers_the_true_curve_on_a_log_of_two_rankers()
 
 def test_given_and_logged_column_by_hand() -> None:
     est = estimate_propensity(method="given", given=[1.0, 0.6, 0.3], n_positions=5)
-    assert est.propensities.tolist() == [1.0, 0.6, 0.3, 0.3, 0.3] and est.n_bootstrap == 0
+    assert est.propensities.tolist() == [1.0, 0.6, 0.3, 0.3, 0.3]
+    assert est.n_bootstrap == 0
     assert est.metrics(2) == {
         "propensity/pos_1": 1.0, "propensity/pos_1/low": 1.0, "propensity/pos_1/high": 1.0,
         "propensity/pos_2": 0.6, "propensity/pos_2/low": 0.6, "propensity/pos_2/high": 0.6,
@@ -112,7 +126,8 @@ def test_given_and_logged_column_by_hand() -> None:
         row_propensities=np.array([0.8, 0.4, 0.8, 0.2]), n_bootstrap=10, seed=0,
     )  # fmt: skip
     assert column.propensities.tolist() == pytest.approx([1.0, 0.375], abs=1e-15)
-    assert column.impressions is not None and column.impressions.tolist() == [2, 2]
+    assert column.impressions is not None
+    assert column.impressions.tolist() == [2, 2]
     assert column.low[1] <= 0.375 <= column.high[1]
     # the IPS table: NaN filled from the last known position, clipped from below
     table = PropensityEstimate(np.array([1.0, 0.02, np.nan]), np.ones(3), np.ones(3), "harvest").table(4, min_propensity=0.05)
