@@ -31,7 +31,9 @@ Methods (:func:`estimate_propensity`, ``method=``):
 Intervals: ``n_bootstrap`` resamples of the queries with replacement (seeded: the same numbers
 on every run), the estimator rerun on each; the interval at ``confidence`` is normal on the log
 scale, ``estimate * exp(+-z * sd)`` with ``sd`` the resamples' standard deviation of the log
-propensity (steadier than extreme percentiles of a few dozen resamples, and never below 0). Positions
+propensity (steadier than extreme percentiles of a few dozen resamples, and never below 0),
+capped at 1 unless the estimate itself exceeds 1. A position without a click estimates 0 under
+``em`` and ``ctr`` (the IPS tables clip it at ``min_propensity``). Positions
 are 1-based here (``propensities[k - 1]`` is position ``k``); logs give 0-based positions.
 Everything is numpy over the flat arrays (no per-query Python loop); the bootstrap loops over
 its resamples only.
@@ -513,7 +515,8 @@ def estimate_propensity(
             spread = np.nanstd(logs, axis=0, ddof=1)
         centre = np.log(np.clip(point, 1e-6, None))
         low = np.minimum(np.exp(centre - z * spread), point)
-        high = np.exp(centre + z * spread)
+        # capped at 1 (no position examined more than the first) unless the estimate says otherwise
+        high = np.minimum(np.exp(centre + z * spread), np.maximum(point, 1.0))
         low = np.where(np.isfinite(point), low, np.nan)
         high = np.where(np.isfinite(point), high, np.nan)
     return PropensityEstimate(point, np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64), method, int(n_bootstrap), confidence, impressions, fit)
