@@ -158,3 +158,46 @@ def test_a_log_without_a_named_column_is_exit_2_one_line_and_no_store(runs: Runs
     assert needle in line
     assert "has no column" in line
     assert not db.exists()
+
+
+def test_a_log_of_two_rankers_estimates_propensities_by_intervention_harvesting(tmp_path: Path) -> None:
+    """Sessions as lists (``data.qid_column=session``), their query in ``data.query_column``, the
+    ranker in ``data.logger_column``: the run's propensities are those of
+    :func:`estimate_propensity` on its training split, logged with their interval."""
+    import pandas as pd
+
+    from ltr.data.load import load_splits
+    from ltr.metrics.propensity import estimate_propensity
+    from tests.metrics.test_propensity import two_ranker_log
+
+    log = two_ranker_log(300, 2, seed=3)
+    features = np.random.default_rng(0).standard_normal((int(log["doc"].max()) + 1, 3))[log["doc"]]
+    sessions = np.repeat(np.arange(log["offsets"].shape[0] - 1), np.diff(log["offsets"]))
+    table = pd.DataFrame({
+        "session": sessions, "query": log["query"], "doc_id": log["doc"].astype(str), "ranker": log["logger"],
+        "position": log["positions"], "click": log["clicks"], "label": log["clicks"],
+        **{f"f{j}": features[:, j] for j in range(3)},
+    })  # fmt: skip
+    path = tmp_path / "two_rankers.parquet"
+    table.to_parquet(path, index=False)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    overrides = [
+        "data=parquet", f"data.train={path}", "data.qid_column=session", "data.query_column=query",
+        "data.doc_id_column=doc_id", "data.logger_column=ranker", "data.position_column=position",
+        "data.click_column=click", "eval.clicks.propensity=harvest", "eval.clicks.propensity_bootstrap=10",
+        "fit.num_boost_round=3", "fit.show_progress=false", "tracking.log_model=false", f"tracking.uri={uri}",
+    ]  # fmt: skip
+    cfg = compose_train(overrides)
+    metrics = pipeline.run(cfg, overrides=overrides).metrics
+    train = load_splits(cfg.data, cfg.split, seed=int(cfg.seed)).train
+    assert train.behaviours is not None
+    assert train.positions is not None
+    want = estimate_propensity(
+        train.behaviours["click"], train.positions, train.offsets, method="harvest", doc_ids=train.doc_ids,
+        loggers=train.behaviours["ranker"], query_ids=train.behaviours["query"], n_bootstrap=10, seed=int(cfg.seed),
+    )  # fmt: skip
+    for k in (2, 5, 10):
+        assert metrics[f"propensity/pos_{k}"] == want.propensities[k - 1]
+        assert metrics[f"propensity/pos_{k}/high"] == want.high[k - 1]
+    assert 0.3 < metrics["propensity/pos_2"] < 0.7  # the true 1/2
+    assert "test/clicks_ips/ndcg_at_10" in metrics
