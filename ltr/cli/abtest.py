@@ -80,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     for note in loaded.store.notes:
         print(f"ltr abtest: note: {note}", file=sys.stderr)
+    if loaded.model_note:  # a user's log: what the simulation rests on (stderr under --json)
+        print(f"ltr abtest: {loaded.model_note}", file=sys.stderr if args.json else sys.stdout)
     markdown = to_markdown(loaded.result, loaded.a.label, loaded.b.label, split=loaded.split)
     print(json.dumps(loaded.result.to_dict(), indent=2) if args.json else markdown, end="\n" if args.json else "")
     figure = power_figure(loaded.result, loaded.a.label, loaded.b.label) if args.figure or args.log else None

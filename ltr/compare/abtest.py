@@ -58,6 +58,21 @@ class ClickModel:
     click_max: float
     cart: NDArray[np.float64] | None = None
     purchase: NDArray[np.float64] | None = None
+    #: a fitted model instead of the simulator's (a user's log): examination per 0-based position
+    #: (its last value extends) and attractiveness per row; None: ``eta`` and the grade's curve
+    examination: NDArray[np.float64] | None = None
+    attract: NDArray[np.float64] | None = None
+
+    def curves(self, labels: NDArray[np.integer], n_positions: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Examination of positions ``0..n_positions-1`` and attractiveness of every row."""
+        if self.examination is None:
+            exam = examination_curve(n_positions, eta=self.eta)
+        else:
+            exam = np.full(n_positions, self.examination[-1])
+            exam[: min(n_positions, self.examination.shape[0])] = self.examination[:n_positions]
+        if self.attract is None:
+            return exam, attractiveness(labels, click_noise=self.click_noise, click_max=self.click_max)
+        return exam, self.attract
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,8 +259,8 @@ def expected_ctr(labels: NDArray[np.integer], ranks: NDArray[np.int32], offsets:
     """Per query, the exact probability of at least one click on the list ranked by ``ranks``
     (0 for a query with no documents)."""
     sizes = np.diff(offsets)
-    exam = examination_curve(int(sizes.max(initial=1)), eta=model.eta)
-    p = exam[ranks] * attractiveness(labels, click_noise=model.click_noise, click_max=model.click_max)
+    exam, attract = model.curves(labels, int(sizes.max(initial=1)))
+    p = exam[ranks] * attract
     with np.errstate(divide="ignore"):
         log_miss = np.log1p(-np.minimum(p, 1.0))
     # reduceat over the non-empty queries' starts only: an empty query would take its neighbour's
@@ -355,8 +370,7 @@ def simulate_abtest(
     ranks_a = rank_within_queries(np.asarray(scores_a, dtype=np.float64), offsets)
     ranks_b = rank_within_queries(np.asarray(scores_b, dtype=np.float64), offsets)
     order_a, order_b = _orders(ranks_a, offsets), _orders(ranks_b, offsets)
-    exam = examination_curve(int(sizes.max(initial=1)), eta=model.eta)
-    attract_all = attractiveness(labels, click_noise=model.click_noise, click_max=model.click_max)
+    exam, attract_all = model.curves(labels, int(sizes.max(initial=1)))
     cart, purchase = model.cart, model.purchase
     purchases = cart is not None and purchase is not None
     strata = strata or Strata()

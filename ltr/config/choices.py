@@ -67,10 +67,16 @@ class Preset(StrEnum):
 
 
 class Propensity(StrEnum):
-    """Click propensities: from ``eval.clicks.propensities`` / the data, or estimated."""
+    """Click propensities: from ``eval.clicks.propensities`` / the data (``config``), click-through
+    rate by position (``estimated``), regression EM (``em``), intervention harvesting over several
+    logging rankers (``harvest``), or a logged propensity column (``column``);
+    :mod:`ltr.metrics.propensity`."""
 
     config = "config"
     estimated = "estimated"
+    em = "em"
+    harvest = "harvest"
+    column = "column"
 
 
 class RerankKind(StrEnum):

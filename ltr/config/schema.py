@@ -81,14 +81,22 @@ class ClickEvalConfig:
     """Click-based evaluation (data with clicks and positions, e.g. ``data=synthetic_clicks``).
 
     ``propensity``: ``config`` (the ``propensities`` list, or the data's examination curve when
-    it is null) or ``estimated`` (click-through rate by position, from randomized sessions when
-    the log has any). ``min_propensity`` clips the propensities from below (caps IPS weights).
+    it is null), ``estimated`` (click-through rate by position), ``em`` (the position-based model
+    fitted by regression EM), ``harvest`` (intervention harvesting: needs ``data.logger_column``
+    and ``data.doc_id_column``) or ``column`` (``data.propensity_column``, a logged propensity per
+    row); all but ``config`` on the training split's log (:mod:`ltr.metrics.propensity`).
+    ``min_propensity`` clips the propensities from below (caps IPS weights).
+    ``propensity_bootstrap``: resamples of the training queries behind the logged interval of
+    every position's propensity (``propensity/pos_k/low`` and ``/high``, at
+    ``propensity_confidence``); 0: no interval.
     """
 
     enabled: bool = True
     propensity: Propensity = Propensity.config
     propensities: list[float] | None = field(default=None, metadata=allowed(gt=0, le=1, min_len=1))  # per 0-based position; the last one extends
     min_propensity: float = field(default=0.01, metadata=allowed(gt=0, le=1))
+    propensity_bootstrap: int = field(default=50, metadata=allowed(ge=0, le=10**5, note="0: no interval"))
+    propensity_confidence: float = field(default=0.95, metadata=allowed(gt=0, lt=1))
     # the online click-through rate of the run's ranking under the data's click model (what an
     # A/B test would see): sessions simulated per query; 0 turns it off
     online_sessions: int = field(default=20, metadata=allowed(ge=0, le=10**6, note="0: off"))

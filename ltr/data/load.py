@@ -38,6 +38,7 @@ from ltr.config.data import (
     default_cache_dir,
 )
 from ltr.data.cache import DEFAULT_MAX_MB
+from ltr.data.click_log import check_click_columns, extra_behaviours, is_click_log
 from ltr.data.clicks import examination_curve, generate_click_log
 from ltr.data.ranking_data import RankingData
 from ltr.data.readers import read_split_files
@@ -89,6 +90,8 @@ def load_splits(data_cfg: DataConfig, split_cfg: SplitConfig, *, seed: int) -> S
             "valid": _optional(data_cfg, "valid"),
             "test": _optional(data_cfg, "test"),
         }
+        if is_click_log(data_cfg):
+            check_click_columns(data_cfg, files)
     elif kind == "letor_parts":
         parts = cast(LetorPartsDataConfig, data_cfg)
         files = letor_parts_files(
@@ -182,6 +185,8 @@ def reader_options(data_cfg: Any) -> dict[str, Any]:
                 "behaviour_columns"):
         if hasattr(data_cfg, key):
             opts[key] = getattr(data_cfg, key)
+    if "behaviour_columns" in opts:  # a click log's columns are read as behaviours (never features)
+        opts["behaviour_columns"] = [*(str(c) for c in opts["behaviour_columns"] or []), *extra_behaviours(data_cfg)]
     if getattr(data_cfg, "format", None) is not None:
         opts["format"] = str(data_cfg.format)
     columns = getattr(data_cfg, "feature_columns", None)

@@ -7,6 +7,13 @@ trees up to the best round) scores the split; a run that re-ranked (``rerank=...
 the same way. Both runs must hold the same queries and true grades in the split (runs of one
 click log, whatever their labels, model or re-ranking). The click model and the behaviour
 probabilities are the log's own (:mod:`ltr.data.clicks`).
+
+Runs on a user's click log (``data=parquet data.click_column=...``) re-read the log's files and
+have no known click model: it is fitted to the log (:func:`fit_click_model`): the examination
+propensities the run used (``eval.clicks.propensity``, estimated on the training split's clicks),
+and an attractiveness per query-document pair of the split from its clicks over propensity,
+smoothed with a Beta prior. No purchases are simulated there (the log says nothing of what a
+click the logger never showed would have bought).
 """
 
 from __future__ import annotations
@@ -32,15 +39,17 @@ from ltr.compare.abtest import (
 )
 from ltr.compare.loading import run_labels
 from ltr.config.choices import RerankKind
-from ltr.config.data import SplitConfig, SyntheticClicksDataConfig
+from ltr.config.data import ParquetDataConfig, SplitConfig, SyntheticClicksDataConfig
 from ltr.config.logged import read_logged_config
-from ltr.config.schema import RerankConfig
+from ltr.config.schema import ClickEvalConfig, RerankConfig
+from ltr.data.click_log import behaviour, click_options, clicks_of, is_click_log
 from ltr.data.clicks import cart_probability, purchase_probability
-from ltr.data.load import load_click_splits
+from ltr.data.load import load_click_splits, load_splits
 from ltr.data.ranking_data import RankingData
-from ltr.errors import LtrUserError
+from ltr.errors import DataError, LtrUserError
 from ltr.experiment.checks import popularity_column
 from ltr.experiment.rerank import rerank_split
+from ltr.metrics.propensity import estimate_propensity
 from ltr.metrics.strata import Strata
 from ltr.tracking import find_tracking_uri
 from ltr.tracking.runs import RunRecord, RunStore
@@ -52,9 +61,12 @@ class RunRanking:
 
     run: RunRecord
     label: str
-    data: RankingData  # the split with its true grades and behaviour columns
+    data: RankingData  # the split with its true grades (a user's log: its labels) and behaviour columns
     scores: NDArray[np.float64]
-    config: SyntheticClicksDataConfig
+    config: SyntheticClicksDataConfig | ParquetDataConfig
+    #: a user's click log: the click model fitted to it, and one line saying what it rests on
+    fitted: ClickModel | None = None
+    fit_note: str = ""
 
 
 @dataclass(frozen=True)
@@ -66,6 +78,8 @@ class LoadedAbTest:
     b: RunRanking
     split: str
     store: RunStore
+    #: one line on the click model a user's log's simulation rests on ("" for the simulator's log)
+    model_note: str = ""
 
 
 def _typed(node: Any, schema: type[Any], key: str, run: RunRecord) -> Any:
@@ -78,16 +92,34 @@ def _typed(node: Any, schema: type[Any], key: str, run: RunRecord) -> Any:
 def run_ranking(store: RunStore, run: RunRecord, label: str, *, split: str) -> RunRanking:
     """Re-make ``run``'s scores of ``split`` (see the module docstring)."""
     raw = read_logged_config(store.text_artifact(run, "config/config.yaml"), f"run {run.run_id}")
-    if raw.get("data", {}).get("kind") != "synthetic_clicks":
+    kind = raw.get("data", {}).get("kind")
+    user_log = kind == "parquet" and raw.data.get("click_column") is not None
+    if kind != "synthetic_clicks" and not user_log:
         raise LtrUserError(
-            f"run {run.run_id} ({run.run_name!r}) is on data kind {raw.get('data', {}).get('kind')!r}: "
-            "ltr abtest simulates the click model of a click log (data=synthetic_clicks)"
+            f"run {run.run_id} ({run.run_name!r}) is on data kind {kind!r} without a click column: "
+            "ltr abtest simulates the click model of a click log (data=synthetic_clicks, or data=parquet with "
+            "data.click_column and data.position_column)"
         )
-    data_cfg = _typed(raw.data, SyntheticClicksDataConfig, "data", run)
     split_cfg = _typed(raw.split, SplitConfig, "split", run)
     rerank_cfg = _typed(raw.get("rerank", {}), RerankConfig, "rerank", run)
-    views = load_click_splits(data_cfg, split_cfg, seed=int(raw.seed))
-    data: RankingData = getattr(views.relevance, split)
+    data_cfg: SyntheticClicksDataConfig | ParquetDataConfig
+    fitted: ClickModel | None = None
+    note = ""
+    if user_log:
+        table_cfg: ParquetDataConfig = _typed(raw.data, ParquetDataConfig, "data", run)
+        data_cfg = table_cfg
+        click_cfg = _typed(raw.get("eval", {}).get("clicks", {}), ClickEvalConfig, "eval.clicks", run)
+        try:
+            splits = load_splits(table_cfg, split_cfg, seed=int(raw.seed))
+        except DataError as exc:
+            raise LtrUserError(f"run {run.run_id} ({run.run_name!r}): its click log does not load: {exc}") from None
+        data = getattr(splits, split)
+        fitted, note = fit_click_model(table_cfg, click_cfg, splits.train, data, seed=int(raw.seed), split=split)
+    else:
+        simulated: SyntheticClicksDataConfig = _typed(raw.data, SyntheticClicksDataConfig, "data", run)
+        data_cfg = simulated
+        views = load_click_splits(simulated, split_cfg, seed=int(raw.seed))
+        data = getattr(views.relevance, split)
     with tempfile.TemporaryDirectory() as tmp:
         booster = lgb.Booster(model_file=str(store.download(run, "model_text/model.txt", tmp)))
     if booster.num_feature() != data.n_features:
@@ -98,12 +130,77 @@ def run_ranking(store: RunStore, run: RunRecord, label: str, *, split: str) -> R
         column = popularity_column(data_cfg, data)
         popularity = None if column is None else data.features[:, column]
         scores = rerank_split(rerank_cfg, data, scores, ks, popularity).scores
-    return RunRanking(run, label, data, scores, data_cfg)
+    return RunRanking(run, label, data, scores, data_cfg, fitted, note)
+
+
+#: The strength ``a + b`` of the Beta prior that smooths a user's log's attractiveness estimates.
+PRIOR_STRENGTH = 2.0
+
+
+def fit_click_model(
+    data_cfg: ParquetDataConfig, click_cfg: ClickEvalConfig, train: RankingData, data: RankingData, *, seed: int,
+    split: str = "test",
+) -> tuple[ClickModel, str]:
+    """The position-based click model of a user's click log, and one line saying what it rests on.
+
+    Examination: the propensities the run used (``eval.clicks.propensity`` on the training
+    split's clicks, without the bootstrap), clipped at ``eval.clicks.min_propensity``.
+    Attractiveness of every row (query-document pair) of ``data``: its clicks over propensity
+    (the IPS estimate of its click probability when examined), smoothed with a Beta(a, b) prior
+    whose mean ``m`` is the split's mean of clicks over propensity (clipped to [0.001, 0.999])
+    and whose strength is ``a + b = PRIOR_STRENGTH``: ``(click / propensity + a) / (1 + a + b)``,
+    at most 1.
+    """
+    if not is_click_log(data_cfg) or train.positions is None or data.positions is None:
+        raise LtrUserError("a click log needs data.click_column and data.position_column")  # pragma: no cover - checked at train
+    column = str(data_cfg.click_column)
+    train_clicks = clicks_of(train, column)
+    method = str(click_cfg.propensity)
+    n = int(max(int(train.positions.max()), int(data.positions.max()))) + 1
+    options = click_options(data_cfg)
+    inputs: dict[str, Any] = {}
+    if method == "em":
+        inputs["features"] = train.features
+    elif method == "column":
+        inputs["row_propensities"] = behaviour(train, options.get("propensity_column"))
+    elif method == "harvest":
+        query = behaviour(train, options.get("query_column"))
+        inputs |= {"doc_ids": train.doc_ids, "loggers": behaviour(train, options.get("logger_column")),
+                   "query_ids": query if query is not None else train.row_qids()}  # fmt: skip
+    try:
+        if method == "config":
+            if click_cfg.propensities is None:
+                raise ValueError("the run gave no eval.clicks.propensities")
+            estimate = estimate_propensity(method="given", given=list(click_cfg.propensities), n_positions=n)
+        else:
+            estimate = estimate_propensity(
+                train_clicks, train.positions, train.offsets, method="ctr" if method == "estimated" else method,
+                n_positions=n, n_bootstrap=0, seed=seed, **inputs,
+            )  # fmt: skip
+    except ValueError as exc:
+        raise LtrUserError(f"cannot fit the click model of the log (eval.clicks.propensity={method}): {exc}") from None
+    exam = estimate.table(n, min_propensity=float(click_cfg.min_propensity))
+    clicks = clicks_of(data, column).astype(np.float64)
+    ips = clicks / exam[data.positions]
+    mean = float(np.clip(ips.mean() if ips.size else 0.5, 0.001, 0.999))
+    a, b = mean * PRIOR_STRENGTH, (1.0 - mean) * PRIOR_STRENGTH
+    attract = np.minimum((ips + a) / (1.0 + a + b), 1.0)
+    note = (
+        f"the click model is fitted to the log, not known: examination of {n} positions by "
+        f"eval.clicks.propensity={method} (position 2: {exam[1] if n > 1 else 1.0:.3f}), attractiveness of "
+        f"{data.n_rows:,} query-document pairs of the {split} split = (click / propensity + a) / (1 + a + b), "
+        f"Beta prior mean {mean:.3f}, a + b = {PRIOR_STRENGTH:g}; no purchases simulated"
+    )
+    return ClickModel(0.0, 0.0, 1.0, examination=exam, attract=attract), note
 
 
 def click_model(ranking: RunRanking) -> ClickModel:
-    """The click model and behaviour probabilities of the run's click log, per row of its split."""
+    """The click model and behaviour probabilities of the run's click log, per row of its split
+    (a user's log: the model fitted to it, :func:`fit_click_model`)."""
+    if ranking.fitted is not None:
+        return ranking.fitted
     cfg, labels = ranking.config, ranking.data.labels
+    assert isinstance(cfg, SyntheticClicksDataConfig)
     return ClickModel(
         float(cfg.examination_eta), float(cfg.click_noise), float(cfg.click_max),
         cart_probability(labels, cfg), purchase_probability(labels, cfg),
@@ -170,7 +267,7 @@ def load_abtest(
         a.data.labels, a.data.offsets, a.scores, b.scores, click_model(a),
         sessions_per_day=sessions_per_day, traffic_share=traffic_share, days=days, seed=seed, strata=strata,
     )  # fmt: skip
-    return LoadedAbTest(result, a, b, split, store)
+    return LoadedAbTest(result, a, b, split, store, a.fit_note)
 
 
 def _duration(seconds: float) -> str:

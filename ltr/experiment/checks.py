@@ -80,6 +80,7 @@ def check_config(cfg: DictConfig, *, paths: bool = True) -> ExperimentSpec:
     _check_trainer(config)
     _check_rerank(config)
     _check_labels(config)
+    _check_click_log(config)
     spec = ExperimentSpec(
         config=config,
         raw=cfg,
@@ -425,6 +426,43 @@ def _check_labels(config: TrainConfig) -> None:
             if clicks:
                 raise
             raise LtrUserError(f"{exc}; a table's recipes grade the columns listed in data.behaviour_columns") from None
+
+
+def _check_click_log(config: TrainConfig) -> None:
+    """A click log's options fit together (:mod:`ltr.data.click_log`): a user's log
+    (``data.click_column``) needs ``data.position_column`` and propensities it can have; each
+    propensity method needs its columns; the simulator's log has no logged propensities or
+    rankers. One line each, before any data is read."""
+    data, clicks = config.data, config.eval.clicks
+    method = str(clicks.propensity)
+    simulated = str(data.kind) == "synthetic_clicks"
+    user_log = getattr(data, "click_column", None) is not None
+    for key in ("propensity_column", "logger_column", "query_column"):
+        if getattr(data, key, None) is not None and not user_log:
+            raise LtrUserError(f"data.{key} is a column of a click log: set data.click_column too (the column of clicks)")
+    if not user_log:
+        if simulated and method in ("harvest", "column"):
+            raise LtrUserError(
+                f"eval.clicks.propensity={method} needs a logged "
+                f"{'ranker id per row (several logging rankers)' if method == 'harvest' else 'propensity per row'}, which "
+                "data=synthetic_clicks has not; use config, estimated or em"
+            )
+        return
+    if getattr(data, "position_column", None) is None:
+        raise LtrUserError(f"data.click_column={data.click_column!r} needs data.position_column (the logged 0-based positions)")
+    if method == "config" and clicks.propensities is None:
+        raise LtrUserError(
+            "a click log (data.click_column) has no known examination curve: give eval.clicks.propensities=[1,0.6,...] "
+            "or estimate it: eval.clicks.propensity=em (or estimated, harvest with data.logger_column, column with "
+            "data.propensity_column)"
+        )
+    if method == "column" and getattr(data, "propensity_column", None) is None:
+        raise LtrUserError("eval.clicks.propensity=column needs data.propensity_column (the logged propensity of every row)")
+    if method == "harvest":
+        if getattr(data, "logger_column", None) is None:
+            raise LtrUserError("eval.clicks.propensity=harvest needs data.logger_column (the id of the ranker that showed each list)")
+        if getattr(data, "doc_id_column", None) is None:
+            raise LtrUserError("eval.clicks.propensity=harvest needs data.doc_id_column (the same document under several rankers)")
 
 
 def _check_optimized_metric(spec: ExperimentSpec) -> tuple[str, ...]:

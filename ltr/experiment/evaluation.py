@@ -29,6 +29,9 @@ from ltr.metrics.measures import Measure
 from ltr.metrics.summary import is_metric_column
 from ltr.training.round_metric import PRE_RERANK_PREFIX
 
+#: A click log's propensities are logged as metrics for positions 1..max(this, eval.k).
+PROPENSITY_POSITIONS = 10
+
 
 @dataclass
 class Evaluation:
@@ -88,6 +91,8 @@ def evaluate(spec: ExperimentSpec, scored: Scored) -> Evaluation:
         line = scored.exposure.advice(max(spec.ks))
         if line:
             advice.append(line)
+    if scored.propensity is not None:  # a click log: the propensities in use, with their interval
+        metrics |= scored.propensity.metrics(max(PROPENSITY_POSITIONS, max(spec.ks)))
     result = scored.result
     metrics |= {
         "best_iteration": float(result.best_iteration),

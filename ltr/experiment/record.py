@@ -24,7 +24,7 @@ from ltr.experiment.run_figures import RunFigures
 from ltr.experiment.sources import Scored
 from ltr.experiment.spec import ExperimentSpec, diversity_measures
 from ltr.metrics.conventions import MetricConventions
-from ltr.metrics.plots import plot_exposure, plot_idcg_histogram
+from ltr.metrics.plots import plot_exposure, plot_idcg_histogram, plot_propensity
 from ltr.tracking import Tracker
 from ltr.tracking.gitinfo import code_state, source_tags, workdir_tags
 from ltr.training.artifact import ShippedModel, ship_model
@@ -240,6 +240,8 @@ def record_results(
             tracker.log_dict(report.to_dict(), f"idcg/{split}/hist_at_{k}.json")
         if scored.exposure is not None:
             tracker.log_dict(scored.exposure.to_dict(), "data/exposure.json")
+        if scored.propensity is not None:
+            tracker.log_dict(scored.propensity.to_dict(), "data/propensity.json")
         tracker.log_dict(importance, "feature_importance.json")
         tracker.log_dict(shipped.params, "model_text/lightgbm_params.json")
         tracker.log_text(summary_md, "report/summary.md")
@@ -277,6 +279,11 @@ def _add_figures(
         figures.add(
             "data/exposure.png", plot_exposure, scored.exposure,
             title=f"{name}\nexposure by position (training log)", eval_k=max(spec.ks),
+        )  # fmt: skip
+    if scored.propensity is not None:
+        figures.add(
+            "data/propensity.png", plot_propensity, scored.propensity,
+            title=f"{name}\nexamination propensity by position ({scored.propensity.method})", eval_k=max(spec.ks),
         )  # fmt: skip
     figures.add(
         "report/ndcg_by_stratum.png", plot_ndcg_by_stratum, evaluation.summaries,

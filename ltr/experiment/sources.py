@@ -23,13 +23,14 @@ from numpy.typing import NDArray
 
 from ltr.config.choices import RerankKind
 from ltr.config.data import default_cache_dir
+from ltr.data.click_log import behaviour, click_options, click_splits, is_click_log
 from ltr.data.clicks import simulate_online_ctr
 from ltr.data.fingerprint import fingerprint, part_fingerprints
 from ltr.data.load import ClickSplits, load_click_splits, load_splits
 from ltr.data.ranking_data import RankingData
 from ltr.data.recipes import grade_counts, with_recipe
 from ltr.data.splits import Splits
-from ltr.errors import LtrUserError
+from ltr.errors import DataError, LtrUserError
 from ltr.experiment.checks import popularity_column
 from ltr.experiment.rerank import rerank_split
 from ltr.experiment.spec import ExperimentSpec
@@ -37,6 +38,7 @@ from ltr.metrics import per_query_table
 from ltr.metrics.exposure import ExposureReport, exposure_report
 from ltr.metrics.gap import LightgbmGap, lightgbm_gap
 from ltr.metrics.ips import click_summary, click_tables, estimate_propensities, propensity_table
+from ltr.metrics.propensity import PropensityEstimate, estimate_propensity
 from ltr.metrics.tail import tail_exposure, tail_items
 from ltr.metrics.top import with_top_doc_ids
 from ltr.rerank import score_order
@@ -140,6 +142,9 @@ class Scored:
     example_features: NDArray[np.float32] | None = None
     #: where the exposure of a click log ends (:mod:`ltr.metrics.exposure`); None without positions
     exposure: ExposureReport | None = None
+    #: the examination propensities of a click log's positions in use, with their interval
+    #: (:mod:`ltr.metrics.propensity`); None without a click log
+    propensity: PropensityEstimate | None = None
 
 
 def _with_tail(
@@ -200,6 +205,11 @@ class InMemorySource:
     clicks: ClickSplits | None = None
     #: a table's label sources (``label`` and each recipe's view of the same splits), or None
     label_views: dict[str, Splits] | None = None
+    #: a user's click log (``data.click_column``): its click-log options; None for the simulator's
+    #: log (whose true click model also gives ``online/*`` and ``clicks_truth/*``) and other data
+    user_log: dict[str, str] | None = None
+    #: the propensities of the click log (:meth:`estimate_propensities`), set when it is opened
+    propensity: PropensityEstimate | None = None
 
     def log_inputs(self, tracker: Tracker) -> None:
         """One MLflow dataset input per split, named ``{data}/{split}``, whose digest (the UI's
@@ -239,7 +249,7 @@ class InMemorySource:
         extra: dict[str, dict[str, float]] = {}
         if self.clicks is not None and spec.config.eval.clicks.enabled:
             extra = {split: self._click_summary(spec, split, scores[split], tables[split]) for split in splits}
-            if spec.config.eval.clicks.online_sessions > 0:
+            if spec.config.eval.clicks.online_sessions > 0 and self.user_log is None:
                 for split in splits:
                     extra[split] |= self._online_summary(spec, split, scores[split])
         return Scored(
@@ -251,6 +261,47 @@ class InMemorySource:
             label_sources=self._label_sources(spec),
             example_features=self.training.test.features[:INPUT_EXAMPLE_ROWS],
             exposure=self._exposure(spec),
+            propensity=self.propensity,
+        )
+
+    def estimate_propensities(self, spec: ExperimentSpec) -> None:
+        """Set :attr:`propensity`: the propensities ``eval.clicks.propensity`` names, of positions
+        ``1..K`` of the training log (K its deepest position), with a seeded bootstrap interval
+        over its queries. Run when the data is opened, so that a log the method cannot use is
+        refused (one line) before any run exists."""
+        if self.clicks is None:
+            return
+        click_cfg = spec.config.eval.clicks
+        train = self.clicks.clicks.train
+        assert train.positions is not None  # a click log always has positions
+        n = int(train.positions.max()) + 1
+        method = str(click_cfg.propensity)
+        options = self.user_log or {}
+        try:
+            if method == "config":
+                curve = self.clicks.examination if click_cfg.propensities is None else list(click_cfg.propensities)
+                self.propensity = estimate_propensity(method="given", given=list(curve), n_positions=n)
+                return
+            inputs: dict[str, Any] = {}
+            if method == "em":
+                inputs["features"] = train.features
+            elif method == "column":
+                inputs["row_propensities"] = behaviour(train, options.get("propensity_column"))
+            elif method == "harvest":
+                inputs["doc_ids"] = train.doc_ids
+                inputs["loggers"] = behaviour(train, options.get("logger_column"))
+                query = behaviour(train, options.get("query_column"))
+                inputs["query_ids"] = query if query is not None else train.row_qids()
+            self.propensity = estimate_propensity(
+                train.labels, train.positions, train.offsets, method="ctr" if method == "estimated" else method,
+                n_positions=n, n_bootstrap=int(click_cfg.propensity_bootstrap),
+                confidence=float(click_cfg.propensity_confidence), seed=spec.seed, **inputs,
+            )  # fmt: skip
+        except ValueError as exc:
+            raise DataError(f"eval.clicks.propensity={method}: {exc}") from None
+        log.info(
+            "propensities (%s) of positions 1-%d: %s", method, min(n, 10),
+            ", ".join(f"{v:.3f}" for v in self.propensity.propensities[:10]),
         )
 
     def _label_sources(self, spec: ExperimentSpec) -> dict[str, str]:
@@ -266,7 +317,8 @@ class InMemorySource:
         train = self.clicks.clicks.train
         assert train.positions is not None  # a click log always has positions
         props = self._propensities(spec, int(train.positions.max()) + 1)
-        source = "estimated" if spec.config.eval.clicks.propensity != "config" else "configured"
+        method = str(spec.config.eval.clicks.propensity)
+        source = {"config": "configured", "estimated": "estimated"}.get(method, method)
         return exposure_report(train.positions, train.labels, props, propensity_source=source)
 
     def _propensities(self, spec: ExperimentSpec, n_positions: int) -> NDArray[np.float64]:
@@ -278,18 +330,21 @@ class InMemorySource:
         if click_cfg.propensity == "config":
             curve = self.clicks.examination if click_cfg.propensities is None else list(click_cfg.propensities)
             return propensity_table(curve, n_positions, min_propensity=floor)
-        train = self.clicks.clicks.train
-        assert train.positions is not None
-        return estimate_propensities(train.labels, train.positions, n_positions=n_positions, min_propensity=floor)
+        if click_cfg.propensity == "estimated":
+            train = self.clicks.clicks.train
+            assert train.positions is not None
+            return estimate_propensities(train.labels, train.positions, n_positions=n_positions, min_propensity=floor)
+        assert self.propensity is not None  # set when the data was opened
+        return self.propensity.table(n_positions, min_propensity=floor)
 
     def label_histograms(self) -> dict[str, dict[str, list[int]]]:
         """Rows per grade of every label source of click data (relevance, clicks, each recipe)
         or of a table with recipes (label, each recipe) and split:
         ``{source: {split: [n_grade_0, n_grade_1, ...]}}``; {} for other data."""
-        if self.clicks is not None:
-            sources = self.clicks.sources()
-        elif self.label_views is not None:
+        if self.label_views is not None:
             sources = self.label_views
+        elif self.clicks is not None:
+            sources = self.clicks.sources()
         else:
             return {}
         return {
@@ -354,7 +409,10 @@ class InMemorySource:
             data.labels, data.positions, scores, data.offsets, data.qids, propensities=props,
             ks=list(spec.ks), conventions=spec.conventions, strata=spec.strata,
         )
-        return click_summary(naive, ips, truth, strata=spec.strata)
+        summary = click_summary(naive, ips, truth, strata=spec.strata)
+        if self.user_log is not None:  # a user's log: no true grades behind its clicks
+            summary = {key: value for key, value in summary.items() if not key.startswith("clicks_truth/")}
+        return summary
 
 
 def shaped_like(dtype: Any, shape: tuple[int, ...]) -> NDArray[Any]:
@@ -433,9 +491,11 @@ def _click_log(spec: ExperimentSpec) -> DataSource:
     training = clicks.training_view(str(data.train_labels), str(data.valid_labels), str(data.eval_labels))
     evaluation = clicks.view(str(data.eval_labels))  # the same split objects as training's where the labels agree
     _log_sizes(training)
-    return InMemorySource(
+    source = InMemorySource(
         str(config.data.name), training, evaluation, fingerprint(training, strata=spec.strata), clicks
     )
+    source.estimate_propensities(spec)
+    return source
 
 
 def _table(spec: ExperimentSpec) -> DataSource:
@@ -445,7 +505,7 @@ def _table(spec: ExperimentSpec) -> DataSource:
     config = spec.config
     data = config.data
     recipes = dict(getattr(data, "label_recipes", None) or {})
-    if not recipes:
+    if not recipes and not is_click_log(data):
         return _in_memory(spec)
     splits = load_splits(data, config.split, seed=spec.seed)
     views = {"label": splits} | {
@@ -457,9 +517,19 @@ def _table(spec: ExperimentSpec) -> DataSource:
     _log_sizes(training)
     for name, view in views.items():
         log.info("labels %s: %s", name, "; ".join(f"{split} {grade_counts(part.labels)}" for split, part in view.items()))
-    return InMemorySource(
-        str(data.name), training, test, fingerprint(training, strata=spec.strata), label_views=views
-    )
+    if not is_click_log(data):
+        return InMemorySource(
+            str(data.name), training, test, fingerprint(training, strata=spec.strata), label_views=views
+        )
+    # a user's click log: the click view of the same splits feeds the click estimates, the
+    # exposure and the propensities, as the simulator's log's does (no true grades, no online CTR)
+    clicks = ClickSplits(test, click_splits(splits, str(data.click_column)), np.ones(1))
+    source = InMemorySource(
+        str(data.name), training, test, fingerprint(training, strata=spec.strata), clicks,
+        label_views=views, user_log=click_options(data),
+    )  # fmt: skip
+    source.estimate_propensities(spec)
+    return source
 
 
 def _partitioned(spec: ExperimentSpec) -> DataSource:

@@ -9,6 +9,7 @@ import numpy as np
 
 from ltr.metrics.exposure import COVERAGES, ExposureReport
 from ltr.metrics.idcg_report import IdcgReport
+from ltr.metrics.propensity import PropensityEstimate
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -105,4 +106,35 @@ def plot_exposure(report: ExposureReport, *, title: str, eval_k: int | None = No
     ax.set_ylim(0, 1.02)
     ax.set_title(title)
     ax.legend(loc="lower right", fontsize="small")
+    return fig
+
+
+#: Positions a propensity figure shows at most (deeper ones have few impressions).
+PROPENSITY_FIGURE_POSITIONS = 50
+
+
+def plot_propensity(estimate: PropensityEstimate, *, title: str, eval_k: int | None = None) -> Figure:
+    """The examination propensity of every position (relative to position 1) with its bootstrap
+    interval, on a log-log scale; ``eval_k`` marked when given."""
+    from matplotlib.figure import Figure
+
+    title = wrap_title(title, 6.4, left=0.11, right=0.97)
+    fig = Figure(figsize=(6.4, 4.0))
+    fig.subplots_adjust(left=0.11, right=0.97, top=title_top(title, 4.0), bottom=0.13)
+    ax = fig.add_subplot()
+    n = min(estimate.n_positions, PROPENSITY_FIGURE_POSITIONS)
+    ks = np.arange(1, n + 1)
+    values = np.clip(estimate.propensities[:n], 1e-4, None)
+    label = f"{estimate.method}" + (f" ({estimate.confidence:.0%} bootstrap interval, {estimate.n_bootstrap} resamples)" if estimate.n_bootstrap else "")
+    if estimate.n_bootstrap:
+        ax.fill_between(ks, np.clip(estimate.low[:n], 1e-4, None), np.clip(estimate.high[:n], 1e-4, None), alpha=0.25, step=None)
+    ax.plot(ks, values, marker="o", markersize=3, label=label)
+    if eval_k is not None:
+        ax.axvline(eval_k, color="C3", linewidth=1, label=f"eval.k = {eval_k}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("position")
+    ax.set_ylabel("examination propensity (position 1 = 1)")
+    ax.set_title(title)
+    ax.legend(loc="lower left", fontsize="small")
     return fig
