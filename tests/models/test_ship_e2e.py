@@ -19,9 +19,7 @@ from mlflow.tracking import MlflowClient
 
 from ltr.cli.main import main as ltr_main
 from ltr.experiment import run as pipeline
-from ltr.models.inputs import split_input
 from ltr.models.logged import load_run
-from ltr.models.predict import predict_input
 from tests.conftest import SHARED_DATA, compose_train
 from tests.processes import free_port, stop_process_group, wait_for_http
 
@@ -114,14 +112,22 @@ def test_promote_a_sweeps_best_child_and_refuse_a_worse_one(tmp_path: Path, caps
 
 
 @pytest.mark.slow
-def test_mlflow_models_serve_answers_with_ltr_predicts_scores(tmp_path: Path) -> None:
+def test_mlflow_models_serve_answers_with_ltr_predicts_scores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The manual's shipping path on files (docs/guide/shipping.md): ``ltr data write`` a Parquet
+    data set, train on it, promote, then the real server scores the test file's rows with the
+    scores ``ltr predict --data`` writes, bit for bit."""
+    monkeypatch.chdir(tmp_path)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    pipeline.run(compose_train([*DEBUG, f"tracking.uri={uri}", "tracking.run_name=served"]))
+    assert ltr_main(["data", "write", "synthetic", "--out", "data", "--format", "parquet", "data.n_queries=300"]) == 0
+    files = [f"data.{s}=data/{s}.parquet" for s in ("train", "valid", "test")]
+    pipeline.run(compose_train(["data=parquet", *files, "data.doc_id_column=doc_id", "fit.num_boost_round=20",
+                                "fit.show_progress=false", f"tracking.uri={uri}", "tracking.run_name=served"]))  # fmt: skip
     assert ltr_main(["promote", "served", "--name", "served", "--tracking-uri", uri]) == 0
+    assert ltr_main(["predict", "served", "--data", "data/test.parquet", "--out", "scores.txt", "--tracking-uri", uri]) == 0
+    expected = np.array([float(line) for line in Path("scores.txt").read_text().split()])
     run = load_run("served", tracking_uri=uri)
-    data = next(split_input(run, "test").batches())
-    expected = predict_input(run, split_input(run, "test"), keep=True).model_scores
-    frame = pd.DataFrame(data.features.astype(np.float64), columns=run.feature_names)
+    frame = pd.read_parquet("data/test.parquet")[run.feature_names].astype(np.float64)  # the file's own columns
+    assert len(frame) == len(expected)
     port = free_port()
     # mlflow models serve starts uvicorn from PATH: the environment's bin folder, as when activated
     env = {**os.environ, "MLFLOW_TRACKING_URI": uri, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
