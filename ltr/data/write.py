@@ -234,9 +234,12 @@ def train_command(name: str, out: Path, fmt: str) -> str:
     if fmt != "letor":
         words.append("data.doc_id_column=doc_id")
     if name == "synthetic_clicks" and fmt != "letor":  # text: positions from the .position files; no names
+        # a click log as data: its clicks, positions and behaviour, and the examination curve
+        # estimated from the log itself (a stranger's log has no known one)
         words += [
-            "data.position_column=position", f"data.behaviour_columns=[{','.join(BEHAVIOURS)}]",
-            "data.popularity_feature=popularity",
+            "data.position_column=position", "data.click_column=click",
+            f"data.behaviour_columns=[{','.join(b for b in BEHAVIOURS if b != 'click')}]",
+            "data.popularity_feature=popularity", "eval.clicks.propensity=em",
         ]
     return " ".join(shlex.quote(w) for w in words)
 
