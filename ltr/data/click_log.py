@@ -113,3 +113,23 @@ def behaviour(data: RankingData, column: str | None) -> NDArray[np.float64] | No
         return None
     values = (data.behaviours or {}).get(column)
     return None if values is None else np.asarray(values, dtype=np.float64)
+
+
+def propensity_inputs(method: str, train: RankingData, options: Mapping[str, str]) -> dict[str, Any]:
+    """The per-row inputs :func:`ltr.metrics.propensity.estimate_propensity` needs beyond the
+    clicks and positions for ``eval.clicks.propensity=method``, from a click log's training split
+    and its column options (:func:`click_options`): ``em`` the features; ``column`` the logged
+    propensities; ``harvest`` the document ids, the logging rankers and the query of each list
+    (its ``data.query_column``, else the list's own qid); nothing for the others."""
+    if method == "em":
+        return {"features": train.features}
+    if method == "column":
+        return {"row_propensities": behaviour(train, options.get("propensity_column"))}
+    if method == "harvest":
+        query = behaviour(train, options.get("query_column"))
+        return {
+            "doc_ids": train.doc_ids,
+            "loggers": behaviour(train, options.get("logger_column")),
+            "query_ids": query if query is not None else train.row_qids(),
+        }
+    return {}

@@ -42,7 +42,7 @@ from ltr.config.choices import RerankKind
 from ltr.config.data import ParquetDataConfig, SplitConfig, SyntheticClicksDataConfig
 from ltr.config.logged import read_logged_config
 from ltr.config.schema import ClickEvalConfig, RerankConfig
-from ltr.data.click_log import behaviour, click_options, clicks_of, is_click_log
+from ltr.data.click_log import click_options, clicks_of, is_click_log, propensity_inputs
 from ltr.data.clicks import cart_probability, purchase_probability
 from ltr.data.load import load_click_splits, load_splits
 from ltr.data.ranking_data import RankingData
@@ -158,15 +158,7 @@ def fit_click_model(
     method = str(click_cfg.propensity)
     n = int(max(int(train.positions.max()), int(data.positions.max()))) + 1
     options = click_options(data_cfg)
-    inputs: dict[str, Any] = {}
-    if method == "em":
-        inputs["features"] = train.features
-    elif method == "column":
-        inputs["row_propensities"] = behaviour(train, options.get("propensity_column"))
-    elif method == "harvest":
-        query = behaviour(train, options.get("query_column"))
-        inputs |= {"doc_ids": train.doc_ids, "loggers": behaviour(train, options.get("logger_column")),
-                   "query_ids": query if query is not None else train.row_qids()}  # fmt: skip
+    inputs = propensity_inputs(method, train, options)
     try:
         if method == "config":
             if click_cfg.propensities is None:

@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 
 from ltr.config.choices import RerankKind
 from ltr.config.data import default_cache_dir
-from ltr.data.click_log import behaviour, click_options, click_splits, is_click_log
+from ltr.data.click_log import click_options, click_splits, is_click_log, propensity_inputs
 from ltr.data.clicks import simulate_online_ctr
 from ltr.data.fingerprint import fingerprint, part_fingerprints
 from ltr.data.load import ClickSplits, load_click_splits, load_splits
@@ -282,16 +282,7 @@ class InMemorySource:
                 curve = self.clicks.examination if click_cfg.propensities is None else list(click_cfg.propensities)
                 self.propensity = estimate_propensity(method="given", given=list(curve), n_positions=n)
                 return
-            inputs: dict[str, Any] = {}
-            if method == "em":
-                inputs["features"] = train.features
-            elif method == "column":
-                inputs["row_propensities"] = behaviour(train, options.get("propensity_column"))
-            elif method == "harvest":
-                inputs["doc_ids"] = train.doc_ids
-                inputs["loggers"] = behaviour(train, options.get("logger_column"))
-                query = behaviour(train, options.get("query_column"))
-                inputs["query_ids"] = query if query is not None else train.row_qids()
+            inputs = propensity_inputs(method, train, options)
             self.propensity = estimate_propensity(
                 train.labels, train.positions, train.offsets, method="ctr" if method == "estimated" else method,
                 n_positions=n, n_bootstrap=int(click_cfg.propensity_bootstrap),
