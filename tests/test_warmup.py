@@ -102,34 +102,42 @@ def fresh_bytecode(py: Path) -> bool:
 
 
 @pytest.mark.slow
-def test_warmup_compiles_every_kernel_and_training_compiles_nothing_after(tmp_path: Path) -> None:
-    cache = tmp_path / "numba-cache"
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), "LTR_CACHE_DIR": str(tmp_path / "ltr-cache")}
+def test_warmup_on_a_compiled_cache_writes_bytecode_and_the_store_template_and_compiles_nothing(
+    first_runs: tuple[Path, dict[str, str], list[str], list[dict[str, int]]],
+) -> None:
+    """``make install``'s warm-up, on the cache the first command of an install compiled (the same
+    :func:`ltr.kernel_signatures.prepare_all` path; compiling from an empty cache is what
+    :func:`test_first_command_compiles_once_on_one_line_and_the_next_compiles_nothing` proves):
+    it writes the bytecode and the store template, compiles nothing, and the commands a user
+    runs next compile nothing either."""
+    tmp, env, _, (_, compiled) = first_runs
+    cache = Path(env["NUMBA_CACHE_DIR"])
 
     def ltr(*args: str) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            [sys.executable, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800
-        )
+        done = subprocess.run([sys.executable, *args], cwd=tmp, env=env, capture_output=True, text=True, timeout=1800)
         assert done.returncode == 0, done.stderr[-3000:]
         return done
 
-    assert "compiled or loaded from cache" in ltr("-m", "ltr.warmup").stdout
+    warmed = ltr("-m", "ltr.warmup")
+    assert "compiled or loaded from cache" in warmed.stdout
+    assert MESSAGE not in warmed.stderr  # nothing to compile
     # the empty MLflow store every new store is copied from (ltr.tracking.store_template)
-    assert len(list((tmp_path / "ltr-cache" / "mlflow-stores").glob("empty-*.db"))) == 1
+    assert len(list((tmp / "ltr-cache" / "mlflow-stores").glob("empty-*.db"))) == 1
     stale = [str(py) for py in sources() if not fresh_bytecode(py)]
     assert stale == [], "modules whose bytecode the warm-up did not write"
     after_warmup = cache_state(cache)
+    assert after_warmup == compiled, "the warm-up compiled or rewrote on a compiled cache"
     indexed = {Path(name).name.rsplit(".", 2)[0] for name in after_warmup if name.endswith(".nbi")}
     expected = kernel_entries()
     assert len(expected) >= 30  # the modules' kernels were found at all
-    assert expected - indexed == set(), "kernels the warm-up did not compile"
+    assert expected - indexed == set(), "kernels missing from the cache"
 
     # a fresh process: the commands a user runs first compile nothing new (every signature they
     # need is cached), and the warm-up again is idempotent (a warm cache gains nothing and
     # nothing is rewritten)
-    (tmp_path / "q.txt").write_text("1 0 a 1\n1 0 b 0\n")
-    (tmp_path / "r.txt").write_text("1 Q0 a 1 1.0 x\n1 Q0 b 2 0.5 x\n")
-    states = tmp_path / "states.jsonl"
+    (tmp / "q.txt").write_text("1 0 a 1\n1 0 b 0\n")
+    (tmp / "r.txt").write_text("1 Q0 a 1 1.0 x\n1 Q0 b 2 0.5 x\n")
+    states = tmp / "states.jsonl"
     ltr("-c", AFTER_WARM_UP, str(cache), str(states))
     steps = dict(json.loads(line) for line in states.read_text().splitlines())
     assert list(steps) == ["train", "evaluate", "warm-up"]
@@ -137,6 +145,17 @@ def test_warmup_compiles_every_kernel_and_training_compiles_nothing_after(tmp_pa
     assert steps["evaluate"] == after_warmup, "ltr evaluate compiled after the warm-up"
     assert steps["warm-up"] == after_warmup, "the warm-up compiled or rewrote on a warm cache"
     assert cache_state(cache) == after_warmup
+
+
+def test_the_warm_up_compiles_through_the_first_commands_path() -> None:
+    """The warm-up from an empty cache compiles what the first command compiles: both call
+    :func:`ltr.kernel_signatures.prepare_all` / ``prepare``, which compile every module the cache
+    lacks (the module-level fixture compiles once, through the first command)."""
+    import inspect
+
+    import ltr.warmup
+
+    assert "prepare_all()" in inspect.getsource(ltr.warmup)
 
 
 #: ``python -c ARGUMENT_KINDS``: the metric, re-ranking, interleaving and reader paths called with
