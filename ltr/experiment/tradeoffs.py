@@ -32,21 +32,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ltr.metrics.plots import wrap_title
-from ltr.online.ols import fit_line
+from ltr.online.ols import as_pair, fit_line
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-
-
-def _pair(x: ArrayLike, y: ArrayLike, *, where: str) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """``x`` and ``y`` as 1-D float64 arrays of one length, or a ``ValueError`` naming ``where``."""
-    xs = np.asarray(x, dtype=np.float64)
-    ys = np.asarray(y, dtype=np.float64)
-    if xs.ndim != 1 or ys.ndim != 1:
-        raise ValueError(f"{where}: x and y must be 1-D (one value per run), got shapes {xs.shape} and {ys.shape}")
-    if xs.shape != ys.shape:
-        raise ValueError(f"{where}: x has {xs.size} runs but y has {ys.size}")
-    return xs, ys
 
 
 def pareto_front(x: ArrayLike, y: ArrayLike) -> NDArray[np.bool_]:
@@ -81,7 +70,7 @@ def pareto_front(x: ArrayLike, y: ArrayLike) -> NDArray[np.bool_]:
     >>> pareto_front([0.40, 0.42, 0.41, 0.39], [0.30, 0.20, 0.25, 0.10]).tolist()
     [True, True, True, False]
     """
-    xs, ys = _pair(x, y, where="pareto_front")
+    xs, ys = as_pair(x, y, where="pareto_front", item="run")
     on_front = np.zeros(xs.size, dtype=np.bool_)
     measured = np.flatnonzero(~(np.isnan(xs) | np.isnan(ys)))
     if measured.size == 0:
@@ -131,7 +120,7 @@ def front_figure(
         Axes with two scatter collections (runs off the front, then on it), one line (the
         staircase) and one annotation per drawn run. Save it with ``fig.savefig(path)``.
     """
-    xs, ys = _pair(x, y, where="front_figure")
+    xs, ys = as_pair(x, y, where="front_figure", item="run")
     mask = np.asarray(on_front, dtype=np.bool_)
     if mask.shape != xs.shape or len(labels) != xs.size:
         raise ValueError(f"front_figure: {xs.size} runs but {mask.size} on_front flags and {len(labels)} labels")
@@ -243,7 +232,7 @@ def fit_online(x: ArrayLike, y: ArrayLike) -> OnlineFit:
     >>> round(fit.slope, 12), round(fit.gain_per_tenth, 12), fit.n
     (0.2, 0.02, 3)
     """
-    xs, ys = _pair(x, y, where="fit_online")
+    xs, ys = as_pair(x, y, where="fit_online", item="run")
     n = xs.size
     if n < 2:
         raise ValueError(f"fit_online: a line needs at least 2 runs, got {n}")
@@ -410,7 +399,7 @@ def online_figure(
         Axes with one scatter collection (the runs), the error bars when given, one line (the
         fit, across the runs' NDCG@10 range) and one annotation per run.
     """
-    xs, ys = _pair(x, y, where="online_figure")
+    xs, ys = as_pair(x, y, where="online_figure", item="run")
     if len(labels) != xs.size:
         raise ValueError(f"online_figure: {xs.size} runs but {len(labels)} labels")
     err = None

@@ -42,12 +42,17 @@ class LineFit:
     level: float = 0.95
 
 
-def as_pair(x: ArrayLike, y: ArrayLike, *, where: str) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """``x`` and ``y`` as two 1-D float arrays of one length (else a ``ValueError`` naming ``where``)."""
+def as_pair(
+    x: ArrayLike, y: ArrayLike, *, where: str, item: str = "point"
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``x`` and ``y`` as 1-D float64 arrays of one length, one value per ``item`` (a point, a
+    run), or a ``ValueError`` naming ``where``."""
     xs = np.asarray(x, dtype=np.float64)
     ys = np.asarray(y, dtype=np.float64)
-    if xs.ndim != 1 or ys.ndim != 1 or xs.shape != ys.shape:
-        raise ValueError(f"{where}: x and y must be 1-D arrays of one length, got shapes {xs.shape} and {ys.shape}")
+    if xs.ndim != 1 or ys.ndim != 1:
+        raise ValueError(f"{where}: x and y must be 1-D (one value per {item}), got shapes {xs.shape} and {ys.shape}")
+    if xs.shape != ys.shape:
+        raise ValueError(f"{where}: x has {xs.size} {item}s but y has {ys.size}")
     return xs, ys
 
 
