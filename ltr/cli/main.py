@@ -50,8 +50,6 @@ commands:
   abtest A B             simulate an A/B test and interleaving of two click-log runs before any traffic; --help
   ope RUN --log F        estimate a run's CTR, clicks@k, purchase rate from a logged click log (IPS, SNIPS, DR); --help
   calibrate TABLE        what +0.1 offline has been worth online in past A/B tests (line, interval, p); --help
-  ope RUN --log F        estimate a run's CTR, clicks@k, purchase rate from a logged click log (IPS, SNIPS, DR); --help
-  calibrate TABLE        what +0.1 offline has been worth online in past A/B tests (line, interval, p); --help
   exposure LOG           where a click log's exposure ends: share of clicks/examinations at <= k, K advice
   labels A B             audit two label sets of the same documents: agreement, kappa, NDCG moved; --help
   cache [info|clear]     show (entries, size, limit) or clear the cache of parsed data files; --help
