@@ -4,7 +4,9 @@ top to bottom, in one fresh folder per page.
 The rules, which every page of ``docs/`` and the README follow:
 
 - a ```bash block runs with ``bash -euo pipefail`` in the page's folder, ``ltr`` (and this
-  environment's ``python``, ``mlflow``) first on ``PATH``, ``HOME`` a folder of its own (pages
+  environment's ``python``, ``mlflow``) first on ``PATH`` (``ltr`` forked from a process that has
+  imported its engines once per page: :mod:`tests.docs.forkserver`; ``LTR_DOCS_NO_FORKSERVER=1``
+  runs the console script instead), ``HOME`` a folder of its own (pages
   write ``~/ltr-conf``), no tracking URI in the environment: it must exit 0;
 - a ```python block runs as a script in a new interpreter in the same folder: it must exit 0;
 - ```text blocks (output, or commands for a terminal the suite cannot have: `make` in a clone) and
@@ -29,6 +31,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.docs import forkserver
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
@@ -94,6 +98,18 @@ def run_page(page: Path, folder: Path) -> list[str]:
     work = folder / "work"
     work.mkdir(exist_ok=True)
     env = _environment(home)
+    server = None
+    if not os.environ.get("LTR_DOCS_NO_FORKSERVER"):
+        server, client_dir = forkserver.start(env, folder / "forkserver")
+        env["PATH"] = f"{client_dir}{os.pathsep}{env['PATH']}"
+    try:
+        return _run_blocks(page, work, env)
+    finally:
+        if server is not None:
+            forkserver.stop(server)
+
+
+def _run_blocks(page: Path, work: Path, env: dict[str, str]) -> list[str]:
     outputs = []
     for block in blocks(page):
         if block.language not in RUNNABLE or block.skip:

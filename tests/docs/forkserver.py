@@ -1,0 +1,154 @@
+"""A fork server for the manual's ``ltr`` commands: each command is a fresh process forked from
+one that has already imported ``ltr``'s engines, so a page's commands do not each pay the imports.
+
+What a command runs is what the console script runs (:func:`ltr.cli.main.run`), in a child
+process of its own, with the caller's arguments, working folder, environment and standard
+input, output and error (the caller's file descriptors, passed over a Unix socket), and the
+caller exits with the child's code (128 + N for a child killed by signal N). Only the imports are
+shared: the server imports modules and nothing else (no data, no store, no engine thread), and
+each child is forked from that state, never from another command's.
+
+- :func:`start` runs the server for one page (its environment), returns it and the folder of its
+  ``ltr`` client, to put first on ``PATH``; :func:`stop` ends the server and any child left.
+- ``python forkserver.py serve SOCKET`` is the server; ``python -I -S forkserver.py client ...``
+  the client (no site packages, no imports beyond the standard library's socket layer).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import stat
+import struct
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+#: Imported once by the server: the verbs, and what ``ltr train`` and the readers import lazily.
+PRELOAD = (
+    "ltr.cli.main", "ltr.cli.train", "ltr.experiment.run", "ltr.api", "mlflow", "mlflow.tracking",
+    "lightgbm", "pandas", "pyarrow.parquet", "hydra", "numba",
+)
+_LENGTH = struct.Struct("!Q")
+
+
+def start(env: dict[str, str], folder: Path) -> tuple[subprocess.Popen[bytes], Path]:
+    """Start a server with ``env`` in ``folder`` (its client lives there); return it
+    once it listens, and the folder holding its ``ltr`` client."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = f"@ltr-docs-{os.getpid()}-{uuid.uuid4().hex}"  # Linux's abstract namespace: no file, no length limit
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "serve", str(path)], env=env, cwd=folder,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    if proc.stdout.readline() != b"ready\n":
+        stop(proc)
+        raise RuntimeError(f"the docs fork server did not start (exit {proc.returncode})")
+    bin_dir = folder / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    client = bin_dir / "ltr"
+    client.write_text(f'#!/bin/sh\nLTR_DOCS_FORKSERVER={path} exec {sys.executable} -I -S {__file__} client "$@"\n')
+    client.chmod(client.stat().st_mode | stat.S_IXUSR)
+    return proc, bin_dir
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """End the server and every process of its group (a command still running)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+def _address(name: str) -> str:
+    """A socket address from its name in the environment (``@name``: the abstract namespace)."""
+    return "\0" + name[1:] if name.startswith("@") else name
+
+
+def _recv_exactly(conn: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = conn.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("the client went away")
+        data += chunk
+    return data
+
+
+def serve(path: str) -> None:
+    """Import :data:`PRELOAD`, listen on ``path``, and for each request fork a child that runs
+    the ``ltr`` command; answer with its exit code."""
+    import importlib
+
+    for module in PRELOAD:
+        importlib.import_module(module)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(_address(path))
+    listener.listen(8)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the waiters below are reaped by the kernel
+    print("ready", flush=True)
+    while True:
+        conn, _ = listener.accept()
+        _, fds, _, _ = socket.recv_fds(conn, 1, 3)
+        (length,) = _LENGTH.unpack(_recv_exactly(conn, _LENGTH.size))
+        request = json.loads(_recv_exactly(conn, length))
+        if os.fork() == 0:  # a waiter per command: commands of one block may run side by side
+            listener.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            pid = os.fork()
+            if pid == 0:
+                conn.close()
+                _run_command(request, fds)  # never returns
+            for fd in fds:
+                os.close(fd)
+            _, status = os.waitpid(pid, 0)
+            code = os.waitstatus_to_exitcode(status)
+            conn.sendall(str(128 - code if code < 0 else code).encode())
+            os._exit(0)
+        for fd in fds:
+            os.close(fd)
+        conn.close()
+
+
+def _run_command(request: dict[str, Any], fds: list[int]) -> None:
+    """In the forked child: become the caller's process (its descriptors, folder, environment and
+    arguments) and run the console script's entry point, which exits."""
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    sys.argv = [str(Path(sys.executable).with_name("ltr")), *request["argv"]]
+    from ltr.cli.main import run
+
+    run()
+
+
+def client(argv: list[str]) -> int:
+    """Send this process's arguments, folder, environment and descriptors 0-2 to the server;
+    return the command's exit code."""
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(_address(os.environ["LTR_DOCS_FORKSERVER"]))
+    socket.send_fds(conn, [b"r"], [0, 1, 2])
+    env = {k: v for k, v in os.environ.items() if k != "LTR_DOCS_FORKSERVER"}
+    body = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": env}).encode()
+    conn.sendall(_LENGTH.pack(len(body)) + body)
+    answer = b""
+    while chunk := conn.recv(16):
+        answer += chunk
+    return int(answer)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "serve":
+        serve(sys.argv[2])
+    else:
+        sys.exit(client(sys.argv[2:]))
