@@ -109,8 +109,9 @@ def install(names: Sequence[str]) -> list[str]:
     looks them up on this machine; the modules whose every shipped entry is now in numba's cache
     (none when the shipped code does not fit this install: the kernels then compile).
 
-    A module is skipped when its source differs from the build's; an entry, when its function's
-    bytecode does (numba's own key); a cache folder that cannot be written, like numba does."""
+    A module is skipped when its source differs from the build's, when a shipped file cannot be
+    read or numba's cache folder cannot be written; an entry, when its function's bytecode
+    differs (numba's own key)."""
     shipped = manifest()
     if shipped is None or shipped.get("tag") != platform_tag():
         return []
@@ -123,7 +124,7 @@ def install(names: Sequence[str]) -> list[str]:
         shipped_indexes = sorted(folder.glob("*.nbi"))
         try:
             installed = [p.name in by_index and _install_dispatcher(by_index[p.name], p) for p in shipped_indexes]
-        except OSError as exc:  # a cache folder that cannot be written: numba compiles as usual
+        except (OSError, EOFError, pickle.UnpicklingError) as exc:  # a cache folder that cannot be written, a damaged file: numba compiles
             log.debug("shipped kernels of %s not installed: %s", name, exc)
             continue
         if installed and all(installed):
