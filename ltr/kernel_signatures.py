@@ -11,15 +11,19 @@ run.
 
 :func:`prepare` loads a module's entry points from numba's cache. When numba's cache lacks one
 of them (the first ``ltr`` command after ``pip install``, or after an upgrade of ``ltr`` or
-numba), it first compiles every kernel module's entry points the cache lacks, once, and says so on one line of
-stderr with its progress::
+numba), it first puts there the machine code a wheel ships, where it fits this install
+(:mod:`ltr.precompiled`: milliseconds, nothing printed); then, if the cache still lacks some
+(a clone, another Python or numba than the wheel's build), it compiles every kernel module's
+entry points the cache lacks, once, and says so on one line of stderr with its progress::
 
     ltr: compiling numerical kernels for this install (once): 1/5 2/5 3/5 4/5 5/5, done in 24 s
 
 so that no later command compiles again. The check reads numba's cache index files only
 (milliseconds). The metric kernel compiles in the command's process, the others in one helper
-process beside it (two cores: the wall time of the metric kernel's compile). ``python -m
-ltr.warmup`` (``make install``) runs the same compile.
+process beside it (two cores: the wall time of the metric kernel's compile), which loads the
+kernel modules alone (numba and numpy, not their packages). ``python -m ltr.warmup`` (``make
+install``) runs the same compile; ``python -m ltr.kernel_signatures --ship OUT`` the wheel
+build's (:func:`ship`).
 """
 
 from __future__ import annotations
@@ -30,12 +34,15 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from types import ModuleType
 from typing import Any, TextIO
 
 from numba import config as numba_config
 from numba import types as t
 from numba.core.registry import CPUDispatcher
+
+from ltr.precompiled import export, install
 
 
 def _ro(dtype: Any, ndim: int = 1) -> Any:
@@ -222,8 +229,11 @@ def prepare(name: str, *, out: TextIO | None = None) -> None:
         # the modules are compiled together: when ``name``'s entries are cached, so are the
         # others' (one module's check, milliseconds); else every module missing any compiles now
         if not _checked and missing([name]):
+            install(tuple(SIGNATURES))  # the machine code a wheel ships, where it fits
             todo = missing()
-            compile_modules([name, *(m for m in todo if m != name)], sys.stderr if out is None else out)
+            if todo:
+                first = [name] if name in todo else []
+                compile_modules([*first, *(m for m in todo if m != name)], sys.stderr if out is None else out)
         _checked = True
         for dispatcher, sig in _entries(name):
             dispatcher.compile(sig)
@@ -237,13 +247,42 @@ def prepare_all(out: TextIO | None = None) -> None:
         prepare(name, out=out)
 
 
+def _kernels_alone() -> None:
+    """Let the kernel modules load without their packages' ``__init__`` (which import pandas,
+    pyarrow, scipy...): a process that only compiles needs numba and numpy alone."""
+    root = Path(__file__).resolve().parents[1]
+    for name in SIGNATURES:
+        parts = name.split(".")[:-1]
+        for i in range(1, len(parts) + 1):
+            package = ".".join(parts[:i])
+            if package not in sys.modules:
+                stub = ModuleType(package)
+                stub.__path__ = [str(root.joinpath(*parts[:i]))]
+                sys.modules[package] = stub
+
+
 def _helper(names: Sequence[str]) -> None:
     """The helper process of :func:`compile_modules`: compile ``names`` in turn, printing each
     name on stdout when it is in numba's cache."""
+    _kernels_alone()
     for name in names:
         _compile(name)
         print(name, flush=True)
 
 
+def ship(out: Path) -> None:
+    """Compile every kernel module into numba's cache and copy the entries into ``out``, the
+    wheel's ``ltr/_precompiled`` (:func:`ltr.precompiled.export`). Run by the wheel build as
+    ``python -m ltr.kernel_signatures --ship OUT`` with ``NUMBA_CPU_NAME=generic`` and an empty
+    ``NUMBA_CACHE_DIR``."""
+    _kernels_alone()
+    names = list(SIGNATURES)
+    compile_modules(names)
+    export(names, out)
+
+
 if __name__ == "__main__":
-    _helper(sys.argv[1:])
+    if sys.argv[1:2] == ["--ship"]:
+        ship(Path(sys.argv[2]))
+    else:
+        _helper(sys.argv[1:])

@@ -7,9 +7,10 @@ milliseconds. ``make install`` runs this module so that a fresh clone's first ``
 ``ltr evaluate`` pays no compile. It is idempotent, and quick when the cache is warm (about as
 long as loading the cached kernels).
 
-Without the warm-up (a wheel), the first ``ltr`` command that needs a kernel runs the same
-compile itself, with one line of progress on stderr (:mod:`ltr.kernel_signatures`); the warm-up
-moves it to install time (a Docker image build, ``make install``).
+Without the warm-up, the first ``ltr`` command that needs a kernel puts the machine code a wheel
+ships into numba's cache (:mod:`ltr.precompiled`) or, where none fits, runs the same compile
+itself, with one line of progress on stderr (:mod:`ltr.kernel_signatures`); the warm-up moves
+either to install time (a Docker image build, ``make install``).
 
 Every kernel entry point has one declared signature (:data:`ltr.kernel_signatures.SIGNATURES`),
 compiled first; then each is called through the public function that calls it, on tiny inputs,

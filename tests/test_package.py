@@ -6,8 +6,10 @@ The fresh venv gets the wheel alone (``--no-deps``); its dependencies come from 
 interpreter's site-packages through a ``.pth`` file that lists that directory (installing them
 from the registry takes minutes). A directory named in a ``.pth`` is added to ``sys.path`` after
 the venv's own, and its own ``.pth`` files (the editable install's finder) are not run, so the
-``ltr`` imported is the wheel's: asserted. Numba's JIT is off in the venv (``NUMBA_DISABLE_JIT``):
-its kernels would compile from scratch at the new path (minutes); the metrics are the same.
+``ltr`` imported is the wheel's: asserted. The wheel carries its kernels' machine code
+(:mod:`ltr.precompiled`, built for this interpreter's numba): the first command loads it, prints
+no compile line, no later command compiles, and the metrics are the bits of the kernels
+compiled for this machine's CPU.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+
+from ltr.kernel_signatures import MESSAGE
 
 REPO = Path(__file__).resolve().parents[1]
 CONF = REPO / "ltr" / "conf"
@@ -103,8 +107,9 @@ def test_the_wheel_works_from_an_empty_folder_outside_the_repo(
     venv = make_venv(tmp, wheel)
     folder = tmp / "empty"
     folder.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "LTR_TRACKING_URI", "MLFLOW_TRACKING_URI"}}
-    env["NUMBA_DISABLE_JIT"] = "1"
+    dropped = {"PYTHONPATH", "LTR_TRACKING_URI", "MLFLOW_TRACKING_URI", "NUMBA_CACHE_DIR", "NUMBA_DISABLE_JIT"}
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
+    env["LTR_CACHE_DIR"] = str(tmp / "ltr-cache")
 
     def run(*argv: str) -> subprocess.CompletedProcess[str]:
         done = subprocess.run(list(argv), cwd=folder, env=env, capture_output=True, text=True, timeout=600)
@@ -112,9 +117,13 @@ def test_the_wheel_works_from_an_empty_folder_outside_the_repo(
         return done
 
     ltr = str(venv / "bin" / "ltr")
+    assert numba_cache(venv) == {}  # no numba cache yet
     trained = run(ltr, "train", "debug=default", "fit.show_progress=false")
     assert "MLflow run " in trained.stdout
     assert (folder / "mlflow.db").is_file()  # the store lands in the folder the command ran in
+    assert MESSAGE not in trained.stderr  # the shipped machine code was loaded: nothing compiled
+    installed = numba_cache(venv)
+    assert installed, "the shipped kernels were not put into numba's cache"
 
     # q1: labels by rank 0, 2, 1 (linear gain): DCG@3 = 2/log2(3) + 1/2, IDCG@3 = 2 + 1/log2(3)
     (folder / "qrels").write_text("q1 0 a 0\nq1 0 b 2\nq1 0 c 1\n")
@@ -128,19 +137,23 @@ def test_the_wheel_works_from_an_empty_folder_outside_the_repo(
     # the Python API, and a personal config directory layered on the packaged configs
     (folder / "myconf" / "local").mkdir(parents=True)
     (folder / "myconf" / "local" / "default.yaml").write_text("# @package _global_\nfit:\n  num_boost_round: 3\n")
-    script = """
-import json, sys
-import ltr
-from ltr import api
-out = api.train(["debug=default", "fit.show_progress=false", "tracking.run_name=from-python"], config_dir="myconf")
-logged = api.load_run("from-python")
-predicted = api.predict(logged, split="test")
-print(json.dumps({"ltr": ltr.__file__, "best_iteration": out.best_iteration, "run_id": out.run_id,
-                  "logged": logged.run_id, "test": out.metrics["test/ndcg_at_10"],
-                  "logged_test": logged.metrics["test/ndcg_at_10"],
-                  "predicted_test": predicted.summary["ndcg_at_10"]}))
-"""
-    result = json.loads(run(str(venv / "bin" / "python"), "-c", script).stdout.strip().splitlines()[-1])
+    api_run = run(str(venv / "bin" / "python"), "-c", API_SCRIPT)
+    assert MESSAGE not in api_run.stderr
+    result = json.loads(api_run.stdout.strip().splitlines()[-1])
+    assert result["kernel_bits"] == result["interpreted_bits"]  # the shipped code's values, bit for bit
+    # the same run with this checkout's ltr (its kernels compiled for this CPU): the same bits
+    here = tmp / "here"
+    shutil.copytree(folder / "myconf", here / "myconf")
+    here_env = {k: v for k, v in os.environ.items() if k not in {"LTR_TRACKING_URI", "MLFLOW_TRACKING_URI", "NUMBA_DISABLE_JIT"}}
+    done = subprocess.run([sys.executable, "-c", API_SCRIPT], cwd=here, env=here_env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    reference = json.loads(done.stdout.strip().splitlines()[-1])
+    assert not Path(reference["ltr"]).resolve().is_relative_to(venv.resolve())
+    assert len(result["metrics"]) > 50
+    differ = {k: (v, reference["metrics"].get(k)) for k, v in result["metrics"].items() if v != reference["metrics"].get(k)}
+    assert result["metrics"].keys() == reference["metrics"].keys()
+    assert differ == {}  # every metric, every bit
+    assert result["kernel_bits"] == reference["kernel_bits"]
     assert Path(result["ltr"]).resolve().is_relative_to(venv.resolve())  # the wheel's ltr, not the repo's
     assert 1 <= result["best_iteration"] <= 3  # myconf/local/default.yaml's num_boost_round
     assert result["logged"] == result["run_id"]
@@ -173,6 +186,62 @@ print(json.dumps({"ltr": ltr.__file__, "best_iteration": out.best_iteration, "ru
     assert "missing library stubs or py.typed marker" not in checked.stdout
     assert checked.stdout.count("error:") == 1, checked.stdout  # only the deliberate mistake
 
+    # every later process (ltr evaluate, the API's training run, prediction) compiled nothing:
+    # numba's cache is as the first command left it
+    assert numba_cache(venv) == installed
+
+
+#: ``python -c API_SCRIPT`` in a folder with ``myconf/``: a run through the API, its model loaded
+#: back and its test split predicted; then the metric kernel's values on generated queries with
+#: ties, compiled and interpreted (one source; the interpreted values are the reference). One
+#: JSON line; the run's metrics but its timings, as ``repr`` (every bit).
+API_SCRIPT = """
+import hashlib, json
+import numpy as np
+import ltr
+from ltr import api, kernels
+from ltr.experiment.rerun import TIMING_SUFFIX
+from ltr.metrics import MetricConventions
+from ltr.metrics.table import measure_arrays
+
+out = api.train(["debug=default", "fit.show_progress=false", "tracking.run_name=from-python"], config_dir="myconf")
+logged = api.load_run("from-python")
+predicted = api.predict(logged, split="test")
+
+rng = np.random.default_rng(44)
+offsets = np.concatenate([[0], np.cumsum(rng.integers(1, 40, 300))])
+labels = rng.integers(0, 5, offsets[-1])
+scores = np.round(rng.normal(size=offsets[-1]), 1)  # many ties
+
+
+def bits(way):
+    digest = hashlib.sha256()
+    with kernels.forced(way):
+        for ties in ("average", "stable", "pessimistic", "optimistic"):
+            m = measure_arrays(labels, scores, offsets, ks=(1, 3, 10), conventions=MetricConventions(ties=ties))
+            for name in ("idcg", "dcg", "ndcg", "err", "precision", "rr", "rr_at", "recall", "ap_at", "ap"):
+                digest.update(getattr(m, name).tobytes())
+    return digest.hexdigest()
+
+
+print(json.dumps({"ltr": ltr.__file__, "best_iteration": out.best_iteration, "run_id": out.run_id,
+                  "logged": logged.run_id, "test": out.metrics["test/ndcg_at_10"],
+                  "logged_test": logged.metrics["test/ndcg_at_10"],
+                  "predicted_test": predicted.summary["ndcg_at_10"],
+                  "metrics": {k: repr(v) for k, v in sorted(out.metrics.items()) if not k.endswith(TIMING_SUFFIX)},
+                  "kernel_bits": bits("compiled"), "interpreted_bits": bits("interpreted")}))
+"""
+
+
+def numba_cache(venv: Path) -> dict[str, int]:
+    """numba's cache files of the venv's ``ltr`` (beside its sources, not the shipped ones in
+    ``ltr/_precompiled``) with their mtimes (ns)."""
+    return {
+        str(p): p.stat().st_mtime_ns
+        for p in venv.rglob("*")
+        if p.suffix in {".nbi", ".nbc"} and "_precompiled" not in p.parts
+    }
+
 
 def result_version(venv: Path) -> str:
     """The version the wheel installed in ``venv`` declares in its metadata."""
@@ -180,6 +249,56 @@ def result_version(venv: Path) -> str:
         [str(venv / "bin" / "python"), "-c", "from importlib.metadata import version; print(version('ltr-harness'))"],
         check=True, capture_output=True, text=True, timeout=60,
     ).stdout.strip()  # fmt: skip
+
+
+#: ``python -c GUARDS SHIPPED CACHE``: :func:`ltr.precompiled.install` from the folder ``SHIPPED``
+#: (a copy of a wheel's ``ltr/_precompiled``) into numba's cache ``CACHE``, with the manifest
+#: saying another numba, then another source for the first kernel module, then as built. One
+#: JSON line: per case, the modules installed and the modules numba's cache then lacks.
+GUARDS = """
+import json, sys
+from pathlib import Path
+import ltr.precompiled as pc
+from ltr.kernel_signatures import SIGNATURES, missing
+
+shipped = Path(sys.argv[1])
+pc.FOLDER = shipped
+names = list(SIGNATURES)
+built = json.loads((shipped / "manifest.json").read_text())
+cases = {"another numba": {**built, "tag": {**built["tag"], "numba": "0.1"}},
+         "another source": {**built, "sources": {**built["sources"], names[0]: "0" * 64}},
+         "as built": built}
+out = {}
+for case, manifest in cases.items():
+    (shipped / "manifest.json").write_text(json.dumps(manifest))
+    out[case] = [pc.install(names), missing()]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_shipped_kernels_are_used_only_where_they_fit(tmp_path: Path, release: tuple[Path, Path]) -> None:
+    shipped = tmp_path / "shipped"
+    with zipfile.ZipFile(release[0]) as archive:
+        for name in archive.namelist():
+            if name.startswith("ltr/_precompiled/"):
+                target = shipped / name.removeprefix("ltr/_precompiled/")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(archive.read(name))
+    manifest = json.loads((shipped / "manifest.json").read_text())
+    assert manifest["cpu"] == "generic"
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba-cache")
+    done = subprocess.run([sys.executable, "-c", GUARDS, str(shipped)], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert MESSAGE not in done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    from ltr.kernel_signatures import SIGNATURES
+
+    names = list(SIGNATURES)
+    assert out["another numba"] == [[], names]  # nothing written: every module would compile
+    assert out["another source"] == [names[1:], names[:1]]  # the edited module alone would compile
+    assert out["as built"] == [names, []]  # the first module's too: every kernel is in numba's cache
 
 
 @pytest.mark.slow
