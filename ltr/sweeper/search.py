@@ -48,7 +48,7 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from ltr.errors import LtrUserError
+from ltr.errors import LtrUserError, Unreachable
 from ltr.experiment.guardrails import Constraint, parse_constraints
 from ltr.experiment.spec import ExperimentSpec
 from ltr.sweeper.baseline import baseline_metrics
@@ -63,7 +63,7 @@ from ltr.sweeper.study_config import (
 )
 from ltr.sweeper.trial_seed import TrialSeeded
 from ltr.tracking.lifecycle import raise_if_stop_requested, signals_deferred
-from ltr.tracking.store import redact_uri
+from ltr.tracking.store import bound_database_connects, redact_uri
 
 log = logging.getLogger(__name__)
 
@@ -139,12 +139,25 @@ def check_resumed_study(sweeper: Mapping[str, Any], task_overrides: Iterable[str
         return  # the study is a new journal file in the sweep's own folder
     name = study_name(sweeper.get("study_name"), spec)
     space, _ = search_space([*params_overrides(sweeper.get("params")), *task_overrides])
+    bound_database_connects()
     try:
         exists, stored = stored_study_config(str(storage), name)
     except Exception as exc:  # an unreachable server, a file that is no database
-        raise LtrUserError(f"hydra.sweeper.storage={redact_uri(str(storage))}: {_first_line(exc)}") from exc
+        error = Unreachable if _server_down(str(storage), exc) else LtrUserError
+        raise error(f"hydra.sweeper.storage={redact_uri(str(storage))}: {_first_line(exc)}") from exc
     if exists:
         check_study_config(stored, study_config(spec, space), name=name, storage=redact_uri(str(storage)))
+
+
+def _server_down(storage: str, exc: BaseException) -> bool:
+    """Whether ``exc``, raised opening the database server ``storage``, says the server did not
+    answer (refused, timed out: :class:`ltr.errors.Unreachable`), not that a setting is wrong."""
+    from sqlalchemy.exc import OperationalError
+
+    if storage.startswith("sqlite") or not isinstance(exc, OperationalError):
+        return False
+    text = str(exc).lower()
+    return "authentication" not in text and "does not exist" not in text
 
 
 def _first_line(exc: BaseException) -> str:
