@@ -18,7 +18,7 @@ from typing import NoReturn
 
 from ltr.cli.gc_policy import collect_rarely
 from ltr.cli.quick_exit import exit_now
-from ltr.errors import DeviceFull, LtrUserError, Terminated, Unreachable
+from ltr.errors import DeviceFull, LtrUserError, ServerFault, Terminated
 from ltr.terminal import OutputStream, guarded, is_full, printable
 from ltr.tracking.lifecycle import stop_signals_recorded
 
@@ -210,7 +210,7 @@ def _dispatch(args: list[str]) -> int:
             return code
     except LtrUserError as exc:
         _say(f"ltr: error: {printable(str(exc))}")
-        return EXIT_FAILED if isinstance(exc, Unreachable) else EXIT_USER_ERROR
+        return EXIT_FAILED if isinstance(exc, ServerFault) else EXIT_USER_ERROR
     except DeviceFull as exc:
         _say(f"ltr: error: {printable(str(exc))}")
         return EXIT_FAILED

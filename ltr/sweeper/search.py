@@ -48,7 +48,7 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from ltr.errors import LtrUserError, Unreachable
+from ltr.errors import LtrUserError, ServerFault
 from ltr.experiment.guardrails import Constraint, parse_constraints
 from ltr.experiment.spec import ExperimentSpec
 from ltr.sweeper.baseline import baseline_metrics
@@ -143,7 +143,7 @@ def check_resumed_study(sweeper: Mapping[str, Any], task_overrides: Iterable[str
     try:
         exists, stored = stored_study_config(str(storage), name)
     except Exception as exc:  # an unreachable server, a file that is no database
-        error = Unreachable if _server_down(str(storage), exc) else LtrUserError
+        error = ServerFault if _server_down(str(storage), exc) else LtrUserError
         raise error(f"hydra.sweeper.storage={redact_uri(str(storage))}: {_first_line(exc)}") from exc
     if exists:
         check_study_config(stored, study_config(spec, space), name=name, storage=redact_uri(str(storage)))
@@ -151,7 +151,7 @@ def check_resumed_study(sweeper: Mapping[str, Any], task_overrides: Iterable[str
 
 def _server_down(storage: str, exc: BaseException) -> bool:
     """Whether ``exc``, raised opening the database server ``storage``, says the server did not
-    answer (refused, timed out: :class:`ltr.errors.Unreachable`), not that a setting is wrong."""
+    answer (refused, timed out: :class:`ltr.errors.ServerFault`), not that a setting is wrong."""
     from sqlalchemy.exc import OperationalError
 
     if storage.startswith("sqlite") or not isinstance(exc, OperationalError):

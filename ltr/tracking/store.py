@@ -6,7 +6,7 @@ Accepted URIs (:func:`check_tracking_uri`, fast, before any data is read)
     ``mssql://`` database URLs whose SQLAlchemy driver is installed (and whose server accepts a TCP
     connection). In-memory sqlite (runs would vanish with the process), MLflow file stores
     (``file://``, plain paths) and unknown schemes are refused with one line. A server that does
-    not answer (:class:`ltr.errors.Unreachable`, exit 1) is found within :data:`CHECK_TIMEOUT_S`;
+    not answer (:class:`ltr.errors.ServerFault`, exit 1) is found within :data:`CHECK_TIMEOUT_S`;
     a PostgreSQL connect after that fails within :data:`DB_CONNECT_TIMEOUT_S`.
 
 Creation (:func:`ensure_store`)
@@ -49,7 +49,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ltr.errors import LtrUserError, Unreachable
+from ltr.errors import LtrUserError, ServerFault
 from ltr.tracking import store_template
 from ltr.tracking.lifecycle import signals_deferred
 from ltr.tracking.migrations import mlflow_revisions
@@ -241,7 +241,7 @@ def _check_http(raw: str) -> str:
             status = int(exc.code)
         except (OSError, ValueError) as exc:  # URLError, refused, timed out, TLS, bad URL
             reason = getattr(exc, "reason", None) or exc
-            raise Unreachable(
+            raise ServerFault(
                 f"MLflow server at {base} does not answer ({reason}); start it or fix tracking.uri"
             ) from exc
         if 200 <= status < 300 or status in {401, 403}:  # 401/403: there, credentials are MLflow's
@@ -294,7 +294,7 @@ def _check_database(raw: str) -> str:
         try:
             socket.create_connection((url.host, port), timeout=CHECK_TIMEOUT_S).close()
         except OSError as exc:
-            raise Unreachable(
+            raise ServerFault(
                 f"database server at {url.host}:{port} (tracking URI {shown!r}) does not answer "
                 f"({exc.strerror or exc})"
             ) from exc
