@@ -75,26 +75,39 @@ def mlflow_server_command(backend: str, artifacts: Path, port: int) -> list[str]
     ]
 
 
-@contextlib.contextmanager
-def running_mlflow_server(
-    backend: str, artifacts: Path, log: Path, *, port: int | None = None, timeout: float = 120
-) -> Iterator[tuple[str, subprocess.Popen[Any]]]:
-    """A real ``mlflow server`` (:func:`mlflow_server_command`) answering at the yielded URL (and
-    its process); its whole process group is stopped after.
+def start_mlflow_server(
+    backend: str, artifacts: Path, log: Path, port: int, *, timeout: float = 120, **popen: Any
+) -> subprocess.Popen[Any]:
+    """A real ``mlflow server`` (:func:`mlflow_server_command`) in a process group of its own,
+    once it answers at ``http://127.0.0.1:{port}`` (its output appended to ``log``; ``popen``:
+    more arguments of ``subprocess.Popen``). Stop it with :func:`stop_process_group`.
 
     The server's background job runner is off (``MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false``): the
     runs of the tests need none, and its consumers slow every test beside them on two cores.
     """
-    port = free_port() if port is None else port
     with log.open("a") as out:
         proc = subprocess.Popen(
             mlflow_server_command(backend, artifacts, port),
             stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            env=dict(os.environ, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false"),
+            env=dict(os.environ, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false"), **popen,
         )
-    url = f"http://127.0.0.1:{port}"
     try:
-        wait_for_http(f"{url}/health", proc, log=log, timeout=timeout)
-        yield url, proc
+        wait_for_http(f"http://127.0.0.1:{port}/health", proc, log=log, timeout=timeout)
+    except BaseException:
+        stop_process_group(proc)
+        raise
+    return proc
+
+
+@contextlib.contextmanager
+def running_mlflow_server(
+    backend: str, artifacts: Path, log: Path, *, port: int | None = None, timeout: float = 120
+) -> Iterator[tuple[str, subprocess.Popen[Any]]]:
+    """:func:`start_mlflow_server` answering at the yielded URL (and its process); its whole
+    process group is stopped after."""
+    port = free_port() if port is None else port
+    proc = start_mlflow_server(backend, artifacts, log, port, timeout=timeout)
+    try:
+        yield f"http://127.0.0.1:{port}", proc
     finally:
         stop_process_group(proc)
