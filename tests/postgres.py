@@ -1,4 +1,5 @@
-"""A real PostgreSQL server, and a real ``mlflow server`` on it, for the tests of a team's server.
+"""A real PostgreSQL server for the tests of a team's server (``mlflow server`` on it:
+:func:`tests.processes.running_mlflow_server`).
 
 :func:`running_postgres` runs Debian's ``initdb`` and ``postgres`` (package ``postgresql``,
 installed by ``make install`` when it runs as root with apt; :func:`postgres_bindir` finds them)
