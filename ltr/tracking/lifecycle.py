@@ -213,6 +213,15 @@ def full_device(exc: BaseException, *, store: str | None = None) -> str | None:
 #: MLflow's message for an HTTP request to a tracking server that failed for good (refused,
 #: timed out, or 5xx answers after its retries): the URL and the reason.
 _SERVER_REQUEST = re.compile(r"API request to (\S+) failed with exception (.*)", re.S)
+#: What urllib3's retry errors say, as a line says it: (found in the message, said).
+_REASONS = (
+    ("500 error responses", "too many 500 error responses"),
+    ("Connection reset by peer", "connection reset by peer"),
+    ("Connection refused", "connection refused"),
+    ("timed out", "timed out"),
+)
+#: Reasons that mean the server answered and failed the request itself.
+_SERVER_SIDE = frozenset({"too many 500 error responses", "connection reset by peer"})
 _ARTIFACTS_PATH = re.compile(r"/mlflow-artifacts/artifacts/(?:[^/]+/){2}artifacts/(\S+)")
 
 
@@ -227,9 +236,9 @@ def server_fault(exc: BaseException) -> str | None:
         if found is not None:
             url, reason = found.groups()
             base = url.split("/api/", 1)[0] if "/api/" in url else url
-            why = "too many 500 error responses" if "500 error responses" in reason else reason.strip().splitlines()[0][-200:]
+            why = next((said for known, said in _REASONS if known in reason), reason.strip().splitlines()[0][-200:])
             artifact = _ARTIFACTS_PATH.search(url)
-            if artifact is not None and "500" in why:
+            if artifact is not None and why in _SERVER_SIDE:  # it answered, and failed the upload
                 return f"the MLflow server at {base} could not store the artifact {artifact.group(1)} ({why}): its artifact store may be full; see the server's log"
             what = f"the artifact {artifact.group(1)}" if artifact is not None else url.removeprefix(base)
             return f"the MLflow server at {base} failed a request ({what}: {why})"

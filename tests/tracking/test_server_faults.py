@@ -21,6 +21,15 @@ def test_a_full_artifact_store_names_the_artifact_and_the_likely_cause() -> None
         f"the MLflow server at {BASE} could not store the artifact config/config.yaml (too many 500 error responses): "
         "its artifact store may be full; see the server's log"
     )
+    reset = MlflowException(
+        f"API request to {ARTIFACT} failed with exception HTTPConnectionPool(host='127.0.0.1', port=5000): Max retries "
+        "exceeded with url: /api/2.0/mlflow-artifacts/... (Caused by ProtocolError('Connection aborted.', "
+        "ConnectionResetError(104, 'Connection reset by peer')))"
+    )  # a server that answers before it has read the whole upload closes the connection
+    assert server_fault(reset) == (
+        f"the MLflow server at {BASE} could not store the artifact config/config.yaml (connection reset by peer): "
+        "its artifact store may be full; see the server's log"
+    )
 
 
 def test_a_server_gone_mid_run_names_the_request_and_a_cause_behind_another_exception() -> None:
@@ -36,10 +45,11 @@ def test_a_server_gone_mid_run_names_the_request_and_a_cause_behind_another_exce
             raise RuntimeError("while logging the run's metrics") from inner
     except RuntimeError as outer:
         line = server_fault(outer)
-    assert line is not None
-    assert line.startswith(f"the MLflow server at {BASE} failed a request (/api/2.0/mlflow/runs/log-batch: ")
-    assert "Connection refused" in line
-    assert "\n" not in line
+    assert line == f"the MLflow server at {BASE} failed a request (/api/2.0/mlflow/runs/log-batch: connection refused)"
+    refused = MlflowException(f"API request to {ARTIFACT} failed with exception ... [Errno 111] Connection refused)")
+    assert server_fault(refused) == (
+        f"the MLflow server at {BASE} failed a request (the artifact config/config.yaml: connection refused)"
+    ), "a server that is not there is not said to be full"
 
 
 def test_other_errors_are_no_server_fault() -> None:
