@@ -19,6 +19,13 @@ class LtrUserError(Exception):
     """Bad input or configuration. The message says what is wrong and where (file, line, qid)."""
 
 
+class ServerFault(LtrUserError):
+    """A server the settings name (an MLflow tracking server, a database) that does not answer,
+    or fails what it is asked (its artifact store full): one line like every user error, but
+    exit 1, not 2: the settings may well be right and the server down or out of room, so the
+    same command may work later."""
+
+
 class DataError(LtrUserError):
     """A data file or data configuration cannot be used as given."""
 

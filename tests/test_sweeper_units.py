@@ -16,6 +16,7 @@ from ltr.sweeper.link import JobResult
 from ltr.sweeper.search import check_settings, sampler_seed
 from ltr.sweeper.space import format_value, params_overrides, search_space, trial_overrides
 from ltr.sweeper.study_config import check_study_config, config_differences, study_config
+from ltr.sweeper.trial_seed import TrialSeeded
 from tests.conftest import compose_train
 
 
@@ -160,17 +161,42 @@ def test_nested_params_from_the_command_line_read_as_dotted_keys() -> None:
     ]  # fmt: skip
 
 
+_SPACE = ["model.num_leaves=int(interval(7, 127))", "model.learning_rate=interval(0.01, 0.2)"]
+
+
+def _seeded(seed: int) -> TrialSeeded:
+    """The sampler the search gives a study: TPE, each trial's seeded from ``seed`` and its number."""
+    return TrialSeeded(lambda number: optuna.samplers.TPESampler(seed=sampler_seed(seed, number), n_startup_trials=5))
+
+
 def _two_trials(study: optuna.Study, seed: int) -> list[dict[str, object]]:
-    """One invocation of a search on ``study``: a seeded TPE sampler as the search builds it
-    (``sampler_seed`` of the trials already there), 2 trials asked and told."""
-    study.sampler = optuna.samplers.TPESampler(seed=sampler_seed(seed, len(study.trials)), n_startup_trials=5)
-    space = search_space(["model.num_leaves=int(interval(7, 127))", "model.learning_rate=interval(0.01, 0.2)"])[0]
+    """One invocation of a search on ``study``: the sampler as the search builds it, 2 trials
+    asked and told."""
+    study.sampler = _seeded(seed)
+    space = search_space(_SPACE)[0]
     params = []
     for _ in range(2):
         trial = study.ask(space)
         study.tell(trial, float(trial.params["model.learning_rate"]))
         params.append(trial.params)
     return params
+
+
+def test_searches_started_together_on_one_study_draw_distinct_points() -> None:
+    """Two hosts' searches, both started on the same (empty) study, their asks interleaved: each
+    trial's sampler is seeded by the trial's number, which the storage hands out once, so no
+    point is drawn twice (one sampler seeded per search drew the same points on both hosts)."""
+    storage = optuna.storages.InMemoryStorage()
+    optuna.create_study(storage=storage, study_name="s", direction="maximize")
+    hosts = [optuna.load_study(study_name="s", storage=storage, sampler=_seeded(42)) for _ in range(2)]
+    space = search_space(_SPACE)[0]
+    asked = [host.ask(space) for _ in range(3) for host in hosts]
+    assert sorted(t.number for t in asked) == list(range(6))
+    assert len({tuple(sorted(t.params.items())) for t in asked}) == 6
+    # trial 0 drew the point a lone search's trial 0 draws: the config's seed itself
+    alone = optuna.create_study(direction="maximize", sampler=_seeded(42)).ask(space)
+    (first,) = [t for t in asked if t.number == 0]
+    assert first.params == alone.params
 
 
 def test_a_resumed_study_draws_new_points_and_the_same_commands_the_same_ones() -> None:

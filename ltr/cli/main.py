@@ -18,14 +18,14 @@ from typing import NoReturn
 
 from ltr.cli.gc_policy import collect_rarely
 from ltr.cli.quick_exit import exit_now
-from ltr.errors import DeviceFull, LtrUserError, Terminated
+from ltr.errors import DeviceFull, LtrUserError, ServerFault, Terminated
 from ltr.terminal import OutputStream, guarded, is_full, printable
 from ltr.tracking.lifecycle import stop_signals_recorded
 
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "EXIT_USER_ERROR", "VERBS", "main", "printable", "run"]
 
 VERBS = ("train", "rerun", "predict", "promote", "evaluate", "compare", "abtest", "ope", "calibrate", "exposure", "labels", "cache", "partition", "data", "ui", "completion")
-EXIT_FAILED = 1  # the command could not do its work: a full device (its output, a run's store)
+EXIT_FAILED = 1  # the command could not do its work: a full device (its output, a run's store), a server down
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
@@ -208,7 +208,7 @@ def _dispatch(args: list[str]) -> int:
             return code
     except LtrUserError as exc:
         _say(f"ltr: error: {printable(str(exc))}")
-        return EXIT_USER_ERROR
+        return EXIT_FAILED if isinstance(exc, ServerFault) else EXIT_USER_ERROR
     except DeviceFull as exc:
         _say(f"ltr: error: {printable(str(exc))}")
         return EXIT_FAILED

@@ -27,7 +27,7 @@ from ltr.cli.sweep_callback import (
 )
 from ltr.cli.sweep_checks import SweepPlan
 from ltr.config.overrides import override_key
-from ltr.errors import LtrUserError
+from ltr.errors import LtrUserError, ServerFault
 from ltr.experiment import names
 from ltr.experiment.cv import cv_columns, cv_coverage, cv_frame, cv_headline, cv_metrics, cv_table
 from ltr.experiment.names import search_name
@@ -82,7 +82,8 @@ def open_sweep_store(config: DictConfig) -> Any:
     try:
         return make_tracker(True, config.tracking.uri, config.tracking.experiment)
     except LtrUserError as exc:
-        raise SweepEnded(2, f"ltr: error: the sweep is refused before its first job: {exc}") from None
+        code = 1 if isinstance(exc, ServerFault) else 2  # a server down is no bad setting
+        raise SweepEnded(code, f"ltr: error: the sweep is refused before its first job: {exc}") from None
 
 
 def children_objective(tracker: Any) -> str:

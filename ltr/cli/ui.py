@@ -1,5 +1,8 @@
 """``ltr ui``: the MLflow UI on 127.0.0.1 for a local store, checked before it starts.
 
+For an MLflow tracking server (``--uri http://host:5000``), which serves its own UI, it starts
+nothing: it prints the server's links to each experiment's runs table and exits 0.
+
 A busy port or a missing store is one line and exit 2 (``mlflow ui`` would exit 0, or create an
 empty store); the store is checked (rebuilt or refused) under its lock and dead runs are reaped.
 The server is the lightest that serves one user: one worker, no job runner (MLflow's GenAI jobs),
@@ -82,6 +85,15 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
     raise Terminated()
 
 
+def _server_links(uri: str) -> int:
+    """An MLflow tracking server serves its own UI: its experiments' links (dead runs reaped, as
+    for a local store), nothing started."""
+    links = store_links(uri, uri)
+    lines = [f"MLflow UI at {uri} (the tracking server serves it)"] + (["runs tables:", *links] if links else ["no runs yet"])
+    print("\n".join(lines), file=sys.stderr, flush=True)
+    return 0
+
+
 def main(argv: list[str]) -> int:
     """``ltr ui [--port N] [--uri URI]``: check the port and the store, serve, print the links."""
     parser = OneLineParser(prog="ltr ui", description="MLflow UI on 127.0.0.1 for the local store")
@@ -90,6 +102,9 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if not 1 <= args.port <= 65535:
         raise LtrUserError(f"--port {args.port} is not a TCP port (1-65535)")
+    uri = find_tracking_uri(args.uri)
+    if uri.startswith(("http://", "https://")):
+        return _server_links(check_tracking_uri(uri, writable=False))
     # mlflow ui exits 0 when the port is taken: find out first.
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server will
@@ -97,13 +112,10 @@ def main(argv: list[str]) -> int:
             probe.bind(("127.0.0.1", args.port))
         except OSError as exc:
             raise LtrUserError(f"port {args.port} is in use ({exc.strerror}); pass --port with a free one") from exc
-    uri = find_tracking_uri(args.uri)
     db = sqlite_db_path(uri)
     if db is not None and not db.is_file():  # mlflow ui would create an empty store
         raise LtrUserError(f"no MLflow store at {db}; run `ltr train` first or pass --uri")
     uri = check_tracking_uri(uri, writable=False)
-    if uri.startswith(("http://", "https://")):
-        raise LtrUserError(f"{uri} is an MLflow server: browse it, it serves its own UI")
     start = time.monotonic()
     base = f"http://127.0.0.1:{args.port}"
     links = store_links(uri, base)  # checked (rebuilt or refused) under the lock, dead runs reaped

@@ -304,6 +304,17 @@ def _move_alias(client: MlflowClient, plan: PromotionPlan, version: str) -> None
         ) from exc
 
 
+def logged_model_id(model_uri: str) -> str | None:
+    """The logged model's id of ``models:/m-<id>`` (what the run's ``ltr.model_uri`` tag holds),
+    which an MLflow server needs beside such a source to register it; None for other URIs.
+
+    >>> logged_model_id("models:/m-0a1b"), logged_model_id("runs:/abc/model")
+    ('m-0a1b', None)
+    """
+    rest = model_uri.removeprefix("models:/")
+    return rest if rest != model_uri and rest.startswith("m-") and "/" not in rest else None
+
+
 def _register(client: MlflowClient, plan: PromotionPlan, fingerprint: str) -> Any:
     """Create the registered model if needed, the version, and point the alias at it: all or
     nothing (on any error after a creation, what this call created is deleted again)."""
@@ -316,7 +327,7 @@ def _register(client: MlflowClient, plan: PromotionPlan, fingerprint: str) -> An
             client.create_registered_model(plan.name, description="Ranking models registered by ltr promote.")
             created_model = True
         version = client.create_model_version(
-            plan.name, plan.model_uri, run_id=run.run_id,
+            plan.name, plan.model_uri, run_id=run.run_id, model_id=logged_model_id(plan.model_uri),
             tags={
                 TAG_RUN: run.run_id, TAG_FINGERPRINT: fingerprint, TAG_METRIC: plan.metric,
                 TAG_VALUE: "" if plan.value is None else repr(plan.value),

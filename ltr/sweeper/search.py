@@ -20,10 +20,11 @@ configured launcher (basic, joblib, ...), and told back with the jobs' values:
   ``RUNNING``), then stops.
 
 Persistent studies: with ``hydra.sweeper.storage`` (an RDB URL) the study is loaded if it
-exists, so a second invocation adds its trials to the first's. A seeded sampler draws new points
-there: its seed is :func:`sampler_seed` of the config's seed and the number of trials the study
-already holds (the seed itself for a new study), so the same commands give the same trials and
-a resumed study never repeats the points it has. The study keeps the config its values depend
+exists, so a second invocation adds its trials to the first's, and searches started at once from
+several hosts share it. A seeded sampler draws new points there: each trial's sampler is made
+afresh (:class:`ltr.sweeper.trial_seed.TrialSeeded`), its seed :func:`sampler_seed` of the
+config's seed and the trial's number (the seed itself for trial 0), so the same commands give the
+same trials and no two trials of a study, of any invocation or host, share a seed. The study keeps the config its values depend
 on (:mod:`ltr.sweeper.study_config`); another config is refused before any run. At the end the
 search writes ``optimization_results.yaml`` (the study's best feasible trial, of all invocations: its
 params, value, number and run id, each trial keeping its job's run id as ``ltr.run_id``; or the
@@ -47,7 +48,7 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from ltr.errors import LtrUserError
+from ltr.errors import LtrUserError, ServerFault
 from ltr.experiment.guardrails import Constraint, parse_constraints
 from ltr.experiment.spec import ExperimentSpec
 from ltr.sweeper.baseline import baseline_metrics
@@ -60,8 +61,9 @@ from ltr.sweeper.study_config import (
     study_config,
     study_name,
 )
+from ltr.sweeper.trial_seed import TrialSeeded
 from ltr.tracking.lifecycle import raise_if_stop_requested, signals_deferred
-from ltr.tracking.store import redact_uri
+from ltr.tracking.store import bound_database_connects, redact_uri
 
 log = logging.getLogger(__name__)
 
@@ -74,9 +76,10 @@ RUN_ATTR = "ltr.run_id"
 
 
 def sampler_seed(seed: int, n_trials_before: int) -> int:
-    """The seed of the sampler of a search that finds ``n_trials_before`` trials in its study:
-    ``seed`` for a new study; else a number drawn from both (``numpy.random.SeedSequence``), so
-    each invocation on a persistent study draws new points, the same ones for the same commands.
+    """The seed of the sampler of the trial that finds ``n_trials_before`` trials in its study
+    (the trial's number): ``seed`` for the first; else a number drawn from both
+    (``numpy.random.SeedSequence``), so each trial of a persistent study draws a new point, the
+    same one for the same commands.
 
     >>> sampler_seed(42, 0)
     42
@@ -136,12 +139,25 @@ def check_resumed_study(sweeper: Mapping[str, Any], task_overrides: Iterable[str
         return  # the study is a new journal file in the sweep's own folder
     name = study_name(sweeper.get("study_name"), spec)
     space, _ = search_space([*params_overrides(sweeper.get("params")), *task_overrides])
+    bound_database_connects()
     try:
         exists, stored = stored_study_config(str(storage), name)
     except Exception as exc:  # an unreachable server, a file that is no database
-        raise LtrUserError(f"hydra.sweeper.storage={redact_uri(str(storage))}: {_first_line(exc)}") from exc
+        error = ServerFault if _server_down(str(storage), exc) else LtrUserError
+        raise error(f"hydra.sweeper.storage={redact_uri(str(storage))}: {_first_line(exc)}") from exc
     if exists:
         check_study_config(stored, study_config(spec, space), name=name, storage=redact_uri(str(storage)))
+
+
+def _server_down(storage: str, exc: BaseException) -> bool:
+    """Whether ``exc``, raised opening the database server ``storage``, says the server did not
+    answer (refused, timed out: :class:`ltr.errors.ServerFault`), not that a setting is wrong."""
+    from sqlalchemy.exc import OperationalError
+
+    if storage.startswith("sqlite") or not isinstance(exc, OperationalError):
+        return False
+    text = str(exc).lower()
+    return "authentication" not in text and "does not exist" not in text
 
 
 def _first_line(exc: BaseException) -> str:
@@ -166,7 +182,7 @@ class OptunaSearch:
 
     def _sampler(self, n_trials_before: int) -> optuna.samplers.BaseSampler:
         """The configured sampler (TPE seeded with ``seed`` by default), its seed (if it has one)
-        replaced by :func:`sampler_seed` of it and ``n_trials_before``."""
+        replaced by :func:`sampler_seed` of it and ``n_trials_before`` (the trial's number)."""
         if not self.settings.sampler:
             return optuna.samplers.TPESampler(seed=sampler_seed(self.spec.seed, n_trials_before))
         config = OmegaConf.to_container(OmegaConf.create(dict(self.settings.sampler)))
@@ -208,7 +224,8 @@ class OptunaSearch:
                       for d in self.spec.directions]  # fmt: skip
         try:
             study = optuna.create_study(
-                study_name=name, storage=storage, sampler=self._sampler(0), directions=directions, load_if_exists=True
+                study_name=name, storage=storage, sampler=TrialSeeded(self._sampler), directions=directions,
+                load_if_exists=True,
             )
         except ValueError as exc:
             raise LtrUserError(f"Optuna study {name!r}: {exc}") from exc
@@ -220,15 +237,14 @@ class OptunaSearch:
         self._keep_config(study, study_config(self.spec, space))
         n_before = len(study.get_trials(deepcopy=False))
         if n_before:  # a resumed study: new points, deterministically
-            study.sampler = self._sampler(n_before)
-            log.info("Optuna study %r holds %d trials: the sampler's seed is drawn from the seed and that number",
+            log.info("Optuna study %r holds %d trials: each new trial's sampler is seeded from the seed and its number",
                      name, n_before)  # fmt: skip
         prune_key = self._prune_key()
         pruner = dict(self.settings.pruner) if prune_key and self.settings.pruner else None
         link = Link(self.settings.storage, name, pruner, prune_key)
         log.info("Optuna study %r in %s: %s, sampler %s", name, self.settings.storage or "the sweep's journal file",
                  " and ".join(f"{d} {k}" for d, k in zip(self.spec.directions, self.spec.objectives, strict=True)),
-                 type(study.sampler).__name__)  # fmt: skip
+                 type(getattr(study.sampler, "current", study.sampler)).__name__)  # fmt: skip
         jobs: dict[str, dict[str, Any]] = {}
         job_idx = 0
         left = self.settings.n_trials

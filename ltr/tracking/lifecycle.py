@@ -10,6 +10,7 @@ found and marked KILLED the next time the store is opened (``ltr.tracking.store`
 from __future__ import annotations
 
 import errno
+import re
 import signal
 import sys
 import threading
@@ -18,7 +19,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-from ltr.errors import DeviceFull, Terminated
+from ltr.errors import DeviceFull, ServerFault, Terminated
 from ltr.tracking.base import RunStatus, Tracker
 
 _DEFERRED = {signal.SIGINT, signal.SIGTERM}
@@ -209,14 +210,50 @@ def full_device(exc: BaseException, *, store: str | None = None) -> str | None:
     return None
 
 
+#: MLflow's message for an HTTP request to a tracking server that failed for good (refused,
+#: timed out, or 5xx answers after its retries): the URL and the reason.
+_SERVER_REQUEST = re.compile(r"API request to (\S+) failed with exception (.*)", re.S)
+#: What urllib3's retry errors say, as a line says it: (found in the message, said).
+_REASONS = (
+    ("500 error responses", "too many 500 error responses"),
+    ("Connection reset by peer", "connection reset by peer"),
+    ("Connection refused", "connection refused"),
+    ("timed out", "timed out"),
+)
+#: Reasons that mean the server answered and failed the request itself.
+_SERVER_SIDE = frozenset({"too many 500 error responses", "connection reset by peer"})
+_ARTIFACTS_PATH = re.compile(r"/mlflow-artifacts/artifacts/(?:[^/]+/){2}artifacts/(\S+)")
+
+
+def server_fault(exc: BaseException) -> str | None:
+    """What ``exc`` (or what caused it) says of a tracking server that failed a request after
+    MLflow's retries, as one line naming the server and what it failed; None for anything else."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        found = _SERVER_REQUEST.search(str(cause)) if type(cause).__name__ == "MlflowException" else None
+        if found is not None:
+            url, reason = found.groups()
+            base = url.split("/api/", 1)[0] if "/api/" in url else url
+            why = next((said for known, said in _REASONS if known in reason), reason.strip().splitlines()[0][-200:])
+            artifact = _ARTIFACTS_PATH.search(url)
+            if artifact is not None and why in _SERVER_SIDE:  # it answered, and failed the upload
+                return f"the MLflow server at {base} could not store the artifact {artifact.group(1)} ({why}): its artifact store may be full; see the server's log"
+            what = f"the artifact {artifact.group(1)}" if artifact is not None else url.removeprefix(base)
+            return f"the MLflow server at {base} failed a request ({what}: {why})"
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
 def _end_failed(tracker: Tracker, error: str) -> bool:
     """End the run FAILED with ``error`` where the store can still take it (True); a store too
-    full to record it is left as it is (False: the run stays RUNNING until a command that can
-    write the store reaps it)."""
+    full to record it, or a server that does not answer, is left as it is (False: the run stays
+    RUNNING until a command that can write the store reaps it)."""
     try:
         end_run(tracker, RunStatus.FAILED, error=error)
     except Exception as exc:
-        if full_device(exc) is None:
+        if full_device(exc) is None and server_fault(exc) is None:
             raise
         return False
     return True
@@ -242,7 +279,9 @@ def tracked_run(
     or on any exception raised once a stop signal was recorded (:func:`as_stop`: the stop's
     exception is raised instead), FAILED on any other exception (its type and message become the
     ``ltr.error`` tag); the exception is re-raised, but for a write to a full device
-    (:func:`full_device`): :class:`DeviceFull`, one line naming what was full.
+    (:func:`full_device`): :class:`DeviceFull`, one line naming what was full, and for a
+    request a tracking server failed for good (:func:`server_fault`): :class:`ServerFault`, one
+    line naming the server and the request.
     """
     raise_if_stop_requested()
     with signals_deferred():
@@ -259,6 +298,12 @@ def tracked_run(
                 if run_id is not None:
                     full += f"; run {run_id} is marked FAILED" if ended else f"; run {run_id} could not be marked FAILED (the store is full)"
                 raise DeviceFull(full) from raised
+            fault = server_fault(exc)
+            if fault is not None:  # one line naming the server, not MLflow's retry trace
+                ended = _end_failed(tracker, f"ServerFault: {fault}")
+                if run_id is not None:
+                    fault += f"; run {run_id} is marked FAILED" if ended else f"; run {run_id} could not be marked FAILED (the server did not answer)"
+                raise ServerFault(fault) from raised
             end_run(tracker, RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
             raise
         end_run(tracker, RunStatus.KILLED, error=f"{type(exc).__name__}: interrupted")

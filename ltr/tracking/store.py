@@ -5,7 +5,9 @@ Accepted URIs (:func:`check_tracking_uri`, fast, before any data is read)
     (an MLflow server that answers within seconds) and ``postgresql://`` / ``mysql://`` /
     ``mssql://`` database URLs whose SQLAlchemy driver is installed (and whose server accepts a TCP
     connection). In-memory sqlite (runs would vanish with the process), MLflow file stores
-    (``file://``, plain paths) and unknown schemes are refused with one line.
+    (``file://``, plain paths) and unknown schemes are refused with one line. A server that does
+    not answer (:class:`ltr.errors.ServerFault`, exit 1) is found within :data:`CHECK_TIMEOUT_S`;
+    a PostgreSQL connect after that fails within :data:`DB_CONNECT_TIMEOUT_S`.
 
 Creation (:func:`ensure_store`)
     A sqlite store is created, and checked, under the store lock (``<db>.lock``) by whoever comes
@@ -47,7 +49,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ltr.errors import LtrUserError
+from ltr.errors import LtrUserError, ServerFault
 from ltr.tracking import store_template
 from ltr.tracking.lifecycle import signals_deferred
 from ltr.tracking.migrations import mlflow_revisions
@@ -72,10 +74,17 @@ log = logging.getLogger(__name__)
 #: Total time an MLflow server (or a database server) gets to answer :func:`check_tracking_uri`.
 CHECK_TIMEOUT_S = 5.0
 
+#: Seconds a PostgreSQL connect (MLflow's store, an Optuna study) may take before it fails
+#: (:func:`bound_database_connects`).
+DB_CONNECT_TIMEOUT_S = 10
+
 #: MLflow's HTTP client retries 7 times with backoff and waits 120 s per request by default:
-#: minutes before a dead server is reported. Ours, unless the user set them.
+#: minutes before a dead server is reported. Ours, unless the user set them: a request is tried
+#: again for about 30 s (backoff 1, 2, 4, 8, 16 s), as long as a server takes to restart, so a
+#: run lives through a restart of its server; a server down at start is found by
+#: :func:`check_tracking_uri` within :data:`CHECK_TIMEOUT_S`.
 HTTP_ENV_DEFAULTS = {
-    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "5",
     "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "30",
 }
@@ -232,7 +241,7 @@ def _check_http(raw: str) -> str:
             status = int(exc.code)
         except (OSError, ValueError) as exc:  # URLError, refused, timed out, TLS, bad URL
             reason = getattr(exc, "reason", None) or exc
-            raise LtrUserError(
+            raise ServerFault(
                 f"MLflow server at {base} does not answer ({reason}); start it or fix tracking.uri"
             ) from exc
         if 200 <= status < 300 or status in {401, 403}:  # 401/403: there, credentials are MLflow's
@@ -253,6 +262,14 @@ def redact_uri(raw: str) -> str:
     return _redact(raw)
 
 
+def bound_database_connects() -> None:
+    """Bound every later PostgreSQL connect of this process (and its children) to
+    :data:`DB_CONNECT_TIMEOUT_S`: libpq's ``PGCONNECT_TIMEOUT``, unless the user set it (libpq's
+    own default waits for as long as the operating system does, minutes for a host that drops
+    packets, for ever for a server that accepts and never answers)."""
+    os.environ.setdefault("PGCONNECT_TIMEOUT", str(DB_CONNECT_TIMEOUT_S))
+
+
 def _check_database(raw: str) -> str:
     from sqlalchemy.engine import make_url
 
@@ -271,12 +288,13 @@ def _check_database(raw: str) -> str:
             f"tracking URI {shown!r} needs the database driver {module!r}, which is not installed; "
             f"install {package} (.venv/bin/pip install {package})"
         ) from exc
+    bound_database_connects()
     if url.host:
         port = url.port or _DB_PORTS[url.get_backend_name()]
         try:
             socket.create_connection((url.host, port), timeout=CHECK_TIMEOUT_S).close()
         except OSError as exc:
-            raise LtrUserError(
+            raise ServerFault(
                 f"database server at {url.host}:{port} (tracking URI {shown!r}) does not answer "
                 f"({exc.strerror or exc})"
             ) from exc
@@ -787,6 +805,8 @@ def reap_dead_runs(client: Any, experiment_ids: Sequence[str]) -> list[str]:
 
 __all__ = [
     "CHECK_TIMEOUT_S",
+    "DB_CONNECT_TIMEOUT_S",
+    "bound_database_connects",
     "check_tracking_uri",
     "ensure_store",
     "identity_of",
