@@ -27,6 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from hydra.utils import instantiate
 
+from ltr.tracking.reaped_trials import trial_tags
+from ltr.tracking.store_lock import sqlite_db_path, sqlite_store_lock
+from ltr.tracking.uri import redacted
 from ltr.training.round_hook import watching_rounds
 
 if TYPE_CHECKING:
@@ -134,6 +137,9 @@ class TrialOfJob:
 
     in_search: bool = False
     pruning: _Pruning | None = None
+    #: The run's tags naming its trial (:func:`ltr.tracking.reaped_trials.trial_tags`: a reaped
+    #: run's trial is told FAIL); {} outside a search.
+    tags: dict[str, str] = field(default_factory=dict)
 
     def result(self, value: float, metrics: Mapping[str, float], run_id: str | None = None) -> float:
         """What the job returns: a plain ``float`` outside a search, else a :class:`JobResult`."""
@@ -145,14 +151,19 @@ class TrialOfJob:
 @contextmanager
 def search_trial(sweep_dir: str | Path, job_num: str) -> Iterator[TrialOfJob]:
     """Inside: training reports to job ``job_num``'s trial and stops when pruned (when the
-    search prunes: it decided so from the sweep's objective, :mod:`ltr.sweeper.search`)."""
+    search prunes: it decided so from the sweep's objective, :mod:`ltr.sweeper.search`); the
+    job's run is tagged with its trial (``TrialOfJob.tags``), so a reaped run's trial is told FAIL."""
     link = Link.read(sweep_dir)
     if link is None:
         yield TrialOfJob()
         return
     trial_id = link.trials.get(job_num)
-    if trial_id is None or link.prune_key is None:
+    if trial_id is None:
         yield TrialOfJob(in_search=True)
+        return
+    tags = trial_tags(link.study_name, link.storage or str(Path(sweep_dir) / JOURNAL_FILE), trial_id)
+    if link.prune_key is None:
+        yield TrialOfJob(in_search=True, tags=tags)
         return
     import optuna
 
@@ -160,4 +171,4 @@ def search_trial(sweep_dir: str | Path, job_num: str) -> Iterator[TrialOfJob]:
     study = optuna.load_study(study_name=link.study_name, storage=storage, pruner=make_pruner(link.pruner))
     pruning = _Pruning(optuna.trial.Trial(study, trial_id))
     with watching_rounds(pruning):
-        yield TrialOfJob(in_search=True, pruning=pruning)
+        yield TrialOfJob(in_search=True, pruning=pruning, tags=tags)

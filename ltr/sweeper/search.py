@@ -61,6 +61,7 @@ from ltr.sweeper.study_config import (
     study_name,
 )
 from ltr.tracking.lifecycle import raise_if_stop_requested, signals_deferred
+from ltr.tracking.reaped_trials import SWEEP_ATTR
 from ltr.tracking.store import redact_uri
 
 log = logging.getLogger(__name__)
@@ -230,6 +231,7 @@ class OptunaSearch:
                  " and ".join(f"{d} {k}" for d, k in zip(self.spec.directions, self.spec.objectives, strict=True)),
                  type(study.sampler).__name__)  # fmt: skip
         jobs: dict[str, dict[str, Any]] = {}
+        sweep_id = str(self.sweep_dir.resolve())  # the ltr.sweep_id of its runs
         job_idx = 0
         left = self.settings.n_trials
         while left > 0:
@@ -241,6 +243,7 @@ class OptunaSearch:
                 overrides = [trial_overrides(t.params, fixed) for t in batch]
                 for i, (trial, job_overrides) in enumerate(zip(batch, overrides, strict=True)):
                     trial.set_user_attr(OVERRIDES_ATTR, list(job_overrides))
+                    trial.set_user_attr(SWEEP_ATTR, sweep_id)  # its sweep's parent, when reaped, fails it
                     link.trials[str(job_idx + i)] = trial._trial_id
                 link.write(self.sweep_dir)
                 returns = self.launcher.launch(overrides, initial_job_idx=job_idx)
@@ -267,7 +270,15 @@ class OptunaSearch:
         check_study_config(stored, config, name=study.study_name, storage=redact_uri(str(self.settings.storage)))
 
     def _tell(self, study: optuna.Study, trial: optuna.trial.Trial, ret: JobReturn) -> dict[str, Any]:
-        """Tell ``study`` the job's outcome; returns what ``.ltr_trials.json`` keeps of it."""
+        """Tell ``study`` the job's outcome; returns what ``.ltr_trials.json`` keeps of it. A trial
+        told FAIL meanwhile (its job taken for dead on another host: its run reaped,
+        :mod:`ltr.tracking.reaped_trials`) keeps that state."""
+        frozen = study._storage.get_trial(trial._trial_id)
+        if frozen.state.is_finished():
+            log.warning("trial %d was told %s while its job ran (%s)", trial.number, frozen.state.name,
+                        frozen.user_attrs.get("ltr.error", "by another process"))  # fmt: skip
+            return {"trial": trial.number, "state": frozen.state.name, "pruned_at_round": None, "values": [],
+                    "violations": [], "rounds_reported": len(frozen.intermediate_values)}  # fmt: skip
         result = ret.return_value if ret.status == JobStatus.COMPLETED else None
         metrics = result.metrics if isinstance(result, JobResult) else {}
         pruned_at = result.pruned_at_round if isinstance(result, JobResult) else None
