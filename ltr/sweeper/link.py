@@ -19,6 +19,7 @@ import json
 import logging
 import math
 import os
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -41,6 +42,8 @@ LINK_FILE = ".ltr_optuna.json"
 JOURNAL_FILE = "optuna_journal.log"
 #: In the sweep's folder, written by the search at its end: job number -> trial, state, values.
 TRIALS_FILE = ".ltr_trials.json"
+#: How often :func:`rdb_storage` tries to open a database another process is creating tables in.
+_OPEN_ATTEMPTS = 8
 #: In the sweep's folder: the best feasible trial (or the front), as hydra-optuna-sweeper wrote it.
 RESULTS_FILE = "optimization_results.yaml"
 
@@ -69,15 +72,41 @@ class JobResult(float):
 
 
 def open_storage(storage: str | None, sweep_dir: str | Path) -> optuna.storages.BaseStorage:
-    """The study's storage: an RDB URL (``sqlite:///study.db``), or (None) a journal file in
-    ``sweep_dir`` that this search's processes share."""
+    """The study's storage: an RDB URL (``sqlite:///study.db``, :func:`rdb_storage`), or (None) a
+    journal file in ``sweep_dir`` that this search's processes share."""
     import optuna
     from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
 
     if storage:
-        return optuna.storages.RDBStorage(storage)
+        return rdb_storage(storage)
     path = str(Path(sweep_dir) / JOURNAL_FILE)
     return optuna.storages.JournalStorage(JournalFileBackend(path, lock_obj=JournalFileOpenLock(path)))
+
+
+def rdb_storage(url: str) -> optuna.storages.RDBStorage:
+    """Optuna's storage at the database ``url``, its tables created by one process at a time.
+
+    Optuna creates a new storage's tables and stamps its schema version when it first opens it;
+    two processes doing that at once fail (``table studies already exists``, ``UNIQUE constraint
+    failed: alembic_version.version_num``). A sqlite file is opened holding the lock file beside
+    it (``<file>.lock``, as ltr's MLflow store); another database is opened again, up to
+    :data:`_OPEN_ATTEMPTS` times, while the other process's creation makes it fail.
+    """
+    import optuna
+    from sqlalchemy.exc import IntegrityError, ProgrammingError
+
+    if sqlite_db_path(url) is not None:
+        with sqlite_store_lock(url):
+            return optuna.storages.RDBStorage(url)
+    for attempt in range(_OPEN_ATTEMPTS):
+        try:
+            return optuna.storages.RDBStorage(url)
+        except (IntegrityError, ProgrammingError) as exc:  # a table or version row created meanwhile
+            if attempt == _OPEN_ATTEMPTS - 1:
+                raise
+            log.debug("opening Optuna storage %s again (%s)", redacted(url), type(exc).__name__)
+            time.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 @dataclass
