@@ -14,6 +14,7 @@ PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest $(if $(filter-out 1,$
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "ltr needs Python >= 3.11; run make PYTHON=python3.11 ...")'
+	@$(MAKE) --no-print-directory postgresql
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	@# the distribution was called ltr before it became ltr-harness: an old .venv drops it first
@@ -21,6 +22,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	$(BIN)/python -m ltr.warmup
 	touch $(STAMP)
+
+# The tests of a team's server (tests/postgres.py) run a real PostgreSQL: Debian's server binaries,
+# installed here when missing and we are root with apt (CI); elsewhere those tests skip, saying so.
+.PHONY: postgresql
+postgresql: ## install Debian's PostgreSQL server binaries for the server tests (root with apt; else a note)
+	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing Debian's postgresql (the server tests start one)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null \
+	    || echo "warning: apt-get install postgresql failed: the tests of a team's server will fail under CI, skip elsewhere"; \
+	else echo "note: no PostgreSQL server binaries (apt-get install postgresql): the tests of a team's server will skip"; fi
 
 .PHONY: install
 install: $(STAMP) ## set up .venv from pyproject.toml (only when it changed); compile the numba kernels (quick when cached)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,3 +63,38 @@ def wait_for_http(url: str, proc: subprocess.Popen[Any], *, log: Path | None = N
             detail = log.read_text()[-2000:] if log is not None and log.exists() else ""
             pytest.fail(f"nothing answered at {url}: {detail}")
         time.sleep(0.5)
+
+
+def mlflow_server_command(backend: str, artifacts: Path, port: int) -> list[str]:
+    """``mlflow server`` on 127.0.0.1:``port`` over the store ``backend``, serving its artifacts
+    from ``artifacts`` (clients up- and download them through the server)."""
+    return [
+        sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
+        "--backend-store-uri", backend, "--serve-artifacts", "--artifacts-destination", str(artifacts),
+        "--workers", "1",
+    ]
+
+
+@contextlib.contextmanager
+def running_mlflow_server(
+    backend: str, artifacts: Path, log: Path, *, port: int | None = None, timeout: float = 120
+) -> Iterator[tuple[str, subprocess.Popen[Any]]]:
+    """A real ``mlflow server`` (:func:`mlflow_server_command`) answering at the yielded URL (and
+    its process); its whole process group is stopped after.
+
+    The server's background job runner is off (``MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false``): the
+    runs of the tests need none, and its consumers slow every test beside them on two cores.
+    """
+    port = free_port() if port is None else port
+    with log.open("a") as out:
+        proc = subprocess.Popen(
+            mlflow_server_command(backend, artifacts, port),
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            env=dict(os.environ, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false"),
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_http(f"{url}/health", proc, log=log, timeout=timeout)
+        yield url, proc
+    finally:
+        stop_process_group(proc)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -20,7 +17,7 @@ from ltr.data.load import load_splits
 from ltr.experiment import run as pipeline
 from ltr.training.local import fit_ranker
 from tests.conftest import made_store
-from tests.processes import free_port, stop_process_group, wait_for_http
+from tests.processes import running_mlflow_server
 
 pytestmark = pytest.mark.slow
 
@@ -30,24 +27,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real MLflow server; its whole process group (uvicorn workers, job runners) is stopped after."""
     root = tmp_path_factory.mktemp("server")
     backend = made_store(root / "server.db")  # as ltr train makes a store: the server has no migration to run
-    port = free_port()
-    log_file = (root / "server.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
-         "--backend-store-uri", backend,
-         "--artifacts-destination", str(root / "artifacts"), "--workers", "1"],
-        stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
-        # no background job runner (8 huey consumers): the runs here need none, and on CI's two
-        # cores they slowed every test running beside them
-        env=dict(os.environ, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false"),
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_http(f"{url}/health", proc, log=root / "server.log")
+    with running_mlflow_server(backend, root / "artifacts", root / "server.log") as (url, _):
         yield url
-    finally:
-        stop_process_group(proc)
-        log_file.close()
 
 
 def test_two_experiments_against_a_server(server: str, small_cfg: Callable[..., DictConfig], tmp_path: Path) -> None:
