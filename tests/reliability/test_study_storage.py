@@ -1,6 +1,7 @@
 """Faults of an Optuna search's storage (``hydra.sweeper.storage``, issue 46): a sqlite file in a
 folder that does not exist is refused before any run; two searches creating one new study at
-the same moment both get it. (A SIGKILLed search's trial: ``test_liveness.py``.)"""
+the same moment both get it, in a sqlite file and in PostgreSQL. (A SIGKILLed search's trial:
+``test_liveness.py``.)"""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import optuna
 import pytest
 
 from ltr.cli.main import main
+from ltr.errors import LtrUserError
+from ltr.sweeper.search import check_storage
 
 SMALL = ["debug=default", "fit.num_boost_round=5", "fit.show_progress=false"]
 
@@ -44,25 +47,43 @@ for i, url in enumerate(urls):
 
 #: New studies created at once per test: each try is a race (unserialised, Optuna's creation
 #: lost one of two such races here about half the time).
-RACES = 4
+RACES = 3
 
 
 def test_a_storage_in_a_missing_folder_is_refused_before_any_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    for storage, says in [
-        (f"sqlite:///{tmp_path / 'no' / 'such' / 'study.db'}", f"the folder {tmp_path / 'no' / 'such'} does not exist; create it"),
-        ("sqlite:///missing/study.db", f"the folder {tmp_path / 'missing'} does not exist; create it"),
-        (f"sqlite:///{tmp_path}", f"{tmp_path} is a folder; name a file in it"),
-        ("sqlite://", "is an in-memory sqlite database"),
-    ]:
-        returned = main(["train", "hparams_search=optuna", "hydra.sweeper.n_trials=1", f"hydra.sweeper.storage={storage}", *SMALL])
-        (line,) = capsys.readouterr().err.strip().splitlines()
-        assert returned == 2
-        assert line.startswith(f"ltr: error: hydra.sweeper.storage={storage!r}: " if "in-memory" not in says else "ltr: error: ")
-        assert says in line
+    storage = f"sqlite:///{tmp_path / 'no' / 'such' / 'study.db'}"
+    returned = main(["train", "hparams_search=optuna", "hydra.sweeper.n_trials=1", f"hydra.sweeper.storage={storage}", *SMALL])
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert returned == 2
+    assert line == (
+        f"ltr: error: hydra.sweeper.storage={storage!r}: the folder {tmp_path / 'no' / 'such'} does not exist; "
+        "create it, or name a file in an existing folder"
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # no store, no sweep folder, no study file
+
+
+@pytest.mark.parametrize(
+    ("storage", "says"),
+    [
+        ("sqlite:///missing/study.db", "the folder {cwd}/missing does not exist; create it"),
+        ("sqlite:///{cwd}", "{cwd} is a folder; name a file in it"),
+        ("sqlite://", "is an in-memory sqlite database, which the search's jobs cannot share"),
+        ("sqlite:///:memory:", "is an in-memory sqlite database"),
+        ("study.db", "is not a database URL; e.g. hydra.sweeper.storage=sqlite:///study.db"),
+    ],
+)
+def test_a_storage_no_search_can_use_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, storage: str, says: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    storage = storage.format(cwd=tmp_path)
+    with pytest.raises(LtrUserError) as refused:
+        check_storage(storage)
+    assert str(refused.value).startswith(f"hydra.sweeper.storage={storage!r}")
+    assert says.format(cwd=tmp_path) in str(refused.value)
+    check_storage(f"sqlite:///{tmp_path / 'study.db'}")  # a file in a folder that exists: fine
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.slow
