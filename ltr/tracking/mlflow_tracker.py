@@ -120,6 +120,11 @@ class MlflowTracker:
             self._heartbeat.start()
         return self.run_id
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy sent to another process (a launcher pickles a sweep's callbacks) has no
+        heartbeat: the run's own process beats it."""
+        return {**self.__dict__, "_heartbeat": None}
+
     def _beat_of(self, run_id: str) -> Callable[[], None]:
         def beat() -> None:
             with self._locked():

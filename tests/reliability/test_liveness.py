@@ -13,6 +13,7 @@ import contextlib
 import datetime as dt
 import doctest
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -64,6 +65,9 @@ def test_a_run_beats_while_it_runs_and_never_after(tmp_path: Path) -> None:
     while _beat(tracker.client, run_id) == first:
         assert time.monotonic() < deadline, "no heartbeat after the first"
         time.sleep(0.05)
+    copy = pickle.loads(pickle.dumps(tracker))  # as a launcher sends a sweep's callbacks to its workers
+    assert copy.run_id == run_id
+    assert copy._heartbeat is None  # the run's own process beats it, no copy
     tracker.end_run(RunStatus.FINISHED)
     last = _beat(tracker.client, run_id)
     assert not any(t.name == "ltr-heartbeat" for t in threading.enumerate())
