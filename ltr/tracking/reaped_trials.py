@@ -85,6 +85,7 @@ def fail_trial_of(tags: Mapping[str, str], reason: str) -> list[int]:
     if not storage or not study or (TAG_TRIAL_ID not in tags and tags.get(_ROLE) != "sweep"):
         return []
     told: list[int] = []
+    opened: Any = None
     try:
         from optuna.trial import TrialState
 
@@ -93,10 +94,14 @@ def fail_trial_of(tags: Mapping[str, str], reason: str) -> list[int]:
         for trial in running:
             if _theirs(tags, trial):
                 opened.set_trial_user_attr(trial._trial_id, ERROR_ATTR, reason)
-                opened.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+                opened.set_trial_state_values(trial._trial_id, TrialState.FAIL)  # a trial told meanwhile: raises
                 told.append(int(trial.number))
     except Exception as exc:  # an unreachable storage, a study deleted meanwhile: never a reason to fail
         log.warning("ltr: could not tell Optuna study %r in %s that the trials of a dead run failed: %s", study, storage, exc)
+    finally:
+        engine = getattr(opened, "engine", None)  # an RDB storage's pooled connections, closed
+        if engine is not None:
+            engine.dispose()
     if told:
         log.warning("ltr: told trial%s %s of Optuna study %r FAIL (the run that ran %s was reaped)",
                     "" if len(told) == 1 else "s", ", ".join(map(str, told)), study, "it" if len(told) == 1 else "them")  # fmt: skip
