@@ -203,6 +203,9 @@ def test_a_search_on_another_host_is_reaped_by_its_heartbeat_only(tmp_path: Path
         parent, child = _training(db, proc)
         assert "host_id=host-a" in child.data.tags["ltr.process"]
         assert child.data.tags["ltr.optuna.storage"] == storage
+        # the parent names the study, and the trial its sweep: reaping the parent alone fails it too
+        assert (parent.data.tags["ltr.optuna.storage"], parent.data.tags["ltr.optuna.study"]) == (storage, "ltr_lambdarank")
+        assert _trial(storage).user_attrs[SWEEP_ATTR] == parent.data.tags["ltr.sweep_id"]
         assert child.data.tags[TAG_STALE_AFTER] == f"{BOUND_S:g}"
 
         os.killpg(proc.pid, signal.SIGSTOP)  # a frozen host: no beat
