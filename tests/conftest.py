@@ -62,6 +62,8 @@ E2E_MODULES = frozenset({"tests/compare/test_notebook.py", "tests/compare/test_c
 INTEGRATION_MODULES = frozenset(
     {
         "tests/test_end_to_end.py",
+        "tests/reliability/test_liveness.py",
+        "tests/reliability/test_study_storage.py",
         "tests/test_api.py",
         "tests/test_model_options.py",
         "tests/models/test_shipped_models.py",

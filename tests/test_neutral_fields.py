@@ -49,7 +49,10 @@ def test_every_neutral_field_set_otherwise_gives_the_same_metrics_bit_for_bit(
     assert len(first[0]) > 50
     settings = {
         "from the caches, progress shown": [default_cache, "data.progress=true", "fit.show_progress=false"],
-        "no cache at all": ["data.cache=false", "data.binned_cache=false", "fit.reuse_binned_data=false"],
+        # the heartbeat beats only with a store (here tracking=none): tests/reliability/test_liveness.py
+        # compares a beating run's metrics with a silent one's
+        "no cache at all": ["data.cache=false", "data.binned_cache=false", "fit.reuse_binned_data=false",
+                            "tracking.heartbeat_s=0.1", "tracking.stale_after=2"],
         "limits that store nothing": [f"data.cache_dir={tmp_path / 'other'}", "data.cache_max_mb=0",
                                       "data.binned_cache_max_mb=0", "fit.reuse_binned_data=false"],
     }  # fmt: skip

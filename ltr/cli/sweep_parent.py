@@ -34,10 +34,14 @@ from ltr.experiment.names import search_name
 from ltr.experiment.record import headline_keys
 from ltr.experiment.spec import ExperimentSpec
 from ltr.experiment.sweep_tradeoffs import summarise_tradeoffs
+from ltr.sweeper.link import JOURNAL_FILE
 from ltr.sweeper.record import is_ltr_search, record_search
+from ltr.sweeper.study_config import study_name
 from ltr.tracking import RunStatus, make_tracker
 from ltr.tracking.gitinfo import source_tags
+from ltr.tracking.heartbeat import liveness_of
 from ltr.tracking.lifecycle import end_run
+from ltr.tracking.reaped_trials import search_tags
 from ltr.tracking.sweep_summary import SweepSummary, child_runs, child_summary
 
 log = logging.getLogger(__name__)
@@ -76,11 +80,20 @@ def search_space(config: DictConfig, varying: list[str]) -> dict[str, str]:
     return {f"space.{key}": value for key, value in space.items()}
 
 
+def study_tags(config: DictConfig, spec: ExperimentSpec | None, sweep_dir: Path) -> dict[str, str]:
+    """An Optuna search's study and storage as its parent's tags (a dead search's trials are
+    told FAIL when its parent is reaped: :mod:`ltr.tracking.reaped_trials`); {} for other sweeps."""
+    if not is_ltr_search(config) or spec is None:
+        return {}
+    sweeper = config.hydra.sweeper
+    return search_tags(study_name(sweeper.get("study_name"), spec), str(sweeper.get("storage") or sweep_dir / JOURNAL_FILE))
+
+
 def open_sweep_store(config: DictConfig) -> Any:
     """The tracker of a sweep's parent run, checked once before the first job (the tracking URI
     and the store do not depend on the swept values); a refused one refuses the whole sweep."""
     try:
-        return make_tracker(True, config.tracking.uri, config.tracking.experiment)
+        return make_tracker(True, config.tracking.uri, config.tracking.experiment, liveness=liveness_of(config.tracking))
     except LtrUserError as exc:
         code = 1 if isinstance(exc, ServerFault) else 2  # a server down is no bad setting
         raise SweepEnded(code, f"ltr: error: the sweep is refused before its first job: {exc}") from None
@@ -129,7 +142,8 @@ class SweepParent:
                 "ltr.sweep.overrides": overrides,
                 "ltr.sweep.sweeper": sweeper,
             }
-            | source_tags("ltr train -m"),
+            | source_tags("ltr train -m")
+            | study_tags(config, plan.spec, sweep_dir),
         )
         if is_ltr_search(config):  # the name says the search; its space is in the params
             self.tracker.log_params(search_space(config, varying))

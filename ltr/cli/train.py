@@ -204,7 +204,7 @@ def _sweep_job(cfg: DictConfig, overrides: list[str]) -> float:
                 spec=spec,
                 overrides=overrides,
                 parent_run_id=parent_run_id_for(hydra_cfg.sweep.dir),
-                extra_tags=sweep_tags(hydra_cfg.sweep.dir) | {"ltr.job_num": job_num} | config_dir_tags(hydra_cfg),
+                extra_tags=sweep_tags(hydra_cfg.sweep.dir) | {"ltr.job_num": job_num} | config_dir_tags(hydra_cfg) | trial.tags,
                 varying=varying_keys_for(hydra_cfg.sweep.dir),
                 on_run_start=started.append,
             )

@@ -169,6 +169,11 @@ class TrackingConfig:
     experiment: str = field(default="ltr", metadata=allowed(min_len=1))
     run_name: str | None = field(default=None, metadata=allowed(min_len=1))  # None: made from the overrides
     log_model: bool = True  # also log the booster as an MLflow model (mlflow.pyfunc.load_model)
+    # liveness (ltr.tracking.heartbeat): a RUNNING run's process writes its ltr.heartbeat tag every
+    # heartbeat_s seconds (null: no heartbeat); a command on another host reaps the run KILLED once
+    # no beat came for heartbeat_s * stale_after seconds
+    heartbeat_s: float | None = field(default=30.0, metadata=neutral(allowed(ge=0.1, le=3600)))
+    stale_after: int = field(default=10, metadata=neutral(allowed(ge=2, le=10**4)))
 
 
 @dataclass

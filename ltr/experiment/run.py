@@ -39,6 +39,7 @@ from ltr.experiment.report import print_table
 from ltr.experiment.sources import binned_store, open_source, part_tags
 from ltr.experiment.spec import ExperimentSpec
 from ltr.tracking import Tracker, check_tracking_uri, open_tracker
+from ltr.tracking.heartbeat import liveness_of
 from ltr.tracking.lifecycle import tracked_run
 from ltr.tracking.prepare import Preparation
 from ltr.training.local import LocalTrainer
@@ -137,7 +138,7 @@ def _run(
     check_data(spec, source.training, n_features=train_info.get("n_features") if isinstance(train_info, dict) else None)
     timings = {"load": time.perf_counter() - t0}
     if tracker is None:
-        tracker = open_tracker(checked_uri, tracking.experiment)
+        tracker = open_tracker(checked_uri, tracking.experiment, liveness=liveness_of(tracking))
 
     tags = run_tags(spec, str(source.fingerprint["sha256"]), overrides) | part_tags(source, spec) | (extra_tags or {})
     name = run_name(spec, overrides, varying, job=(extra_tags or {}).get("ltr.job_num"))

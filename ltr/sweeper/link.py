@@ -19,6 +19,7 @@ import json
 import logging
 import math
 import os
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -27,6 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 from hydra.utils import instantiate
 
+from ltr.tracking.reaped_trials import trial_tags
+from ltr.tracking.store_lock import sqlite_db_path, sqlite_store_lock
+from ltr.tracking.uri import redacted
 from ltr.training.round_hook import watching_rounds
 
 if TYPE_CHECKING:
@@ -38,6 +42,8 @@ LINK_FILE = ".ltr_optuna.json"
 JOURNAL_FILE = "optuna_journal.log"
 #: In the sweep's folder, written by the search at its end: job number -> trial, state, values.
 TRIALS_FILE = ".ltr_trials.json"
+#: How often :func:`rdb_storage` tries to open a database another process is creating tables in.
+_OPEN_ATTEMPTS = 8
 #: In the sweep's folder: the best feasible trial (or the front), as hydra-optuna-sweeper wrote it.
 RESULTS_FILE = "optimization_results.yaml"
 
@@ -66,15 +72,41 @@ class JobResult(float):
 
 
 def open_storage(storage: str | None, sweep_dir: str | Path) -> optuna.storages.BaseStorage:
-    """The study's storage: an RDB URL (``sqlite:///study.db``), or (None) a journal file in
-    ``sweep_dir`` that this search's processes share."""
+    """The study's storage: an RDB URL (``sqlite:///study.db``, :func:`rdb_storage`), or (None) a
+    journal file in ``sweep_dir`` that this search's processes share."""
     import optuna
     from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
 
     if storage:
-        return optuna.storages.RDBStorage(storage)
+        return rdb_storage(storage)
     path = str(Path(sweep_dir) / JOURNAL_FILE)
     return optuna.storages.JournalStorage(JournalFileBackend(path, lock_obj=JournalFileOpenLock(path)))
+
+
+def rdb_storage(url: str) -> optuna.storages.RDBStorage:
+    """Optuna's storage at the database ``url``, its tables created by one process at a time.
+
+    Optuna creates a new storage's tables and stamps its schema version when it first opens it;
+    two processes doing that at once fail (``table studies already exists``, ``UNIQUE constraint
+    failed: alembic_version.version_num``). A sqlite file is opened holding the lock file beside
+    it (``<file>.lock``, as ltr's MLflow store); another database is opened again, up to
+    :data:`_OPEN_ATTEMPTS` times, while the other process's creation makes it fail.
+    """
+    import optuna
+    from sqlalchemy.exc import IntegrityError, ProgrammingError
+
+    if sqlite_db_path(url) is not None:
+        with sqlite_store_lock(url):
+            return optuna.storages.RDBStorage(url)
+    for attempt in range(_OPEN_ATTEMPTS):
+        try:
+            return optuna.storages.RDBStorage(url)
+        except (IntegrityError, ProgrammingError) as exc:  # a table or version row created meanwhile
+            if attempt == _OPEN_ATTEMPTS - 1:
+                raise
+            log.debug("opening Optuna storage %s again (%s)", redacted(url), type(exc).__name__)
+            time.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 @dataclass
@@ -134,6 +166,9 @@ class TrialOfJob:
 
     in_search: bool = False
     pruning: _Pruning | None = None
+    #: The run's tags naming its trial (:func:`ltr.tracking.reaped_trials.trial_tags`: a reaped
+    #: run's trial is told FAIL); {} outside a search.
+    tags: dict[str, str] = field(default_factory=dict)
 
     def result(self, value: float, metrics: Mapping[str, float], run_id: str | None = None) -> float:
         """What the job returns: a plain ``float`` outside a search, else a :class:`JobResult`."""
@@ -145,14 +180,19 @@ class TrialOfJob:
 @contextmanager
 def search_trial(sweep_dir: str | Path, job_num: str) -> Iterator[TrialOfJob]:
     """Inside: training reports to job ``job_num``'s trial and stops when pruned (when the
-    search prunes: it decided so from the sweep's objective, :mod:`ltr.sweeper.search`)."""
+    search prunes: it decided so from the sweep's objective, :mod:`ltr.sweeper.search`); the
+    job's run is tagged with its trial (``TrialOfJob.tags``), so a reaped run's trial is told FAIL."""
     link = Link.read(sweep_dir)
     if link is None:
         yield TrialOfJob()
         return
     trial_id = link.trials.get(job_num)
-    if trial_id is None or link.prune_key is None:
+    if trial_id is None:
         yield TrialOfJob(in_search=True)
+        return
+    tags = trial_tags(link.study_name, link.storage or str(Path(sweep_dir) / JOURNAL_FILE), trial_id)
+    if link.prune_key is None:
+        yield TrialOfJob(in_search=True, tags=tags)
         return
     import optuna
 
@@ -160,4 +200,4 @@ def search_trial(sweep_dir: str | Path, job_num: str) -> Iterator[TrialOfJob]:
     study = optuna.load_study(study_name=link.study_name, storage=storage, pruner=make_pruner(link.pruner))
     pruning = _Pruning(optuna.trial.Trial(study, trial_id))
     with watching_rounds(pruning):
-        yield TrialOfJob(in_search=True, pruning=pruning)
+        yield TrialOfJob(in_search=True, pruning=pruning, tags=tags)

@@ -63,6 +63,7 @@ from ltr.sweeper.study_config import (
 )
 from ltr.sweeper.trial_seed import TrialSeeded
 from ltr.tracking.lifecycle import raise_if_stop_requested, signals_deferred
+from ltr.tracking.reaped_trials import SWEEP_ATTR
 from ltr.tracking.store import bound_database_connects, redact_uri
 
 log = logging.getLogger(__name__)
@@ -118,16 +119,44 @@ def check_settings(sweeper: Mapping[str, Any]) -> None:
     if not isinstance(n_jobs, int) or n_jobs < 1:
         raise LtrUserError(f"hydra.sweeper.n_jobs={n_jobs} must be a whole number >= 1 (trials launched together)")
     storage = sweeper.get("storage")
-    if storage is not None and "://" not in str(storage):
-        raise LtrUserError(
-            f"hydra.sweeper.storage={storage!r} is not a database URL; e.g. hydra.sweeper.storage=sqlite:///study.db"
-        )
+    if storage is not None:
+        check_storage(str(storage))
     try:
         search_space(params_overrides(sweeper.get("params")))
     except Exception as exc:
         if isinstance(exc, LtrUserError):
             raise
         raise LtrUserError(f"hydra.sweeper.params: {_first_line(exc)}") from exc
+
+
+def check_storage(storage: str) -> None:
+    """``hydra.sweeper.storage`` is a database URL; a sqlite file's folder exists (Optuna would
+    fail in its first query, after the parent run exists). One line otherwise."""
+    if "://" not in storage:
+        raise LtrUserError(
+            f"hydra.sweeper.storage={storage!r} is not a database URL; e.g. hydra.sweeper.storage=sqlite:///study.db"
+        )
+    if not storage.lower().startswith("sqlite:"):
+        return
+    from sqlalchemy.engine import make_url
+
+    try:
+        database = make_url(storage).database
+    except Exception as exc:
+        raise LtrUserError(f"hydra.sweeper.storage={storage!r} is not a database URL ({_first_line(exc)})") from exc
+    if not database or database == ":memory:" or "mode=memory" in storage:
+        raise LtrUserError(
+            f"hydra.sweeper.storage={storage!r} is an in-memory sqlite database, which the search's jobs cannot "
+            "share; name a file: hydra.sweeper.storage=sqlite:///study.db"
+        )
+    path = Path(database).absolute()
+    if path.is_dir():
+        raise LtrUserError(f"hydra.sweeper.storage={storage!r}: {path} is a folder; name a file in it")
+    if not path.parent.is_dir():
+        raise LtrUserError(
+            f"hydra.sweeper.storage={storage!r}: the folder {path.parent} does not exist; create it, or name a "
+            "file in an existing folder"
+        )
 
 
 def check_resumed_study(sweeper: Mapping[str, Any], task_overrides: Iterable[str], spec: ExperimentSpec) -> None:
@@ -218,17 +247,10 @@ class OptunaSearch:
                 "or sweep overrides such as model.num_leaves='int(interval(7,63))'"
             )
         self.sweep_dir.mkdir(parents=True, exist_ok=True)
-        storage = open_storage(self.settings.storage, self.sweep_dir)
         name = study_name(self.settings.study_name, self.spec)
         directions = [optuna.study.StudyDirection.MAXIMIZE if d == "maximize" else optuna.study.StudyDirection.MINIMIZE
                       for d in self.spec.directions]  # fmt: skip
-        try:
-            study = optuna.create_study(
-                study_name=name, storage=storage, sampler=TrialSeeded(self._sampler), directions=directions,
-                load_if_exists=True,
-            )
-        except ValueError as exc:
-            raise LtrUserError(f"Optuna study {name!r}: {exc}") from exc
+        study = open_study(self.settings.storage, self.sweep_dir, name, TrialSeeded(self._sampler), directions)
         if list(study.directions) != directions:
             raise LtrUserError(
                 f"Optuna study {name!r} in {self.settings.storage} optimises "
@@ -246,6 +268,7 @@ class OptunaSearch:
                  " and ".join(f"{d} {k}" for d, k in zip(self.spec.directions, self.spec.objectives, strict=True)),
                  type(getattr(study.sampler, "current", study.sampler)).__name__)  # fmt: skip
         jobs: dict[str, dict[str, Any]] = {}
+        sweep_id = str(self.sweep_dir.resolve())  # the ltr.sweep_id of its runs
         job_idx = 0
         left = self.settings.n_trials
         while left > 0:
@@ -257,6 +280,7 @@ class OptunaSearch:
                 overrides = [trial_overrides(t.params, fixed) for t in batch]
                 for i, (trial, job_overrides) in enumerate(zip(batch, overrides, strict=True)):
                     trial.set_user_attr(OVERRIDES_ATTR, list(job_overrides))
+                    trial.set_user_attr(SWEEP_ATTR, sweep_id)  # its sweep's parent, when reaped, fails it
                     link.trials[str(job_idx + i)] = trial._trial_id
                 link.write(self.sweep_dir)
                 returns = self.launcher.launch(overrides, initial_job_idx=job_idx)
@@ -283,7 +307,15 @@ class OptunaSearch:
         check_study_config(stored, config, name=study.study_name, storage=redact_uri(str(self.settings.storage)))
 
     def _tell(self, study: optuna.Study, trial: optuna.trial.Trial, ret: JobReturn) -> dict[str, Any]:
-        """Tell ``study`` the job's outcome; returns what ``.ltr_trials.json`` keeps of it."""
+        """Tell ``study`` the job's outcome; returns what ``.ltr_trials.json`` keeps of it. A trial
+        told FAIL meanwhile (its job taken for dead on another host: its run reaped,
+        :mod:`ltr.tracking.reaped_trials`) keeps that state."""
+        frozen = study._storage.get_trial(trial._trial_id)
+        if frozen.state.is_finished():
+            log.warning("trial %d was told %s while its job ran (%s)", trial.number, frozen.state.name,
+                        frozen.user_attrs.get("ltr.error", "by another process"))  # fmt: skip
+            return {"trial": trial.number, "state": frozen.state.name, "pruned_at_round": None, "values": [],
+                    "violations": [], "rounds_reported": len(frozen.intermediate_values)}  # fmt: skip
         result = ret.return_value if ret.status == JobStatus.COMPLETED else None
         metrics = result.metrics if isinstance(result, JobResult) else {}
         pruned_at = result.pruned_at_round if isinstance(result, JobResult) else None
@@ -333,6 +365,26 @@ class OptunaSearch:
             results["solutions"] = [{"trial": t.number, "params": _used_params(t), "values": list(t.values)} for t in front]
             log.info("%d trials on the front of %s", len(front), " and ".join(self.spec.objectives))
         OmegaConf.save(OmegaConf.create(results), self.sweep_dir / RESULTS_FILE)
+
+
+def open_study(
+    storage: str | None,
+    sweep_dir: Path,
+    name: str,
+    sampler: optuna.samplers.BaseSampler,
+    directions: Sequence[optuna.study.StudyDirection],
+) -> optuna.Study:
+    """Study ``name`` in ``storage`` (an RDB URL, or None: the journal file in ``sweep_dir``),
+    created when missing. Searches that create one new study at the same moment all get it: the
+    storage's tables are created by one of them (:func:`ltr.sweeper.link.rdb_storage`), the study
+    by one and loaded by the others."""
+    opened = open_storage(storage, sweep_dir)
+    try:
+        return optuna.create_study(
+            study_name=name, storage=opened, sampler=sampler, directions=list(directions), load_if_exists=True
+        )
+    except ValueError as exc:
+        raise LtrUserError(f"Optuna study {name!r}: {exc}") from exc
 
 
 def _fail_untold(study: optuna.Study, trials: Sequence[optuna.trial.Trial]) -> None:

@@ -32,6 +32,7 @@ from typing import Any
 from ltr.config.schema import neutral_keys
 from ltr.errors import LtrUserError
 from ltr.experiment.spec import ExperimentSpec
+from ltr.sweeper.link import rdb_storage
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +102,7 @@ def stored_study_config(storage: str, name: str) -> tuple[bool, dict[str, Any] |
         return False, None
     import optuna
 
-    summaries = optuna.study.get_all_study_summaries(optuna.storages.RDBStorage(storage), include_best_trial=False)
+    summaries = optuna.study.get_all_study_summaries(rdb_storage(storage), include_best_trial=False)
     found = next((s for s in summaries if s.study_name == name), None)
     if found is None:
         return False, None

@@ -12,6 +12,7 @@ from ltr.tracking.base import NullTracker, RunStatus, Tracker
 from ltr.tracking.uri import default_tracking_uri, find_tracking_uri, resolve_tracking_uri
 
 if TYPE_CHECKING:
+    from ltr.tracking.heartbeat import Liveness
     from ltr.tracking.store import check_tracking_uri
 
 __all__ = [
@@ -27,23 +28,24 @@ __all__ = [
 ]
 
 
-def make_tracker(enabled: bool, uri: str | None, experiment: str) -> Tracker:
+def make_tracker(enabled: bool, uri: str | None, experiment: str, *, liveness: Liveness | None = None) -> Tracker:
     """The tracker a ``tracking`` config asks for; mlflow is imported only when enabled.
 
     The URI is checked first (`check_tracking_uri`): a bad one fails in seconds with one line.
+    ``liveness``: the runs' heartbeat (:mod:`ltr.tracking.heartbeat`; None: the defaults).
     """
     from ltr.tracking.store import check_tracking_uri
 
-    return open_tracker(check_tracking_uri(uri) if enabled else None, experiment)
+    return open_tracker(check_tracking_uri(uri) if enabled else None, experiment, liveness=liveness)
 
 
-def open_tracker(checked_uri: str | None, experiment: str) -> Tracker:
+def open_tracker(checked_uri: str | None, experiment: str, *, liveness: Liveness | None = None) -> Tracker:
     """The MLflow tracker of a URI `check_tracking_uri` returned, or a `NullTracker` for None."""
     if checked_uri is None:
         return NullTracker()
     from ltr.tracking.mlflow_tracker import MlflowTracker
 
-    return MlflowTracker(checked_uri, experiment)
+    return MlflowTracker(checked_uri, experiment, liveness=liveness)
 
 
 def __getattr__(name: str) -> Any:

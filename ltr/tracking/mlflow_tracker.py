@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from mlflow.tracking import MlflowClient
 
 from ltr.errors import LtrUserError
 from ltr.tracking.base import RunStatus
+from ltr.tracking.heartbeat import TAG_HEARTBEAT, Heartbeat, Liveness, beat_time
 from ltr.tracking.mlflow_uris import pointed_at
 from ltr.tracking.store import ensure_store, process_tags, reap_dead_runs
 from ltr.tracking.store_lock import sqlite_db_path, sqlite_store_lock
@@ -45,10 +46,13 @@ def _chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
 
 
 class MlflowTracker:
-    """Logs one run to the store at ``uri`` under ``experiment`` (created when missing)."""
+    """Logs one run to the store at ``uri`` under ``experiment`` (created when missing); while
+    the run is RUNNING, its heartbeat (``liveness``, :mod:`ltr.tracking.heartbeat`) beats."""
 
-    def __init__(self, uri: str, experiment: str) -> None:
+    def __init__(self, uri: str, experiment: str, *, liveness: Liveness | None = None) -> None:
         self.uri = uri
+        self.liveness = Liveness() if liveness is None else liveness
+        self._heartbeat: Heartbeat | None = None
         db = sqlite_db_path(uri)
         #: The store as a message names it when its disk is full (``ltr.tracking.lifecycle.full_device``).
         self.store_path = str(db) if db is not None else uri
@@ -103,13 +107,35 @@ class MlflowTracker:
         self, run_name: str, tags: Mapping[str, str], *, parent_run_id: str | None = None
     ) -> str:
         # Who runs it: a run whose process dies unannounced (SIGKILL, OOM) is found by these.
-        all_tags = {**dict(tags), **process_tags()}
+        # Its heartbeat finds it on other hosts (ltr.tracking.heartbeat).
+        all_tags = {**dict(tags), **process_tags(), **self.liveness.start_tags()}
         if parent_run_id:
             all_tags["mlflow.parentRunId"] = parent_run_id
+        self._stop_heartbeat()
         with self._locked():
             run = self.client.create_run(self.experiment_id, run_name=run_name, tags=all_tags)
         self.run_id = run.info.run_id
+        if self.liveness.heartbeat_s is not None:
+            self._heartbeat = Heartbeat(self._beat_of(self.run_id), self.liveness.heartbeat_s)
+            self._heartbeat.start()
         return self.run_id
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy sent to another process (a launcher pickles a sweep's callbacks) has no
+        heartbeat: the run's own process beats it."""
+        return {**self.__dict__, "_heartbeat": None}
+
+    def _beat_of(self, run_id: str) -> Callable[[], None]:
+        def beat() -> None:
+            with self._locked():
+                self.client.set_tag(run_id, TAG_HEARTBEAT, beat_time())
+
+        return beat
+
+    def _stop_heartbeat(self) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+            self._heartbeat = None
 
     def _require_run(self) -> str:
         if self.run_id is None:
@@ -246,6 +272,7 @@ class MlflowTracker:
             self.client.log_inputs(self._require_run(), datasets=[entry])
 
     def end_run(self, status: RunStatus, *, error: str | None = None) -> None:
+        self._stop_heartbeat()  # no beat once the end is written
         if self.run_id is None:
             return
         if error:

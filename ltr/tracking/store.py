@@ -20,10 +20,15 @@ Creation (:func:`ensure_store`)
 
 Dead runs (:func:`reap_dead_runs`)
     Every run records its process (:func:`process_tags`: one ``ltr.process`` tag with host,
-    pid, process start, host and boot ids). A RUNNING run whose process, on this host, is gone (or whose pid
-    now belongs to another process) is marked KILLED with the ``ltr.error`` tag when a tracker,
-    ``ltr ui`` or ``ltr compare`` next opens the store. Runs of live processes and of other hosts
-    are never touched.
+    pid, process start, host and boot ids) and beats a heartbeat (:mod:`ltr.tracking.heartbeat`).
+    A RUNNING run whose process, on this host, is gone (or whose pid now belongs to another
+    process), or, on another host, whose heartbeat is silent for longer than the bound it
+    carries, is marked KILLED with the ``ltr.error`` tag when a tracker, ``ltr ui`` or
+    ``ltr compare`` next opens the store; the Optuna trial it ran is told FAIL
+    (:mod:`ltr.tracking.reaped_trials`). Runs of live processes of this host (also stopped or
+    slow ones), runs of other hosts whose heartbeat beats, and runs without ltr's tags are never
+    touched. The host is ``/etc/machine-id`` and the pid namespace, or ``$LTR_HOST_ID`` where
+    set (machines cloned from one image share a machine id).
 
 Only :func:`ensure_store`, :func:`open_client` and :func:`reap_dead_runs` import mlflow.
 """
@@ -51,9 +56,11 @@ from typing import Any
 
 from ltr.errors import LtrUserError, ServerFault
 from ltr.tracking import store_template
+from ltr.tracking.heartbeat import silent_for
 from ltr.tracking.lifecycle import signals_deferred
 from ltr.tracking.migrations import mlflow_revisions
 from ltr.tracking.moved_store import follow_moved_artifacts
+from ltr.tracking.reaped_trials import fail_trial_of
 from ltr.tracking.store_lock import (
     SQLITE_PREFIX,
     lock_path,
@@ -684,8 +691,16 @@ def _process_start(pid: int) -> str | None:
         return None
 
 
+#: Names this host in runs' ``ltr.process`` tags instead of its machine id and pid namespace.
+HOST_ID_VARIABLE = "LTR_HOST_ID"
+
+
 def _host_id() -> str:
-    """This machine and pid namespace: the same hostname may name another machine/container."""
+    """This machine and pid namespace (the same hostname may name another machine/container),
+    or ``$LTR_HOST_ID``."""
+    given = os.environ.get(HOST_ID_VARIABLE, "").strip()
+    if given:
+        return given.replace(" ", "_")
     machine = _read("/etc/machine-id") or _read("/var/lib/dbus/machine-id")
     try:
         namespace = os.readlink("/proc/self/ns/pid")
@@ -730,9 +745,14 @@ def _pid_alive(pid: int) -> bool:
     return stat is None or stat[0] not in {"Z", "X"}  # a zombie has died
 
 
+def on_this_host(run: dict[str, str], me: dict[str, str]) -> bool:
+    """True when the run's process (``run``: its identity) ran on this host (``me``)."""
+    return run.get(HOST) == me.get(HOST) and run.get(HOST_ID, "") == me.get(HOST_ID, "")
+
+
 def process_died(run: dict[str, str], me: dict[str, str]) -> bool:
     """True when the run's process (``run``: its identity, on this host) is known dead."""
-    if run.get(HOST) != me.get(HOST) or run.get(HOST_ID, "") != me.get(HOST_ID, ""):
+    if not on_this_host(run, me):
         return False  # another host (or container): its processes are not ours to see
     try:
         pid = int(run[PID])
@@ -748,12 +768,33 @@ def process_died(run: dict[str, str], me: dict[str, str]) -> bool:
     return started is not None and now is not None and now != started  # the pid was reused
 
 
+def _death(run: Any, me: dict[str, str], now: dt.datetime) -> str | None:
+    """Why ``run`` (RUNNING) is dead, in the words of its ``ltr.error`` tag; None: not known dead."""
+    tags = dict(run.data.tags)
+    identity = identity_of(tags)
+    when = now.astimezone().isoformat(timespec="seconds")
+    if on_this_host(identity, me):
+        if not process_died(identity, me):
+            return None
+        return f"process {identity[PID]} on {identity[HOST]} died without ending the run (found by ltr at {when})"
+    silent = silent_for(tags, run.info.start_time, now)
+    if silent is None or silent[0] <= silent[1]:
+        return None
+    process = f"process {identity.get(PID, '?')} on {identity.get(HOST, 'another host')}"
+    return (
+        f"{process} sent no heartbeat for {silent[0]:.0f} s (more than {silent[1]:g} s): taken for dead "
+        f"(found by ltr on {me.get(HOST, 'another host')} at {when})"
+    )
+
+
 def reap_dead_runs(client: Any, experiment_ids: Sequence[str]) -> list[str]:
     """Mark KILLED the RUNNING runs of ``experiment_ids`` whose process died; their ids.
 
-    Only runs started on this host by ltr (they carry :func:`process_tags`) are considered; a run
-    whose process is alive is never touched. Call it under the store lock. Logs one warning when
-    it marks any.
+    Runs started by ltr (they carry :func:`process_tags`) are judged: on this host by their
+    process, on another by their heartbeat (:mod:`ltr.tracking.heartbeat`); a run whose process
+    is alive here, or whose heartbeat beats, is never touched. The Optuna trial a reaped run ran
+    is told FAIL (:func:`ltr.tracking.reaped_trials.fail_trial_of`). Call it under the store
+    lock. Logs one warning when it marks any.
     """
     from mlflow.entities import ViewType
     from mlflow.exceptions import MlflowException
@@ -776,16 +817,12 @@ def reap_dead_runs(client: Any, experiment_ids: Sequence[str]) -> list[str]:
         if not token:
             break
     reaped: list[str] = []
-    when = dt.datetime.now().astimezone().isoformat(timespec="seconds")
+    now = dt.datetime.now(dt.UTC)
     for run in running:
-        identity = identity_of(dict(run.data.tags))
-        if not process_died(identity, me):
+        message = _death(run, me, now)
+        if message is None:
             continue
         run_id = run.info.run_id
-        message = (
-            f"process {identity[PID]} on {identity[HOST]} died without ending the run "
-            f"(found by ltr at {when})"
-        )
         try:
             client.set_tag(run_id, TAG_ERROR, message)
             client.set_terminated(run_id, status="KILLED")
@@ -793,6 +830,7 @@ def reap_dead_runs(client: Any, experiment_ids: Sequence[str]) -> list[str]:
             log.debug("could not mark run %s KILLED: %s", run_id, exc)
             continue
         reaped.append(run_id)
+        fail_trial_of(dict(run.data.tags), message)
     if reaped:
         log.warning(
             "ltr: marked %d run%s KILLED whose process died (ids %s)",

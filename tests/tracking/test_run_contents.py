@@ -151,7 +151,7 @@ def test_lightgbm_gap_is_explained_exactly(finished_run: tuple[MlflowClient, str
 
 #: Tags whose value names this very run or when/where it ran (its model's id, the process), and
 #: the one metric that is a duration.
-_RUN_SPECIFIC_TAGS = {"ltr.model_uri", "mlflow.log-model.history", "ltr.process"}
+_RUN_SPECIFIC_TAGS = {"ltr.model_uri", "mlflow.log-model.history", "ltr.process", "ltr.heartbeat"}
 _DURATIONS = {"train_seconds"}
 
 

@@ -44,14 +44,12 @@ class Team:
 
 @pytest.fixture(scope="module")
 def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Team]:
-    """The server, and Optuna's tables in the study's database: two searches that create them at
-    the same moment in an empty database race (PostgreSQL: ``duplicate key value violates unique
-    constraint "pg_type_typname_nsp_index"``), which is not what these tests are about."""
+    """The server, and an empty database for the study: the two hosts' searches create Optuna's
+    tables in it at the same moment (:func:`ltr.sweeper.search.open_study` makes that safe)."""
     root = tmp_path_factory.mktemp("team")
     with running_postgres("mlflow", "optuna") as port, running_mlflow_server(
         database_url(port, "mlflow"), root / "artifacts", root / "server.log"
     ) as (url, _):
-        optuna.storages.RDBStorage(database_url(port, "optuna")).engine.dispose()
         yield Team(url, database_url(port, "optuna"), root)
 
 
