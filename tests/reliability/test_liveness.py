@@ -15,6 +15,7 @@ import doctest
 import os
 import pickle
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -41,14 +42,34 @@ from ltr.tracking.reaped_trials import (
 )
 from ltr.tracking.store import HOST_ID_VARIABLE, open_client
 
-#: The heartbeat of the searches here: every 0.5 s, dead after 4 silent seconds.
-BEAT_S, STALE_AFTER = 0.5, 8
+#: The heartbeat of the searches here: every 0.5 s, dead after 8 silent seconds (room for a busy
+#: machine's slow store openings inside the bound).
+BEAT_S, STALE_AFTER = 0.5, 16
 BOUND_S = BEAT_S * STALE_AFTER
 SMALL = ["debug=default", "fit.num_boost_round=5", "fit.show_progress=false"]
 
 
 def test_doctests() -> None:
     assert doctest.testmod(ltr.tracking.heartbeat).failed == 0
+
+
+def _stop_outside_a_write(pid: int, db: Path) -> None:
+    """SIGSTOP process group ``pid`` at a moment it holds no lock on the sqlite store ``db``: a
+    host frozen between its writes (one frozen inside a write would block every reader of a
+    local sqlite file, which no heartbeat can change; a team's server store has no such lock)."""
+    for _ in range(200):
+        os.killpg(pid, signal.SIGSTOP)
+        probe = sqlite3.connect(db, timeout=0)
+        try:
+            probe.execute("BEGIN EXCLUSIVE")
+            probe.rollback()
+            return
+        except sqlite3.OperationalError:  # locked: let the write finish, and stop it again
+            os.killpg(pid, signal.SIGCONT)
+            time.sleep(0.02)
+        finally:
+            probe.close()
+    raise AssertionError(f"the search held a lock on {db} at 200 tries")
 
 
 def _beat(client: MlflowClient, run_id: str) -> dt.datetime:
@@ -208,7 +229,7 @@ def test_a_search_on_another_host_is_reaped_by_its_heartbeat_only(tmp_path: Path
         assert _trial(storage).user_attrs[SWEEP_ATTR] == parent.data.tags["ltr.sweep_id"]
         assert child.data.tags[TAG_STALE_AFTER] == f"{BOUND_S:g}"
 
-        os.killpg(proc.pid, signal.SIGSTOP)  # a frozen host: no beat
+        _stop_outside_a_write(proc.pid, db)  # a frozen host: no beat
         time.sleep(0.5)
         silent_beat = _beat(client, child.info.run_id)  # its last (the process is stopped)
         time.sleep(1.0)
