@@ -17,12 +17,13 @@ every character of category ``Cc`` but newline and tab is written as its escape 
 
 from __future__ import annotations
 
-import errno
 import io
 import re
 import unicodedata
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TextIO
+
+from ltr.errors import FULL_ERRNOS
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -30,8 +31,6 @@ if TYPE_CHECKING:
 #: Control characters but newline and tab (category ``Cc``: C0, DEL, C1).
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
-#: Errors of a full device: a write that cannot complete for lack of space.
-FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 
 def printable(text: str) -> str:
@@ -52,7 +51,7 @@ def visible(text: str) -> str:
 class OutputStream(io.TextIOBase):
     """``stream`` with every write escaped by :func:`visible` (unless ``escape`` is false), and
     the first :class:`OSError` of its writes and flushes kept in :attr:`failure` (shared with
-    its unescaped view)."""
+    its unescaped view; :meth:`raised_by` tells any of them)."""
 
     def __init__(self, stream: TextIO, *, escape: bool = True, failures: list[OSError] | None = None) -> None:
         super().__init__()
@@ -74,8 +73,13 @@ class OutputStream(io.TextIOBase):
         return self._unescaped
 
     def _record(self, exc: OSError) -> None:
+        exc._ltr_failures = self.failures  # type: ignore[attr-defined]  # for raised_by
         if not self.failures:
             self.failures.append(exc)
+
+    def raised_by(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is the error of a write or flush of this stream (or its unescaped view)."""
+        return getattr(exc, "_ltr_failures", None) is self.failures
 
     def write(self, text: str) -> int:
         try:

@@ -50,8 +50,6 @@ commands:
   abtest A B             simulate an A/B test and interleaving of two click-log runs before any traffic; --help
   ope RUN --log F        estimate a run's CTR, clicks@k, purchase rate from a logged click log (IPS, SNIPS, DR); --help
   calibrate TABLE        what +0.1 offline has been worth online in past A/B tests (line, interval, p); --help
-  ope RUN --log F        estimate a run's CTR, clicks@k, purchase rate from a logged click log (IPS, SNIPS, DR); --help
-  calibrate TABLE        what +0.1 offline has been worth online in past A/B tests (line, interval, p); --help
   exposure LOG           where a click log's exposure ends: share of clicks/examinations at <= k, K advice
   labels A B             audit two label sets of the same documents: agreement, kappa, NDCG moved; --help
   cache [info|clear]     show (entries, size, limit) or clear the cache of parsed data files; --help
@@ -151,7 +149,7 @@ def _output_failed(out: OutputStream, exc: OSError | None = None) -> int | None:
     """The exit code of a failed write to standard output: 141 when its reader has gone, 1 with
     one line when the device is full; None when ``exc`` is not standard output's failure."""
     failure = out.failure
-    if failure is None or (exc is not None and exc is not failure):
+    if failure is None or (exc is not None and not out.raised_by(exc)):
         return None
     if isinstance(failure, BrokenPipeError):
         return _drop_stdout()
