@@ -9,7 +9,6 @@ found and marked KILLED the next time the store is opened (``ltr.tracking.store`
 
 from __future__ import annotations
 
-import errno
 import signal
 import sys
 import threading
@@ -18,7 +17,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-from ltr.errors import DeviceFull, Terminated
+from ltr.errors import DeviceFull, Terminated, full_device
 from ltr.tracking.base import RunStatus, Tracker
 
 _DEFERRED = {signal.SIGINT, signal.SIGTERM}
@@ -186,29 +185,6 @@ def _restore(mask: set[int | signal.Signals] | None, swapped: dict[int, Any], he
         raise raised
 
 
-#: ``errno`` of a full device: no space, a quota, a file size limit (``ulimit -f``).
-_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
-#: What sqlite says of a full disk (``SQLITE_FULL``), through sqlalchemy and MLflow.
-_SQLITE_FULL = "database or disk is full"
-
-
-def full_device(exc: BaseException, *, store: str | None = None) -> str | None:
-    """What was full when ``exc`` (or an exception it was raised from) is a write to a full
-    device: ``"<path>: no space left on the device"``, the path from the error (an artifact) or
-    ``store`` (a store's sqlite error names no file); None for any other error."""
-    seen: set[int] = set()
-    cause: BaseException | None = exc
-    while cause is not None and id(cause) not in seen:
-        seen.add(id(cause))
-        if isinstance(cause, OSError) and cause.errno in _FULL:
-            path = cause.filename or store or "a file"
-            return f"{path}: {cause.strerror or 'no space left on the device'}"
-        if _SQLITE_FULL in str(cause):
-            return f"{store or 'the MLflow store'}: the database or its disk is full"
-        cause = cause.__cause__ or cause.__context__
-    return None
-
-
 def _end_failed(tracker: Tracker, error: str) -> bool:
     """End the run FAILED with ``error`` where the store can still take it (True); a store too
     full to record it is left as it is (False: the run stays RUNNING until a command that can
@@ -246,7 +222,13 @@ def tracked_run(
     """
     raise_if_stop_requested()
     with signals_deferred():
-        run_id = tracker.start_run(run_name, tags, parent_run_id=parent_run_id) or None
+        try:
+            run_id = tracker.start_run(run_name, tags, parent_run_id=parent_run_id) or None
+        except Exception as refused:
+            full = full_device(refused, store=getattr(tracker, "store_path", None))
+            if full is None:
+                raise
+            raise DeviceFull(f"{full}; no run was created") from refused
     try:
         yield run_id
         raise_if_stop_requested()  # a signal whose exception was swallowed: the run is KILLED

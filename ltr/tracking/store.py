@@ -41,13 +41,14 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ltr.errors import LtrUserError
+from ltr.errors import LtrUserError, full_device
 from ltr.tracking import store_template
 from ltr.tracking.lifecycle import signals_deferred
 from ltr.tracking.migrations import mlflow_revisions
@@ -730,12 +731,26 @@ def process_died(run: dict[str, str], me: dict[str, str]) -> bool:
     return started is not None and now is not None and now != started  # the pid was reused
 
 
+@contextmanager
+def _sql_errors_unlogged() -> Iterator[None]:
+    """MLflow's log of a failed SQL statement (its traceback, on stderr) held back: the caller
+    handles the error it raises."""
+    sql_log = logging.getLogger("mlflow.store.db.utils")
+    level = sql_log.level
+    sql_log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        sql_log.setLevel(level)
+
+
 def reap_dead_runs(client: Any, experiment_ids: Sequence[str]) -> list[str]:
     """Mark KILLED the RUNNING runs of ``experiment_ids`` whose process died; their ids.
 
     Only runs started on this host by ltr (they carry :func:`process_tags`) are considered; a run
     whose process is alive is never touched. Call it under the store lock. Logs one warning when
-    it marks any.
+    it marks any; a store too full to take the marks is left as it is (quietly: reaping is
+    never a command's work).
     """
     from mlflow.entities import ViewType
     from mlflow.exceptions import MlflowException
@@ -769,10 +784,13 @@ def reap_dead_runs(client: Any, experiment_ids: Sequence[str]) -> list[str]:
             f"(found by ltr at {when})"
         )
         try:
-            client.set_tag(run_id, TAG_ERROR, message)
-            client.set_terminated(run_id, status="KILLED")
-        except MlflowException as exc:  # deleted meanwhile, or ended by its owner after all
+            with _sql_errors_unlogged():
+                client.set_tag(run_id, TAG_ERROR, message)
+                client.set_terminated(run_id, status="KILLED")
+        except MlflowException as exc:  # deleted meanwhile, ended by its owner after all, or no room
             log.debug("could not mark run %s KILLED: %s", run_id, exc)
+            if full_device(exc) is not None:  # a full store: the next command that can write it reaps
+                break
             continue
         reaped.append(run_id)
     if reaped:
