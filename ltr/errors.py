@@ -51,6 +51,11 @@ _SQLITE_FULL = "database or disk is full"
 _ARROW_ERRNO = re.compile(r"\[errno (\d+)\]")
 
 
+def is_full(exc: BaseException) -> bool:
+    """True for the error of a write to a full device (``/dev/full``, a full disk, a quota)."""
+    return isinstance(exc, OSError) and _errno(exc) in FULL_ERRNOS
+
+
 def _errno(exc: OSError) -> int | None:
     if exc.errno is not None:
         return exc.errno
@@ -74,7 +79,7 @@ def full_device(exc: BaseException, *, store: str | None = None) -> str | None:
         seen.add(id(cause))
         if isinstance(cause, DeviceFull):
             return str(cause)
-        if isinstance(cause, OSError) and _errno(cause) in FULL_ERRNOS:
+        if isinstance(cause, OSError) and is_full(cause):
             path = cause.filename or store or "a file"
             return f"{path}: {cause.strerror or 'No space left on device'}"
         if _SQLITE_FULL in str(cause):

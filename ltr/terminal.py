@@ -23,8 +23,6 @@ import unicodedata
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ltr.errors import FULL_ERRNOS
-
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -162,9 +160,4 @@ def guarded(stream: TextIO) -> OutputStream:
     return stream if isinstance(stream, OutputStream) else OutputStream(stream)
 
 
-def is_full(exc: BaseException) -> bool:
-    """True for the error of a write to a full device (``/dev/full``, a full disk, a quota)."""
-    return isinstance(exc, OSError) and exc.errno in FULL_ERRNOS
-
-
-__all__ = ["FULL_ERRNOS", "OutputStream", "console", "guarded", "is_full", "printable", "unwrapped", "visible"]
+__all__ = ["OutputStream", "console", "guarded", "printable", "unwrapped", "visible"]

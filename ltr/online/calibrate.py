@@ -21,6 +21,7 @@ import pandas as pd
 from ltr.data.click_file import read_table_file
 from ltr.errors import DataError
 from ltr.online.ols import LineFit, fit_line
+from ltr.tracking.lifecycle import tracked_run
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,6 @@ def log_calibration(cal: Calibration, *, uri: str, experiment: str, source: Path
     metrics ``calibration/slope`` (+ ``_low``, ``_high``), ``p_value``, ``intercept``, ``r2``,
     ``n``, ``per_step``; the table (``calibration/experiments.csv``), every number
     (``calibration/calibration.json``) and the figure (``figures/calibration.png``). Returns its id."""
-    from ltr.tracking.lifecycle import tracked_run
     from ltr.tracking.mlflow_tracker import MlflowTracker
 
     data = cal.to_dict()

@@ -204,6 +204,17 @@ def end_run(tracker: Tracker, status: RunStatus, *, error: str | None = None) ->
         tracker.end_run(status, error=error)
 
 
+def _start_run(tracker: Tracker, run_name: str, tags: Mapping[str, str], parent_run_id: str | None) -> str | None:
+    """The new run's id (None without tracking); a store too full to hold it: :class:`DeviceFull`."""
+    try:
+        return tracker.start_run(run_name, tags, parent_run_id=parent_run_id) or None
+    except Exception as refused:
+        full = full_device(refused, store=getattr(tracker, "store_path", None))
+        if full is None:
+            raise
+        raise DeviceFull(f"{full}; no run was created") from refused
+
+
 @contextmanager
 def tracked_run(
     tracker: Tracker,
@@ -221,18 +232,16 @@ def tracked_run(
     (:func:`full_device`): :class:`DeviceFull`, one line naming what was full.
     """
     raise_if_stop_requested()
-    with signals_deferred():
-        try:
-            run_id = tracker.start_run(run_name, tags, parent_run_id=parent_run_id) or None
-        except Exception as refused:
-            full = full_device(refused, store=getattr(tracker, "store_path", None))
-            if full is None:
-                raise
-            raise DeviceFull(f"{full}; no run was created") from refused
+    started, run_id = False, None
     try:
+        with signals_deferred():  # a signal held here is raised as the block ends: the run exists then
+            run_id = _start_run(tracker, run_name, tags, parent_run_id)
+            started = True
         yield run_id
         raise_if_stop_requested()  # a signal whose exception was swallowed: the run is KILLED
     except BaseException as raised:
+        if not started:
+            raise
         exc = as_stop(raised)
         if not isinstance(exc, KeyboardInterrupt | Terminated):
             full = full_device(exc, store=getattr(tracker, "store_path", None))
