@@ -683,6 +683,8 @@ def test_a_full_file_system_is_one_line_naming_the_path_exit_1(outcomes: dict[tu
     assert line.startswith(f"ltr: error: {o.named}"), o.describe()
     assert "full" in line or "No space left" in line, o.describe()
     new = set(o.after.status) - set(o.before.status)
+    if word == "train":  # its slack lets the run start, fill the disk while it logs, and still end FAILED
+        assert line.endswith("is marked FAILED"), o.describe()
     if line.endswith("is marked FAILED"):  # the run started, and the store could still record its end
         (run,) = new
         assert o.after.status[run] == "FAILED"
