@@ -2,11 +2,14 @@
 
 And :class:`Terminated`, which a stop signal raises (here, not in :mod:`ltr.tracking.lifecycle`
 where it is used, so that ``ltr``'s dispatcher catches it without importing the tracking code),
-and :func:`qid_text`, how every message names a query (here, below the data and the metrics
-that both use it)."""
+:func:`full_device` / :func:`write_failed`, how every write that met a full device becomes the
+one line of :class:`DeviceFull`, and :func:`qid_text`, how every message names a query (here,
+below the data and the metrics that both use it)."""
 
 from __future__ import annotations
 
+import errno
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -45,6 +48,59 @@ class DeviceFull(Exception):
 
 class Terminated(BaseException):
     """Raised by ``ltr``'s SIGTERM handler so a run ends KILLED, like Ctrl-C (exit 143)."""
+
+
+#: ``errno`` of a full device: no space, a quota, a file size limit (``ulimit -f``).
+FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+#: What sqlite says of a full disk (``SQLITE_FULL``), through sqlalchemy and MLflow.
+_SQLITE_FULL = "database or disk is full"
+#: How pyarrow's ``OSError`` names the error of a failed write (it sets no ``errno``).
+_ARROW_ERRNO = re.compile(r"\[errno (\d+)\]")
+
+
+def is_full(exc: BaseException) -> bool:
+    """True for the error of a write to a full device (``/dev/full``, a full disk, a quota)."""
+    return isinstance(exc, OSError) and _errno(exc) in FULL_ERRNOS
+
+
+def _errno(exc: OSError) -> int | None:
+    if exc.errno is not None:
+        return exc.errno
+    found = _ARROW_ERRNO.search(str(exc))
+    return int(found.group(1)) if found else None
+
+
+def full_device(exc: BaseException, *, store: str | None = None) -> str | None:
+    """What was full when ``exc`` (or an exception it was raised from) is a write to a full
+    device: ``"<path>: No space left on device"``, the path from the error (a file) or ``store``
+    (a store's sqlite error, pyarrow's error, name no file); None for any other error.
+
+    >>> full_device(OSError(errno.ENOSPC, "No space left on device", "/data/out.csv"))
+    '/data/out.csv: No space left on device'
+    >>> full_device(RuntimeError("(sqlite3.OperationalError) database or disk is full"), store="/s/mlflow.db")
+    '/s/mlflow.db: the database or its disk is full'
+    """
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, DeviceFull):
+            return str(cause)
+        if isinstance(cause, OSError) and is_full(cause):
+            path = cause.filename or store or "a file"
+            return f"{path}: {cause.strerror or 'No space left on device'}"
+        if _SQLITE_FULL in str(cause):
+            return f"{store or 'the MLflow store'}: the database or its disk is full"
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def write_failed(exc: BaseException, message: str, *, path: object) -> LtrUserError | DeviceFull:
+    """The error to raise for a write to ``path`` that failed with ``exc``: :class:`DeviceFull`
+    naming the path when its device was full (exit 1), else an :class:`LtrUserError` saying
+    ``message`` (exit 2)."""
+    full = full_device(exc, store=str(path))
+    return DeviceFull(full) if full is not None else LtrUserError(message)
 
 
 def qid_text(qid: int, names: Sequence[str] | NDArray[np.object_] | None) -> str:

@@ -17,7 +17,6 @@ every character of category ``Cc`` but newline and tab is written as its escape 
 
 from __future__ import annotations
 
-import errno
 import io
 import re
 import unicodedata
@@ -30,8 +29,6 @@ if TYPE_CHECKING:
 #: Control characters but newline and tab (category ``Cc``: C0, DEL, C1).
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
-#: Errors of a full device: a write that cannot complete for lack of space.
-FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 
 def printable(text: str) -> str:
@@ -52,7 +49,7 @@ def visible(text: str) -> str:
 class OutputStream(io.TextIOBase):
     """``stream`` with every write escaped by :func:`visible` (unless ``escape`` is false), and
     the first :class:`OSError` of its writes and flushes kept in :attr:`failure` (shared with
-    its unescaped view)."""
+    its unescaped view; :meth:`raised_by` tells any of them)."""
 
     def __init__(self, stream: TextIO, *, escape: bool = True, failures: list[OSError] | None = None) -> None:
         super().__init__()
@@ -74,8 +71,13 @@ class OutputStream(io.TextIOBase):
         return self._unescaped
 
     def _record(self, exc: OSError) -> None:
+        exc._ltr_failures = self.failures  # type: ignore[attr-defined]  # for raised_by
         if not self.failures:
             self.failures.append(exc)
+
+    def raised_by(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is the error of a write or flush of this stream (or its unescaped view)."""
+        return getattr(exc, "_ltr_failures", None) is self.failures
 
     def write(self, text: str) -> int:
         try:
@@ -158,9 +160,4 @@ def guarded(stream: TextIO) -> OutputStream:
     return stream if isinstance(stream, OutputStream) else OutputStream(stream)
 
 
-def is_full(exc: BaseException) -> bool:
-    """True for the error of a write to a full device (``/dev/full``, a full disk, a quota)."""
-    return isinstance(exc, OSError) and exc.errno in FULL_ERRNOS
-
-
-__all__ = ["FULL_ERRNOS", "OutputStream", "console", "guarded", "is_full", "printable", "unwrapped", "visible"]
+__all__ = ["OutputStream", "console", "guarded", "printable", "unwrapped", "visible"]

@@ -11,15 +11,17 @@ import importlib
 import logging
 import os
 import select
+import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from typing import NoReturn
+from types import FrameType
+from typing import ClassVar, NoReturn
 
 from ltr.cli.gc_policy import collect_rarely
 from ltr.cli.quick_exit import exit_now
-from ltr.errors import DeviceFull, LtrUserError, ServerFault, Terminated
-from ltr.terminal import OutputStream, guarded, is_full, printable
+from ltr.errors import DeviceFull, LtrUserError, ServerFault, Terminated, is_full
+from ltr.terminal import OutputStream, guarded, printable
 from ltr.tracking.lifecycle import stop_signals_recorded
 
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "EXIT_USER_ERROR", "VERBS", "main", "printable", "run"]
@@ -58,6 +60,31 @@ commands:
   ui [--port N]          open the MLflow UI on 127.0.0.1 against the default local store
   completion bash        print the bash completion script of ltr (verbs; ltr train's groups, options, keys)
 """
+
+
+class _Process:
+    """The ``ltr`` process's own handling of SIGINT / SIGTERM, outside a verb's (:func:`run`)."""
+
+    #: The verb has returned (or failed): its work and its exit code are decided.
+    done = False
+    #: The stop signals that came once it was done.
+    held: ClassVar[list[int]] = []
+
+
+def _stop_outside_verbs(signum: int, frame: FrameType | None) -> None:
+    """Before a verb's work: stop (the dispatcher's 130 / 143 and its line). Once its work is
+    done (its output flushed, the exit handlers running): the command ends as it was ending,
+    with its code and its whole output; a second signal ends the process at once (130 / 143)."""
+    if not _Process.done:
+        raise KeyboardInterrupt() if signum == signal.SIGINT else Terminated()
+    if _Process.held:
+        os._exit(128 + signum)
+    _Process.held.append(signum)
+
+
+def _handle_stops_outside_verbs() -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _stop_outside_verbs)
 
 
 def _notes(exc: BaseException) -> str:
@@ -149,7 +176,7 @@ def _output_failed(out: OutputStream, exc: OSError | None = None) -> int | None:
     """The exit code of a failed write to standard output: 141 when its reader has gone, 1 with
     one line when the device is full; None when ``exc`` is not standard output's failure."""
     failure = out.failure
-    if failure is None or (exc is not None and exc is not failure):
+    if failure is None or (exc is not None and not out.raised_by(exc)):
         return None
     if isinstance(failure, BrokenPipeError):
         return _drop_stdout()
@@ -195,6 +222,7 @@ def _verb(verb: str, rest: list[str]) -> int | None:
 def _dispatch(args: list[str]) -> int:
     """Run the verb of ``args``; user errors and stops become their line and exit code."""
     verb, rest = (args[0], args[1:]) if args else ("", [])
+    _Process.done = False
     try:
         if not args:
             print(USAGE)
@@ -205,6 +233,7 @@ def _dispatch(args: list[str]) -> int:
         else:
             code = _verb(verb, rest)
         if code is not None:
+            _Process.done = True  # from here a signal no longer stops it: its work is done
             return code
     except LtrUserError as exc:
         _say(f"ltr: error: {printable(str(exc))}")
@@ -237,9 +266,14 @@ def run() -> NoReturn:
     line's arguments, then the process exits with its code (141 when the reader of its output
     has gone before the last of it was written), without the interpreter's module
     teardown when nothing can be lost by skipping it (:mod:`ltr.cli.quick_exit`). Its garbage
-    collector runs full collections rarely (:mod:`ltr.cli.gc_policy`)."""
+    collector runs full collections rarely (:mod:`ltr.cli.gc_policy`). A SIGINT / SIGTERM that
+    comes once the verb's work is done (while its output is flushed, its exit handlers run)
+    leaves its exit code and output as they are; a second one ends the process at once."""
     collect_rarely()
+    _handle_stops_outside_verbs()  # what a verb's own handlers give back when its block ends
     code = main()
+    _Process.done = True
+    _handle_stops_outside_verbs()  # a verb that kept its own (ltr train's) gives them up
     try:
         sys.stdout.flush()  # what is still buffered: its reader may have gone too
     except BrokenPipeError:

@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     ope = run_ope(
         args.run, args.log, args.data, propensities=propensities, eta=eta, k=args.k, clip=args.clip,
         n_bootstrap=args.bootstrap, seed=args.seed, first_position=args.first_position,
-        doc_id_column=args.doc_id_column, tracking_uri=args.tracking_uri, experiment=args.experiment,
+        doc_id_column=args.doc_id_column, tracking_uri=args.tracking_uri, experiment=args.experiment, logs=not args.no_log,
     )  # fmt: skip
     r = ope.result
     clip = "none" if r.clip is None else f"{r.clip:g} ({r.n_clipped} weights clipped)"

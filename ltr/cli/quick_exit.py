@@ -10,8 +10,10 @@ skips that teardown when nothing can be lost by it:
   of temporary directories; MLflow's and numba's own handlers);
 - stdout and stderr are flushed (a failed flush, e.g. a closed pipe, takes the normal exit, which
   reports it as before);
-- no thread but the main one and daemon threads is alive (a normal exit would wait for it: then
-  the normal exit runs).
+- every other thread that is not a daemon has ended: they are waited for as the normal exit
+  waits for them, first (``threading._shutdown``, with the exit hooks of thread pools: MLflow's
+  artifact uploads leave idle workers). Meanwhile the process keeps its own signal handlers
+  (a normal exit resets them to the default during its teardown: a SIGTERM there killed it).
 
 Files are closed where they are written (``with`` blocks, atomic renames), never by the teardown;
 what a command commits to MLflow's store is committed before it returns. The exit code is the
@@ -35,10 +37,13 @@ def others_alive() -> list[str]:
 
 
 def exit_now(code: int) -> NoReturn:
-    """Exit with ``code``: after the exit handlers and a flush, without the module teardown when
-    that is safe (see the module docstring), else through ``sys.exit``."""
-    if others_alive() or not _flushed():
+    """Exit with ``code``: after the other threads, the exit handlers and a flush, without the
+    module teardown (see the module docstring); through ``sys.exit`` when a stream cannot be
+    flushed."""
+    if not _flushed():
         sys.exit(code)
+    if others_alive():
+        threading._shutdown()  # type: ignore[attr-defined]  # the normal exit's first step: join them
     atexit._run_exitfuncs()  # runs each handler once and clears them, as the normal exit does
     _flushed()  # what the handlers wrote
     os._exit(code)

@@ -94,6 +94,21 @@ def _server_links(uri: str) -> int:
     return 0
 
 
+def start_server(command: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[bytes], int | None]:
+    """The server's process, started with SIGINT and SIGTERM held, and the first of them that
+    arrived meanwhile (None: none): a stop signal raised inside ``Popen`` would leave the
+    started server running without ``ltr ui``; the caller raises it where it stops the server."""
+    held: list[int] = []
+    stops = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, lambda signum, frame: held.append(signum)) for sig in stops}
+    try:
+        proc = subprocess.Popen(command, env=env)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return proc, (held[0] if held else None)
+
+
 def main(argv: list[str]) -> int:
     """``ltr ui [--port N] [--uri URI]``: check the port and the store, serve, print the links."""
     parser = OneLineParser(prog="ltr ui", description="MLflow UI on 127.0.0.1 for the local store")
@@ -118,11 +133,13 @@ def main(argv: list[str]) -> int:
     uri = check_tracking_uri(uri, writable=False)
     start = time.monotonic()
     base = f"http://127.0.0.1:{args.port}"
+    signal.signal(signal.SIGTERM, _terminate)  # `kill` stops the server too, never orphans it
     links = store_links(uri, base)  # checked (rebuilt or refused) under the lock, dead runs reaped
     print(f"starting the MLflow UI for {uri} ...", file=sys.stderr, flush=True)
-    signal.signal(signal.SIGTERM, _terminate)  # `kill` stops the server too, never orphans it
-    proc = subprocess.Popen(server_command(uri, args.port), env=server_env())
+    proc, stop = start_server(server_command(uri, args.port), server_env())
     try:
+        if stop is not None:
+            raise KeyboardInterrupt() if stop == signal.SIGINT else Terminated()
         wait_until_up(proc, base, START_TIMEOUT_S)
         print(
             "\n".join(

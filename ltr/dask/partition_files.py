@@ -66,7 +66,7 @@ from ltr.data.ranking_data import RankingData
 from ltr.data.readers import detect_format, read_split_files
 from ltr.data.splits import holdout_queries, split_queries
 from ltr.data.validate import check_split_set
-from ltr.errors import DataError, LtrUserError
+from ltr.errors import DataError, LtrUserError, write_failed
 from ltr.tracking.lifecycle import raise_if_stop_requested, signals_deferred
 from ltr.tracking.store import fsync_path
 
@@ -290,7 +290,7 @@ def write_partitioned_splits(
             created = []
         return [dataclasses.replace(w, files=tuple(out / w.split / f.name for f in w.files)) for w in written]
     except OSError as exc:
-        raise LtrUserError(f"cannot write {exc.filename or out}: {exc.strerror or exc}") from None
+        raise write_failed(exc, f"cannot write {exc.filename or out}: {exc.strerror or exc}", path=out) from None
     finally:
         if tmp is not None or created:
             with signals_deferred():

@@ -620,15 +620,35 @@ def _remove(path: Path) -> None:
 
 def clear_cache(cache_dir: Path) -> tuple[int, int]:
     """Remove every entry and leftover of ``cache_dir``; returns (entries removed, bytes freed).
-    Files that are not the cache's are left alone."""
+    Files that are not the cache's are left alone. An entry that cannot be removed (a folder
+    that can only be read) is an :class:`LtrUserError` once the others are removed."""
     entries, leftovers = list_entries(cache_dir)
     n, freed = 0, 0
+    kept: list[Path] = []
     for e in entries:
         if discard_entry(e.path):
             n += 1
             freed += e.size
+        elif e.path.is_dir():
+            kept.append(e.path)
     for left in leftovers:
         if left.path.exists():
             _remove(left.path)
             freed += left.size
+    errors = [error for error in map(_removal_error, kept) if error]
+    if errors:
+        raise LtrUserError(f"cannot clear {cache_dir}: {len(errors)} of its {len(entries)} entries cannot be removed ({errors[0]})")
     return n, freed
+
+
+def _removal_error(entry: Path) -> str:
+    """Why ``entry`` cannot be removed (its rename's error), or "" when it was, this time."""
+    trash = entry.parent / f"{_TRASH}{entry.name}.{uuid.uuid4().hex[:8]}"
+    try:
+        os.rename(entry, trash)
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    shutil.rmtree(trash, ignore_errors=True)
+    return ""

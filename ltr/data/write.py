@@ -50,7 +50,7 @@ from ltr.data.clicks import BEHAVIOURS, generate_click_log
 from ltr.data.load import load_click_splits, load_splits
 from ltr.data.ranking_data import RankingData
 from ltr.data.splits import Splits
-from ltr.errors import DataError, LtrUserError
+from ltr.errors import DataError, LtrUserError, write_failed
 
 #: The built-in data sets that need no download, by their ``data=`` option.
 BUILTIN = ("synthetic", "synthetic_clicks")
@@ -282,7 +282,7 @@ def _write_all(
         for tmp, final in temps:
             os.replace(tmp, final)
     except OSError as exc:
-        raise LtrUserError(f"cannot write into {out}: {exc.strerror or exc}") from None
+        raise write_failed(exc, f"cannot write into {out}: {exc.strerror or exc}", path=out) from None
     finally:
         for tmp, _ in temps:
             tmp.unlink(missing_ok=True)

@@ -233,7 +233,7 @@ def load_abtest(
         raise LtrUserError(f"--seed={seed} must be an integer >= 0")
     if n_sessions_of(sessions_per_day, traffic_share, days) < 2:
         raise LtrUserError("the experiment holds fewer than 2 sessions: raise --sessions-per-day, --traffic-share or --days")
-    store = RunStore(find_tracking_uri(tracking_uri))
+    store = RunStore(find_tracking_uri(tracking_uri), reap=False)  # it reads runs (--log: adds its own), and reaps none
     runs = [store.resolve(ref, experiment=experiment) for ref in (ref_a, ref_b)]
     if runs[0].run_id == runs[1].run_id:
         raise LtrUserError(f"A and B are the same run ({runs[0].run_id}); an A/B test needs two runs")

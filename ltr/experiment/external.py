@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -23,7 +24,7 @@ from numpy.typing import ArrayLike, NDArray
 from ltr.data.file_names import table_format_by_name, written_table_format
 from ltr.data.ranking_data import written_qids_of
 from ltr.data.trec import read_trec
-from ltr.errors import DataError, LtrUserError
+from ltr.errors import DataError, LtrUserError, write_failed
 from ltr.metrics import MetricConventions, Strata, resolve_conventions
 from ltr.metrics.composite_rules import composite_ks, parse_composite
 from ltr.metrics.conventions import DISCOUNTS, position_weights
@@ -498,12 +499,18 @@ def read_scores(path: Path) -> np.ndarray[Any, np.dtype[np.float64]]:
 
 
 def write_table(table: pd.DataFrame, path: Path) -> None:
-    """The per-query table as CSV or Parquet (by suffix); an unwritable path is one line."""
+    """The per-query table as CSV or Parquet (by suffix), written whole or not at all (a
+    hidden temporary sibling, renamed); an unwritable path is one line (a full device:
+    :class:`ltr.errors.DeviceFull`, exit 1)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if written_table_format(path) == "csv":
-            table.to_csv(path, index=False)
+            table.to_csv(tmp, index=False)
         else:
-            table.to_parquet(path, index=False)
+            table.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
     except OSError as exc:
-        raise LtrUserError(f"cannot write --per-query {path}: {exc.strerror or exc}") from None
+        raise write_failed(exc, f"cannot write --per-query {path}: {exc.strerror or exc}", path=path) from None
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -66,12 +66,13 @@ class LoggedRun:
 
     @functools.cached_property
     def store(self) -> RunStore:
-        """The run's store through MLflow (opened here on first use if the run was read without it)."""
+        """The run's store through MLflow (opened here on first use if the run was read without
+        it), as it is: no dead run reaped (``ltr ope`` writes on its run, nowhere else)."""
         if self.opened is not None:
             return self.opened
         from ltr.tracking.runs import RunStore
 
-        return RunStore(self.uri)
+        return RunStore(self.uri, reap=False)
 
     def text_artifact(self, path: str) -> str | None:
         """The text of the run's artifact ``path`` (``data/fingerprint.json``), or None when the

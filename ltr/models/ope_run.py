@@ -24,12 +24,14 @@ import pandas as pd
 
 from ltr.data.click_file import integer_column, read_table_file
 from ltr.data.clicks import examination_curve
-from ltr.errors import DataError, LtrUserError
+from ltr.errors import DataError, DeviceFull, LtrUserError, full_device
 from ltr.models.inputs import open_input
 from ltr.models.logged import LoggedRun, load_run
 from ltr.models.predict import predict_input
 from ltr.online.ope import OpeResult, off_policy_estimates
-from ltr.tracking.store_lock import sqlite_store_lock
+from ltr.tracking import find_tracking_uri
+from ltr.tracking.store import read_only_store
+from ltr.tracking.store_lock import sqlite_db_path, sqlite_store_lock
 
 
 @dataclass(frozen=True)
@@ -102,8 +104,11 @@ def run_ope(
     doc_id_column: str = "doc_id",
     tracking_uri: str | None = None,
     experiment: str = "ltr",
+    logs: bool = False,
 ) -> OpeRun:
-    """Score, join and estimate (see the module docstring); logs nothing."""
+    """Score, join and estimate (see the module docstring); logs nothing. ``logs``: the caller
+    logs the estimates on the run next (:func:`log_ope`): a store that can only be read is
+    refused first, before anything is read."""
     if k < 1:
         raise LtrUserError(f"--k={k} must be >= 1")
     if clip is not None and not (clip > 0 and math.isfinite(clip)):
@@ -112,6 +117,13 @@ def run_ope(
         raise LtrUserError(f"--bootstrap={n_bootstrap} must be >= 2")
     if seed < 0:
         raise LtrUserError(f"--seed={seed} must be an integer >= 0")
+    if logs:
+        read_only = read_only_store(find_tracking_uri(tracking_uri))
+        if read_only is not None:
+            raise LtrUserError(
+                f"the store {read_only} can only be read: ltr ope logs its estimates on run {ref}; "
+                "pass --no-log to print them only"
+            )
     log, purchases = read_log(log_path, first_position=first_position)
     run = load_run(ref, tracking_uri=tracking_uri, experiment=experiment)
     source = open_input(run, data, doc_id_column=doc_id_column)
@@ -175,6 +187,7 @@ def log_ope(ope: OpeRun) -> None:
     client = store.client
     run_id = ope.run.run_id
     from mlflow.entities import Metric, RunTag
+    from mlflow.exceptions import MlflowException
 
     now = int(time.time() * 1000)
     metrics = [Metric(key, float(v), now, 0) for key, v in r.metrics().items()]
@@ -190,8 +203,15 @@ def log_ope(ope: OpeRun) -> None:
         "seed": r.seed, "dm_fits": r.dm_fits,
         "estimates": {f"{e}/{m}": {"value": v.value, "low": v.low, "high": v.high, "ess": v.ess} for (e, m), v in r.estimates.items()},
     }  # fmt: skip
-    with sqlite_store_lock(store.uri):
-        for start in range(0, len(metrics), 900):
-            client.log_batch(run_id, metrics=metrics[start : start + 900], synchronous=True)
-        client.log_batch(run_id, tags=[RunTag(k, v) for k, v in tags.items()], synchronous=True)
+    try:
+        with sqlite_store_lock(store.uri):  # the tags with the first metrics: one transaction when they fit
+            client.log_batch(run_id, metrics=metrics[:900], tags=[RunTag(k, v) for k, v in tags.items()], synchronous=True)
+            for start in range(900, len(metrics), 900):
+                client.log_batch(run_id, metrics=metrics[start : start + 900], synchronous=True)
+    except MlflowException as exc:
+        db = sqlite_db_path(store.uri)
+        full = full_device(exc, store=str(db) if db is not None else store.uri)
+        if full is None:
+            raise
+        raise DeviceFull(f"{full}; the estimates are not logged on run {ope.run.label}") from exc
     client.log_text(run_id, json.dumps(data, indent=2, default=str), "ope/ope.json")

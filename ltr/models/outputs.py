@@ -37,7 +37,7 @@ import pandas as pd
 from ltr.data.file_names import written_table_format
 from ltr.data.query_parts import partition_files
 from ltr.data.side_files import side_file_candidates
-from ltr.errors import DataError, LtrUserError
+from ltr.errors import DataError, LtrUserError, write_failed
 from ltr.models.predict import Prediction, ScoredBatch
 
 
@@ -58,7 +58,7 @@ def check_target(path: Path, option: str) -> Path:
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        raise LtrUserError(f"{option} {path}: cannot write a file in {path.parent} ({exc.strerror or exc})") from None
+        raise write_failed(exc, f"{option} {path}: cannot write a file in {path.parent} ({exc.strerror or exc})", path=path.parent) from None
     return path
 
 
@@ -88,11 +88,12 @@ def check_not_inputs(targets: Mapping[str, Path], inputs: Sequence[Path]) -> Non
 
 @contextlib.contextmanager
 def _writing(path: Path) -> Iterator[None]:
-    """An ``OSError`` while writing ``path`` (a full disk, a folder gone) as one line."""
+    """An ``OSError`` while writing ``path`` (a full disk, a folder gone) as one line (a full
+    device: :class:`ltr.errors.DeviceFull`, exit 1)."""
     try:
         yield
     except OSError as exc:
-        raise LtrUserError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise write_failed(exc, f"cannot write {path}: {exc.strerror or exc}", path=path) from None
 
 
 def trec_lines(batch: ScoredBatch, tag: str) -> pd.DataFrame:

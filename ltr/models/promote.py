@@ -37,12 +37,13 @@ from mlflow.utils.validation import (  # MLflow's own rules: what its registry w
 )
 
 from ltr.compare.loading import LoadedComparison, check_n_resamples, load_comparison
-from ltr.errors import LtrUserError
+from ltr.errors import DeviceFull, LtrUserError, full_device
 from ltr.models.logged import require_finished
 from ltr.tracking import find_tracking_uri
 from ltr.tracking.mlflow_uris import pointed_at
 from ltr.tracking.runs import RunRecord, RunStore
 from ltr.tracking.store import read_only_store
+from ltr.tracking.store_lock import sqlite_db_path
 from ltr.tracking.uri import ui_path, ui_url
 
 #: Tags of a registered version (and what a later promotion compares against).
@@ -208,7 +209,7 @@ def plan_promotion(
     ``split``; a name or alias MLflow would refuse is refused first (:func:`check_names`)."""
     check_names(name, alias)
     check_n_resamples(n_resamples)
-    store = RunStore(find_tracking_uri(tracking_uri))
+    store = RunStore(find_tracking_uri(tracking_uri), reap=False)  # it registers a model, and reaps no run
     run, notes = _candidate(store, ref, experiment)
     model_uri = run.tags.get("ltr.model_uri")
     if not model_uri:
@@ -299,6 +300,9 @@ def _move_alias(client: MlflowClient, plan: PromotionPlan, version: str) -> None
     try:
         client.set_registered_model_alias(plan.name, plan.alias, version)
     except MlflowException as exc:
+        full = full_device(exc, store=_store_path(plan))
+        if full is not None:
+            raise DeviceFull(f"{full}; {plan.name}@{plan.alias} still points where it did") from exc
         raise LtrUserError(
             f"cannot point {plan.name}@{plan.alias} at version {version} (run {plan.run.short_id}): {_first_line(exc)}"
         ) from exc
@@ -337,11 +341,20 @@ def _register(client: MlflowClient, plan: PromotionPlan, fingerprint: str) -> An
         client.set_registered_model_alias(plan.name, plan.alias, str(version.version))
     except MlflowException as exc:
         left = _undo(client, plan.name, version, created_model)
+        full = full_device(exc, store=_store_path(plan))
+        if full is not None:  # exit 1: the store had no room
+            raise DeviceFull(f"{full}; the model of run {run.short_id} is not registered as {plan.name!r}{left}") from exc
         raise LtrUserError(f"cannot register the model of run {run.short_id} as {plan.name!r}: {_first_line(exc)}{left}") from exc
     except BaseException:  # Ctrl-C, a stop signal, a bug: the registry is left as it was too
         _undo(client, plan.name, version, created_model)
         raise
     return version
+
+
+def _store_path(plan: PromotionPlan) -> str:
+    """The store as a message names it: its sqlite file, else its URI."""
+    db = sqlite_db_path(plan.store.uri)
+    return str(db) if db is not None else plan.store.uri
 
 
 def _undo(client: MlflowClient, name: str, version: Any, created_model: bool) -> str:

@@ -21,7 +21,7 @@ import pandas as pd
 from ltr.data.click_file import read_table_file
 from ltr.errors import DataError
 from ltr.online.ols import LineFit, fit_line
-from ltr.tracking.base import RunStatus
+from ltr.tracking.lifecycle import tracked_run
 
 
 @dataclass(frozen=True)
@@ -150,11 +150,8 @@ def log_calibration(cal: Calibration, *, uri: str, experiment: str, source: Path
 
     data = cal.to_dict()
     tracker = MlflowTracker(uri, experiment)
-    run_id = tracker.start_run(
-        f"calibration: {cal.online} on {cal.offline}"[:250],
-        {"ltr.kind": "calibration", "mlflow.note.content": cal.sentence()},
-    )
-    try:
+    name = f"calibration: {cal.online} on {cal.offline}"[:250]
+    with tracked_run(tracker, name, {"ltr.kind": "calibration", "mlflow.note.content": cal.sentence()}) as run_id:
         tracker.log_params({"offline": cal.offline, "online": cal.online, "weights": cal.weights or "", "unit": cal.unit, "table": str(source)})
         keys = ("slope", "slope_low", "slope_high", "p_value", "intercept", "r2", "se", "n", "per_step", "per_step_low", "per_step_high")
         tracker.log_metrics({f"calibration/{k}": float(data[k]) for k in keys if math.isfinite(float(data[k]))})
@@ -162,8 +159,5 @@ def log_calibration(cal: Calibration, *, uri: str, experiment: str, source: Path
         tracker.log_text(cal.table.to_csv(index=False), "calibration/experiments.csv")
         if figure is not None:
             tracker.log_figure(figure, "figures/calibration.png")
-    except BaseException as exc:
-        tracker.end_run(RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
-        raise
-    tracker.end_run(RunStatus.FINISHED)
+    assert run_id is not None  # an MlflowTracker's run
     return run_id

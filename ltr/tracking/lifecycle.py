@@ -9,7 +9,6 @@ found and marked KILLED the next time the store is opened (``ltr.tracking.store`
 
 from __future__ import annotations
 
-import errno
 import re
 import signal
 import sys
@@ -19,7 +18,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-from ltr.errors import DeviceFull, ServerFault, Terminated
+from ltr.errors import DeviceFull, ServerFault, Terminated, full_device
 from ltr.tracking.base import RunStatus, Tracker
 
 _DEFERRED = {signal.SIGINT, signal.SIGTERM}
@@ -187,29 +186,6 @@ def _restore(mask: set[int | signal.Signals] | None, swapped: dict[int, Any], he
         raise raised
 
 
-#: ``errno`` of a full device: no space, a quota, a file size limit (``ulimit -f``).
-_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
-#: What sqlite says of a full disk (``SQLITE_FULL``), through sqlalchemy and MLflow.
-_SQLITE_FULL = "database or disk is full"
-
-
-def full_device(exc: BaseException, *, store: str | None = None) -> str | None:
-    """What was full when ``exc`` (or an exception it was raised from) is a write to a full
-    device: ``"<path>: no space left on the device"``, the path from the error (an artifact) or
-    ``store`` (a store's sqlite error names no file); None for any other error."""
-    seen: set[int] = set()
-    cause: BaseException | None = exc
-    while cause is not None and id(cause) not in seen:
-        seen.add(id(cause))
-        if isinstance(cause, OSError) and cause.errno in _FULL:
-            path = cause.filename or store or "a file"
-            return f"{path}: {cause.strerror or 'no space left on the device'}"
-        if _SQLITE_FULL in str(cause):
-            return f"{store or 'the MLflow store'}: the database or its disk is full"
-        cause = cause.__cause__ or cause.__context__
-    return None
-
-
 #: MLflow's message for an HTTP request to a tracking server that failed for good (refused,
 #: timed out, or 5xx answers after its retries): the URL and the reason.
 _SERVER_REQUEST = re.compile(r"API request to (\S+) failed with exception (.*)", re.S)
@@ -265,6 +241,17 @@ def end_run(tracker: Tracker, status: RunStatus, *, error: str | None = None) ->
         tracker.end_run(status, error=error)
 
 
+def _start_run(tracker: Tracker, run_name: str, tags: Mapping[str, str], parent_run_id: str | None) -> str | None:
+    """The new run's id (None without tracking); a store too full to hold it: :class:`DeviceFull`."""
+    try:
+        return tracker.start_run(run_name, tags, parent_run_id=parent_run_id) or None
+    except Exception as refused:
+        full = full_device(refused, store=getattr(tracker, "store_path", None))
+        if full is None:
+            raise
+        raise DeviceFull(f"{full}; no run was created") from refused
+
+
 @contextmanager
 def tracked_run(
     tracker: Tracker,
@@ -284,12 +271,16 @@ def tracked_run(
     line naming the server and the request.
     """
     raise_if_stop_requested()
-    with signals_deferred():
-        run_id = tracker.start_run(run_name, tags, parent_run_id=parent_run_id) or None
+    started, run_id = False, None
     try:
+        with signals_deferred():  # a signal held here is raised as the block ends: the run exists then
+            run_id = _start_run(tracker, run_name, tags, parent_run_id)
+            started = True
         yield run_id
         raise_if_stop_requested()  # a signal whose exception was swallowed: the run is KILLED
     except BaseException as raised:
+        if not started:
+            raise
         exc = as_stop(raised)
         if not isinstance(exc, KeyboardInterrupt | Terminated):
             full = full_device(exc, store=getattr(tracker, "store_path", None))

@@ -19,7 +19,7 @@ from mlflow.entities import Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from ltr.errors import LtrUserError
+from ltr.errors import DeviceFull, LtrUserError, full_device
 from ltr.tracking.base import RunStatus
 from ltr.tracking.heartbeat import TAG_HEARTBEAT, Heartbeat, Liveness, beat_time
 from ltr.tracking.mlflow_uris import pointed_at
@@ -54,7 +54,7 @@ class MlflowTracker:
         self.liveness = Liveness() if liveness is None else liveness
         self._heartbeat: Heartbeat | None = None
         db = sqlite_db_path(uri)
-        #: The store as a message names it when its disk is full (``ltr.tracking.lifecycle.full_device``).
+        #: The store as a message names it when its disk is full (``ltr.errors.full_device``).
         self.store_path = str(db) if db is not None else uri
         self.experiment_name = experiment
         self.run_id: str | None = None
@@ -67,9 +67,7 @@ class MlflowTracker:
             try:
                 self.client = MlflowClient(tracking_uri=uri)
             except MlflowException as exc:
-                raise LtrUserError(
-                    f"cannot use the MLflow store {uri}: {exc.message.splitlines()[0]}"
-                ) from exc
+                raise self._store_error(exc) from exc
             self.experiment_id = self._experiment_id()
             try:
                 reap_dead_runs(self.client, [self.experiment_id])
@@ -95,9 +93,14 @@ class MlflowTracker:
                     raise
                 return str(found.experiment_id)
         except MlflowException as exc:
-            raise LtrUserError(
-                f"cannot use the MLflow store {self.uri}: {exc.message.splitlines()[0]}"
-            ) from exc
+            raise self._store_error(exc) from exc
+
+    def _store_error(self, exc: MlflowException) -> LtrUserError | DeviceFull:
+        """A store that cannot be used: one line (a full one: :class:`DeviceFull`, exit 1)."""
+        full = full_device(exc, store=self.store_path)
+        if full is not None:
+            return DeviceFull(full)
+        return LtrUserError(f"cannot use the MLflow store {self.uri}: {exc.message.splitlines()[0]}")
 
     def _locked(self) -> Any:
         """Writes to a sqlite store are serialised across processes (parallel sweep jobs)."""

@@ -31,7 +31,7 @@ from mlflow.tracking import MlflowClient
 
 from ltr.errors import LtrUserError
 from ltr.metrics import IdcgReport
-from ltr.tracking.base import RunStatus
+from ltr.tracking.lifecycle import tracked_run
 from ltr.tracking.mlflow_tracker import MlflowTracker
 from ltr.tracking.records import RunRecord as RunRecord  # re-exported: readers import it from here
 from ltr.tracking.records import unfinished as unfinished
@@ -287,8 +287,7 @@ class RunStore:
         for key in ("ltr.data.fingerprint", "ltr.data.name"):
             if key in baseline.tags:
                 tags[key] = baseline.tags[key]
-        run_id = tracker.start_run(run_name, tags)
-        try:
+        with tracked_run(tracker, run_name, tags) as run_id:  # FAILED / KILLED / a full store: as a training run
             if params:
                 tracker.log_params(params)
             if values:
@@ -297,10 +296,7 @@ class RunStore:
                 tracker.log_figure(figure, path)
             tracker.log_text(markdown, "comparison/summary.md")
             tracker.log_dict(dict(data), "comparison/comparison.json")
-        except BaseException as exc:
-            tracker.end_run(RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
-            raise
-        tracker.end_run(RunStatus.FINISHED)
+        assert run_id is not None  # an MlflowTracker's run
         return run_id
 
 

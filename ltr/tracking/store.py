@@ -48,13 +48,14 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ltr.errors import LtrUserError, ServerFault
+from ltr.errors import LtrUserError, ServerFault, full_device
 from ltr.tracking import store_template
 from ltr.tracking.heartbeat import silent_for
 from ltr.tracking.lifecycle import signals_deferred
@@ -787,6 +788,19 @@ def _death(run: Any, me: dict[str, str], now: dt.datetime) -> str | None:
     )
 
 
+@contextmanager
+def _sql_errors_unlogged() -> Iterator[None]:
+    """MLflow's log of a failed SQL statement (its traceback, on stderr) held back: the caller
+    handles the error it raises."""
+    sql_log = logging.getLogger("mlflow.store.db.utils")
+    level = sql_log.level
+    sql_log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        sql_log.setLevel(level)
+
+
 def reap_dead_runs(client: Any, experiment_ids: Sequence[str]) -> list[str]:
     """Mark KILLED the RUNNING runs of ``experiment_ids`` whose process died; their ids.
 
@@ -794,7 +808,8 @@ def reap_dead_runs(client: Any, experiment_ids: Sequence[str]) -> list[str]:
     process, on another by their heartbeat (:mod:`ltr.tracking.heartbeat`); a run whose process
     is alive here, or whose heartbeat beats, is never touched. The Optuna trial a reaped run ran
     is told FAIL (:func:`ltr.tracking.reaped_trials.fail_trial_of`). Call it under the store
-    lock. Logs one warning when it marks any.
+    lock. Logs one warning when it marks any; a store too full to take the marks is left as it
+    is (quietly: reaping is never a command's work).
     """
     from mlflow.entities import ViewType
     from mlflow.exceptions import MlflowException
@@ -824,10 +839,13 @@ def reap_dead_runs(client: Any, experiment_ids: Sequence[str]) -> list[str]:
             continue
         run_id = run.info.run_id
         try:
-            client.set_tag(run_id, TAG_ERROR, message)
-            client.set_terminated(run_id, status="KILLED")
-        except MlflowException as exc:  # deleted meanwhile, or ended by its owner after all
+            with _sql_errors_unlogged():
+                client.set_tag(run_id, TAG_ERROR, message)
+                client.set_terminated(run_id, status="KILLED")
+        except MlflowException as exc:  # deleted meanwhile, ended by its owner after all, or no room
             log.debug("could not mark run %s KILLED: %s", run_id, exc)
+            if full_device(exc) is not None:  # a full store: the next command that can write it reaps
+                break
             continue
         reaped.append(run_id)
         fail_trial_of(dict(run.data.tags), message)

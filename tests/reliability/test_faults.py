@@ -4,17 +4,15 @@ reaches for the environment, an argument Hydra's parser refuses), the user sees 
 nothing, for a reader that has gone), the documented exit code, no traceback, and a terminal
 nobody else drives.
 
-In-process calls of :func:`ltr.cli.main.main` where no real process is needed; real processes
-(``slow``) for the faults of a real standard output: a closed pipe, ``/dev/full``."""
+In-process calls of :func:`ltr.cli.main.main`, case by case. Every verb under every fault (a
+closed or full standard output, a read-only or full store, stop signals under load, a hostile
+run name), each in a real process: :mod:`tests.reliability.test_fault_matrix`."""
 
 from __future__ import annotations
 
 import os
-import random
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -79,21 +77,13 @@ def test_a_rich_table_of_ltr_escapes_its_cells(capsys: pytest.CaptureFixture[str
     assert "b\\x1b]0;PWNED" in out
 
 
-@pytest.mark.parametrize(
-    "verb",
-    ["predict", "compare", "compare --markdown", "compare --json", "promote"],
-)
-def test_a_hostile_run_name_is_printed_escaped(store: dict[str, str], verb: str, capsys: pytest.CaptureFixture[str]) -> None:
-    uri, hostile, plain = store["uri"], store["hostile"], store["plain"]
-    argv = {
-        "predict": ["predict", hostile, "--data", str(Path(store["folder"]) / "d.txt")],
-        "compare": ["compare", hostile, plain],
-        "promote": ["promote", hostile, "--name", "faults", "--n-resamples", "100"],
-    }[verb.split()[0]]
-    assert main([*argv, *verb.split()[1:], "--tracking-uri", uri]) == 0
+@pytest.mark.parametrize("output", ["--markdown", "--json"])
+def test_a_hostile_run_name_is_printed_escaped_in_every_output_of_compare(store: dict[str, str], output: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The default output of every verb: tests/reliability/test_fault_matrix.py; here compare's others."""
+    assert main(["compare", store["hostile"], store["plain"], output, "--tracking-uri", store["uri"]]) == 0
     out, err = capsys.readouterr()
     _assert_no_control(out + err)
-    assert ("\\u001b]0;PWNED" if "--json" in verb else "b\\x1b]0;PWNED") in out
+    assert ("\\u001b]0;PWNED" if output == "--json" else "b\\x1b]0;PWNED") in out
 
 
 # --- usage errors of Hydra's parser: one line ------------------------------------------------
@@ -159,59 +149,20 @@ def test_a_logged_config_reads_its_own_interpolations() -> None:
     assert config.b == 1
 
 
-# --- a real standard output: closed, full -----------------------------------------------------
-
-
-def _ltr(args: list[str], cwd: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ltr", *args], cwd=cwd, text=True, timeout=120, **kwargs)  # type: ignore[call-overload, no-any-return]
-
-
-def _verbs(store: dict[str, str]) -> dict[str, list[str]]:
-    return {
-        "evaluate": ["evaluate", "--data", "d.txt", "--scores", "d.s"],
-        "evaluate --json": ["evaluate", "--data", "d.txt", "--scores", "d.s", "--json"],
-        "labels": ["labels", "a.qrels", "b.qrels"],
-        "compare": ["compare", store["hostile"], store["plain"], "--tracking-uri", store["uri"], "--n-resamples", "100"],
-        "compare --help": ["compare", "--help"],
-    }
+# --- a real standard output (every verb: tests/reliability/test_fault_matrix.py) -------------------
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("verb", ["evaluate", "evaluate --json", "labels", "compare"])
-def test_a_full_standard_output_is_one_line_exit_1(store: dict[str, str], verb: str) -> None:
-    with open("/dev/full", "w") as full:
-        proc = _ltr(_verbs(store)[verb], store["folder"], stdout=full, stderr=subprocess.PIPE)
-    (line,) = proc.stderr.strip().splitlines()
-    assert (proc.returncode, line) == (1, "ltr: error: cannot write to standard output: the device is full ([Errno 28] No space left on device)")
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("verb", ["evaluate", "labels", "compare", "compare --help"])
-def test_a_closed_standard_output_is_exit_141_and_nothing_said(store: dict[str, str], verb: str) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "ltr", *_verbs(store)[verb]], cwd=store["folder"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert proc.stdout is not None
-    assert proc.stderr is not None
-    proc.stdout.close()  # the reader is gone before the first write
-    err = proc.stderr.read().decode()
-    proc.stderr.close()
-    assert (proc.wait(timeout=120), err) == (141, "")
-
-
-@pytest.mark.slow
-def test_train_into_a_closed_pipe_logs_no_logging_error(store: dict[str, str]) -> None:
-    """``ltr train ... | true``: seven ``--- Logging error ---`` tracebacks once; now exit 141, silent."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ltr", "train", *SMALL, f"tracking.uri={store['uri']}", "tracking.run_name=piped"],
-        cwd=store["folder"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    assert proc.stderr is not None
-    proc.stdout.close()
-    err = proc.stderr.read().decode()
-    proc.stderr.close()
-    assert proc.wait(timeout=120) == 141
-    assert "Logging error" not in err
-    assert "Traceback" not in err
+def test_a_verbs_help_into_a_closed_pipe_is_exit_141_and_nothing_said() -> None:
+    """``ltr compare --help | true`` once exited 0."""
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "ltr", "compare", "--help"], stdout=writer, stderr=subprocess.PIPE, text=True)
+    finally:
+        os.close(writer)
+    _, err = proc.communicate(timeout=120)
+    assert (proc.returncode, err) == (141, "")
 
 
 # --- labels and bad values follow the same rules in every verb --------------------------------
@@ -304,82 +255,36 @@ def test_promote_into_a_read_only_store_is_one_line(read_only_store: dict[str, s
     )
 
 
-# --- signals: every verb stops as ltr train does ----------------------------------------------
+# --- a full device, found in any error ------------------------------------------------------------
 
 
-def _wait_for_stop_handlers(pid: int, timeout: float = 60) -> None:
-    """Wait until process ``pid`` catches SIGTERM (``SigCgt`` of its ``/proc/PID/status``): its
-    verb runs, with ltr's handlers (a signal before, while Python imports ltr, is Python's own)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            status = Path(f"/proc/{pid}/status").read_text()
-        except OSError:
-            return  # ended already
-        caught = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), 16)
-        if caught & (1 << (signal.SIGTERM - 1)):
-            return
-        time.sleep(0.01)
+def test_a_full_device_is_found_in_any_error_and_names_its_path() -> None:
+    import doctest
+    import errno
 
+    import ltr.errors
+    from ltr.errors import DeviceFull, LtrUserError, full_device, write_failed
 
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    ("verb", "signum"),
-    [("compare", signal.SIGINT), ("compare", signal.SIGTERM), ("labels", signal.SIGINT), ("evaluate", signal.SIGINT)],
-    ids=["compare-SIGINT", "compare-SIGTERM", "labels-SIGINT", "evaluate-SIGINT"],
-)
-def test_a_stop_signal_at_a_random_moment_is_one_line(store: dict[str, str], verb: str, signum: int) -> None:
-    """Once the command runs (its imports, its work, its output), a SIGINT / SIGTERM at any moment
-    ends it 130 / 143 with one line, or it had finished (0, its output whole): never a traceback."""
-    delay = random.Random(f"{verb}{signum}{time.time_ns()}").uniform(0, 2)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ltr", *_verbs(store)[verb]], cwd=store["folder"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    _wait_for_stop_handlers(proc.pid)
-    time.sleep(delay)
-    proc.send_signal(signum)
-    out, err = proc.communicate(timeout=120)
-    stopped = {signal.SIGINT: (130, "ltr: interrupted"), signal.SIGTERM: (143, "ltr: terminated (SIGTERM)")}[signal.Signals(signum)]
-    if proc.returncode == 0:  # done before the signal came
-        assert out
-        assert "Traceback" not in err
-    else:
-        assert (proc.returncode, err.strip()) == stopped, f"after {delay:.2f} s: {err}"
-
-
-# --- a full disk while a run logs -------------------------------------------------------------
-
-
-@pytest.mark.slow
-def test_a_full_disk_while_a_run_logs_is_one_line_and_the_store_intact(store: dict[str, str], tmp_path: Path) -> None:
-    """The store on a tmpfs with ~200 KB free: the run's metrics and tables fill it. One line
-    naming the store and what was full, exit 1, the run FAILED with its ``ltr.error``, the earlier
-    runs as they were, ``PRAGMA integrity_check`` ok."""
-    import sqlite3
-    from contextlib import closing
-
-    source = Path(store["uri"].removeprefix("sqlite:///"))
-    mount = tmp_path / "small"
-    mount.mkdir()
-    size_k = source.stat().st_size // 1024 + 200
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_k}k", "tmpfs", str(mount)], capture_output=True, check=False).returncode:
-        pytest.skip("cannot mount a tmpfs here (not root, or no mount)")
+    assert doctest.testmod(ltr.errors).failed == 0
+    enospc = OSError(errno.ENOSPC, "No space left on device", "/data/out/part-0.parquet")
+    arrow = OSError("Error writing bytes to file. Detail: [errno 28] No space left on device")  # pyarrow sets no errno
+    quota = OSError(errno.EDQUOT, "Disk quota exceeded")
     try:
-        db = mount / "mlflow.db"
-        db.write_bytes(source.read_bytes())
-        proc = _ltr(
-            ["train", *SMALL, f"tracking.uri=sqlite:///{db}", "tracking.run_name=full"], store["folder"], capture_output=True
-        )
-        (line,) = proc.stderr.strip().splitlines()
-        assert proc.returncode == 1, proc.stderr
-        assert line.startswith(f"ltr: error: {db}: the database or its disk is full; run ")
-        with closing(sqlite3.connect(db)) as con:
-            assert con.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-            status = dict(con.execute("SELECT name, status FROM runs").fetchall())
-            errors = [v for (v,) in con.execute("SELECT value FROM tags WHERE key = 'ltr.error'")]
-        assert status[HOSTILE] == status["plain"] == "FINISHED"
-        if line.endswith("is marked FAILED"):
-            assert status["full"] == "FAILED"
-            assert errors == [f"DeviceFull: {db}: the database or its disk is full"]
-    finally:
-        subprocess.run(["umount", "--lazy", str(mount)], check=True)
+        try:
+            raise enospc
+        except OSError as inner:
+            raise RuntimeError("while logging") from inner
+    except RuntimeError as outer:
+        chained = outer
+    assert full_device(chained) == "/data/out/part-0.parquet: No space left on device"
+    assert full_device(arrow, store="/data/out") == "/data/out: No space left on device"
+    assert full_device(quota, store="/data/out") == "/data/out: Disk quota exceeded"
+    assert full_device(DeviceFull("/s/mlflow.db: the database or its disk is full")) == "/s/mlflow.db: the database or its disk is full"
+    assert full_device(OSError(errno.EACCES, "Permission denied", "/data/out")) is None
+    assert full_device(RuntimeError("(sqlite3.OperationalError) attempt to write a readonly database")) is None
+    refused = write_failed(OSError(errno.EACCES, "Permission denied"), "cannot write /data/out: Permission denied", path="/data/out")
+    assert isinstance(refused, LtrUserError)
+    assert str(refused) == "cannot write /data/out: Permission denied"
+    full = write_failed(arrow, "cannot write /data/out: ...", path="/data/out")
+    assert isinstance(full, DeviceFull)
+    assert str(full) == "/data/out: No space left on device"
