@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import doctest
+import fcntl
 import os
 import pickle
 import signal
@@ -41,6 +42,7 @@ from ltr.tracking.reaped_trials import (
     trial_tags,
 )
 from ltr.tracking.store import HOST_ID_VARIABLE, open_client
+from ltr.tracking.store_lock import lock_path
 
 #: The heartbeat of the searches here: every 0.5 s, dead after 8 silent seconds (room for a busy
 #: machine's slow store openings inside the bound).
@@ -54,17 +56,20 @@ def test_doctests() -> None:
 
 
 def _stop_outside_a_write(pid: int, db: Path) -> None:
-    """SIGSTOP process group ``pid`` at a moment it holds no lock on the sqlite store ``db``: a
-    host frozen between its writes (one frozen inside a write would block every reader of a
-    local sqlite file, which no heartbeat can change; a team's server store has no such lock)."""
+    """SIGSTOP process group ``pid`` at a moment it holds no lock on the sqlite store ``db`` (ltr's
+    ``<db>.lock`` nor sqlite's own): a host frozen between its writes (one frozen inside a write
+    holds every other process of a local sqlite store until it goes on, which no heartbeat can
+    change; a team's server store has no such lock)."""
     for _ in range(200):
         os.killpg(pid, signal.SIGSTOP)
         probe = sqlite3.connect(db, timeout=0)
         try:
-            probe.execute("BEGIN EXCLUSIVE")
-            probe.rollback()
+            with lock_path(db).open("a+") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # ltr's own lock around each write
+                probe.execute("BEGIN EXCLUSIVE")
+                probe.rollback()
             return
-        except sqlite3.OperationalError:  # locked: let the write finish, and stop it again
+        except (OSError, sqlite3.OperationalError):  # held: let the write finish, and stop it again
             os.killpg(pid, signal.SIGCONT)
             time.sleep(0.02)
         finally:
