@@ -128,7 +128,7 @@ def test_read_trec_equals_reference(
 
 
 def test_topic_table_grows_past_the_qrels_size(tmp_path: Path) -> None:
-    # one judged topic, 5,000 run topics: the table (sized from the qrels) grows many times
+    # one judged topic, 5,000 run topics: the table grows many times while the run is read
     run = "".join(f"t{i} Q0 d{i % 7} 1 {i % 3}.5 r\n" for i in range(5000)) + "t1 Q0 x 2 9 r\n"
     (tmp_path / "run").write_text(run)
     (tmp_path / "qrels").write_text("t1 0 x 2\nt1 0 d1 1\n")
