@@ -100,6 +100,7 @@ def test_read_trec_equals_reference(
     monkeypatch.setattr(trec, "WINDOW_BYTES", 37)  # many windows, lines across their edges
     monkeypatch.setattr(trec, "SLOW_ROWS", 2)  # the kernel returns early for numpy's scores
     monkeypatch.setattr(trec, "TOPICS_START", 1)  # the topic table grows in the qrels and in the run
+    monkeypatch.setattr(trec, "_CHUNK", 5)  # newline counts and per-topic counts over many chunks
     run, qrels = files
     (tmp_path / "run").write_bytes(run)
     (tmp_path / "qrels").write_bytes(qrels)
