@@ -80,15 +80,15 @@ SIGNATURES: dict[str, dict[str, tuple[Any, ...]]] = {
         "fields": (_BUF, i64, i64, i64, i64, _rw(i64, 2), _rw(i64, 2)),
         "rehash_topics": (_rw(u64), i64, _rw(i64)),
         "ingest_qrels": (
-            _BUF, _BUF, _rw(i64), _rw(u64), _rw(i8), _rw(i64), _rw(i64), _rw(i64), _rw(i64), _rw(i64),
-            _rw(i64), _rw(i64), _rw(u64), _rw(i64), _rw(i64), _rw(i64),
+            _BUF, i64, i64, i64, _BUF, _rw(i64), _rw(u64), _rw(i8), _rw(i64), _rw(i64), _rw(i64),  # .. topics
+            _rw(i32), _rw(i32), _rw(i64), _rw(i32), _rw(u64), _rw(i64), _rw(i64, 2),  # judgments, slow rows
         ),
         "ingest_run": (
-            _BUF, i64, i64, i64, _BUF, _rw(i64), _rw(u64), _rw(i8), _rw(i64), _rw(i64), _rw(i64), _rw(i64),
-            _rw(i64), _rw(i64), _rw(i64), _rw(u64), _rw(i64), i64, _rw(i32), _rw(i64), _rw(i32), _rw(u64),
-            _rw(f64), _rw(i64), _rw(i64, 2),
+            _BUF, i64, i64, i64, _BUF, _rw(i64), _rw(u64), _rw(i8), _rw(i64), _rw(i64), _rw(i64),  # .. topics
+            _rw(i32), _rw(i32), _rw(i64), _rw(i32), _rw(u64), _rw(i64), i64,  # judgments, unjudged
+            _rw(i32), _rw(i64), _rw(i32), _rw(u64), _rw(f64), _rw(i64), _rw(i64, 2),  # run rows, slow rows
         ),
-        "group_positions": (_rw(i32), _rw(i64)),
+        "group_positions": (_rw(i32), _rw(i64), _rw(i32)),
         "first_repeat": (_rw(i64), _rw(u64), _rw(i64), _rw(i32), _BUF),
         "tied_rows": (_rw(i64), _rw(f64), _rw(u64)),
     },

@@ -226,64 +226,73 @@ def _parse_score(buf: Any, a: int, b: int) -> tuple[float, bool]:  # pragma: no 
 @numba.njit(cache=True, inline="always")
 def _find_judgment(
     buf: Any, a: int, b: int, code: int, dh: Any, qbuf: Any, q_slots: Any, q_topic: Any,
-    q_d0: Any, q_d1: Any, q_hash: Any,
+    q_d0: Any, q_dlen: Any, q_hash: Any,
 ) -> tuple[Any, Any]:  # fmt: skip  # pragma: no cover - compiled
     """The judgment of topic ``code`` and docno ``buf[a:b]`` (hash ``dh``) in the table
     ``q_slots`` (its docnos in ``qbuf``): (slot, row), row -1 with the empty slot it would take."""
     mask = q_slots.shape[0] - 1
     s = np.int64(_mix(dh ^ (np.uint64(code + 1) * GOLDEN)) & np.uint64(mask))
     while True:
-        e = q_slots[s]
-        if e < 0 or (q_topic[e] == code and q_hash[e] == dh and _equal(qbuf, q_d0[e], q_d1[e], buf, a, b)):
+        e = np.int64(q_slots[s])
+        if e < 0 or (
+            q_topic[e] == code and q_hash[e] == dh and _equal(qbuf, q_d0[e], q_d0[e] + q_dlen[e], buf, a, b)
+        ):
             return s, e
         s = (s + 1) & mask
 
 
 @numba.njit(cache=True)
 def ingest_qrels(
-    qbuf: Any, rbuf: Any, slots: Any, t_hash: Any, t_src: Any, t_start: Any, t_len: Any,
-    n_topics: Any, q_slots: Any, q_topic: Any, q_d0: Any, q_d1: Any, q_hash: Any,
-    q_label: Any, q_v0: Any, q_v1: Any,
-) -> tuple[int, int, int, int]:  # fmt: skip  # pragma: no cover - compiled
-    """Every judgment of ``qbuf``: (status, judgments, offset of a bad line, other row).
+    qbuf: Any, lo: int, row: int, n_slow: int, rbuf: Any, slots: Any, t_hash: Any, t_src: Any,
+    t_start: Any, t_len: Any, n_topics: Any, q_slots: Any, q_topic: Any, q_d0: Any, q_dlen: Any,
+    q_hash: Any, q_label: Any, slow: Any,
+) -> tuple[int, int, int, int, int]:  # fmt: skip  # pragma: no cover - compiled
+    """The judgments of ``qbuf`` from offset ``lo`` on, stored from row ``row`` on:
+    (status, judgments, offset, other row, slow rows).
 
-    Per judgment: topic code, docno ``qbuf[q_d0:q_d1]`` and its hash, label, and where the
-    relevance is not a plain integer, its bytes ``qbuf[q_v0:q_v1]`` (else ``q_v0`` is -1): the
-    caller parses those.
-    ``DUPLICATE``: the (topic, docno) of the line at the returned offset was judged before, at
-    row ``other``. ``GROW_TOPICS`` never happens here: the topic table holds one slot per line.
+    Per judgment: topic code, docno ``qbuf[q_d0:q_d0+q_dlen]`` and its hash, label. A relevance
+    that is not a plain integer is listed in ``slow`` as (row, field start, field end), from
+    entry ``n_slow`` on (``slow`` holds one entry per line): the caller parses those.
+    The offset is where the bad line starts (``SHORT_LINE``, ``DUPLICATE``: the (topic, docno)
+    of that line was judged before, at row ``other``) or, for ``GROW_TOPICS`` (the topic table
+    is half full; grow it), where the next call starts.
     """
     n = qbuf.shape[0]
     out = np.zeros(6, dtype=np.int64)
-    i = 0
-    m = 0
+    cap = slots.shape[0] // 2
+    i = lo
+    m = row
     while i < n:
+        if n_topics[0] >= cap:
+            return GROW_TOPICS, m, i, -1, n_slow
         start = i
         kind, i = next_line(qbuf, i, n, 0, 2, 3, 4, out)
         if kind == 1:
             continue
         if kind == 2:
-            return SHORT_LINE, m, start, -1
+            return SHORT_LINE, m, start, -1, n_slow
         code = _intern(qbuf, 0, out[0], out[1], qbuf, rbuf, slots, t_hash, t_src, t_start,
                        t_len, n_topics)  # fmt: skip
         dh = _hash(qbuf, out[2], out[3])
-        s, e = _find_judgment(qbuf, out[2], out[3], code, dh, qbuf, q_slots, q_topic, q_d0, q_d1, q_hash)
+        s, e = _find_judgment(qbuf, out[2], out[3], code, dh, qbuf, q_slots, q_topic, q_d0, q_dlen, q_hash)
         if e >= 0:
-            return DUPLICATE, m, start, e
+            return DUPLICATE, m, start, e, n_slow
         q_slots[s] = m
         v, ok = parse_int(qbuf, out[4], out[5])
-        q_topic[m], q_d0[m], q_d1[m], q_hash[m] = code, out[2], out[3], dh
+        q_topic[m], q_d0[m], q_dlen[m], q_hash[m] = code, out[2], out[3] - out[2], dh
         q_label[m] = v
-        q_v0[m], q_v1[m] = (-1, -1) if ok else (out[4], out[5])
+        if not ok:
+            slow[n_slow, 0], slow[n_slow, 1], slow[n_slow, 2] = m, out[4], out[5]
+            n_slow += 1
         m += 1
-    return OK, m, -1, -1
+    return OK, m, n, -1, n_slow
 
 
 @numba.njit(cache=True)
 def ingest_run(
     rbuf: Any, lo: int, hi: int, row: int, qbuf: Any, slots: Any, t_hash: Any, t_src: Any,
     t_start: Any, t_len: Any, n_topics: Any, q_slots: Any, q_topic: Any, q_d0: Any,
-    q_d1: Any, q_hash: Any, q_label: Any, unjudged: int, r_topic: Any, r_d0: Any,
+    q_dlen: Any, q_hash: Any, q_label: Any, unjudged: int, r_topic: Any, r_d0: Any,
     r_dlen: Any, r_hash: Any, r_score: Any, r_label: Any, slow: Any,
 ) -> tuple[int, int, int, int, int]:  # fmt: skip  # pragma: no cover - compiled
     """The run lines starting in ``rbuf[lo:hi]``, stored from row ``row`` on.
@@ -318,7 +327,7 @@ def ingest_run(
                            t_len, n_topics)  # fmt: skip
             last0, last1 = out[0], out[1]
         dh = _hash(rbuf, out[2], out[3])
-        _, e = _find_judgment(rbuf, out[2], out[3], code, dh, qbuf, q_slots, q_topic, q_d0, q_d1, q_hash)
+        _, e = _find_judgment(rbuf, out[2], out[3], code, dh, qbuf, q_slots, q_topic, q_d0, q_dlen, q_hash)
         label = q_label[e] if e >= 0 else unjudged
         v, ok = _parse_score(rbuf, out[4], out[5])
         if not ok:
@@ -350,18 +359,16 @@ def _table_size(offsets: Any) -> Any:  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def group_positions(keys: Any, offsets: Any) -> Any:  # pragma: no cover - compiled
-    """Stable counting sort: where each row goes when rows are grouped by ``keys``.
+def group_positions(keys: Any, offsets: Any, dest: Any) -> None:  # pragma: no cover - compiled
+    """Stable counting sort: ``dest[i]``, where row ``i`` goes when rows are grouped by ``keys``.
 
-    ``offsets[k]`` is the first position of group ``k``; returns ``dest`` (int64, one per row).
+    ``offsets[k]`` is the first position of group ``k``.
     """
     nxt = offsets[:-1].copy()
-    dest = np.empty(keys.shape[0], dtype=np.int64)
     for i in range(keys.shape[0]):
         k = keys[i]
         dest[i] = nxt[k]
         nxt[k] += 1
-    return dest
 
 
 @numba.njit(cache=True)

@@ -505,6 +505,40 @@ def store_cached(
     enforce_limit(cache_dir, max_mb, keep=key)
 
 
+#: The one thread that runs :func:`store_later`'s writes, in order (made on first use).
+_store_thread: list[ThreadPoolExecutor] = []
+_stores: list[Future[None]] = []
+
+
+def store_later(
+    cache_dir: Path,
+    paths: Sequence[Path],
+    options: Mapping[str, Any],
+    data: RankingData,
+    *,
+    notes: Sequence[str] = (),
+    max_mb: int | None = DEFAULT_MAX_MB,
+) -> None:
+    """:func:`store_cached` in a background thread, so that the caller goes on (reads the next
+    file, bins, trains) while the entry is written. ``data``'s arrays must be read-only
+    (:func:`freeze_arrays`). Writes run one at a time, in call order; :func:`wait_for_stores`
+    waits for them. The entry appears as :func:`store_cached` makes it: renamed into place when
+    complete, so a reader never sees part of it and a process killed meanwhile leaves only a
+    temporary directory (swept later)."""
+    if not _store_thread:
+        _store_thread.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="ltr-cache-store"))
+    _stores.append(
+        _store_thread[0].submit(store_cached, cache_dir, paths, options, data, notes=notes, max_mb=max_mb)
+    )
+
+
+def wait_for_stores() -> None:
+    """Wait until every write :func:`store_later` started has ended (a failure to write was
+    logged as a warning; any other exception is raised here)."""
+    while _stores:
+        _stores.pop(0).result()
+
+
 def discard_entry(path: Path, inode: int | None = None) -> bool:
     """Remove an entry (or leftover): rename it out of the way (atomic), then delete it. With
     ``inode``, only if ``path`` is still that directory (not a fresh entry written meanwhile)."""

@@ -58,8 +58,12 @@ LETOR_FILES: dict[str, tuple[str, ...]] = {
 }
 
 
-def load_splits(data_cfg: DataConfig, split_cfg: SplitConfig, *, seed: int) -> Splits:
+def load_splits(data_cfg: DataConfig, split_cfg: SplitConfig, *, seed: int, cache_in_background: bool = False) -> Splits:
     """Read (or generate) the data named by ``data_cfg`` and return its three splits.
+
+    ``cache_in_background``: parsed files' cache entries are written while the caller goes on
+    (:func:`ltr.data.cache.store_later`); the caller waits for them with
+    :func:`ltr.data.cache.wait_for_stores`.
 
     ``data_cfg.kind`` selects the reader. Sources with a single pool of queries are cut by
     :func:`ltr.data.splits.split_queries` (or :func:`ltr.data.splits.kfold_split` when
@@ -101,7 +105,7 @@ def load_splits(data_cfg: DataConfig, split_cfg: SplitConfig, *, seed: int) -> S
         raise DataError(
             f"unknown data.kind {kind!r}; use synthetic, synthetic_clicks, letor, svmlight, parquet or letor_parts"
         )
-    splits = read_split_files(files, **reader_options(data_cfg))
+    splits = read_split_files(files, **reader_options(data_cfg), cache_in_background=cache_in_background)
     sources = {
         split: " + ".join(str(p) for p in ([spec] if isinstance(spec, str | Path) else spec))
         for split, spec in files.items()

@@ -43,6 +43,7 @@ from ltr.data.cache import (
     load_cached,
     recent_entry,
     store_cached,
+    store_later,
 )
 from ltr.data.file_names import table_format_by_name
 from ltr.data.positions import concat_positions, find_position_file, read_position_file
@@ -148,8 +149,13 @@ def read_ranking_file(
     cache_max_mb: int | None = DEFAULT_MAX_MB,
     progress: bool | None = None,
     value_labels: bool = False,
+    cache_in_background: bool = False,
 ) -> RankingData:
     """Read one ranking file into a validated `RankingData`.
+
+    ``cache_in_background``: a parsed file's cache entry is written by a background thread
+    (:func:`ltr.data.cache.store_later`; :func:`ltr.data.cache.wait_for_stores` waits for it)
+    while the caller goes on, instead of before this returns.
 
     ``value_labels``: keep the labels as real values (float64, finite and >= 0: value gains,
     ``ltr evaluate --gain value``), not integer grades; never cached.
@@ -273,7 +279,8 @@ def read_ranking_file(
     )
     if cache is not None:
         freeze_arrays(data)
-        store_cached(cache, sources, options, data, notes=notes, max_mb=max_mb)
+        store = store_later if cache_in_background else store_cached
+        store(cache, sources, options, data, notes=notes, max_mb=max_mb)
         keep_recent(key, data, notes)
     return data
 

@@ -19,7 +19,7 @@ same kernels interpreted: :mod:`ltr.kernels`): the files
 are memory-mapped, topics are interned and docnos hashed (64-bit, every match confirmed byte by
 byte), each run line is joined to its judgment as it is read, and only tied scores have their
 docnos compared; there is no Python object per line, and memory is about 40 bytes per run line
-plus a 32 MiB window of the run file. `read_qrels` and `read_run` list a file's fields as bytes
+and 40 per judgment, plus the qrels file and an 8 MiB window of the run file. `read_qrels` and `read_run` list a file's fields as bytes
 (for inspection and tests).
 """
 
@@ -179,9 +179,19 @@ def _count_lines(buf: NDArray[np.uint8], mm: mmap.mmap | None) -> int:
     n = 1
     for lo in range(0, buf.shape[0], WINDOW_BYTES):
         hi = min(lo + WINDOW_BYTES, buf.shape[0])
-        n += int(np.count_nonzero(buf[lo:hi] == _NEWLINE))
+        for a in range(lo, hi, _CHUNK):  # a boolean temporary of _CHUNK bytes, not of the window
+            n += int(np.count_nonzero(buf[a : min(a + _CHUNK, hi)] == _NEWLINE))
         _release(mm, lo, hi)
     return n
+
+
+def _bincount(keys: NDArray[Any], n: int) -> NDArray[np.int64]:
+    """``np.bincount(keys, minlength=n)``, `_CHUNK` keys at a time (numpy widens int32 keys to
+    int64: a temporary of twice their size otherwise)."""
+    counts = np.zeros(n, dtype=np.int64)
+    for a in range(0, keys.shape[0], _CHUNK):
+        counts += np.bincount(keys[a : a + _CHUNK], minlength=n)
+    return counts
 
 
 def _line_no(buf: NDArray[np.uint8], offset: int) -> int:
@@ -457,8 +467,8 @@ def read_trec(
     with _mapped(qpath, "qrels") as (qbuf, _), _mapped(rpath, "run") as (rbuf, rmm):
         small = qbuf.shape[0] + rbuf.shape[0] <= INTERPRET_MAX_BYTES
         kernel = kernels.load("ltr.data._trec_kernel", small=small)
-        cap = int(np.count_nonzero(qbuf == _NEWLINE)) + 1  # judgments at most
-        topics = _Topics(cap)
+        cap = _count_lines(qbuf, None)  # judgments at most
+        topics = _Topics(TOPICS_START)
         found: list[NDArray[np.float64]] | None = [] if values else None
         judged = _ingest_qrels(qpath, qbuf, rbuf, topics, cap, kernel, found)
         # no name holds the run's rows here, so _join frees each column when done with it
@@ -470,12 +480,13 @@ def read_trec(
 
 @dataclass(frozen=True, slots=True)
 class _Judgments:
-    """The qrels as the run kernel reads them: per judgment, topic code, docno, hash, label."""
+    """The qrels as the run kernel reads them: per judgment, topic code, docno (offset and
+    length in the qrels), hash, label; ``slots``: the hash table of (topic, docno) to judgment."""
 
-    slots: NDArray[np.int64]
-    topic: NDArray[np.int64]
+    slots: NDArray[np.int32]
+    topic: NDArray[np.int32]
     d0: NDArray[np.int64]
-    d1: NDArray[np.int64]
+    dlen: NDArray[np.int32]
     hash: NDArray[np.uint64]
     label: NDArray[np.int64]
 
@@ -511,19 +522,27 @@ def _ingest_qrels(
     """Intern the qrels' topics and fill the judgment table (the qrels are read whole; ``cap``:
     an upper bound of their lines). With ``values_out`` (a list), relevance may be any finite
     real >= 0: the labels are then codes into the distinct values, appended to ``values_out``."""
+    if cap >= 2**31:
+        raise DataError(f"qrels file {path} has {cap - 1:,} lines; at most {2**31 - 2:,} are read")
     values = None if values_out is None else np.zeros(cap, dtype=np.float64)
     size = 1 << max(4, int(2 * cap - 1).bit_length())
-    slots = np.full(size, -1, dtype=np.int64)
-    topic, d0, d1 = (np.zeros(cap, dtype=np.int64) for _ in range(3))
+    slots = np.full(size, -1, dtype=np.int32)
+    topic, dlen = np.zeros(cap, dtype=np.int32), np.zeros(cap, dtype=np.int32)
+    d0, label = np.zeros(cap, dtype=np.int64), np.zeros(cap, dtype=np.int64)
     hashes = np.zeros(cap, dtype=np.uint64)
-    label, v0, v1 = (np.zeros(cap, dtype=np.int64) for _ in range(3))
-    status, m, at, other = kernel.ingest_qrels(
-        qbuf, rbuf, *topics.args(), slots, topic, d0, d1, hashes, label, v0, v1
-    )
+    slow_at = np.zeros((cap, 3), dtype=np.int64)  # pages are only taken by the rows written
+    m, at, n_slow = 0, 0, 0
+    while True:
+        status, m, at, other, n_slow = kernel.ingest_qrels(
+            qbuf, at, m, n_slow, rbuf, *topics.args(), slots, topic, d0, dlen, hashes, label, slow_at
+        )
+        if status != kernel.GROW_TOPICS:
+            break
+        topics.grow(kernel)
     if status == kernel.SHORT_LINE:
         raise _short_line(path, qbuf, at, "qrels", 4)
     if status == kernel.DUPLICATE:
-        docno = _text(bytes(qbuf[d0[other] : d1[other]]))
+        docno = _text(bytes(qbuf[d0[other] : d0[other] + dlen[other]]))
         topic_text = _line_text(qbuf, at).split()[0]
         raise DataError(
             f"line {_line_no(qbuf, at)} of {path}: docno {docno} is judged twice for topic "
@@ -531,16 +550,17 @@ def _ingest_qrels(
         )
     if m == 0:
         raise DataError(f"qrels file {path} has no lines (blank and # comment lines are skipped)")
-    slow = np.flatnonzero(v0[:m] >= 0)
-    if slow.shape[0]:  # relevance values such as "1.0", or errors
-        raw = _strings(qbuf, v0[slow], v1[slow])
-        starts = [_line_start(qbuf, int(a)) for a in v0[slow]]
+    slow = slow_at[:n_slow, 0].copy()
+    if n_slow:  # relevance values such as "1.0", or errors
+        raw = _strings(qbuf, slow_at[:n_slow, 1], slow_at[:n_slow, 2])
+        starts = [_line_start(qbuf, int(a)) for a in slow_at[:n_slow, 1]]
         lines = np.array([_line_no(qbuf, a) for a in starts], dtype=np.int64)
         tops = np.array([_line_text(qbuf, a).split()[0].encode() for a in starts], dtype=bytes)
         if values is None:
             label[slow] = _int_labels(raw, lines, tops, path)
         else:
             values[slow] = _real_labels(raw, lines, tops, path)
+    del slow_at
     if values is not None and values_out is not None:  # real relevance: codes into the distinct values
         fast = np.ones(m, dtype=bool)
         fast[slow] = False
@@ -556,7 +576,7 @@ def _ingest_qrels(
         table = np.unique(values[:m])
         label[:m] = np.searchsorted(table, values[:m])
         values_out.append(table)
-    return _Judgments(slots, topic[:m], d0[:m], d1[:m], hashes[:m], label[:m])
+    return _Judgments(slots, topic[:m], d0[:m], dlen[:m], hashes[:m], label[:m])
 
 
 #: Up to this many bytes of qrels and run together, the kernels run interpreted when numba is not
@@ -564,7 +584,11 @@ def _ingest_qrels(
 #: for numba's import and cache load on the 2-core machine of ``benchmarks/``.
 INTERPRET_MAX_BYTES = 64 << 10
 #: Bytes of the run file read per kernel call; pages already read are released after each.
-WINDOW_BYTES = 1 << 25
+WINDOW_BYTES = 1 << 23
+#: Elements of a temporary array in a pass over a whole file or column.
+_CHUNK = 1 << 20
+#: Topics the topic table holds at first (it doubles whenever it is half full).
+TOPICS_START = 1 << 10
 #: Rows whose score the kernel leaves to numpy, per call (the call returns early when full).
 SLOW_ROWS = 1 << 16
 
@@ -575,6 +599,8 @@ def _ingest_run(
 ) -> _RunRows:  # fmt: skip
     """Read the run a window at a time: topic codes, docnos, scores and joined labels."""
     cap = _count_lines(rbuf, rmm)
+    if cap >= 2**31:
+        raise DataError(f"run file {path} has {cap - 1:,} lines; at most {2**31 - 2:,} are read")
     r_topic = np.zeros(cap, dtype=np.int32)
     r_d0 = np.zeros(cap, dtype=np.int64)
     r_dlen = np.zeros(cap, dtype=np.int32)
@@ -588,7 +614,7 @@ def _ingest_run(
         hi = min(lo + WINDOW_BYTES, n)
         status, row, nxt, at, n_slow = kernel.ingest_run(
             rbuf, lo, hi, row, qbuf, *topics.args(), judged.slots, judged.topic, judged.d0,
-            judged.d1, judged.hash, judged.label, UNJUDGED, r_topic, r_d0, r_dlen, r_hash,
+            judged.dlen, judged.hash, judged.label, UNJUDGED, r_topic, r_d0, r_dlen, r_hash,
             r_score, r_label, slow,
         )  # fmt: skip
         if n_slow:
@@ -640,11 +666,12 @@ def _join(
     cols: list[NDArray[Any]] = [run.d0, run.dlen, run.hash, run.score, run.label]
     r_rank = rank[run.topic]
     del run  # the columns live in ``cols`` only
-    counts = np.bincount(r_rank, minlength=n_t)
+    counts = _bincount(r_rank, n_t)
     bounds = np.zeros(n_t + 1, dtype=np.int64)
     np.cumsum(counts, out=bounds[1:])
     if r_rank.shape[0] > 1 and bool(np.any(r_rank[1:] < r_rank[:-1])):  # not grouped yet
-        dest = kernel.group_positions(r_rank, bounds)
+        dest = np.empty(r_rank.shape[0], dtype=np.int32)  # run rows < 2**31: see _ingest_run
+        kernel.group_positions(r_rank, bounds, dest)
         for j in range(len(cols)):
             cols[j] = _scatter(cols[j], dest)
         del dest
@@ -668,7 +695,7 @@ def _join(
         del docnos
     del d0, dlen, tied
 
-    judged_t = np.bincount(q_rank, minlength=n_t) > 0
+    judged_t = _bincount(q_rank, n_t) > 0
     ranked_t = counts > 0
     missing = judged_t & ~ranked_t
     if missing.any() and missing_topics == "error":
@@ -728,7 +755,7 @@ def _join(
     )
 
 
-def _scatter(a: NDArray[Any], dest: NDArray[np.int64]) -> NDArray[Any]:
+def _scatter(a: NDArray[Any], dest: NDArray[np.int32]) -> NDArray[Any]:
     out = np.empty_like(a)
     out[dest] = a
     return out

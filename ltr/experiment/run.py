@@ -31,6 +31,7 @@ from omegaconf import DictConfig
 
 from ltr.config.choices import RerankKind, TrainerKind
 from ltr.dask.trainer import DaskTrainer
+from ltr.data.cache import wait_for_stores
 from ltr.experiment.checks import check_config, check_data
 from ltr.experiment.evaluation import evaluate
 from ltr.experiment.figure_worker import FigureWorker, start_worker
@@ -113,6 +114,7 @@ def run(
             figure_worker.close()
         if preparation is not None:
             preparation.wait()
+        wait_for_stores()  # the data's cache entries, written while the run trained
 
 
 def _run(

@@ -470,7 +470,8 @@ def _log_sizes(splits: Splits) -> None:
 
 def _in_memory(spec: ExperimentSpec) -> DataSource:
     config = spec.config
-    splits = load_splits(config.data, config.split, seed=spec.seed)
+    # the cache entries are written while the run bins and trains; ltr.experiment.run waits for them
+    splits = load_splits(config.data, config.split, seed=spec.seed, cache_in_background=True)
     _log_sizes(splits)
     return InMemorySource(str(config.data.name), splits, splits, fingerprint(splits, strata=spec.strata))
 
@@ -498,7 +499,7 @@ def _table(spec: ExperimentSpec) -> DataSource:
     recipes = dict(getattr(data, "label_recipes", None) or {})
     if not recipes and not is_click_log(data):
         return _in_memory(spec)
-    splits = load_splits(data, config.split, seed=spec.seed)
+    splits = load_splits(data, config.split, seed=spec.seed, cache_in_background=True)
     views = {"label": splits} | {
         str(name): Splits(*(with_recipe(part, recipe, name=str(name)) for _, part in splits.items()))
         for name, recipe in recipes.items()

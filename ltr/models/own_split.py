@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ltr.config.allowed import allowed_of, problems
+from ltr.data.cache import wait_for_stores
 from ltr.data.ranking_data import RankingData
 from ltr.errors import DataError, LtrUserError
 from ltr.experiment.sources import InMemorySource, open_source
@@ -73,6 +74,7 @@ def own_split(run: LoggedRun, split: str) -> RankingData:
         )
     spec = dataclasses.replace(run.spec, config=dataclasses.replace(run.spec.config, data=data_config))
     source = open_source(spec)
+    wait_for_stores()  # the cache entries of files parsed just now: written before predict goes on
     if not isinstance(source, InMemorySource):
         raise LtrUserError(
             f"run {run.label} read its data on Dask workers (data={source.name}): pass --data <data.root>/{split}"

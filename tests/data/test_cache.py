@@ -39,6 +39,28 @@ def test_second_read_comes_from_the_cache(write: WriteFile, tmp_path: Path, monk
     assert second.name == "renamed"
 
 
+def test_a_background_store_writes_the_same_entry(
+    write: WriteFile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # written by the store thread (ltr train's reads): once waited for, the entry is there and
+    # answers the next read with the same arrays; an unwritable cache still only warns
+    path = write("2 qid:7 1:0.5 3:1\n0 qid:7 2:1.5\n1 qid:9 1:2\n")
+    cache = tmp_path / "cache"
+    first = read_ranking_file(path, cache_dir=cache, cache_in_background=True)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    read_ranking_file(path, cache_dir=blocker / "sub", cache_in_background=True)
+    data_cache.wait_for_stores()
+    [entry] = list(cache.iterdir())  # one entry, no temporary directory left
+    assert (entry / "meta.json").is_file()
+    monkeypatch.setattr(readers, "_parse", _no_parse)
+    second = read_ranking_file(path, cache_dir=cache)
+    for field in ("features", "labels", "qids", "offsets"):
+        a, b = getattr(first, field), getattr(second, field)
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+
+
 def test_a_changed_file_is_parsed_again(write: WriteFile, tmp_path: Path) -> None:
     path = write("2 qid:7 1:0.5\n")
     cache = tmp_path / "cache"

@@ -99,6 +99,8 @@ def test_read_trec_equals_reference(
 ) -> None:  # fmt: skip
     monkeypatch.setattr(trec, "WINDOW_BYTES", 37)  # many windows, lines across their edges
     monkeypatch.setattr(trec, "SLOW_ROWS", 2)  # the kernel returns early for numpy's scores
+    monkeypatch.setattr(trec, "TOPICS_START", 1)  # the topic table grows in the qrels and in the run
+    monkeypatch.setattr(trec, "_CHUNK", 5)  # newline counts and per-topic counts over many chunks
     run, qrels = files
     (tmp_path / "run").write_bytes(run)
     (tmp_path / "qrels").write_bytes(qrels)
@@ -127,7 +129,7 @@ def test_read_trec_equals_reference(
 
 
 def test_topic_table_grows_past_the_qrels_size(tmp_path: Path) -> None:
-    # one judged topic, 5,000 run topics: the table (sized from the qrels) grows many times
+    # one judged topic, 5,000 run topics: the table grows many times while the run is read
     run = "".join(f"t{i} Q0 d{i % 7} 1 {i % 3}.5 r\n" for i in range(5000)) + "t1 Q0 x 2 9 r\n"
     (tmp_path / "run").write_text(run)
     (tmp_path / "qrels").write_text("t1 0 x 2\nt1 0 d1 1\n")
@@ -135,6 +137,19 @@ def test_topic_table_grows_past_the_qrels_size(tmp_path: Path) -> None:
     assert inp.qids.tolist() == ["t1"]
     assert inp.labels.tolist() == [1, 2]  # d1 (1.5) then x (9), in file order
     assert (inp.n_run_topics_unjudged, inp.n_run_rows_unjudged_topics) == (4999, 4999)
+
+
+def test_topic_table_grows_while_the_qrels_are_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 40 judged topics, a table of 1 topic at first: it grows in the qrels (and a relevance the
+    # kernel leaves to Python, "1.0", is found again after each growth)
+    monkeypatch.setattr(trec, "TOPICS_START", 1)
+    (tmp_path / "qrels").write_text("".join(f"t{i} 0 d{i} {'1.0' if i % 9 == 0 else i % 3}\n" for i in range(40)))
+    (tmp_path / "run").write_text("".join(f"t{i} Q0 d{i} 1 {i}.5 r\nt{i} Q0 e 2 0 r\n" for i in range(39, -1, -1)))
+    inp = read_trec(tmp_path / "run", tmp_path / "qrels")
+    assert inp.qids.tolist() == sorted(f"t{i}" for i in range(40))  # byte order: t0 t1 t10 t11 ...
+    label = {f"t{i}": 1 if i % 9 == 0 else i % 3 for i in range(40)}
+    assert inp.labels.tolist() == [x for q in inp.qids.tolist() for x in (label[q], UNJUDGED)]
+    assert inp.ideal_labels.tolist() == [label[q] for q in inp.qids.tolist()]
 
 
 @pytest.mark.parametrize(
