@@ -188,7 +188,7 @@ def test_override_key_is_the_key_without_prefix_or_value(override: str, key: str
 
 
 def test_run_names_leave_out_the_fields_that_change_no_result() -> None:
-    """A progress display or a cache setting renames no run (:mod:`ltr.config.neutral`); a thread
+    """A progress display, a cache or a heartbeat setting renames no run (:mod:`ltr.config.neutral`); a thread
     count may change LightGBM's sums, so it stays in the name."""
     from ltr.config.neutral import neutral, neutral_fields
     from ltr.config.schema import neutral_keys
@@ -197,7 +197,8 @@ def test_run_names_leave_out_the_fields_that_change_no_result() -> None:
 
     assert neutral_keys() == {
         "fit.show_progress", "fit.reuse_binned_data", "data.cache", "data.cache_dir", "data.cache_max_mb",
-        "data.binned_cache", "data.binned_cache_max_mb", "data.progress",
+        "data.binned_cache", "data.binned_cache_max_mb", "data.progress", "tracking.heartbeat_s",
+        "tracking.stale_after",
     }  # fmt: skip
     @dataclasses.dataclass
     class Inner:
