@@ -534,9 +534,14 @@ def store_later(
 
 def wait_for_stores() -> None:
     """Wait until every write :func:`store_later` started has ended (a failure to write was
-    logged as a warning; any other exception is raised here)."""
-    while _stores:
-        _stores.pop(0).result()
+    logged as a warning; any other exception is raised here); the writing thread then ends too
+    (the next :func:`store_later` starts another), so none outlives the command's work."""
+    try:
+        while _stores:
+            _stores.pop(0).result()
+    finally:
+        if _store_thread:
+            _store_thread.pop().shutdown(wait=True)
 
 
 def discard_entry(path: Path, inode: int | None = None) -> bool:
