@@ -553,5 +553,9 @@ def binned_store(data_cfg: Any) -> BinnedStore | None:
 
 
 def open_source(spec: ExperimentSpec) -> DataSource:
-    """Read and validate the data of ``spec`` (raises `DataError` naming file, line, query)."""
+    """Read and validate the data of ``spec`` (raises `DataError` naming file, line, query).
+
+    The parse-cache entries of files parsed now are written by a background thread while the
+    caller goes on: the caller calls :func:`ltr.data.cache.wait_for_stores` before it ends (as
+    :func:`ltr.experiment.run.run` does), which also ends that thread."""
     return OPENERS.get(str(spec.config.data.kind), _in_memory)(spec)

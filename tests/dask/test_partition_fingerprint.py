@@ -27,6 +27,7 @@ import pytest
 from ltr.cli.main import main
 from ltr.compare.loading import FINGERPRINT_TAG, check_compatible
 from ltr.dask.partition_manifest import CONTENT_METHOD, MANIFEST_NAME
+from ltr.data.cache import wait_for_stores
 from ltr.errors import LtrUserError
 from ltr.experiment.checks import check_config
 from ltr.experiment.sources import open_source
@@ -47,8 +48,12 @@ def _config(overrides: list[str]) -> Any:
 
 
 def _fingerprint(config: Any) -> dict[str, Any]:
-    """The fingerprint a run of ``config`` logs (``data/fingerprint.json``), taken as the run takes it."""
-    return dict(open_source(config).fingerprint)
+    """The fingerprint a run of ``config`` logs (``data/fingerprint.json``), taken as the run takes
+    it (the parse cache's entries written before it returns, as a run waits for them)."""
+    try:
+        return dict(open_source(config).fingerprint)
+    finally:
+        wait_for_stores()
 
 
 def _logged_fingerprint(overrides: list[str]) -> dict[str, Any]:
