@@ -103,6 +103,7 @@ INTEGRATION_MODULES = frozenset(
         "tests/tracking/test_run_contents.py",
         "tests/tracking/test_store.py",
         "tests/tracking/test_stop_requests.py",
+        "tests/tracking/test_store_lock_wait.py",
         "tests/models/test_labels_run.py",
         "tests/models/test_promote.py",
         "tests/metrics/test_oracle_lightgbm.py",

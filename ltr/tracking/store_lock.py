@@ -8,11 +8,16 @@ and around every write makes it safe.
 The lock is re-entrant within a process: a block that holds it may call code that takes it
 again (``flock`` on a second file descriptor would deadlock on the first). Threads of one process
 take turns, like processes.
+
+A process that waits longer than :data:`WAIT_NOTICE_S` for the lock says so once, on the
+``ltr.tracking.store_lock`` logger (stderr): which file, and the holder's pid, state and command
+line when ``/proc/locks`` shows it (a job stopped with Ctrl-Z holds the lock until it goes on).
 """
 
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import threading
 from collections.abc import Iterator
@@ -21,8 +26,14 @@ from pathlib import Path
 from typing import IO
 
 from ltr.errors import LtrUserError
+from ltr.terminal import printable
 
 SQLITE_PREFIX = "sqlite:///"
+
+#: Seconds a process waits for the lock before it says what it waits for.
+WAIT_NOTICE_S = 3.0
+
+log = logging.getLogger(__name__)
 
 
 class _Held:
@@ -83,6 +94,69 @@ def touch_lock_file(db_path: Path) -> None:
     _open_lock_file(db_path).close()
 
 
+def lock_holder(handle: IO[str]) -> str:
+    """Who holds the ``flock`` of the open lock file ``handle``, as a user reads it: ``pid 123,
+    stopped (Ctrl-Z?): python -m ltr train ...``; ``another process`` when ``/proc/locks`` does
+    not show it (another pid namespace, not Linux)."""
+    st = os.fstat(handle.fileno())
+    inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open("/proc/locks") as locks:
+            pids = [
+                f[4]
+                for f in (line.split() for line in locks)
+                if len(f) > 5 and f[1] == "FLOCK" and f[5] == inode
+            ]
+    except OSError:
+        pids = []
+    pid = next((p for p in pids if p.isdigit() and int(p) not in (0, os.getpid())), None)
+    if pid is None:
+        return "another process"
+    described = f"pid {pid}"
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            state = stat.read().rsplit(")", 1)[1].split()[0]
+        if state in ("T", "t"):
+            described += ", stopped (Ctrl-Z? `fg` or `kill -CONT` lets it go on)"
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            command = printable(
+                " ".join(cmdline.read().decode(errors="replace").replace("\0", " ").split())
+            )
+        if command:
+            described += f": {command if len(command) <= 120 else command[:117] + '...'}"
+    except (OSError, IndexError):
+        pass
+    return described
+
+
+def _wait_for(handle: IO[str], db_path: Path) -> None:
+    """``flock`` ``handle`` exclusively; after :data:`WAIT_NOTICE_S` still waiting, say once what for."""
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return
+    except BlockingIOError:
+        pass
+
+    def notice() -> None:
+        try:
+            holder = lock_holder(handle)
+        except (OSError, ValueError):  # the file closed under us: the wait has ended
+            return
+        log.warning(
+            "waiting for the MLflow store's lock %s, held by %s", lock_path(db_path), holder
+        )
+
+    timer = threading.Timer(WAIT_NOTICE_S, notice)
+    timer.daemon = True
+    timer.name = "ltr-store-lock-notice"
+    timer.start()
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+    finally:
+        timer.cancel()
+        timer.join()
+
+
 @contextmanager
 def sqlite_store_lock(uri: str) -> Iterator[None]:
     """Hold an exclusive lock for a ``sqlite:///`` store; a no-op for other stores."""
@@ -97,7 +171,7 @@ def sqlite_store_lock(uri: str) -> Iterator[None]:
         if held.depth == 0:
             handle = _open_lock_file(db_path)
             try:
-                fcntl.flock(handle, fcntl.LOCK_EX)
+                _wait_for(handle, db_path)
             except BaseException:
                 handle.close()
                 raise
