@@ -106,19 +106,27 @@ def train_rows(args: argparse.Namespace, work: Path, env: dict[str, str]) -> dic
         print(f"train, repetition {i + 1}/{args.repeat} (load {_load()})", flush=True)
         _record(rows, "bare LightGBM script", measured(bare, env))
         cold_env = _seeded_cache(work, "cold", env, numba=False)
-        _record(rows, "ltr train, first run on the files", measured(cmd, cold_env))
+        info = measured(cmd, cold_env)
+        _record(rows, "ltr train, first run on the files", info, **_phases(info))
         info = measured(cmd, warm_env)
-        _record(rows, "ltr train, warm caches", info, round_metric=_round_metric(info))
+        _record(rows, "ltr train, warm caches", info, **_phases(info))
         if not args.skip_install:
             fresh_env = _seeded_cache(work, "fresh", env, numba=True)
             info = measured(cmd, fresh_env)
-            _record(rows, "ltr train, first run after install", info, round_metric=_round_metric(info))
+            _record(rows, "ltr train, first run after install", info, **_phases(info))
     return rows
 
 
-def _round_metric(info: dict[str, float | str]) -> float:
+#: The phases of ``ltr train``'s ``time:`` line shown per run kind (``round_metric``: the row of issue 47).
+PHASES = ("load", "datasets", "boost", "round_metric", "log", "total")
+
+
+def _phases(info: dict[str, float | str]) -> dict[str, float]:
+    """The run's seconds per phase of :data:`PHASES` (its ``time:`` line; NaN where absent), and
+    ``outside``: the process's wall time beyond the run's ``total`` (start-up and shutdown)."""
     jobs = job_times(info)
-    return jobs[0].get("round_metric", float("nan")) if jobs else float("nan")
+    phases = {name: jobs[0].get(name, float("nan")) if jobs else float("nan") for name in PHASES}
+    return phases | {"outside": float(info["wall"]) - phases["total"]}
 
 
 def evaluate_rows(args: argparse.Namespace, work: Path, env: dict[str, str], trec_eval: Path | None) -> dict[str, Row]:
@@ -176,6 +184,13 @@ def print_table(rows: dict[str, Row], args: argparse.Namespace, load: tuple[str,
             print(f"| `round_metric`, first run after install vs warm | {_median(fresh, 'round_metric'):.2f} s | "
                   f"{_median(warm, 'round_metric'):.2f} s | "
                   f"{_median(fresh, 'round_metric') / _median(warm, 'round_metric'):.2f}x |")  # fmt: skip
+    kinds = [name for name in rows if name.startswith("ltr train")]
+    if kinds:
+        print("\n| `ltr train` phase (median s) | " + " | ".join(k.removeprefix("ltr train, ") for k in kinds) + " |")
+        print("|---|" + "---:|" * len(kinds))
+        for phase in (*PHASES, "outside"):
+            print(f"| {phase} | " + " | ".join(f"{_median(rows[k], phase):.2f}" for k in kinds) + " |")
+        print()
     for name, row in rows.items():
         if name.startswith("ltr evaluate"):
             peer = rows.get(name.replace("ltr evaluate", "trec_eval"))
