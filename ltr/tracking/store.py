@@ -61,6 +61,7 @@ from ltr.tracking.heartbeat import silent_for
 from ltr.tracking.lifecycle import signals_deferred
 from ltr.tracking.migrations import mlflow_revisions
 from ltr.tracking.moved_store import follow_moved_artifacts
+from ltr.tracking.proc_files import proc_stat, read_text
 from ltr.tracking.reaped_trials import fail_trial_of
 from ltr.tracking.store_lock import (
     SQLITE_PREFIX,
@@ -661,25 +662,9 @@ def _experiment_ids(client: Any) -> list[str]:
 # --- dead runs ----------------------------------------------------------------------------------
 
 
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text().strip()
-    except OSError:
-        return ""
-
-
-def _proc_stat(pid: int) -> tuple[str, str] | None:
-    """(state, start time in clock ticks since boot) of ``pid`` from /proc; None if unknown."""
-    text = _read(f"/proc/{pid}/stat")
-    if not text:
-        return None
-    fields = text[text.rindex(")") + 2 :].split()  # the command name may hold spaces
-    return fields[0], fields[19]
-
-
 def _process_start(pid: int) -> str | None:
     """When ``pid`` started, as a stable string (clock ticks since boot, or psutil's time)."""
-    stat = _proc_stat(pid)
+    stat = proc_stat(pid)
     if stat is not None:
         return stat[1]
     if Path("/proc/self/stat").exists():
@@ -702,7 +687,7 @@ def _host_id() -> str:
     given = os.environ.get(HOST_ID_VARIABLE, "").strip()
     if given:
         return given.replace(" ", "_")
-    machine = _read("/etc/machine-id") or _read("/var/lib/dbus/machine-id")
+    machine = read_text("/etc/machine-id") or read_text("/var/lib/dbus/machine-id")
     try:
         namespace = os.readlink("/proc/self/ns/pid")
     except OSError:
@@ -717,7 +702,7 @@ def process_identity() -> dict[str, str]:
         PID: str(os.getpid()),
         START: _process_start(os.getpid()) or "",
         HOST_ID: _host_id(),
-        BOOT_ID: _read("/proc/sys/kernel/random/boot_id"),
+        BOOT_ID: read_text("/proc/sys/kernel/random/boot_id"),
     }
     return {k: v for k, v in identity.items() if v}
 
@@ -742,7 +727,7 @@ def _pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         pass  # exists, another user's
-    stat = _proc_stat(pid)
+    stat = proc_stat(pid)
     return stat is None or stat[0] not in {"Z", "X"}  # a zombie has died
 
 

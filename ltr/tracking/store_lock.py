@@ -27,6 +27,7 @@ from typing import IO
 
 from ltr.errors import LtrUserError
 from ltr.terminal import printable
+from ltr.tracking.proc_files import command_line, proc_stat
 
 SQLITE_PREFIX = "sqlite:///"
 
@@ -96,8 +97,9 @@ def touch_lock_file(db_path: Path) -> None:
 
 def lock_holder(handle: IO[str]) -> str:
     """Who holds the ``flock`` of the open lock file ``handle``, as a user reads it: ``pid 123,
-    stopped (Ctrl-Z?): python -m ltr train ...``; ``another process`` when ``/proc/locks`` does
-    not show it (another pid namespace, not Linux)."""
+    stopped (Ctrl-Z? ...): python -m ltr train ...`` (the command line on one line, escaped, at
+    most 120 characters); ``another process`` when ``/proc/locks`` does not show it (another pid
+    namespace, not Linux)."""
     st = os.fstat(handle.fileno())
     inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
     try:
@@ -113,19 +115,12 @@ def lock_holder(handle: IO[str]) -> str:
     if pid is None:
         return "another process"
     described = f"pid {pid}"
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            state = stat.read().rsplit(")", 1)[1].split()[0]
-        if state in ("T", "t"):
-            described += ", stopped (Ctrl-Z? `fg` or `kill -CONT` lets it go on)"
-        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-            command = printable(
-                " ".join(cmdline.read().decode(errors="replace").replace("\0", " ").split())
-            )
-        if command:
-            described += f": {command if len(command) <= 120 else command[:117] + '...'}"
-    except (OSError, IndexError):
-        pass
+    stat = proc_stat(pid)
+    if stat is not None and stat[0] in ("T", "t"):
+        described += ", stopped (Ctrl-Z? `fg` or `kill -CONT` lets it go on)"
+    command = printable(command_line(pid))
+    if command:
+        described += f": {command if len(command) <= 120 else command[:117] + '...'}"
     return described
 
 
