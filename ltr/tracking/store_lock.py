@@ -10,8 +10,9 @@ again (``flock`` on a second file descriptor would deadlock on the first). Threa
 take turns, like processes.
 
 A process that waits longer than :data:`WAIT_NOTICE_S` for the lock says so once, on the
-``ltr.tracking.store_lock`` logger (stderr): which file, and the holder's pid, state and command
-line when ``/proc/locks`` shows it (a job stopped with Ctrl-Z holds the lock until it goes on).
+``ltr.tracking.store_lock`` logger (stderr, or where configured logging sends it: ``ltr train``'s
+log lines): which file, and the holder's pid, state and command line when ``/proc/locks`` shows
+it (a job stopped with Ctrl-Z holds the lock until it goes on).
 """
 
 from __future__ import annotations
