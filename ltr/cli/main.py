@@ -230,6 +230,7 @@ def _dispatch(args: list[str]) -> int:
         if verb in SIGNALS_RECORDED:
             with stop_signals_recorded():
                 code = _verb(verb, rest)
+                _Process.done = code is not None  # a signal from here on: the work is done
         else:
             code = _verb(verb, rest)
         if code is not None:

@@ -33,6 +33,7 @@ from ltr.metrics.k_check import k_notes
 from ltr.metrics.measures import Measure, table_measures
 from ltr.metrics.summary import is_metric_column, summarize
 from ltr.metrics.table import as_table, per_query_columns
+from ltr.tracking.lifecycle import committing
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -509,7 +510,8 @@ def write_table(table: pd.DataFrame, path: Path) -> None:
             table.to_csv(tmp, index=False)
         else:
             table.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
+        with committing():
+            os.replace(tmp, path)
     except OSError as exc:
         raise write_failed(exc, f"cannot write --per-query {path}: {exc.strerror or exc}", path=path) from None
     finally:

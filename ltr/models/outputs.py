@@ -39,6 +39,7 @@ from ltr.data.query_parts import partition_files
 from ltr.data.side_files import side_file_candidates
 from ltr.errors import DataError, LtrUserError, write_failed
 from ltr.models.predict import Prediction, ScoredBatch
+from ltr.tracking.lifecycle import committing
 
 
 def check_target(path: Path, option: str) -> Path:
@@ -165,9 +166,10 @@ class PredictionFiles:
                 handle.flush()
                 os.fsync(handle.fileno())
                 handle.close()
-        for name, temp in self._temps.items():
-            with _writing(self.targets[name]):
-                os.replace(temp, self.targets[name])
+        with committing():  # every file renamed, or none; a stop signal after that stops nothing
+            for name, temp in self._temps.items():
+                with _writing(self.targets[name]):
+                    os.replace(temp, self.targets[name])
         self._temps.clear()
         return list(self.targets.values())
 

@@ -33,10 +33,19 @@ _RESTORE_ATTEMPTS = 100
 stop_signals: list[int] = []
 
 
+class _Work:
+    """Whether the command's work is final (:func:`committing` ended inside a
+    :func:`stop_signals_recorded` block, which clears it as it ends)."""
+
+    recording = 0  # stop_signals_recorded blocks open (main thread)
+    final = False
+
+
 def stop_requested() -> KeyboardInterrupt | Terminated | None:
     """The exception of the first stop signal received: ``KeyboardInterrupt`` (SIGINT) or
-    :class:`Terminated` (SIGTERM); None if none was."""
-    if not stop_signals:
+    :class:`Terminated` (SIGTERM); None if none was, or once the command's work is final
+    (:func:`committing`): a signal then stops nothing."""
+    if not stop_signals or _Work.final:
         return None
     if stop_signals[0] == signal.SIGINT:
         return KeyboardInterrupt()
@@ -67,7 +76,7 @@ def on_stop_signal(signum: int, frame: FrameType | None) -> None:
     stop_signals.append(signum)
     if len(stop_signals) > 1:
         return
-    raise_if_stop_requested()
+    raise_if_stop_requested()  # nothing once the work is final
 
 
 def quiet_unraisable(unraisable: sys.UnraisableHookArgs) -> None:
@@ -110,11 +119,14 @@ def stop_signals_recorded() -> Iterator[None]:
     sys.unraisablehook = quiet_unraisable
     for sig in previous:
         signal.signal(sig, on_stop_signal)
+    _Work.recording += 1
     try:
         with stop_signal_wins():
             yield
     finally:
-        pending = stop_signals[:1]
+        _Work.recording -= 1
+        pending = [] if _Work.final else stop_signals[:1]
+        _Work.final = _Work.final and _Work.recording > 0
         stop_signals.clear()  # nothing recorded here outlives the block (an in-process caller goes on)
         for sig, handler in previous.items():
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)
@@ -125,6 +137,24 @@ def stop_signals_recorded() -> Iterator[None]:
             raise_if_stop_requested()
         finally:
             stop_signals.clear()
+
+
+@contextmanager
+def committing() -> Iterator[None]:
+    """The block that makes a command's work final: it renames its outputs into place.
+
+    A stop signal recorded before the block stops the command here, with nothing renamed. One
+    that comes during the block waits for its end (:func:`signals_deferred`): every rename of the
+    block is done, or none. Inside :func:`stop_signals_recorded`, once the block ends without an
+    error, a stop signal stops nothing more: the command ends with its work done and its exit
+    code, as one stopped after it returned does (the exit codes' rule, ``docs/guide/errors.md``).
+    A block that raises (a full device) leaves the work not final, and a held signal stops the
+    command as before."""
+    raise_if_stop_requested()
+    with signals_deferred():
+        yield
+        if _Work.recording and threading.current_thread() is threading.main_thread():
+            _Work.final = True
 
 
 @contextmanager

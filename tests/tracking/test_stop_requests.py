@@ -17,6 +17,7 @@ from mlflow.tracking import MlflowClient
 from ltr.errors import Terminated
 from ltr.tracking import RunStatus
 from ltr.tracking.lifecycle import (
+    committing,
     on_stop_signal,
     raise_if_stop_requested,
     signals_deferred,
@@ -244,3 +245,37 @@ def test_signals_at_any_moment_never_leave_the_mask_or_a_handler_behind() -> Non
         signal.signal(signal.SIGINT, previous)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
     assert interrupted > 20  # the signals did land, at many moments
+
+
+def _rename_under_signal(tmp_path: Path, *, before: bool) -> tuple[BaseException | None, bool]:
+    """In a recorded block, a SIGINT sent before :func:`committing` (or inside it, after the
+    rename), then the block's end: (what left the block, whether the file was renamed)."""
+    part, final = tmp_path / "out.partial", tmp_path / "out"
+    part.write_text("done\n")
+    try:
+        with stop_signals_recorded():
+            if before:
+                with pytest.raises(KeyboardInterrupt):  # the exception swallowed, the signal recorded
+                    signal.raise_signal(signal.SIGINT)
+            with committing():
+                os.replace(part, final)
+                signal.raise_signal(signal.SIGINT)  # held to the block's end
+            signal.raise_signal(signal.SIGINT)  # the work is final: recorded, stops nothing
+        left: BaseException | None = None
+    except BaseException as exc:
+        left = exc
+    return left, final.exists()
+
+
+def test_a_stop_before_the_commit_renames_nothing_and_one_after_it_stops_nothing(tmp_path: Path) -> None:
+    (tmp_path / "before").mkdir()
+    (tmp_path / "after").mkdir()
+    left, renamed = _rename_under_signal(tmp_path / "before", before=True)
+    assert isinstance(left, KeyboardInterrupt)  # the swallowed first signal stops the commit
+    assert not renamed
+    left, renamed = _rename_under_signal(tmp_path / "after", before=False)
+    assert left is None  # signals inside and after the commit: the command ends with its work done
+    assert renamed
+    assert not stop_signals  # the block clears its record ...
+    with pytest.raises(KeyboardInterrupt), stop_signals_recorded():  # ... and the next block stops again
+        signal.raise_signal(signal.SIGINT)
