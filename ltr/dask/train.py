@@ -45,6 +45,7 @@ from ltr.dask.evaluate import lightgbm_conventions, ndcg_at_round, ndcg_curves
 from ltr.dask.lost_workers import worker_loss_as_error
 from ltr.dask.network import train_data_parallel
 from ltr.dask.partitions import PartitionedSplit, scatter_ranking_data, sorted_workers
+from ltr.dask.worker_logs import PRELOAD as WORKER_PRELOAD
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
 from ltr.metrics import MetricConventions
@@ -74,7 +75,8 @@ def dask_client(trainer: TrainerConfig) -> Iterator[Any]:
 
     ``trainer.scheduler_address`` set: connect to that scheduler (the cluster stays up).
     Otherwise start a ``LocalCluster`` of ``n_workers`` processes x ``threads_per_worker``
-    threads without a dashboard.
+    threads without a dashboard, whose workers log one line per record
+    (:mod:`ltr.dask.worker_logs`).
     """
     try:
         from distributed import Client, LocalCluster
@@ -108,6 +110,7 @@ def dask_client(trainer: TrainerConfig) -> Iterator[Any]:
             host="127.0.0.1",  # scheduler, workers and nannies listen on loopback only
             dashboard_address=None,
             scheduler_kwargs=SCHEDULER_KWARGS,
+            preload=[WORKER_PRELOAD],  # the workers' log records on one line each
         ) as cluster,
         Client(cluster) as client,  # type: ignore[no-untyped-call]
     ):
