@@ -70,3 +70,46 @@ def test_ltr_train_exits_quickly_with_its_log_and_run_complete(tmp_path: Path) -
     client = MlflowClient(uri)
     (run,) = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])  # type: ignore[union-attr]
     assert run.info.status == "FINISHED"
+
+
+CHILDREN = """
+import subprocess, sys
+from multiprocessing import shared_memory
+from ltr.cli.quick_exit import exit_now
+
+subprocess.Popen(["sleep", "60"])  # still running at the exit
+killed = subprocess.Popen(["sleep", "60"])
+killed.kill()  # killed, never waited for: a zombie until reaped
+leaked = shared_memory.SharedMemory(create=True, size=4096)  # starts the resource tracker
+print(leaked.name, flush=True)
+exit_now(0)
+"""
+
+
+def _session(leader: int) -> list[str]:
+    """``pid state command`` of every process of the session ``leader`` started."""
+    left = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2 :].split()
+        if fields[3] == str(leader):
+            left.append(f"{stat.parent.name} {fields[0]} {text[: text.rindex(')') + 1]}")
+    return left
+
+
+@pytest.mark.slow
+def test_no_child_outlives_the_exit_and_the_resource_tracker_cleans_up_first() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILDREN], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert _session(proc.pid) == []  # the running child, the zombie and the tracker: all gone
+    name = out.strip()
+    assert name
+    assert not Path("/dev/shm", name).exists()  # the tracker unlinked what was leaked before it ended
+    assert "leaked shared_memory" in err  # and said so, as at a normal exit

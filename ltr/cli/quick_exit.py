@@ -10,6 +10,10 @@ skips that teardown when nothing can be lost by it:
   of temporary directories; MLflow's and numba's own handlers);
 - stdout and stderr are flushed (a failed flush, e.g. a closed pipe, takes the normal exit, which
   reports it as before);
+- no child process outlives the command (:func:`end_children`): what a stop signal left behind,
+  a ``git`` or ``uname`` that a library ran and that the signal's exception interrupted (Python's
+  ``subprocess`` gives a child it killed on Ctrl-C only 0.25 s to be reaped), is killed and
+  reaped, not left to finish alone after the command has exited;
 - every other thread that is not a daemon has ended: they are waited for as the normal exit
   waits for them, first (``threading._shutdown``, with the exit hooks of thread pools: MLflow's
   artifact uploads leave idle workers). Meanwhile the process keeps its own signal handlers
@@ -24,10 +28,14 @@ which returns its code and never exits.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
+import signal
 import sys
 import threading
 from typing import NoReturn
+
+from ltr.tracking.proc_files import children
 
 
 def others_alive() -> list[str]:
@@ -41,12 +49,29 @@ def exit_now(code: int) -> NoReturn:
     module teardown (see the module docstring); through ``sys.exit`` when a stream cannot be
     flushed."""
     if not _flushed():
+        end_children()
         sys.exit(code)
     if others_alive():
         threading._shutdown()  # type: ignore[attr-defined]  # the normal exit's first step: join them
     atexit._run_exitfuncs()  # runs each handler once and clears them, as the normal exit does
+    end_children()
     _flushed()  # what the handlers wrote
     os._exit(code)
+
+
+def end_children() -> list[int]:
+    """Kill (SIGKILL) and reap every child process still there; their ids. Called as the command
+    exits, after its own clean-up (figure worker, Dask cluster, exit handlers) ended the children
+    it knows of: what is left was interrupted mid-way and would otherwise outlive the command."""
+    _stop_resource_trackers()
+    left = children(os.getpid())
+    for pid in left:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    for pid in left:
+        with contextlib.suppress(ChildProcessError, OSError):  # reaped meanwhile, or not ours to wait for
+            os.waitpid(pid, 0)
+    return left
 
 
 def _flushed() -> bool:
@@ -56,3 +81,19 @@ def _flushed() -> bool:
     except (OSError, ValueError):  # a closed pipe or stream: the normal exit says so, as before
         return False
     return True
+
+
+#: The modules whose resource tracker (a child process started by multiprocessing, Dask or joblib)
+#: ends once its pipe from this process is closed, after unlinking what was left registered.
+_RESOURCE_TRACKERS = ("multiprocessing.resource_tracker", "joblib.externals.loky.backend.resource_tracker")
+
+
+def _stop_resource_trackers() -> None:
+    """Stop the resource trackers this process started as they stop at its exit (their pipe closed,
+    then waited for), so that :func:`end_children` never kills one before it cleans up."""
+    for name in _RESOURCE_TRACKERS:
+        module = sys.modules.get(name)
+        tracker = getattr(module, "_resource_tracker", None)
+        if tracker is not None and getattr(tracker, "_pid", None) is not None:
+            with contextlib.suppress(Exception):  # a tracker that died: end_children reaps it
+                tracker._stop()

@@ -64,7 +64,8 @@ class Tracker(Protocol):
         ...
 
     def log_dataset(self, name: str, digest: str, features: Any, labels: Any, *, context: str) -> None:
-        """Record a split as an MLflow dataset input (name, our content digest, schema)."""
+        """Record a split as an MLflow dataset input (name, our content digest, schema), its source
+        the run's (its ``mlflow.source.*`` and ``mlflow.user`` tags)."""
         ...
 
     def end_run(self, status: RunStatus, *, error: str | None = None) -> None: ...

@@ -58,6 +58,8 @@ class MlflowTracker:
         self.store_path = str(db) if db is not None else uri
         self.experiment_name = experiment
         self.run_id: str | None = None
+        #: the run's ``mlflow.source.*`` and ``mlflow.user`` tags: its datasets' source
+        self._source_tags: dict[str, str] = {}
         self.enabled = True
         # The store is created (or checked) and the client built under the lock: MLflow creates
         # and migrates a sqlite schema when its store is first constructed. Runs of processes
@@ -118,6 +120,7 @@ class MlflowTracker:
         with self._locked():
             run = self.client.create_run(self.experiment_id, run_name=run_name, tags=all_tags)
         self.run_id = run.info.run_id
+        self._source_tags = {k: v for k, v in all_tags.items() if k.startswith("mlflow.source.") or k == "mlflow.user"}
         if self.liveness.heartbeat_s is not None:
             self._heartbeat = Heartbeat(self._beat_of(self.run_id), self.liveness.heartbeat_s)
             self._heartbeat.start()
@@ -264,10 +267,14 @@ class MlflowTracker:
     def log_dataset(
         self, name: str, digest: str, features: Any, labels: Any, *, context: str
     ) -> None:
+        from mlflow.data.code_dataset_source import CodeDatasetSource
         from mlflow.data.numpy_dataset import from_numpy
         from mlflow.entities import DatasetInput, InputTag
 
-        dataset = from_numpy(features, targets=labels, name=name, digest=digest)
+        # the source is the run's own (without one, MLflow asks every context provider again:
+        # GitPython and its git processes, for each dataset)
+        source = CodeDatasetSource(tags=dict(self._source_tags))
+        dataset = from_numpy(features, targets=labels, source=source, name=name, digest=digest)
         entry = DatasetInput(
             dataset._to_mlflow_entity(), tags=[InputTag("mlflow.data.context", context)]
         )

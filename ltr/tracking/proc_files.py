@@ -35,3 +35,13 @@ def command_line(pid: int | str) -> str:
     except OSError:
         return ""
     return " ".join(raw.decode(errors="replace").replace("\0", " ").split())
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (zombies included), from ``/proc``; [] when unknown."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        text = read_text(str(stat))
+        if text and text[text.rindex(")") + 2 :].split()[1] == str(pid):
+            found.append(int(stat.parent.name))
+    return found

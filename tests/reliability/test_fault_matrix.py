@@ -346,7 +346,7 @@ class Outcome:
     before: StoreState
     after: StoreState
     new_files: set[str] = field(default_factory=set)
-    left_running: bool = False
+    left_running: list[str] = field(default_factory=list)  # the processes of its session it left
     delay: float | None = None
 
     def describe(self) -> str:
@@ -461,9 +461,9 @@ def _fault(fault: Fault, store: Path, seed: Path, entry: Run) -> Iterator[None]:
         _chattr("-i", store)
 
 
-def _run(argv: list[str], case: Path, fault: Fault, entry: Run, delay: float | None) -> tuple[int, str, str, float, bool]:
+def _run(argv: list[str], case: Path, fault: Fault, entry: Run, delay: float | None) -> tuple[int, str, str, float, list[str]]:
     """Run ``ltr argv`` under ``fault`` in its own session: its exit code, stdout, stderr, wall
-    time, and whether it left a process of its session running (which is then killed)."""
+    time, and the processes of its session it left (:func:`_left_running`; they are killed)."""
     start = time.monotonic()
     command = [sys.executable, "-m", "ltr", *argv]
     kwargs: dict[str, object] = {"cwd": case / "cwd", "env": _env(case), "stdin": subprocess.DEVNULL, "stderr": subprocess.PIPE,
@@ -509,13 +509,24 @@ def _read_until(proc: subprocess.Popen[str], text: str) -> str:
     return "".join(lines)
 
 
-def _left_running(session: int) -> bool:
-    """Whether a process of the session ``session`` is still running; kills them."""
+def _left_running(session: int) -> list[str]:
+    """The processes of the session ``session`` still there (``pid state ppid command``; a zombie
+    is ``Z``), read from ``/proc``; kills them."""
+    left = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+            command = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:  # it ended meanwhile
+            continue
+        fields = text[text.rindex(")") + 2 :].split()  # state ppid pgrp session ...
+        if int(fields[3]) == session:
+            left.append(f"{stat.parent.name} {fields[0]} {fields[1]} {command[:200] or text[: text.rindex(')') + 1]}")
     try:
         os.killpg(session, signal.SIGKILL)
     except ProcessLookupError:
-        return False
-    return True
+        return left
+    return left or ["(a process of the group ended before it was listed)"]
 
 
 #: The longest cases, started first so that the pool ends with short ones.
@@ -581,7 +592,7 @@ def _params(*faults: Fault) -> list[object]:
 
 
 def _clean(o: Outcome) -> None:
-    assert not o.left_running, f"a process of the command outlived it: {o.describe()}"
+    assert not o.left_running, f"a process of the command outlived it ({'; '.join(o.left_running)}): {o.describe()}"
     for text in NEVER:
         assert text not in o.err, o.describe()
     assert "\x1b" not in o.out + o.err, o.describe()

@@ -94,6 +94,12 @@ def test_artifacts_params_tags_and_names(
     inputs = {d.dataset.name: d for d in run.inputs.dataset_inputs}
     assert set(inputs) == {"synthetic/train", "synthetic/valid", "synthetic/test"}
     assert {d.dataset.digest for d in inputs.values()} == {fingerprint["sha256"]} == {tags["ltr.data.fingerprint"]}
+    # their source is the run's: its mlflow.source.* and mlflow.user tags
+    source = {k: v for k, v in tags.items() if k.startswith("mlflow.source.") or k == "mlflow.user"}
+    assert source["mlflow.source.name"] == "ltr train"
+    for d in inputs.values():
+        assert d.dataset.source_type == "code"
+        assert json.loads(d.dataset.source) == {"tags": source}
     # the model is named "model": runs:/<run id>/model resolves to it, as MLflow documents
     model = client.get_logged_model(tags["ltr.model_uri"].removeprefix("models:/"))
     assert model.name == "model"
