@@ -22,7 +22,7 @@ from ltr.cli.gc_policy import collect_rarely
 from ltr.cli.quick_exit import exit_now
 from ltr.errors import DeviceFull, LtrUserError, ServerFault, Terminated, is_full
 from ltr.terminal import OutputStream, guarded, printable
-from ltr.tracking.lifecycle import stop_signals_recorded
+from ltr.tracking.lifecycle import quiet_unraisable, stop_signals_recorded
 
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "EXIT_USER_ERROR", "VERBS", "main", "printable", "run"]
 
@@ -83,6 +83,10 @@ def _stop_outside_verbs(signum: int, frame: FrameType | None) -> None:
 
 
 def _handle_stops_outside_verbs() -> None:
+    """The process's own SIGINT / SIGTERM handlers (:func:`_stop_outside_verbs`); a stop that lands
+    where it cannot raise (a garbage-collection callback, a ``__del__``, a ctypes callback of
+    numba's compiler) is not printed as an "Exception ignored" traceback (:func:`quiet_unraisable`)."""
+    sys.unraisablehook = quiet_unraisable
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _stop_outside_verbs)
 
