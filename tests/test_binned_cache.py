@@ -10,11 +10,13 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from omegaconf import DictConfig
 
+from ltr.data.cache import wait_for_stores
 from ltr.data.load import load_splits
 from ltr.data.splits import Splits
 from ltr.experiment import run as pipeline
@@ -24,6 +26,13 @@ from ltr.training.local import fit_ranker, lightgbm_params, train_params
 
 from .conftest import compose_train
 from .test_binned_reuse import SWEEP
+
+
+def fit_kept(*args: Any, **kwargs: Any) -> Any:
+    """:func:`fit_ranker`, then the background write of the sets it binned to its store waited for."""
+    result = fit_ranker(*args, **kwargs)
+    wait_for_stores()
+    return result
 
 
 @pytest.fixture
@@ -48,7 +57,7 @@ def test_models_from_disk_are_bit_identical_to_fresh_builds(
         binned._last.clear()  # a new process: nothing in memory
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="ltr.training"):
-            cached = fit_ranker(data, model, cfg.fit, eval_at=[5, 10], seed=cfg.seed, data_key="same data", binned_store=store)
+            cached = fit_kept(data, model, cfg.fit, eval_at=[5, 10], seed=cfg.seed, data_key="same data", binned_store=store)
         loaded.append(any("binned data: loaded from" in r.message for r in caplog.records))
         fresh = fit_ranker(data, model, cfg.fit, eval_at=[5, 10], seed=cfg.seed, data_key=None)
         assert cached.booster.model_to_string() == fresh.booster.model_to_string(), (leaves, rate, min_child)
@@ -92,7 +101,7 @@ def test_a_forced_bins_file_edited_in_place_is_binned_again(
         binned._last.clear()  # a new process: nothing in memory
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="ltr.training"):
-            cached = fit_ranker(data, model, cfg.fit, eval_at=[5, 10], seed=cfg.seed, data_key="same data", binned_store=store)
+            cached = fit_kept(data, model, cfg.fit, eval_at=[5, 10], seed=cfg.seed, data_key="same data", binned_store=store)
         assert not any("binned data: loaded from" in r.message for r in caplog.records)
         fresh = fit_ranker(data, model, cfg.fit, eval_at=[5, 10], seed=cfg.seed, data_key=None)
         assert cached.booster.model_to_string() == fresh.booster.model_to_string()
@@ -134,7 +143,7 @@ def test_least_recently_used_entries_are_evicted(splits: tuple[DictConfig, Split
         model = cfg.model.copy()
         model.min_child_samples = n
         binned._last.clear()
-        fit_ranker(data, model, cfg.fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=store)
+        fit_kept(data, model, cfg.fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=store)
         sizes.append(sum(f.stat().st_size for e in (store.directory).iterdir() for f in e.iterdir()))
     names = _entries(store.directory)
     assert len(names) == 3
@@ -145,7 +154,7 @@ def test_least_recently_used_entries_are_evicted(splits: tuple[DictConfig, Split
     model = cfg.model.copy()
     model.min_child_samples = 3
     binned._last.clear()
-    fit_ranker(data, model, cfg.fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=small)
+    fit_kept(data, model, cfg.fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=small)
     left = _entries(store.directory)
     assert oldest not in left
     assert sum(f.stat().st_size for n in left for f in (store.directory / n).iterdir()) <= small.max_mb * 2**20  # type: ignore[operator]
@@ -157,7 +166,7 @@ def test_a_corrupt_entry_is_removed_and_binned_again(
     cfg, data = splits
     store = BinnedStore(tmp_path / "binned")
     binned._last.clear()
-    first = fit_ranker(data, cfg.model, cfg.fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=store)
+    first = fit_kept(data, cfg.model, cfg.fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=store)
     (entry,) = store.directory.iterdir()
     with (entry / FILES[0]).open("r+b") as f:  # flip a byte in the middle of train.bin
         f.seek(f.seek(0, 2) // 2)
@@ -166,7 +175,7 @@ def test_a_corrupt_entry_is_removed_and_binned_again(
         f.write(bytes([b[0] ^ 0xFF]))
     binned._last.clear()
     with caplog.at_level(logging.WARNING, logger="ltr.training"):
-        again = fit_ranker(data, cfg.model, cfg.fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=store)
+        again = fit_kept(data, cfg.model, cfg.fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=store)
     assert any("removed bad binned-data entry" in r.message and "checksum mismatch of train.bin" in r.message for r in caplog.records)
     assert again.booster.model_to_string() == first.booster.model_to_string()
     assert len(_entries(store.directory)) == 1  # stored again
@@ -213,13 +222,13 @@ def test_an_altered_entry_with_matching_checksums_is_dropped_and_binned_again(
     fit.num_boost_round = 8
     store = BinnedStore(tmp_path / "binned")
     binned._last.clear()
-    first = fit_ranker(data, cfg.model, fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=store)
+    first = fit_kept(data, cfg.model, fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=store)
     (entry,) = store.directory.iterdir()
     _flip_and_reseal(entry, file, at, n_bytes)
     assert store.load(binned.binning_key("d", first.params, position_bias=False), first.params) is not None  # passes verification
     binned._last.clear()
     with caplog.at_level(logging.WARNING, logger="ltr.training"):
-        again = fit_ranker(data, cfg.model, fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=store)
+        again = fit_kept(data, cfg.model, fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=store)
     (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warning.startswith(f"removed the binned-data cache entry {entry} (")
     assert reason in warning
@@ -230,7 +239,7 @@ def test_an_altered_entry_with_matching_checksums_is_dropped_and_binned_again(
     binned._last.clear()
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="ltr.training"):
-        fit_ranker(data, cfg.model, fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=store)
+        fit_kept(data, cfg.model, fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=store)
     assert any("binned data: loaded from" in r.getMessage() for r in caplog.records)
 
 BUILD = """
@@ -240,7 +249,8 @@ import lightgbm as lgb
 import numpy as np
 from ltr.data.ranking_data import RankingData
 from ltr.data.splits import Splits
-from ltr.training.binned import binned_datasets
+from ltr.data.cache import wait_for_stores
+from ltr.training.binned import binned_datasets, keep_built
 from ltr.training.binned_store import BinnedStore
 rng = np.random.default_rng(0)
 def part(n_queries):
@@ -252,6 +262,8 @@ splits = Splits(part(400), part(100), part(100))
 params = {"objective": "lambdarank", "num_leaves": 7, "seed": 1, "num_threads": 1, "verbosity": -1, "deterministic": True}
 train, evals, _ = binned_datasets(splits, params, position_bias=False, data_key="d", store=BinnedStore(Path(sys.argv[1])))
 booster = lgb.train(params, train, 10, valid_sets=list(evals))
+keep_built()
+wait_for_stores()
 open(sys.argv[2], "w").write(booster.model_to_string())
 """
 
@@ -284,7 +296,7 @@ def test_ltr_cache_lists_and_clears_binned_data(
     cfg, data = splits
     monkeypatch.setenv("LTR_CACHE_DIR", str(tmp_path / "cache"))
     binned._last.clear()
-    fit_ranker(data, cfg.model, cfg.fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=BinnedStore(tmp_path / "cache" / "binned"))
+    fit_kept(data, cfg.model, cfg.fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=BinnedStore(tmp_path / "cache" / "binned"))
     assert main(["cache"]) == 0
     assert f"binned:    1 LightGBM data sets in {tmp_path / 'cache' / 'binned'}" in capsys.readouterr().out
     assert main(["cache", "clear"]) == 0
@@ -301,7 +313,7 @@ def test_stored_data_sets_are_built_with_the_training_parameters(
     model = cfg.model.copy()
     model.min_child_samples = 10
     binned._last.clear()
-    stored = fit_ranker(data, model, cfg.fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=BinnedStore(tmp_path / "b"))
+    stored = fit_kept(data, model, cfg.fit, eval_at=[10], seed=cfg.seed, data_key="d", binned_store=BinnedStore(tmp_path / "b"))
     out, err = capfd.readouterr()
     assert "Fatal" not in out + err
     assert "min_data_in_leaf" not in out + err

@@ -525,11 +525,18 @@ def store_later(
     waits for them. The entry appears as :func:`store_cached` makes it: renamed into place when
     complete, so a reader never sees part of it and a process killed meanwhile leaves only a
     temporary directory (swept later)."""
+    write_later(store_cached, cache_dir, paths, options, data, notes=notes, max_mb=max_mb)
+
+
+def write_later(write: Callable[..., None], *args: Any, **kwargs: Any) -> Future[None]:
+    """Run ``write(*args, **kwargs)`` in the one background thread of the cache writes (after
+    the writes queued before it); :func:`wait_for_stores` waits for it with the others. What it
+    reads must not change until then."""
     if not _store_thread:
         _store_thread.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="ltr-cache-store"))
-    _stores.append(
-        _store_thread[0].submit(store_cached, cache_dir, paths, options, data, notes=notes, max_mb=max_mb)
-    )
+    future = _store_thread[0].submit(write, *args, **kwargs)
+    _stores.append(future)
+    return future
 
 
 def wait_for_stores() -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -28,7 +29,7 @@ from typing import Any, Literal
 import lightgbm as lgb
 import numpy as np
 
-from ltr.data.cache import discard_entry
+from ltr.data.cache import discard_entry, write_later
 from ltr.data.splits import Splits
 from ltr.training.binned_store import BinnedStore
 
@@ -96,12 +97,15 @@ def binned_datasets(
 
     Returns ``(train, (valid, test), entry)``: ``entry`` is the store entry the sets were read
     from (here or by the job that handed them on), None when they were binned in this process.
+    Sets binned here go to ``store`` once trained on: the caller calls :func:`keep_built` then.
     An entry whose sets disagree with ``splits`` (row and feature counts, labels, query sizes:
     a file changed after its checksums were written) is removed with a warning and the data
     binned again; :func:`drop_entry` does the same for an entry LightGBM fails on later.
     """
     key = None if data_key is None else binning_key(data_key, params, position_bias=position_bias)
+    _unsaved.clear()  # sets built for an earlier job and never trained on: not kept
     if key is not None and _last and _last[0].key == key:
+        _saved()
         log.info("binned data: reused from the previous job (same data %s and binning parameters)", data_key)
         return _last[0].train, _last[0].evals, _last[0].entry
     on_disk = store if key is not None and not position_bias else None
@@ -136,11 +140,36 @@ def binned_datasets(
         on = "" if on_disk is None else f", and in {on_disk.directory} for later processes"
         log.info("binned data: built (kept for the next job with the same data %s and binning parameters%s)", data_key, on)
     if on_disk is not None and key is not None:
-        train_set.construct()
+        train_set.construct()  # here, not in lgb.train: binning is the run's "datasets" phase
         for dataset in evals:
             dataset.construct()
-        on_disk.save(key, train_set, evals)
+        _unsaved[:] = [(on_disk, key, train_set, evals)]
     return train_set, evals, None
+
+
+#: The data sets built by the last :func:`binned_datasets` that go to its store once trained on.
+_unsaved: list[tuple[BinnedStore, tuple[Any, ...], lgb.Dataset, tuple[lgb.Dataset, ...]]] = []
+#: The background write of the last saved sets (:func:`keep_built`).
+_saving: list[Future[None]] = []
+
+
+def keep_built() -> None:
+    """Write the data sets the last :func:`binned_datasets` built to its store, in the background
+    thread of the cache writes (:func:`ltr.data.cache.write_later`; the run waits for it with
+    :func:`ltr.data.cache.wait_for_stores` as it ends): called once training on them is over, so
+    the write reads sets nothing changes any more, and is off the path to the first round.
+    Nothing to do when they were reused or loaded."""
+    if not _unsaved:
+        return
+    store, key, train_set, evals = _unsaved.pop()
+    _saving[:] = [write_later(store.save, key, train_set, evals)]
+
+
+def _saved() -> None:
+    """Wait for the background write of the sets handed on (a sweep's next job in this process
+    trains on the very sets being written)."""
+    while _saving:
+        _saving.pop().result()
 
 
 def drop_entry(entry: Path, reason: str) -> None:

@@ -35,7 +35,7 @@ from ltr.errors import LtrUserError
 from ltr.metrics import MetricConventions
 from ltr.terminal import console as terminal_console
 from ltr.tracking.lifecycle import raise_if_stop_requested
-from ltr.training.binned import binned_datasets, drop_entry
+from ltr.training.binned import binned_datasets, drop_entry, keep_built
 from ltr.training.binned_store import BinnedStore
 from ltr.training.feature_params import check_feature_params, feature_param_keys
 from ltr.training.round_hook import RoundHook, current_round_hook
@@ -417,7 +417,8 @@ def fit_ranker(
     share this path; ``model.position_bias`` adds the training rows' positions to the data set
     (unbiased lambdarank). ``data_key`` (the data's content fingerprint) lets a sweep's next job
     in this process reuse the binned data sets (:mod:`ltr.training.binned`), and a later process
-    find them in ``binned_store``.
+    find them in ``binned_store``: sets binned here are written there in the background once
+    trained on (:func:`ltr.data.cache.wait_for_stores` waits for the write).
     """
     check_model_config(model)
     check_feature_params(model.params, splits.train.n_features)
@@ -465,6 +466,7 @@ def fit_ranker(
             retried = True
             continue
         break
+    keep_built()  # the sets binned here go to the binned-data store, in the background
     booster = boosted.model
     best = int(booster.best_iteration)
     lightgbm_curves, ours = _split_curves(evals)
