@@ -21,8 +21,8 @@ from typing import ClassVar, NoReturn
 from ltr.cli.gc_policy import collect_rarely
 from ltr.cli.quick_exit import exit_now
 from ltr.errors import DeviceFull, LtrUserError, ServerFault, Terminated, is_full
+from ltr.stops import quiet_unraisable, stop_signals_recorded
 from ltr.terminal import OutputStream, guarded, printable
-from ltr.tracking.lifecycle import quiet_unraisable, stop_signals_recorded
 
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "EXIT_USER_ERROR", "VERBS", "main", "printable", "run"]
 
@@ -33,7 +33,7 @@ EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as git and coreutils end when their reader has gone
 
-#: Verbs run with SIGINT / SIGTERM recorded (:func:`ltr.tracking.lifecycle.stop_signals_recorded`):
+#: Verbs run with SIGINT / SIGTERM recorded (:func:`ltr.stops.stop_signals_recorded`):
 #: the first one stops the verb (exit 130 / 143, one line) even where its exception was swallowed
 #: (a thread, a garbage-collection callback); ``train`` installs the same handlers itself (before
 #: Hydra, for a sweep's launcher), ``partition`` records them around its own work, ``ui`` stops

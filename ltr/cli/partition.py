@@ -48,11 +48,13 @@ Contract
 - **Errors**: a missing or unreadable file, a bad value (one line naming the file and the line or
   qid, from the readers), bad options or a refused ``OUT`` raise :class:`ltr.errors.LtrUserError`
   (``ltr: error: ...``, exit 2), before ``OUT`` or any directory is created, or with everything
-  created removed again. Interrupts follow the dispatcher: 130 (Ctrl-C), 143 (SIGTERM), at any
-  moment: every stop signal is recorded (:func:`ltr.tracking.lifecycle.stop_signals_recorded`),
-  so one whose exception Python swallowed (it landed in a ``__del__`` or garbage-collection
-  callback: "Exception ignored ... KeyboardInterrupt") still stops the command before the rename,
-  and after the rename (``OUT`` complete) still exits 130 / 143.
+  created removed again. Interrupts follow the dispatcher: 130 (Ctrl-C), 143 (SIGTERM), with no
+  ``OUT``, at any moment before ``OUT`` is renamed into place: every stop signal is recorded
+  (:func:`ltr.stops.stop_signals_recorded`), so one whose exception Python swallowed (it landed
+  in a ``__del__`` or garbage-collection callback: "Exception ignored ... KeyboardInterrupt")
+  still stops the command before the rename. Once ``OUT`` is in place the work is done
+  (:func:`ltr.stops.committing`): a stop signal then stops nothing, and the command ends with
+  exit 0 and its whole output, as every verb whose work is done.
 
 This module parses the arguments and prints; the work (the checks of ``OUT`` and of the inputs,
 reading and cutting the splits, the atomic write and rename, the ``ltr train`` line) is
@@ -165,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     from ltr.dask import partition_files as work
     from ltr.dask.partition_manifest import SPLITS
     from ltr.data.splits import check_fractions
-    from ltr.tracking.lifecycle import raise_if_stop_requested, stop_signals_recorded
+    from ltr.stops import stop_signals_recorded
 
     out = Path(os.path.abspath(args.out.expanduser()))
     work.check_target(out, force=args.force)
@@ -208,7 +210,6 @@ def main(argv: list[str] | None = None) -> int:
                 f"{n_parts:,} partition{'s' if n_parts != 1 else ''}, {w.n_bytes:,} bytes -> {out / w.split}"
             )
         print(f"train on it: {work.train_command(out)}")
-        raise_if_stop_requested()  # interrupted after the rename: OUT is whole, the exit says 130/143
     return 0
 
 

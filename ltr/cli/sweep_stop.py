@@ -31,7 +31,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from ltr.cli.sweep_callback import parent_run_id_for
-from ltr.tracking.lifecycle import signals_deferred
+from ltr.stops import signals_deferred
 from ltr.tracking.store_lock import sqlite_store_lock
 
 log = logging.getLogger(__name__)

@@ -58,14 +58,14 @@ from ltr.config.completion import bash_script
 from ltr.config.compose import CONF_DIR, quote_non_ascii, user_message
 from ltr.config.store import register_configs
 from ltr.errors import DeviceFull, LtrUserError, Terminated
-from ltr.sweeper.link import search_trial
-from ltr.tracking.lifecycle import (
+from ltr.stops import (
     on_stop_signal,
     quiet_unraisable,
     raise_if_stop_requested,
     stop_signal_wins,
     stop_signals,
 )
+from ltr.sweeper.link import search_trial
 from ltr.tracking.uri import (
     default_tracking_uri,
     environment_variable_of,
@@ -129,7 +129,7 @@ class _UserErrorInJob(BaseException):
 
 
 def install_signal_handlers() -> None:
-    """SIGINT and SIGTERM -> :func:`ltr.tracking.lifecycle.on_stop_signal`, in the launching process only (launcher
+    """SIGINT and SIGTERM -> :func:`ltr.stops.on_stop_signal`, in the launching process only (launcher
     workers keep theirs); outside the main thread ``signal()`` raises ValueError: left as is. A
     stop exception swallowed in a garbage-collection callback is not printed, in workers too (a
     terminal's Ctrl-C reaches joblib's workers: no "Exception ignored ... Traceback" lines)."""

@@ -26,12 +26,12 @@ Contract of the functions
   ``0777 & ~umask``), every file and directory fsynced, renamed to ``out`` (replacing an empty
   directory, or with ``force`` an earlier output, renamed aside first and deleted after), the parent
   fsynced. An exception, Ctrl-C or SIGTERM removes the temporary directory and the parents made for
-  it; ``out`` stays as it was. SIGINT / SIGTERM are held back (:func:`ltr.tracking.lifecycle.signals_deferred`)
-  across the rename and the clean-up, and a stop signal recorded but swallowed earlier (in a
-  ``__del__``) is raised before the rename (:func:`ltr.tracking.lifecycle.raise_if_stop_requested`),
-  so a stop never leaves a partial ``out``. The caller records stop signals
-  (:func:`ltr.tracking.lifecycle.stop_signals_recorded`) around the whole command and checks them
-  once more after the rename.
+  it; ``out`` stays as it was. The rename is the command's commit (:func:`ltr.stops.committing`):
+  a stop signal recorded but swallowed earlier (in a ``__del__``) is raised before it, one that
+  comes during it is held back until it is done, and once ``out`` is in place a stop signal stops
+  nothing more (the work is done: the command ends with its exit code and output), so a stop
+  never leaves a partial ``out`` and an exit of 130 / 143 always means no ``out``. The caller
+  records stop signals (:func:`ltr.stops.stop_signals_recorded`) around the whole command.
 - :func:`train_command`: the ``ltr train`` command line that trains on ``out``.
 """
 
@@ -67,7 +67,7 @@ from ltr.data.readers import detect_format, read_split_files
 from ltr.data.splits import holdout_queries, split_queries
 from ltr.data.validate import check_split_set
 from ltr.errors import DataError, LtrUserError, write_failed
-from ltr.tracking.lifecycle import raise_if_stop_requested, signals_deferred
+from ltr.stops import committing, signals_deferred
 from ltr.tracking.store import fsync_path
 
 log = logging.getLogger(__name__)
@@ -283,8 +283,7 @@ def write_partitioned_splits(
             _write_manifest(splits, tmp)
         for d in [*(tmp / s for s in splits), tmp]:
             fsync_path(d, os.O_RDONLY | os.O_DIRECTORY)
-        with signals_deferred():
-            raise_if_stop_requested()  # a Ctrl-C whose exception was swallowed (a __del__) stops here
+        with committing():  # a Ctrl-C whose exception was swallowed (a __del__) stops here; after it, none
             _commit(tmp, out, force=force)
             tmp = None
             created = []

@@ -51,6 +51,7 @@ from ltr.data.load import load_click_splits, load_splits
 from ltr.data.ranking_data import RankingData
 from ltr.data.splits import Splits
 from ltr.errors import DataError, LtrUserError, write_failed
+from ltr.stops import committing
 
 #: The built-in data sets that need no download, by their ``data=`` option.
 BUILTIN = ("synthetic", "synthetic_clicks")
@@ -279,8 +280,9 @@ def _write_all(
             with open(tmp, "rb+") as f:
                 os.fsync(f.fileno())
             written.append(WrittenFile(out / file_name, what, data.n_queries, data.n_rows, tmp.stat().st_size))
-        for tmp, final in temps:
-            os.replace(tmp, final)
+        with committing():  # every file renamed into place or none; then the work is done
+            for tmp, final in temps:
+                os.replace(tmp, final)
     except OSError as exc:
         raise write_failed(exc, f"cannot write into {out}: {exc.strerror or exc}", path=out) from None
     finally:

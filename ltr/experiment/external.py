@@ -33,7 +33,7 @@ from ltr.metrics.k_check import k_notes
 from ltr.metrics.measures import Measure, table_measures
 from ltr.metrics.summary import is_metric_column, summarize
 from ltr.metrics.table import as_table, per_query_columns
-from ltr.tracking.lifecycle import committing
+from ltr.stops import committing
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -39,7 +39,7 @@ from ltr.data.query_parts import partition_files
 from ltr.data.side_files import side_file_candidates
 from ltr.errors import DataError, LtrUserError, write_failed
 from ltr.models.predict import Prediction, ScoredBatch
-from ltr.tracking.lifecycle import committing
+from ltr.stops import committing
 
 
 def check_target(path: Path, option: str) -> Path:

@@ -51,6 +51,7 @@ from omegaconf import DictConfig, OmegaConf
 from ltr.errors import LtrUserError, ServerFault
 from ltr.experiment.guardrails import Constraint, parse_constraints
 from ltr.experiment.spec import ExperimentSpec
+from ltr.stops import raise_if_stop_requested, signals_deferred
 from ltr.sweeper.baseline import baseline_metrics
 from ltr.sweeper.link import RESULTS_FILE, TRIALS_FILE, JobResult, Link, open_storage
 from ltr.sweeper.space import params_overrides, search_space, trial_overrides
@@ -62,7 +63,6 @@ from ltr.sweeper.study_config import (
     study_name,
 )
 from ltr.sweeper.trial_seed import TrialSeeded
-from ltr.tracking.lifecycle import raise_if_stop_requested, signals_deferred
 from ltr.tracking.reaped_trials import SWEEP_ATTR
 from ltr.tracking.store import bound_database_connects, redact_uri
 

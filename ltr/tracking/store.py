@@ -56,9 +56,9 @@ from pathlib import Path
 from typing import Any
 
 from ltr.errors import LtrUserError, ServerFault, full_device
+from ltr.stops import signals_deferred
 from ltr.tracking import store_template
 from ltr.tracking.heartbeat import silent_for
-from ltr.tracking.lifecycle import signals_deferred
 from ltr.tracking.migrations import mlflow_revisions
 from ltr.tracking.moved_store import follow_moved_artifacts
 from ltr.tracking.proc_files import proc_stat, read_text

@@ -282,3 +282,49 @@ def test_doctests_of_the_work() -> None:
     import ltr.data.write
 
     assert doctest.testmod(ltr.data.write).failed == 0
+
+
+@pytest.mark.parametrize("when", ["before the renames", "during the renames"])
+def test_a_stop_signal_renames_every_file_or_none(
+    when: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real SIGINT: before the renames it stops the command (130, no file); one that comes while
+    the files are renamed into place waits for the last rename, and the command, its work done,
+    ends with 0 and every file (the exit-code rule of docs/guide/errors.md)."""
+    import os
+    import signal
+
+    import ltr.data.write as write
+
+    real_replace, real_fsync = os.replace, os.fsync
+    fired: list[bool] = []
+
+    def fsync_then_stop(fd: int) -> None:  # the last file's fsync: just before the renames
+        real_fsync(fd)
+        if when == "before the renames" and len(list(out.glob(".*.partial"))) == 3 and not fired:
+            fired.append(True)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    def replace_then_stop(src: Any, dst: Any) -> None:
+        real_replace(src, dst)
+        if not fired:
+            fired.append(True)
+            os.kill(os.getpid(), signal.SIGINT)  # after the first of three renames
+
+    out = tmp_path / "out"
+    monkeypatch.setattr(write.os, "fsync", fsync_then_stop)
+    if when == "during the renames":
+        monkeypatch.setattr(write.os, "replace", replace_then_stop)
+    code = ltr_main(["data", "write", "synthetic", "--out", str(out), "debug=default"])
+    printed = capsys.readouterr()
+    assert fired
+    files = sorted(p.name for p in out.iterdir()) if out.exists() else []
+    assert not [f for f in files if f.endswith(".partial")]
+    if when == "before the renames":
+        assert code == 130
+        assert printed.err.strip().splitlines()[-1] == "ltr: interrupted"
+        assert files == []
+    else:
+        assert code == 0
+        assert "interrupted" not in printed.err
+        assert files == ["test.txt", "train.txt", "valid.txt"]

@@ -15,8 +15,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from ltr.errors import Terminated
-from ltr.tracking import RunStatus
-from ltr.tracking.lifecycle import (
+from ltr.stops import (
     committing,
     on_stop_signal,
     raise_if_stop_requested,
@@ -24,8 +23,9 @@ from ltr.tracking.lifecycle import (
     stop_signal_wins,
     stop_signals,
     stop_signals_recorded,
-    tracked_run,
 )
+from ltr.tracking import RunStatus
+from ltr.tracking.lifecycle import tracked_run
 from ltr.tracking.mlflow_tracker import MlflowTracker
 
 
