@@ -16,6 +16,20 @@ from typing import Any
 
 import pytest
 
+from ltr.tracking.proc_files import command_line, processes, read_text, stat_fields
+
+
+def session_processes(session: int) -> list[str]:
+    """``pid state ppid command`` of every process of the session ``session`` (a zombie's state
+    is ``Z``, and its command the ``(name)`` it had), from ``/proc``."""
+    found = []
+    for pid in processes():
+        fields = stat_fields(pid)
+        if fields is not None and fields[3] == str(session):
+            command = command_line(pid)[:200] or f"({read_text(f'/proc/{pid}/comm')})"
+            found.append(f"{pid} {fields[0]} {fields[1]} {command}")
+    return found
+
 
 def stop_process_group(proc: subprocess.Popen[Any], *, timeout: float = 20) -> None:
     """SIGTERM the whole group (uvicorn workers, job runners), SIGKILL what is left after ``timeout`` s."""

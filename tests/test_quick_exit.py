@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import session_processes
+
 SCRIPT = """
 import atexit, sys, threading, time
 from pathlib import Path
@@ -86,20 +88,6 @@ exit_now(0)
 """
 
 
-def _session(leader: int) -> list[str]:
-    """``pid state command`` of every process of the session ``leader`` started."""
-    left = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:
-            continue
-        fields = text[text.rindex(")") + 2 :].split()
-        if fields[3] == str(leader):
-            left.append(f"{stat.parent.name} {fields[0]} {text[: text.rindex(')') + 1]}")
-    return left
-
-
 @pytest.mark.slow
 def test_no_child_outlives_the_exit_and_the_resource_tracker_cleans_up_first() -> None:
     proc = subprocess.Popen(
@@ -108,7 +96,7 @@ def test_no_child_outlives_the_exit_and_the_resource_tracker_cleans_up_first() -
     )  # fmt: skip
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
-    assert _session(proc.pid) == []  # the running child, the zombie and the tracker: all gone
+    assert session_processes(proc.pid) == []  # the running child, the zombie and the tracker: all gone
     name = out.strip()
     assert name
     assert not Path("/dev/shm", name).exists()  # the tracker unlinked what was leaked before it ended

@@ -1,4 +1,4 @@
-"""What Linux's ``/proc`` tells of a process: its state, start time and command line.
+"""What Linux's ``/proc`` tells of a process: its state, start time, parent and command line.
 
 Every reader answers "unknown" (``""`` or None) where ``/proc`` has no answer (another system, a
 process gone, another user's process), never an error: callers fall back on what else they know.
@@ -17,14 +17,20 @@ def read_text(path: str) -> str:
         return ""
 
 
-def proc_stat(pid: int | str) -> tuple[str, str] | None:
-    """(state, start time in clock ticks since boot) of ``pid`` from /proc; None if unknown.
-    The state is ``/proc``'s letter: ``R`` running, ``S`` sleeping, ``T`` stopped, ``Z`` zombie, ..."""
+def stat_fields(pid: int | str) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name: state, ppid, pgrp, session, ...
+    (``proc(5)``'s fields 3 on, so field ``n`` is at index ``n - 3``); None if unknown."""
     text = read_text(f"/proc/{pid}/stat")
     if not text:
         return None
-    fields = text[text.rindex(")") + 2 :].split()  # the command name may hold spaces
-    return fields[0], fields[19]
+    return text[text.rindex(")") + 2 :].split()  # the command name may hold spaces and ")"
+
+
+def proc_stat(pid: int | str) -> tuple[str, str] | None:
+    """(state, start time in clock ticks since boot) of ``pid`` from /proc; None if unknown.
+    The state is ``/proc``'s letter: ``R`` running, ``S`` sleeping, ``T`` stopped, ``Z`` zombie, ..."""
+    fields = stat_fields(pid)
+    return None if fields is None else (fields[0], fields[19])
 
 
 def command_line(pid: int | str) -> str:
@@ -37,11 +43,11 @@ def command_line(pid: int | str) -> str:
     return " ".join(raw.decode(errors="replace").replace("\0", " ").split())
 
 
+def processes() -> list[int]:
+    """The ids of the processes ``/proc`` lists now (some may be gone by the time they are read)."""
+    return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
+
+
 def children(pid: int) -> list[int]:
     """The processes whose parent is ``pid`` (zombies included), from ``/proc``; [] when unknown."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        text = read_text(str(stat))
-        if text and text[text.rindex(")") + 2 :].split()[1] == str(pid):
-            found.append(int(stat.parent.name))
-    return found
+    return [child for child in processes() if (fields := stat_fields(child)) is not None and fields[1] == str(pid)]

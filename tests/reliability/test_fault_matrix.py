@@ -47,7 +47,7 @@ import numpy as np
 import pytest
 
 from ltr.cli.main import VERBS, main
-from tests.processes import free_port, stop_process_group
+from tests.processes import free_port, session_processes, stop_process_group
 
 pytestmark = pytest.mark.slow
 
@@ -510,18 +510,8 @@ def _read_until(proc: subprocess.Popen[str], text: str) -> str:
 
 
 def _left_running(session: int) -> list[str]:
-    """The processes of the session ``session`` still there (``pid state ppid command``; a zombie
-    is ``Z``), read from ``/proc``; kills them."""
-    left = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-            command = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-        except OSError:  # it ended meanwhile
-            continue
-        fields = text[text.rindex(")") + 2 :].split()  # state ppid pgrp session ...
-        if int(fields[3]) == session:
-            left.append(f"{stat.parent.name} {fields[0]} {fields[1]} {command[:200] or text[: text.rindex(')') + 1]}")
+    """The processes of the session ``session`` still there (:func:`session_processes`); kills them."""
+    left = session_processes(session)
     try:
         os.killpg(session, signal.SIGKILL)
     except ProcessLookupError:
