@@ -19,10 +19,10 @@ its parse cache on); otherwise they bin again.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 from concurrent.futures import Future
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -48,12 +48,14 @@ TRAINING_ONLY = frozenset(
 PRE_FILTER = frozenset({"min_child_samples"})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class _Binned:
     key: tuple[Any, ...]
     train: lgb.Dataset
     evals: tuple[lgb.Dataset, ...]
     entry: Path | None = None  # the store entry they were read from (None: built here)
+    store: BinnedStore | None = None  # built here for this store: written there once trained on
+    writing: Future[None] | None = None  # that write (:func:`keep_built`), once started
 
 
 #: The data sets of the last job in this process (one entry).
@@ -103,9 +105,9 @@ def binned_datasets(
     binned again; :func:`drop_entry` does the same for an entry LightGBM fails on later.
     """
     key = None if data_key is None else binning_key(data_key, params, position_bias=position_bias)
-    _unsaved.clear()  # sets built for an earlier job and never trained on: not kept
     if key is not None and _last and _last[0].key == key:
-        _saved()
+        if _last[0].writing is not None:  # this job trains on the very sets being written
+            _last[0].writing.result()
         log.info("binned data: reused from the previous job (same data %s and binning parameters)", data_key)
         return _last[0].train, _last[0].evals, _last[0].entry
     on_disk = store if key is not None and not position_bias else None
@@ -136,40 +138,26 @@ def binned_datasets(
         for d in (valid, test)
     )
     if key is not None:
-        _last[:] = [_Binned(key, train_set, evals)]
+        _last[:] = [_Binned(key, train_set, evals, store=on_disk)]
         on = "" if on_disk is None else f", and in {on_disk.directory} for later processes"
         log.info("binned data: built (kept for the next job with the same data %s and binning parameters%s)", data_key, on)
-    if on_disk is not None and key is not None:
+    if on_disk is not None:
         train_set.construct()  # here, not in lgb.train: binning is the run's "datasets" phase
         for dataset in evals:
             dataset.construct()
-        _unsaved[:] = [(on_disk, key, train_set, evals)]
     return train_set, evals, None
 
 
-#: The data sets built by the last :func:`binned_datasets` that go to its store once trained on.
-_unsaved: list[tuple[BinnedStore, tuple[Any, ...], lgb.Dataset, tuple[lgb.Dataset, ...]]] = []
-#: The background write of the last saved sets (:func:`keep_built`).
-_saving: list[Future[None]] = []
-
-
 def keep_built() -> None:
-    """Write the data sets the last :func:`binned_datasets` built to its store, in the background
-    thread of the cache writes (:func:`ltr.data.cache.write_later`; the run waits for it with
-    :func:`ltr.data.cache.wait_for_stores` as it ends): called once training on them is over, so
-    the write reads sets nothing changes any more, and is off the path to the first round.
-    Nothing to do when they were reused or loaded."""
-    if not _unsaved:
+    """Write the data sets the last :func:`binned_datasets` built for a store to that store, in
+    the background thread of the cache writes (:func:`ltr.data.cache.write_later`; the run waits
+    for it with :func:`ltr.data.cache.wait_for_stores` as it ends): called once training on them
+    is over, so the write reads sets nothing changes any more, and is off the path to the first
+    round. Nothing to do when they were loaded from the store or are written already."""
+    kept = _last[0] if _last else None
+    if kept is None or kept.store is None or kept.writing is not None:
         return
-    store, key, train_set, evals = _unsaved.pop()
-    _saving[:] = [write_later(store.save, key, train_set, evals)]
-
-
-def _saved() -> None:
-    """Wait for the background write of the sets handed on (a sweep's next job in this process
-    trains on the very sets being written)."""
-    while _saving:
-        _saving.pop().result()
+    _last[0] = dataclasses.replace(kept, writing=write_later(kept.store.save, kept.key, kept.train, kept.evals))
 
 
 def drop_entry(entry: Path, reason: str) -> None:
