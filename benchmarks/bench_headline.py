@@ -8,7 +8,8 @@ per topic, as ``bench_trec.py``). Each command runs in its own process; wall tim
 resident memory (``getrusage`` of the children) are measured around it. Rows:
 
 - ``bare LightGBM script``: pandas + ``lgb.Dataset`` + ``lgb.train``, the script a user would
-  write (``bench_e2e.BARE``);
+  write (``bench_e2e.BARE``), and the same script with ``NUMPY_MADVISE_HUGEPAGE=0``, the numpy
+  setting ``ltr`` takes (:mod:`ltr.hugepages`): the anchor, and what that setting alone gives it;
 - ``ltr train, warm``: the parsed data and binned data sets of an earlier run in the cache;
 - ``ltr train, first run on the files``: a new ``LTR_CACHE_DIR`` holding only what ``make
   install``'s warm-up puts there (no parsed data, no binned data);
@@ -86,6 +87,10 @@ def _cell(row: Row) -> str:
     return f"{_median(row, 'wall'):.2f} s ({each}), {_median(row, 'rss'):.0f} MB ({mem})"
 
 
+#: The bare script with numpy's huge pages off, as ``ltr`` runs (``ltr.hugepages``).
+BARE_SMALL_PAGES = "bare LightGBM script, NUMPY_MADVISE_HUGEPAGE=0"
+
+
 def train_rows(args: argparse.Namespace, work: Path, env: dict[str, str]) -> dict[str, Row]:
     """Bare script, first run on the files, warm, first run after install: interleaved."""
     data = work / "tables"
@@ -105,6 +110,7 @@ def train_rows(args: argparse.Namespace, work: Path, env: dict[str, str]) -> dic
     for i in range(args.repeat):
         print(f"train, repetition {i + 1}/{args.repeat} (load {_load()})", flush=True)
         _record(rows, "bare LightGBM script", measured(bare, env))
+        _record(rows, BARE_SMALL_PAGES, measured(bare, dict(env, NUMPY_MADVISE_HUGEPAGE="0")))
         cold_env = _seeded_cache(work, "cold", env, numba=False)
         info = measured(cmd, cold_env)
         _record(rows, "ltr train, first run on the files", info, **_phases(info))
@@ -179,6 +185,12 @@ def print_table(rows: dict[str, Row], args: argparse.Namespace, load: tuple[str,
         for name in ("ltr train, warm caches", "ltr train, first run on the files", "ltr train, first run after install"):
             if name in rows:
                 print(f"| {name} ({size}) | {_cell(rows[name])} | bare LightGBM script {_cell(bare)} | {ratio(rows[name], bare)} |")
+        small = rows.get(BARE_SMALL_PAGES)
+        if small is not None:
+            print(f"| bare LightGBM script, `NUMPY_MADVISE_HUGEPAGE=0` | {_cell(small)} | bare LightGBM script | {ratio(small, bare)} |")
+            for name in ("ltr train, warm caches", "ltr train, first run on the files"):
+                if name in rows:
+                    print(f"| {name}, against the bare script with `NUMPY_MADVISE_HUGEPAGE=0` | | | {ratio(rows[name], small)} |")
         warm, fresh = rows.get("ltr train, warm caches"), rows.get("ltr train, first run after install")
         if warm is not None and fresh is not None:
             print(f"| `round_metric`, first run after install vs warm | {_median(fresh, 'round_metric'):.2f} s | "

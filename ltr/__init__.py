@@ -1,12 +1,15 @@
 """ltr: a learning-to-rank experiment harness (Hydra configs, LightGBM rankers, exact NDCG, MLflow).
 
 Heavy libraries (mlflow, lightgbm, matplotlib) are imported by the modules that need them, not here.
-Importing ``ltr`` sets one thing for the process: OpenMP's spin count, unless the user set it
-(:mod:`ltr.openmp`), before LightGBM or numba can load OpenMP.
+Importing ``ltr`` sets two things for the process, each unless the user set it, before anything
+of ltr loads the library that reads it: OpenMP's spin count (:mod:`ltr.openmp`, read when LightGBM
+or numba loads OpenMP) and numpy's huge pages (:mod:`ltr.hugepages`, read when numpy is imported).
 """
 
+from ltr.hugepages import prefer_small_pages
 from ltr.openmp import limit_spinning
 
 limit_spinning()
+prefer_small_pages()
 
 __version__ = "0.1.0"

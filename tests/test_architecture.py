@@ -20,7 +20,8 @@ LEVELS = {
     "kernel_signatures": -1,  # below ltr.kernels, which imports it when a kernel is compiled
     "precompiled": -2,  # below ltr.kernel_signatures, which installs the shipped kernels before compiling
     "openmp": 0,
-    "__init__": 1,  # imports ltr.openmp: the spin count is set before anything loads OpenMP
+    "hugepages": 0,
+    "__init__": 1,  # imports ltr.openmp and ltr.hugepages: both set before anything loads OpenMP or numpy
     "config": 1,
     "stops": 1,
     "metrics": 1,
@@ -140,7 +141,7 @@ def test_parts_levels_and_no_cycles() -> None:
     modules = _modules()
     parts = {_part(m) for m in modules}
     assert parts <= set(LEVELS), f"parts without a level: {parts - set(LEVELS)}"
-    assert len(parts) <= 24  # 13 parts, the stop signals every command meets (ltr.stops), the kernels' machine code shipped in the wheel (ltr.precompiled), the off-policy estimates and calibration (ltr.online), the output layer of every command (ltr.terminal), the kernels' one signature each and their one-time compile (ltr.kernel_signatures), the models (ltr.models), the Optuna sweeper (ltr.sweeper), the Python API (ltr.api), the install-time numba warm-up (ltr.warmup), kernels compiled or interpreted (ltr.kernels), OpenMP's spinning (ltr.openmp)
+    assert len(parts) <= 25  # 13 parts, the stop signals every command meets (ltr.stops), the kernels' machine code shipped in the wheel (ltr.precompiled), the off-policy estimates and calibration (ltr.online), the output layer of every command (ltr.terminal), the kernels' one signature each and their one-time compile (ltr.kernel_signatures), the models (ltr.models), the Optuna sweeper (ltr.sweeper), the Python API (ltr.api), the install-time numba warm-up (ltr.warmup), kernels compiled or interpreted (ltr.kernels), OpenMP's spinning (ltr.openmp), numpy's page size (ltr.hugepages)
     upward = []
     for module, imports in _module_imports().items():
         for imported, _, _ in imports:
