@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 
 from ltr.dask.partitions import PartitionedSplit, PartTuple, from_part_futures, sorted_workers
 from ltr.data import doc_ids as doc_id_arrays
+from ltr.data.parquet_columns import ParquetColumns
 from ltr.data.query_parts import partition_files, write_query_partitions
 from ltr.data.table_features import RowNames, feature_matrix
 from ltr.data.table_qids import number_qids, query_numbers, refuse_string_qids
@@ -58,8 +59,24 @@ def read_part(
     ``first_qid, first_qid + 1, ...`` in order of first appearance
     (:func:`ltr.data.table_qids.number_qids`); None:
     they are integers (:func:`ltr.data.table_qids.numeric_qids`; ids then are a DataError)."""
-    extra = [] if doc_id_column is None else [doc_id_column]
-    table = pq.read_table(path, columns=[qid_column, label_column, *feature_columns, *extra])
+    wanted = [qid_column, label_column, *feature_columns, *([] if doc_id_column is None else [doc_id_column])]
+    with ParquetColumns(path, wanted) as table:
+        missing = [name for name in wanted if name not in table.column_names]
+        if missing:
+            raise DataError(f"{path} has no column {missing[0]!r}; every partition file needs the columns of the first")
+        return _part_of(table, path, qid_column, label_column, feature_columns, doc_id_column, first_qid)
+
+
+def _part_of(
+    table: ParquetColumns,
+    path: str,
+    qid_column: str,
+    label_column: str,
+    feature_columns: list[str],
+    doc_id_column: str | None,
+    first_qid: int | None,
+) -> PartTuple:
+    """What :func:`read_part` returns, from the columns of its file."""
     n_rows = table.num_rows
     if n_rows == 0:
         raise DataError(f"{path} holds no rows")

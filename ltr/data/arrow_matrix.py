@@ -48,7 +48,12 @@ _PAD = 16
 
 
 def float32_matrix(
-    columns: Sequence[pa.ChunkedArray], n_rows: int, *, block_rows: int = BLOCK_ROWS, tile_bytes: int = TILE_BYTES
+    columns: Sequence[pa.ChunkedArray],
+    n_rows: int,
+    *,
+    block_rows: int = BLOCK_ROWS,
+    tile_bytes: int = TILE_BYTES,
+    out: NDArray[np.float32] | None = None,
 ) -> tuple[NDArray[np.float32], tuple[int, int] | None]:
     """The ``(n_rows, len(columns))`` float32 matrix of ``columns``, and where its first infinity is.
 
@@ -58,10 +63,12 @@ def float32_matrix(
     n_rows : the number of rows
     block_rows, tile_bytes : rows converted at a time, bytes of a tile (tests make them small to
         cross their boundaries)
+    out : where to write: a float32 ``(n_rows, len(columns))`` array, or a view of one (columns
+        of a wider matrix); None: a new matrix
 
     Returns
     -------
-    matrix : column ``j`` equals ``to_float64(columns[j]).to_numpy(zero_copy_only=False)
+    matrix : ``out`` when given; column ``j`` equals ``to_float64(columns[j]).to_numpy(zero_copy_only=False)
         .astype(np.float32)`` bit for bit
     first_infinite : ``(column, row)`` of the first column holding +-inf and its first +-inf row
         (column-major order: the column the column-by-column conversion stops at), or None
@@ -75,7 +82,9 @@ def float32_matrix(
         (rounding), so this is for a column of another type (a string that is not a number).
     """
     n_cols = len(columns)
-    matrix = np.empty((n_rows, n_cols), dtype=np.float32)
+    matrix = np.empty((n_rows, n_cols), dtype=np.float32) if out is None else out
+    if matrix.shape != (n_rows, n_cols) or matrix.dtype != np.float32:
+        raise ValueError(f"out is {matrix.dtype} {matrix.shape}, not float32 {(n_rows, n_cols)}")
     block = np.empty((n_cols, min(block_rows, n_rows) + _PAD), dtype=np.float32)
     tile = max(1, tile_bytes // (4 * max(n_cols, 1)))
     infinite = np.zeros(n_cols, dtype=bool)

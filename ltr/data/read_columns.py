@@ -17,13 +17,16 @@ An optional ``position_column`` holds the logged 0-based position of every row (
 ``behaviour_columns`` (clicks, dwell seconds, add-to-cart, purchases: what label recipes grade,
 :mod:`ltr.data.recipes`) are kept as float64, never features; each must exist and be numeric
 (booleans are 0 / 1), and a null is an error naming the row.
-CSV is read with pyarrow (multithreaded); ``.gz`` / ``.bz2`` / ``.zst`` compression follows the
+A Parquet file's columns are read from the file as they are needed, the features a few at a
+time (:mod:`ltr.data.parquet_columns`), so its matrix never sits beside the whole decoded table.
+CSV is read whole with pyarrow (multithreaded); ``.gz`` / ``.bz2`` / ``.zst`` compression follows the
 file name. Messages name CSV rows by their line in the file (the header is line 1) and Parquet
 rows by their 1-based row number.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,8 +35,9 @@ import numpy as np
 import pyarrow as pa
 
 from ltr.data import doc_ids as doc_id_arrays
+from ltr.data.parquet_columns import ParquetColumns, cannot_read
 from ltr.data.positions import check_positions
-from ltr.data.table_features import RowNames, feature_matrix
+from ltr.data.table_features import ColumnSource, RowNames, feature_matrix
 from ltr.data.table_qids import numeric_qids, query_numbers
 from ltr.data.validate import RawTable
 from ltr.errors import DataError
@@ -81,7 +85,28 @@ def read_table(
     if not path.is_file():
         raise DataError(f"data file {path} does not exist; check the path")
     extra = [c for c in (position_column, doc_id_column) if c is not None] + list(behaviour_columns)
-    table = _read_arrow(path, kind, delimiter, qid_column, label_column, feature_columns, extra)
+    with _open_table(path, kind, delimiter, qid_column, label_column, feature_columns, extra) as table:
+        return _raw_table(
+            table, path, kind=kind, qid_column=qid_column, label_column=label_column,
+            feature_columns=feature_columns, n_features=n_features, position_column=position_column,
+            doc_id_column=doc_id_column, behaviour_columns=behaviour_columns,
+        )  # fmt: skip
+
+
+def _raw_table(
+    table: ColumnSource,
+    path: Path,
+    *,
+    kind: str,
+    qid_column: str,
+    label_column: str,
+    feature_columns: Sequence[str] | None,
+    n_features: int | None,
+    position_column: str | None,
+    doc_id_column: str | None,
+    behaviour_columns: Sequence[str],
+) -> RawTable:
+    """The `RawTable` of ``table``, read from ``path`` (see :func:`read_table`)."""
     names = list(table.column_names)
     if table.num_rows == 0:
         shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
@@ -245,7 +270,7 @@ def _positions(
     return check_positions(values, source=str(path), where=where, row_lines=row_lines, row_qids=row_qids)
 
 
-def _read_arrow(
+def _open_table(
     path: Path,
     kind: str,
     delimiter: str | None,
@@ -253,24 +278,22 @@ def _read_arrow(
     label_column: str,
     feature_columns: Sequence[str] | None,
     extra_columns: Sequence[str] = (),
-) -> pa.Table:
+) -> contextlib.AbstractContextManager[ColumnSource]:
+    """The file's columns: a Parquet file's read when asked for (:class:`ParquetColumns`), a CSV
+    file parsed whole (Arrow's reader is multithreaded over the text)."""
     columns = None if feature_columns is None else [qid_column, label_column, *feature_columns]
     if columns is not None:
         columns += [c for c in extra_columns if c not in columns]
+    if kind == "parquet":
+        return ParquetColumns(path, columns)  # missing columns left out: reported by name
+    import pyarrow.csv as pcsv
+
     try:
-        if kind == "parquet":
-            import pyarrow.parquet as pq
-
-            names = pq.read_schema(path).names
-            if columns is not None:
-                columns = [c for c in columns if c in names]  # missing ones are reported by name
-            return pq.read_table(path, columns=columns)
-        import pyarrow.csv as pcsv
-
-        return pcsv.read_csv(path, parse_options=pcsv.ParseOptions(delimiter=_csv_delimiter(path, delimiter)))
+        return contextlib.nullcontext(
+            pcsv.read_csv(path, parse_options=pcsv.ParseOptions(delimiter=_csv_delimiter(path, delimiter)))
+        )
     except (pa.ArrowInvalid, OSError) as exc:
-        detail = " ".join(str(exc).split())
-        raise DataError(f"cannot read {path} as {kind}: {detail}") from None
+        raise cannot_read(path, kind, exc) from None
 
 
 def table_columns(path: str | Path, *, kind: str, delimiter: str | None = None) -> list[str]:
@@ -293,8 +316,7 @@ def table_columns(path: str | Path, *, kind: str, delimiter: str | None = None) 
         with pcsv.open_csv(path, parse_options=pcsv.ParseOptions(delimiter=_csv_delimiter(path, delimiter))) as reader:
             return list(reader.schema.names)
     except (pa.ArrowInvalid, OSError) as exc:
-        detail = " ".join(str(exc).split())
-        raise DataError(f"cannot read {path} as {kind}: {detail}") from None
+        raise cannot_read(path, kind, exc) from None
 
 
 def _csv_delimiter(path: Path, delimiter: str | None) -> str:

@@ -10,7 +10,9 @@ as a :class:`ltr.errors.DataError` naming the file and the column: an infinite v
 numeric (integer, floating, decimal, boolean or null-typed; a decimal is the correctly rounded
 float64 of its value, then float32), a column Arrow cannot cast (with its row or
 line and qid when Arrow refuses a value). Checked in column order: the first column found wrong
-is reported.
+is reported. The columns come from a table in memory, or from a Parquet file, read and converted
+a few at a time (:class:`ltr.data.parquet_columns.ParquetColumns`): the same bits and the same
+first error either way.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -25,10 +28,15 @@ import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from ltr.data.arrow_matrix import CastError, float32_matrix
+from ltr.data.parquet_columns import ParquetColumns, columns_per_read
 from ltr.errors import DataError
 
 #: The end of a message on a column that is not numeric, when the reader has no better advice.
 NOT_NUMERIC_HINT = "convert it, or leave it out of data.feature_columns"
+
+
+#: What the feature matrix is made from: a table in memory, or a Parquet file's columns read as needed.
+ColumnSource: TypeAlias = "pa.Table | ParquetColumns"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +79,7 @@ def is_numeric(arrow_type: pa.DataType) -> bool:
 
 
 def feature_matrix(
-    table: pa.Table,
+    table: ColumnSource,
     feature_columns: Sequence[str],
     *,
     qid_column: str,
@@ -97,9 +105,9 @@ def feature_matrix(
     """
     # the columns before the first non-numeric one: an infinity among them is reported first
     names = list(feature_columns)
-    checked = next((j for j, name in enumerate(names) if not is_numeric(table.column(name).type)), len(names))
+    checked = next((j for j, name in enumerate(names) if not is_numeric(table.schema.field(name).type)), len(names))
     try:
-        features, first_infinite = float32_matrix([table.column(name) for name in names[:checked]], table.num_rows)
+        features, first_infinite = _converted(table, names[:checked])
     except CastError as exc:  # no numeric column raises (see float32_matrix): kept as one line all the same
         name = names[exc.column]
         column_type = table.column(name).type
@@ -140,6 +148,28 @@ def feature_matrix(
     return features
 
 
+def _converted(table: ColumnSource, names: Sequence[str]) -> tuple[NDArray[np.float32], tuple[int, int] | None]:
+    """:func:`ltr.data.arrow_matrix.float32_matrix` of the columns ``names`` of ``table``; a file's
+    columns are read and converted a few at a time (:func:`ltr.data.parquet_columns.columns_per_read`),
+    stopping at the first group that holds an infinity or a column Arrow cannot cast (so the
+    first one in column order is what is reported, as for one conversion of them all)."""
+    n_rows = table.num_rows
+    if isinstance(table, pa.Table):
+        return float32_matrix([table.column(name) for name in names], n_rows)
+    features = np.empty((n_rows, len(names)), dtype=np.float32)
+    step = columns_per_read(n_rows)
+    for start in range(0, len(names), step):
+        group = names[start : start + step]
+        try:
+            _, found = float32_matrix(table.read(group), n_rows, out=features[:, start : start + len(group)])
+        except CastError as exc:
+            exc.column += start
+            raise
+        if found is not None:
+            return features, (start + found[0], found[1])
+    return features, None
+
+
 def _first_non_number(column: pa.ChunkedArray) -> int | None:
     """The first row of a text column whose value does not read as a number, when others do (a
     stray cell in a column of numbers); None for a column of text (an id, a URL: the column is
@@ -157,7 +187,7 @@ def _first_non_number(column: pa.ChunkedArray) -> int | None:
     return int(hits[0]) if hits.size else None
 
 
-def _qid(table: pa.Table, qid_column: str, i: int) -> object:
+def _qid(table: ColumnSource, qid_column: str, i: int) -> object:
     """Row ``i``'s qid as written (None when the table has no such column)."""
     if qid_column not in table.column_names:
         return None
