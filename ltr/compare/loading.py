@@ -240,6 +240,9 @@ def load_comparison(
     metrics = [*metrics, *(name for name in extra if name not in metrics)]
     if not metrics:
         raise LtrUserError("no metric to compare")
+    named = [*refs, *([] if baseline is None else [baseline])]
+    if named and len(set(named)) < 2:  # one reference, however often: refused before the store is opened
+        raise _fewer_than_two(1, refs or named)
     store = RunStore(find_tracking_uri(tracking_uri))
     if not refs and baseline is None:
         refs = [r.run_id for r in reversed(store.latest_runs(experiment=experiment, n=2))]
@@ -249,7 +252,7 @@ def load_comparison(
         if all(r.run_id != record.run_id for r in runs):
             runs.append(record)
     if len(runs) < 2:
-        raise LtrUserError(f"a comparison needs two different runs; got {len(runs)} ({', '.join(refs)})")
+        raise _fewer_than_two(len(runs), refs)
     labels = run_labels(runs)
     folds = [cv_folds(store, run) for run in runs]
     for label, run, fold_runs in zip(labels, runs, folds, strict=True):
@@ -281,6 +284,10 @@ def load_comparison(
         ],
     }
     return LoadedComparison(replace(comparison, meta=meta), tuple(runs), store, split, tuple(notes))
+
+
+def _fewer_than_two(n_runs: int, refs: Sequence[str]) -> LtrUserError:
+    return LtrUserError(f"a comparison needs two different runs; got {n_runs} ({', '.join(refs)})")
 
 
 def _with_composites(table: pd.DataFrame, composites: dict[str, dict[str, float]], label: str) -> pd.DataFrame:
