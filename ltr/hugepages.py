@@ -5,11 +5,10 @@ array of 4 MiB or more. With the kernel's THP ``defrag`` setting at ``madvise`` 
 default, ``/sys/kernel/mm/transparent_hugepage/defrag``), a first write into such an array may
 have the kernel compact memory on the spot to find free 2 MiB pages: where memory is fragmented
 (a long-running machine, a VM whose host reclaims memory, a page cache full of data files) that
-stall is sys time of the process, and it varies from nothing to seconds. An ``ltr train`` on
-1.2M rows x 136 features first writes about 1 GB of arrays (the parsed features, the cache's
-reads, the scores), so its load phase moved between 4 and 10 s on one machine with the same
-files; with 4 KiB pages a first write costs a steady 0.4 s per GB
-(``benchmarks/bench_hugepages.py``; the figures in ``benchmarks/README.md``).
+stall is system time of the process, from nothing to seconds per GB, and a first ``ltr train``
+on new files writes its arrays while its cache entries fill the page cache. With 4 KiB pages a
+first write costs the same every time (``benchmarks/bench_hugepages.py``; the figures in
+``benchmarks/README.md``).
 
 :func:`prefer_small_pages` sets ``NUMPY_MADVISE_HUGEPAGE=0`` (numpy's documented switch) when the
 user has not set it. numpy reads it once, when it is imported, so ``import ltr`` calls it before
