@@ -101,3 +101,35 @@ def test_no_child_outlives_the_exit_and_the_resource_tracker_cleans_up_first() -
     assert name
     assert not Path("/dev/shm", name).exists()  # the tracker unlinked what was leaked before it ended
     assert "leaked shared_memory" in err  # and said so, as at a normal exit
+
+
+HALF_MADE = """
+import logging, logging.handlers, sys
+from pathlib import Path
+from ltr.cli.quick_exit import exit_now
+
+class Interrupted(logging.NullHandler):
+    def createLock(self):  # where a Ctrl-C during a library's import lands: registered, no lock yet
+        raise KeyboardInterrupt
+
+target = logging.FileHandler(Path(sys.argv[1]) / "log.txt")
+buffered = logging.handlers.MemoryHandler(capacity=100, target=target)  # writes when it is closed
+log = logging.getLogger("kept")
+log.addHandler(buffered)
+log.warning("held until logging's exit")
+try:
+    Interrupted()
+except KeyboardInterrupt as exc:
+    stop = exc  # the traceback keeps the half-made handler alive, as a recorded stop does
+exit_now(130)
+"""
+
+
+@pytest.mark.slow
+def test_a_handler_half_made_by_a_stop_signal_neither_prints_a_traceback_nor_loses_a_record(tmp_path: Path) -> None:
+    """logging's exit closes handlers newest first: the half-made one (no lock) would raise there,
+    with a traceback, and the buffered handler made before it would never write its record."""
+    done = subprocess.run([sys.executable, "-c", HALF_MADE, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 130
+    assert done.stderr == ""
+    assert (tmp_path / "log.txt").read_text() == "held until logging's exit\n"

@@ -10,6 +10,10 @@ skips that teardown when nothing can be lost by it:
   of temporary directories; MLflow's and numba's own handlers);
 - stdout and stderr are flushed (a failed flush, e.g. a closed pipe, takes the normal exit, which
   reports it as before);
+- a logging handler whose making a stop signal interrupted (registered for logging's exit, but
+  without its lock yet: a Ctrl-C during a library's import) is left out of logging's exit
+  (:func:`forget_half_made_handlers`), which would otherwise stop at it with a traceback before
+  flushing and closing the handlers after it;
 - no child process outlives the command (:func:`end_children`): what a stop signal left behind,
   a ``git`` or ``uname`` that a library ran and that the signal's exception interrupted (Python's
   ``subprocess`` gives a child it killed on Ctrl-C only 0.25 s to be reaped), is killed and
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import os
 import signal
 import sys
@@ -48,6 +53,7 @@ def exit_now(code: int) -> NoReturn:
     """Exit with ``code``: after the other threads, the exit handlers and a flush, without the
     module teardown (see the module docstring); through ``sys.exit`` when a stream cannot be
     flushed."""
+    forget_half_made_handlers()
     if not _flushed():
         end_children()
         sys.exit(code)
@@ -57,6 +63,20 @@ def exit_now(code: int) -> NoReturn:
     end_children()
     _flushed()  # what the handlers wrote
     os._exit(code)
+
+
+def forget_half_made_handlers() -> int:
+    """Take the logging handlers that have no lock out of the list ``logging.shutdown`` closes at
+    exit; how many. ``logging.Handler.__init__`` registers a handler there before it makes its
+    lock, so a stop signal's exception between the two leaves one behind (kept alive by the
+    exception's traceback); ``logging.shutdown`` then raises at it, and closes none after it."""
+    refs = getattr(logging, "_handlerList", None)
+    if not isinstance(refs, list):
+        return 0
+    kept = [ref for ref in refs if (handler := ref()) is None or hasattr(handler, "lock")]
+    dropped = len(refs) - len(kept)
+    refs[:] = kept
+    return dropped
 
 
 def end_children() -> list[int]:
