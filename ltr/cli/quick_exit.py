@@ -65,18 +65,14 @@ def exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
-def forget_half_made_handlers() -> int:
+def forget_half_made_handlers() -> None:
     """Take the logging handlers that have no lock out of the list ``logging.shutdown`` closes at
-    exit; how many. ``logging.Handler.__init__`` registers a handler there before it makes its
+    exit. ``logging.Handler.__init__`` registers a handler there before it makes its
     lock, so a stop signal's exception between the two leaves one behind (kept alive by the
     exception's traceback); ``logging.shutdown`` then raises at it, and closes none after it."""
     refs = getattr(logging, "_handlerList", None)
-    if not isinstance(refs, list):
-        return 0
-    kept = [ref for ref in refs if (handler := ref()) is None or hasattr(handler, "lock")]
-    dropped = len(refs) - len(kept)
-    refs[:] = kept
-    return dropped
+    if isinstance(refs, list):
+        refs[:] = [ref for ref in refs if (handler := ref()) is None or hasattr(handler, "lock")]
 
 
 def end_children() -> list[int]:

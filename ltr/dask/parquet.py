@@ -39,6 +39,8 @@ __all__ = ["read_query_partitions", "write_query_partitions"]
 #: Why read_part refuses qids that are ids when it is not told how to number them.
 STRING_QIDS = "read the directory with read_query_partitions, which numbers string qids over all its files"
 
+#: What a message on a column missing from a partition file advises.
+PARTITION_COLUMNS = "every partition file needs the columns of the first"
 #: What a message on a non-numeric column of a partition file advises.
 NOT_NUMERIC_HINT = "convert it: every column of a partition file but the qid, label and doc id is a feature"
 
@@ -61,9 +63,7 @@ def read_part(
     they are integers (:func:`ltr.data.table_qids.numeric_qids`; ids then are a DataError)."""
     wanted = [qid_column, label_column, *feature_columns, *([] if doc_id_column is None else [doc_id_column])]
     with ParquetColumns(path, wanted) as table:
-        missing = [name for name in wanted if name not in table.column_names]
-        if missing:
-            raise DataError(f"{path} has no column {missing[0]!r}; every partition file needs the columns of the first")
+        table.require(wanted, PARTITION_COLUMNS)
         return _part_of(table, path, qid_column, label_column, feature_columns, doc_id_column, first_qid)
 
 

@@ -65,6 +65,12 @@ class ParquetColumns:
         self.num_rows: int = int(self._file.metadata.num_rows)
         self._kept: dict[str, pa.ChunkedArray] = {}
 
+    def require(self, names: Sequence[str], hint: str) -> None:
+        """Raise `DataError` naming the first of ``names`` the file lacks, then ``hint``."""
+        missing = [name for name in names if name not in self.column_names]
+        if missing:
+            raise DataError(f"{self.path} has no column {missing[0]!r}; {hint}")
+
     def column(self, name: str) -> pa.ChunkedArray:
         """Column ``name``, read once and kept."""
         if name not in self._kept:

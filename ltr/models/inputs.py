@@ -53,11 +53,12 @@ from ltr.config.choices import RerankKind
 from ltr.data.arrow_matrix import to_float64
 from ltr.data.doc_ids import column_of_files, from_arrow, not_a_table
 from ltr.data.load import reader_options
+from ltr.data.parquet_columns import ParquetColumns
 from ltr.data.query_parts import partition_files
 from ltr.data.ranking_data import RankingData
 from ltr.data.read_columns import table_columns
 from ltr.data.readers import concat_ranking_data, detect_format, read_ranking_file, widen
-from ltr.data.table_features import RowNames, feature_matrix, is_numeric
+from ltr.data.table_features import ColumnSource, RowNames, feature_matrix, is_numeric
 from ltr.data.table_qids import qids_are_ids, query_numbers, refuse_string_qids
 from ltr.data.validate import run_starts
 from ltr.errors import DataError, LtrUserError
@@ -358,11 +359,12 @@ def read_whole_file(
 ) -> RankingData:
     """One Parquet file of whole queries as one batch (the columns of a :class:`ParquetPlan`;
     ``qid_ids``: its qids are ids, numbered from 0 in this file and kept as written)."""
-    table = pq.ParquetFile(path, pre_buffer=False).read(columns=columns)
-    if table.num_rows == 0:
-        raise DataError(f"{path} holds no rows")
-    seen = QidsSeen({} if qid_ids else None)
-    return _batch(table, names, qid_column, label_column, doc_id_column, seen, path, RowNames.of_file(path))
+    with ParquetColumns(path, columns) as table:  # the features read a few columns at a time
+        table.require(columns, "the file changed after its columns were checked; run the command again")
+        if table.num_rows == 0:
+            raise DataError(f"{path} holds no rows")
+        seen = QidsSeen({} if qid_ids else None)
+        return _batch(table, names, qid_column, label_column, doc_id_column, seen, path, RowNames.of_file(path))
 
 
 def _stream(
@@ -501,7 +503,7 @@ def _split_pieces(
 
 
 def _batch(
-    table: pa.Table,
+    table: ColumnSource,
     names: list[str],
     qid_column: str,
     label_column: str | None,
