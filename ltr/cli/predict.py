@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from ltr.cli.args import OneLineParser
 from ltr.cli.console_log import console_logging
 from ltr.config.choices import FileFormat
+from ltr.data.file_names import table_format_by_name
 from ltr.errors import LtrUserError
 
 if TYPE_CHECKING:
@@ -85,6 +86,11 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.batch_rows is not None and args.batch_rows < 1:
         raise LtrUserError(f"--batch-rows={args.batch_rows} must be >= 1")
+    if args.out is not None and table_format_by_name(args.out) is not None:
+        raise LtrUserError(
+            f"--out={args.out} is named as a table, but --out writes text, one score per line; "
+            "name it e.g. scores.txt (--per-query writes a table)"
+        )
     named = {option: path for option, path in (("--out", args.out), ("--trec-run", args.trec_run), ("--per-query", args.per_query)) if path is not None}
     checked = {option: check_target(path, option) for option, path in named.items()}
     targets = {"scores": checked.get("--out"), "trec_run": checked.get("--trec-run"), "per_query": checked.get("--per-query")}

@@ -104,6 +104,8 @@ CASES: dict[str, tuple[Setup, str]] = {
     "compare one run": (lambda t: ["compare", "a"], "two different runs; got 1 (a)"),
     "compare a run with itself": (lambda t: ["compare", "a", "a"], "two different runs; got 1 (a, a)"),
     "compare a baseline with itself": (lambda t: ["compare", "a", "--baseline", "a"], "two different runs; got 1 (a)"),
+    "predict scores named as a table": (lambda t: ["predict", "a", "--data", "d.txt", "--out", "s.parquet"], "--out=s.parquet is named as a table"),
+    "predict scores named as csv": (lambda t: ["predict", "a", "--data", "d.txt", "--out", "s.csv.gz"], "writes text, one score per line"),
     "cache bad action": (lambda t: ["cache", "explode"], "explode"),
     "unknown verb": (lambda t: ["trian"], "did you mean 'train'?"),
     "ui without store": (lambda t: ["ui", "--port", str(free_port())], "no MLflow store"),
