@@ -86,11 +86,6 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.batch_rows is not None and args.batch_rows < 1:
         raise LtrUserError(f"--batch-rows={args.batch_rows} must be >= 1")
-    if args.out is not None and table_format_by_name(args.out) is not None:
-        raise LtrUserError(
-            f"--out={args.out} is named as a table, but --out writes text, one score per line; "
-            "name it e.g. scores.txt (--per-query writes a table)"
-        )
     named = {option: path for option, path in (("--out", args.out), ("--trec-run", args.trec_run), ("--per-query", args.per_query)) if path is not None}
     checked = {option: check_target(path, option) for option, path in named.items()}
     targets = {"scores": checked.get("--out"), "trec_run": checked.get("--trec-run"), "per_query": checked.get("--per-query")}
@@ -105,6 +100,11 @@ def _run(args: argparse.Namespace) -> int:
         raise LtrUserError("--out, --trec-run and --per-query must name different files")
     if args.data is not None:
         check_not_inputs(checked, args.data)
+    if args.out is not None and table_format_by_name(args.out) is not None:  # after: naming the input says so first
+        raise LtrUserError(
+            f"--out={args.out} is named as a table, but --out writes text, one score per line; "
+            "name it e.g. scores.txt (--per-query writes a table)"
+        )
     run = load_run(args.run, tracking_uri=args.tracking_uri, experiment=args.experiment)
     for note in run.notes:
         print(f"ltr: {note}")
