@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
+import math
 import sys
-from pathlib import Path
+import time
 
 from ltr.cli.args import OneLineParser
 from ltr.errors import LtrUserError
@@ -24,8 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ltr abtest",
         description=(
             "Simulate an A/B test of two runs' rankings (A the control, B the treatment) under the click model of "
-            "their click log: per-arm CTR and purchase rate with 95 %% intervals, the difference, its p-value, the "
-            "days for 80 %% power; and team-draft interleaving on the same sessions. Seeded: a rerun prints the same."
+            "their click log: per-arm CTR and purchase rate with 95 % intervals, the difference, its p-value, the "
+            "days for 80 % power; and team-draft interleaving on the same sessions. Seeded: a rerun prints the same."
         ),
     )
     parser.add_argument("a", metavar="A", help="control run: run id, run name (in --experiment) or run-id prefix")
@@ -35,6 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--traffic-share", type=float, default=0.05, help="share of them in the experiment (default: 0.05)")
     parser.add_argument("--days", type=float, default=14.0, help="days the simulated experiment runs (default: 14)")
     parser.add_argument("--seed", type=int, default=0, help="seed of every draw (default: 0)")
+    parser.add_argument(
+        "--refits", type=int, default=50,
+        help="a user's click log: refits of its click model on resampled queries, whose spread the intervals hold (default: 50)",
+    )  # fmt: skip
     parser.add_argument("--experiment", default="ltr", help="experiment of run names, and of --log (default: ltr)")
     parser.add_argument("--tracking-uri", default=None, help="tracking store (default: the one ltr train uses)")
     output = parser.add_mutually_exclusive_group()
@@ -45,20 +49,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def check_figure(figure: str) -> Path:
-    """``--figure PATH`` as a file to write: its folder must exist, be a folder and be writable,
-    and PATH must not be a folder; checked before anything runs (one line, exit 2)."""
-    path = Path(figure).expanduser()
-    folder = path.parent
-    if path.is_dir():
-        raise LtrUserError(f"--figure {figure}: that is a folder; give a file name (.png)")
-    if not folder.exists():
-        raise LtrUserError(f"--figure {figure}: the folder {folder} does not exist")
-    if not folder.is_dir():
-        raise LtrUserError(f"--figure {figure}: {folder} is a file, not a folder")
-    if not os.access(folder, os.W_OK):
-        raise LtrUserError(f"--figure {figure}: the folder {folder} is not writable")
-    return path
+class Eta:
+    """``progress(done, total)`` of the click model's refits: a line on stderr with the time left,
+    once they have taken :data:`QUIET_SECONDS`, then every :data:`EVERY_SECONDS` and at the end."""
+
+    QUIET_SECONDS = 3.0
+    EVERY_SECONDS = 10.0
+
+    def __init__(self) -> None:
+        self.start = time.monotonic()
+        self.shown = -math.inf
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        elapsed = now - self.start
+        if elapsed < self.QUIET_SECONDS or (done < total and now - self.shown < self.EVERY_SECONDS):
+            return
+        self.shown = now
+        left = elapsed / max(done, 1) * (total - done)
+        tail = "done" if done == total else f"about {left:.0f} s left"
+        print(f"ltr abtest: refitting the click model on resampled queries: {done}/{total}, {tail}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,13 +80,18 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     if args.seed < 0:
         raise LtrUserError(f"--seed={args.seed} must be an integer >= 0")
-    figure_path = check_figure(args.figure) if args.figure else None
+    if args.refits < 0:
+        raise LtrUserError(f"--refits={args.refits} must be an integer >= 0")
+    from ltr.cli.output_guard import check_outputs
+
+    figure_path = check_outputs({"--figure": args.figure}, tracking_uri=args.tracking_uri).get("--figure") if args.figure else None
     from ltr.compare.abtest_render import power_figure, to_markdown
     from ltr.experiment.abtest import load_abtest, log_abtest
 
     loaded = load_abtest(
         args.a, args.b, tracking_uri=args.tracking_uri, experiment=args.experiment, split=args.split,
         sessions_per_day=args.sessions_per_day, traffic_share=args.traffic_share, days=args.days, seed=args.seed,
+        refits=args.refits, progress=Eta(),
     )  # fmt: skip
     for note in loaded.store.notes:
         print(f"ltr abtest: note: {note}", file=sys.stderr)

@@ -30,7 +30,9 @@ does not depend on the chunk size), plus one numba kernel
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, cast
@@ -62,6 +64,9 @@ class ClickModel:
     #: (its last value extends) and attractiveness per row; None: ``eta`` and the grade's curve
     examination: NDArray[np.float64] | None = None
     attract: NDArray[np.float64] | None = None
+    #: a fitted model's refits on bootstrap resamples of its log (examination and attractiveness
+    #: each): :func:`simulate_abtest` adds their spread to its intervals (:func:`with_fit_uncertainty`)
+    refits: tuple[ClickModel, ...] = ()
 
     def curves(self, labels: NDArray[np.integer], n_positions: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Examination of positions ``0..n_positions-1`` and attractiveness of every row."""
@@ -133,6 +138,27 @@ class StratumResult:
     purchases: Difference | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class FitUncertainty:
+    """What a fitted click model adds to the A/B test's noise (:func:`with_fit_uncertainty`).
+
+    ``n_refits`` refits of the click model on bootstrap resamples of the log's queries; ``sd``:
+    the standard deviation over them of the exact expected CTR difference B - A of the split
+    (``strata_sd`` per stratum of list length); ``refit_low`` / ``refit_high``: their 2.5 and
+    97.5 percentiles; ``simulation_se``: the simulated sessions' own standard error of the
+    difference; ``sessions_low`` / ``sessions_high``: the sessions for 80 % power at the ends of
+    the difference's interval (inf when it holds 0)."""
+
+    n_refits: int
+    sd: float
+    refit_low: float
+    refit_high: float
+    simulation_se: float
+    sessions_low: float
+    sessions_high: float
+    strata_sd: list[float] = field(default_factory=list)
+
+
 @dataclass(frozen=True)
 class AbTestResult:
     """Everything one simulation reports (see the module docstring); ``expected_ctr_a`` /
@@ -150,20 +176,32 @@ class AbTestResult:
     expected_ctr_b: float
     purchases: Difference | None = None
     strata: list[StratumResult] = field(default_factory=list)
+    #: a fitted click model's uncertainty, already in the intervals of ``ctr`` and ``strata``
+    #: (:func:`with_fit_uncertainty`); None: a known click model (the key is then left out of
+    #: :meth:`to_dict`)
+    fit: FitUncertainty | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Every number, JSON-ready: counts as integers (``sessions_needed`` too, a whole number
-        of sessions), inf as the string ``"inf"``."""
+        """Every number, JSON-ready: counts as integers (``sessions_needed``, ``sessions_low`` and
+        ``sessions_high`` too, whole numbers of sessions), inf as the string ``"inf"``; ``fit`` only
+        when the click model was fitted."""
         def clean(value: Any) -> Any:
             if isinstance(value, dict):
-                return {k: int(v) if k == "sessions_needed" and math.isfinite(v) else clean(v) for k, v in value.items()}
+                return {k: int(v) if k in _WHOLE and math.isfinite(v) else clean(v) for k, v in value.items()}
             if isinstance(value, list):
                 return [clean(v) for v in value]
             if isinstance(value, float) and not math.isfinite(value):
                 return str(value)
             return value
 
-        return dict(clean(asdict(self)))
+        out = dict(clean(asdict(self)))
+        if self.fit is None:
+            del out["fit"]
+        return out
+
+
+#: The keys of :meth:`AbTestResult.to_dict` that count whole sessions.
+_WHOLE = frozenset({"sessions_needed", "sessions_low", "sessions_high"})
 
 
 def wilson(successes: int, n: int) -> Rate:
@@ -209,13 +247,20 @@ def two_proportions(success_a: int, n_a: int, success_b: int, n_b: int, *, sessi
     pooled = (success_a + success_b) / (n_a + n_b)
     se0 = math.sqrt(pooled * (1 - pooled) * (1 / n_a + 1 / n_b))
     p_value = float(2 * stats.norm.sf(abs(diff) / se0)) if se0 > 0 else (1.0 if diff == 0 else 0.0)
-    if diff == 0:
-        needed = math.inf
-    else:
-        pbar = (pa + pb) / 2
-        root = Z_ALPHA * math.sqrt(2 * pbar * (1 - pbar)) + Z_POWER * math.sqrt(pa * (1 - pa) + pb * (1 - pb))
-        needed = 2 * math.ceil(root * root / (diff * diff))
+    needed = sessions_for_power(pa, pb)
     return Difference(a, b, diff, diff - Z_ALPHA * se, diff + Z_ALPHA * se, p_value, float(needed), needed / sessions_per_day)
+
+
+def sessions_for_power(pa: float, pb: float) -> float:
+    """Sessions of both arms (equal split) an A/B test of two shares ``pa``, ``pb`` needs for 80 %
+    power at alpha = 0.05 (two-sided), a whole number: inf when they are equal
+    (:func:`two_proportions`)."""
+    diff = pb - pa
+    if diff == 0:
+        return math.inf
+    pbar = (pa + pb) / 2
+    root = Z_ALPHA * math.sqrt(2 * pbar * (1 - pbar)) + Z_POWER * math.sqrt(pa * (1 - pa) + pb * (1 - pb))
+    return float(2 * math.ceil(root * root / (diff * diff)))
 
 
 def interleaving_test(wins_a: int, wins_b: int, ties: int, *, sessions_per_day: float) -> Interleaving:
@@ -337,7 +382,8 @@ def simulate_abtest(
     offsets : int64, shape (n_queries + 1,)
     scores_a, scores_b : float64, shape (n_rows,)
         The two rankers' scores; each query is shown in descending score (ties in row order).
-    model : the click model (and purchase probabilities, if any)
+    model : the click model (and purchase probabilities, if any); a fitted model's ``refits``
+        widen the CTR intervals by the fit's uncertainty (:func:`with_fit_uncertainty`)
     sessions_per_day, traffic_share, days : the experiment's traffic: ``round(sessions_per_day
         * traffic_share * days)`` sessions are simulated, half per arm in expectation
     seed : every draw comes from ``numpy.random.default_rng([seed, 0xAB7E])``, in this order:
@@ -440,12 +486,18 @@ def simulate_abtest(
     for index, name in enumerate(strata.labels):
         s_ctr, s_il, s_buys = summarise({key: values[index + 1] for key, values in by_stratum.items()})
         per_stratum.append(StratumResult(name, int(by_stratum["sessions"][index + 1].sum()), s_ctr, s_il, s_buys))
-    return AbTestResult(
+    result = AbTestResult(
         n_sessions, float(sessions_per_day), float(traffic_share), float(days), int(seed), ctr, il,
         float(expected_ctr(labels, ranks_a, offsets, model).mean()),
         float(expected_ctr(labels, ranks_b, offsets, model).mean()),
         buys, per_stratum,
     )  # fmt: skip
+    if not model.refits:
+        return result
+    refit_diffs = np.stack(
+        [expected_ctr(labels, ranks_b, offsets, refit) - expected_ctr(labels, ranks_a, offsets, refit) for refit in model.refits]
+    )
+    return with_fit_uncertainty(result, refit_diffs, offsets, strata)
 
 
 def power_curves(result: AbTestResult, sessions: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -464,3 +516,231 @@ def power_curves(result: AbTestResult, sessions: NDArray[np.float64]) -> tuple[N
     m = n * decided_share
     power_il = stats.norm.sf((Z_ALPHA * 0.5 / np.sqrt(m) - abs(w - 0.5)) / (np.sqrt(w * (1 - w)) / np.sqrt(m)))
     return np.asarray(power_ab, dtype=np.float64), np.asarray(power_il, dtype=np.float64)
+
+
+#: Features whose pairwise products (and squares) enter the attractiveness model of a fitted
+#: click model: the ones with the largest linear coefficients.
+QUADRATIC_FEATURES = 8
+#: The ridge penalty of the attractiveness model's coefficients (the constant is not penalised).
+ATTRACT_RIDGE = 1.0
+
+
+def _sigmoid(z: NDArray[np.float64]) -> NDArray[np.float64]:
+    return np.asarray(0.5 * (1.0 + np.tanh(0.5 * z)), dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class AttractivenessModel:
+    """Attractiveness as a logistic function of a row's features: ``sigmoid(design(x) @ coef)``.
+
+    The design (:meth:`design`): every feature standardised by ``mean`` / ``scale`` (a missing
+    cell, NaN, at 0: the mean), one 0/1 indicator per feature of ``missing``, the products of the
+    feature pairs of ``pairs`` (squares included), and a constant last; plus, for the rows it was
+    fitted on, one effect per query (``query_effect``)."""
+
+    mean: NDArray[np.float64]
+    scale: NDArray[np.float64]
+    missing: NDArray[np.bool_]
+    pairs: NDArray[np.int64]  # shape (n_pairs, 2)
+    coef: NDArray[np.float64]
+    #: the fitted effect of every query of the fitting rows (:func:`fit_attractiveness`)
+    query_effect: NDArray[np.float64]
+    #: the precision (1 / variance) of the normal prior of the query effects, estimated
+    query_precision: float = 1.0
+
+    def design(self, features: NDArray[Any]) -> NDArray[np.float64]:
+        """The design matrix of ``features`` (shape ``(n_rows, n_features)``)."""
+        x = np.asarray(features, dtype=np.float64)
+        nan = np.isnan(x)
+        z = np.where(nan, 0.0, (np.where(nan, 0.0, x) - self.mean) / self.scale)
+        products = z[:, self.pairs[:, 0]] * z[:, self.pairs[:, 1]]
+        return np.hstack([z, nan[:, self.missing].astype(np.float64), products, np.ones((x.shape[0], 1))])
+
+    def predict(self, features: NDArray[Any], effect: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+        """The attractiveness of every row, in (0, 1); ``effect``: each row's query effect (default 0)."""
+        return _sigmoid(self.design(features) @ self.coef + (0.0 if effect is None else effect))
+
+
+def _pbm_logistic(
+    clicks: NDArray[np.float64], examined: NDArray[np.float64], design: NDArray[np.float64], weights: NDArray[np.float64],
+    start: NDArray[np.float64] | None, groups: NDArray[np.int64], n_groups: int, start_effect: NDArray[np.float64] | None,
+    precision: float, *, iterations: int = 400, tol: float = 1e-4,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``coef`` and the per-group effects ``u`` maximising the weighted, penalised likelihood of
+    ``P(click) = examined * sigmoid(design @ coef + u[groups])``: a ridge penalty
+    :data:`ATTRACT_RIDGE` on ``coef`` (not on the last, constant column) and a normal prior of
+    variance ``1 / precision`` on every ``u``. By EM: the E-step gives an unclicked row its
+    posterior of being attractive, the M-step one Boehning bound step for ``coef`` (one fixed
+    matrix), then one for every ``u`` (a group's rows at once, no loop)."""
+    k = design.shape[1]
+    if start is None:
+        coef = np.zeros(k)
+        rate = float(np.average(clicks, weights=weights)) / max(float(np.average(examined, weights=weights)), 1e-12)
+        mean = min(max(rate, 1e-3), 0.9)
+        coef[-1] = math.log(mean / (1.0 - mean))
+    else:
+        coef = start.copy()
+    effect = np.zeros(n_groups) if start_effect is None else start_effect.copy()
+    ridge = np.full(k, ATTRACT_RIDGE)
+    ridge[-1] = 1e-6
+    bound = np.linalg.inv(0.25 * (design * weights[:, None]).T @ design + np.diag(ridge))
+    effect_bound = 0.25 * np.bincount(groups, weights=weights, minlength=n_groups) + precision
+    clicked = clicks > 0
+
+    def step(x: NDArray[np.float64]) -> NDArray[np.float64]:
+        """One EM iteration: the E-step, then one bound step of ``coef`` and one of every ``u``."""
+        cf, u = x[:k], x[k:]
+        g = _sigmoid(design @ cf + u[groups])
+        target = np.where(clicked, 1.0, (1.0 - examined) * g / np.maximum(1.0 - examined * g, 1e-12))
+        cf = cf + bound @ (design.T @ (weights * (target - g)) - ridge * cf)
+        g = _sigmoid(design @ cf + u[groups])
+        u = u + (np.bincount(groups, weights=weights * (target - g), minlength=n_groups) - precision * u) / effect_bound
+        return np.concatenate([cf, u])
+
+    # SQUAREM (Varadhan and Roland, 2008), as ltr.metrics.propensity.regression_em: extrapolate
+    # along two EM steps, then one EM step
+    x = np.concatenate([coef, effect])
+    done = 0
+    while done < iterations:
+        x1 = step(x)
+        x2 = step(x1)
+        r, v = x1 - x, x2 - 2 * x1 + x
+        alpha = min(-math.sqrt(float(r @ r)) / max(math.sqrt(float(v @ v)), 1e-300), -1.0)
+        new = step(x - 2 * alpha * r + alpha * alpha * v)
+        done += 3
+        change = float(np.max(np.abs(new - x), initial=0.0))
+        x = new
+        if not np.all(np.isfinite(x)):  # pragma: no cover - an extrapolation too far: plain EM steps instead
+            x = x2
+        if change < tol:
+            break
+    coef, effect = x[:k], x[k:]
+    return np.asarray(coef, dtype=np.float64), np.asarray(effect, dtype=np.float64)
+
+
+def fit_attractiveness(
+    clicks: NDArray[Any], examined: NDArray[np.float64], features: NDArray[Any], offsets: NDArray[np.int64], *,
+    weights: NDArray[np.float64] | None = None, like: AttractivenessModel | None = None,
+) -> AttractivenessModel:
+    """The attractiveness model of a position-based click log: ``P(click) = examined *
+    sigmoid(design(x) @ coef + u[query])``, ``examined`` each row's examination propensity at its
+    logged position, ``u`` one effect per query of ``offsets`` (queries differ in how attractive
+    all their documents are), with a normal prior whose variance is estimated from the spread of
+    the queries' click counts beyond the model's (method of moments).
+
+    A first fit linear in the standardised features picks the :data:`QUADRATIC_FEATURES`
+    features of largest coefficient; the model adds their pairwise products and squares (a click
+    probability is rarely linear on the logit scale). ``like``: refit the design of that model
+    (its standardisation, indicators and pairs, starting from its coefficients) under new
+    ``weights`` (a bootstrap's), so the refits of one log differ only by their data.
+    """
+    c = np.asarray(clicks, dtype=np.float64)
+    w = np.ones(c.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
+    e = np.clip(np.asarray(examined, dtype=np.float64), 1e-6, 1.0)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    n_groups = offsets.shape[0] - 1
+    groups = np.repeat(np.arange(n_groups, dtype=np.int64), np.diff(offsets))
+    if like is not None:
+        coef, effect = _pbm_logistic(c, e, like.design(features), w, like.coef, groups, n_groups, like.query_effect, like.query_precision)
+        return dataclasses.replace(like, coef=coef, query_effect=effect)
+    x = np.asarray(features, dtype=np.float64)
+    nan = np.isnan(x)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column: mean and scale NaN, set below
+        mean = np.nan_to_num(np.nanmean(x, axis=0)) if x.shape[0] else np.zeros(x.shape[1])
+        scale = np.nan_to_num(np.nanstd(x, axis=0)) if x.shape[0] else np.ones(x.shape[1])
+    scale = np.where(scale > 0, scale, 1.0)
+    missing = np.asarray(nan.any(axis=0), dtype=np.bool_)
+    no_pairs = np.zeros((0, 2), dtype=np.int64)
+    linear = AttractivenessModel(mean, scale, missing, no_pairs, np.zeros(0), np.zeros(0))
+    coef, effect = _pbm_logistic(c, e, linear.design(x), w, None, groups, n_groups, None, 1.0)
+    top = np.sort(np.argsort(-np.abs(coef[: x.shape[1]]), kind="stable")[: min(QUADRATIC_FEATURES, x.shape[1])])
+    i, j = np.triu_indices(top.shape[0])
+    pairs = np.column_stack([top[i], top[j]]).astype(np.int64)
+    coef = np.concatenate([coef[:-1], np.zeros(pairs.shape[0]), coef[-1:]])
+    design = AttractivenessModel(mean, scale, missing, pairs, coef, effect).design(x)
+    # the variance of the queries' effects by the method of moments: with no effect a query's
+    # clicks C deviate from their expectation sum(P) by sum(P (1 - P)) in variance; an effect u
+    # adds about (u * sum(dP/du))**2, dP/du = e g (1 - g)
+    coef, effect = _pbm_logistic(c, e, design, w, coef, groups, n_groups, np.zeros(n_groups), 1e6)
+    g = _sigmoid(design @ coef)
+    prob = e * g
+    excess = np.bincount(groups, weights=c - prob, minlength=n_groups) ** 2
+    noise = np.bincount(groups, weights=prob * (1.0 - prob), minlength=n_groups)
+    slope = np.bincount(groups, weights=prob * (1.0 - g), minlength=n_groups) ** 2
+    weight = np.bincount(groups, weights=w, minlength=n_groups) / np.maximum(np.diff(offsets), 1)  # a query's resample count
+    variance = float(np.sum(weight * (excess - noise)) / max(float(np.sum(weight * slope)), 1e-12))
+    precision = 1.0 / min(max(variance, 1e-4), 100.0)
+    coef, effect = _pbm_logistic(c, e, design, w, coef, groups, n_groups, effect, precision)
+    return AttractivenessModel(mean, scale, missing, pairs, coef, effect, precision)
+
+
+def with_fit_uncertainty(
+    result: AbTestResult, refit_diffs: NDArray[np.float64], offsets: NDArray[np.int64], strata: Strata | None = None,
+) -> AbTestResult:
+    """``result`` with the fitted click model's uncertainty in its CTR intervals, p-values and
+    sessions needed.
+
+    ``refit_diffs``: shape ``(n_refits, n_queries)``, every refit's exact expected CTR
+    difference B - A of every query of the split (:func:`expected_ctr`). The variance of the
+    simulated difference is the simulated sessions' (its Wald interval's) plus the refits'
+    variance of the split's mean difference; per stratum of list length the same with the mean
+    over the stratum's queries. The interval is ``diff +- z * sqrt(se_sim**2 + sd**2)``, the
+    p-value the pooled z-test's with ``sd**2`` added to its variance. Purchases and interleaving
+    are not changed (a fitted model simulates no purchases).
+    """
+    diffs = np.asarray(refit_diffs, dtype=np.float64)
+    sizes = np.diff(np.asarray(offsets, dtype=np.int64)).astype(np.int64)
+    strata = strata or Strata()
+    stratum = strata.assign(sizes)
+
+    def widened(d: Difference, sd: float) -> tuple[Difference, float]:
+        if not math.isfinite(d.diff):
+            return d, math.nan
+        se_sim = (d.high - d.low) / (2 * Z_ALPHA)
+        se = math.sqrt(se_sim * se_sim + sd * sd)
+        n_a, n_b = d.a.n, d.b.n
+        pooled = (d.a.value * n_a + d.b.value * n_b) / (n_a + n_b)
+        se0 = math.sqrt(pooled * (1 - pooled) * (1 / n_a + 1 / n_b) + sd * sd)
+        p_value = float(2 * stats.norm.sf(abs(d.diff) / se0)) if se0 > 0 else (1.0 if d.diff == 0 else 0.0)
+        return Difference(d.a, d.b, d.diff, d.diff - Z_ALPHA * se, d.diff + Z_ALPHA * se, p_value, d.sessions_needed, d.days_needed), se_sim
+
+    def spread(values: NDArray[np.float64]) -> float:
+        return float(values.std(ddof=1)) if values.shape[0] > 1 else math.nan
+
+    overall = diffs.mean(axis=1) if diffs.shape[1] else np.zeros(diffs.shape[0])
+    sd = spread(overall)
+    ctr, se_sim = widened(result.ctr, sd)
+    strata_sd, per_stratum = [], []
+    for index, s in enumerate(result.strata):
+        inside = stratum == index
+        s_sd = spread(diffs[:, inside].mean(axis=1)) if inside.any() else 0.0
+        strata_sd.append(s_sd)
+        per_stratum.append(StratumResult(s.stratum, s.n_sessions, widened(s.ctr, s_sd)[0], s.interleaving, s.purchases))
+    pa = ctr.a.value
+    ends = sorted((abs(ctr.low), abs(ctr.high)))
+    if ctr.low <= 0 <= ctr.high or not math.isfinite(ctr.diff):
+        low_n, high_n = (sessions_for_power(pa, pa + ends[1]) if math.isfinite(ctr.diff) else math.nan), math.inf
+    else:
+        low_n, high_n = sessions_for_power(pa, pa + math.copysign(ends[1], ctr.diff)), sessions_for_power(pa, pa + math.copysign(ends[0], ctr.diff))
+    q_low, q_high = (np.percentile(overall, [2.5, 97.5]).tolist() if overall.size else [math.nan, math.nan])
+    fit = FitUncertainty(int(diffs.shape[0]), sd, float(q_low), float(q_high), se_sim, low_n, high_n, strata_sd)
+    return AbTestResult(
+        result.n_sessions, result.sessions_per_day, result.traffic_share, result.days, result.seed, ctr,
+        result.interleaving, result.expected_ctr_a, result.expected_ctr_b, result.purchases, per_stratum, fit,
+    )  # fmt: skip
+
+
+def verdict(result: AbTestResult) -> str:
+    """One line: whether the CTR difference's interval tells A from B (it holds 0, or not)."""
+    d = result.ctr
+    where = "allowing for the click model's fit" if result.fit is not None else "under the click model"
+    if not math.isfinite(d.diff):
+        return "the simulation holds no session of one arm: it cannot tell A from B"
+    if d.low <= 0 <= d.high:
+        return (
+            f"cannot tell A from B: the 95 % interval of B - A in CTR, [{d.low:+.4f}, {d.high:+.4f}], holds 0 ({where}); "
+            "the log cannot say which is better"
+        )
+    better, worse = ("B", "A") if d.diff > 0 else ("A", "B")
+    return f"{better} beats {worse}: B - A in CTR {d.diff:+.4f}, 95 % interval [{d.low:+.4f}, {d.high:+.4f}] ({where})"

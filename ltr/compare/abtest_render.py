@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ltr.compare.abtest import AbTestResult, Difference, Interleaving, power_curves
+from ltr.compare.abtest import AbTestResult, Difference, Interleaving, power_curves, verdict
 from ltr.metrics.plots import title_top, wrap_title
 
 if TYPE_CHECKING:
@@ -41,7 +41,8 @@ def _il_row(name: str, il: Interleaving) -> str:
 
 def to_markdown(result: AbTestResult, label_a: str, label_b: str, *, split: str) -> str:
     """The report: both arms, the difference with its interval and p-value, the sessions and
-    days for 80 % power, the interleaving result, then the same per stratum of list length."""
+    days for 80 % power, the interleaving result, then the same per stratum of list length; a
+    fitted click model (``result.fit``) adds what its uncertainty is and a one-line verdict."""
     per_day = result.sessions_per_day * result.traffic_share
     head = "| | A (CTR, 95 %) | B (CTR, 95 %) | B - A [95 %] | p | sessions for 80 % power | days |"
     rule = "|---|---:|---:|---:|---:|---:|---:|"
@@ -57,7 +58,20 @@ def to_markdown(result: AbTestResult, label_a: str, label_b: str, *, split: str)
     ]  # fmt: skip
     if result.purchases is not None:
         lines.append(_diff_row("purchase rate", result.purchases))
+    fit = result.fit
+    if fit is not None:
+        lines += [
+            "",
+            f"The click model is fitted to the log: the CTR intervals and p-values hold its uncertainty, "
+            f"{fit.n_refits} refits on resampled queries (standard deviation of the exact B - A {fit.sd:.4f}; "
+            f"the simulated sessions' own {fit.simulation_se:.4f}). Sessions for 80 % power over the interval: "
+            f"{_n(fit.sessions_low)} to {_n(fit.sessions_high)}.",
+            "",
+            f"Verdict: {verdict(result)}.",
+        ]  # fmt: skip
     lines += ["", "## Team-draft interleaving (the same sessions)", "", il_head, il_rule, _il_row("all", result.interleaving)]
+    if fit is not None:
+        lines += ["", "(Its p-value holds the simulated sessions' noise only, not the click model's fit.)"]
     ab, il = result.ctr.sessions_needed, result.interleaving.sessions_needed
     if math.isfinite(ab) and math.isfinite(il) and il > 0:
         lines += ["", f"Interleaving needs {il:,.0f} sessions for 80 % power, the A/B test {ab:,.0f}: {ab / il:.1f}x fewer."]

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ltr.data.click_checks import TYPED_SUFFIXES, check_sessions, outcome_values
 from ltr.data.ranking_data import RankingData
 from ltr.data.splits import Splits
 from ltr.errors import DataError
@@ -82,10 +83,35 @@ def check_click_columns(data_cfg: Any, files: Mapping[str, Any]) -> None:
             if column not in names:
                 shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
                 raise DataError(f"data.{option}={column!r}: {path} has no column {column!r} (columns: {shown})")
+        if path.suffix.lower() in TYPED_SUFFIXES and "click_column" in wanted:
+            _check_numeric_parquet(path, wanted["click_column"])
 
 
-def clicks_of(data: RankingData, column: str) -> NDArray[np.int32]:
-    """The click column of a split as int32 0/1 (a one-line `DataError` naming the first other value)."""
+def _check_numeric_parquet(path: Path, column: str) -> None:
+    """A Parquet click column of text (even ``"0"`` / ``"1"``) is refused from its schema (its
+    first row read only then): :func:`ltr.data.click_checks.outcome_values`."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    kind = pq.read_schema(path).field(column).type
+    if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind) or pa.types.is_decimal(kind):
+        return
+    file = pq.ParquetFile(path)
+    first = file.read_row_group(0, columns=[column]).column(0).slice(0, 1).to_pandas() if file.num_row_groups else pd.Series([])
+    outcome_values(first.astype(object), column=column, source=str(path), typed=True, type_name=str(kind))
+
+
+def clicks_of(data: RankingData, column: str, *, split: str = "") -> NDArray[np.int32]:
+    """The click column of a split as int32 0/1 (a one-line `DataError` naming the first other
+    value), after the split's sessions pass :func:`ltr.data.click_checks.check_sessions` (one
+    document per position of a qid, more than one position); ``split`` names it in messages."""
+    if data.positions is not None:
+        sizes = np.diff(data.offsets)
+        check_sessions(
+            np.repeat(np.arange(sizes.shape[0]), sizes), data.positions, source=f"{data.name} ({split or 'a'} split)",
+            session_names=data.written_qids(), row_numbers=False, query_word="qid",
+        )  # fmt: skip
     values = (data.behaviours or {}).get(column)
     if values is None:  # pragma: no cover - the reader reads every click-log column
         raise DataError(f"{data.name}: no click column {column!r}; report this as a bug")
@@ -104,7 +130,7 @@ def click_splits(splits: Splits, column: str) -> Splits:
     for split, part in splits.items():
         if part.positions is None:
             raise DataError(f"the {split} split has no positions: a click log needs data.position_column")
-    return Splits(*(dataclasses.replace(part, labels=clicks_of(part, column)) for _, part in splits.items()))
+    return Splits(*(dataclasses.replace(part, labels=clicks_of(part, column, split=split)) for split, part in splits.items()))
 
 
 def behaviour(data: RankingData, column: str | None) -> NDArray[np.float64] | None:

@@ -11,15 +11,17 @@ probabilities are the log's own (:mod:`ltr.data.clicks`).
 Runs on a user's click log (``data=parquet data.click_column=...``) re-read the log's files and
 have no known click model: it is fitted to the log (:func:`fit_click_model`): the examination
 propensities the run used (``eval.clicks.propensity``, estimated on the training split's clicks),
-and an attractiveness per query-document pair of the split from its clicks over propensity,
-smoothed with a Beta prior. No purchases are simulated there (the log says nothing of what a
-click the logger never showed would have bought).
+and attractiveness a logistic function of the features plus a per-query effect, fitted to the
+clicks given their examination; refitted on bootstrap resamples of the log's queries, whose
+spread the CTR intervals hold beside the simulated sessions' noise. No purchases are simulated
+there (the log says nothing of what a click the logger never showed would have bought).
 """
 
 from __future__ import annotations
 
 import math
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +35,7 @@ from ltr.compare.abtest import (
     MAX_SIMULATION_SECONDS,
     AbTestResult,
     ClickModel,
+    fit_attractiveness,
     n_sessions_of,
     simulate_abtest,
     simulation_seconds,
@@ -53,6 +56,12 @@ from ltr.metrics.propensity import estimate_propensity
 from ltr.metrics.strata import Strata
 from ltr.tracking import find_tracking_uri
 from ltr.tracking.runs import RunRecord, RunStore
+
+#: Refits of a user's log's click model on bootstrap resamples of its queries (``--refits``).
+DEFAULT_REFITS = 50
+
+#: ``progress(done, total)``: called after every refit of the click model.
+Progress = Callable[[int, int], None]
 
 
 @dataclass(frozen=True)
@@ -89,8 +98,12 @@ def _typed(node: Any, schema: type[Any], key: str, run: RunRecord) -> Any:
         raise LtrUserError(f"run {run.run_id} ({run.run_name!r}): its logged {key} config does not load: {exc}") from exc
 
 
-def run_ranking(store: RunStore, run: RunRecord, label: str, *, split: str) -> RunRanking:
-    """Re-make ``run``'s scores of ``split`` (see the module docstring)."""
+def run_ranking(
+    store: RunStore, run: RunRecord, label: str, *, split: str, fit: bool = True, refits: int = DEFAULT_REFITS,
+    progress: Progress | None = None,
+) -> RunRanking:
+    """Re-make ``run``'s scores of ``split`` (see the module docstring); on a user's log with
+    ``fit``, also its fitted click model (:func:`fit_click_model`, ``refits`` resamples)."""
     raw = read_logged_config(store.text_artifact(run, "config/config.yaml"), f"run {run.run_id}")
     kind = raw.get("data", {}).get("kind")
     user_log = kind == "parquet" and raw.data.get("click_column") is not None
@@ -114,7 +127,10 @@ def run_ranking(store: RunStore, run: RunRecord, label: str, *, split: str) -> R
         except DataError as exc:
             raise LtrUserError(f"run {run.run_id} ({run.run_name!r}): its click log does not load: {exc}") from None
         data = getattr(splits, split)
-        fitted, note = fit_click_model(table_cfg, click_cfg, splits.train, data, seed=int(raw.seed), split=split)
+        if fit:
+            fitted, note = fit_click_model(
+                table_cfg, click_cfg, splits.train, data, seed=int(raw.seed), split=split, n_bootstrap=refits, progress=progress,
+            )  # fmt: skip
     else:
         simulated: SyntheticClicksDataConfig = _typed(raw.data, SyntheticClicksDataConfig, "data", run)
         data_cfg = simulated
@@ -133,57 +149,121 @@ def run_ranking(store: RunStore, run: RunRecord, label: str, *, split: str) -> R
     return RunRanking(run, label, data, scores, data_cfg, fitted, note)
 
 
-#: The strength ``a + b`` of the Beta prior that smooths a user's log's attractiveness estimates.
-PRIOR_STRENGTH = 2.0
+def _examination(
+    method: str, click_cfg: ClickEvalConfig, train: RankingData, column: str, options: dict[str, str], n: int, seed: int,
+    split: str,
+) -> tuple[NDArray[np.float64], int]:
+    """The examination table of ``n`` positions the run's propensity method gives on ``train``
+    (``eval.clicks.propensity``, no bootstrap), clipped at ``eval.clicks.min_propensity``, and
+    the first 0-based position the method could not identify (NaN: the table extends the value
+    before it; ``n`` when every position is identified)."""
+    assert train.positions is not None
+    if method == "config":
+        if click_cfg.propensities is None:
+            raise ValueError("the run gave no eval.clicks.propensities")
+        estimate = estimate_propensity(method="given", given=list(click_cfg.propensities), n_positions=n)
+    else:
+        estimate = estimate_propensity(
+            clicks_of(train, column, split=split), train.positions, train.offsets,
+            method="ctr" if method == "estimated" else method, n_positions=n, n_bootstrap=0, seed=seed,
+            **propensity_inputs(method, train, options),
+        )  # fmt: skip
+    floor = float(click_cfg.min_propensity)
+    values = np.asarray(estimate.propensities, dtype=np.float64)[:n]
+    unknown = np.flatnonzero(~np.isfinite(values))
+    table = estimate.table(n, min_propensity=floor)
+    first = int(unknown[0]) if unknown.size else n
+    if 1 < first < n:  # past the identified positions: a power law through them, not a flat line
+        table[first:] = _power_law_tail(table[:first], n, floor)
+    return table, first
+
+
+def _power_law_tail(head: NDArray[np.float64], n: int, floor: float) -> NDArray[np.float64]:
+    """Examination of 0-based positions ``len(head)..n-1`` past the identified ``head``:
+    ``head[-1] * (m / k) ** eta`` at 1-based position ``k`` (``m = len(head)``), ``eta`` the
+    least-squares slope of ``-log(propensity)`` on ``log(position)`` through position 1 (at least
+    0), clipped at ``floor``.
+
+    >>> _power_law_tail(np.array([1.0, 0.5]), 4, 0.01).round(4).tolist()
+    [0.3333, 0.25]
+    """
+    m = head.shape[0]
+    x = np.log(np.arange(1, m + 1, dtype=np.float64))
+    y = -np.log(np.clip(head, 1e-12, 1.0))
+    eta = max(float(x @ y) / max(float(x @ x), 1e-12), 0.0)
+    k = np.arange(m + 1, n + 1, dtype=np.float64)
+    return np.asarray(np.clip(head[-1] * (m / k) ** eta, floor, 1.0), dtype=np.float64)
 
 
 def fit_click_model(
     data_cfg: ParquetDataConfig, click_cfg: ClickEvalConfig, train: RankingData, data: RankingData, *, seed: int,
-    split: str = "test",
+    split: str = "test", n_bootstrap: int = DEFAULT_REFITS, progress: Progress | None = None,
 ) -> tuple[ClickModel, str]:
     """The position-based click model of a user's click log, and one line saying what it rests on.
 
     Examination: the propensities the run used (``eval.clicks.propensity`` on the training
-    split's clicks, without the bootstrap), clipped at ``eval.clicks.min_propensity``.
-    Attractiveness of every row (query-document pair) of ``data``: its clicks over propensity
-    (the IPS estimate of its click probability when examined), smoothed with a Beta(a, b) prior
-    whose mean ``m`` is the split's mean of clicks over propensity (clipped to [0.001, 0.999])
-    and whose strength is ``a + b = PRIOR_STRENGTH``: ``(click / propensity + a) / (1 + a + b)``,
-    at most 1.
+    split's clicks, without its bootstrap), clipped at ``eval.clicks.min_propensity``.
+    Attractiveness of every row of ``data``: a logistic function of its features, quadratic in
+    the strongest, plus an effect of its query (:func:`ltr.compare.abtest.fit_attractiveness`), fitted by EM to the clicks of
+    the training split and of ``data`` (the training split alone when ``split`` is ``train``)
+    given each row's examination at its logged position. Its ``refits``: the same two fits on
+    ``n_bootstrap`` resamples of the queries (of the training split and of ``data``, each with
+    replacement, seeded by ``seed``), whose spread :func:`ltr.compare.abtest.simulate_abtest`
+    adds to its intervals. ``progress(done, n_bootstrap)`` after every refit. Positions the
+    propensity method could not identify (too few clicks there) take a power law through the
+    identified ones (:func:`_power_law_tail`), and the line says so: a guess no refit questions.
     """
     if not is_click_log(data_cfg) or train.positions is None or data.positions is None:
         raise LtrUserError("a click log needs data.click_column and data.position_column")  # pragma: no cover - checked at train
+    if n_bootstrap < 0:
+        raise LtrUserError(f"--refits={n_bootstrap} must be an integer >= 0")
     column = str(data_cfg.click_column)
-    train_clicks = clicks_of(train, column)
     method = str(click_cfg.propensity)
-    n = int(max(int(train.positions.max()), int(data.positions.max()))) + 1
+    n = int(max(int(train.positions.max(initial=0)), int(data.positions.max(initial=0)))) + 1
     options = click_options(data_cfg)
-    inputs = propensity_inputs(method, train, options)
     try:
-        if method == "config":
-            if click_cfg.propensities is None:
-                raise ValueError("the run gave no eval.clicks.propensities")
-            estimate = estimate_propensity(method="given", given=list(click_cfg.propensities), n_positions=n)
-        else:
-            estimate = estimate_propensity(
-                train_clicks, train.positions, train.offsets, method="ctr" if method == "estimated" else method,
-                n_positions=n, n_bootstrap=0, seed=seed, **inputs,
-            )  # fmt: skip
+        exam, unknown = _examination(method, click_cfg, train, column, options, n, seed, "train")
     except ValueError as exc:
         raise LtrUserError(f"cannot fit the click model of the log (eval.clicks.propensity={method}): {exc}") from None
-    exam = estimate.table(n, min_propensity=float(click_cfg.min_propensity))
-    clicks = clicks_of(data, column).astype(np.float64)
-    ips = clicks / exam[data.positions]
-    mean = float(np.clip(ips.mean() if ips.size else 0.5, 0.001, 0.999))
-    a, b = mean * PRIOR_STRENGTH, (1.0 - mean) * PRIOR_STRENGTH
-    attract = np.minimum((ips + a) / (1.0 + a + b), 1.0)
+    parts = [train] if split == "train" else [train, data]
+    clicks = np.concatenate([clicks_of(part, column, split=name) for part, name in zip(parts, ("train", split), strict=False)])
+    positions = np.concatenate([np.asarray(part.positions, dtype=np.int64) for part in parts])
+    features = np.concatenate([part.features for part in parts])
+    offsets = np.concatenate([[0], np.cumsum(np.concatenate([part.group_sizes for part in parts]))]).astype(np.int64)
+    # the rows of ``data`` and the indices of its queries among the fitted ones
+    data_queries = np.arange(parts[-1].n_queries) + (offsets.shape[0] - 1 - parts[-1].n_queries)
+    data_rows = np.repeat(data_queries, parts[-1].group_sizes)
+    point = fit_attractiveness(clicks, exam[positions], features, offsets)
+    refits: list[ClickModel] = []
+    rng = np.random.default_rng([seed, 0xAB7F])
+    for done in range(1, n_bootstrap + 1):
+        picks = [rng.integers(0, part.n_queries, part.n_queries) for part in parts]
+        weights = np.concatenate(
+            [np.repeat(np.bincount(pick, minlength=part.n_queries), part.group_sizes) for pick, part in zip(picks, parts, strict=True)]
+        ).astype(np.float64)
+        try:
+            refit_exam = _examination(method, click_cfg, train.take_queries(picks[0]), column, options, n, seed, "train")[0]
+        except ValueError:  # a resample the method cannot serve (e.g. no intervention): the log's own curve
+            refit_exam = exam
+        model = fit_attractiveness(clicks, refit_exam[positions], features, offsets, weights=weights, like=point)
+        attract = model.predict(data.features, model.query_effect[data_rows])
+        refits.append(ClickModel(0.0, 0.0, 1.0, examination=refit_exam, attract=attract))
+        if progress is not None:
+            progress(done, n_bootstrap)
+    sources = "train split" if split == "train" else f"train and {split} splits"
     note = (
         f"the click model is fitted to the log, not known: examination of {n} positions by "
-        f"eval.clicks.propensity={method} (position 2: {exam[1] if n > 1 else 1.0:.3f}), attractiveness of "
-        f"{data.n_rows:,} query-document pairs of the {split} split = (click / propensity + a) / (1 + a + b), "
-        f"Beta prior mean {mean:.3f}, a + b = {PRIOR_STRENGTH:g}; no purchases simulated"
-    )
-    return ClickModel(0.0, 0.0, 1.0, examination=exam, attract=attract), note
+        f"eval.clicks.propensity={method} (position 2: {exam[1] if n > 1 else 1.0:.3f}), attractiveness a logistic "
+        f"function of the features fitted to the clicks of the {sources} ({clicks.shape[0]:,} rows); "
+        + (f"the intervals hold {n_bootstrap} refits on resampled queries" if n_bootstrap else "the intervals hold the "
+           "simulated sessions' noise only, not the fit's (--refits 0)")
+        + "; no purchases simulated"
+        + (f"; examination is not identified from position {unknown + 1} on (too few clicks): "
+           + (f"a power law through positions 1-{unknown} is extended there" if unknown > 1 else "position 1's is used there")
+           + f" ({exam[unknown]:.3f} at position {unknown + 1}), a guess the intervals do not hold" if 0 < unknown < n else "")
+    )  # fmt: skip
+    attract = point.predict(data.features, point.query_effect[data_rows])
+    return ClickModel(0.0, 0.0, 1.0, examination=exam, attract=attract, refits=tuple(refits)), note
 
 
 def click_model(ranking: RunRanking) -> ClickModel:
@@ -210,8 +290,14 @@ def load_abtest(
     traffic_share: float = 0.05,
     days: float = 14.0,
     seed: int = 0,
+    refits: int = DEFAULT_REFITS,
+    progress: Progress | None = None,
 ) -> LoadedAbTest:
     """Resolve two runs as ``ltr compare`` does, re-make their rankings and simulate the test.
+
+    Runs on a user's click log: the click model is fitted to A's log (:func:`fit_click_model`)
+    with ``refits`` bootstrap refits, their spread in the CTR intervals; ``progress(done, total)``
+    after every refit.
 
     Raises
     ------
@@ -231,6 +317,8 @@ def load_abtest(
         raise LtrUserError(f"--days={days} must be a finite number > 0")
     if seed < 0:
         raise LtrUserError(f"--seed={seed} must be an integer >= 0")
+    if refits < 0:
+        raise LtrUserError(f"--refits={refits} must be an integer >= 0")
     if n_sessions_of(sessions_per_day, traffic_share, days) < 2:
         raise LtrUserError("the experiment holds fewer than 2 sessions: raise --sessions-per-day, --traffic-share or --days")
     store = RunStore(find_tracking_uri(tracking_uri), reap=False)  # it reads runs (--log: adds its own), and reaps none
@@ -238,7 +326,8 @@ def load_abtest(
     if runs[0].run_id == runs[1].run_id:
         raise LtrUserError(f"A and B are the same run ({runs[0].run_id}); an A/B test needs two runs")
     labels = run_labels(runs)
-    a, b = (run_ranking(store, run, label, split=split) for run, label in zip(runs, labels, strict=True))
+    a = run_ranking(store, runs[0], labels[0], split=split, refits=refits, progress=progress)
+    b = run_ranking(store, runs[1], labels[1], split=split, fit=False)  # the simulation is under A's log's model
     same = (
         np.array_equal(a.data.qids, b.data.qids) and np.array_equal(a.data.offsets, b.data.offsets)
         and np.array_equal(a.data.labels, b.data.labels)
@@ -279,7 +368,8 @@ def log_abtest(loaded: LoadedAbTest, *, experiment: str, markdown: str, figure: 
     (``ltr.compare.run_ids``: A then B; ``ltr.compare.baseline_run_id``: A); returns its id.
     Metrics ``abtest/ctr_a``, ``ctr_b``, ``ctr_diff`` (and its interval), ``p_value``,
     ``days_for_power``, ``interleaving/win_rate``, ``interleaving/p_value``,
-    ``interleaving/sessions_for_power``; every number in ``comparison/comparison.json``."""
+    ``interleaving/sessions_for_power`` (a fitted click model: ``abtest/ctr_diff_fit_sd`` and
+    ``abtest/ctr_diff_simulation_se`` too); every number in ``comparison/comparison.json``."""
     r = loaded.result
     values = {
         "abtest/ctr_a": r.ctr.a.value, "abtest/ctr_b": r.ctr.b.value, "abtest/ctr_diff": r.ctr.diff,
@@ -289,6 +379,8 @@ def log_abtest(loaded: LoadedAbTest, *, experiment: str, markdown: str, figure: 
         "interleaving/win_rate": r.interleaving.win_rate, "interleaving/p_value": r.interleaving.p_value,
         "interleaving/sessions_for_power": r.interleaving.sessions_needed,
     }  # fmt: skip
+    if r.fit is not None:  # a fitted click model: the refits' spread, in the interval above
+        values |= {"abtest/ctr_diff_fit_sd": r.fit.sd, "abtest/ctr_diff_simulation_se": r.fit.simulation_se}
     name = f"abtest {loaded.split}: {loaded.b.label} vs {loaded.a.label}"
     return loaded.store.log_comparison(
         experiment=experiment, run_name=name[:250], runs=[loaded.a.run, loaded.b.run], baseline=loaded.a.run,

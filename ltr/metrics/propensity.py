@@ -32,8 +32,12 @@ Intervals: ``n_bootstrap`` resamples of the queries with replacement (seeded: th
 on every run), the estimator rerun on each; the interval at ``confidence`` is normal on the log
 scale, ``estimate * exp(+-z * sd)`` with ``sd`` the resamples' standard deviation of the log
 propensity (steadier than extreme percentiles of a few dozen resamples, and never below 0),
-capped at 1 unless the estimate itself exceeds 1. A position without a click estimates 0 under
-``em`` and ``ctr`` (the IPS tables clip it at ``min_propensity``). Positions
+capped at 1 unless the estimate itself exceeds 1. Under ``em`` and ``ctr`` a position with
+fewer than :data:`MIN_POSITION_CLICKS` clicks is *not identified*: NaN estimate and interval
+(never 0 with a zero-width interval); :meth:`PropensityEstimate.table` extends the last finite
+value over it. An ``em`` curve flat at 1 while the click rate clearly falls with position is
+reported as not identified below position 1, with one warning. ``em`` takes NaN features
+(:func:`centred_features`); an infinite one is refused. Positions
 are 1-based here (``propensities[k - 1]`` is position ``k``); logs give 0-based positions.
 Everything is numpy over the flat arrays (no per-query Python loop); the bootstrap loops over
 its resamples only.
@@ -41,6 +45,7 @@ its resamples only.
 
 from __future__ import annotations
 
+import logging
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -50,6 +55,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
+
+logger = logging.getLogger(__name__)
 
 #: The estimators of :func:`estimate_propensity`.
 METHODS = ("given", "column", "ctr", "em", "harvest")
@@ -129,6 +136,27 @@ class PropensityEstimate:
         }  # fmt: skip
 
 
+def parse_propensity_list(text: str) -> list[float]:
+    """A curve as every ``ltr`` command takes it: comma-separated examination propensities of
+    positions 1, 2, ... (position 1 first), each in (0, 1]; the last value extends to every
+    deeper position (as ``eval.clicks.propensities`` and :meth:`PropensityEstimate.table`).
+
+    >>> parse_propensity_list("1, 0.6,0.45")
+    [1.0, 0.6, 0.45]
+    >>> parse_propensity_list("1,0")
+    Traceback (most recent call last):
+    ...
+    ValueError: '1,0': every propensity must be in (0, 1]
+    """
+    try:
+        values = [float(v) for v in str(text).split(",")]
+    except ValueError:
+        raise ValueError(f"{text!r} is not a comma-separated list of numbers") from None
+    if not all(np.isfinite(v) and 0 < v <= 1 for v in values):
+        raise ValueError(f"{text!r}: every propensity must be in (0, 1]")
+    return values
+
+
 # -- the estimators (0-based positions in, 1-based tables out) -----------------------------------
 
 
@@ -138,19 +166,27 @@ def _weighted_mean_by_position(values: NDArray[np.float64], pos: NDArray[np.int6
     return np.asarray(np.divide(total, count, out=np.full(n, np.nan), where=count > 0), dtype=np.float64)
 
 
-def ctr_ratio(clicks: NDArray[Any], positions: NDArray[np.int64], n_positions: int, weights: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+def ctr_ratio(
+    clicks: NDArray[Any], positions: NDArray[np.int64], n_positions: int, weights: NDArray[np.float64] | None = None,
+    *, skip: NDArray[np.bool_] | None = None,
+) -> NDArray[np.float64]:
     """Click-through rate by position relative to position 1, non-increasing (NaN without
-    impressions or without a click at position 1).
+    impressions or without a click at position 1); ``skip``: positions left NaN and out of the
+    running minimum (positions not identified).
 
     >>> ctr_ratio(np.array([1, 1, 0, 1, 0, 0]), np.array([0, 0, 1, 1, 2, 2]), 3).tolist()
     [1.0, 0.5, 0.0]
+    >>> ctr_ratio(np.array([1, 1, 0, 0, 1, 0]), np.array([0, 0, 1, 1, 2, 2]), 3, skip=np.array([False, True, False])).tolist()
+    [1.0, nan, 0.5]
     """
     w = np.ones(positions.shape[0]) if weights is None else weights
     ctr = _weighted_mean_by_position(np.asarray(clicks, dtype=np.float64), positions, w, n_positions)
     if not ctr[0] > 0:
         return np.full(n_positions, np.nan)
     rel = ctr / ctr[0]
-    return np.asarray(np.fmin.accumulate(rel), dtype=np.float64)
+    if skip is not None:
+        rel = np.where(skip, np.nan, rel)
+    return np.asarray(np.where(np.isnan(rel), np.nan, np.fmin.accumulate(rel)), dtype=np.float64)
 
 
 def column_mean(row_propensities: NDArray[np.float64], positions: NDArray[np.int64], n_positions: int, weights: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
@@ -161,8 +197,21 @@ def column_mean(row_propensities: NDArray[np.float64], positions: NDArray[np.int
 
 
 def centred_features(features: NDArray[Any], offsets: NDArray[np.int64]) -> NDArray[np.float64]:
-    """Features minus their query's mean, scaled to unit variance overall, plus a constant column."""
+    """Features minus their query's mean, scaled to unit variance overall, plus a constant column.
+
+    Missing values (NaN) as a linear model can mirror LightGBM's missing-value handling: the
+    query's mean is taken over the values present, a missing cell is set to 0 after centring
+    (the query's mean), and every feature with a missing cell adds one indicator column (1 where
+    missing, centred and scaled as the features are), before the constant column. A design
+    without NaN is unchanged by this (shape ``(n_rows, n_features + 1)``).
+
+    >>> centred_features(np.array([[1.0], [np.nan], [3.0]]), np.array([0, 3])).round(3).tolist()
+    [[-1.225, -0.707, 1.0], [0.0, 1.414, 1.0], [1.225, -0.707, 1.0]]
+    """
     x = np.asarray(features, dtype=np.float64)
+    missing = np.isnan(x)
+    if missing.any():
+        return _centred_with_missing(x, missing, np.asarray(offsets, dtype=np.int64))
     sizes = np.diff(offsets)
     query = np.repeat(np.arange(sizes.shape[0]), sizes)
     means = np.zeros((sizes.shape[0], x.shape[1]))
@@ -170,6 +219,27 @@ def centred_features(features: NDArray[Any], offsets: NDArray[np.int64]) -> NDAr
     if x.shape[0]:
         means[full] = np.add.reduceat(x, offsets[:-1][full], axis=0) / sizes[full, None]
     x = x - means[query]
+    scale = x.std(axis=0)
+    x = x / np.where(scale > 0, scale, 1.0)
+    return np.hstack([x, np.ones((x.shape[0], 1))])
+
+
+def _centred_with_missing(x: NDArray[np.float64], missing: NDArray[np.bool_], offsets: NDArray[np.int64]) -> NDArray[np.float64]:
+    """:func:`centred_features` of a matrix with NaN cells (``missing``): NaN-ignoring query means,
+    missing cells 0 after centring, one centred indicator column per feature with a NaN."""
+    sizes = np.diff(offsets)
+    query = np.repeat(np.arange(sizes.shape[0]), sizes)
+    indicators = missing[:, missing.any(axis=0)].astype(np.float64)
+    x = np.hstack([np.where(missing, 0.0, x), indicators])
+    present = np.hstack([~missing, np.ones_like(indicators, dtype=bool)]).astype(np.float64)
+    means = np.zeros((sizes.shape[0], x.shape[1]))
+    full = sizes > 0
+    if x.shape[0]:
+        starts = offsets[:-1][full]
+        count = np.add.reduceat(present, starts, axis=0)
+        total = np.add.reduceat(x, starts, axis=0)
+        means[full] = np.divide(total, count, out=np.zeros_like(total), where=count > 0)
+    x = np.where(present > 0, x - means[query], 0.0)
     scale = x.std(axis=0)
     x = x / np.where(scale > 0, scale, 1.0)
     return np.hstack([x, np.ones((x.shape[0], 1))])
@@ -369,6 +439,31 @@ def _reachable(k: NDArray[np.int64], k2: NDArray[np.int64], n: int) -> NDArray[n
 
 # -- the public entry point ----------------------------------------------------------------------
 
+#: A position with fewer clicks than this is "not identified" under ``em`` and ``ctr`` (NaN
+#: estimate and interval). Its estimate rests on its ``m`` clicks, a count with a relative
+#: standard error of about ``1 / sqrt(m)`` (45 % at 5, unbounded at 0), and a resample of the
+#: queries holds none of them with probability about ``exp(-m)`` (1 in 150 at 5, 1 in 20 at 3),
+#: which sends the log-scale interval to 0: below 5 clicks the estimate is no more than noise
+#: and its interval does not hold its level.
+MIN_POSITION_CLICKS = 5
+
+
+def _degenerate_em(
+    point: NDArray[np.float64], clicks: NDArray[np.float64], positions: NDArray[np.int64],
+    unidentified: NDArray[np.bool_], n: int,
+) -> bool:
+    """EM's curve is flat at 1 at every identified position below the first while the click rate
+    of some identified position is below position 1's by more than 4 binomial standard errors:
+    EM has put the position effect into the attractiveness (or failed), not estimated it."""
+    rest = ~unidentified
+    rest[0] = False
+    if not rest.any() or np.any(np.abs(np.where(rest, point, 1.0) - 1.0) > 1e-3):
+        return False
+    shown = np.bincount(positions, minlength=n)[:n].astype(np.float64)
+    rate = np.divide(np.bincount(positions, weights=clicks, minlength=n)[:n], shown, out=np.zeros(n), where=shown > 0)
+    se = np.sqrt(rate[0] * (1 - rate[0]) / max(shown[0], 1.0) + rate * (1 - rate) / np.maximum(shown, 1.0))
+    return bool(np.any(rest & (rate[0] - rate > 4 * np.maximum(se, 1e-12))))
+
 
 def _query_index(offsets: NDArray[np.int64]) -> NDArray[np.int64]:
     offsets = np.asarray(offsets, dtype=np.int64)
@@ -453,10 +548,15 @@ def estimate_propensity(
 
     estimator: Callable[[NDArray[np.float64]], NDArray[np.float64]]
     fit: dict[str, float] = {}
+    unidentified = np.zeros(n, dtype=bool)
+    if method in ("em", "ctr"):
+        unidentified = np.bincount(pos[keep], weights=c[keep], minlength=n)[:n] < MIN_POSITION_CLICKS
+        unidentified[0] = False  # the reference: 1 by definition
+        fit["not_identified"] = float(unidentified.sum())
     if method == "ctr":
 
         def estimator(qw: NDArray[np.float64]) -> NDArray[np.float64]:
-            return ctr_ratio(c[keep], pos[keep], n, qw[query][keep])
+            return ctr_ratio(c[keep], pos[keep], n, qw[query][keep], skip=unidentified)
 
     elif method == "column":
         if row_propensities is None:
@@ -471,9 +571,11 @@ def estimate_propensity(
     elif method == "em":
         if features is None:
             raise ValueError("method='em' needs the features (its attractiveness model's inputs)")
+        if np.isinf(np.asarray(features, dtype=np.float64)).any():
+            raise ValueError("the features hold an infinite value; EM's attractiveness model needs finite features (NaN is kept)")
         design = centred_features(features, offsets)[keep]
         base = regression_em(c[keep], pos[keep], design, n)
-        fit = {"iterations": float(base.iterations), "features": float(design.shape[1] - 1)}
+        fit |= {"iterations": float(base.iterations), "features": float(design.shape[1] - 1)}
 
         def estimator(qw: NDArray[np.float64]) -> NDArray[np.float64]:
             if np.all(qw == 1.0):
@@ -499,6 +601,17 @@ def estimate_propensity(
             return harvest_ratios(found, n, qw)
 
     point = estimator(np.ones(n_queries))
+    if method in ("em", "ctr"):
+        if method == "em" and _degenerate_em(point, c[keep], pos[keep], unidentified, n):
+            logger.warning(
+                "EM propensities are degenerate (1.000 at every position) while the click rate falls with position: "
+                "not reported (positions 2-%d not identified); the features may not explain the clicks: try "
+                "eval.clicks.propensity=estimated on a log with shuffled sessions, or harvest",
+                n,
+            )
+            fit["degenerate"] = 1.0
+            unidentified[1:] = True
+        point = np.where(unidentified, np.nan, point)
     low, high = point.copy(), point.copy()
     if n_bootstrap > 0 and n_queries > 0:
         rng = np.random.default_rng([seed, 0xB007])
@@ -519,4 +632,7 @@ def estimate_propensity(
         high = np.minimum(np.exp(centre + z * spread), np.maximum(point, 1.0))
         low = np.where(np.isfinite(point), low, np.nan)
         high = np.where(np.isfinite(point), high, np.nan)
+    if unidentified.any():
+        point = np.where(unidentified, np.nan, point)
+        low, high = np.where(unidentified, np.nan, low), np.where(unidentified, np.nan, high)
     return PropensityEstimate(point, np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64), method, int(n_bootstrap), confidence, impressions, fit)

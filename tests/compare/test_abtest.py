@@ -30,7 +30,7 @@ COMMON = ("data=synthetic_clicks", "data.n_queries=400", "fit.num_boost_round=30
 RUNS = {"clicks": ("data.train_labels=clicks",), "relevance": ("data.train_labels=relevance",)}
 
 
-@pytest.mark.parametrize("name", ["ltr.compare._interleave", "ltr.compare.abtest"])
+@pytest.mark.parametrize("name", ["ltr.compare._interleave", "ltr.compare.abtest", "ltr.experiment.abtest"])
 def test_docstring_examples(name: str) -> None:
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0

@@ -27,10 +27,11 @@ def _problem() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, ClickMod
     return labels, offsets, scores_a, scores_b, model
 
 
-def _simulate(sessions: float, **kwargs: int) -> AbTestResult:
+def _simulate(sessions: float, chunk_sessions: int | None = None) -> AbTestResult:
     labels, offsets, scores_a, scores_b, model = _problem()
     return simulate_abtest(
-        labels, offsets, scores_a, scores_b, model, sessions_per_day=sessions, traffic_share=1.0, days=1.0, seed=7, **kwargs
+        labels, offsets, scores_a, scores_b, model, sessions_per_day=sessions, traffic_share=1.0, days=1.0, seed=7,
+        chunk_sessions=chunk_sessions,
     )
 
 
@@ -84,8 +85,9 @@ def test_sessions_needed_is_a_whole_number_rounded_up() -> None:
     [
         (["--figure", "/nonexistent/dir/p.png"], "--figure /nonexistent/dir/p.png: the folder /nonexistent/dir does not exist"),
         (["--figure", "{tmp}/a.log/p.png"], "--figure {tmp}/a.log/p.png: {tmp}/a.log is a file, not a folder"),
-        (["--figure", "{tmp}"], "--figure {tmp}: that is a folder; give a file name (.png)"),
+        (["--figure", "{tmp}"], "--figure {tmp} is a directory; give a file name"),
         (["--seed", "-1"], "--seed=-1 must be an integer >= 0"),
+        (["--refits", "-1"], "--refits=-1 must be an integer >= 0"),
     ],
 )
 def test_refused_before_any_run_is_read(

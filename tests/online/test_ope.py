@@ -1,5 +1,7 @@
-"""Off-policy estimates (:mod:`ltr.online.ope`): exact unbiasedness by enumeration, the simulator's
-exact CTR inside the interval, clipping, refusals."""
+"""Off-policy estimates (:mod:`ltr.online.ope`): exact unbiasedness by enumeration (position-based
+and cascade), hand-computed cascade estimators, the simulator's exact CTR inside the interval,
+every value in its range and inside its interval (hypothesis), paired differences, clipping,
+refusals."""
 
 from __future__ import annotations
 
@@ -10,10 +12,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ltr.online.ope as ope
-from ltr.data.clicks import attractiveness, examination_curve
-from ltr.online.ope import ESTIMATORS, at_least_one, off_policy_estimates
+from ltr.data.clicks import attractiveness, examination_curve, rank_within_queries
+from ltr.online.ope import (
+    ALL_ESTIMATORS,
+    ESTIMATORS,
+    at_least_one,
+    cascade_terms,
+    metric_range,
+    off_policy_estimates,
+    paired_estimates,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from bench_ope_coverage import RANKERS, one_seed
@@ -45,7 +57,7 @@ def test_ips_is_exactly_unbiased_over_every_click_pattern() -> None:
         prob = float(np.prod(np.where(clicks == 1, p_log, 1.0 - p_log)))
         r = off_policy_estimates({"click": clicks}, log_pos, scores, np.array([0, 4]), propensities=exam, k=3, n_bootstrap=2)
         for key in mean:
-            mean[key] += prob * r.estimates[key].value
+            mean[key] += prob * r.estimates[key].unbounded  # the unbiased mean, before its projection
     for (estimator, metric), value in mean.items():
         assert value == pytest.approx(truth_ctr if metric == "ctr" else truth_clicks, abs=1e-12), (estimator, metric)
 
@@ -103,9 +115,152 @@ def test_clipping_is_explicit_counted_and_snips_restores_the_mass() -> None:
 
 def test_refusals_name_the_problem() -> None:
     outcomes, log_pos, scores, offsets, exam = _small_log()
-    with pytest.raises(ValueError, match=r"propensities cover positions 1\.\.5"):
-        off_policy_estimates(outcomes, log_pos, scores, offsets, propensities=exam[:5], k=3)
     with pytest.raises(ValueError, match="0 or 1"):
         off_policy_estimates({"click": outcomes["click"] * 2}, log_pos, scores, offsets, propensities=exam, k=3)
     with pytest.raises(ValueError, match="clip"):
         off_policy_estimates(outcomes, log_pos, scores, offsets, propensities=exam, k=3, clip=0.0)
+    with pytest.raises(ValueError, match="each must be one of"):
+        off_policy_estimates(outcomes, log_pos, scores, offsets, propensities=exam, k=3, estimators=("ips", "magic"))
+
+
+def test_short_propensities_extend_their_last_value() -> None:
+    outcomes, log_pos, scores, offsets, exam = _small_log()
+    short = off_policy_estimates(outcomes, log_pos, scores, offsets, propensities=exam[:5], k=3, n_bootstrap=20)
+    full = np.concatenate([exam[:5], np.full(exam.size - 5, exam[4])])
+    explicit = off_policy_estimates(outcomes, log_pos, scores, offsets, propensities=full, k=3, n_bootstrap=20)
+    assert short.estimates == explicit.estimates
+
+
+def _cascade_first_click(e_log: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """P(first click on row i) of one session read top-down in row order: e(i) a(i) prod_{j<i} (1 - e(j) a(j))."""
+    p = e_log * a
+    return np.asarray(p * np.concatenate([[1.0], np.cumprod(1.0 - p)[:-1]]))
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_rips_is_exactly_unbiased_under_the_cascade_with_the_true_attractiveness(k: int) -> None:
+    """One query of 3 documents logged in row order, the candidate in another; the log's session
+    is a cascade (examine position p with e(p), leave at the first click). Over every outcome (a
+    first click on row i, or none), weighted by its probability, rips and cascade_dr (unclipped)
+    average to the candidate's exact cascade CTR@k, sum over its top k of e(r) a prod_above (1 - e a)."""
+    e = np.array([1.0, 0.6, 0.3])
+    a = np.array([0.3, 0.7, 0.5])
+    log_pos = np.array([0, 1, 2])
+    new_pos = np.array([2, 0, 1])
+    p_log = _cascade_first_click(e[log_pos], a)
+    order = np.argsort(new_pos)
+    p_new = np.zeros(3)
+    p_new[order] = _cascade_first_click(e[new_pos[order]], a[order])
+    truth = float(p_new[new_pos < k].sum())
+    mean_rips = mean_dr = 0.0
+    for i in range(3):
+        click = np.zeros(3)
+        click[i] = 1.0
+        t = cascade_terms(click, log_pos, new_pos, np.array([0, 3]), e, a, k=k, clip=None)
+        mean_rips += p_log[i] * float(t.rips[0])
+        mean_dr += p_log[i] * float(t.cascade_dr[0])
+    # a click on every row after the first changes nothing: the cascade estimators read the first click
+    t = cascade_terms(np.ones(3), log_pos, new_pos, np.array([0, 3]), e, a, k=k, clip=None)
+    first = cascade_terms(np.array([1.0, 0.0, 0.0]), log_pos, new_pos, np.array([0, 3]), e, a, k=k, clip=None)
+    assert t.rips.tolist() == first.rips.tolist()
+    assert mean_rips == pytest.approx(truth, abs=1e-12)
+    assert mean_dr == pytest.approx(truth, abs=1e-12)
+
+
+def test_cascade_dr_by_hand_when_clipped() -> None:
+    """Two documents, e = (1, 1/2), a = (1/2, 1/2), the logged second one clicked and put first by
+    the candidate. P_L = (1/2, 1/8), P_C = (1/8, 1/2), W = (1/4, 4); clipped at 2: rips = 2,
+    cascade_dr = (1/8 - 1/4 * 1/2) + (1/2 - 2 * 1/8) + 2 = 2.25 (the model fills in the clipped mass)."""
+    t = cascade_terms(np.array([0.0, 1.0]), np.array([0, 1]), np.array([1, 0]), np.array([0, 2]),
+                      np.array([1.0, 0.5]), np.array([0.5, 0.5]), k=2, clip=2.0)  # fmt: skip
+    assert t.first_log.tolist() == [0.5, 0.125]
+    assert t.first_new.tolist() == [0.125, 0.5]
+    assert t.clipped_weight.tolist() == [0.25, 2.0]
+    assert t.rips.tolist() == [2.0]
+    assert t.cascade_dr.tolist() == [2.25]
+
+
+def _cascade_log(seed: int, n_queries: int = 1500, size: int = 8) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A log of cascade clicks (examine p with e(p) = 1/(p+1), leave at the first click)."""
+    rng = np.random.default_rng(seed)
+    offsets = np.arange(0, (n_queries + 1) * size, size, dtype=np.int64)
+    log_pos = np.tile(np.arange(size), n_queries)
+    exam = examination_curve(size, eta=1.0)
+    a = rng.uniform(0.1, 0.9, n_queries * size)
+    hit = (rng.random(a.size) < exam[log_pos] * a).reshape(n_queries, size)
+    first = hit & (np.cumsum(hit, axis=1) == 1)
+    return {"click": first.ravel().astype(np.int64)}, log_pos, rng.random(a.size), offsets, exam, a
+
+
+def test_cascade_clicks_are_detected_and_the_cascade_estimators_cover_the_truth() -> None:
+    outcomes, log_pos, scores, offsets, exam, a = _cascade_log(3)
+    r = off_policy_estimates(outcomes, log_pos, scores, offsets, propensities=exam, k=5, n_bootstrap=200, estimators=ALL_ESTIMATORS)
+    assert any("clicks look like a cascade" in note for note in r.notes)
+    assert not any("more than one click" in note for note in r.notes)
+    # the candidate's exact cascade CTR@5 under the true attractiveness
+    new_pos = rank_within_queries(scores, offsets).astype(np.int64)
+    n_q = offsets.size - 1
+    truth = float(cascade_terms(np.zeros(a.size), log_pos, new_pos, offsets, exam, a, k=5, clip=None).first_new.sum() / n_q)
+    for estimator in ("rips", "cascade_dr"):
+        e = r.estimates[estimator, "ctr"]
+        assert e.low <= truth <= e.high, (estimator, e, truth)
+    # a position-based log is not taken for a cascade
+    pbm = off_policy_estimates(*_small_log()[:4], propensities=examination_curve(12, eta=1.0), k=5, n_bootstrap=20,
+                               estimators=ALL_ESTIMATORS)  # fmt: skip
+    assert not any("cascade (one click" in note for note in pbm.notes)
+    assert any("more than one click" in note for note in pbm.notes)
+
+
+def test_a_rate_that_leaves_its_range_is_projected_and_named() -> None:
+    """One query: a click at logged position 3 moved to the top, weight 3: 1 - (1 - 3) = 3."""
+    r = off_policy_estimates({"click": np.array([0, 0, 1])}, np.array([0, 1, 2]), np.array([0.0, 1.0, 2.0]),
+                             np.array([0, 3]), propensities=np.array([1, 1 / 2, 1 / 3]), k=3, n_bootstrap=10)  # fmt: skip
+    e = r.estimates["ips", "ctr"]
+    assert (e.value, e.high) == (1.0, 1.0)
+    assert 0.0 <= e.low <= 1.0
+    assert e.unbounded == pytest.approx(3.0)
+    assert any(note.startswith("ips ctr: the unbiased mean 3.0000") for note in r.notes)
+
+
+def test_paired_difference_of_a_run_with_itself_is_exactly_zero() -> None:
+    outcomes, log_pos, scores, offsets, exam = _small_log()
+    r = paired_estimates(outcomes, log_pos, scores, scores, offsets, propensities=exam, k=5, n_bootstrap=50, estimators=ALL_ESTIMATORS)
+    for key, d in r.difference.items():
+        assert (d.value, d.low, d.high) == (0.0, 0.0, 0.0), key
+        assert r.verdict(key) == "cannot tell"
+    alone = off_policy_estimates(outcomes, log_pos, scores, offsets, propensities=exam, k=5, n_bootstrap=50, estimators=ALL_ESTIMATORS)
+    assert r.a.estimates == alone.estimates  # the same resamples as a run alone
+
+
+@st.composite
+def _logs(draw: st.DrawFn) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, float | None]:
+    sizes = draw(st.lists(st.integers(1, 7), min_size=1, max_size=6))
+    n = sum(sizes)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    log_pos = np.concatenate([rng.permutation(s) for s in sizes]).astype(np.int64)
+    clicks = (rng.random(n) < draw(st.floats(0.0, 1.0))).astype(np.int64)
+    purchases = clicks * (rng.random(n) < 0.5)
+    n_prop = draw(st.integers(1, 8))
+    prop = np.sort(rng.uniform(0.01, 1.0, n_prop))[::-1].copy()
+    prop[0] = 1.0
+    k = draw(st.integers(1, 6))
+    clip = draw(st.one_of(st.none(), st.floats(0.5, 50.0)))
+    return {"click": clicks, "purchase": purchases}, log_pos, rng.normal(size=n), rng.normal(size=n), offsets, prop, k, clip
+
+
+@settings(max_examples=30, deadline=None)
+@given(_logs())
+def test_every_value_is_in_its_range_and_inside_its_own_interval(log: tuple) -> None:  # type: ignore[type-arg]
+    outcomes, log_pos, scores_a, scores_b, offsets, prop, k, clip = log
+    r = paired_estimates(outcomes, log_pos, scores_a, scores_b, offsets, propensities=prop, k=k, clip=clip,
+                         n_bootstrap=20, estimators=ALL_ESTIMATORS)  # fmt: skip
+    for result in (r.a, r.b):
+        for (estimator, metric), e in result.estimates.items():
+            bottom, top = metric_range(metric, k)
+            assert bottom <= e.low <= e.value <= e.high <= top, (estimator, metric, e)
+    for (estimator, metric), d in r.difference.items():
+        top = metric_range(metric, k)[1]
+        assert -top <= d.low <= d.value <= d.high <= top, (estimator, metric, d)
+        assert d.value == pytest.approx(r.b.estimates[estimator, metric].value - r.a.estimates[estimator, metric].value)

@@ -1,17 +1,25 @@
 """``ltr ope RUN --log FILE --data FILE``: a real run of a written click log, its estimates logged
-on the run and read back; every refusal one line, exit 2, nothing logged."""
+on the run and read back; its training queries left out; two runs' paired difference holding the
+exact B - A of the simulator's click model; every refusal one line, exit 2, nothing logged."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
+from ltr.api import predict
 from ltr.cli.main import main as ltr_main
+from ltr.config.data import SyntheticClicksDataConfig
+from ltr.data.clicks import attractiveness, examination_curve, rank_within_queries
 from ltr.experiment import run as pipeline
+from ltr.online.ope import at_least_one
 from tests.conftest import compose_train
 
 SIZE = ("data.n_queries=300",)
@@ -34,6 +42,8 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Written:
     overrides = [*COMMON, f"tracking.uri={uri}", "tracking.run_name=relevance"]
     out = pipeline.run(compose_train(overrides), overrides=overrides)
     assert out.run_id is not None
+    clicks = [*COMMON[:-1], f"tracking.uri={uri}", "tracking.run_name=clicks"]  # trained on the log's clicks
+    assert pipeline.run(compose_train(clicks), overrides=clicks).run_id is not None
     return Written(uri, out.run_id, root / "data")
 
 
@@ -71,7 +81,8 @@ def test_ltr_ope_logs_every_estimate_on_the_run(written: Written, capsys: pytest
     ("case", "message"),
     [
         ("no-propensities", "propensities missing"),
-        ("short-propensities", "propensities missing for positions"),
+        ("unknown-estimator", "--estimators 'ips,magic': each must be one of"),
+        ("three-runs", "takes one run, or two (A B)"),
         ("no-overlap", "no overlap"),
         ("missing-column", "has no column 'position'"),
     ],
@@ -81,10 +92,13 @@ def test_refusals_are_one_line_exit_2_and_log_nothing(
 ) -> None:
     log = written.folder / "clicks.parquet"
     props: list[str] = ["--eta", "1"]
+    runs = ["relevance"]
     if case == "no-propensities":
         props = []
-    elif case == "short-propensities":
-        props = ["--propensities", "1,0.5,0.3"]
+    elif case == "unknown-estimator":
+        props = ["--eta", "1", "--estimators", "ips,magic"]
+    elif case == "three-runs":
+        runs = ["relevance", "clicks", "relevance"]
     elif case == "no-overlap":
         frame = pd.read_parquet(log).head(50)
         frame["doc_id"] = "other-" + frame["doc_id"].astype(str)
@@ -94,7 +108,7 @@ def test_refusals_are_one_line_exit_2_and_log_nothing(
         log = tmp_path / "clicks.csv"
         pd.read_parquet(written.folder / "clicks.parquet").drop(columns=["position"]).head(50).to_csv(log, index=False)
     before = _ope_metrics(written)
-    argv = ["ope", "relevance", "--log", str(log), "--data", str(written.folder / "test.parquet"), *props,
+    argv = ["ope", *runs, "--log", str(log), "--data", str(written.folder / "test.parquet"), *props,
             "--bootstrap", "50", "--tracking-uri", written.uri]  # fmt: skip
     assert ltr_main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -102,3 +116,101 @@ def test_refusals_are_one_line_exit_2_and_log_nothing(
     assert err[0].startswith("ltr: error: "), err
     assert message in err[0], err
     assert _ope_metrics(written) == before
+
+
+def _exact(written: Written, run: str, queries: set[str], k: int) -> tuple[float, float]:
+    """The run's exact CTR@k and clicks@k on ``queries`` under the simulator's click model (true
+    grades, examination (1/rank)^eta, the default config the log was written with), its ranking of
+    each query's logged documents as ltr ope joins them (the log's row order breaks ties)."""
+    cfg = SyntheticClicksDataConfig()
+    test = pd.read_parquet(written.folder / "test.parquet", columns=["qid", "doc_id"])
+    scores = predict(run, written.folder / "test.parquet", tracking_uri=written.uri).scores
+    scored = pd.DataFrame({"query": test["qid"].astype(str), "doc_id": test["doc_id"].astype(str), "score": scores})
+    log = pd.read_parquet(written.folder / "clicks.parquet", columns=["query", "doc_id", "relevance"])
+    log = log.assign(query=log["query"].astype(str), doc_id=log["doc_id"].astype(str))
+    joined = log[log["query"].isin(queries)].merge(scored, on=["query", "doc_id"], how="inner", sort=False)
+    codes, _ = pd.factorize(joined["query"], sort=False)
+    order = np.argsort(codes, kind="stable")
+    joined, codes = joined.iloc[order], codes[order]
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(codes))]).astype(np.int64)
+    ranks = rank_within_queries(joined["score"].to_numpy(np.float64), offsets).astype(np.int64)
+    exam = examination_curve(int(ranks.max()) + 1, eta=float(cfg.examination_eta))
+    grades = joined["relevance"].to_numpy(np.int64)
+    p = np.where(ranks < k, exam[ranks], 0.0) * attractiveness(grades, click_noise=cfg.click_noise, click_max=cfg.click_max)
+    n_q = offsets.size - 1
+    return float(at_least_one(p, codes, n_q).mean()), float(np.bincount(codes, weights=p, minlength=n_q).mean())
+
+
+def test_two_runs_paired_difference_holds_the_exact_truth(written: Written, capsys: pytest.CaptureFixture[str]) -> None:
+    """``ltr ope clicks relevance --json`` on the test queries (neither run trained on them): the
+    difference interval of IPS, SNIPS and DR holds the exact B - A of CTR@10 and clicks@10, each
+    run's values lie in their intervals, and the first line counts the training queries left out."""
+    before = _ope_metrics(written)
+    argv = ["ope", "clicks", "relevance", "--log", str(written.folder / "clicks.parquet"), "--data",
+            str(written.folder / "test.parquet"), "--eta", "1", "--k", "10", "--bootstrap", "300", "--json",
+            "--estimators", "ips,snips,dr,dm,rips", "--tracking-uri", written.uri]  # fmt: skip
+    assert ltr_main(argv) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert captured.err.splitlines()[0].startswith("left out 180 of 300 logged queries as training queries of run ")
+    assert out["training_queries"]["n_left_out"] == 180
+    test_queries = set(pd.read_parquet(written.folder / "test.parquet", columns=["qid"])["qid"].astype(str))
+    assert out["runs"]["A"]["n_queries"] == len(test_queries) == 60
+    ctr_a, clicks_a = _exact(written, "clicks", test_queries, 10)
+    ctr_b, clicks_b = _exact(written, "relevance", test_queries, 10)
+    truth = {"ctr": ctr_b - ctr_a, "clicks_at_10": clicks_b - clicks_a}
+    for estimator in ("ips", "snips", "dr"):
+        for metric, true in truth.items():
+            d = out["difference"][estimator][metric]
+            assert d["low"] <= true <= d["high"], (estimator, metric, d, true)
+            a, b = out["runs"]["A"]["estimates"][estimator][metric], out["runs"]["B"]["estimates"][estimator][metric]
+            assert d["value"] == pytest.approx(b["value"] - a["value"])
+    for run in ("A", "B"):
+        for estimator, metrics in out["runs"][run]["estimates"].items():
+            for metric, e in metrics.items():
+                top = 10.0 if metric == "clicks_at_10" else 1.0
+                assert 0.0 <= e["low"] <= e["value"] <= e["high"] <= top, (run, estimator, metric, e)
+    assert out["runs"]["A"]["coverage"] == 1.0
+    assert set(out["runs"]["B"]["max_weight"]) == {"ips", "snips", "dr", "dm", "rips"}
+    assert out["verdict"]["verdict"] in ("B better", "A better", "cannot tell")
+    assert _ope_metrics(written) == before  # two runs: nothing logged
+
+
+def test_training_queries_kept_on_request_and_the_propensities_of_a_run(
+    written: Written, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--include-training-queries keeps them and names the bias; --propensities-from takes the
+    curve the run estimated (its logged propensity/pos_k), printed with its source."""
+    argv = ["ope", "relevance", "--log", str(written.folder / "clicks.parquet"), "--data", str(written.folder / "train.parquet"),
+            "--propensities-from", "relevance", "--include-training-queries", "--bootstrap", "50", "--no-log",
+            "--tracking-uri", written.uri]  # fmt: skip
+    assert ltr_main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("kept every one of the 300 logged queries, 180 of them training queries of run ")
+    assert lines[0].endswith("estimates on the run's own training clicks are biased upward")
+    assert " 180 queries," in lines[1]
+    assert "of run " in lines[1].split("propensities ", 1)[1]
+    curve = [float(v) for v in lines[1].split("propensities ", 1)[1].split(" of run")[0].rstrip(",.").split(",")]
+    metrics = MlflowClient(tracking_uri=written.uri).get_run(written.run_id).data.metrics
+    assert curve[:3] == pytest.approx([metrics[f"propensity/pos_{k}"] for k in (1, 2, 3)], rel=1e-2)
+
+
+def test_a_training_split_that_cannot_be_made_is_one_line(written: Written, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run on Parquet files whose training file is gone: one line naming the flag that proceeds;
+    with the flag, the estimates on every logged query."""
+    for split in ("train", "test"):
+        shutil.copy(written.folder / f"{split}.parquet", tmp_path / f"{split}.parquet")
+    overrides = ["data=parquet", f"data.train={tmp_path / 'train.parquet'}", f"data.test={tmp_path / 'test.parquet'}",
+                 "data.doc_id_column=doc_id", "fit.num_boost_round=5", "fit.show_progress=false", "model.num_leaves=3",
+                 "tracking.log_model=false", f"tracking.uri={written.uri}", "tracking.run_name=gone"]  # fmt: skip
+    assert pipeline.run(compose_train(overrides), overrides=overrides).run_id is not None
+    (tmp_path / "train.parquet").unlink()
+    argv = ["ope", "gone", "--log", str(written.folder / "clicks.parquet"), "--data", str(tmp_path / "test.parquet"),
+            "--propensities", "1,0.5,0.33", "--bootstrap", "50", "--no-log", "--tracking-uri", written.uri]  # fmt: skip
+    assert ltr_main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert "the training split of run " in err[0], err
+    assert "--include-training-queries" in err[0], err
+    assert ltr_main([*argv, "--include-training-queries"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith("kept every one of the 300 logged queries, any of them")
