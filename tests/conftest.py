@@ -105,10 +105,13 @@ INTEGRATION_MODULES = frozenset(
         "tests/tracking/test_stop_requests.py",
         "tests/tracking/test_store_lock_wait.py",
         "tests/models/test_labels_run.py",
+        "tests/explain/test_explain_run.py",
         "tests/models/test_promote.py",
         "tests/metrics/test_oracle_lightgbm.py",
         "tests/experiment/test_string_qid_tables.py",
         "tests/experiment/test_figure_worker.py",
+        "tests/reliability/test_output_guard.py",
+        "tests/tracking/test_reaper_host_id.py",
     }
 )
 

@@ -52,7 +52,7 @@ def test_every_neutral_field_set_otherwise_gives_the_same_metrics_bit_for_bit(
         # the heartbeat beats only with a store (here tracking=none): tests/reliability/test_liveness.py
         # compares a beating run's metrics with a silent one's
         "no cache at all": ["data.cache=false", "data.binned_cache=false", "fit.reuse_binned_data=false",
-                            "tracking.heartbeat_s=0.1", "tracking.stale_after=2"],
+                            "tracking.heartbeat_s=0.1", "tracking.stale_after=2", "tracking.server_wait_s=0"],
         "limits that store nothing": [f"data.cache_dir={tmp_path / 'other'}", "data.cache_max_mb=0",
                                       "data.binned_cache_max_mb=0", "fit.reuse_binned_data=false"],
     }  # fmt: skip

@@ -47,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``ltr cache``; returns the exit code. User errors raise `LtrUserError`."""
     args = build_parser().parse_args(argv)
     # the cache's module (numpy, pyarrow) after parsing: --help and an argument error import none of it
+    from ltr.cli.output_guard import check_outputs
     from ltr.config.data import default_cache_dir
     from ltr.data.cache import (
         DEFAULT_MAX_MB,
@@ -59,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     cache_dir = (args.dir if args.dir is not None else default_cache_dir()).expanduser()
     binned_dir = cache_dir / "binned"  # LightGBM's binned data sets (ltr.training.binned_store)
     if args.action == "clear":
+        check_outputs({"--dir": cache_dir}, folders={"--dir"})  # it removes what it finds there
         n, freed = clear_cache(cache_dir)
         print(f"cleared {cache_dir}: removed {n} entries, freed {format_size(freed)}")
         n, freed = clear_cache(binned_dir)

@@ -13,7 +13,6 @@ import json
 import sys
 from pathlib import Path
 
-from ltr.cli.abtest import check_figure
 from ltr.cli.args import OneLineParser
 
 
@@ -22,7 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ltr calibrate",
         description=(
             "Fit the line of past A/B tests' online delta on their offline delta (weighted by --n when given): "
-            "slope, 95 %% interval, p-value, as 'each +0.1 <offline> = x <unit> [lo, hi] (p = ...)'."
+            "slope, 95 % interval, p-value, as 'each +0.1 <offline> = x <unit> [lo, hi] (p = ...)'."
         ),
     )
     parser.add_argument("table", metavar="TABLE", type=Path, help="past experiments, one a row (CSV, TSV or Parquet)")
@@ -45,8 +44,11 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
-    figure_path = check_figure(args.figure) if args.figure else None
-    from ltr.online.calibrate import calibrate, calibration_figure, log_calibration
+    from ltr.cli.output_guard import check_outputs
+    from ltr.online.calibrate import calibrate, calibration_figure, check_columns, log_calibration
+
+    check_columns(args.offline, args.online)
+    figure_path = check_outputs({"--figure": args.figure}, inputs=[args.table], tracking_uri=args.tracking_uri).get("--figure")
     from ltr.tracking import find_tracking_uri
 
     cal = calibrate(args.table, args.offline, args.online, weights=args.n, unit=args.unit)

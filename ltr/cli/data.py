@@ -87,7 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     top = build_parser().parse_args(argv)
     args = build_write_parser().parse_intermixed_args(top.args)
     # the work, once the arguments are parsed: --help and an argument error import none of it
+    from ltr.cli.output_guard import check_outputs
     from ltr.data.write import write_builtin
+
+    check_outputs({"--out": args.out}, folders={"--out"})
 
     done = write_builtin(args.name, args.out, fmt=args.format, overrides=args.overrides, force=args.force)
     for f in done.files:

@@ -3,7 +3,9 @@
 Inputs: a TREC qrels file and a TREC run (``--qrels Q --run R``), or a data file in any format
 ``ltr`` reads plus a scores file with one score per row (``--data D --scores S``, as LightGBM's
 ``predict`` writes). Prints the overall and per-stratum table (``--json``: the same numbers as
-JSON, keyed like the MLflow keys); ``--per-query FILE`` writes the per-query table.
+JSON, keyed like the MLflow keys); ``--per-query FILE`` writes the per-query table (``-``: as
+CSV on standard output, the summary on stderr), checked before any input is read
+(:func:`ltr.cli.output_guard.check_outputs`).
 
 Examples
 --------
@@ -23,6 +25,8 @@ from typing import Any
 
 from ltr.cli.args import OneLineParser
 from ltr.cli.json_out import dumps
+from ltr.cli.output_guard import check_outputs
+from ltr.errors import LtrUserError
 from ltr.experiment.external import MAX_K, MEASURE_NAMES, evaluate_rankings
 from ltr.metrics import PRESETS, Strata
 from ltr.metrics.conventions import DISCOUNTS, GAINS, TIES, ZERO_IDCG
@@ -155,13 +159,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     out = p.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print the summary as JSON (counts as integers)")
-    out.add_argument("--per-query", type=Path, help="write the per-query table (.csv or .parquet)")
+    out.add_argument(
+        "--per-query", type=Path,
+        help="write the per-query table (.csv or .parquet; '-': CSV on standard output, the summary on stderr)",
+    )
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``ltr evaluate``; returns the exit code. User errors raise `LtrUserError`."""
     args = build_parser().parse_args(argv)
+    discount_file = [Path(args.discount)] if args.discount and Path(args.discount).is_file() else []
+    checked = check_outputs(
+        {"--per-query": args.per_query}, inputs=[args.qrels, args.run, args.data, args.scores, *discount_file],
+        stdout={"--per-query"}, make_folders=True,
+    )  # fmt: skip
+    table_to_stdout = args.per_query is not None and checked["--per-query"] is None
+    if table_to_stdout and args.json:
+        raise LtrUserError("--per-query - and --json both write to standard output: give --per-query a file name")
     result = evaluate_rankings(
         qrels=args.qrels,
         run=args.run,
@@ -180,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         strata=args.strata,
         missing_topics=args.missing_topics,
         max_docs=args.max_docs,
-        per_query=args.per_query,
+        per_query=None if table_to_stdout else args.per_query,
         measures=args.measure,
         qid_column=args.qid_column,
         label_column=args.label_column,
@@ -190,14 +205,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(dumps(result.summary))
     else:
+        report = sys.stderr if table_to_stdout else sys.stdout  # the table on standard output: the report beside it
         _print_table(
             result.summary, result.table_measures(), result.strata, result.conventions.describe(), args.preset,
-            list(result.composites),
+            list(result.composites), stderr=table_to_stdout,
         )
         if result.counts:
-            print(", ".join(f"{k} {v}" for k, v in result.counts.items()))
+            print(", ".join(f"{k} {v}" for k, v in result.counts.items()), file=report)
         if result.low_idcg_note:
-            print(result.low_idcg_note)
+            print(result.low_idcg_note, file=report)
+    if table_to_stdout:
+        result.table.to_csv(sys.stdout, index=False)
     for line in result.k_notes:  # a note, not an error: on stderr, so --json stays JSON
         print(f"ltr: note: {line}", file=sys.stderr)
     return 0
@@ -210,6 +228,8 @@ def _print_table(
     conv: dict[str, Any],
     preset: str | None,
     composites: list[str] | None = None,
+    *,
+    stderr: bool = False,
 ) -> None:
     composites = composites or []
     from rich.table import Table
@@ -241,7 +261,7 @@ def _print_table(
         table.add_row(m.display if peer is None else f"{m.display} ({peer})", *cells)
     for name in composites:
         table.add_row(name, _fmt(summary.get(name)), *(_fmt(summary.get(f"{name}/{k}")) for k in keys))
-    console = terminal_console()
+    console = terminal_console(stderr=stderr)
     console.print(table)
     console.print(
         f"no-result rate {summary['no_result_rate']:.4f}; "

@@ -164,12 +164,14 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``ltr partition``; returns the exit code (0). User errors raise `LtrUserError`."""
     args = build_parser().parse_args(argv)
     # the work, once the arguments are parsed: --help and an argument error import none of it
+    from ltr.cli.output_guard import check_outputs
     from ltr.dask import partition_files as work
     from ltr.dask.partition_manifest import SPLITS
     from ltr.data.splits import check_fractions
     from ltr.stops import stop_signals_recorded
 
     out = Path(os.path.abspath(args.out.expanduser()))
+    check_outputs({"--out": out}, inputs=[*args.train, *(args.valid or ()), *(args.test or ())], folders={"--out"})
     work.check_target(out, force=args.force)
     # before parsing: a bad fraction never costs a read of the whole input
     for flag, value in (("--valid-fraction", args.valid_fraction), ("--test-fraction", args.test_fraction)):

@@ -5,16 +5,19 @@ RUN is a run id, id prefix or run name (as ``ltr compare`` takes it), or a regis
 trees up to its best round); the data is read with the readers and checks of ``ltr train``
 (Parquet streamed in batches of whole queries, or with ``--dask`` one task per file on Dask workers); the run's ranking step (re-ranking) is applied;
 with labels in the data the run's stratified table is printed. Outputs are written whole or not
-at all; an output that cannot be written, or that names an input, is refused before anything is
-read. The work is :mod:`ltr.models`, imported after the arguments are parsed (``--help`` and an
+at all (``-``: one of them on standard output, the report on stderr); an output that cannot be
+written, that names an input, the tracking store or a file in its artifact folders is refused
+before anything is read (:func:`ltr.cli.output_guard.check_outputs`). The work is :mod:`ltr.models`, imported after the arguments are parsed (``--help`` and an
 argument error import none of it); this module parses and prints.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import re
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,7 +36,7 @@ def build_parser() -> OneLineParser:
     parser = OneLineParser(prog="ltr predict", description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument(
         "run", metavar="RUN",
-        help="run id, id prefix or run name, or a model ltr promote registered (models:/NAME@ALIAS, models:/NAME/VERSION)",
+        help="run id, id prefix or run name, or a model ltr promote registered (models:/NAME@ALIAS, models:/NAME/VERSION, or NAME for its champion)",
     )
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
@@ -45,9 +48,9 @@ def build_parser() -> OneLineParser:
         "--format", default=str(FileFormat.auto), choices=[str(f) for f in FileFormat],
         help="format of --data (default: by extension and content)",
     )
-    parser.add_argument("--out", type=Path, help="write one model score per row, in input order")
-    parser.add_argument("--trec-run", type=Path, help="write a TREC run (qid Q0 docno rank score tag), the run's order")
-    parser.add_argument("--per-query", type=Path, help="write the per-query table (needs labels): CSV for a .csv name, else Parquet")
+    parser.add_argument("--out", type=Path, help="write one model score per row, in input order ('-': standard output)")
+    parser.add_argument("--trec-run", type=Path, help="write a TREC run (qid Q0 docno rank score tag), the run's order ('-': standard output)")
+    parser.add_argument("--per-query", type=Path, help="write the per-query table (needs labels): CSV for a .csv name or '-' (standard output), else Parquet")
     parser.add_argument("--batch-rows", type=int, default=None, help="rows per batch of a Parquet input (default 100000)")
     parser.add_argument("--qid-column", default=None, help="Parquet/CSV query id column (default: the run's, else qid)")
     parser.add_argument("--label-column", default=None, help="Parquet/CSV label column (default: the run's, else label)")
@@ -76,19 +79,22 @@ def main(argv: list[str]) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ltr.cli.output_guard import check_not_inputs, check_outputs
     from ltr.experiment.report import print_table, summary_rows
     from ltr.models.inputs import DEFAULT_BATCH_ROWS, open_input, split_input
     from ltr.models.logged import load_run
     from ltr.models.on_workers import dask_input
-    from ltr.models.outputs import PredictionFiles, check_not_inputs, check_target
+    from ltr.models.outputs import PredictionFiles
     from ltr.models.own_split import data_paths
     from ltr.models.predict import predict_input
 
     if args.batch_rows is not None and args.batch_rows < 1:
         raise LtrUserError(f"--batch-rows={args.batch_rows} must be >= 1")
-    named = {option: path for option, path in (("--out", args.out), ("--trec-run", args.trec_run), ("--per-query", args.per_query)) if path is not None}
-    checked = {option: check_target(path, option) for option, path in named.items()}
-    targets = {"scores": checked.get("--out"), "trec_run": checked.get("--trec-run"), "per_query": checked.get("--per-query")}
+    named = {"--out": args.out, "--trec-run": args.trec_run, "--per-query": args.per_query}
+    checked = check_outputs(named, inputs=args.data or (), tracking_uri=args.tracking_uri, stdout=named)
+    files_given = {option: path for option, path in checked.items() if path is not None}
+    to_stdout = next((option for option, path in checked.items() if path is None), None)
+    targets = {name: checked.get(option) for name, option in (("scores", "--out"), ("trec_run", "--trec-run"), ("per_query", "--per-query"))}
     if not args.dask and (args.workers is not None or args.threads_per_worker is not None or args.scheduler is not None):
         raise LtrUserError("--workers, --threads-per-worker and --scheduler go with --dask")
     if args.dask and args.split is not None:
@@ -96,20 +102,17 @@ def _run(args: argparse.Namespace) -> int:
     for option, value in (("--workers", args.workers), ("--threads-per-worker", args.threads_per_worker)):
         if value is not None and value < 1:
             raise LtrUserError(f"{option}={value} must be >= 1")
-    if len({p.resolve() for p in checked.values()}) < len(checked):
-        raise LtrUserError("--out, --trec-run and --per-query must name different files")
-    if args.data is not None:
-        check_not_inputs(checked, args.data)
-    if args.out is not None and table_format_by_name(args.out) is not None:  # after: naming the input says so first
+    if args.out is not None and to_stdout != "--out" and table_format_by_name(args.out) is not None:  # after: naming the input says so first
         raise LtrUserError(
             f"--out={args.out} is named as a table, but --out writes text, one score per line; "
             "name it e.g. scores.txt (--per-query writes a table)"
         )
     run = load_run(args.run, tracking_uri=args.tracking_uri, experiment=args.experiment)
+    report = sys.stderr if to_stdout else sys.stdout  # an output on standard output: the report beside it
     for note in run.notes:
-        print(f"ltr: {note}")
+        print(f"ltr: {note}", file=report)
     if args.split is not None:
-        check_not_inputs(checked, data_paths(run))  # the files the split is made from
+        check_not_inputs(files_given, data_paths(run))  # the files the split is made from
     workers = None
     if args.dask:
         workers = dask_input(
@@ -124,26 +127,29 @@ def _run(args: argparse.Namespace) -> int:
             run, args.data, fmt=args.format, batch_rows=DEFAULT_BATCH_ROWS if args.batch_rows is None else args.batch_rows,
             qid_column=args.qid_column, label_column=args.label_column, doc_id_column=args.doc_id_column,
         )
-    if targets["per_query"] is not None and not source.labelled:
+    if args.per_query is not None and not source.labelled:
         raise LtrUserError("--per-query needs labels in the data (a label column): there is nothing to evaluate")
     tag = re.sub(r"\s+", "_", f"ltr-{run.record.short_id}")
-    with PredictionFiles(**targets, tag=tag) as files:
+    stdout_name = {"--out": "scores", "--trec-run": "trec_run", "--per-query": "per_query"}.get(to_stdout or "")
+    with PredictionFiles(**targets, tag=tag, to_stdout=stdout_name) as files:
         prediction = workers.predict(sink=files) if workers is not None else predict_input(run, source, sink=files)
         written = files.finish(prediction)
     spec = run.spec
     if prediction.summary:
         header, rows = summary_rows({"data": prediction.summary}, ks=spec.ks, strata=spec.strata)
         conventions = spec.conventions
-        print_table(
-            header, rows,
-            title=f"run {run.label} on {source.description}: our nDCG ({conventions.gain} gain, "
-            f"ties={conventions.ties}, zero_idcg={conventions.zero_idcg})",
-        )
+        with contextlib.redirect_stdout(report):
+            print_table(
+                header, rows,
+                title=f"run {run.label} on {source.description}: our nDCG ({conventions.gain} gain, "
+                f"ties={conventions.ties}, zero_idcg={conventions.zero_idcg})",
+            )
     reranked = "" if str(spec.config.rerank.kind) == "none" else f", re-ranked ({spec.config.rerank.kind})"
     print(
         f"ltr: scored {prediction.n_rows} rows of {prediction.n_queries} queries with the model of run {run.label} "
         f"(best round {run.booster.current_iteration()}{reranked}) in {prediction.seconds:.2f} s"
-        + "".join(f"; wrote {p}" for p in written)
+        + "".join(f"; wrote {p}" for p in written),
+        file=report,
     )
     return 0
 

@@ -174,6 +174,9 @@ class TrackingConfig:
     # no beat came for heartbeat_s * stale_after seconds
     heartbeat_s: float | None = field(default=30.0, metadata=neutral(allowed(ge=0.1, le=3600)))
     stale_after: int = field(default=10, metadata=neutral(allowed(ge=2, le=10**4)))
+    # a tracking server that does not answer (stopped, restarting) is waited for this many
+    # seconds, one line every few seconds, before the run fails (ltr.tracking.server_wait)
+    server_wait_s: float = field(default=120.0, metadata=neutral(allowed(ge=0, le=86400)))
 
 
 @dataclass

@@ -17,6 +17,7 @@ import dataclasses
 import importlib.util
 import itertools
 import logging
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -68,6 +69,7 @@ def check_config(cfg: DictConfig, *, paths: bool = True) -> ExperimentSpec:
     """
     config = _typed(cfg)
     check_schema(cfg, config, paths=paths)
+    check_run_name(config.tracking.run_name)
     ks = _check_ks(config.eval)
     strata = _check_strata(config.eval)
     conventions = _check_conventions(config.eval)
@@ -221,6 +223,28 @@ def _typed(cfg: DictConfig) -> TrainConfig:
     return config
 
 
+#: The longest ``tracking.run_name``: MLflow keeps a run's name in a column of 250 characters.
+MAX_RUN_NAME = 250
+
+
+def check_run_name(name: str | None) -> None:
+    """Refuse a ``tracking.run_name`` longer than :data:`MAX_RUN_NAME` characters, or with a
+    control character (ESC, BEL, a newline: a name is printed to terminals and drawn in figure
+    titles), before any work; None (a name made from the overrides) passes."""
+    if name is None:
+        return
+    if len(name) > MAX_RUN_NAME:
+        raise LtrUserError(
+            f"tracking.run_name is {len(name):,} characters long ({name[:20]}...): at most {MAX_RUN_NAME}, "
+            "MLflow's limit of a run name; give a shorter name"
+        )
+    control = next((c for c in name if unicodedata.category(c) == "Cc"), None)
+    if control is not None:
+        raise LtrUserError(
+            f"tracking.run_name {name!r} has a control character ({control!r}): give a name of printable characters"
+        )
+
+
 def _check_ks(eval_cfg: EvalConfig) -> tuple[int, ...]:
     ks = tuple(int(k) for k in eval_cfg.k)
     if len(set(ks)) != len(ks):
@@ -240,6 +264,11 @@ def _check_conventions(eval_cfg: EvalConfig) -> MetricConventions:
     if weights is not None and str(eval_cfg.discount) != "log2_rank_plus_1":
         raise LtrUserError(
             f"eval.position_weights replaces eval.discount={eval_cfg.discount}: set one of them"
+        )
+    if weights is not None and len(weights) and not any(float(w) > 0 for w in weights):
+        raise LtrUserError(
+            f"eval.position_weights=[{','.join(f'{float(w):g}' for w in weights)}]: every weight is 0, so every DCG and "
+            "nDCG would be 0; give at least one weight > 0"
         )
     if eval_cfg.gain is not None and str(eval_cfg.gain) == "value":
         raise LtrUserError(

@@ -281,21 +281,62 @@ def parse_discount(discount: str | Sequence[float] | Path | None) -> str | tuple
         return discount
     text: object = discount
     if isinstance(discount, Path) or (isinstance(discount, str) and not _looks_numeric(discount)):
-        path = Path(discount)
-        if not path.is_file():
-            choices = ", ".join(DISCOUNTS)
-            raise LtrUserError(
-                f"--discount {discount}: not one of {choices}, nor position weights (1,0.7,0.5), nor a file of weights"
-            )
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            raise LtrUserError(f"cannot read --discount {path}: {exc.strerror or exc}") from None
-        text = [w for line in lines for w in line.split("#")[0].replace(",", " ").split()]
+        return weights_file(Path(discount))
     try:
         return position_weights(text)
     except ValueError as exc:
         raise LtrUserError(f"--{exc}") from None
+
+
+def weights_file(path: Path) -> tuple[float, ...]:
+    r"""The position weights of a ``--discount`` file: numbers by line, comma or space, ``#``
+    comments; each refusal one line naming the file and, for its content, the line.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     f = Path(tmp) / "w.txt"
+    ...     _ = f.write_text("1.0\nabc\n")
+    ...     try:
+    ...         weights_file(f)
+    ...     except LtrUserError as exc:
+    ...         print(str(exc).replace(tmp, "T"))
+    --discount T/w.txt, line 2: 'abc' is not a number (a weights file holds one weight per position)
+    """
+    if not path.is_file():
+        what = "is a folder" if path.is_dir() else "does not exist"
+        raise LtrUserError(
+            f"--discount {path} {what}: give a file of weights, one of {', '.join(DISCOUNTS)}, or weights such as 1,0.7,0.5"
+        )
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise LtrUserError(f"cannot read --discount {path}: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+        bad = text.find("\0")
+    except UnicodeDecodeError as exc:
+        bad = exc.start
+    if bad >= 0:
+        line = data[:bad].count(b"\n") + 1
+        raise LtrUserError(f"--discount {path}, line {line}: not text (a binary file?); a weights file holds one weight per position")
+    weights: list[float] = []
+    for number, line_text in enumerate(text.splitlines(), start=1):
+        for token in line_text.split("#")[0].replace(",", " ").split():
+            try:
+                w = float(token)
+            except ValueError:
+                raise LtrUserError(
+                    f"--discount {path}, line {number}: {token!r} is not a number (a weights file holds one weight per position)"
+                ) from None
+            if not (math.isfinite(w) and w >= 0):
+                raise LtrUserError(f"--discount {path}, line {number}: weight {token} must be finite and >= 0")
+            weights.append(w)
+    if not weights:
+        raise LtrUserError(f"--discount {path} holds no weight: give one per position, one per line")
+    try:
+        return position_weights(weights)
+    except ValueError as exc:
+        raise LtrUserError(f"--discount {path}: {str(exc).split(': ', 1)[-1]}") from None
 
 
 def _looks_numeric(text: str) -> bool:

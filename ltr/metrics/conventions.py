@@ -192,7 +192,8 @@ class MetricConventions:
 
 def position_weights(weights: object) -> tuple[float, ...]:
     """Explicit position weights as a tuple of floats: a sequence of numbers, or their text
-    (``"1,0.7,0.5"``), each finite and >= 0, at least one.
+    (``"1,0.7,0.5"``), each finite and >= 0, at least one, not all 0. Weights in any order are
+    taken: IDCG pairs the largest gains with the largest weights (:func:`ltr.metrics.table.rearranged_idcg`).
 
     Examples
     --------
@@ -213,6 +214,9 @@ def position_weights(weights: object) -> tuple[float, ...]:
     for i, w in enumerate(out):
         if not (math.isfinite(w) and w >= 0):
             raise ValueError(f"discount weight {w:g} at position {i + 1} must be finite and >= 0")
+    if not any(w > 0 for w in out):
+        shown = ",".join(f"{w:g}" for w in out[:5]) + (",..." if len(out) > 5 else "")
+        raise ValueError(f"discount={shown}: every weight is 0, so every DCG and nDCG would be 0; give at least one weight > 0")
     return out
 
 

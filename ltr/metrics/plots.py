@@ -15,6 +15,12 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
+#: The lines a figure's title line (a run name) wraps to at most (:func:`wrap_title`).
+TITLE_LINES = 2
+#: The lowest top of a figure's axes (:func:`title_top`), a figure fraction.
+MIN_TOP = 0.5
+
+
 def title_top(title: str, height_in: float, *, fontsize_pt: float = 12.0) -> float:
     r"""The axes' top (figure fraction) that leaves room for every line of ``title`` above it.
 
@@ -22,29 +28,48 @@ def title_top(title: str, height_in: float, *, fontsize_pt: float = 12.0) -> flo
     cuts a two-line title (run name, then what the figure shows) short. Each line takes 1.3
     times its font size, plus 0.16 in of padding above and below.
 
+    Never below :data:`MIN_TOP`: a title of more lines than that leaves room for (``wrap_title``
+    cuts a long name to :data:`TITLE_LINES` lines) overflows the figure's top edge rather than
+    leaving the axes no height.
+
     >>> round(title_top("one line", 4.0), 3), round(title_top("run name\nwhat", 4.0), 3)
     (0.906, 0.852)
+    >>> title_top("x\n" * 40, 4.0)
+    0.5
     """
     lines = title.count("\n") + 1
-    return 1.0 - (0.16 + lines * 1.3 * fontsize_pt / 72.0) / height_in
+    return max(MIN_TOP, 1.0 - (0.16 + lines * 1.3 * fontsize_pt / 72.0) / height_in)
 
 
-def wrap_title(title: str, fig_width_in: float, *, left: float, right: float, fontsize_pt: float = 12.0) -> str:
+def wrap_title(
+    title: str, fig_width_in: float, *, left: float, right: float, fontsize_pt: float = 12.0, max_lines: int = TITLE_LINES
+) -> str:
     r"""``title`` with each of its lines wrapped (at spaces, or inside a word longer than a line)
     to what fits the figure when centred over axes from ``left`` to ``right`` (figure
     fractions) at ``fontsize_pt``: a figure keeps a long run name inside itself instead of
     cutting it at its edges. A character is counted 0.65 em wide, more than the average of
-    DejaVu Sans (matplotlib's default font), so a wrapped line fits.
+    DejaVu Sans (matplotlib's default font), so a wrapped line fits. A line longer than
+    ``max_lines`` wrapped lines (a run name of any length) is cut there, ending in ``...``:
+    a figure's layout never depends on a name fitting.
 
     >>> wrap_title("short\nwhat", 6.4, left=0.1, right=0.9)
     'short\nwhat'
-    >>> max(len(line) for line in wrap_title("nl=7 " * 40, 6.4, left=0.1, right=0.9).split("\n"))
+    >>> max(len(line) for line in wrap_title("nl=7 " * 40, 6.4, left=0.1, right=0.9, max_lines=9).split("\n"))
     54
+    >>> cut = wrap_title("x" * 1000 + "\nIDCG@10", 6.4, left=0.1, right=0.9).split("\n")
+    >>> len(cut), cut[1].endswith("..."), cut[2]
+    (3, True, 'IDCG@10')
     """
     centre = (left + right) / 2
     width_in = 2 * min(centre, 1 - centre) * fig_width_in - 0.1
     width = max(10, int(width_in * 72.0 / (0.65 * fontsize_pt)))
-    return "\n".join(textwrap.fill(line, width, break_on_hyphens=False) or line for line in title.split("\n"))
+    out: list[str] = []
+    for line in title.split("\n"):
+        wrapped = textwrap.wrap(line, width, break_on_hyphens=False) or [line]
+        if len(wrapped) > max_lines:
+            wrapped = [*wrapped[: max_lines - 1], wrapped[max_lines - 1][: width - 3] + "..."]
+        out += wrapped
+    return "\n".join(out)
 
 
 def plot_idcg_histogram(report: IdcgReport, *, title: str) -> Figure:

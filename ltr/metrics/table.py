@@ -342,9 +342,14 @@ def measure_arrays(
     )  # fmt: skip
 
     list_len = np.diff(offsets_a)
+    rearranged = bool(np.any(np.diff(discount) > 0.0))  # weights that grow somewhere down the list
+    if rearranged:
+        idcg = rearranged_idcg(ideal_a, ideal_off, list_len, lut, ks_sorted, discount)
     positive = idcg > 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
         ndcg = np.where(positive, dcg / np.where(positive, idcg, 1.0), 0.0)
+    if rearranged:  # the best order's DCG is IDCG bit for bit; another order that ties it may differ in rounding
+        np.minimum(ndcg, 1.0, out=ndcg)
     if shift:
         with np.errstate(over="ignore"):
             idcg = np.ldexp(idcg, shift)
@@ -366,6 +371,53 @@ def measure_arrays(
         ndcg=ndcg[:, order], err=err[:, order], precision=prec[:, order], rr=rr, rr_at=rr_at[:, order],
         recall=recall[:, order], ap_at=ap_at[:, order], ap=ap,
     )
+
+
+def rearranged_idcg(
+    ideal_labels: NDArray[np.int64],
+    ideal_offsets: NDArray[np.int64],
+    list_len: NDArray[np.int64],
+    lut: NDArray[np.float64],
+    ks: NDArray[np.int64],
+    discount: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """IDCG@k (n_queries x len(ks), ``ks`` ascending) as the best DCG@k any order of the list
+    reaches, for position weights in any order: the largest gains paired with the largest
+    weights of positions ``1..min(k, L)`` (the rearrangement inequality), ``L`` the longer of the
+    ranked list (``list_len``) and the judged documents; each weight's gain is added in position
+    order, as the kernel adds a ranking's, so the DCG of that best order is this IDCG bit for bit.
+    For weights that never grow (``log2_rank_plus_1``, ``jarvelin``, decreasing explicit weights)
+    it is the kernel's IDCG. ``lut``: the gain of each label >= 0 (a negative label: gain 0).
+
+    >>> lut = np.array([0.0, 1.0])
+    >>> rearranged_idcg(np.array([1, 0]), np.array([0, 2]), np.array([2]), lut, np.array([1, 2]), np.array([0.5, 1.0])).tolist()
+    [[0.5, 1.0]]
+    """
+    n_q = ideal_offsets.shape[0] - 1
+    sizes = np.diff(ideal_offsets)
+    query = np.repeat(np.arange(n_q, dtype=np.int64), sizes)
+    gains = np.where(ideal_labels >= 0, lut[np.maximum(ideal_labels, 0)], 0.0)
+    order = np.lexsort((-gains, query))  # per query (queries stay in order), gain descending
+    rank = np.arange(gains.shape[0], dtype=np.int64) - np.repeat(ideal_offsets[:-1], sizes)
+    k_max = int(ks[-1])
+    keep = rank < k_max
+    gains, rank, query = gains[order][keep], rank[keep], query[keep]
+    length = np.maximum(list_len, sizes)
+    out = np.zeros((n_q, ks.shape[0]))
+    for ki, k in enumerate(ks.tolist()):
+        reach = np.minimum(length, k)[query]  # positions 1..reach of the row's query count at k
+        rows = np.flatnonzero(rank < reach)
+        rows = rows[np.argsort(reach[rows], kind="stable")]
+        distinct, starts = np.unique(reach[rows], return_index=True)
+        position = np.empty(rows.shape[0], dtype=np.int64)
+        for r, lo, hi in zip(distinct.tolist(), starts.tolist(), [*starts[1:].tolist(), rows.shape[0]], strict=True):
+            # per distinct reach (at most k of them), not per query: the positions by weight, largest first
+            by_weight = np.argsort(-discount[:r], kind="stable")
+            position[lo:hi] = by_weight[rank[rows[lo:hi]]]
+        summed = np.lexsort((position, query[rows]))  # each query's terms in position order
+        picked = rows[summed]
+        out[:, ki] = np.bincount(query[picked], weights=gains[picked] * discount[position[summed]], minlength=n_q)
+    return out
 
 
 #: DCG bound below which gains are used unscaled (2**1000: far from float64's 2**1024).

@@ -14,19 +14,20 @@
   Parquet file under a ``.csv`` name (:func:`ltr.data.file_names.written_table_format`).
 
 Every file is written to a temporary sibling and renamed into place only when every batch is
-through: an error, Ctrl-C or SIGTERM leaves the targets as they were. Before any input is read,
-:func:`check_target` makes sure each output can be written (its folder exists and takes a file;
-an existing target is a regular file, never a device or a pipe, which the rename would replace)
-and :func:`check_not_inputs` that none is an input file, a side file of one or inside an input
-folder: each refused in one line. A write that fails later (a full disk) is one line too.
+through: an error, Ctrl-C or SIGTERM leaves the targets as they were. One of them may go to
+standard output instead (``--out -``: ``to_stdout``), written as it is made (the per-query table
+as CSV). Before any input is read, the one output guard of every verb
+(:func:`ltr.cli.output_guard.check_outputs`) makes sure each output can be written and is
+neither the tracking store, nor inside its artifact folders, nor an input: each refused in one
+line. A write that fails later (a full disk) is one line too.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import IO
@@ -35,56 +36,9 @@ import numpy as np
 import pandas as pd
 
 from ltr.data.file_names import written_table_format
-from ltr.data.query_parts import partition_files
-from ltr.data.side_files import side_file_candidates
 from ltr.errors import DataError, LtrUserError, write_failed
 from ltr.models.predict import Prediction, ScoredBatch
 from ltr.stops import committing
-
-
-def check_target(path: Path, option: str) -> Path:
-    """``path`` as an output, checked before any input is read (one line each): not a folder,
-    not an existing file that is not a regular file (a device or a pipe: the rename into place
-    would replace it), in a folder that exists and takes a new file (a file is made there and
-    removed: ``/proc/x``, a read-only folder are refused here, not after scoring)."""
-    path = path.expanduser()
-    if path.is_dir():
-        raise LtrUserError(f"{option} {path} is a directory; give a file name")
-    if path.exists() and not path.is_file():
-        raise LtrUserError(f"{option} {path} is not a regular file (a device or a pipe); give a file name")
-    if not path.parent.is_dir():
-        raise LtrUserError(f"{option} {path}: the folder {path.parent} does not exist")
-    try:
-        fd, probe = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.probe-")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise write_failed(exc, f"{option} {path}: cannot write a file in {path.parent} ({exc.strerror or exc})", path=path.parent) from None
-    return path
-
-
-def check_not_inputs(targets: Mapping[str, Path], inputs: Sequence[Path]) -> None:
-    """Refuse an output (``targets``: option -> path) that is one of the ``inputs`` (the same file
-    by path or by inode: a hard link, a symlink), a side file of one (``.query``, ``.position``)
-    or inside an input folder: writing it would destroy or add to the data being read."""
-    files: list[Path] = []
-    folders: list[Path] = []
-    for given in inputs:
-        path = given.expanduser()
-        if path.is_dir():
-            folders.append(path.resolve())
-            files += partition_files(path)
-        else:
-            files.append(path)
-            files += [c for ext in (".query", ".position") for c in side_file_candidates(path, ext) if c.is_file()]
-    for option, target in targets.items():
-        resolved = target.resolve()
-        for folder in folders:
-            if resolved.is_relative_to(folder):
-                raise LtrUserError(f"{option} {target} is inside the input folder {folder}; write it elsewhere")
-        for f in files:
-            if resolved == f.resolve() or (target.exists() and f.exists() and os.path.samefile(target, f)):
-                raise LtrUserError(f"{option} {target} is the input {f}: writing it would destroy the data; name another file")
 
 
 @contextlib.contextmanager
@@ -122,16 +76,26 @@ def trec_lines(batch: ScoredBatch, tag: str) -> pd.DataFrame:
 
 class PredictionFiles:
     """The output files of one ``ltr predict``; a context manager that renames them into place on
-    success and removes its temporary files otherwise."""
+    success and removes its temporary files otherwise. ``to_stdout``: the one output
+    (``scores``, ``trec_run`` or ``per_query``) written to standard output instead of a file."""
 
-    def __init__(self, *, scores: Path | None, trec_run: Path | None, per_query: Path | None, tag: str) -> None:
+    def __init__(
+        self, *, scores: Path | None, trec_run: Path | None, per_query: Path | None, tag: str, to_stdout: str | None = None
+    ) -> None:
         self.targets = {name: path for name, path in (("scores", scores), ("trec_run", trec_run), ("per_query", per_query)) if path}
         self.tag = tag
+        self.to_stdout = to_stdout
         self._temps: dict[str, Path] = {}
         self._handles: dict[str, IO[str]] = {}
+        if to_stdout is not None:
+            self.targets[to_stdout] = Path("-")
+            if to_stdout != "per_query":
+                self._handles[to_stdout] = sys.stdout
 
     def __enter__(self) -> PredictionFiles:
         for name, target in self.targets.items():
+            if name == self.to_stdout:
+                continue
             temp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
             self._temps[name] = temp
             if name != "per_query":
@@ -139,22 +103,29 @@ class PredictionFiles:
                     self._handles[name] = temp.open("w", encoding="utf-8", newline="\n")
         return self
 
+    def _writing(self, name: str) -> contextlib.AbstractContextManager[None]:
+        """A failed write of output ``name`` as one line; standard output's errors (a closed pipe,
+        a full device) are the dispatcher's to handle."""
+        return contextlib.nullcontext() if name == self.to_stdout else _writing(self.targets[name])
+
     def write(self, batch: ScoredBatch) -> None:
         """Append one batch's rows to the scores file and the TREC run."""
         if "scores" in self._handles:
-            with _writing(self.targets["scores"]):
+            with self._writing("scores"):
                 self._handles["scores"].write("".join(f"{s!r}\n" for s in batch.model_scores.tolist()))
         if "trec_run" in self._handles:
             lines = trec_lines(batch, self.tag)
-            with _writing(self.targets["trec_run"]):
+            with self._writing("trec_run"):
                 lines.to_csv(self._handles["trec_run"], sep=" ", header=False, index=False)
 
     def finish(self, prediction: Prediction) -> list[Path]:
         """Write the per-query table (Parquet or CSV, by its name: :func:`ltr.data.file_names.written_table_format`), close
         and rename every file into place; the paths written."""
-        if "per_query" in self._temps:
-            if prediction.table is None:
-                raise LtrUserError("--per-query needs labels in the data (a label column): there is nothing to evaluate")
+        if "per_query" in self.targets and prediction.table is None:
+            raise LtrUserError("--per-query needs labels in the data (a label column): there is nothing to evaluate")
+        if self.to_stdout == "per_query" and prediction.table is not None:
+            prediction.table.to_csv(sys.stdout, index=False)
+        if "per_query" in self._temps and prediction.table is not None:
             temp = self._temps["per_query"]
             with _writing(self.targets["per_query"]):
                 if written_table_format(self.targets["per_query"]) == "csv":
@@ -162,6 +133,9 @@ class PredictionFiles:
                 else:
                     prediction.table.to_parquet(temp, index=False)
         for name, handle in self._handles.items():
+            if name == self.to_stdout:
+                handle.flush()
+                continue
             with _writing(self.targets[name]):
                 handle.flush()
                 os.fsync(handle.fileno())
@@ -171,14 +145,15 @@ class PredictionFiles:
                 with _writing(self.targets[name]):
                     os.replace(temp, self.targets[name])
         self._temps.clear()
-        return list(self.targets.values())
+        return [path for name, path in self.targets.items() if name != self.to_stdout]
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        for handle in self._handles.values():
-            with contextlib.suppress(OSError):
-                handle.close()
+        for name, handle in self._handles.items():
+            if name != self.to_stdout:
+                with contextlib.suppress(OSError):
+                    handle.close()
         for temp in self._temps.values():
             with contextlib.suppress(OSError):
                 temp.unlink()

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ltr.data.click_file import read_table_file
-from ltr.errors import DataError
+from ltr.errors import DataError, LtrUserError
 from ltr.online.ols import LineFit, fit_line
 from ltr.tracking.lifecycle import tracked_run
 
@@ -70,6 +70,16 @@ def _num(value: float) -> str:
     return f"{value:+.0f}" if abs(value) >= 10 else f"{value:+.2g}"
 
 
+def check_columns(offline: str, online: str) -> None:
+    """Refuse an offline and an online column that are the same column (``--offline x --online
+    x``): a column fitted on itself has a slope of exactly 1 and p = 0, whatever it holds."""
+    if offline == online:
+        raise LtrUserError(
+            f"--offline and --online are both the column {offline!r}: a column fitted on itself gives a slope of exactly 1; "
+            "give the offline delta's column and the online delta's"
+        )
+
+
 def calibrate_frame(
     frame: pd.DataFrame, offline: str, online: str, *, weights: str | None = None, unit: str | None = None, where: str = "the table"
 ) -> Calibration:
@@ -79,7 +89,10 @@ def calibrate_frame(
     ------
     DataError
         A missing column, a value that is not a number, fewer than 3 rows, or every offline delta equal.
+    LtrUserError
+        The offline and the online column are the same column.
     """
+    check_columns(offline, online)
     columns = list(dict.fromkeys([offline, online, *([weights] if weights else [])]))
     missing = [c for c in columns if c not in frame.columns]
     if missing:
@@ -103,6 +116,7 @@ def calibrate_frame(
 
 def calibrate(path: Path, offline: str, online: str, *, weights: str | None = None, unit: str | None = None) -> Calibration:
     """:func:`calibrate_frame` of a CSV / TSV / Parquet file (numbers read as text, then parsed)."""
+    check_columns(offline, online)
     columns = list(dict.fromkeys([offline, online, *([weights] if weights else [])]))
     frame = read_table_file(path, columns)
     return calibrate_frame(frame, offline, online, weights=weights, unit=unit, where=str(path))

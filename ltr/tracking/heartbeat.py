@@ -33,22 +33,29 @@ TAG_STALE_AFTER = "ltr.heartbeat.stale_after_s"
 #: ``tracking.heartbeat_s`` and ``tracking.stale_after`` by default (:mod:`ltr.config.schema`).
 DEFAULT_HEARTBEAT_S = 30.0
 DEFAULT_STALE_AFTER = 10
+#: ``tracking.server_wait_s`` by default (:mod:`ltr.tracking.server_wait`).
+DEFAULT_SERVER_WAIT_S = 120.0
 #: How long :meth:`Heartbeat.stop` waits for a beat in progress (a store that does not answer).
 _JOIN_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
 class Liveness:
-    """``tracking.heartbeat_s`` (None: no heartbeat) and ``tracking.stale_after`` (beats missed)."""
+    """``tracking.heartbeat_s`` (None: no heartbeat) and ``tracking.stale_after`` (beats missed);
+    ``tracking.server_wait_s``: how long the run waits for a tracking server that does not answer
+    (:mod:`ltr.tracking.server_wait`; 0: not at all)."""
 
     heartbeat_s: float | None = DEFAULT_HEARTBEAT_S
     stale_after: int = DEFAULT_STALE_AFTER
+    server_wait_s: float = DEFAULT_SERVER_WAIT_S
 
     def __post_init__(self) -> None:
         if self.heartbeat_s is not None and not self.heartbeat_s > 0:
             raise ValueError(f"heartbeat_s={self.heartbeat_s} must be > 0 (or None: no heartbeat)")
         if self.stale_after < 2:
             raise ValueError(f"stale_after={self.stale_after} must be >= 2 (beats missed)")
+        if not self.server_wait_s >= 0:
+            raise ValueError(f"server_wait_s={self.server_wait_s} must be >= 0 (seconds)")
 
     @property
     def stale_after_s(self) -> float | None:
@@ -124,11 +131,12 @@ class Heartbeat:
 
 
 def liveness_of(tracking: object) -> Liveness:
-    """The :class:`Liveness` of a ``tracking`` config (``heartbeat_s``, ``stale_after``; the
-    defaults for a config without them)."""
+    """The :class:`Liveness` of a ``tracking`` config (``heartbeat_s``, ``stale_after``,
+    ``server_wait_s``; the defaults for a config without them)."""
     heartbeat_s = getattr(tracking, "heartbeat_s", DEFAULT_HEARTBEAT_S)
     stale_after = getattr(tracking, "stale_after", DEFAULT_STALE_AFTER)
-    return Liveness(None if heartbeat_s is None else float(heartbeat_s), int(stale_after))
+    server_wait_s = getattr(tracking, "server_wait_s", DEFAULT_SERVER_WAIT_S)
+    return Liveness(None if heartbeat_s is None else float(heartbeat_s), int(stale_after), float(server_wait_s))
 
 
 __all__ = ["TAG_HEARTBEAT", "TAG_STALE_AFTER", "Heartbeat", "Liveness", "beat_time", "liveness_of", "silent_for"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from ltr.errors import DeviceFull, ServerFault, Terminated, full_device
 from ltr.stops import as_stop, raise_if_stop_requested, signals_deferred
@@ -23,18 +24,45 @@ _SERVER_REQUEST = re.compile(r"API request to (\S+) failed with exception (.*)",
 #: What urllib3's retry errors say, as a line says it: (found in the message, said).
 _REASONS = (
     ("500 error responses", "too many 500 error responses"),
+    ("502 error responses", "too many 502 error responses"),
+    ("503 error responses", "too many 503 error responses"),
+    ("504 error responses", "too many 504 error responses"),
     ("Connection reset by peer", "connection reset by peer"),
+    ("Remote end closed connection", "connection closed without an answer"),
     ("Connection refused", "connection refused"),
+    ("No route to host", "no route to host"),
     ("timed out", "timed out"),
 )
 #: Reasons that mean the server answered and failed the request itself.
 _SERVER_SIDE = frozenset({"too many 500 error responses", "connection reset by peer"})
+#: Reasons that mean the server is not there (stopped, restarting, or behind a proxy that says
+#: so): a run waits for it (:mod:`ltr.tracking.server_wait`), unless the server answered the
+#: request and failed it itself (:attr:`FailedRequest.server_side`).
+UNANSWERED = frozenset({
+    "connection refused", "connection reset by peer", "connection closed without an answer", "no route to host",
+    "timed out",
+    "too many 502 error responses", "too many 503 error responses", "too many 504 error responses",
+})
 _ARTIFACTS_PATH = re.compile(r"/mlflow-artifacts/artifacts/(?:[^/]+/){2}artifacts/(\S+)")
 
 
-def server_fault(exc: BaseException) -> str | None:
-    """What ``exc`` (or what caused it) says of a tracking server that failed a request after
-    MLflow's retries, as one line naming the server and what it failed; None for anything else."""
+@dataclass(frozen=True, slots=True)
+class FailedRequest:
+    """A request to a tracking server that failed after MLflow's retries: the server's base URL,
+    what was asked (the API path, or ``the artifact <path>``), why (one of :data:`_REASONS`' words,
+    or the end of the first line of the cause) and whether the server answered and failed it
+    itself (an artifact upload answered with 500s or a reset: ``server_side``)."""
+
+    base: str
+    what: str
+    why: str
+    server_side: bool
+    artifact: str | None
+
+
+def failed_request(exc: BaseException) -> FailedRequest | None:
+    """The request a tracking server failed for good that ``exc`` (or what caused it) reports;
+    None for anything else."""
     seen: set[int] = set()
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:
@@ -45,12 +73,34 @@ def server_fault(exc: BaseException) -> str | None:
             base = url.split("/api/", 1)[0] if "/api/" in url else url
             why = next((said for known, said in _REASONS if known in reason), reason.strip().splitlines()[0][-200:])
             artifact = _ARTIFACTS_PATH.search(url)
-            if artifact is not None and why in _SERVER_SIDE:  # it answered, and failed the upload
-                return f"the MLflow server at {base} could not store the artifact {artifact.group(1)} ({why}): its artifact store may be full; see the server's log"
-            what = f"the artifact {artifact.group(1)}" if artifact is not None else url.removeprefix(base)
-            return f"the MLflow server at {base} failed a request ({what}: {why})"
+            path = artifact.group(1) if artifact is not None else None
+            what = f"the artifact {path}" if path is not None else url.removeprefix(base)
+            return FailedRequest(base, what, why, path is not None and why in _SERVER_SIDE, path)
         cause = cause.__cause__ or cause.__context__
     return None
+
+
+def server_fault(exc: BaseException) -> str | None:
+    """What ``exc`` (or what caused it) says of a tracking server that failed a request after
+    MLflow's retries (or that did not answer for ``tracking.server_wait_s``: an exception with a
+    ``server_line``), as one line naming the server and what it failed; None for anything else."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:  # a wait that ended says so itself
+        seen.add(id(cause))
+        line = getattr(cause, "server_line", None)
+        if isinstance(line, str):
+            return line
+        cause = cause.__cause__ or cause.__context__
+    failed = failed_request(exc)
+    if failed is None:
+        return None
+    if failed.server_side:  # it answered, and failed the upload
+        return (
+            f"the MLflow server at {failed.base} could not store the artifact {failed.artifact} ({failed.why}): "
+            "its artifact store may be full; see the server's log"
+        )
+    return f"the MLflow server at {failed.base} failed a request ({failed.what}: {failed.why})"
 
 
 def _end_failed(tracker: Tracker, error: str) -> bool:

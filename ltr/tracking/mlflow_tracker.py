@@ -2,6 +2,11 @@
 
 The run's status always ends terminal: the pipeline calls :meth:`MlflowTracker.end_run` with
 FINISHED, FAILED (exception) or KILLED (Ctrl-C / SIGTERM), and the error as the ``ltr.error`` tag.
+
+On a tracking server (``http(s)://``), every request waits for a server that does not answer
+for up to ``tracking.server_wait_s`` (:mod:`ltr.tracking.server_wait`), and what a run makes once
+per experiment (the experiment, its tags, a dataset) may be made by another job at the same
+moment: that job's is used (:func:`ltr.tracking.server_wait.once_made`).
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import mlflow
 from mlflow.entities import Metric, Param, RunTag
@@ -23,7 +28,14 @@ from ltr.errors import DeviceFull, LtrUserError, full_device
 from ltr.tracking.base import RunStatus
 from ltr.tracking.heartbeat import TAG_HEARTBEAT, Heartbeat, Liveness, beat_time
 from ltr.tracking.mlflow_uris import pointed_at
-from ltr.tracking.store import ensure_store, process_tags, reap_dead_runs
+from ltr.tracking.server_wait import (
+    ServerSilent,
+    ServerWait,
+    WaitingClient,
+    once_made,
+    quiet_retries,
+)
+from ltr.tracking.store import ensure_store, process_tags, reap_dead_runs, remember_server
 from ltr.tracking.store_lock import sqlite_db_path, sqlite_store_lock
 from ltr.tracking.uri import UI_PORT, VIEW_KEY, artifact_root_for, ui_url
 
@@ -39,6 +51,8 @@ _BATCH_PARAMS = 100
 _PARAM_VALUE_MAX = 6000
 #: The name of every run's logged model: ``runs:/<run id>/model`` finds it.
 MODEL_NAME = "model"
+
+T = TypeVar("T")
 
 
 def _chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
@@ -61,26 +75,34 @@ class MlflowTracker:
         #: the run's ``mlflow.source.*`` and ``mlflow.user`` tags: its datasets' source
         self._source_tags: dict[str, str] = {}
         self.enabled = True
+        #: waits for a server that does not answer (``tracking.server_wait_s``); http(s) stores only
+        self.wait = ServerWait(self.liveness.server_wait_s)
+        self._server = uri.startswith(("http://", "https://"))
+        if self._server:
+            remember_server(uri, self.liveness.server_wait_s)  # a later job's check waits for it too
+            quiet_retries()
         # The store is created (or checked) and the client built under the lock: MLflow creates
         # and migrates a sqlite schema when its store is first constructed. Runs of processes
         # that died without ending them are marked KILLED here.
         with sqlite_store_lock(uri):
             ensure_store(uri)
             try:
-                self.client = MlflowClient(tracking_uri=uri)
+                #: the client without the wait (the heartbeat's: a beat is never waited for)
+                self.direct = MlflowClient(tracking_uri=uri)
             except MlflowException as exc:
                 raise self._store_error(exc) from exc
+            self.client = cast(MlflowClient, WaitingClient(self.direct, self.wait)) if self._server else self.direct
             self.experiment_id = self._experiment_id()
             try:
                 reap_dead_runs(self.client, [self.experiment_id])
-            except MlflowException as exc:  # never a reason not to track this run
-                log.warning("ltr: could not look for dead runs in %s: %s", uri, exc.message)
+            except (MlflowException, ServerSilent) as exc:  # never a reason not to track this run
+                log.warning("ltr: could not look for dead runs in %s: %s", uri, str(exc).splitlines()[0])
 
     def _experiment_id(self) -> str:
         try:
             found = self.client.get_experiment_by_name(self.experiment_name)
             if found is not None:
-                mark_model_training(self.client, found)
+                once_made(lambda: mark_model_training(self.client, found), "the experiment's kind tag")
                 return str(found.experiment_id)
             try:
                 return str(
@@ -108,6 +130,11 @@ class MlflowTracker:
         """Writes to a sqlite store are serialised across processes (parallel sweep jobs)."""
         return sqlite_store_lock(self.uri)
 
+    def _waiting(self, action: Callable[[], T]) -> T:
+        """``action()`` (several requests, not all through :attr:`client`: MLflow's fluent API),
+        tried again as a whole while the server does not answer (:class:`ServerWait`)."""
+        return self.wait.call(action) if self._server else action()
+
     def start_run(
         self, run_name: str, tags: Mapping[str, str], *, parent_run_id: str | None = None
     ) -> str:
@@ -134,7 +161,7 @@ class MlflowTracker:
     def _beat_of(self, run_id: str) -> Callable[[], None]:
         def beat() -> None:
             with self._locked():
-                self.client.set_tag(run_id, TAG_HEARTBEAT, beat_time())
+                self.direct.set_tag(run_id, TAG_HEARTBEAT, beat_time())
 
         return beat
 
@@ -220,22 +247,26 @@ class MlflowTracker:
         import lightgbm  # loaded already (the booster is one); not for the store's other users
 
         requirements = [f"lightgbm=={lightgbm.__version__}"]
-        with (
-            self._locked(),
-            pointed_at(self.uri),  # the fluent run log_model logs into, for this call only
-            mlflow.start_run(run_id=run_id, experiment_id=self.experiment_id),
-            requirement_check_of(["lightgbm", "mlflow"]),
-        ):
-            info = mlflow.lightgbm.log_model(
-                booster,
-                name=MODEL_NAME,
-                signature=signature,
-                input_example=input_example,
-                metadata=dict(metadata),
-                pip_requirements=requirements,
-            )
-            self.client.set_tag(run_id, "ltr.model_uri", info.model_uri)
-        return str(info.model_id)
+
+        def log() -> Any:
+            with (
+                self._locked(),
+                pointed_at(self.uri),  # the fluent run log_model logs into, for this call only
+                mlflow.start_run(run_id=run_id, experiment_id=self.experiment_id),
+                requirement_check_of(["lightgbm", "mlflow"]),
+            ):
+                info = mlflow.lightgbm.log_model(
+                    booster,
+                    name=MODEL_NAME,
+                    signature=signature,
+                    input_example=input_example,
+                    metadata=dict(metadata),
+                    pip_requirements=requirements,
+                )
+                self.client.set_tag(run_id, "ltr.model_uri", info.model_uri)
+            return info
+
+        return str(self._waiting(log).model_id)
 
     def show_first(self, metric_keys: Sequence[str], curves: Sequence[str] = ()) -> None:
         """Save the experiment's shared runs-table view (:data:`VIEW_KEY`): these metric columns
@@ -244,7 +275,12 @@ class MlflowTracker:
         columns first so they fit a 1600 px window (:func:`column_width`); newest runs first; in the chart view, the
         per-round ``curves`` (``iter/...`` keys) first (:func:`chart_view`). MLflow's UI opens it
         from a link with ``viewStateShareKey`` (:func:`ltr.tracking.uri.ui_url`). Read and
-        written under the store's lock, so parallel jobs never drop each other's columns."""
+        written under the store's lock, so parallel jobs never drop each other's columns; a job
+        that saves the experiment's first view at the same moment as another reads theirs and
+        merges again (:func:`once_made`)."""
+        once_made(lambda: self._save_view(metric_keys, curves), "the experiment's view")
+
+    def _save_view(self, metric_keys: Sequence[str], curves: Sequence[str]) -> None:
         tag = f"mlflow.sharedViewState.{VIEW_KEY}"
         with self._locked():
             experiment = self.client.get_experiment(self.experiment_id)
@@ -278,8 +314,14 @@ class MlflowTracker:
         entry = DatasetInput(
             dataset._to_mlflow_entity(), tags=[InputTag("mlflow.data.context", context)]
         )
-        with self._locked():
-            self.client.log_inputs(self._require_run(), datasets=[entry])
+        run_id = self._require_run()
+
+        def log() -> None:
+            with self._locked():
+                self.client.log_inputs(run_id, datasets=[entry])
+
+        # the experiment's first run of a dataset makes it; two at once: the second uses the first's
+        once_made(log, f"the dataset {name}")
 
     def end_run(self, status: RunStatus, *, error: str | None = None) -> None:
         self._stop_heartbeat()  # no beat once the end is written

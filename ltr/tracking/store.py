@@ -6,8 +6,10 @@ Accepted URIs (:func:`check_tracking_uri`, fast, before any data is read)
     ``mssql://`` database URLs whose SQLAlchemy driver is installed (and whose server accepts a TCP
     connection). In-memory sqlite (runs would vanish with the process), MLflow file stores
     (``file://``, plain paths) and unknown schemes are refused with one line. A server that does
-    not answer (:class:`ltr.errors.ServerFault`, exit 1) is found within :data:`CHECK_TIMEOUT_S`;
-    a PostgreSQL connect after that fails within :data:`DB_CONNECT_TIMEOUT_S`.
+    not answer (:class:`ltr.errors.ServerFault`, exit 1) is found within :data:`CHECK_TIMEOUT_S`,
+    unless it answered a run of this process before (the next job of a sweep): then it is waited
+    for as long as that run would (:func:`remember_server`); a PostgreSQL connect after that
+    fails within :data:`DB_CONNECT_TIMEOUT_S`.
 
 Creation (:func:`ensure_store`)
     A sqlite store is created, and checked, under the store lock (``<db>.lock``) by whoever comes
@@ -63,6 +65,7 @@ from ltr.tracking.migrations import mlflow_revisions
 from ltr.tracking.moved_store import follow_moved_artifacts
 from ltr.tracking.proc_files import proc_stat, read_text
 from ltr.tracking.reaped_trials import fail_trial_of
+from ltr.tracking.server_wait import LINE_EVERY_S, PAUSE_S
 from ltr.tracking.store_lock import (
     SQLITE_PREFIX,
     lock_path,
@@ -89,11 +92,12 @@ DB_CONNECT_TIMEOUT_S = 10
 
 #: MLflow's HTTP client retries 7 times with backoff and waits 120 s per request by default:
 #: minutes before a dead server is reported. Ours, unless the user set them: a request is tried
-#: again for about 30 s (backoff 1, 2, 4, 8, 16 s), as long as a server takes to restart, so a
-#: run lives through a restart of its server; a server down at start is found by
-#: :func:`check_tracking_uri` within :data:`CHECK_TIMEOUT_S`.
+#: again twice within about 2 s (backoff 0, 2 s); a run waits for a server that does not answer
+#: for ``tracking.server_wait_s`` itself (:mod:`ltr.tracking.server_wait`: a line every few
+#: seconds while it waits), so it lives through a restart of its server; a server down at start
+#: is found by :func:`check_tracking_uri` within :data:`CHECK_TIMEOUT_S`.
 HTTP_ENV_DEFAULTS = {
-    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "5",
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
     "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "30",
 }
@@ -222,7 +226,39 @@ def _ssl_context() -> ssl.SSLContext | None:
     return ssl.create_default_context(cafile=cafile) if cafile else None
 
 
+#: Servers that answered a tracker of this process, and how long its run waits for them
+#: (:func:`remember_server`).
+_ANSWERED: dict[str, float] = {}
+
+
+def remember_server(uri: str, wait_s: float) -> None:
+    """``uri`` answered a tracker of this process, whose run waits ``wait_s`` seconds for it: a
+    later :func:`check_tracking_uri` of it (the next job of a sweep) waits as long for a server
+    that stopped answering, with a line every few seconds, instead of failing at once (a server
+    that never answered this process is refused at once)."""
+    _ANSWERED[uri.rstrip("/")] = wait_s
+
+
 def _check_http(raw: str) -> str:
+    """:func:`_probe_http`, waited for when the server answered this process before
+    (:func:`remember_server`)."""
+    started = time.monotonic()
+    shown: float | None = None
+    while True:
+        try:
+            return _probe_http(raw)
+        except ServerFault:
+            window = _ANSWERED.get(raw.rstrip("/"), 0.0)
+            waited = time.monotonic() - started
+            if waited >= window:
+                raise
+            if shown is None or time.monotonic() - shown >= LINE_EVERY_S:
+                shown = time.monotonic()
+                log.warning("ltr: waiting for the tracking server %s (%.0f s of %g s)", raw.rstrip("/"), waited, window)
+            time.sleep(min(PAUSE_S, window - waited))
+
+
+def _probe_http(raw: str) -> str:
     url = raw.rstrip("/")
     parts = urllib.parse.urlsplit(url)
     if not parts.hostname:
@@ -769,7 +805,7 @@ def _death(run: Any, me: dict[str, str], now: dt.datetime) -> str | None:
     process = f"process {identity.get(PID, '?')} on {identity.get(HOST, 'another host')}"
     return (
         f"{process} sent no heartbeat for {silent[0]:.0f} s (more than {silent[1]:g} s): taken for dead "
-        f"(found by ltr on {me.get(HOST, 'another host')} at {when})"
+        f"(found by ltr on {me.get(HOST, 'another host')} as host id {me.get(HOST_ID, '?')} at {when})"
     )
 
 
@@ -857,5 +893,6 @@ __all__ = [
     "process_tags",
     "read_only_store",
     "reap_dead_runs",
+    "remember_server",
     "sqlite_read_only",
 ]

@@ -162,6 +162,13 @@ def test_run_names_lead_with_what_varies_and_fit_narrow_columns() -> None:
         "data.seed=1", "model.params.seed=2", "+ps=0.5",
     ]
     assert name_parts(["model.num_leaves=7", "data.n_lists=3"]) == ["num_leaves=7", "n_lists=3"]
+    # files by their names (one line in the UI's table); a sweep over files, each; a list as written
+    assert name_parts(["data=parquet", "data.train=/home/me/export/train.parquet", "data.test=exports/test.parquet"]) == [
+        "train=train.parquet", "test=test.parquet", "data=parquet",
+    ]
+    assert name_parts(["data.root=/data/MSLR-WEB10K/", "data.train=a/x.txt,b/y.txt", "data.feature_columns=[a/b,c]"]) == [
+        "root=MSLR-WEB10K", "train=x.txt,y.txt", "fc=[a/b,c]",
+    ]
     named = check_config(compose_train(["tracking.run_name=baseline"]))
     assert run_name(named, ["model.num_leaves=7"]) == "baseline"
     # a sweep's job of a named sweep: what the job varies (its number when unknown), then the name
@@ -198,7 +205,7 @@ def test_run_names_leave_out_the_fields_that_change_no_result() -> None:
     assert neutral_keys() == {
         "fit.show_progress", "fit.reuse_binned_data", "data.cache", "data.cache_dir", "data.cache_max_mb",
         "data.binned_cache", "data.binned_cache_max_mb", "data.progress", "tracking.heartbeat_s",
-        "tracking.stale_after",
+        "tracking.stale_after", "tracking.server_wait_s",
     }  # fmt: skip
     @dataclasses.dataclass
     class Inner:

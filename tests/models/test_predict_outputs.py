@@ -54,8 +54,8 @@ def test_an_output_reaching_the_input_by_another_path_is_refused(
 
 
 def test_an_output_inside_an_input_folder_or_a_side_file_is_refused(tmp_path: Path) -> None:
+    from ltr.cli.output_guard import check_not_inputs
     from ltr.errors import LtrUserError
-    from ltr.models.outputs import check_not_inputs
 
     parts = tmp_path / "parts"
     parts.mkdir()

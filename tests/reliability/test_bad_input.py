@@ -10,6 +10,7 @@ import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
@@ -25,6 +26,11 @@ def _letor(path: Path, lines: list[str]) -> Path:
     return path
 
 
+def _binary(path: Path) -> Path:
+    path.write_bytes(b"1\n\xff\xfe\x00\x01")
+    return path
+
+
 def _good_lines(n_queries: int = 20) -> list[str]:
     return [f"{(q + d) % 3} qid:{q} 1:{d / 10:.2f} 2:{q / 100:.2f}" for q in range(n_queries) for d in range(5)]
 
@@ -32,6 +38,23 @@ def _good_lines(n_queries: int = 20) -> list[str]:
 def _train_file(tmp: Path, lines: list[str]) -> list[str]:
     f = _letor(tmp / "train.txt", lines)
     return ["train", "data=svmlight", f"data.train={f}", f"data.cache_dir={tmp / 'cache'}", "fit.show_progress=false"]
+
+
+def _click_log(path: Path, rows: list[tuple[str, str, int, object]]) -> str:
+    """A click log (query, doc_id, position, click) as CSV or Parquet (by the suffix): a Parquet
+    log keeps the clicks' own type (text stays text)."""
+    frame = pd.DataFrame(rows, columns=["query", "doc_id", "position", "click"])
+    frame.to_parquet(path) if path.suffix == ".parquet" else frame.to_csv(path, index=False)
+    return str(path)
+
+
+_TEXT_CLICKS = [("q1", "d1", 0, "1"), ("q1", "d2", 1, "0"), ("q2", "d3", 0, "0"), ("q2", "d4", 1, "1")]
+_SHARED_POSITION = [("q1", "d1", 0, 1), ("q1", "d2", 1, 0), ("q2", "d3", 0, 0), ("q2", "d4", 0, 1)]
+_ONE_POSITION = [("q1", "d1", 0, 1), ("q2", "d2", 0, 0), ("q3", "d3", 0, 1)]
+
+
+def _ope(log: str, t: Path) -> list[str]:
+    return ["ope", "a-run", "--log", log, "--data", str(t / "features.parquet"), "--eta", "1", "--no-log"]
 
 
 @pytest.fixture
@@ -107,9 +130,47 @@ CASES: dict[str, tuple[Setup, str]] = {
     "predict scores named as a table": (lambda t: ["predict", "a", "--data", "d.txt", "--out", "s.parquet"], "--out=s.parquet is named as a table"),
     "predict scores named as csv": (lambda t: ["predict", "a", "--data", "d.txt", "--out", "s.csv.gz"], "writes text, one score per line"),
     "cache bad action": (lambda t: ["cache", "explode"], "explode"),
+    # outputs onto the store, its artifacts or an input (tests/reliability/test_output_guard.py: every verb)
+    "predict out onto the store": (lambda t: ["predict", "a", "--data", "d.txt", "--out", "mlflow.db"], "--out mlflow.db is the tracking store's database"),
+    "evaluate per-query into the artifacts": (
+        lambda t: ["evaluate", "--qrels", "q", "--run", "r", "--per-query", "mlartifacts/1/x.csv"], "the artifact folder of the tracking store",
+    ),
+    "calibrate figure onto the store lock": (
+        lambda t: ["calibrate", "t.csv", "--offline", "a", "--online", "b", "--figure", "mlflow.db.lock"], "the tracking store's lock file",
+    ),
+    "calibrate figure onto its table": (
+        lambda t: ["calibrate", str(_letor(t / "t.csv", ["a,b"])), "--offline", "a", "--online", "b", "--figure", "t.csv"], "is the input",
+    ),
+    "data write into mlruns": (lambda t: ["data", "write", "synthetic", "--out", "mlruns/x"], "the artifact folder of the tracking store"),
+    "partition onto the store": (lambda t: ["partition", "--train", "d.txt", "-o", "mlflow.db-wal"], "the tracking store's write-ahead log"),
+    "predict two outputs on stdout": (lambda t: ["predict", "a", "--data", "d.txt", "--out", "-", "--trec-run", "-"], "only one output"),
+    # degenerate settings
+    "calibrate a column on itself": (lambda t: ["calibrate", "t.csv", "--offline", "x", "--online", "x"], "a column fitted on itself"),
+    "discount all zero": (lambda t: ["evaluate", "--qrels", "q", "--run", "r", "--discount", "0,0,0"], "--discount=0,0,0: every weight is 0"),
+    "position weights all zero": (lambda t: ["train", "eval.position_weights=[0,0]"], "eval.position_weights=[0,0]: every weight is 0"),
+    "discount file abc on line 2": (
+        lambda t: ["evaluate", "--qrels", "q", "--run", "r", "--discount", str(_letor(t / "w.txt", ["1", "abc"]))],
+        "w.txt, line 2: 'abc' is not a number",
+    ),
+    "discount file binary": (
+        lambda t: ["evaluate", "--qrels", "q", "--run", "r", "--discount", str(_binary(t / "w.bin"))], "w.bin, line 2: not text",
+    ),
+    "discount file missing": (lambda t: ["evaluate", "--qrels", "q", "--run", "r", "--discount", f"{t}/w.txt"], "w.txt does not exist"),
+    "run name too long": (lambda t: ["train", "debug=default", f"tracking.run_name={'x' * 1000}"], "tracking.run_name is 1,000 characters long"),
     "unknown verb": (lambda t: ["trian"], "did you mean 'train'?"),
     "ui without store": (lambda t: ["ui", "--port", str(free_port())], "no MLflow store"),
     "ui port out of range": (lambda t: ["ui", "--port", "70000"], "70000"),
+    # click logs (ltr.data.click_checks): the same refusal in ltr ope and ltr exposure
+    "ope text clicks": (lambda t: _ope(_click_log(t / "log.parquet", _TEXT_CLICKS), t), "log.parquet, row 1: click '1' is text"),
+    "ope two documents at one position": (
+        lambda t: _ope(_click_log(t / "log.csv", _SHARED_POSITION), t), "rows 3 and 4: query 'q2' shows two documents at position 0"),
+    "ope one position": (lambda t: _ope(_click_log(t / "log.csv", _ONE_POSITION), t), "every row is at position 0"),
+    "exposure text clicks": (lambda t: ["exposure", _click_log(t / "log.parquet", _TEXT_CLICKS)], "log.parquet, row 1: click '1' is text"),
+    "exposure two documents at one position": (
+        lambda t: ["exposure", _click_log(t / "log.csv", _SHARED_POSITION)], "rows 3 and 4: query 'q2' shows two documents at position 0"),
+    "exposure one position": (lambda t: ["exposure", _click_log(t / "log.csv", _ONE_POSITION)], "no position information"),
+    "exposure em without features": (
+        lambda t: ["exposure", _click_log(t / "log.csv", _SHARED_POSITION), "--propensity", "em"], "--propensity em needs the rows' features"),
 }
 
 

@@ -29,12 +29,13 @@ from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 
 from ltr.cli.main import main as ltr_main
-from ltr.errors import LtrUserError
+from ltr.errors import LtrUserError, ServerFault
 from ltr.tracking import check_tracking_uri, make_tracker, store_template
 from ltr.tracking.base import RunStatus
 from ltr.tracking.mlflow_tracker import MlflowTracker
 from ltr.tracking.runs import RunStore
 from ltr.tracking.store import (
+    CHECK_TIMEOUT_S,
     HTTP_ENV_DEFAULTS,
     _inspect,
     ensure_store,
@@ -43,7 +44,7 @@ from ltr.tracking.store import (
     process_tags,
     reap_dead_runs,
 )
-from tests.processes import free_port, stop_process_group
+from tests.processes import free_port, free_ports, stop_process_group
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -631,6 +632,54 @@ def test_an_answering_server_is_accepted_and_mlflow_retries_are_shortened(
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+def test_a_server_that_answered_this_process_is_waited_for_at_the_next_check(
+    http_server: tuple[str, type[_Handler]], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A server that never answered this process is refused at once; one that answered a run of
+    it (the next job of a sweep checks it again) is waited for, a line every few seconds, for as
+    long as that run waits: found when it is back, one line when the wait ends."""
+    import ltr.tracking.store as store
+
+    monkeypatch.setattr(store, "_ANSWERED", {})
+    url, handler = http_server
+    handler.health = 200
+    assert check_tracking_uri(url) == url
+    never, back = (f"http://127.0.0.1:{port}" for port in free_ports(2))
+    started = time.monotonic()
+    with pytest.raises(ServerFault, match="does not answer"):
+        check_tracking_uri(never)
+    assert time.monotonic() - started < 1, "not waited for"
+
+    store.remember_server(never, 1.5)
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="ltr.tracking.store"), pytest.raises(ServerFault, match="does not answer"):
+        check_tracking_uri(never)
+    assert 1.5 <= time.monotonic() - started < 1.5 + CHECK_TIMEOUT_S
+    assert caplog.messages == [f"ltr: waiting for the tracking server {never} (0 s of 1.5 s)"]
+
+    store.remember_server(back, 30)
+    late = type("Handler", (_Handler,), {"health": 200})
+    port = int(back.rsplit(":", 1)[1])
+    servers: list[http.server.ThreadingHTTPServer] = []
+
+    def start_late() -> None:
+        servers.append(http.server.ThreadingHTTPServer(("127.0.0.1", port), late))
+        servers[0].serve_forever()
+
+    timer = threading.Timer(1.0, start_late)
+    timer.start()
+    started = time.monotonic()
+    try:
+        assert check_tracking_uri(back) == back
+    finally:
+        timer.join(timeout=0)
+        while not servers:
+            time.sleep(0.05)
+        servers[0].shutdown()
+        servers[0].server_close()
+    assert time.monotonic() - started >= 1
 
 
 def test_a_relative_sqlite_uri_is_made_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

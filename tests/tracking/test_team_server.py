@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
+import re
 import resource
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -29,7 +32,12 @@ from mlflow.tracking import MlflowClient
 
 from ltr import api
 from ltr.cli.main import main
-from ltr.tracking.store import CHECK_TIMEOUT_S, DB_CONNECT_TIMEOUT_S
+from ltr.errors import ServerFault
+from ltr.tracking.base import RunStatus
+from ltr.tracking.heartbeat import Liveness
+from ltr.tracking.lifecycle import tracked_run
+from ltr.tracking.mlflow_tracker import MlflowTracker
+from ltr.tracking.store import CHECK_TIMEOUT_S, DB_CONNECT_TIMEOUT_S, check_tracking_uri
 from tests.postgres import database_url, running_postgres
 from tests.processes import free_port, start_mlflow_server, stop_process_group
 
@@ -286,3 +294,135 @@ def test_a_full_artifact_store_fails_the_run_in_one_line(team: Team, tmp_path: P
     assert lines[0].startswith(f"ltr: error: the MLflow server at {team.url} could not store the artifact ")
     assert lines[0].endswith(f"its artifact store may be full; see the server's log; run {run.info.run_id} is marked FAILED")
     assert run.data.tags["ltr.error"].startswith("ServerFault: the MLflow server at ")
+
+
+def kill(team: Team) -> None:
+    """The server killed outright (SIGKILL to its whole group): no goodbye to its clients."""
+    assert team.proc is not None
+    os.killpg(team.proc.pid, signal.SIGKILL)
+    team.proc.wait()
+    team.proc = None
+
+
+@pytest.mark.parametrize("through", ["server", "database"])
+def test_two_jobs_logging_one_dataset_into_a_new_experiment_at_once_both_succeed(
+    team: Team, through: str
+) -> None:
+    """Two runs of a new experiment log the same dataset at the same moment: both looked for the
+    dataset and found none before either wrote it (the test holds the dataset table locked until
+    both are blocked writing it), so the second write meets the first's row (``dataset_pk``). It
+    takes the dataset the first made: both calls return, each run holds the one dataset."""
+    import psycopg
+
+    uri = check_tracking_uri(team.url) if through == "server" else team.store
+    experiment = f"team-race-{through}"
+    trackers = [MlflowTracker(uri, experiment) for _ in range(2)]
+    for i, tracker in enumerate(trackers):
+        tracker.start_run(f"job-{i}", {})
+    features, labels = np.arange(6.0).reshape(3, 2), np.array([0.0, 1.0, 2.0])
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(2)
+
+    def log(tracker: MlflowTracker) -> None:
+        barrier.wait()
+        try:
+            tracker.log_dataset("train", "0123abcd", features, labels, context="train")
+        except BaseException as exc:
+            errors.append(exc)
+
+    conninfo = f"host=127.0.0.1 port={team.db_port} user=ltr dbname=mlflow"
+    with psycopg.connect(conninfo) as holder, psycopg.connect(conninfo, autocommit=True) as watch:
+        holder.execute("LOCK TABLE datasets IN SHARE MODE")  # reads go on, writes wait
+        threads = [threading.Thread(target=log, args=(tracker,)) for tracker in trackers]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 60
+        while watch.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query ILIKE 'INSERT INTO datasets%'"
+        ).fetchone() != (2,):
+            assert time.monotonic() < deadline, "the two writes of the dataset did not both wait"
+            time.sleep(0.05)
+        holder.commit()  # both go on: one writes the dataset first, the other meets its row
+        for thread in threads:
+            thread.join(timeout=120)
+    assert errors == []
+    store = MlflowClient(team.store)
+    for tracker in trackers:
+        tracker.end_run(RunStatus.FINISHED)
+        inputs = store.get_run(tracker._require_run()).inputs
+        assert inputs is not None
+        (logged,) = inputs.dataset_inputs
+        assert (logged.dataset.name, logged.dataset.digest) == ("train", "0123abcd")
+        assert {tag.key: tag.value for tag in logged.tags} == {"mlflow.data.context": "train"}
+    with psycopg.connect(conninfo) as con:
+        assert con.execute(
+            "SELECT count(*) FROM datasets WHERE experiment_id = %s", (int(trackers[0].experiment_id),)
+        ).fetchone() == (1,)
+
+
+def test_a_killed_server_back_8_s_later_is_waited_for_and_a_shorter_wait_ends_in_one_line(
+    team: Team, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The server is killed while two runs log, and is back 8 s later. The run that waits up to
+    60 s (``tracking.server_wait_s``) waits, a line every few seconds, and its request is written
+    once the server is back: it logs on and ends FINISHED. The run that waits 3 s ends its wait
+    with one line naming the server, the request and the setting; ending that run is tried once,
+    not waited for again."""
+    uri = check_tracking_uri(team.url)
+    patient = MlflowTracker(uri, "team-wait", liveness=Liveness(server_wait_s=60))
+    brief = MlflowTracker(uri, "team-wait", liveness=Liveness(server_wait_s=3))
+    patient_run = patient.start_run("waits", {})
+    patient.log_metrics({"before": 1.0})
+    seen: dict[str, Any] = {}
+
+    def wait_for_the_server() -> None:
+        patient.log_metrics({"during": 2.0})
+        seen["back"] = time.monotonic()
+
+    def brief_job() -> None:
+        with tracked_run(brief, "gives up", {}) as run_id:
+            seen["run_id"] = run_id
+            kill(team)
+            seen["killed"] = time.monotonic()
+            waiting = threading.Thread(target=wait_for_the_server)
+            waiting.start()
+            seen["waiting"] = waiting
+            threading.Timer(8, team.start).start()
+            brief.log_metrics({"lost": 1.0})
+
+    try:
+        with caplog.at_level(logging.WARNING, logger="ltr.tracking.server_wait"), pytest.raises(ServerFault) as raised:
+            brief_job()
+        gave_up = time.monotonic() - seen["killed"]
+        seen["waiting"].join(timeout=120)
+    finally:
+        deadline = time.monotonic() + 60
+        while team.proc is None and time.monotonic() < deadline:  # the timer's start, under way
+            time.sleep(0.2)
+    store = MlflowClient(team.store)
+
+    # the patient run: waited, written, FINISHED
+    assert seen["back"] - seen["killed"] >= 8
+    patient.end_run(RunStatus.FINISHED)
+    run = store.get_run(patient_run)
+    assert run.info.status == "FINISHED"
+    assert run.data.metrics == {"before": 1.0, "during": 2.0}
+    lines = [r.getMessage() for r in caplog.records if "waiting for the tracking server" in r.getMessage()]
+    waited = [line for line in lines if " s of 60 s; " in line]
+    assert re.fullmatch(rf"ltr: waiting for the tracking server {re.escape(team.url)} \(\d+ s of 60 s; connection refused\)", waited[0])
+    assert 2 <= len(waited) <= (seen["back"] - seen["killed"]) / 5 + 1, waited  # a line every 5 s
+    assert not [r for r in caplog.records if r.getMessage().startswith("Retrying (")], "no line per retry of MLflow's"
+
+    # the brief run: one line when its 3 s ended
+    assert len([line for line in lines if " s of 3 s; " in line]) == 1, lines
+    line, run_id = str(raised.value), seen["run_id"]
+    assert "\n" not in line
+    assert line.startswith(f"the MLflow server at {team.url} did not answer for ")
+    assert f" s (/api/2.0/mlflow/runs/log-batch: connection refused); tracking.server_wait_s=3 is how long a run waits for it; run {run_id} " in line
+    assert 3 <= gave_up < 3 + 15, "the window, a last try of the request, one try to end the run"
+    status = store.get_run(run_id).info.status
+    if line.endswith("could not be marked FAILED (the server did not answer)"):
+        assert status == "RUNNING"  # nobody could write its end: the next command that opens the store reaps it
+    else:  # a slow machine: the server was back before the run's end was tried
+        assert line.endswith("is marked FAILED")
+        assert status == "FAILED"
