@@ -345,6 +345,7 @@ def train(overrides: Sequence[str] = (), *, config_dir: str | Path | None = None
         "qrels": _existing(), "run": _existing(), "data": _existing(), "scores": _existing(),
         "per_query": _in_existing_folder, "max_docs": _at_least(1), "rel_threshold": _at_least(0),
         "err_max_grade": _at_least(0), "missing_topics": _one_of("empty", "skip", "error"),
+        "qid_column": _not_blank, "label_column": _not_blank, "n_features": _at_least(1),
     },
 )  # fmt: skip
 def evaluate(
@@ -369,6 +370,9 @@ def evaluate(
     per_query: str | Path | None = None,
     measures: Sequence[str] | None = None,
     composite: Sequence[str] | None = None,
+    qid_column: str = "qid",
+    label_column: str = "label",
+    n_features: int | None = None,
 ) -> RankingEvaluation:
     """Evaluate rankings made elsewhere: ``ltr evaluate`` from Python.
 
@@ -390,6 +394,10 @@ def evaluate(
     per_query : also write the per-query table there (``.csv`` or ``.parquet``)
     measures : the measures to compute and report, e.g. ``["ndcg", "p"]`` (``--measure``; names
         in ``ltr.experiment.external.MEASURE_NAMES``; default all), each value as in the full set
+    qid_column, label_column : ``data`` as a Parquet / CSV table: its query id and label columns
+        (``--qid-column``, ``--label-column``; only they are read)
+    n_features : ``data`` as a text file: its width, for feature indices beyond 1,000,000
+        (``--n-features``)
 
     Returns
     -------
@@ -430,6 +438,7 @@ def evaluate(
         label_gain=label_gain, ties=ties, zero_idcg=zero_idcg, rel_threshold=rel_threshold,
         discount=discount, discount_base=discount_base, err_max_grade=err_max_grade, strata=strata, missing_topics=missing_topics,
         max_docs=max_docs, per_query=per_query, measures=measures, composite=composite,
+        qid_column=qid_column, label_column=label_column, n_features=n_features,
     )  # fmt: skip
 
 

@@ -142,6 +142,23 @@ def test_evaluate_and_compare_raise_ltr_errors_not_system_exit(tmp_path: Path) -
         api.load_run("a", tracking_uri=f"sqlite:///{tmp_path / 'none.db'}")
 
 
+def test_evaluate_takes_the_column_options_of_the_command(tmp_path: Path) -> None:
+    """``qid_column`` / ``label_column`` as ``--qid-column`` / ``--label-column``: a table's own
+    names; a missing column is one line naming the file's columns; a blank name is refused."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = tmp_path / "export.parquet"
+    pq.write_table(pa.table({"query_id": [1, 1, 2, 2], "grade": [1, 0, 0, 2], "docno": ["a", "b", "c", "d"]}), table)
+    # query 1: the grade-1 document first (nDCG 1); query 2: grade 0 then grade 2, DCG@2 3/log2(3), IDCG 3
+    result = api.evaluate(data=table, scores=[1.0, 0.0, 1.0, 0.0], qid_column="query_id", label_column="grade", k=[2])
+    assert result.summary["ndcg_at_2"] == pytest.approx((1.0 + 1 / np.log2(3)) / 2, abs=1e-12)
+    with pytest.raises(LtrUserError, match=r"has no qid column 'qid' \(columns: query_id, grade, docno\)"):
+        api.evaluate(data=table, scores=[1.0, 0.0, 1.0, 0.0], label_column="grade")
+    with pytest.raises(LtrUserError, match=r"^qid_column='' is empty$"):
+        api.evaluate(data=table, scores=[1.0, 0.0, 1.0, 0.0], qid_column="")
+
+
 def test_evaluate_with_a_score_array_equals_the_file(tmp_path: Path) -> None:
     data = tmp_path / "d.txt"
     # q1: labels 2, 0, 1 ranked by scores 0.1, 0.9, 0.5 -> order 0, 1, 2 (labels)

@@ -319,3 +319,23 @@ def test_stored_data_sets_are_built_with_the_training_parameters(
     assert "min_data_in_leaf" not in out + err
     fresh = fit_ranker(data, model, cfg.fit, eval_at=[10], seed=cfg.seed, data_key=None)
     assert stored.booster.model_to_string() == fresh.booster.model_to_string()
+
+
+def test_keeping_the_binned_data_prints_nothing_and_logs_lightgbms_lines_at_debug(
+    splits: tuple[DictConfig, Splits], tmp_path: Path, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The store is written in a background thread, where LightGBM's C++ library printed
+    ``[LightGBM] [Info] Saving data to binary file ...`` on stdout after the run's results: its
+    lines go to the ``lightgbm`` logger at DEBUG, from that thread too, and nothing is printed."""
+    cfg, data = splits
+    store = BinnedStore(tmp_path / "binned")
+    binned._last.clear()
+    capfd.readouterr()
+    with caplog.at_level(logging.DEBUG, logger="lightgbm"):
+        fit_kept(data, cfg.model, cfg.fit, eval_at=[5, 10], seed=cfg.seed, data_key="quiet", binned_store=store)
+    printed = capfd.readouterr()
+    assert "[LightGBM]" not in printed.out + printed.err
+    saved = [r for r in caplog.records if r.name == "lightgbm" and "Saving data to binary file" in r.getMessage()]
+    assert [r.levelno for r in saved] == [logging.DEBUG] * len(FILES)
+    assert sorted(Path(r.getMessage().rsplit(" ", 1)[-1]).name for r in saved) == sorted(FILES)
+    assert len(_entries(store.directory)) == 1

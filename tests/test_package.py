@@ -362,3 +362,117 @@ def test_the_sdist_holds_the_tests_and_they_run_from_it(tmp_path: Path, release:
         [sys.executable, "-c", "import ltr; print(ltr.__file__)"], cwd=root, env=env, capture_output=True, text=True, timeout=60
     ).stdout.strip()  # fmt: skip
     assert Path(imported).resolve().is_relative_to(root.resolve())  # the tests ran on the sdist's ltr
+
+
+#: The pages of the manual: wherever they show a ``pip install`` of ``ltr-harness`` (the release
+#: checklist's installs from TestPyPI are a maintainer's step of publishing, not a user's install).
+MANUAL = [REPO / "README.md", *sorted(p for p in (REPO / "docs").rglob("*.md") if p.name != "release.md")]
+#: What a ``pip install`` command of a page runs to: the end of its inline code, a comment, ``&&``.
+_PIP_INSTALL = re.compile(r"pip install ([^`#\n]*?)\s*(?:`|#|&&|$)", re.MULTILINE)
+#: What each extra brings, imported in the venv once the command that asks for it has run.
+EXTRA_MODULES = {"": "ltr", "dask": "distributed", "notebook": "jupyterlab", "server": "psycopg"}
+
+
+def manual_install_commands() -> dict[tuple[str, ...], list[str]]:
+    """Each ``pip install`` of ``ltr-harness`` the manual shows (code blocks and inline code) as
+    its arguments -> the pages that show it, in the order of first appearance."""
+    import shlex
+
+    found: dict[tuple[str, ...], list[str]] = {}
+    for page in MANUAL:
+        for match in _PIP_INSTALL.finditer(page.read_text()):
+            args = tuple(shlex.split(match.group(1)))
+            if any(a.startswith("ltr-harness") for a in args):
+                found.setdefault(args, []).append(page.relative_to(REPO).as_posix())
+    return found
+
+
+def local_package_sources() -> list[str]:
+    """The environment's own package sources, as ``--find-links`` folders: those pip is configured
+    with, and the folder of files behind each local (``file://``) index it is configured with."""
+    listed = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, timeout=60
+    ).stdout  # fmt: skip
+    sources: list[str] = []
+    for line in listed.splitlines():
+        key, _, value = line.partition("=")
+        if not key.endswith(("find-links", "index-url")):
+            continue
+        for item in value.strip("'\"").split():
+            folder = Path(item.removeprefix("file://"))
+            if key.endswith("index-url"):
+                folder = folder.parent / "files" if item.startswith("file://") else Path("/nonexistent")
+            if folder.is_dir() and str(folder) not in sources:
+                sources.append(str(folder))
+    return sources
+
+
+def dependencies_view(tmp: Path, wheel_version: str) -> Path:
+    """A folder of links to everything this interpreter's site-packages holds but ``ltr-harness``
+    itself (its dist-info, its editable finder): what a fresh venv's ``.pth`` lists, so pip sees
+    the dependencies installed and installs ``ltr-harness`` from the wheel (module docstring)."""
+    purelib = Path(sysconfig.get_paths()["purelib"])
+    view = tmp / "dependencies"
+    view.mkdir()
+    for entry in purelib.iterdir():
+        name = entry.name.lower()
+        if name.startswith(("ltr_harness", "__editable__", "_ltr_test")) or name == "ltr" or name.endswith(".pth"):
+            continue
+        (view / entry.name).symlink_to(entry)
+    assert not list(view.glob("ltr_harness-*")), wheel_version
+    return view
+
+
+@pytest.mark.slow
+def test_every_install_command_of_the_manual_works_in_a_fresh_venv(
+    tmp_path_factory: pytest.TempPathFactory, release: tuple[Path, Path]
+) -> None:
+    """Every ``pip install`` of ``ltr-harness`` in the README and the manual installs this
+    release's wheel (the one ``make dist`` builds) into a fresh venv, run as the manual says,
+    from a folder whose ``dist/`` holds the built artifacts, with ``--no-index`` and the
+    environment's own package sources (never the package index: the package is not published,
+    and a same-named project there must not be what is tested). No page says it is on the index:
+    every command takes it from ``dist/``. The dependencies already in this interpreter's
+    site-packages are seen through a ``.pth`` (installing them takes minutes); what an extra
+    adds beyond them is installed from the local sources. After each command, ``ltr --version``
+    names the release and the extra's module imports."""
+    commands = manual_install_commands()
+    assert commands, "no pip install of ltr-harness found in the manual"
+    claims = {" ".join(args): pages for args, pages in commands.items() if "--find-links" not in args or "dist" not in args}
+    assert claims == {}, "pages that install ltr-harness from the package index, where it is not published yet"
+    asked = {re.sub(r"^ltr-harness\[?([\w,]*)\]?$", r"\1", a) for args in commands for a in args if a.startswith("ltr-harness")}
+    assert {"", "dask", "notebook", "server"} <= asked
+
+    import ltr
+
+    tmp = tmp_path_factory.mktemp("manual")
+    here = tmp / "clone"
+    here.mkdir()
+    (here / "dist").symlink_to(release[0].parent, target_is_directory=True)
+    venv = tmp / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True, timeout=60,
+    ).stdout.strip()  # fmt: skip
+    (Path(purelib) / "_ltr_test_dependencies.pth").write_text(f"{dependencies_view(tmp, ltr.__version__)}\n")
+    sources = [a for folder in local_package_sources() for a in ("--find-links", folder)]
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"}}
+    for args, pages in commands.items():
+        assert args[0] != "-e", f"{pages}: an editable install is a clone's, not the wheel's"
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "--python", str(python), "install", *args, "--no-index", *sources],
+            cwd=here, env=env, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert done.returncode == 0, f"pip install {' '.join(args)} ({', '.join(pages)}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+        extra = re.sub(r"^ltr-harness\[?([\w,]*)\]?$", r"\1", next(a for a in args if a.startswith("ltr-harness")))
+        shown = subprocess.run([str(venv / "bin" / "ltr"), "--version"], cwd=tmp, env=env, capture_output=True, text=True, timeout=300)
+        assert shown.returncode == 0, shown.stderr[-2000:]
+        assert shown.stdout.startswith(f"ltr {ltr.__version__} (ltr-harness; Python "), shown.stdout
+        module = EXTRA_MODULES[extra]
+        imported = subprocess.run(
+            [str(python), "-c", f"import {module}, ltr; print(ltr.__file__)"], cwd=tmp, env=env, capture_output=True, text=True, timeout=300
+        )  # fmt: skip
+        assert imported.returncode == 0, f"{module} after pip install {' '.join(args)}: {imported.stderr[-1500:]}"
+        assert Path(imported.stdout.strip()).resolve().is_relative_to(venv.resolve())  # the wheel's ltr, not the repo's

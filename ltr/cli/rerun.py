@@ -5,9 +5,11 @@ the rerun is logged in that same store (``tracking.uri=...`` logs it elsewhere).
 are composed again (extra overrides replace those of the same key: "the same, but ..."), from the
 config folders it was trained with (tag ``ltr.config_dirs``; ``--config-dir`` names others), one
 line says what differs from the source run (code commit, uncommitted changes, LightGBM's version,
-the composed config, the data), the new run is logged beside it (tag ``ltr.rerun_of``), and the
-two are compared: identical metrics bit for bit, or each key that moved and by how much, then the
-per-stratum comparison of ``ltr compare``. The work is imported after the arguments are parsed
+the composed config, the data), the new run is logged beside it (tag ``ltr.rerun_of``), named
+``<source name> (rerun)`` unless ``tracking.run_name=`` says otherwise, and the two are compared:
+identical metrics bit for bit, or each key that moved and by how much, then the per-stratum
+comparison of ``ltr compare``. The rerun's description opens with a link to the source run and
+that outcome. The work is imported after the arguments are parsed
 (``--help`` and an argument error import no Hydra, MLflow or LightGBM).
 """
 
@@ -67,7 +69,7 @@ def _config_dirs(args: argparse.Namespace, source: RunRecord, label: str) -> lis
 
 def build_parser() -> OneLineParser:
     parser = OneLineParser(prog="ltr rerun", description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("run", metavar="RUN", help="run id, id prefix or run name")
+    parser.add_argument("run", metavar="RUN", help="run id, id prefix or run name; or a registered model (its champion's run)")
     parser.add_argument("overrides", nargs="*", default=[], metavar="OVERRIDE", help="Hydra overrides that change the rerun")
     parser.add_argument("--experiment", default="ltr", help="experiment of a run name (default: ltr)")
     parser.add_argument("--tracking-uri", default=None, help="the store (default: $LTR_TRACKING_URI, $MLFLOW_TRACKING_URI, ./mlflow.db, the project root's mlflow.db)")
@@ -92,6 +94,7 @@ def _run(args: argparse.Namespace) -> int:
     from ltr.compare.loading import load_comparison
     from ltr.config import search_path
     from ltr.config.compose import compose_run
+    from ltr.config.overrides import override_key
     from ltr.experiment import run as pipeline
     from ltr.experiment.rerun import (
         TIMING_SUFFIX,
@@ -100,6 +103,7 @@ def _run(args: argparse.Namespace) -> int:
         logged_overrides,
         metric_differences,
         plan_rerun,
+        rerun_name,
         thread_change,
     )
     from ltr.tracking import find_tracking_uri
@@ -132,6 +136,8 @@ def _run(args: argparse.Namespace) -> int:
         source,
         config_differences(store.text_artifact(source, "config/config.yaml"), OmegaConf.to_yaml(cfg), ignore=plan.changed),
     )
+    if not any(override_key(o) == "tracking.run_name" for o in args.overrides):  # not the source's name
+        cfg.tracking.run_name = rerun_name(source.run_name)
     recorded = search_path.decode(source.tags.get(search_path.TAG))
     if list(composed.config_dirs) != recorded:
         changes.append(f"config folders {', '.join(recorded) or 'none'} -> {', '.join(composed.config_dirs) or 'none'}")
@@ -155,14 +161,16 @@ def _run(args: argparse.Namespace) -> int:
     pruned_at = source.tags.get("ltr.pruned_at_round")
     if pruned_at is not None:
         changes.append(f"the source run was pruned by its Optuna search at round {pruned_at} (the rerun trains to the end)")
-    print(f"ltr: rerun of {label} as {rerun.run_id[:8]}: " + ("; ".join(changes) if changes else "nothing differs"))
+    print(f"ltr: rerun of {label} as {rerun.run_id[:8]} ({rerun.run_name}): " + ("; ".join(changes) if changes else "nothing differs"))
     if source.status != "FINISHED":
         print(f"(the source run did not finish: what it logged is partial, so nothing is compared; the rerun {rerun.run_id[:8]} is {rerun.status})")
+        _describe_rerun(target, rerun, source, None, 0, changes, same_store=target is store)
         return 0
-    old_metrics = store.metrics(source)
-    differences = metric_differences(old_metrics, target.metrics(rerun))
+    old_metrics, new_metrics = store.metrics(source), target.metrics(rerun)
+    differences = metric_differences(old_metrics, new_metrics)
+    n_keys = len([k for k in set(old_metrics) | set(new_metrics) if not k.endswith(TIMING_SUFFIX)])
+    _describe_rerun(target, rerun, source, differences, n_keys, changes, same_store=target is store)
     if not differences:
-        n_keys = len([k for k in old_metrics if not k.endswith(TIMING_SUFFIX)])
         print(f"identical metrics, bit for bit ({n_keys} keys)")
         return 0
     print(f"{len(differences)} metric keys moved (rerun - source):")
@@ -183,3 +191,23 @@ def _run(args: argparse.Namespace) -> int:
     print_terminal(loaded.comparison)
     sys.stdout.flush()
     return 0
+
+
+def _describe_rerun(
+    target: RunStore,
+    rerun: RunRecord,
+    source: RunRecord,
+    differences: list[tuple[str, float, float]] | None,
+    n_keys: int,
+    changes: list[str],
+    *,
+    same_store: bool,
+) -> None:
+    """Open the rerun's description (``mlflow.note.content``) with :func:`ltr.experiment.rerun.rerun_note`."""
+    from ltr.experiment.rerun import rerun_note
+    from ltr.tracking.store_lock import sqlite_store_lock
+
+    note = rerun_note(source, differences, n_keys=n_keys, changes=changes, same_store=same_store)
+    summary = rerun.tags.get("mlflow.note.content", "")
+    with sqlite_store_lock(target.uri):
+        target.client.set_tag(rerun.run_id, "mlflow.note.content", f"{note}\n\n{summary}" if summary else note)

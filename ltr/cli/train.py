@@ -74,15 +74,48 @@ from ltr.tracking.uri import (
 )
 
 
-def config_groups(conf_dir: str = CONF_DIR) -> str:
-    """The ``--help`` list of config groups and their options: the YAML files of ``ltr/conf/``
-    (the schemas the files extend are not options)."""
-    root = Path(conf_dir)
-    lines = []
+def _group_options(root: Path) -> dict[str, list[str]]:
+    """Config group -> its options (the YAML files of each sub-folder of ``root``), sorted."""
+    found: dict[str, list[str]] = {}
+    if not root.is_dir():
+        return found
     for group in sorted(p for p in root.iterdir() if p.is_dir()):
         options = sorted(f.stem for f in group.glob("*.yaml"))
         if options:
-            lines.append(f"{group.name}: {', '.join(options)}")
+            found[group.name] = options
+    return found
+
+
+def _shown_folder(folder: Path) -> str:
+    """A config folder as ``--help`` names it: relative to the current folder when inside it."""
+    try:
+        return str(folder.relative_to(Path.cwd().resolve())) or "."
+    except ValueError:
+        return str(folder)
+
+
+def config_groups(conf_dir: str = CONF_DIR, *, _root_: Any = None) -> str:
+    """The ``--help`` list of config groups and their options: the YAML files of ``ltr/conf/``
+    (the schemas the files extend are not options), then, per group, the options a user's config
+    folder adds (``--config-dir conf`` with ``conf/data/mine.yaml``: ``data: ...; from conf:
+    mine``; a group of the folder's own on a line of its own). ``_root_``: the composed config
+    (OmegaConf passes it to a resolver), whose ``hydra.runtime.config_sources`` name the
+    folders."""
+    own = _group_options(Path(conf_dir))
+    sources = OmegaConf.select(_root_, "hydra.runtime.config_sources", default=None) if _root_ is not None else None
+    folders = [Path(d) for d in search_path.user_config_dirs(sources or []) if "://" not in d]
+    added: dict[str, list[str]] = {}
+    seen = {group: set(options) for group, options in own.items()}
+    for folder in folders:
+        for group, options in _group_options(folder).items():
+            new = [o for o in options if o not in seen.setdefault(group, set())]
+            seen[group] |= set(new)
+            if new:
+                added.setdefault(group, []).append(f"from {_shown_folder(folder)}: {', '.join(new)}")
+    lines = []
+    for group in sorted(set(own) | set(added)):
+        parts = ([", ".join(own[group])] if group in own else []) + added.get(group, [])
+        lines.append(f"{group}: {'; '.join(parts)}")
     return "\n".join(lines)
 
 

@@ -58,6 +58,8 @@ class ParquetColumns:
         except (pa.ArrowInvalid, OSError) as exc:
             raise cannot_read(self.path, "parquet", exc) from None
         schema = self._file.schema_arrow
+        #: every column of the file, asked for or not (what a message on a missing column lists)
+        self.file_column_names: list[str] = list(schema.names)
         if names is not None:
             schema = pa.schema([schema.field(n) for n in names if n in schema.names])
         self.schema: pa.Schema = schema

@@ -108,8 +108,10 @@ def _raw_table(
 ) -> RawTable:
     """The `RawTable` of ``table``, read from ``path`` (see :func:`read_table`)."""
     names = list(table.column_names)
+    # what a message on a missing column lists: every column of the file, not only those read
+    in_file = table.file_column_names if isinstance(table, ParquetColumns) else names
+    shown = ", ".join(in_file[:20]) + (f", ... ({len(in_file)} columns)" if len(in_file) > 20 else "")
     if table.num_rows == 0:
-        shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
         if kind == "csv":
             raise DataError(
                 f"{path} has a header at line 1 ({shown}) but no data rows from line 2 on; "
@@ -127,16 +129,17 @@ def _raw_table(
     for role, col in roles:
         if col not in names:
             raise DataError(
-                f"{path} has no {role.replace('_', ' ')} column {col!r} (columns: {', '.join(names[:20])}); "
+                f"{path} has no {role.replace('_', ' ')} column {col!r} (columns: {shown}); "
                 f"set data.{role}_column=<name>"
             )
     for col in behaviour_columns:
         if col not in names:
             raise DataError(
-                f"{path} has no behaviour column {col!r} (columns: {', '.join(names[:20])}); fix "
+                f"{path} has no behaviour column {col!r} (columns: {shown}); fix "
                 "data.behaviour_columns, or the recipe in data.label_recipes that needs it"
             )
     no_features = feature_columns is not None and len(feature_columns) == 0  # asked for none (evaluation)
+    auto_features = feature_columns is None  # every other column (data.feature_columns not set)
     if feature_columns is None:
         reserved = {qid_column, label_column, position_column, doc_id_column, *behaviour_columns}
         feature_columns = [c for c in names if c not in reserved]
@@ -169,11 +172,16 @@ def _raw_table(
         raise DataError(f"{path} has {len(feature_columns)} feature columns, expected n_features={n_features}")
     first_line = 2 if kind == "csv" else 1
     where = "line" if kind == "csv" else "row"
+    # what a message on a column that is not numeric advises, besides converting it
+    listed = "list the feature columns in data.feature_columns" if auto_features else "leave it out of data.feature_columns"
     n = table.num_rows
     row_lines = np.arange(first_line, first_line + n, dtype=np.int64)
 
     features = feature_matrix(
-        table, feature_columns, qid_column=qid_column, rows=RowNames.of_file(path, where=where, first=first_line)
+        table, feature_columns, qid_column=qid_column, rows=RowNames.of_file(path, where=where, first=first_line),
+        not_numeric_hint=f"convert it, or {listed}",
+        text_column_hint="if it names each row's document, set data.doc_id_column={column} (a document id is never a "
+        f"feature); else {listed}",
     )
 
     label_arr = table.column(label_column)

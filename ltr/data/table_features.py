@@ -85,6 +85,7 @@ def feature_matrix(
     qid_column: str,
     rows: RowNames,
     not_numeric_hint: str = NOT_NUMERIC_HINT,
+    text_column_hint: str | None = None,
 ) -> NDArray[np.float32]:
     """The ``(table.num_rows, len(feature_columns))`` float32 matrix of ``table``'s feature columns.
 
@@ -95,6 +96,9 @@ def feature_matrix(
     qid_column : name of the qid column
     rows : how messages name the rows of ``table``
     not_numeric_hint : what a message on a non-numeric column advises
+    text_column_hint : what it advises instead for a column of text (no value reads as a
+        number: an id, a URL), where the column, not a cell, is the mistake (``{column}`` stands
+        for the column's name); None: the same
 
     Raises
     ------
@@ -139,7 +143,9 @@ def feature_matrix(
         column = table.column(name)
         first = _first_non_number(column)
         if first is None:
-            raise DataError(f"feature column {name!r} of {rows.source} is not numeric (type {column.type}); {not_numeric_hint}")
+            text = _is_text(column.type) and text_column_hint is not None
+            hint = text_column_hint.replace("{column}", name) if text and text_column_hint is not None else not_numeric_hint
+            raise DataError(f"feature column {name!r} of {rows.source} is not numeric (type {column.type}); {hint}")
         path, where = rows.at(first)
         raise DataError(
             f"feature column {name!r} of {path} is not numeric (type {column.type}): {column[first].as_py()!r} at "
@@ -168,6 +174,13 @@ def _converted(table: ColumnSource, names: Sequence[str]) -> tuple[NDArray[np.fl
         if found is not None:
             return features, (start + found[0], found[1])
     return features, None
+
+
+def _is_text(arrow_type: pa.DataType) -> bool:
+    """Whether a column of ``arrow_type`` holds text (strings, or a categorical of strings)."""
+    if pa.types.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
+    return bool(pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type))
 
 
 def _first_non_number(column: pa.ChunkedArray) -> int | None:

@@ -15,6 +15,9 @@ indented under its parent), so a name is built for those:
   -> ``ll2``), unless two keys of the name would then read alike (:func:`name_parts`). The model
   (``model=rank_xendcg``) is its bare value. The full overrides are the ``ltr.overrides`` tag and
   every value is a param.
+- **Files by their names.** A value that is a path (``data.train=/data/export/train.parquet``)
+  is shown by its last part (``train=train.parquet``; :func:`short_value`): a name stays on one
+  line of the UI's table. The full path is the ``ltr.overrides`` tag and the param.
 - **Left out.** ``tracking.*``, ``hydra.*`` and the fields that change no result
   (:mod:`ltr.config.neutral`): :func:`shown_overrides`.
 
@@ -61,6 +64,22 @@ def abbreviation(leaf: str) -> str:
     return "".join(w if any(c.isdigit() for c in w) else w[0] for w in words)
 
 
+def short_value(value: str) -> str:
+    """A value as a name shows it: a path (a value with ``/``) by its last part, each of a sweep's
+    comma-separated paths too; anything else (a list, a function of Hydra's sweep syntax) as it is.
+
+    >>> short_value("/data/export/train.parquet"), short_value("/data/MSLR-WEB10K/"), short_value("a/x.txt,b/y.txt")
+    ('train.parquet', 'MSLR-WEB10K', 'x.txt,y.txt')
+    >>> short_value("0.05"), short_value("[1,2]"), short_value("choice(a/x,b/y)")
+    ('0.05', '[1,2]', 'choice(a/x,b/y)')
+    """
+    if "/" not in value or any(c in value for c in "[]{}()"):
+        return value
+    quote = value[0] if value[:1] in "'\"" and value[-1:] == value[:1] and len(value) > 1 else ""
+    inner = value[1:-1] if quote else value
+    return quote + ",".join(part.rstrip("/").rsplit("/", 1)[-1] or part for part in inner.split(",")) + quote
+
+
 def name_order(key: str) -> int:
     """Where an override of ``key`` goes in a name: 0 a parameter of what is computed
     (``model.num_leaves``, ``rerank.alpha``, ``data.n_queries``, ``seed``), 1 the model, 2 another
@@ -92,6 +111,8 @@ def name_parts(overrides: Sequence[str], *, lead: Collection[str] = ()) -> list[
     ['nl=7', 'rank_xendcg', 'nbr=60']
     >>> name_parts(["data.seed=1", "model.params.seed=2", "+model.params.path_smooth=0.5"])
     ['data.seed=1', 'model.params.seed=2', '+ps=0.5']
+    >>> name_parts(["data=parquet", "data.train=/home/me/export/train.parquet"])
+    ['train=train.parquet', 'data=parquet']
     """
     keys = [override_key(o) for o in overrides]
     leaves = [k.rsplit(".", 1)[-1] for k in keys]
@@ -106,7 +127,7 @@ def name_parts(overrides: Sequence[str], *, lead: Collection[str] = ()) -> list[
         if "." not in key or value is None:
             return override
         label = shorts[i] if shorts.count(shorts[i]) == 1 else leaves[i] if leaves.count(leaves[i]) == 1 else key
-        return f"{prefix}{label}={value}"
+        return f"{prefix}{label}={short_value(value)}"
 
     lead = set(lead)
     order = sorted(range(len(overrides)), key=lambda i: (keys[i] not in lead, name_order(keys[i]), i))

@@ -8,12 +8,15 @@ turns that and extra overrides into the overrides of the new run; :func:`describ
 what differs (code, tree, LightGBM, the composed config, and after the run the data);
 :func:`metric_differences` compares the metrics of the two runs bit for bit, and
 :func:`thread_change` says when LightGBM trained them on different thread counts (another
-machine: ``fit.num_threads=0`` takes its physical cores).
+machine: ``fit.num_threads=0`` takes its physical cores). The new run is named
+:func:`rerun_name` and its description opens with :func:`rerun_note`: the source run (a link to
+its page) and whether the metrics were identical.
 """
 
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +25,10 @@ import lightgbm
 from omegaconf import OmegaConf
 
 from ltr.config.overrides import override_key
+from ltr.experiment.checks import MAX_RUN_NAME
 from ltr.tracking.gitinfo import WORKDIR_TAG, git_state
 from ltr.tracking.runs import RunRecord, unfinished
+from ltr.tracking.sweep_summary import run_link
 
 #: Metrics that measure time, not results: left out of the comparison.
 TIMING_SUFFIX = "_seconds"
@@ -146,3 +151,47 @@ def metric_differences(old: Mapping[str, float], new: Mapping[str, float]) -> li
         if not same or (key in old) != (key in new):
             out.append((key, a, b))
     return sorted(out, key=lambda d: -abs(d[2] - d[1]) if not (math.isnan(d[1]) or math.isnan(d[2])) else -math.inf)
+
+
+#: What a rerun's name adds to its source run's name.
+RERUN_SUFFIX = " (rerun)"
+
+
+def rerun_name(source_name: str) -> str:
+    """The rerun's name: ``<source name> (rerun)``; a rerun of a rerun keeps one suffix. A name
+    ``tracking.run_name`` could not be (a control character, which a run logged by other means
+    may have; beyond :data:`~ltr.experiment.checks.MAX_RUN_NAME` characters) loses those
+    characters, and its end.
+
+    >>> rerun_name("mine_a"), rerun_name("mine_a (rerun)"), rerun_name(""), rerun_name("b\x1b]0;x\x07")
+    ('mine_a (rerun)', 'mine_a (rerun)', 'run (rerun)', 'b]0;x (rerun)')
+    """
+    base = "".join(c for c in source_name.removesuffix(RERUN_SUFFIX) if unicodedata.category(c) != "Cc")
+    return (base[: MAX_RUN_NAME - len(RERUN_SUFFIX)] or "run") + RERUN_SUFFIX
+
+
+def rerun_note(
+    source: RunRecord,
+    differences: Sequence[tuple[str, float, float]] | None,
+    *,
+    n_keys: int,
+    changes: Sequence[str] = (),
+    same_store: bool = True,
+) -> str:
+    """The Markdown paragraph that opens a rerun's description: the source run (a link to its
+    page when ``same_store``, else its id), whether the metrics were identical (``differences``:
+    :func:`metric_differences`, ``n_keys`` metric keys compared; None: nothing was compared, the
+    source run did not finish), and what differed before the run (``changes``)."""
+    shown = f"{source.run_name} ({source.short_id})"
+    where = run_link(shown, source.experiment_id, source.run_id) if same_store else f"run {source.run_id} ({source.run_name}) of another store"
+    if differences is None:
+        outcome = "the source run did not finish, so no metric was compared"
+    elif not differences:
+        outcome = f"identical metrics, bit for bit ({n_keys} keys)"
+    else:
+        key, old, new = differences[0]
+        outcome = f"{len(differences)} of {n_keys} metric keys moved; the most: {key} {old:.6g} -> {new:.6g}"
+    said = f"**Rerun** of {where}: {outcome}."
+    if changes:
+        said += " What differed: " + "; ".join(changes) + "."
+    return said

@@ -292,7 +292,7 @@ class InMemorySource:
             raise DataError(f"eval.clicks.propensity={method}: {exc}") from None
         log.info(
             "propensities (%s) of positions 1-%d: %s", method, min(n, 10),
-            ", ".join(f"{v:.3f}" for v in self.propensity.propensities[:10]),
+            ", ".join(f"{v:.3f}" if np.isfinite(v) else "not identified" for v in self.propensity.propensities[:10]),
         )
 
     def _label_sources(self, spec: ExperimentSpec) -> dict[str, str]:

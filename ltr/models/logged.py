@@ -148,7 +148,8 @@ def run_spec(config_text: str, record: RunRecord) -> ExperimentSpec:
 def load_run(ref: str, *, tracking_uri: str | None = None, experiment: str = "ltr") -> LoggedRun:
     """The finished run ``ref`` names (run id, id prefix or run name, as ``ltr compare`` takes
     them; or a registered model, ``models:/NAME@ALIAS`` / ``models:/NAME/VERSION``, for the run
-    that logged it: :mod:`ltr.models.registered`) in the store ``tracking_uri`` (default: :func:`ltr.tracking.find_tracking_uri`), with
+    that logged it, or a registered model's bare name for its ``champion`` alias when no run has
+    that name: :mod:`ltr.tracking.registered`) in the store ``tracking_uri`` (default: :func:`ltr.tracking.find_tracking_uri`), with
     its model and settings.
 
     Raises

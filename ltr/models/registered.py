@@ -1,60 +1,16 @@
-"""The run behind a registered model: ``models:/NAME@ALIAS`` or ``models:/NAME/VERSION``.
-
-``ltr promote RUN --name NAME`` registers the model of a run as a version of ``NAME`` in the
-MLflow Model Registry of the run's store, tagged with the run's id (``ltr.run_id``) and pointed
-at by an alias (``champion``). ``ltr predict models:/ranker@champion ...`` (and every reader of
-:func:`ltr.models.logged.load_run`) scores with that version's run: its model, feature names
-and conventions, exactly as ``ltr predict RUN`` with the run's id. The version is found through
-MLflow (the registry has no local fast path); the run is then read as any run.
-"""
+"""The run behind a registered model: ``models:/NAME@ALIAS``, ``models:/NAME/VERSION``, or a bare
+registered model's name for its ``champion`` alias (:mod:`ltr.tracking.registered`, where run
+references are resolved: every reader of a run takes them)."""
 
 from __future__ import annotations
 
-import re
-from typing import TYPE_CHECKING
+from ltr.tracking.registered import (
+    CHAMPION,
+    PREFIX,
+    RUN_TAG,
+    champion_run,
+    is_registered,
+    registered_run,
+)
 
-from ltr.errors import LtrUserError
-
-if TYPE_CHECKING:
-    from ltr.tracking.runs import RunStore
-
-#: How a registered model's URI starts (MLflow's scheme).
-PREFIX = "models:/"
-#: The version tag naming the run, as ``ltr promote`` sets it (``ltr.models.promote.TAG_RUN``).
-RUN_TAG = "ltr.run_id"
-_URI = re.compile(r"^models:/(?P<name>[^/@]+)(?:@(?P<alias>[^/@]+)|/(?P<version>[0-9]+))$")
-
-
-def is_registered(ref: str) -> bool:
-    """Whether ``ref`` names a registered model (``models:/...``), not a run."""
-    return ref.startswith(PREFIX)
-
-
-def registered_run(ref: str, store: RunStore) -> tuple[str, str]:
-    """The id of the run whose model ``ref`` (``models:/NAME@ALIAS`` or ``models:/NAME/VERSION``)
-    names in ``store``'s registry, and a note saying so (printed by ``ltr predict``).
-
-    Raises
-    ------
-    LtrUserError
-        another form of URI (``models:/m-...``, ``@latest`` is an alias like any other), no such
-        model, alias or version, or a version that names no run, in one line.
-    """
-    from mlflow.exceptions import MlflowException
-    from mlflow.tracking import MlflowClient
-
-    found = _URI.match(ref)
-    if found is None:
-        raise LtrUserError(f"{ref!r} is not a registered model's URI: give models:/NAME@ALIAS or models:/NAME/VERSION")
-    name, alias, number = found["name"], found["alias"], found["version"]
-    client = MlflowClient(tracking_uri=store.uri, registry_uri=store.uri)
-    try:
-        version = client.get_model_version_by_alias(name, alias) if alias else client.get_model_version(name, number)
-    except MlflowException as exc:
-        raise LtrUserError(
-            f"{ref}: {str(exc.message).splitlines()[0]} (in {store.uri}); ltr promote RUN --name {name} registers a run's model"
-        ) from exc
-    run_id = str(version.tags.get(RUN_TAG) or version.run_id or "")
-    if not run_id:
-        raise LtrUserError(f"{ref} is version {version.version} of {name!r}, which names no run; predict with the run instead")
-    return run_id, f"{ref} is version {version.version} of {name!r}: the model of run {run_id[:8]}"
+__all__ = ["CHAMPION", "PREFIX", "RUN_TAG", "champion_run", "is_registered", "registered_run"]

@@ -4,8 +4,10 @@ Run references
 --------------
 A reference is tried, in this order, as: a run id (32 hex digits, any experiment of the store);
 a run name (``mlflow.runName``) within the experiment; a run-id prefix of at least 6 hex digits
-within the experiment (the ``ltr train`` summary prints ids shortened). Deleted runs are not
-found. A name that matches several runs, only one of them FINISHED, means that one; otherwise a
+within the experiment (the ``ltr train`` summary prints ids shortened); a registered model
+(``models:/NAME@ALIAS``, ``models:/NAME/VERSION``: the run that logged that version); else the
+name of a registered model, for its ``champion`` alias (``ltr promote``'s default: ``ltr predict
+ranker`` after ``ltr promote R --name ranker``). Deleted runs are not found. A name that matches several runs, only one of them FINISHED, means that one; otherwise a
 name or prefix that matches several runs is an error that lists them.
 
 Everything that can go wrong because of what the user typed raises `ltr.errors.LtrUserError`
@@ -35,6 +37,7 @@ from ltr.tracking.lifecycle import tracked_run
 from ltr.tracking.mlflow_tracker import MlflowTracker
 from ltr.tracking.records import RunRecord as RunRecord  # re-exported: readers import it from here
 from ltr.tracking.records import unfinished as unfinished
+from ltr.tracking.registered import champion_run, is_registered, registered_run
 from ltr.tracking.store import check_tracking_uri, open_client
 from ltr.tracking.uri import environment_variable_of
 
@@ -151,6 +154,10 @@ class RunStore:
         ref = ref.strip()
         if not ref:
             raise LtrUserError("an empty run reference was given")
+        if is_registered(ref):  # models:/NAME@ALIAS or models:/NAME/VERSION: the run that logged it
+            run_id, note = registered_run(ref, self)
+            self.notes.append(note)
+            return self._resolve(run_id, experiment=experiment)
         if _RUN_ID.fullmatch(ref):
             try:
                 run = self.client.get_run(ref)
@@ -187,8 +194,14 @@ class RunStore:
                 raise LtrUserError(
                     f"run id prefix {ref!r} matches {len(by_prefix)} runs: {_describe(by_prefix)}; pass more digits"
                 )
+        champion = champion_run(ref, self)
+        if champion is not None:  # a registered model's name: its champion's run
+            run_id, note = champion
+            self.notes.append(note)
+            return self._resolve(run_id, experiment=experiment)
         raise LtrUserError(
-            f"no run {ref!r} in experiment {experiment!r} of {self.uri} (tried run id, run name, id prefix)"
+            f"no run {ref!r} in experiment {experiment!r} of {self.uri} (tried run id, run name, id prefix, "
+            "registered model name); a registered model's version: models:/NAME@ALIAS or models:/NAME/VERSION"
         )
 
     def latest_runs(self, *, experiment: str, n: int = 2) -> list[RunRecord]:

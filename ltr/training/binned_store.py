@@ -42,6 +42,7 @@ from typing import Any
 import lightgbm as lgb
 
 from ltr.data.cache import MB, discard_entry, enforce_limit, format_size, meta_digest
+from ltr.training import lightgbm_log  # LightGBM's lines to the log, not stdout
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +95,9 @@ class BinnedStore:
         return train, evals
 
     def save(self, key: tuple[Any, ...], train: lgb.Dataset, evals: tuple[lgb.Dataset, ...]) -> None:
-        """Store constructed data sets under ``key`` (failures only log a warning), then evict."""
+        """Store constructed data sets under ``key`` (failures only log a warning), then evict.
+        Called in a background thread: LightGBM's lines go to the log from there too."""
+        lightgbm_log.in_this_thread()
         name = self.entry_name(key)
         try:
             self.directory.mkdir(parents=True, exist_ok=True)

@@ -35,6 +35,7 @@ from ltr.errors import LtrUserError
 from ltr.metrics import MetricConventions
 from ltr.stops import raise_if_stop_requested
 from ltr.terminal import console as terminal_console
+from ltr.training import lightgbm_log  # noqa: F401  LightGBM's lines to the log, not stdout
 from ltr.training.binned import binned_datasets, drop_entry, keep_built
 from ltr.training.binned_store import BinnedStore
 from ltr.training.feature_params import check_feature_params, feature_param_keys

@@ -391,8 +391,43 @@ def test_a_stray_text_cell_in_a_column_of_numbers_is_named_by_its_line(tmp_path:
     with pytest.raises(DataError) as info:
         read_ranking_file(csv, feature_columns=["f2"])
     assert str(info.value) == (
-        f"feature column 'f2' of {csv} is not numeric (type string); convert it, or leave it out of data.feature_columns"
+        f"feature column 'f2' of {csv} is not numeric (type string); if it names each row's document, set "
+        "data.doc_id_column=f2 (a document id is never a feature); else leave it out of data.feature_columns"
     )
+
+
+def test_a_column_of_text_among_the_features_is_named_as_a_possible_doc_id(tmp_path: Path) -> None:
+    """A column of text (document ids) where every other column is a feature: the message names
+    data.doc_id_column with the column's name, and the advice fits whether data.feature_columns
+    was set (leave it out) or not (list the features); read as a doc id, the file trains."""
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"qid": [1, 1, 2, 2], "label": [1, 0, 0, 2], "docno": ["a", "b", "c", "d"], "f1": [0.5, 0.1, 0.2, 0.3]}), path)
+    with pytest.raises(DataError) as info:
+        read_ranking_file(path)
+    assert str(info.value) == (
+        f"feature column 'docno' of {path} is not numeric (type string); if it names each row's document, set "
+        "data.doc_id_column=docno (a document id is never a feature); else list the feature columns in data.feature_columns"
+    )
+    with pytest.raises(DataError) as info:
+        read_ranking_file(path, feature_columns=["f1", "docno"])
+    assert str(info.value).endswith("set data.doc_id_column=docno (a document id is never a feature); else leave it out of data.feature_columns")
+    data = read_ranking_file(path, doc_id_column="docno")
+    assert data.features.tolist() == [[0.5], [0.10000000149011612], [0.20000000298023224], [0.30000001192092896]]
+
+
+def test_a_parquet_table_without_the_qid_column_names_the_columns_it_has(tmp_path: Path) -> None:
+    """``ltr evaluate`` reads only a Parquet table's qid and label columns; a missing one is
+    named with every column of the file (not only those read)."""
+    table = tmp_path / "export.parquet"
+    pq.write_table(pa.table({"query_id": [1, 1, 2, 2], "grade": [1, 0, 0, 2], "docno": ["a", "b", "c", "d"]}), table)
+    scores = tmp_path / "s.txt"
+    scores.write_text("1\n0\n0\n1\n")
+    with pytest.raises(LtrUserError) as info:
+        evaluate(["--data", str(table), "--scores", str(scores), "--label-column", "grade"])
+    assert str(info.value) == f"{table} has no qid column 'qid' (columns: query_id, grade, docno); set --qid-column <name>"
+    with pytest.raises(LtrUserError) as info:
+        evaluate(["--data", str(table), "--scores", str(scores), "--qid-column", "query_id"])
+    assert str(info.value) == f"{table} has no label column 'label' (columns: query_id, grade, docno); set --label-column <name>"
 
 
 def test_evaluate_reads_a_tables_queries_and_labels_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

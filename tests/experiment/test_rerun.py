@@ -9,8 +9,17 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from ltr.cli.main import main
-from ltr.experiment.rerun import config_differences, metric_differences, plan_rerun, thread_change
+from ltr.experiment.checks import MAX_RUN_NAME, check_run_name
+from ltr.experiment.rerun import (
+    config_differences,
+    metric_differences,
+    plan_rerun,
+    rerun_name,
+    rerun_note,
+    thread_change,
+)
 from ltr.tracking.gitinfo import git_state
+from ltr.tracking.records import RunRecord
 from ltr.training import local
 
 SMALL = ["fit.show_progress=false", "fit.num_boost_round=30", "fit.early_stopping_rounds=10", "model.num_leaves=7",
@@ -47,13 +56,26 @@ def test_rerun_gives_bit_identical_metrics_and_says_a_pruned_or_killed_source_an
     rerun = _only_run(tmp_path, **{"ltr.rerun_of": source})
     (line,) = [line for line in out.splitlines() if line.startswith("ltr: rerun of")]
     name = "nq=300 nl=7 nbr=30 esr=10 (lambdarank)"
-    assert line == f"ltr: rerun of {source[:8]} ({name}) as {rerun[:8]}: {_clean_note()}"
+    assert line == f"ltr: rerun of {source[:8]} ({name}) as {rerun[:8]} ({name} (rerun)): {_clean_note()}"
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
     old, new = client.get_run(source).data.metrics, client.get_run(rerun).data.metrics
     n_keys = len([k for k in old if not k.endswith("_seconds")])
     assert n_keys > 100
     assert f"identical metrics, bit for bit ({n_keys} keys)" in out
     assert {k: v for k, v in old.items() if not k.endswith("_seconds")} == {k: v for k, v in new.items() if not k.endswith("_seconds")}
+    # the rerun is not named as its source; its description links the source and says the outcome
+    got = client.get_run(rerun)
+    assert got.info.run_name == f"{name} (rerun)"
+    experiment = got.info.experiment_id
+    note = got.data.tags["mlflow.note.content"]
+    first, _, rest = note.partition("\n\n")
+    link = f"[{name} ({source[:8]})](#/experiments/{experiment}/runs/{source}?workflowType=machine_learning)"
+    assert first.startswith(f"**Rerun** of {link}: identical metrics, bit for bit ({n_keys} keys).")
+    assert rest == client.get_run(source).data.tags["mlflow.note.content"].replace(name, f"{name} (rerun)")  # then the run's summary
+    # a rerun of the rerun keeps one suffix; tracking.run_name= names it as asked
+    capsys.readouterr()
+    assert main(["rerun", rerun, "tracking.run_name=again"]) == 0
+    assert _only_name(tmp_path, _only_run(tmp_path, **{"ltr.rerun_of": rerun})) == "again"
 
     # the same source run, pruned, then killed, then a sweep's parent
     client.set_tag(source, "ltr.pruned_at_round", "10")
@@ -180,6 +202,26 @@ def test_metric_differences_are_bit_exact() -> None:
     assert metric_differences({"a": 1.0}, {"a": 1.0, "b": 2.0})[0][0] == "b"
 
 
+def test_a_reruns_name_and_note_say_whose_rerun_it_is_and_what_moved() -> None:
+    assert [rerun_name(n) for n in ("mine_a", "mine_a (rerun)", "")] == ["mine_a (rerun)", "mine_a (rerun)", "run (rerun)"]
+    # a name tracking.run_name refuses (a run logged by other means): what it can hold
+    assert rerun_name("b\x1b]0;PWNED\x07") == "b]0;PWNED (rerun)"
+    long = rerun_name("x" * 300)
+    assert (len(long), long[-9:]) == (MAX_RUN_NAME, "x (rerun)")
+    check_run_name(long)
+    source = RunRecord("ab" * 16, "mine_a", "3", "FINISHED", {})
+    link = f"[mine_a (abababab)](#/experiments/3/runs/{'ab' * 16}?workflowType=machine_learning)"
+    moved = metric_differences({"test/ndcg_at_10": 0.5, "valid/ndcg_at_10": 0.25}, {"test/ndcg_at_10": 0.75, "valid/ndcg_at_10": 0.25})
+    assert rerun_note(source, moved, n_keys=2, changes=["LightGBM 4.6.0 -> 4.7.0"]) == (
+        f"**Rerun** of {link}: 1 of 2 metric keys moved; the most: test/ndcg_at_10 0.5 -> 0.75. "
+        "What differed: LightGBM 4.6.0 -> 4.7.0."
+    )
+    assert rerun_note(source, [], n_keys=186) == f"**Rerun** of {link}: identical metrics, bit for bit (186 keys)."
+    assert rerun_note(source, None, n_keys=0, same_store=False) == (
+        f"**Rerun** of run {'ab' * 16} (mine_a) of another store: the source run did not finish, so no metric was compared."
+    )
+
+
 def test_rerun_of_a_copied_store_records_in_the_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 30: a store copied from A to B, A removed: the rerun reads and records in B (its
@@ -239,7 +281,7 @@ def test_a_run_of_your_own_config_folder_reruns_from_it_and_one_logged_before_fo
     assert main(["rerun", source]) == 0
     out = capsys.readouterr().out
     rerun = _only_run(tmp_path, **{"ltr.rerun_of": source})
-    assert f"ltr: rerun of {source[:8]} (wide1) as {rerun[:8]}: {_clean_note()}" in out
+    assert f"ltr: rerun of {source[:8]} (wide1) as {rerun[:8]} (wide1 (rerun)): {_clean_note()}" in out
     assert "identical metrics, bit for bit" in out
     assert decode(client.get_run(rerun).data.tags[TAG]) == [str(conf)]  # a rerun of the rerun finds it too
 

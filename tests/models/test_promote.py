@@ -205,3 +205,40 @@ def test_a_run_without_the_deciding_split_is_refused_naming_the_other_split(uri:
     ) in err
     assert ltr_main(["promote", "test-only", *base, "--split", "test", "--force"]) == 0
     assert [run for _, run in _versions(uri)] == [_run_id(uri, "a-7"), _run_id(uri, "test-only")]
+
+
+def test_a_registered_models_name_resolves_to_its_champion_where_a_run_is_named(
+    uri: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``ltr promote R --name ranker``, then ``ltr predict ranker``: the champion's run scores, the
+    same bits as ``ltr predict R``; ``ltr compare`` takes the name too. A model without a champion
+    alias and a name of nothing are one line each, giving the forms that work."""
+    store = ["--tracking-uri", uri]
+    assert ltr_main(["promote", "a-31", "--name", "ranker", "--n-resamples", "200", *store]) == 0
+    capsys.readouterr()
+    by_name, by_run = tmp_path / "by_name.txt", tmp_path / "by_run.txt"
+    assert ltr_main(["predict", "ranker", "--split", "test", "--out", str(by_name), *store]) == 0
+    said = capsys.readouterr()
+    assert f"no run is named 'ranker': models:/ranker@champion is version 1 of 'ranker': the model of run {_run_id(uri, 'a-31')[:8]}" in said.out + said.err
+    assert ltr_main(["predict", "a-31", "--split", "test", "--out", str(by_run), *store]) == 0
+    assert by_name.read_bytes() == by_run.read_bytes()
+    assert len(by_name.read_text().splitlines()) > 100
+
+    from ltr.compare.loading import load_comparison
+
+    loaded = load_comparison(["a-7", "ranker"], tracking_uri=uri, n_resamples=200)
+    assert [r.run_name for r in loaded.runs] == ["a-7", "a-31"]
+
+    # a model whose versions carry another alias: the forms that name one, in the one line
+    assert ltr_main(["promote", "a-7", "--name", "staged", "--alias", "staging", "--n-resamples", "200", *store]) == 0
+    capsys.readouterr()
+    assert ltr_main(["predict", "staged", "--split", "test", "--out", str(tmp_path / "x.txt"), *store]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert "the registered model 'staged' has no alias 'champion'" in err
+    assert "give models:/staged@staging or models:/staged/1" in err
+    assert ltr_main(["predict", "nothing-here", "--split", "test", *store]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert "no run 'nothing-here'" in err
+    assert "models:/NAME@ALIAS or models:/NAME/VERSION" in err
