@@ -34,9 +34,16 @@ Estimators (``x_d`` of a row in the candidate's top k; rows below it count 0):
   click model of the candidate's *scores* fitted by maximum likelihood to the logged clicks
   under the PBM (``P(click) = e(l) * a_hat``), cross-fitted over two seeded halves of the
   queries (each half's ``a_hat`` fitted on the other half's clicks); purchases get their own fit;
-- ``dr``: doubly robust, ``e(r) * a_hat + min(w, clip) * (y - e(l) * a_hat)``. Unclipped,
-  ``w * e(l) = e(r)`` and the model's terms cancel: DR equals IPS exactly; it differs where
-  weights are clipped (the model fills in the mass the clip removes).
+- ``dr``: doubly robust. ``clicks_at_k``: ``e(r) * a_hat + min(w, clip) * (y - e(l) * a_hat)``
+  per row; unclipped, ``w * e(l) = e(r)`` and the model's terms cancel: DR equals IPS exactly
+  there; it differs where weights are clipped (the model fills in the mass the clip removes).
+  ``ctr`` and ``purchase_rate``: the model's share ``1 - prod(1 - p_d)``, ``p_d = e(r) a_hat(d)``,
+  plus the first-order correction ``sum_d prod_{j != d}(1 - p_j) * min(w, clip) * (y_d - e(l) a_hat(d))``
+  (the model's product linearised in each document's click probability, each IPS residual
+  weighted by the chance that no other document of the list is clicked): unbiased when the
+  model is right, and otherwise off only by products of two documents' model errors; its terms
+  are bounded by the weights, not by their products, so it stays near [0, 1] where the IPS
+  product does not.
 
 Cascade estimators (``rips``, ``cascade_dr``; ``ctr`` only, which is also the expected clicks
 under the cascade) assume the cascade model with position-based examination: a user reads the
@@ -80,7 +87,12 @@ names each estimate that was projected.
 
 Each value has a BCa bootstrap interval over queries (:func:`bca_interval`), widened where
 needed to at least ``± z * sd`` with ``sd`` the estimator's standard deviation under the fitted
-click model (:func:`model_variance`): with large weights the variance sits in rare clicks (a
+click model (:func:`model_variance`); for the IPS products (``ips`` and ``snips`` ``ctr`` and
+``purchase_rate``) at least ``± sd / sqrt(1 - level)``, Chebyshev's bound, which holds whatever
+the shape: their per-query values are products of weights (a query with three promoted clicks
+of weights 4.5, 14.6 and 2.9 is worth +91), so their mean is skewed far beyond what a normal or
+bootstrap interval assumes, and the normal floor missed the truth on logs the tests did not
+make; with large weights the variance sits in rare clicks (a
 document logged at position 80 clicked and moved to the top), which a sample without such a
 click does not show and the bootstrap cannot see (``n_bootstrap`` resamples, seeded; every
 estimator and metric on the same resamples); then cut to the range of the truth and widened to
@@ -92,7 +104,9 @@ own observed value, for reference.
 :func:`paired_estimates` estimates two candidates on the same rows and the difference B - A of
 every estimator and metric: the per-query differences bootstrapped on the same resamples as both
 runs' own values, with the click model's variance of the difference as a floor (for sums and
-cascade CTRs; the difference of two products has no closed form and no floor).
+cascade CTRs; for two IPS products, whose covariance has no closed form, ``(sd_A + sd_B)^2``,
+an upper bound, under Chebyshev's bound). The difference is the mean per-query difference
+(unbiased), projected onto ``[-top, top]``, not the difference of the two projected values.
 """
 
 from __future__ import annotations
@@ -364,6 +378,25 @@ class _Term:
             return _categorical_variance(self.x1, self.p, query, n_q)
         return model_variance(self.x0, self.x1, self.p, query, n_q, product=self.kind == "product")
 
+    def floor_variance(self, query: NDArray[np.int64], n_q: int, level: float) -> float:
+        """The variance whose ``z``-multiple is the interval's floor (module docstring): the
+        model's variance, scaled for a ``product`` so that ``z * sd`` is Chebyshev's
+        ``sd / sqrt(1 - level)``."""
+        return self.variance(query, n_q) * (chebyshev_scale(level) if self.kind == "product" else 1.0)
+
+
+def chebyshev_scale(level: float) -> float:
+    """``(k / z)^2`` with ``k = 1 / sqrt(1 - level)`` (Chebyshev) and ``z`` the normal quantile:
+    what turns a variance's normal floor ``z * sd`` into Chebyshev's ``k * sd``.
+
+    >>> round(chebyshev_scale(0.95), 4)
+    5.2064
+    """
+    from scipy import stats
+
+    z = float(stats.norm.ppf(0.5 + level / 2.0))
+    return 1.0 / (1.0 - level) / (z * z)
+
 
 @dataclass
 class _Columns:
@@ -500,8 +533,11 @@ def _columns(log: _Log, scores: NDArray[np.floating], *, k: int, clip: float | N
         for estimator in pbm:
             x0, x1 = outcomes_terms[estimator]
             x = np.where(y > 0, x1, x0) * top
-            values[estimator, rate] = at_least_one(x, query, n_q)
-            terms[estimator, rate] = _Term("product", x0 * top, x1 * top, p)
+            if estimator == "dr":
+                values[estimator, rate], terms[estimator, rate] = _linearised_rate(e_new * a, w_clip, e_log * a, y, p, top, query, n_q)
+            else:
+                values[estimator, rate] = at_least_one(x, query, n_q)
+                terms[estimator, rate] = _Term("product", x0 * top, x1 * top, p)
             if name == "click":
                 values[estimator, f"clicks_at_{k}"] = exposure_sums(x, query, n_q)
                 terms[estimator, f"clicks_at_{k}"] = _Term("sum", x0 * top, x1 * top, p)
@@ -539,6 +575,35 @@ def _columns(log: _Log, scores: NDArray[np.floating], *, k: int, clip: float | N
             notes.append(note)
     return _Columns(values, terms, ess, {e: max_weights[e] for e in estimators}, fits, n_clipped,
                     float(w[top].max(initial=0.0)), notes)  # fmt: skip
+
+
+def _linearised_rate(
+    p_new: NDArray[np.float64],
+    w: NDArray[np.float64],
+    p_log: NDArray[np.float64],
+    y: NDArray[np.float64],
+    p: NDArray[np.float64],
+    top: NDArray[np.bool_],
+    query: NDArray[np.int64],
+    n_q: int,
+) -> tuple[NDArray[np.float64], _Term]:
+    """Per query the doubly robust share of sessions with an outcome on the top k (module
+    docstring): ``1 - prod(1 - p_new)`` plus ``sum prod_{j != d}(1 - p_new_j) * w * (y - p_log)``
+    over the top-k rows; and its click-model variance (a ``sum`` term: each row's correction is
+    linear in its outcome).
+
+    >>> v, _ = _linearised_rate(np.array([0.5, 0.2]), np.array([2.0, 1.0]), np.array([0.25, 0.2]),
+    ...     np.array([1.0, 0.0]), np.array([0.25, 0.2]), np.array([True, True]), np.array([0, 0]), 1)
+    >>> round(float(v[0]), 12)  # 1 - 0.5 * 0.8 + 0.8 * 2 * 0.75 + 0.5 * 1 * (0 - 0.2)
+    1.7
+    """
+    q_new = np.where(top, np.clip(p_new, 0.0, 1.0 - 1e-12), 0.0)
+    log_stay = np.log1p(-q_new)
+    stay = exposure_sums(log_stay, query, n_q)
+    others = np.where(top, np.exp(stay[query] - log_stay), 0.0)  # no outcome on the list's other rows
+    slope = others * w
+    values = 1.0 - np.exp(stay) + exposure_sums(slope * (y - p_log), query, n_q)
+    return values, _Term("sum", -slope * p_log, slope * (1.0 - p_log), p)
 
 
 def _cascade_like(y: NDArray[np.float64], p: NDArray[np.float64], query: NDArray[np.int64], n_q: int) -> str | None:
@@ -651,7 +716,7 @@ def off_policy_estimates(
     log = _check(outcomes, log_positions, [scores], offsets, propensities, k, clip, n_bootstrap, estimators)
     cols = _columns(log, scores, k=k, clip=clip, estimators=estimators, seed=seed)
     estimates = _summarise(
-        [(key, v, cols.terms[key].variance(log.query, log.n_q) if key in cols.terms else 0.0,
+        [(key, v, cols.terms[key].floor_variance(log.query, log.n_q, level) if key in cols.terms else 0.0,
           metric_range(key[1], k), cols.ess[key[0]]) for key, v in cols.values.items()],
         log.n_q, n_bootstrap=n_bootstrap, seed=seed, level=level,
     )  # fmt: skip
@@ -704,14 +769,19 @@ def paired_estimates(
     rows: list[tuple[Key, NDArray[np.float64], float, tuple[float, float], float]] = []
     for tag, cols in (("a", a), ("b", b)):
         for key, v in cols.values.items():
-            var = cols.terms[key].variance(q, n_q) if key in cols.terms else 0.0
+            var = cols.terms[key].floor_variance(q, n_q, level) if key in cols.terms else 0.0
             rows.append(((tag, f"{key[0]}\t{key[1]}"), v, var, metric_range(key[1], k), cols.ess[key[0]]))
     for key in a.values:
         if key[0] == "logged" or key not in b.values:
             continue
         var = 0.0
         ta, tb = a.terms.get(key), b.terms.get(key)
-        if ta is not None and tb is not None and ta.kind != "product":
+        same = ta is not None and tb is not None and np.array_equal(ta.x0, tb.x0) and np.array_equal(ta.x1, tb.x1)
+        if same:  # the same terms: every per-query difference is 0, and so is its variance
+            var = 0.0
+        elif ta is not None and tb is not None and ta.kind == "product":  # no closed form: (sd_A + sd_B)^2 bounds it
+            var = (math.sqrt(ta.variance(q, n_q)) + math.sqrt(tb.variance(q, n_q))) ** 2 * chebyshev_scale(level)
+        elif ta is not None and tb is not None and ta.kind == tb.kind:
             p = 0.5 * (ta.p + tb.p)
             var = _Term(ta.kind, tb.x0 - ta.x0, tb.x1 - ta.x1, p).variance(q, n_q)
         top = metric_range(key[1], k)[1]
@@ -722,9 +792,8 @@ def paired_estimates(
         estimator, metric = joined.split("\t")
         parts[tag][estimator, metric] = e
     difference = {}
-    for key, d in parts["d"].items():
-        value = parts["b"][key].value - parts["a"][key].value  # the difference of the printed values
-        difference[key] = Estimate(value, min(d.low, value), max(d.high, value), d.ess, d.unbounded)
+    for key, d in parts["d"].items():  # the mean per-query difference, projected: unbiased where the runs' own values were not
+        difference[key] = d
 
     def result(cols: _Columns, estimates: dict[Key, Estimate], cover: float) -> OpeResult:
         return OpeResult(estimates, n_q, log.n_rows, int(k), clip, cols.n_clipped, cols.max_weight, n_bootstrap, seed,

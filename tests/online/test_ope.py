@@ -20,6 +20,7 @@ from ltr.data.clicks import attractiveness, examination_curve, rank_within_queri
 from ltr.online.ope import (
     ALL_ESTIMATORS,
     ESTIMATORS,
+    _linearised_rate,
     at_least_one,
     cascade_terms,
     metric_range,
@@ -39,8 +40,8 @@ def test_docstring_examples() -> None:
 
 def test_ips_is_exactly_unbiased_over_every_click_pattern() -> None:
     """One query of 4 documents, logged in one order, the candidate in another: the mean of IPS
-    (and of SNIPS and DR, equal to it unclipped) over all 16 click patterns, each with its PBM
-    probability, is the candidate's exact CTR@3 and clicks@3."""
+    (and of SNIPS, equal to it unclipped, and DR's clicks) over all 16 click patterns, each with
+    its PBM probability, is the candidate's exact CTR@3 and clicks@3."""
     grades = np.array([3, 0, 4, 1])
     log_pos = np.array([0, 1, 2, 3])
     scores = np.array([1.0, 4.0, 3.0, 2.0])  # candidate order: rows 1, 2, 3, 0
@@ -51,7 +52,7 @@ def test_ips_is_exactly_unbiased_over_every_click_pattern() -> None:
     p_new = np.where(new_pos < 3, exam[np.minimum(new_pos, 3)], 0.0) * a
     truth_ctr = 1.0 - np.prod(1.0 - p_new)
     truth_clicks = p_new.sum()
-    mean = dict.fromkeys(itertools.product(("ips", "snips", "dr"), ("ctr", "clicks_at_3")), 0.0)
+    mean = dict.fromkeys([*itertools.product(("ips", "snips"), ("ctr", "clicks_at_3")), ("dr", "clicks_at_3")], 0.0)
     for pattern in itertools.product((0, 1), repeat=4):
         clicks = np.array(pattern)
         prob = float(np.prod(np.where(clicks == 1, p_log, 1.0 - p_log)))
@@ -102,7 +103,8 @@ def test_clipping_is_explicit_counted_and_snips_restores_the_mass() -> None:
     assert capped.estimates["ips", "clicks_at_5"].value < free.estimates["ips", "clicks_at_5"].value
     for metric in ("ctr", "clicks_at_5", "purchase_rate"):
         assert free.estimates["snips", metric].value == pytest.approx(free.estimates["ips", metric].value, abs=1e-12)
-        assert free.estimates["dr", metric].value == pytest.approx(free.estimates["ips", metric].value, abs=1e-12)
+        if metric.startswith("clicks_at_"):  # the rates' DR is the linearised model share, not the IPS product
+            assert free.estimates["dr", metric].value == pytest.approx(free.estimates["ips", metric].value, abs=1e-12)
         for estimator in (*ESTIMATORS, "logged"):
             e = capped.estimates[estimator, metric]
             assert e.low <= e.high
@@ -226,7 +228,7 @@ def test_paired_difference_of_a_run_with_itself_is_exactly_zero() -> None:
     outcomes, log_pos, scores, offsets, exam = _small_log()
     r = paired_estimates(outcomes, log_pos, scores, scores, offsets, propensities=exam, k=5, n_bootstrap=50, estimators=ALL_ESTIMATORS)
     for key, d in r.difference.items():
-        assert (d.value, d.low, d.high) == (0.0, 0.0, 0.0), key
+        assert (d.value, d.low, d.high) == (0.0, 0.0, 0.0), key  # identical terms: no floor either
         assert r.verdict(key) == "cannot tell"
     alone = off_policy_estimates(outcomes, log_pos, scores, offsets, propensities=exam, k=5, n_bootstrap=50, estimators=ALL_ESTIMATORS)
     assert r.a.estimates == alone.estimates  # the same resamples as a run alone
@@ -263,4 +265,34 @@ def test_every_value_is_in_its_range_and_inside_its_own_interval(log: tuple) -> 
     for (estimator, metric), d in r.difference.items():
         top = metric_range(metric, k)[1]
         assert -top <= d.low <= d.value <= d.high <= top, (estimator, metric, d)
-        assert d.value == pytest.approx(r.b.estimates[estimator, metric].value - r.a.estimates[estimator, metric].value)
+        # the mean per-query difference (unbiased), not the difference of the projected values
+        unbounded = r.b.estimates[estimator, metric].unbounded - r.a.estimates[estimator, metric].unbounded
+        assert d.unbounded == pytest.approx(unbounded, abs=1e-9)
+        assert d.value == pytest.approx(min(max(unbounded, -top), top), abs=1e-9)
+
+
+def test_linearised_dr_rate_is_exactly_unbiased_when_the_model_is_right() -> None:
+    """DR's CTR: with the model's click probabilities the true ones, its mean over all 16 click
+    patterns is the exact CTR@3 (the correction has mean 0, the model's share is the truth); with
+    a wrong model it is off by less than the model's own error."""
+    exam = examination_curve(4, eta=1.0)
+    a = attractiveness(np.array([3, 0, 4, 1]), click_noise=0.1, click_max=0.9)
+    log_pos, new_pos = np.array([0, 1, 2, 3]), np.array([3, 0, 1, 2])
+    top = new_pos < 3
+    e_new = np.where(top, exam[np.minimum(new_pos, 3)], 0.0)
+    w = e_new / exam[log_pos]
+    truth = 1.0 - np.prod(1.0 - e_new * a)
+    query = np.zeros(4, dtype=np.int64)
+    for a_hat in (a, np.clip(a * 1.3, 0, 1), np.full(4, 0.3)):
+        mean = 0.0
+        for pattern in itertools.product((0.0, 1.0), repeat=4):
+            y = np.array(pattern)
+            p_log_true = exam[log_pos] * a
+            prob = float(np.prod(np.where(y == 1, p_log_true, 1.0 - p_log_true)))
+            v, _ = _linearised_rate(e_new * a_hat, w, exam[log_pos] * a_hat, y, p_log_true, top, query, 1)
+            mean += prob * float(v[0])
+        model_share = 1.0 - np.prod(1.0 - e_new * a_hat)
+        if a_hat is a:
+            assert mean == pytest.approx(truth, abs=1e-12)
+        else:
+            assert abs(mean - truth) < abs(model_share - truth)
