@@ -35,6 +35,7 @@ LEVELS = {
     "experiment": 5,
     "models": 6,
     "sweeper": 6,
+    "explain": 7,  # explains a logged run's model: above the models
     "api": 7,
     "cli": 8,
     "warmup": 8,
@@ -86,7 +87,7 @@ LAZY_ALLOWED = {
 #: (``tests/test_startup.py``).
 PARSE_FIRST = frozenset(
     f"ltr.cli.{verb}"
-    for verb in ("abtest", "calibrate", "cache", "compare", "data", "exposure", "labels", "partition", "ope", "predict", "promote", "rerun")
+    for verb in ("abtest", "calibrate", "cache", "compare", "data", "explain", "exposure", "labels", "partition", "ope", "predict", "promote", "rerun")
 )
 
 
@@ -141,7 +142,7 @@ def test_parts_levels_and_no_cycles() -> None:
     modules = _modules()
     parts = {_part(m) for m in modules}
     assert parts <= set(LEVELS), f"parts without a level: {parts - set(LEVELS)}"
-    assert len(parts) <= 25  # 13 parts, the stop signals every command meets (ltr.stops), the kernels' machine code shipped in the wheel (ltr.precompiled), the off-policy estimates and calibration (ltr.online), the output layer of every command (ltr.terminal), the kernels' one signature each and their one-time compile (ltr.kernel_signatures), the models (ltr.models), the Optuna sweeper (ltr.sweeper), the Python API (ltr.api), the install-time numba warm-up (ltr.warmup), kernels compiled or interpreted (ltr.kernels), OpenMP's spinning (ltr.openmp), numpy's page size (ltr.hugepages)
+    assert len(parts) <= 26  # 13 parts, the explanations of a run's model (ltr.explain), the stop signals every command meets (ltr.stops), the kernels' machine code shipped in the wheel (ltr.precompiled), the off-policy estimates and calibration (ltr.online), the output layer of every command (ltr.terminal), the kernels' one signature each and their one-time compile (ltr.kernel_signatures), the models (ltr.models), the Optuna sweeper (ltr.sweeper), the Python API (ltr.api), the install-time numba warm-up (ltr.warmup), kernels compiled or interpreted (ltr.kernels), OpenMP's spinning (ltr.openmp), numpy's page size (ltr.hugepages)
     upward = []
     for module, imports in _module_imports().items():
         for imported, _, _ in imports:

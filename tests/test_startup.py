@@ -96,6 +96,7 @@ def test_evaluate_imports_no_training_tracking_or_table_library(output: list[str
 PARSE_ONLY = {
     "compare": NOT_FOR_USAGE,
     "predict": NOT_FOR_USAGE,
+    "explain": NOT_FOR_USAGE,
     "promote": NOT_FOR_USAGE,
     "rerun": NOT_FOR_USAGE,
     "abtest": NOT_FOR_USAGE,

@@ -3,8 +3,9 @@
 Loads the runs' per-query tables from the tracking store (:mod:`ltr.tracking.runs`), refuses
 runs evaluated on different data or with different metric conventions unless ``--force``,
 compares them (:mod:`ltr.compare`) and prints a rich table (or ``--markdown`` / ``--json``);
-``--log`` records the comparison as its own MLflow run. `load_comparison` is the same thing as
-a function, for notebooks.
+``--log`` records the comparison as its own MLflow run; ``--explain`` adds, per stratum, the
+features whose importance differs most from the baseline's (:mod:`ltr.explain.difference`).
+`load_comparison` is the same thing as a function, for notebooks.
 
 The work (pandas, scipy, MLflow) is imported after the arguments are parsed: ``--help`` and an
 argument error pay for argparse only.
@@ -13,6 +14,7 @@ argument error pay for argparse only.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from typing import TYPE_CHECKING
@@ -23,6 +25,7 @@ from ltr.terminal import console as terminal_console
 if TYPE_CHECKING:
     from ltr.compare.comparison import Comparison
     from ltr.compare.loading import LoadedComparison
+    from ltr.explain import ImportanceDifference
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
     output.add_argument("--markdown", action="store_true", help="print markdown instead of a terminal table")
     output.add_argument("--json", action="store_true", help="print JSON instead of a terminal table")
     parser.add_argument("--log", action="store_true", help="log the comparison as an MLflow run linked to the compared runs")
+    parser.add_argument(
+        "--explain", action="store_true",
+        help="add, per stratum, the features whose importance (mean |centred TreeSHAP contribution|) differs most from the baseline's",
+    )
     parser.add_argument("--force", action="store_true", help="compare even runs on different data or metric conventions")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and randomisation draws (default: 0)")
     parser.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap resamples and randomisation draws (default: 10000)")
@@ -71,7 +78,21 @@ def print_terminal(comparison: Comparison) -> None:
         console.print(line, style="dim", highlight=False, markup=False)
 
 
-def _log(loaded: LoadedComparison, *, experiment: str, markdown: str) -> str:
+def importance_differences(loaded: LoadedComparison) -> list[ImportanceDifference]:
+    """``--explain``: each run's feature importance on the compared split (logged by ``ltr
+    explain``, else computed from its model), against the baseline's, per stratum."""
+    from ltr.explain import importance_difference, run_importance
+    from ltr.models.logged import load_run
+
+    labels = loaded.comparison.labels
+    importance = [run_importance(load_run(r.run_id, tracking_uri=loaded.store.uri), loaded.split) for r in loaded.runs]
+    return [
+        importance_difference(importance[0], other, baseline_label=labels[0], other_label=label)
+        for other, label in zip(importance[1:], labels[1:], strict=True)
+    ]
+
+
+def _log(loaded: LoadedComparison, *, experiment: str, markdown: str, explained: list[ImportanceDifference]) -> str:
     comparison = loaded.comparison
     others = ", ".join(comparison.labels[1:])
     name = f"compare {loaded.split}: {others} vs {comparison.baseline}"
@@ -83,8 +104,19 @@ def _log(loaded: LoadedComparison, *, experiment: str, markdown: str) -> str:
         split=loaded.split,
         metrics=comparison.metrics,
         markdown=markdown,
-        data=comparison.to_dict(),
+        data=comparison.to_dict() | ({"explain": [d.to_dict() for d in explained]} if explained else {}),
         params={"seed": comparison.seed, "n_resamples": comparison.n_resamples, "confidence": comparison.confidence},
+    )
+
+
+def print_differences(difference: ImportanceDifference) -> None:
+    """Print one run's importance differences from the baseline's, per stratum."""
+    from ltr.experiment.report import print_table
+
+    rows = [[r.group, r.feature, f"{r.baseline:.4f}", f"{r.other:.4f}", f"{r.delta:+.4f}"] for r in difference.rows]
+    print_table(
+        ["stratum", "feature", difference.baseline, difference.other, "delta"], rows,
+        title=f"feature importance, {difference.other} vs {difference.baseline}: mean |centred contribution| per query",
     )
 
 
@@ -113,14 +145,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     for note in loaded.notes:
         print(f"ltr compare: note: {note}", file=sys.stderr)
-    markdown = to_markdown(loaded.comparison)
+    explained = importance_differences(loaded) if args.explain else []
+    markdown = to_markdown(loaded.comparison) + "".join("\n" + d.to_markdown() for d in explained)
     if args.json:
-        print(to_json(loaded.comparison))
+        text = to_json(loaded.comparison)
+        print(json.dumps(json.loads(text) | {"explain": [d.to_dict() for d in explained]}, indent=2) if explained else text)
     elif args.markdown:
         print(markdown, end="")
     else:
         print_terminal(loaded.comparison)
+        for difference in explained:
+            print_differences(difference)
     if args.log:
-        run_id = _log(loaded, experiment=args.experiment, markdown=markdown)
+        run_id = _log(loaded, experiment=args.experiment, markdown=markdown, explained=explained)
         print(f"logged the comparison as MLflow run {run_id} in {args.experiment!r}", file=sys.stderr)
     return 0

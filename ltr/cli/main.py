@@ -26,7 +26,7 @@ from ltr.terminal import OutputStream, guarded, printable
 
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "EXIT_USER_ERROR", "VERBS", "main", "printable", "run"]
 
-VERBS = ("train", "rerun", "predict", "promote", "evaluate", "compare", "abtest", "ope", "calibrate", "exposure", "labels", "cache", "partition", "data", "ui", "completion")
+VERBS = ("train", "rerun", "predict", "explain", "promote", "evaluate", "compare", "abtest", "ope", "calibrate", "exposure", "labels", "cache", "partition", "data", "ui", "completion")
 EXIT_FAILED = 1  # the command could not do its work: a full device (its output, a run's store), a server down
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -46,6 +46,7 @@ commands:
   train [overrides...]   train and evaluate one experiment (Hydra app; -m for multirun, --help for config)
   rerun RUN [overrides]  run a logged run again (its overrides, plus yours), say what differs, compare
   predict RUN --data F   score data with a run's model, ranked as the run ranked (scores, TREC run, table); --help
+  explain RUN --split S  why a run's model ranks as it does: TreeSHAP per document, importance per stratum, one query; --help
   promote RUN --name N   register a run's (or a sweep's best) model in the MLflow Model Registry; --help
   evaluate ...           evaluate rankings made elsewhere (TREC run, or data + scores); --help for options
   compare RUN [RUN ...]  compare runs per query and per stratum with paired significance tests; --help

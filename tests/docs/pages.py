@@ -11,6 +11,7 @@ FIRST_HALF = frozenset(
         "docs/guide/sweeps.md",
         "docs/guide/comparing-runs.md",
         "docs/guide/before-traffic.md",
+        "docs/guide/explaining-rankings.md",
         "docs/contributing/development.md",
     }
 )

@@ -124,6 +124,7 @@ TRAIN = (
     "model.num_leaves=7 tracking.log_model=false tracking.uri={uri} tracking.run_name=fault"
 )
 PREDICT = f"predict {{hostile}} --data {{w}}/log/test.parquet {STORE}"
+EXPLAIN = f"explain {{hostile}} --data {{w}}/log/test.parquet {STORE}"
 OPE = f"ope {{hostile}} --log {{w}}/log/clicks.parquet --data {{w}}/log/test.parquet --eta 1 --bootstrap 100 {STORE}"
 ABTEST = f"abtest {{hostile}} {{plain}} --days 1 --sessions-per-day 1000 {STORE}"
 COMPARE = f"compare {{hostile}} {{plain}} --n-resamples 100 {STORE}"
@@ -144,6 +145,11 @@ MATRIX: dict[str, dict[Fault, Entry]] = {
         full_disk=Run(f"{PREDICT} --out {{out}}", writes=True, names="{out}"),
         sigint=Run(f"{PREDICT} --out {{out}}", writes=True),
         sigterm=Run(f"{PREDICT} --out {{out}}", writes=True),
+    ),
+    "explain": row(
+        EXPLAIN, writes=True,  # logs explain/ on the run
+        read_only=Run(f"{EXPLAIN} --no-log"), hostile=Skip(ON_READ_ONLY),
+        full_disk=Run(f"{EXPLAIN} --no-log --out {{out}}.parquet", writes=True, names="{out}.parquet"),
     ),
     "promote": row(f"promote {{hostile}} --name fault --n-resamples 100 {STORE}", writes=True),
     "evaluate": row(
