@@ -34,6 +34,9 @@ it; its interval is checked against the exact truth of the simulator:
   interval against the least-squares slope of the *exact* online deltas on the offline deltas
   (what the fitted slope estimates over these experiments).
 
+``dm`` (the direct method) is a click model's guess that ``ltr ope`` prints with no interval
+(NaN bounds): its rows say ``no interval`` and give its mean error, not a coverage.
+
 Not measured: the interleaving win rate and the sessions needed (ltr prints them without an interval).
 
 Usage::
@@ -76,6 +79,8 @@ from ltr.online.click_simulators import (  # noqa: E402
 
 K = 10
 LEVEL = 0.95
+#: A value printed with no interval (``dm``, a model's guess): reported as such, not a coverage failure.
+NO_INTERVAL_NOTE = "no interval (a model's guess)"
 #: ``ltr abtest``'s refits of the fitted click model (its --refits), and the seeds it runs on:
 #: each refit is an EM fit, the slowest check by far (set by --refits and --abtest-seeds)
 OPTIONS = {"refits": 20, "abtest_seeds": 20}
@@ -145,6 +150,8 @@ def _interval_check(
     scenario: str, quantity: str, value: float, low: float, high: float, truth: float, *, top: float | None = None
 ) -> Check:
     """``top``: the largest value the truth can take (a rate: 1), when it has a range ``[0, top]``."""
+    if math.isfinite(value) and math.isnan(low) and math.isnan(high):  # ltr gives a model's guess no interval
+        return Check(scenario, quantity, None, note=NO_INTERVAL_NOTE, error=value - truth)
     if not (math.isfinite(low) and math.isfinite(high) and math.isfinite(value)):
         return Check(scenario, quantity, None, note="no finite interval")
     whole = top is not None and low <= 0.0 and high >= top
@@ -500,6 +507,8 @@ def tally(checks: Iterable[Check]) -> dict[tuple[str, str], Tally]:
     for c in checks:
         t = out.setdefault((c.scenario, c.quantity), Tally())
         if c.covered is None:
+            if c.note == NO_INTERVAL_NOTE:
+                t.errors.append(c.error)  # its error still says how far the guess is
             t.refused += 1
             t.notes[c.note] = t.notes.get(c.note, 0) + 1
             continue
@@ -545,7 +554,8 @@ def pivot(tallies: dict[tuple[str, str], Tally]) -> str:
             if t is None:
                 cells.append("")
             elif t.checks == 0:
-                cells.append("n/a" if any(n.startswith("n/a") for n in t.notes) else "refused")
+                none = "no interval" if NO_INTERVAL_NOTE in t.notes else "refused"
+                cells.append("n/a" if any(n.startswith("n/a") for n in t.notes) else none)
             else:
                 share = 100 * t.covered / t.checks
                 text = f"{share:.0f}{star}"

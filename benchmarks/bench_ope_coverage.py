@@ -34,7 +34,7 @@ from ltr.data.clicks import (
     generate_click_log,
     rank_within_queries,
 )
-from ltr.online.ope import ESTIMATORS, at_least_one, off_policy_estimates
+from ltr.online.ope import ESTIMATORS, NO_INTERVAL, at_least_one, off_policy_estimates
 
 RANKERS = ("good", "popular", "random")
 
@@ -102,9 +102,10 @@ def main() -> None:
     print(f"{'estimator':<10}" + "".join(f"{r:>34}" for r in RANKERS))
     for estimator in ESTIMATORS:
         cells = [
+            f"no interval (bias {np.mean(errors[estimator, r]):+.4f})" if estimator in NO_INTERVAL else
             f"{covered[estimator, r]}/{args.seeds} (bias {np.mean(errors[estimator, r]):+.4f}, width {np.mean(widths[estimator, r]):.3f})"
             for r in RANKERS
-        ]
+        ]  # fmt: skip
         print(f"{estimator:<10}" + "".join(f"{c:>34}" for c in cells))
     print(f"{time.perf_counter() - t0:.1f} s")
 

@@ -6,8 +6,9 @@ impressions are joined to the scores by (query, doc_id), the queries the run tra
 out (``--include-training-queries`` keeps them), and the estimators asked for (``--estimators``,
 default IPS, self-normalised IPS, doubly robust and the direct method; ``rips`` and
 ``cascade_dr`` under the cascade model) estimate CTR, clicks@k and (when the log has it) the
-purchase rate, each with a 95 % bootstrap interval, effective sample size, largest weight and
-support coverage (:mod:`ltr.online.ope`). One run: the estimates are logged on it as
+purchase rate, each with a 95 % bootstrap interval (except the direct method, a model's guess:
+no interval, no verdict), effective sample size, largest weight and support coverage
+(:mod:`ltr.online.ope`). One run: the estimates are logged on it as
 ``ope/<estimator>/<metric>`` unless ``--no-log``. Two runs A B: each run's estimates and B - A
 on the same queries, with a verdict; nothing is logged (each run's numbers there are on the
 queries neither trained on, not its own). The work is imported after the arguments are parsed.
@@ -30,8 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Estimate a run's online metrics (CTR, clicks@k, purchase rate) from a logged click log, on the queries it "
             "did not train on: IPS, SNIPS, doubly robust, direct method (and cascade RIPS, cascade DR), each with a "
-            "seeded 95 % bootstrap interval over queries, its effective sample size, largest weight and support "
-            "coverage; logged on the run as ope/<estimator>/<metric>. With two runs A B: the paired difference B - A."
+            "seeded 95 % bootstrap interval over queries (the direct method, a model's guess, with none), its "
+            "effective sample size, largest weight and support coverage; logged on the run as ope/<estimator>/<metric>. With two runs A B: the paired difference B - A."
         ),
     )
     parser.add_argument("runs", nargs="+", metavar="RUN", help="run id, id prefix or run name (as ltr predict takes it); two runs: A B")
@@ -70,14 +71,29 @@ def _rank(metric: str) -> int:
     return _ORDER.index(metric[:4]) if metric[:4] in _ORDER else len(_ORDER)
 
 
-def _interval(low: float, high: float, signed: bool = False) -> str:
-    return f"[{low:+.4f}, {high:+.4f}]" if signed else f"[{low:.4f}, {high:.4f}]"
+#: The interval column of an estimate without one (the direct method: a model's guess).
+NO_INTERVAL_CELL = "(model, no interval)"
+
+
+def _interval(e: Any, signed: bool = False) -> str:
+    if not e.has_interval:
+        return NO_INTERVAL_CELL
+    return f"[{e.low:+.4f}, {e.high:+.4f}]" if signed else f"[{e.low:.4f}, {e.high:.4f}]"
+
+
+def _bounds_json(e: Any) -> dict[str, Any]:
+    """``low`` and ``high`` (``null`` with ``no_interval``, the reason, when the estimate has none)."""
+    from ltr.online.ope import NO_INTERVAL_REASON
+
+    if e.has_interval:
+        return {"low": e.low, "high": e.high}
+    return {"low": None, "high": None, "no_interval": NO_INTERVAL_REASON}
 
 
 def _estimates_json(result: Any) -> dict[str, Any]:
-    out: dict[str, dict[str, dict[str, float]]] = {}
+    out: dict[str, dict[str, dict[str, Any]]] = {}
     for (estimator, metric), e in result.estimates.items():
-        out.setdefault(estimator, {})[metric] = {"value": e.value, "low": e.low, "high": e.high, "ess": e.ess}
+        out.setdefault(estimator, {})[metric] = {"value": e.value, **_bounds_json(e), "ess": e.ess}
     return {
         "estimates": out, "max_weight": result.max_weights, "coverage": result.coverage, "n_queries": result.n_queries,
         "n_rows": result.n_rows, "n_clipped": result.n_clipped, "notes": result.notes,
@@ -130,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'estimator':<10} {'metric':<16} {'value':>9} {'95 % interval':>22} {'ESS':>9} {'max weight':>11}")
         for (estimator, metric), e in sorted(r.estimates.items(), key=lambda item: _rank(item[0][1])):
             weight = f"{r.max_weights[estimator]:.3g}" if estimator in r.max_weights else ""
-            print(f"{estimator:<10} {metric:<16} {e.value:>9.4f} {_interval(e.low, e.high):>22} {e.ess:>9.1f} {weight:>11}")
+            print(f"{estimator:<10} {metric:<16} {e.value:>9.4f} {_interval(e):>22} {e.ess:>9.1f} {weight:>11}")
         for note in r.notes:
             print(f"note: {note}")
     if not args.no_log:
@@ -145,21 +161,27 @@ def _training_json(training: Any, line: str) -> dict[str, Any]:
 
 def _paired(args: argparse.Namespace, common: dict[str, Any], dumps: Any, run_paired: Any) -> int:
     """``ltr ope A B``: both runs on the same queries and B - A; nothing logged."""
+    from ltr.online.ope import NO_INTERVAL, NO_INTERVAL_VERDICT
+
     ope = run_paired(args.runs[0], args.runs[1], args.log, args.data, **common)
     r = ope.result
     first = ope.training.line([ope.run_a.label, ope.run_b.label])
     keys = sorted(r.difference, key=lambda key: _rank(key[1]))
-    main_key = next((key for key in keys if key[0] != "dm" and key[1] == "ctr"), keys[0])
-    verdict = r.verdict(main_key)
+    # the verdict line: DR's CTR (the steadiest CTR), else the CTR of the first estimator with an
+    # interval (never the direct method's guess)
+    judged = [key for key in keys if key[0] not in NO_INTERVAL]
+    main_key = ("dr", "ctr") if ("dr", "ctr") in judged else next((key for key in judged if key[1] == "ctr"), judged[0] if judged else None)
+    verdict = r.verdict(main_key) if main_key is not None else NO_INTERVAL_VERDICT
     if args.json:
         print(first, file=sys.stderr)
-        difference: dict[str, dict[str, dict[str, float | str]]] = {}
+        difference: dict[str, dict[str, dict[str, Any]]] = {}
         for (estimator, metric), d in r.difference.items():
-            difference.setdefault(estimator, {})[metric] = {"value": d.value, "low": d.low, "high": d.high, "verdict": r.verdict((estimator, metric))}
+            difference.setdefault(estimator, {})[metric] = {"value": d.value, **_bounds_json(d), "verdict": r.verdict((estimator, metric))}
         print(dumps({
             "difference": difference,
             "runs": {"A": {"run": ope.run_a.label, **_estimates_json(r.a)}, "B": {"run": ope.run_b.label, **_estimates_json(r.b)}},
-            "verdict": {"estimator": main_key[0], "metric": main_key[1], "verdict": verdict},
+            "verdict": {"estimator": None if main_key is None else main_key[0],
+                        "metric": None if main_key is None else main_key[1], "verdict": verdict},
             "training_queries": _training_json(ope.training, first), "propensities": ope.propensities,
         }))  # fmt: skip
         return 0
@@ -174,8 +196,11 @@ def _paired(args: argparse.Namespace, common: dict[str, Any], dumps: Any, run_pa
     for key in keys:
         d = r.difference[key]
         print(f"{key[0]:<10} {key[1]:<16} {r.a.estimates[key].value:>9.4f} {r.b.estimates[key].value:>9.4f} "
-              f"{d.value:>+9.4f} {_interval(d.low, d.high, signed=True):>22}  {r.verdict(key)}")  # fmt: skip
-    print(f"verdict at 95 % ({main_key[0]} {main_key[1]}): {verdict}")
+              f"{d.value:>+9.4f} {_interval(d, signed=True):>22}  {r.verdict(key)}")  # fmt: skip
+    if main_key is None:
+        print(f"verdict: none, {', '.join(sorted(NO_INTERVAL))} has no interval (ask for ips, snips, dr, rips or cascade_dr too)")
+    else:
+        print(f"verdict at 95 % ({main_key[0]} {main_key[1]}): {verdict}")
     for note in dict.fromkeys([*r.a.notes, *r.b.notes]):  # a note of the log, not of a run, once
         tag = "" if note in r.a.notes and note in r.b.notes else " (A)" if note in r.a.notes else " (B)"
         print(f"note{tag}: {note}")

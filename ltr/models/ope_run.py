@@ -35,6 +35,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -50,6 +51,8 @@ from ltr.models.predict import predict_input
 from ltr.online.ope import (
     ALL_ESTIMATORS,
     ESTIMATORS,
+    NO_INTERVAL_REASON,
+    Estimate,
     OpeResult,
     PairedResult,
     off_policy_estimates,
@@ -471,9 +474,16 @@ def run_paired(
     return PairedOpe(prep.runs[0], prep.runs[1], result, log_path, prep.log_rows, int(joined.shape[0]), prep.described, prep.training)
 
 
+def _estimate_json(e: Estimate) -> dict[str, Any]:
+    """An estimate in ``ope/ope.json``: ``low``/``high`` null and ``no_interval`` (why) without an interval."""
+    if e.has_interval:
+        return {"value": e.value, "low": e.low, "high": e.high, "ess": e.ess}
+    return {"value": e.value, "low": None, "high": None, "ess": e.ess, "no_interval": NO_INTERVAL_REASON}
+
+
 def log_ope(ope: OpeRun) -> None:
     """Log the estimates on the run itself: metrics ``ope/<estimator>/<metric>`` (+ ``/low``,
-    ``/high``, ``/ess``; ``ope/<estimator>/max_weight`` and ``/coverage``), tags ``ltr.ope.*``
+    ``/high`` where it has an interval, ``/ess``; ``ope/<estimator>/max_weight`` and ``/coverage``), tags ``ltr.ope.*``
     (the log, the propensities, k, clip, bootstrap, seed, estimators, training queries) and every
     number as ``ope/ope.json``."""
     r = ope.result
@@ -503,7 +513,7 @@ def log_ope(ope: OpeRun) -> None:
             "left_out": 0 if ope.training.included else ope.training.n_left_out, "of_logged": ope.training.n_logged,
             "training_queries_logged": ope.training.n_left_out, "included": ope.training.included,
         },
-        "estimates": {f"{e}/{m}": {"value": v.value, "low": v.low, "high": v.high, "ess": v.ess} for (e, m), v in r.estimates.items()},
+        "estimates": {f"{e}/{m}": _estimate_json(v) for (e, m), v in r.estimates.items()},
     }  # fmt: skip
     try:
         with sqlite_store_lock(store.uri):  # the tags with the first metrics: one transaction when they fit

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import doctest
 import itertools
+import math
 import sys
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from ltr.data.clicks import attractiveness, examination_curve, rank_within_queri
 from ltr.online.ope import (
     ALL_ESTIMATORS,
     ESTIMATORS,
+    NO_INTERVAL,
     _linearised_rate,
     at_least_one,
     cascade_terms,
@@ -107,10 +109,13 @@ def test_clipping_is_explicit_counted_and_snips_restores_the_mass() -> None:
             assert free.estimates["dr", metric].value == pytest.approx(free.estimates["ips", metric].value, abs=1e-12)
         for estimator in (*ESTIMATORS, "logged"):
             e = capped.estimates[estimator, metric]
-            assert e.low <= e.high
+            assert e.has_interval == (estimator not in NO_INTERVAL)
+            assert e.low <= e.high or estimator in NO_INTERVAL
             assert e.ess > 0
     metrics = capped.metrics()
     assert {"ope/ips/ctr", "ope/ips/ctr/low", "ope/ips/ctr/high", "ope/ips/ctr/ess", "ope/dr/purchase_rate", "ope/n_clipped"} <= set(metrics)
+    assert {"ope/dm/ctr", "ope/dm/ctr/ess"} <= set(metrics)  # the model's guess: its value, no interval
+    assert not [key for key in metrics if key.startswith("ope/dm/") and key.endswith(("/low", "/high"))]
     again = off_policy_estimates(outcomes, log_pos, scores, offsets, propensities=exam, k=5, clip=2.0, n_bootstrap=50)
     assert again.estimates == capped.estimates  # seeded
 
@@ -228,6 +233,12 @@ def test_paired_difference_of_a_run_with_itself_is_exactly_zero() -> None:
     outcomes, log_pos, scores, offsets, exam = _small_log()
     r = paired_estimates(outcomes, log_pos, scores, scores, offsets, propensities=exam, k=5, n_bootstrap=50, estimators=ALL_ESTIMATORS)
     for key, d in r.difference.items():
+        if key[0] in NO_INTERVAL:  # the model's guess: a value and no interval, never a verdict
+            assert d.value == 0.0, key
+            assert math.isnan(d.low), key
+            assert math.isnan(d.high), key
+            assert r.verdict(key) == "no interval (model)"
+            continue
         assert (d.value, d.low, d.high) == (0.0, 0.0, 0.0), key  # identical terms: no floor either
         assert r.verdict(key) == "cannot tell"
     alone = off_policy_estimates(outcomes, log_pos, scores, offsets, propensities=exam, k=5, n_bootstrap=50, estimators=ALL_ESTIMATORS)
@@ -261,14 +272,23 @@ def test_every_value_is_in_its_range_and_inside_its_own_interval(log: tuple) -> 
     for result in (r.a, r.b):
         for (estimator, metric), e in result.estimates.items():
             bottom, top = metric_range(metric, k)
+            if estimator in NO_INTERVAL:  # a model's guess: in its range, with no interval
+                assert bottom <= e.value <= top, (estimator, metric, e)
+                assert not e.has_interval, (estimator, metric, e)
+                continue
             assert bottom <= e.low <= e.value <= e.high <= top, (estimator, metric, e)
     for (estimator, metric), d in r.difference.items():
         top = metric_range(metric, k)[1]
-        assert -top <= d.low <= d.value <= d.high <= top, (estimator, metric, d)
+        if estimator in NO_INTERVAL:
+            assert -top <= d.value <= top, (estimator, metric, d)
+            assert not d.has_interval, (estimator, metric, d)
+            assert r.verdict((estimator, metric)) == "no interval (model)"
+        else:
+            assert -top <= d.low <= d.value <= d.high <= top, (estimator, metric, d)
         # the mean per-query difference (unbiased), not the difference of the projected values
         unbounded = r.b.estimates[estimator, metric].unbounded - r.a.estimates[estimator, metric].unbounded
-        assert d.unbounded == pytest.approx(unbounded, abs=1e-9)
-        assert d.value == pytest.approx(min(max(unbounded, -top), top), abs=1e-9)
+        assert d.unbounded == pytest.approx(unbounded, rel=1e-12, abs=1e-9)  # rel: IPS products reach 1e11
+        assert d.value == pytest.approx(min(max(unbounded, -top), top), rel=1e-12, abs=1e-9)
 
 
 def test_linearised_dr_rate_is_exactly_unbiased_when_the_model_is_right() -> None:

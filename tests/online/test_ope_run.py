@@ -64,8 +64,15 @@ def test_ltr_ope_logs_every_estimate_on_the_run(written: Written, capsys: pytest
     for estimator in ("ips", "snips", "dr", "dm"):
         for metric in ("ctr", "clicks_at_5", "purchase_rate"):
             key = f"ope/{estimator}/{metric}"
-            assert m[f"{key}/low"] <= m[key] <= m[f"{key}/high"], key
+            if estimator == "dm":  # a model's guess: its value, no interval
+                assert f"{key}/low" not in m, key
+                assert f"{key}/high" not in m, key
+            else:
+                assert m[f"{key}/low"] <= m[key] <= m[f"{key}/high"], key
             assert m[f"{key}/ess"] > 0
+    dm_lines = [line for line in out.splitlines() if line.startswith("dm ")]
+    assert len(dm_lines) == 3, dm_lines
+    assert all("(model, no interval)" in line for line in dm_lines), dm_lines
     assert 0 < m["ope/ips/ctr"] < 1.5
     assert m["ope/n_queries"] > 0
     run = MlflowClient(tracking_uri=written.uri).get_run(written.run_id)
@@ -169,11 +176,30 @@ def test_two_runs_paired_difference_holds_the_exact_truth(written: Written, caps
         for estimator, metrics in out["runs"][run]["estimates"].items():
             for metric, e in metrics.items():
                 top = 10.0 if metric == "clicks_at_10" else 1.0
+                if estimator == "dm":  # a model's guess: null bounds and the reason
+                    assert (e["low"], e["high"]) == (None, None), e
+                    assert "not its bias" in e["no_interval"], e
+                    assert 0.0 <= e["value"] <= top
+                    continue
                 assert 0.0 <= e["low"] <= e["value"] <= e["high"] <= top, (run, estimator, metric, e)
+    for metric, d in out["difference"]["dm"].items():
+        assert (d["low"], d["high"], d["verdict"]) == (None, None, "no interval (model)"), (metric, d)
+    assert out["verdict"]["estimator"] == "dr"  # the steadiest CTR, never dm
     assert out["runs"]["A"]["coverage"] == 1.0
     assert set(out["runs"]["B"]["max_weight"]) == {"ips", "snips", "dr", "dm", "rips"}
     assert out["verdict"]["verdict"] in ("B better", "A better", "cannot tell")
     assert _ope_metrics(written) == before  # two runs: nothing logged
+    # the direct method first, or alone: the verdict line is never its guess
+    dm_first = ["ope", "clicks", "relevance", "--log", str(written.folder / "clicks.parquet"), "--data",
+                str(written.folder / "test.parquet"), "--eta", "1", "--bootstrap", "50", "--tracking-uri", written.uri]  # fmt: skip
+    assert ltr_main([*dm_first, "--estimators", "dm,ips"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert next(line for line in lines if line.startswith("verdict")).startswith("verdict at 95 % (ips ctr): ")
+    assert all(line.endswith("(model, no interval)  no interval (model)") for line in lines if line.startswith("dm "))
+    assert ltr_main([*dm_first, "--estimators", "dm"]) == 0
+    assert [line for line in capsys.readouterr().out.splitlines() if line.startswith("verdict")] == [
+        "verdict: none, dm has no interval (ask for ips, snips, dr, rips or cascade_dr too)"
+    ]
 
 
 def test_training_queries_kept_on_request_and_the_propensities_of_a_run(
