@@ -78,6 +78,7 @@ INTEGRATION_MODULES = frozenset(
         "tests/clicks/test_position_training.py",
         "tests/clicks/test_exposure_run.py",
         "tests/clicks/test_click_log.py",
+        "tests/clicks/test_randomized_log.py",
         "tests/experiment/test_doc_id_tables.py",
         "tests/experiment/test_discount_run.py",
         "tests/dask/test_doc_id_partitions.py",

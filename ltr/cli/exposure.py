@@ -14,11 +14,13 @@ Examples
     ltr exposure clicks.csv
     ltr exposure clicks.parquet --eta 1.0 --k 10 --json
     ltr exposure clicks.parquet --propensity em --features f1,f2,f3
+    ltr exposure clicks.parquet --propensity randomized --randomized-column randomized
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 from pathlib import Path
@@ -61,11 +63,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="propensity per position from the top, comma-separated (the last extends), e.g. 1,0.6,0.45",
     )
     model.add_argument(
-        "--propensity", choices=("ctr", "em"),
+        "--propensity", choices=("ctr", "em", "randomized"),
         help="estimate the propensities from the log itself (the default, without --eta or --propensities): "
         "ctr (click-through rate by position relative to the top: biased towards the top when the logged "
-        "ranking put relevant documents there; a randomized log or a known curve is better) or em "
-        "(regression EM: needs --features)",
+        "ranking put relevant documents there; a randomized log or a known curve is better), em "
+        "(regression EM: needs --features) or randomized (click-through rate by position on the sessions "
+        "shown in random order only: needs --randomized-column)",
+    )
+    p.add_argument(
+        "--randomized-column", metavar="COL",
+        help="column of LOG: 1 on the rows of a session shown in a uniformly random order, else 0 (constant "
+        "within a query); --propensity randomized estimates on those sessions only",
     )
     p.add_argument(
         "--features", metavar="COL,COL,...",
@@ -102,6 +110,11 @@ def main(argv: list[str] | None = None) -> int:
             "--propensity em needs the rows' features (its attractiveness model's inputs): give --features COL,COL,... "
             f"naming feature columns of {args.log}; a log of query, position and click alone can use --propensity ctr"
         )
+    if method == "randomized" and not args.randomized_column:
+        raise LtrUserError(
+            f"--propensity randomized needs --randomized-column COL: the column of {args.log} that is 1 on the rows of "
+            "a session shown in random order (0 elsewhere)"
+        )
     if args.bootstrap < 0:
         raise LtrUserError(f"--bootstrap {args.bootstrap} must be >= 0")
     if args.seed < 0:
@@ -112,12 +125,23 @@ def main(argv: list[str] | None = None) -> int:
     from ltr.data.clicks import examination_curve
     from ltr.metrics.exposure import exposure_report
     from ltr.metrics.ips import estimate_propensities
-    from ltr.metrics.propensity import estimate_propensity
+    from ltr.metrics.propensity import (
+        BIASED_BY_LOGGER,
+        estimate_propensity,
+        randomized_queries,
+        relevance_caution,
+    )
 
+    flag_column = [args.randomized_column] if args.randomized_column else []
     log = read_click_file(
         args.log, query_column=args.query_column, position_column=args.position_column,
-        click_column=args.click_column, first_position=args.first_position, feature_columns=features or None,
+        click_column=args.click_column, first_position=args.first_position,
+        feature_columns=[*features, *flag_column] or None,
     )  # fmt: skip
+    flags = None
+    if flag_column and log.features is not None:  # the flag column is read as the last "feature"
+        flags = log.features[:, -1]
+        log = dataclasses.replace(log, features=log.features[:, :-1] if features else None)
     n_positions = int(log.positions.max()) + 1
     estimate: PropensityEstimate
     if curve is not None:
@@ -128,17 +152,24 @@ def main(argv: list[str] | None = None) -> int:
         estimate, source = estimate_propensity(method="given", given=props.tolist()), f"eta={args.eta:g}"
     else:
         order, offsets = log.grouped()
+        if flags is not None:
+            try:
+                randomized_queries(flags[order], offsets, names=log.qids[order][offsets[:-1]])
+            except ValueError as exc:
+                raise LtrUserError(f"{args.log}: --randomized-column {args.randomized_column!r}: {exc}") from None
         try:
             estimate = estimate_propensity(
                 np.minimum(log.clicks, 1)[order], log.positions[order], offsets, method=method, n_positions=n_positions,
                 features=None if log.features is None else log.features[order], n_bootstrap=args.bootstrap, seed=args.seed,
+                randomized=None if flags is None else flags[order],
             )  # fmt: skip
         except ValueError as exc:
             raise LtrUserError(f"{args.log}: {exc}; give --eta or --propensities") from None
-        if method == "em" and not np.isfinite(estimate.propensities[1:]).any():
+        if method in ("em", "randomized") and not np.isfinite(estimate.propensities[1:]).any():
+            where = "this log" if method == "em" else "the randomized sessions of this log"
             raise LtrUserError(
-                f"{args.log}: no position below the first has {MIN_CLICKS} clicks or more: EM cannot identify a "
-                "propensity from this log; give --eta or --propensities"
+                f"{args.log}: no position below the first has {MIN_CLICKS} clicks or more{' among the randomized sessions' if method == 'randomized' else ''}: "
+                f"{'EM' if method == 'em' else 'randomized'} cannot identify a propensity from {where}; give --eta or --propensities"
             )
         if method == "ctr":  # the curve training's eval.clicks.propensity=estimated uses for its exposure
             try:
@@ -148,16 +179,23 @@ def main(argv: list[str] | None = None) -> int:
             except ValueError as exc:
                 raise LtrUserError(f"{args.log}: {exc}; give --eta or --propensities") from None
             source = "estimated"
-        else:  # as training's eval.clicks.propensity=em: the last identified value extends
-            props, source = estimate.table(n_positions, min_propensity=args.min_propensity), "estimated by EM"
+        else:  # as training's eval.clicks.propensity=em / randomized: the last identified value extends
+            source = "estimated by EM" if method == "em" else "estimated on the randomized sessions"
+            props = estimate.table(n_positions, min_propensity=args.min_propensity)
+    estimated = curve is None and args.eta is None
+    caution = relevance_caution("--randomized-column", "--propensity randomized") if estimated and method in BIASED_BY_LOGGER and not args.randomized_column else None
     report = exposure_report(log.positions, log.clicks, props, propensity_source=source)
     advice = report.advice(args.k) if args.k is not None else None
     if args.json:
         out = report.metrics() | {"rows": [list(r) for r in report.rows()], "advice": advice, "propensities": estimate.to_dict(), "propensities_used": [float(v) for v in props]}
+        if caution:
+            out["caution"] = caution
         print(dumps(out, lambda key: key.startswith(("exposure_k", "click_k")), allow_nan=True))  # the cut-offs k as integers
     else:
         _print(report, args.log, advice)
         _print_curve(estimate, props, args.k)
+        if caution:
+            terminal_console().print(caution, highlight=False)
     return 0
 
 

@@ -69,14 +69,16 @@ class Preset(StrEnum):
 class Propensity(StrEnum):
     """Click propensities: from ``eval.clicks.propensities`` / the data (``config``), click-through
     rate by position (``estimated``), regression EM (``em``), intervention harvesting over several
-    logging rankers (``harvest``), or a logged propensity column (``column``);
-    :mod:`ltr.metrics.propensity`."""
+    logging rankers (``harvest``), a logged propensity column (``column``), or click-through rate
+    by position on the sessions ``data.randomized_column`` marks as shown in random order
+    (``randomized``); :mod:`ltr.metrics.propensity`."""
 
     config = "config"
     estimated = "estimated"
     em = "em"
     harvest = "harvest"
     column = "column"
+    randomized = "randomized"
 
 
 class RerankKind(StrEnum):

@@ -245,11 +245,14 @@ class ParquetDataConfig(SvmlightDataConfig):
     # position_column; the run then logs the click estimates, exposure and propensities of
     # data=synthetic_clicks. Optional: a logged propensity per row (eval.clicks.propensity=column),
     # the logging ranker's id and, when every list is one session (qid_column the session id),
-    # the query of each session (eval.clicks.propensity=harvest). Numeric columns, never features.
+    # the query of each session (eval.clicks.propensity=harvest), the randomization flag of each
+    # session (0/1, constant within a session: eval.clicks.propensity=randomized). Numeric
+    # columns, never features.
     click_column: str | None = field(default=None, metadata=allowed(min_len=1))
     propensity_column: str | None = field(default=None, metadata=allowed(min_len=1))
     logger_column: str | None = field(default=None, metadata=allowed(min_len=1))
     query_column: str | None = field(default=None, metadata=allowed(min_len=1))
+    randomized_column: str | None = field(default=None, metadata=allowed(min_len=1))
 
 
 def _mq_parts() -> list[str]:

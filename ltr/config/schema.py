@@ -83,8 +83,9 @@ class ClickEvalConfig:
     ``propensity``: ``config`` (the ``propensities`` list, or the data's examination curve when
     it is null), ``estimated`` (click-through rate by position), ``em`` (the position-based model
     fitted by regression EM), ``harvest`` (intervention harvesting: needs ``data.logger_column``
-    and ``data.doc_id_column``) or ``column`` (``data.propensity_column``, a logged propensity per
-    row); all but ``config`` on the training split's log (:mod:`ltr.metrics.propensity`).
+    and ``data.doc_id_column``), ``column`` (``data.propensity_column``, a logged propensity per
+    row) or ``randomized`` (click-through rate by position on the sessions
+    ``data.randomized_column`` marks as shown in random order); all but ``config`` on the training split's log (:mod:`ltr.metrics.propensity`).
     ``min_propensity`` clips the propensities from below (caps IPS weights).
     ``propensity_bootstrap``: resamples of the training queries behind the logged interval of
     every position's propensity (``propensity/pos_k/low`` and ``/high``, at

@@ -4,7 +4,8 @@
 0-based positions; optional columns: ``data.propensity_column`` (a logged propensity per row),
 ``data.logger_column`` (the id of the ranker that showed the list) and ``data.query_column``
 (the query of each list when every list is one session: ``data.qid_column`` is then the session
-id). They are read as behaviour columns (numeric, never features) of every split; the click view
+id) and ``data.randomized_column`` (0 / 1, constant within a session: 1 where the session was
+shown in a uniformly random order, ``eval.clicks.propensity=randomized``). They are read as behaviour columns (numeric, never features) of every split; the click view
 of the splits (:func:`click_splits`) has the clicks as labels, as the click view of
 ``data=synthetic_clicks`` (:class:`ltr.data.load.ClickSplits`) has.
 """
@@ -19,13 +20,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ltr.data.click_checks import TYPED_SUFFIXES, check_sessions, outcome_values
+from ltr.data.click_checks import TYPED_SUFFIXES, check_sessions, outcome_values, shown
 from ltr.data.ranking_data import RankingData
 from ltr.data.splits import Splits
 from ltr.errors import DataError
 
 #: The click-log options of ``data=parquet``, in the order they are read.
-CLICK_OPTIONS = ("click_column", "propensity_column", "logger_column", "query_column")
+CLICK_OPTIONS = ("click_column", "propensity_column", "logger_column", "query_column", "randomized_column")
 
 
 def click_options(data_cfg: Any) -> dict[str, str]:
@@ -141,12 +142,44 @@ def behaviour(data: RankingData, column: str | None) -> NDArray[np.float64] | No
     return None if values is None else np.asarray(values, dtype=np.float64)
 
 
+def randomized_flags(data: RankingData, column: str, *, split: str = "train") -> NDArray[np.int8]:
+    """The ``data.randomized_column`` of a split as 0 / 1 per row, checked: one `DataError` line
+    naming the column and the qid for a value other than 0 / 1, a session with both, or a split
+    without any randomized session."""
+    values = behaviour(data, column)
+    if values is None:  # pragma: no cover - the reader reads every click-log column
+        raise DataError(f"{data.name}: no randomized column {column!r}; report this as a bug")
+    names = np.repeat(data.written_qids(), data.group_sizes)
+    bad = (values != 0) & (values != 1)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise DataError(
+            f"data.randomized_column={column!r} of {data.name} ({split} split) holds {shown(values[i])} at qid "
+            f"{shown(names[i])}: give 1 for a session shown in random order, else 0"
+        )
+    sizes = data.group_sizes
+    ones = np.add.reduceat(values, data.offsets[:-1]) if values.size else np.zeros(0)
+    mixed = np.flatnonzero((ones > 0) & (ones < sizes))
+    if mixed.size:
+        raise DataError(
+            f"data.randomized_column={column!r} of {data.name} ({split} split) is not constant within qid "
+            f"{shown(data.written_qids()[int(mixed[0])])}: a session is randomized (1) or not (0) as a whole"
+        )
+    if not (ones > 0).any():
+        raise DataError(
+            f"data.randomized_column={column!r} of {data.name} ({split} split) marks no randomized session (every row 0): "
+            "eval.clicks.propensity=randomized needs sessions shown in random order"
+        )
+    return values.astype(np.int8)
+
+
 def propensity_inputs(method: str, train: RankingData, options: Mapping[str, str]) -> dict[str, Any]:
     """The per-row inputs :func:`ltr.metrics.propensity.estimate_propensity` needs beyond the
     clicks and positions for ``eval.clicks.propensity=method``, from a click log's training split
     and its column options (:func:`click_options`): ``em`` the features; ``column`` the logged
     propensities; ``harvest`` the document ids, the logging rankers and the query of each list
-    (its ``data.query_column``, else the list's own qid); nothing for the others."""
+    (its ``data.query_column``, else the list's own qid); ``randomized`` the checked flags of
+    ``data.randomized_column`` (:func:`randomized_flags`); nothing for the others."""
     if method == "em":
         return {"features": train.features}
     if method == "column":
@@ -158,4 +191,6 @@ def propensity_inputs(method: str, train: RankingData, options: Mapping[str, str
             "loggers": behaviour(train, options.get("logger_column")),
             "query_ids": query if query is not None else train.row_qids(),
         }
+    if method == "randomized":
+        return {"randomized": randomized_flags(train, options["randomized_column"])}
     return {}

@@ -12,10 +12,11 @@ What it writes (into one folder, ``out``):
   validates and evaluates on (train: the clicks, valid and test: the true grades, or what
   ``data.train_labels`` / ``valid_labels`` / ``eval_labels`` say), its logged positions (a
   ``.position`` side file beside a text file; a ``position`` column of a table) and, in tables, the
-  behaviour columns ``click``, ``dwell``, ``cart``, ``purchase``; plus the whole log as one click
-  file ``clicks.parquet`` (``clicks.csv`` with ``fmt="csv"``): ``query``, ``doc_id``,
-  ``position``, ``click``, ``dwell``, ``cart``, ``purchase``, ``relevance``, one row per
-  impression, what :func:`ltr.data.click_file.read_click_file` reads.
+  behaviour columns ``click``, ``dwell``, ``cart``, ``purchase`` (and ``randomized``, 1 on the
+  rows of a session shown in random order, when ``data.randomized_share > 0``); plus the whole
+  log as one click file ``clicks.parquet`` (``clicks.csv`` with ``fmt="csv"``): ``query``,
+  ``doc_id``, ``position``, ``click``, ``dwell``, ``cart``, ``purchase`` (``randomized``),
+  ``relevance``, one row per impression, what :func:`ltr.data.click_file.read_click_file` reads.
 
 Document ids are ``Q-i`` (the query's id, the row's place in the generated list), the same in the
 splits and the click file. Writing is vectorised (pyarrow), one file at a time into a hidden
@@ -26,6 +27,7 @@ refused before anything is generated.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import os
@@ -59,6 +61,9 @@ BUILTIN = ("synthetic", "synthetic_clicks")
 FORMATS = {"letor": ".txt", "parquet": ".parquet", "csv": ".csv"}
 #: The overrides accepted (the generator's, the split's, the experiment seed, the debug size).
 OVERRIDE_PREFIXES = ("data.", "+data.", "split.", "+split.", "seed=", "debug=")
+#: The behaviour column of the sessions shown in random order (1, else 0), written when the click
+#: log has some (``data.randomized_share > 0``): ``data.randomized_column`` of a run on the files.
+RANDOMIZED_COLUMN = "randomized"
 #: The name of the click file, without its suffix.
 CLICK_FILE_STEM = "clicks"
 #: Rows formatted at a time for text (bounds the memory of the formatted text; ~50 MB per batch).
@@ -197,7 +202,8 @@ def write_builtin(
         if created and not any(target.iterdir()):
             target.rmdir()  # the folder this call made, left empty: nothing written
         raise
-    return DataWritten(tuple(written), train_command(name, target, fmt), splits.train.n_features)
+    randomized = log is not None and RANDOMIZED_COLUMN in (log.behaviours or {})
+    return DataWritten(tuple(written), train_command(name, target, fmt, randomized=randomized), splits.train.n_features)
 
 
 def _generate(name: str, config: Any) -> tuple[Splits, RankingData | None]:
@@ -211,14 +217,27 @@ def _generate(name: str, config: Any) -> tuple[Splits, RankingData | None]:
         clicks = cast(SyntheticClicksDataConfig, config.data)
         views = load_click_splits(clicks, config.split, seed=seed)
         splits = views.training_view(str(clicks.train_labels), str(clicks.valid_labels), str(clicks.eval_labels))
-        log = generate_click_log(clicks, seed=seed if clicks.seed is None else int(clicks.seed)).data
+        generated = generate_click_log(clicks, seed=seed if clicks.seed is None else int(clicks.seed))
     except DataError as exc:
         raise LtrUserError(str(exc)) from None
+    log = generated.data
+    if float(clicks.randomized_share) > 0:  # the sessions shown in random order, as a behaviour column
+        shuffled = log.qids[generated.randomized]
+        splits = Splits(*(_with_randomized(part, shuffled) for _, part in splits.items()))
+        log = _with_randomized(log, shuffled)
     return splits, log
 
 
-def train_command(name: str, out: Path, fmt: str) -> str:
-    """The ``ltr train`` command line that trains on the split files written into ``out``.
+def _with_randomized(data: RankingData, shuffled: NDArray[np.integer]) -> RankingData:
+    """``data`` with the behaviour column ``randomized``: 1 on the rows of the queries ``shuffled``, else 0."""
+    flags = np.isin(data.row_qids(), shuffled).astype(np.float64)
+    return dataclasses.replace(data, behaviours={**(data.behaviours or {}), RANDOMIZED_COLUMN: flags})
+
+
+def train_command(name: str, out: Path, fmt: str, *, randomized: bool = False) -> str:
+    """The ``ltr train`` command line that trains on the split files written into ``out``
+    (``randomized``: the tables hold the column :data:`RANDOMIZED_COLUMN`, named as
+    ``data.randomized_column`` so that it is read as a behaviour, not as a feature).
 
     Examples
     --------
@@ -242,6 +261,8 @@ def train_command(name: str, out: Path, fmt: str) -> str:
             f"data.behaviour_columns=[{','.join(b for b in BEHAVIOURS if b != 'click')}]",
             "data.popularity_feature=popularity", "eval.clicks.propensity=em",
         ]
+        if randomized:
+            words += [f"data.randomized_column={RANDOMIZED_COLUMN}"]
     return " ".join(shlex.quote(w) for w in words)
 
 

@@ -466,9 +466,17 @@ def _check_click_log(config: TrainConfig) -> None:
     method = str(clicks.propensity)
     simulated = str(data.kind) == "synthetic_clicks"
     user_log = getattr(data, "click_column", None) is not None
-    for key in ("propensity_column", "logger_column", "query_column"):
+    for key in ("propensity_column", "logger_column", "query_column", "randomized_column"):
         if getattr(data, key, None) is not None and not user_log:
             raise LtrUserError(f"data.{key} is a column of a click log: set data.click_column too (the column of clicks)")
+    if method == "randomized" and getattr(data, "randomized_column", None) is None:
+        raise LtrUserError(
+            "eval.clicks.propensity=randomized needs data.randomized_column (0/1 per row: 1 for a session shown in random "
+            "order); data=synthetic_clicks has none: write it with ltr data write synthetic_clicks data.randomized_share=0.3 "
+            "and train on the files (data=parquet)"
+            if simulated else
+            "eval.clicks.propensity=randomized needs data.randomized_column (0/1 per row: 1 for a session shown in random order)"
+        )  # fmt: skip
     if not user_log:
         if simulated and method in ("harvest", "column"):
             raise LtrUserError(

@@ -12,6 +12,12 @@ Methods (:func:`estimate_propensity`, ``method=``):
   mean of the rows shown there, relative to position 1, with a bootstrap interval.
 - ``ctr``: click-through rate by position relative to position 1, made non-increasing (what
   ``eval.clicks.propensity=estimated`` always did: unbiased on randomised sessions only).
+- ``randomized``: the click-through rate by position relative to position 1 on the sessions
+  shown in a uniformly random order only (``randomized``, one flag per row, constant within a
+  query); its bootstrap resamples those sessions. Unbiased under the PBM: a random order makes
+  the attractiveness of what is shown independent of the position, so the click rate at ``k``
+  is ``theta_k`` times the same mean attractiveness everywhere. Not made non-increasing (a
+  running minimum of noisy ratios would bias it down).
 - ``em``: the PBM fitted by *regression EM* (Wang, Golbandi, Bendersky, Metzler, Najork, WSDM
   2018, "Position Bias Estimation for Unbiased Learning to Rank in Personal Search"): the
   E-step gives every unclicked row its posterior of having been examined and of being
@@ -32,7 +38,7 @@ Intervals: ``n_bootstrap`` resamples of the queries with replacement (seeded: th
 on every run), the estimator rerun on each; the interval at ``confidence`` is normal on the log
 scale, ``estimate * exp(+-z * sd)`` with ``sd`` the resamples' standard deviation of the log
 propensity (steadier than extreme percentiles of a few dozen resamples, and never below 0),
-capped at 1 unless the estimate itself exceeds 1. Under ``em`` and ``ctr`` a position with
+capped at 1 unless the estimate itself exceeds 1. Under ``em``, ``ctr`` and ``randomized`` a position with
 fewer than :data:`MIN_POSITION_CLICKS` clicks is *not identified*: NaN estimate and interval
 (never 0 with a zero-width interval); :meth:`PropensityEstimate.table` extends the last finite
 value over it. An ``em`` curve flat at 1 while the click rate clearly falls with position is
@@ -59,7 +65,20 @@ from numpy.typing import NDArray
 logger = logging.getLogger(__name__)
 
 #: The estimators of :func:`estimate_propensity`.
-METHODS = ("given", "column", "ctr", "em", "harvest")
+METHODS = ("given", "column", "ctr", "em", "harvest", "randomized")
+#: The estimators that are biased when the logger sorted by relevance the features do not show
+#: (:data:`RELEVANCE_CAUTION`).
+BIASED_BY_LOGGER = ("ctr", "em")
+
+
+def relevance_caution(mark: str = "data.randomized_column", use: str = "eval.clicks.propensity=randomized") -> str:
+    """One line for a curve of :data:`BIASED_BY_LOGGER` estimated on a log with no randomized
+    sessions marked; ``mark`` / ``use``: the options that name them and pick ``randomized``."""
+    return f"caution: this curve is biased when the logger sorted by relevance the features do not show; mark the randomized sessions ({mark}) and use {use}"
+
+
+#: :func:`relevance_caution` of a training run.
+RELEVANCE_CAUTION = relevance_caution()
 
 
 @dataclass(frozen=True)
@@ -187,6 +206,60 @@ def ctr_ratio(
     if skip is not None:
         rel = np.where(skip, np.nan, rel)
     return np.asarray(np.where(np.isnan(rel), np.nan, np.fmin.accumulate(rel)), dtype=np.float64)
+
+
+def randomized_ratio(
+    clicks: NDArray[Any], positions: NDArray[np.int64], n_positions: int, weights: NDArray[np.float64] | None = None,
+    *, skip: NDArray[np.bool_] | None = None,
+) -> NDArray[np.float64]:
+    """Click-through rate by position relative to position 1, as it is (not made non-increasing):
+    NaN without impressions, at ``skip`` or without a click at position 1.
+
+    >>> randomized_ratio(np.array([1, 0, 0, 1, 1, 0]), np.array([0, 0, 1, 1, 2, 2]), 3).tolist()
+    [1.0, 1.0, 1.0]
+    >>> randomized_ratio(np.array([1, 1, 0, 1, 1, 1]), np.array([0, 0, 1, 1, 2, 2]), 3, skip=np.array([False, True, False])).tolist()
+    [1.0, nan, 1.0]
+    """
+    w = np.ones(positions.shape[0]) if weights is None else weights
+    ctr = _weighted_mean_by_position(np.asarray(clicks, dtype=np.float64), positions, w, n_positions)
+    if not ctr[0] > 0:
+        return np.full(n_positions, np.nan)
+    rel = ctr / ctr[0]
+    if skip is not None:
+        rel = np.where(skip, np.nan, rel)
+    return np.asarray(rel, dtype=np.float64)
+
+
+def randomized_queries(flags: NDArray[Any], offsets: NDArray[np.int64], names: NDArray[Any] | None = None) -> NDArray[np.bool_]:
+    """One flag per query from ``flags`` (one per row, 0 or 1, constant within each query);
+    ``names``: one per query, how a message names it (default its 0-based index).
+
+    >>> randomized_queries(np.array([1, 1, 0, 0, 0]), np.array([0, 2, 5])).tolist()
+    [True, False]
+
+    Raises
+    ------
+    ValueError
+        a value other than 0 / 1, a query with both, or no query flagged.
+    """
+    values = np.asarray(flags, dtype=np.float64)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    query = _query_index(offsets)
+    n_queries = offsets.shape[0] - 1
+    label = np.arange(n_queries) if names is None else np.asarray(names)
+    bad = np.flatnonzero((values != 0) & (values != 1))
+    if bad.size:
+        value = float(values[bad[0]])
+        raise ValueError(f"query {label[query[bad[0]]]} has the randomized flag {value:g}: give 1 (shown in random order) or 0")
+    ones = np.bincount(query, weights=values, minlength=n_queries)
+    sizes = np.diff(offsets)
+    mixed = np.flatnonzero((ones > 0) & (ones < sizes))
+    if mixed.size:
+        raise ValueError(f"query {label[mixed[0]]} has both randomized (1) and ordered (0) rows: a session is randomized as a whole")
+    out = ones > 0
+    if not out.any():
+        raise ValueError("the log has no randomized session (every flag is 0)")
+    return np.asarray(out, dtype=np.bool_)
 
 
 def column_mean(row_propensities: NDArray[np.float64], positions: NDArray[np.int64], n_positions: int, weights: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
@@ -484,6 +557,7 @@ def estimate_propensity(
     doc_ids: NDArray[Any] | None = None,
     loggers: NDArray[Any] | None = None,
     query_ids: NDArray[Any] | None = None,
+    randomized: NDArray[Any] | None = None,
     n_bootstrap: int = 100,
     confidence: float = 0.95,
     seed: int = 0,
@@ -502,6 +576,8 @@ def estimate_propensity(
     doc_ids, loggers : per-row document and logging-ranker ids (``method="harvest"``)
     query_ids : per-row query ids that group sessions of one query for ``harvest`` (default:
         each ``offsets`` group is its own query)
+    randomized : per-row 0 / 1, constant within a query: the sessions shown in a random order
+        (``method="randomized"``: :func:`randomized_queries`)
     n_bootstrap, confidence, seed : the interval (resamples of whole queries, seeded)
 
     Raises
@@ -541,6 +617,15 @@ def estimate_propensity(
     if pos.size and int(pos.min()) < 0:
         raise ValueError("positions must be 0-based integers >= 0")
     n = (int(pos.max()) + 1 if pos.size else 1) if n_positions is None else int(n_positions)
+    if method == "randomized":  # the randomized sessions only, from here on
+        if randomized is None:
+            raise ValueError("method='randomized' needs the randomized flag of every row")
+        if np.shape(randomized) != c.shape:
+            raise ValueError(f"randomized flags {np.shape(randomized)} and clicks {c.shape} disagree")
+        chosen = randomized_queries(randomized, offsets)
+        rows = np.repeat(chosen, np.diff(offsets))
+        c, pos = c[rows], pos[rows]
+        offsets = np.concatenate([[0], np.cumsum(np.diff(offsets)[chosen])]).astype(np.int64)
     keep = pos < n
     query = _query_index(offsets)
     n_queries = offsets.shape[0] - 1
@@ -549,7 +634,7 @@ def estimate_propensity(
     estimator: Callable[[NDArray[np.float64]], NDArray[np.float64]]
     fit: dict[str, float] = {}
     unidentified = np.zeros(n, dtype=bool)
-    if method in ("em", "ctr"):
+    if method in ("em", "ctr", "randomized"):
         unidentified = np.bincount(pos[keep], weights=c[keep], minlength=n)[:n] < MIN_POSITION_CLICKS
         unidentified[0] = False  # the reference: 1 by definition
         fit["not_identified"] = float(unidentified.sum())
@@ -557,6 +642,12 @@ def estimate_propensity(
 
         def estimator(qw: NDArray[np.float64]) -> NDArray[np.float64]:
             return ctr_ratio(c[keep], pos[keep], n, qw[query][keep], skip=unidentified)
+
+    elif method == "randomized":
+        fit["sessions"] = float(n_queries)
+
+        def estimator(qw: NDArray[np.float64]) -> NDArray[np.float64]:
+            return randomized_ratio(c[keep], pos[keep], n, qw[query][keep], skip=unidentified)
 
     elif method == "column":
         if row_propensities is None:
@@ -601,7 +692,7 @@ def estimate_propensity(
             return harvest_ratios(found, n, qw)
 
     point = estimator(np.ones(n_queries))
-    if method in ("em", "ctr"):
+    if method in ("em", "ctr", "randomized"):
         if method == "em" and _degenerate_em(point, c[keep], pos[keep], unidentified, n):
             logger.warning(
                 "EM propensities are degenerate (1.000 at every position) while the click rate falls with position: "
