@@ -241,7 +241,7 @@ class ParquetDataConfig(SvmlightDataConfig):
     valid_labels: str = field(default="label", metadata=allowed(min_len=1, note="a label source: label or a name in label_recipes"))
     eval_labels: str = field(default="label", metadata=allowed(min_len=1, note="a label source: label or a name in label_recipes"))
     label_recipes: dict[str, LabelRecipeConfig] = field(default_factory=dict, metadata=allowed(free=True))
-    # a click log (docs/guide/before-traffic.md): the column of clicks (0/1) of every row, with
+    # a click log (docs/guide/click-logs.md): the column of clicks (0/1) of every row, with
     # position_column; the run then logs the click estimates, exposure and propensities of
     # data=synthetic_clicks. Optional: a logged propensity per row (eval.clicks.propensity=column),
     # the logging ranker's id and, when every list is one session (qid_column the session id),

@@ -11,6 +11,12 @@ FIRST_HALF = frozenset(
         "docs/guide/sweeps.md",
         "docs/guide/comparing-runs.md",
         "docs/guide/before-traffic.md",
+        "docs/guide/click-logs.md",
+        "docs/guide/off-policy.md",
+        "docs/guide/calibration.md",
+        "docs/guide/exposure.md",
+        "docs/guide/off-policy-estimators.md",
+        "docs/guide/ndcg-checks.md",
         "docs/guide/explaining-rankings.md",
         "docs/contributing/development.md",
     }
