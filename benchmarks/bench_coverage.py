@@ -94,7 +94,7 @@ class Scenario:
     name: str
     spec: LogSpec
     about: str
-    checks: tuple[str, ...] = ("em", "ctr", "ope", "paired")
+    checks: tuple[str, ...] = ("em", "ctr", "randomized", "ope", "paired")
 
 
 def _spec(n_queries: int = 1000, lengths: tuple[int, int] = (4, 20), **kwargs: Any) -> LogSpec:
@@ -102,7 +102,7 @@ def _spec(n_queries: int = 1000, lengths: tuple[int, int] = (4, 20), **kwargs: A
     return LogSpec(n_queries=n_queries, list_lengths=lengths, model=model, **kwargs)
 
 
-WITH_ABTEST = ("em", "ctr", "ope", "paired", "abtest")
+WITH_ABTEST = ("em", "ctr", "randomized", "ope", "paired", "abtest")
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario("pbm-random", _spec(logger_noise=None), "PBM eta 1, uniformly random logger"),
     Scenario("pbm-eta0.5", _spec(model=UserModel(eta=0.5), shuffled_share=0.3), "PBM eta 0.5, noisy relevance logger, 30 % shuffled"),
@@ -179,6 +179,8 @@ def propensity_checks(sc: Scenario, log: SimulatedLog, method: str, seed: int) -
     n = int(log.positions.max()) + 1
     quantity = f"propensity {method}" + ("" if log.model.kind == "pbm" else " (not PBM)")
     extra: dict[str, Any] = {"features": log.features} if method == "em" else {}
+    if method == "randomized":  # the sessions shown in random order, as data.randomized_column marks them
+        extra = {"randomized": np.repeat(log.shuffled, np.diff(log.offsets)).astype(np.int64)}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -478,6 +480,7 @@ def calibration_checks(sc: Scenario, log: SimulatedLog, seed: int) -> list[Check
 CHECKS: dict[str, Callable[[Scenario, SimulatedLog, int], list[Check]]] = {
     "em": lambda sc, log, seed: propensity_checks(sc, log, "em", seed),
     "ctr": lambda sc, log, seed: propensity_checks(sc, log, "ctr", seed),
+    "randomized": lambda sc, log, seed: propensity_checks(sc, log, "randomized", seed),
     "ope": ope_checks,
     "paired": paired_checks,
     "abtest": abtest_checks,
