@@ -198,13 +198,7 @@ def ctr_ratio(
     >>> ctr_ratio(np.array([1, 1, 0, 0, 1, 0]), np.array([0, 0, 1, 1, 2, 2]), 3, skip=np.array([False, True, False])).tolist()
     [1.0, nan, 0.5]
     """
-    w = np.ones(positions.shape[0]) if weights is None else weights
-    ctr = _weighted_mean_by_position(np.asarray(clicks, dtype=np.float64), positions, w, n_positions)
-    if not ctr[0] > 0:
-        return np.full(n_positions, np.nan)
-    rel = ctr / ctr[0]
-    if skip is not None:
-        rel = np.where(skip, np.nan, rel)
+    rel = randomized_ratio(clicks, positions, n_positions, weights, skip=skip)
     return np.asarray(np.where(np.isnan(rel), np.nan, np.fmin.accumulate(rel)), dtype=np.float64)
 
 
