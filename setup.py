@@ -1,8 +1,8 @@
 """The wheel build's one step beyond pyproject.toml: the numba kernels' machine code.
 
-``build_py`` of a wheel (not of an editable install) runs ``python -m ltr.kernel_signatures
+``build_py`` of a wheel (not of an editable install) runs ``python -m ltr.compiled.kernel_signatures
 --ship`` on the sources it copied, which compiles every kernel for a generic CPU and writes
-numba's cache entries into the wheel's ``ltr/_precompiled/`` (:mod:`ltr.precompiled`): a first ``ltr`` command after
+numba's cache entries into the wheel's ``ltr/_precompiled/`` (:mod:`ltr.compiled.precompiled`): a first ``ltr`` command after
 ``pip install`` then loads them instead of compiling. ``LTR_PRECOMPILE=0`` builds a wheel without
 them (the kernels then compile on the first command, as from a clone).
 """
@@ -31,7 +31,7 @@ class BuildPyWithKernels(build_py):
             env = {k: v for k, v in os.environ.items() if k not in {"NUMBA_DISABLE_JIT", "NUMBA_CPU_FEATURES"}}
             env.update(PYTHONPATH=str(root), NUMBA_CPU_NAME="generic", NUMBA_CACHE_DIR=cache)
             subprocess.run(
-                [sys.executable, "-m", "ltr.kernel_signatures", "--ship", str(root / "ltr" / "_precompiled")],
+                [sys.executable, "-m", "ltr.compiled.kernel_signatures", "--ship", str(root / "ltr" / "_precompiled")],
                 env=env, cwd=cache, check=True,
             )  # fmt: skip
 

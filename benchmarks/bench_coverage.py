@@ -4,7 +4,7 @@ For every scenario (a user model and a log shape of :mod:`ltr.online.click_simul
 seed, a log is simulated and each before-traffic estimator is called as ``ltr``'s commands call
 it; its interval is checked against the exact truth of the simulator:
 
-- ``propensity em`` / ``propensity ctr``: :func:`ltr.metrics.propensity.estimate_propensity`
+- ``propensity em`` / ``propensity ctr``: :func:`ltr.metrics.clicks.propensity.estimate_propensity`
   (``method="em"`` with the features, or ``"ctr"``; 50 resamples as ``eval.clicks.propensity_bootstrap``)
   on the whole log; every position 2..10 the log shows is one check against the true PBM curve
   ``(1/rank)^eta``. For the cascade and DBN users there is no such curve: the truth is then the
@@ -22,7 +22,7 @@ it; its interval is checked against the exact truth of the simulator:
 - ``ope paired <estimator> <metric>``: B - A (B: ``grade + N(0, 2)``), when ``ltr.online.ope``
   has a paired estimate (:func:`paired_ope`, tolerant of its name and result); else ``n/a``.
 - ``abtest fitted ctr diff``: ``ltr abtest``'s path on a user's click log: the click model
-  fitted to the log (:func:`ltr.experiment.abtest.fit_click_model`, ``eval.clicks.propensity=em``,
+  fitted to the log (:func:`ltr.models.abtest_run.fit_click_model`, ``eval.clicks.propensity=em``,
   training split = 70 % of the queries, the test split the rest), then
   :func:`ltr.compare.abtest.simulate_abtest` of A against B on the test queries (100,000
   sessions a day x 5 % x 14 days); the truth is the exact whole-list CTR of B minus A on the
@@ -174,7 +174,7 @@ def _refused(scenario: str, quantity: str, exc: BaseException) -> Check:
 
 def propensity_checks(sc: Scenario, log: SimulatedLog, method: str, seed: int) -> list[Check]:
     """``estimate_propensity`` as training calls it (every logged position, 50 resamples)."""
-    from ltr.metrics.propensity import estimate_propensity
+    from ltr.metrics.clicks.propensity import estimate_propensity
 
     n = int(log.positions.max()) + 1
     quantity = f"propensity {method}" + ("" if log.model.kind == "pbm" else " (not PBM)")
@@ -394,7 +394,7 @@ def abtest_checks(sc: Scenario, log: SimulatedLog, seed: int) -> list[Check]:
     from ltr.config.choices import Propensity
     from ltr.config.data import ParquetDataConfig
     from ltr.config.schema import ClickEvalConfig
-    from ltr.experiment.abtest import fit_click_model
+    from ltr.models.abtest_run import fit_click_model
 
     quantity = "abtest fitted ctr diff" + ("" if log.model.kind == "pbm" else " (not PBM)")
     rng = np.random.default_rng([seed, 0xAB])
@@ -437,7 +437,7 @@ def abtest_checks(sc: Scenario, log: SimulatedLog, seed: int) -> list[Check]:
 
 def _ndcg_at(grades: NDArray[np.integer], scores: NDArray[np.float64], offsets: NDArray[np.int64], k: int) -> float:
     """Mean nDCG@k (exponential gain, log2 discount) of the ranking by ``scores``."""
-    from ltr.data.clicks import rank_within_queries
+    from ltr.data.feedback.clicks import rank_within_queries
 
     sizes = np.diff(offsets)
     query = np.repeat(np.arange(sizes.shape[0]), sizes)

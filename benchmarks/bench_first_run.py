@@ -34,7 +34,7 @@ from bench_run_costs import timed
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from ltr.kernel_signatures import MESSAGE  # noqa: E402
+from ltr.compiled.kernel_signatures import MESSAGE  # noqa: E402
 from tests.test_package import _NOT_SOURCE, make_venv  # noqa: E402
 
 #: Variables of this shell a user's first run would not have (the repo's code, its stores, caches).

@@ -9,7 +9,7 @@ tell what a machine's start-up costs at all.
 Rows: the floors (``python -c pass``, ``import numpy``, ``import hydra``, numba ready to load a
 kernel); ``ltr --help``; ``ltr train --help``; two config errors; ``ltr evaluate`` on a
 2-line TREC run (JSON and terminal output) and on runs just under and over the size its kernels
-run interpreted up to (:mod:`ltr.kernels`); ``ltr evaluate`` on a generated 2M-line run (2,000 topics x 1,000 docs,
+run interpreted up to (:mod:`ltr.compiled.kernels`); ``ltr evaluate`` on a generated 2M-line run (2,000 topics x 1,000 docs,
 :func:`bench_trec.generate`, never downloaded) asked for nDCG@5,10 only, beside trec_eval asked
 for ``ndcg_cut.5,10`` (``--trec-eval BIN``, ``--trec-eval-src DIR`` to build a checkout with
 ``make``, or ``trec_eval`` on the PATH; skipped without one). Each command's exit code is checked
@@ -124,7 +124,7 @@ def _trec_pair(work: Path, name: str, topics: int, docs: int) -> tuple[Path, Pat
 def evaluate_small(args: argparse.Namespace, work: Path) -> list[Row]:
     """``ltr evaluate`` on a 2-line run (its start-up), as JSON and as the terminal table; and on
     runs just under and over the size up to which its kernels run interpreted
-    (``ltr.data.trec.INTERPRET_MAX_BYTES``: 64 KiB of qrels and run together)."""
+    (``ltr.data.formats.trec.INTERPRET_MAX_BYTES``: 64 KiB of qrels and run together)."""
     qrels, run = work / "qrels2.txt", work / "run2.txt"
     qrels.write_text("1 0 d1 1\n1 0 d2 0\n")
     run.write_text("1 Q0 d1 1 2.0 x\n1 Q0 d2 2 1.0 x\n")

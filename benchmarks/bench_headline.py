@@ -9,7 +9,7 @@ resident memory (``getrusage`` of the children) are measured around it. Rows:
 
 - ``bare LightGBM script``: pandas + ``lgb.Dataset`` + ``lgb.train``, the script a user would
   write (``bench_e2e.BARE``), and the same script with ``NUMPY_MADVISE_HUGEPAGE=0``, the numpy
-  setting ``ltr`` takes (:mod:`ltr.hugepages`): the anchor, and what that setting alone gives it;
+  setting ``ltr`` takes (:mod:`ltr.runtime.hugepages`): the anchor, and what that setting alone gives it;
 - ``ltr train, warm``: the parsed data and binned data sets of an earlier run in the cache;
 - ``ltr train, first run on the files``: a new ``LTR_CACHE_DIR`` holding only what ``make
   install``'s warm-up puts there (no parsed data, no binned data);
@@ -87,7 +87,7 @@ def _cell(row: Row) -> str:
     return f"{_median(row, 'wall'):.2f} s ({each}), {_median(row, 'rss'):.0f} MB ({mem})"
 
 
-#: The bare script with numpy's huge pages off, as ``ltr`` runs (``ltr.hugepages``).
+#: The bare script with numpy's huge pages off, as ``ltr`` runs (``ltr.runtime.hugepages``).
 BARE_SMALL_PAGES = "bare LightGBM script, NUMPY_MADVISE_HUGEPAGE=0"
 
 

@@ -1,4 +1,4 @@
-"""numpy's huge pages against the first write of new memory (ltr.hugepages).
+"""numpy's huge pages against the first write of new memory (ltr.runtime.hugepages).
 
 Each measurement runs in a fresh process, alternating ``NUMPY_MADVISE_HUGEPAGE=1`` (numpy's
 default on Linux: large arrays advised for transparent huge pages) and ``=0`` (ltr's):
@@ -46,7 +46,7 @@ print(json.dumps({"wall": wall, "sys": resource.getrusage(resource.RUSAGE_SELF).
 PARSE = """
 import hashlib, json, resource, sys, time
 import ltr
-from ltr.data.readers import read_ranking_file
+from ltr.data.formats.readers import read_ranking_file
 t = time.perf_counter()
 data = read_ranking_file(sys.argv[1], cache_dir=None)
 wall = time.perf_counter() - t

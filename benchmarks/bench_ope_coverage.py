@@ -1,6 +1,6 @@
 """Measurement: how often the 95 % intervals of the off-policy estimates cover the exact truth.
 
-For each seed, the synthetic click log (:func:`ltr.data.clicks.generate_click_log`: one logged
+For each seed, the synthetic click log (:func:`ltr.data.feedback.clicks.generate_click_log`: one logged
 session per query, position-based clicks with examination ``(1 / (p + 1)) ** eta``) is the
 logged data; three candidate rankers re-rank each query's logged documents:
 
@@ -10,7 +10,7 @@ logged data; three candidate rankers re-rank each query's logged documents:
 
 The exact expected CTR@k (share of sessions with a click on the top k) of each ranker under the
 log's own click model is ``mean_q 1 - prod_{d in top k} (1 - e(r_d) a(g_d))``, from the true
-grades (:func:`ltr.data.clicks.attractiveness`) and the examination curve; the script counts the
+grades (:func:`ltr.data.feedback.clicks.attractiveness`) and the examination curve; the script counts the
 seeds whose 95 % BCa bootstrap interval (:func:`ltr.online.ope.off_policy_estimates`, known
 propensities ``(1/rank)^eta``, no clipping unless ``--clip``) covers it, per estimator and ranker.
 
@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltr.config.data import SyntheticClicksDataConfig
-from ltr.data.clicks import (
+from ltr.data.feedback.clicks import (
     attractiveness,
     examination_curve,
     generate_click_log,

@@ -1,4 +1,4 @@
-"""OpenMP's spin count against boosting time, idle and with a core busy elsewhere (ltr.openmp).
+"""OpenMP's spin count against boosting time, idle and with a core busy elsewhere (ltr.runtime.openmp).
 
 Runs ``ltr train tracking=none`` (the default experiment, 220 boosting rounds on 2 threads)
 ``--repeats`` times per setting of libgomp's waiting (``GOMP_SPINCOUNT`` 300,000 (libgomp's

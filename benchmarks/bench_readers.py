@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
-from ltr.data.readers import read_ranking_file
+from ltr.data.formats.readers import read_ranking_file
 
 logger = logging.getLogger("bench_readers")
 

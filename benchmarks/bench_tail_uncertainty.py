@@ -1,8 +1,8 @@
 """Measurement: which uncertainty raises the long tail at less nDCG cost, on the default click data.
 
-The count-based bonus of ``rerank=uncertainty`` (:func:`ltr.experiment.rerank.uncertainty_bonus`:
+The count-based bonus of ``rerank=uncertainty`` (:func:`ltr.rerank.step.uncertainty_bonus`:
 ``1 - q``, ``q`` the popularity quantile rank) against the spread of a small bagged ensemble
-(:func:`ltr.experiment.rerank.ensemble_spread`: the per-row standard deviation of K models'
+(:func:`ltr.rerank.step.ensemble_spread`: the per-row standard deviation of K models'
 per-query normalised scores, K models trained on the run's training view with row bagging
 ``bagging_fraction=0.7, bagging_freq=1`` and K seeds). Both are applied the same way (the
 normalised model score plus ``alpha x bonus``, each query re-ordered, a strict order) to the
@@ -27,9 +27,9 @@ import numpy as np
 from ltr.config.compose import compose_train
 from ltr.data.load import load_click_splits
 from ltr.experiment.checks import check_config, popularity_column
-from ltr.experiment.rerank import ensemble_spread, uncertainty_bonus, uncertainty_scores
 from ltr.experiment.sources import rank_split
 from ltr.rerank import order_as_scores, score_order
+from ltr.rerank.step import ensemble_spread, uncertainty_bonus, uncertainty_scores
 from ltr.training.local import fit_ranker
 
 

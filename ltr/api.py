@@ -61,8 +61,8 @@ from ltr.compare.loading import load_comparison
 from ltr.config import search_path
 from ltr.config.compose import compose_run
 from ltr.config.schema import EVAL_SPLITS, TrainerConfig
+from ltr.data.formats.readers import FORMATS
 from ltr.data.label_sets import score_set
-from ltr.data.readers import FORMATS
 from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
 from ltr.experiment.external import DEFAULT_STRATA, RankingEvaluation, evaluate_rankings

@@ -8,18 +8,18 @@ milliseconds. ``make install`` runs this module so that a fresh clone's first ``
 long as loading the cached kernels).
 
 Without the warm-up, the first ``ltr`` command that needs a kernel puts the machine code a wheel
-ships into numba's cache (:mod:`ltr.precompiled`) or, where none fits, runs the same compile
-itself, with one line of progress on stderr (:mod:`ltr.kernel_signatures`); the warm-up moves
+ships into numba's cache (:mod:`ltr.compiled.precompiled`) or, where none fits, runs the same compile
+itself, with one line of progress on stderr (:mod:`ltr.compiled.kernel_signatures`); the warm-up moves
 either to install time (a Docker image build, ``make install``).
 
-Every kernel entry point has one declared signature (:data:`ltr.kernel_signatures.SIGNATURES`),
+Every kernel entry point has one declared signature (:data:`ltr.compiled.kernel_signatures.SIGNATURES`),
 compiled first; then each is called through the public function that calls it, on tiny inputs,
 with further compiles disabled, so a data path whose arguments do not fit the declared signature
-fails here, loudly; the warm-up forces the compiled kernels (:func:`ltr.kernels.forced`), which
+fails here, loudly; the warm-up forces the compiled kernels (:func:`ltr.compiled.kernels.forced`), which
 inputs this small would otherwise run interpreted.
 
 It also makes one MLflow store, so that the empty-store template exists and a fresh clone's first
-run copies its store instead of running MLflow's migrations (:mod:`ltr.tracking.store_template`).
+run copies its store instead of running MLflow's migrations (:mod:`ltr.tracking.sqlite.template`).
 
 It also writes the Python bytecode of ``ltr``'s own modules (and of its Hydra sweeper plugin),
 as ``pip install`` does for a wheel: with ``PYTHONDONTWRITEBYTECODE`` set (some images and CI
@@ -48,12 +48,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ltr import kernels
 from ltr.api import evaluate
 from ltr.compare.abtest import ClickModel, simulate_abtest
-from ltr.data.readers import read_ranking_file
-from ltr.data.trec import read_qrels, read_run
-from ltr.kernel_signatures import SIGNATURES, prepare_all
+from ltr.compiled import kernels
+from ltr.compiled.kernel_signatures import SIGNATURES, prepare_all
+from ltr.data.formats.readers import read_ranking_file
+from ltr.data.formats.trec import read_qrels, read_run
 from ltr.metrics.table import measure_arrays, per_query_table
 from ltr.rerank.diversify import diversify
 from ltr.tracking.store import ensure_store
@@ -113,12 +113,12 @@ def _rerank_and_interleave(tmp: Path) -> None:
 
 def _store_template(tmp: Path) -> None:
     """An MLflow store made once, so that its empty copy is kept as the template every later new
-    store is copied from (:mod:`ltr.tracking.store_template`; quick when one exists)."""
+    store is copied from (:mod:`ltr.tracking.sqlite.template`; quick when one exists)."""
     ensure_store(f"sqlite:///{tmp / 'mlflow.db'}")
 
 
 def _kernels(tmp: Path) -> None:
-    """Every kernel entry point of :data:`ltr.kernel_signatures.SIGNATURES`, compiled (its one
+    """Every kernel entry point of :data:`ltr.compiled.kernel_signatures.SIGNATURES`, compiled (its one
     progress line on stderr) or loaded from numba's cache."""
     prepare_all()
 

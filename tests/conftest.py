@@ -272,7 +272,7 @@ def tracking_uri(tmp_path: Path) -> str:
 def made_store(db: Path) -> str:
     """The URI of an empty store made at ``db`` as ``ltr train`` makes one (``ensure_store``):
     after the machine's first store, a copy of the installed MLflow's empty-store template
-    (``ltr.tracking.store_template``; milliseconds instead of MLflow's migrations)."""
+    (``ltr.tracking.sqlite.template``; milliseconds instead of MLflow's migrations)."""
     from ltr.tracking.store import ensure_store
 
     uri = f"sqlite:///{db}"

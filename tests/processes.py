@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from ltr.tracking.proc_files import command_line, processes, read_text, stat_fields
+from ltr.tracking.liveness.proc_files import command_line, processes, read_text, stat_fields
 
 
 def session_processes(session: int) -> list[str]:

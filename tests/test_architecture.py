@@ -13,19 +13,14 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "ltr"
 
 #: Each top-level part of ``ltr`` and its level: a part imports only parts of lower levels.
-LEVELS = {
-    "errors": 0,
-    "terminal": 0,
-    "kernels": 0,
-    "kernel_signatures": -1,  # below ltr.kernels, which imports it when a kernel is compiled
-    "precompiled": -2,  # below ltr.kernel_signatures, which installs the shipped kernels before compiling
-    "openmp": 0,
-    "hugepages": 0,
-    "__init__": 1,  # imports ltr.openmp and ltr.hugepages: both set before anything loads OpenMP or numpy
+LEVELS: dict[str, float] = {
+    "errors": -1,
+    "compiled": 0,  # kernels compiled or interpreted, their signatures, the machine code shipped in the wheel
+    "runtime": 0,  # the output layer, stop signals, OpenMP's spinning, numpy's page size
+    "__init__": 1,  # imports ltr.runtime.openmp and ltr.runtime.hugepages: both set before anything loads OpenMP or numpy
     "config": 1,
-    "stops": 1,
     "metrics": 1,
-    "rerank": 2,
+    "rerank": 2.5,  # the re-ranking step re-orders RankingData: above the data, below training
     "data": 2,
     "tracking": 2,
     "training": 3,
@@ -38,7 +33,7 @@ LEVELS = {
     "explain": 7,  # explains a logged run's model: above the models
     "api": 7,
     "cli": 8,
-    "warmup": 8,
+    "warmup": 8,  # the install-time warm-up runs the API's commands once: above everything it warms
     "__main__": 9,
 }
 
@@ -51,11 +46,11 @@ LAZY_ALLOWED = {
     "lightgbm.dask": "the dask extra is optional",
     "numba": "numba's import and cache load (~1 s) only when a kernel runs",
     "ltr.metrics._kernel": "numba's import and cache load (~1 s) only when a kernel runs",
-    "ltr.data._text_kernel": "numba's import and cache load (~1 s) only when a kernel runs",
-    "ltr.data._trec_kernel": "numba's import and cache load (~1 s) only when a kernel runs",
+    "ltr.data.formats._text_kernel": "numba's import and cache load (~1 s) only when a kernel runs",
+    "ltr.data.formats._trec_kernel": "numba's import and cache load (~1 s) only when a kernel runs",
     "ltr.rerank._kernel": "numba's import and cache load (~1 s) only when a kernel runs",
     "ltr.compare._interleave": "numba's import and cache load (~1 s) only when a kernel runs",
-    "ltr.kernel_signatures": "numba's import and cache load (~1 s) only when a kernel runs",
+    "ltr.compiled.kernel_signatures": "numba's import and cache load (~1 s) only when a kernel runs",
     "matplotlib": "figures only when a figure is drawn",
     "rich": "terminal output only when printing",
     "mlflow": "tracking=none and the metrics never import MLflow",
@@ -65,7 +60,7 @@ LAZY_ALLOWED = {
     "psutil": "optional process start times",
     "scipy": "statistics only when a comparison runs",
     "pyarrow": "Parquet and CSV readers only for those formats",
-    "ltr.data.readers": "ltr evaluate's TREC input needs none of ltr's file readers (pyarrow for their doc ids)",
+    "ltr.data.formats.readers": "ltr evaluate's TREC input needs none of ltr's file readers (pyarrow for their doc ids)",
     "pandas": "ltr evaluate's JSON and terminal output make no DataFrame: pandas where a per-query table is made or a scores file parsed",
     "ltr.metrics.composite": "its pandas tables only when ltr evaluate is asked for a --composite (issue 31: no DataFrame otherwise)",
     "multiprocessing": "the signal handler asks whether it runs in a launcher worker",
@@ -86,9 +81,12 @@ LAZY_ALLOWED = {
 #: the arguments are parsed: their ``--help`` and argument errors import none of it
 #: (``tests/test_startup.py``).
 PARSE_FIRST = frozenset(
-    f"ltr.cli.{verb}"
-    for verb in ("abtest", "calibrate", "cache", "compare", "data", "explain", "exposure", "labels", "partition", "ope", "predict", "promote", "rerun")
+    [
+        *(f"ltr.cli.{verb}" for verb in ("cache", "compare", "data", "explain", "labels", "partition", "predict", "promote", "rerun")),
+        *(f"ltr.cli.online.{verb}" for verb in ("abtest", "calibrate", "exposure", "ope")),
+    ]
 )
+
 
 
 @functools.cache
@@ -138,11 +136,21 @@ def _imports(tree: ast.Module, module: str) -> list[tuple[str, list[str], bool]]
     return out
 
 
+def test_folders_by_concern() -> None:
+    """No package folder holds more than 15 modules, and at most 6 sit at the top of ``ltr/``."""
+    crowded = {
+        str(folder.relative_to(PACKAGE.parent)): n
+        for folder in [PACKAGE, *(p.parent for p in PACKAGE.rglob("__init__.py"))]
+        if (n := len(list(folder.glob("*.py")))) > (6 if folder == PACKAGE else 15)
+    }
+    assert not crowded, f"folders over their module count: {crowded}"
+
+
 def test_parts_levels_and_no_cycles() -> None:
     modules = _modules()
     parts = {_part(m) for m in modules}
     assert parts <= set(LEVELS), f"parts without a level: {parts - set(LEVELS)}"
-    assert len(parts) <= 26  # 13 parts, the explanations of a run's model (ltr.explain), the stop signals every command meets (ltr.stops), the kernels' machine code shipped in the wheel (ltr.precompiled), the off-policy estimates and calibration (ltr.online), the output layer of every command (ltr.terminal), the kernels' one signature each and their one-time compile (ltr.kernel_signatures), the models (ltr.models), the Optuna sweeper (ltr.sweeper), the Python API (ltr.api), the install-time numba warm-up (ltr.warmup), kernels compiled or interpreted (ltr.kernels), OpenMP's spinning (ltr.openmp), numpy's page size (ltr.hugepages)
+    assert len(parts) <= 21  # the parts of docs/contributing/layout.md, one level each
     upward = []
     for module, imports in _module_imports().items():
         for imported, _, _ in imports:
@@ -187,7 +195,7 @@ HEAVY = ("numba", "mlflow", "lightgbm", "hydra", "matplotlib", "dask", "sklearn"
     "code",
     [
         "import ltr.metrics",
-        "import ltr.data.readers",
+        "import ltr.data.formats.readers",
         "from ltr.cli.main import main; main(['--help'])",
     ],
 )

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 def _data(tmp_path: Path, *, k: bool = True) -> list[str]:
     (tmp_path / "low.txt").write_text("1 qid:1 1:0\n0 qid:1 1:0\n1 qid:2 1:0\n0 qid:2 1:0\n2 qid:3 1:0\n1 qid:3 1:0\n")
     (tmp_path / "low.s").write_text("1\n0\n0\n1\n1\n0\n")
-    # --k 2: cut-offs within the lists, so that stderr holds no note on K (ltr.metrics.k_check)
+    # --k 2: cut-offs within the lists, so that stderr holds no note on K (ltr.metrics.reports.k_check)
     return ["evaluate", "--data", str(tmp_path / "low.txt"), "--scores", str(tmp_path / "low.s"), *(["--k", "2"] if k else [])]
 
 

@@ -1,4 +1,4 @@
-"""``ltr train`` composes a single run's config once (:mod:`ltr.cli.compose_once`), with the same
+"""``ltr train`` composes a single run's config once (:mod:`ltr.cli.support.compose_once`), with the same
 outcome as Hydra's own two compositions: the same one-line error and exit code, the same config
 handed to the job. Cross-checked against Hydra's ``get_mode`` itself, in this process."""
 

@@ -1,4 +1,4 @@
-"""The ``ltr`` process's garbage collector (:mod:`ltr.cli.gc_policy`): no full collection in a
+"""The ``ltr`` process's garbage collector (:mod:`ltr.cli.support.gc_policy`): no full collection in a
 command of ltr's size, young cyclic garbage freed as always, in-process callers untouched."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ltr.cli.gc_policy import FULL_EVERY, collect_rarely
 from ltr.cli.main import main
+from ltr.cli.support.gc_policy import FULL_EVERY, collect_rarely
 
 
 @pytest.fixture

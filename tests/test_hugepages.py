@@ -1,4 +1,4 @@
-"""numpy's huge pages (ltr.hugepages): off on ``import ltr`` unless the user chose, before numpy loads."""
+"""numpy's huge pages (ltr.runtime.hugepages): off on ``import ltr`` unless the user chose, before numpy loads."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from ltr.hugepages import VARIABLE, prefer_small_pages
+from ltr.runtime.hugepages import VARIABLE, prefer_small_pages
 
 
 def test_unset_small_pages_are_asked_for() -> None:

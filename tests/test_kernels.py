@@ -1,4 +1,4 @@
-"""`ltr.kernels`: every kernel gives the same bits compiled (numba) and interpreted (CPython).
+"""`ltr.compiled.kernels`: every kernel gives the same bits compiled (numba) and interpreted (CPython).
 
 Each property runs the public function that calls a kernel twice, once under
 ``kernels.forced("compiled")`` and once under ``kernels.forced("interpreted")``, on generated
@@ -20,9 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import ltr.data.trec as trec
-from ltr import kernels
-from ltr.data.trec import read_qrels, read_run, read_trec
+import ltr.data.formats.trec as trec
+from ltr.compiled import kernels
+from ltr.data.formats.trec import read_qrels, read_run, read_trec
 from ltr.errors import DataError
 from ltr.metrics import MetricConventions
 from ltr.metrics.table import HIST_MAX_LABELS, measure_arrays

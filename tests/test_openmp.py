@@ -1,4 +1,4 @@
-"""OpenMP's spin count (ltr.openmp): set on ``import ltr`` unless the user chose, before OpenMP loads."""
+"""OpenMP's spin count (ltr.runtime.openmp): set on ``import ltr`` unless the user chose, before OpenMP loads."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from ltr.openmp import SPIN_COUNT, USER_CHOICES, limit_spinning
+from ltr.runtime.openmp import SPIN_COUNT, USER_CHOICES, limit_spinning
 
 
 def test_unset_the_spin_count_is_set() -> None:

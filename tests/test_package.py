@@ -7,7 +7,7 @@ interpreter's site-packages through a ``.pth`` file that lists that directory (i
 from the registry takes minutes). A directory named in a ``.pth`` is added to ``sys.path`` after
 the venv's own, and its own ``.pth`` files (the editable install's finder) are not run, so the
 ``ltr`` imported is the wheel's: asserted. The wheel carries its kernels' machine code
-(:mod:`ltr.precompiled`, built for this interpreter's numba): the first command loads it, prints
+(:mod:`ltr.compiled.precompiled`, built for this interpreter's numba): the first command loads it, prints
 no compile line, no later command compiles, and the metrics are the bits of the kernels
 compiled for this machine's CPU.
 """
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from ltr.kernel_signatures import MESSAGE
+from ltr.compiled.kernel_signatures import MESSAGE
 
 REPO = Path(__file__).resolve().parents[1]
 CONF = REPO / "ltr" / "conf"
@@ -251,15 +251,15 @@ def result_version(venv: Path) -> str:
     ).stdout.strip()  # fmt: skip
 
 
-#: ``python -c GUARDS SHIPPED CACHE``: :func:`ltr.precompiled.install` from the folder ``SHIPPED``
+#: ``python -c GUARDS SHIPPED CACHE``: :func:`ltr.compiled.precompiled.install` from the folder ``SHIPPED``
 #: (a copy of a wheel's ``ltr/_precompiled``) into numba's cache ``CACHE``, with the manifest
 #: saying another numba, then another source for the first kernel module, then as built. One
 #: JSON line: per case, the modules installed and the modules numba's cache then lacks.
 GUARDS = """
 import json, sys
 from pathlib import Path
-import ltr.precompiled as pc
-from ltr.kernel_signatures import SIGNATURES, missing
+import ltr.compiled.precompiled as pc
+from ltr.compiled.kernel_signatures import SIGNATURES, missing
 
 shipped = Path(sys.argv[1])
 pc.FOLDER = shipped
@@ -293,7 +293,7 @@ def test_shipped_kernels_are_used_only_where_they_fit(tmp_path: Path, release: t
     assert done.returncode == 0, done.stderr[-3000:]
     assert MESSAGE not in done.stderr
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    from ltr.kernel_signatures import SIGNATURES
+    from ltr.compiled.kernel_signatures import SIGNATURES
 
     names = list(SIGNATURES)
     assert out["another numba"] == [[], names]  # nothing written: every module would compile

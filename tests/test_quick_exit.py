@@ -1,4 +1,4 @@
-"""`ltr.cli.quick_exit`: the ``ltr`` process ends without the module teardown, losing nothing.
+"""`ltr.cli.support.quick_exit`: the ``ltr`` process ends without the module teardown, losing nothing.
 
 Each test runs a real interpreter: the exit handlers ran, the output is complete, the exit code is
 the one asked for; another thread is waited for; the teardown (seen by a finalizer that writes a
@@ -18,7 +18,7 @@ from tests.processes import session_processes
 SCRIPT = """
 import atexit, sys, threading, time
 from pathlib import Path
-from ltr.cli.quick_exit import exit_now
+from ltr.cli.support.quick_exit import exit_now
 
 out = Path(sys.argv[1])
 
@@ -77,7 +77,7 @@ def test_ltr_train_exits_quickly_with_its_log_and_run_complete(tmp_path: Path) -
 CHILDREN = """
 import subprocess, sys
 from multiprocessing import shared_memory
-from ltr.cli.quick_exit import exit_now
+from ltr.cli.support.quick_exit import exit_now
 
 subprocess.Popen(["sleep", "60"])  # still running at the exit
 killed = subprocess.Popen(["sleep", "60"])
@@ -106,7 +106,7 @@ def test_no_child_outlives_the_exit_and_the_resource_tracker_cleans_up_first() -
 HALF_MADE = """
 import logging, logging.handlers, sys
 from pathlib import Path
-from ltr.cli.quick_exit import exit_now
+from ltr.cli.support.quick_exit import exit_now
 
 class Interrupted(logging.NullHandler):
     def createLock(self):  # where a Ctrl-C during a library's import lands: registered, no lock yet

@@ -130,7 +130,7 @@ def test_partitions_light_parser_offers_the_readers_formats_and_the_configs_defa
     from ltr.cli.partition import build_parser
     from ltr.config.data import SplitConfig
     from ltr.config.schema import TrainConfig
-    from ltr.data.readers import FORMATS
+    from ltr.data.formats.readers import FORMATS
 
     actions = {a.dest: a for a in build_parser()._actions}
     assert list(actions["format"].choices or []) == list(FORMATS)

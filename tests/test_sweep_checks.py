@@ -1,4 +1,4 @@
-"""A sweep's start checks (:mod:`ltr.cli.sweep_checks`): every job's config, the search's
+"""A sweep's start checks (:mod:`ltr.cli.sweeps.checks`): every job's config, the search's
 settings and its pruner, refused in one line before the parent run exists."""
 
 from __future__ import annotations
@@ -14,17 +14,17 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-import ltr.cli.sweep_callback
-import ltr.cli.sweep_checks
-import ltr.experiment.cv
+import ltr.cli.sweeps.callback
+import ltr.cli.sweeps.checks
+import ltr.sweeper.cv
 import ltr.sweeper.pruner
 import ltr.tracking.sweep_summary
-from ltr.cli.sweep_callback import varying_keys
-from ltr.cli.sweep_checks import SweepPlan, check_sweep_start, grid_jobs, task_config
+from ltr.cli.sweeps.callback import varying_keys
+from ltr.cli.sweeps.checks import SweepPlan, check_sweep_start, grid_jobs, task_config
 from ltr.config.compose import CONF_DIR
 from ltr.errors import LtrUserError
-from ltr.experiment.cv import cv_frame, cv_headline, cv_metrics, cv_table
 from ltr.metrics import Strata
+from ltr.sweeper.cv import cv_frame, cv_headline, cv_metrics, cv_table
 
 
 @pytest.fixture
@@ -54,7 +54,7 @@ def _refused(*overrides: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "module", [ltr.cli.sweep_checks, ltr.cli.sweep_callback, ltr.sweeper.pruner, ltr.experiment.cv, ltr.tracking.sweep_summary]
+    "module", [ltr.cli.sweeps.checks, ltr.cli.sweeps.callback, ltr.sweeper.pruner, ltr.sweeper.cv, ltr.tracking.sweep_summary]
 )
 def test_doctests(module: object) -> None:
     assert doctest.testmod(module).failed == 0  # type: ignore[arg-type]
@@ -104,7 +104,7 @@ def test_a_job_differing_in_values_only_is_the_config_the_launcher_composes() ->
     jobs = grid_jobs(config)
     assert len(jobs) == 8
     loader = GlobalHydra.instance().config_loader()
-    from ltr.cli.sweep_checks import _job_configs
+    from ltr.cli.sweeps.checks import _job_configs
 
     for number, composed in _job_configs(config, jobs):
         assert isinstance(composed, DictConfig)

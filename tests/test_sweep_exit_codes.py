@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ltr.cli.sweep_callback import summary_line, sweep_exit_code
+from ltr.cli.sweeps.callback import summary_line, sweep_exit_code
 from tests.conftest import FORCED_SPLIT_NO_ROW_TAKES
 
 

@@ -29,7 +29,7 @@ from numba.core.caching import NullCache
 from numba.core.registry import CPUDispatcher
 
 import ltr as ltr_package
-from ltr.kernel_signatures import MESSAGE, SIGNATURES
+from ltr.compiled.kernel_signatures import MESSAGE, SIGNATURES
 from ltr.warmup import KERNEL_MODULES
 
 
@@ -106,7 +106,7 @@ def test_warmup_on_a_compiled_cache_writes_bytecode_and_the_store_template_and_c
     first_runs: tuple[Path, dict[str, str], list[str], list[dict[str, int]]],
 ) -> None:
     """``make install``'s warm-up, on the cache the first command of an install compiled (the same
-    :func:`ltr.kernel_signatures.prepare_all` path; compiling from an empty cache is what
+    :func:`ltr.compiled.kernel_signatures.prepare_all` path; compiling from an empty cache is what
     :func:`test_first_command_compiles_once_on_one_line_and_the_next_compiles_nothing` proves):
     it writes the bytecode and the store template, compiles nothing, and the commands a user
     runs next compile nothing either."""
@@ -121,7 +121,7 @@ def test_warmup_on_a_compiled_cache_writes_bytecode_and_the_store_template_and_c
     warmed = ltr("-m", "ltr.warmup")
     assert "compiled or loaded from cache" in warmed.stdout
     assert MESSAGE not in warmed.stderr  # nothing to compile
-    # the empty MLflow store every new store is copied from (ltr.tracking.store_template)
+    # the empty MLflow store every new store is copied from (ltr.tracking.sqlite.template)
     assert len(list((tmp / "ltr-cache" / "mlflow-stores").glob("empty-*.db"))) == 1
     stale = [str(py) for py in sources() if not fresh_bytecode(py)]
     assert stale == [], "modules whose bytecode the warm-up did not write"
@@ -149,7 +149,7 @@ def test_warmup_on_a_compiled_cache_writes_bytecode_and_the_store_template_and_c
 
 def test_the_warm_up_compiles_through_the_first_commands_path() -> None:
     """The warm-up from an empty cache compiles what the first command compiles: both call
-    :func:`ltr.kernel_signatures.prepare_all` / ``prepare``, which compile every module the cache
+    :func:`ltr.compiled.kernel_signatures.prepare_all` / ``prepare``, which compile every module the cache
     lacks (the module-level fixture compiles once, through the first command)."""
     import inspect
 
@@ -173,8 +173,8 @@ from numba.core.registry import CPUDispatcher
 
 from ltr import kernels
 from ltr.compare.abtest import ClickModel, simulate_abtest
-from ltr.data.readers import read_ranking_file
-from ltr.data.trec import read_qrels, read_run
+from ltr.data.formats.readers import read_ranking_file
+from ltr.data.formats.trec import read_qrels, read_run
 from ltr.metrics import MetricConventions
 from ltr.metrics.table import measure_arrays
 from ltr.rerank.diversify import diversify

@@ -42,7 +42,7 @@ class LtrOptunaSweeper(Sweeper):
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         # Hydra imports every plugin at start-up: Optuna only when a search runs
-        from ltr.cli.sweep_callback import job_spec
+        from ltr.cli.sweeps.callback import job_spec
         from ltr.sweeper.search import OptunaSearch, SearchSettings
 
         self.config = config

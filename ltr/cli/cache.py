@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ltr.cli.args import OneLineParser
+from ltr.cli.support.args import OneLineParser
 
 if TYPE_CHECKING:
     from ltr.data.cache import EntryInfo
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``ltr cache``; returns the exit code. User errors raise `LtrUserError`."""
     args = build_parser().parse_args(argv)
     # the cache's module (numpy, pyarrow) after parsing: --help and an argument error import none of it
-    from ltr.cli.output_guard import check_outputs
+    from ltr.cli.support.output_guard import check_outputs
     from ltr.config.data import default_cache_dir
     from ltr.data.cache import (
         DEFAULT_MAX_MB,

@@ -19,8 +19,8 @@ import logging
 import sys
 from typing import TYPE_CHECKING
 
-from ltr.cli.args import OneLineParser
-from ltr.terminal import console as terminal_console
+from ltr.cli.support.args import OneLineParser
+from ltr.runtime.terminal import console as terminal_console
 
 if TYPE_CHECKING:
     from ltr.compare.comparison import Comparison

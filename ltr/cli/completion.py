@@ -3,7 +3,7 @@ the candidates for a line (what the script asks). The work is :mod:`ltr.config.c
 
 from __future__ import annotations
 
-from ltr.cli.args import OneLineParser
+from ltr.cli.support.args import OneLineParser
 from ltr.config.completion import bash_script, train_completions
 
 

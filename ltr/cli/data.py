@@ -29,7 +29,7 @@ import argparse
 import difflib
 import sys
 
-from ltr.cli.args import OneLineParser
+from ltr.cli.support.args import OneLineParser
 from ltr.errors import LtrUserError
 
 ACTIONS = ("write",)
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     top = build_parser().parse_args(argv)
     args = build_write_parser().parse_intermixed_args(top.args)
     # the work, once the arguments are parsed: --help and an argument error import none of it
-    from ltr.cli.output_guard import check_outputs
+    from ltr.cli.support.output_guard import check_outputs
     from ltr.data.write import write_builtin
 
     check_outputs({"--out": args.out}, folders={"--out"})

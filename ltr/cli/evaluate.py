@@ -5,7 +5,7 @@ Inputs: a TREC qrels file and a TREC run (``--qrels Q --run R``), or a data file
 ``predict`` writes). Prints the overall and per-stratum table (``--json``: the same numbers as
 JSON, keyed like the MLflow keys); ``--per-query FILE`` writes the per-query table (``-``: as
 CSV on standard output, the summary on stderr), checked before any input is read
-(:func:`ltr.cli.output_guard.check_outputs`).
+(:func:`ltr.cli.support.output_guard.check_outputs`).
 
 Examples
 --------
@@ -23,15 +23,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ltr.cli.args import OneLineParser
-from ltr.cli.json_out import dumps
-from ltr.cli.output_guard import check_outputs
+from ltr.cli.support.args import OneLineParser
+from ltr.cli.support.json_out import dumps
+from ltr.cli.support.output_guard import check_outputs
 from ltr.errors import LtrUserError
 from ltr.experiment.external import MAX_K, MEASURE_NAMES, evaluate_rankings
 from ltr.metrics import PRESETS, Strata
 from ltr.metrics.conventions import DISCOUNTS, GAINS, TIES, ZERO_IDCG
 from ltr.metrics.measures import Measure, trec_eval_name
-from ltr.terminal import console as terminal_console
+from ltr.runtime.terminal import console as terminal_console
 
 
 def build_parser() -> argparse.ArgumentParser:

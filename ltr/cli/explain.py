@@ -18,8 +18,8 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ltr.cli.args import OneLineParser
-from ltr.cli.console_log import console_logging
+from ltr.cli.support.args import OneLineParser
+from ltr.cli.support.console_log import console_logging
 from ltr.config.choices import FileFormat
 from ltr.errors import LtrUserError
 
@@ -59,7 +59,7 @@ def main(argv: list[str]) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ltr.cli.output_guard import check_not_inputs, check_outputs
+    from ltr.cli.support.output_guard import check_not_inputs, check_outputs
     from ltr.explain.files import ContributionsFile, check_feature_names, check_out_name
     from ltr.explain.logged import check_writable, commit, pending_log
     from ltr.explain.runner import explain_input, split_meta
@@ -145,7 +145,7 @@ def _table(header: list[str], rows: list[list[str]], *, title: str, left: tuple[
     """A rich table on standard output; the columns ``left`` justified left (names, lists), the others right."""
     from rich.table import Table
 
-    from ltr.terminal import console
+    from ltr.runtime.terminal import console
 
     table = Table(title=title)
     for i, name in enumerate(header):

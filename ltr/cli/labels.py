@@ -7,7 +7,7 @@ Cohen's kappa with quadratic weights, the confusion matrix and the shift per gra
 --data FILE`` (FILE scored with the run's model as ``ltr predict`` scores it, joined by its
 document ids) the NDCG of that one ranking under each label set, overall and per list-length
 stratum, and the difference. The work is in :mod:`ltr.data.label_sets`,
-:mod:`ltr.metrics.label_audit` and, for ``--run``, :func:`ltr.api.scored_pairs`, imported after
+:mod:`ltr.metrics.reports.label_audit` and, for ``--run``, :func:`ltr.api.scored_pairs`, imported after
 the arguments are parsed (``--help`` and an argument error import none of it).
 
 Examples
@@ -27,14 +27,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ltr.cli.args import OneLineParser
-from ltr.cli.json_out import dumps
+from ltr.cli.support.args import OneLineParser
+from ltr.cli.support.json_out import dumps
 from ltr.config.choices import Gain
 from ltr.errors import LtrUserError
-from ltr.terminal import console as terminal_console
+from ltr.runtime.terminal import console as terminal_console
 
 if TYPE_CHECKING:
-    from ltr.metrics.label_audit import LabelAgreement
+    from ltr.metrics.reports.label_audit import LabelAgreement
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     from ltr.data.label_sets import align, join_scores, read_label_columns, read_score_set
     from ltr.metrics import Strata
     from ltr.metrics.conventions import MetricConventions
-    from ltr.metrics.label_audit import label_agreement, ndcg_under_both, sample_queries
+    from ltr.metrics.reports.label_audit import label_agreement, ndcg_under_both, sample_queries
 
     ids = {"qid_column": args.qid_column, "doc_column": args.doc_column}
     if args.columns is not None:

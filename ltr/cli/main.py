@@ -18,11 +18,11 @@ from contextlib import contextmanager, suppress
 from types import FrameType
 from typing import ClassVar, NoReturn
 
-from ltr.cli.gc_policy import collect_rarely
-from ltr.cli.quick_exit import exit_now
+from ltr.cli.support.gc_policy import collect_rarely
+from ltr.cli.support.quick_exit import exit_now
 from ltr.errors import DeviceFull, LtrUserError, ServerFault, Terminated, is_full
-from ltr.stops import quiet_unraisable, stop_signals_recorded
-from ltr.terminal import OutputStream, guarded, printable
+from ltr.runtime.stops import quiet_unraisable, stop_signals_recorded
+from ltr.runtime.terminal import OutputStream, guarded, printable
 
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "EXIT_USER_ERROR", "VERBS", "main", "printable", "run"]
 
@@ -33,7 +33,7 @@ EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as git and coreutils end when their reader has gone
 
-#: Verbs run with SIGINT / SIGTERM recorded (:func:`ltr.stops.stop_signals_recorded`):
+#: Verbs run with SIGINT / SIGTERM recorded (:func:`ltr.runtime.stops.stop_signals_recorded`):
 #: the first one stops the verb (exit 130 / 143, one line) even where its exception was swallowed
 #: (a thread, a garbage-collection callback); ``train`` installs the same handlers itself (before
 #: Hydra, for a sweep's launcher), ``partition`` records them around its own work, ``ui`` stops
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     (SIGTERM); 141 its standard output was closed (a pipe whose reader ended early, ``ltr
     evaluate ... --json | head -1``): the command stops quietly, as git and coreutils do. An
     interrupted run says which run it marked KILLED. Everything the command prints goes
-    through one output layer (:mod:`ltr.terminal`): control characters of names, paths and
+    through one output layer (:mod:`ltr.runtime.terminal`): control characters of names, paths and
     values are escapes, never bytes that drive the terminal.
     """
     args = sys.argv[1:] if argv is None else argv
@@ -212,7 +212,7 @@ def _verb(verb: str, rest: list[str]) -> int | None:
         print(USAGE)
         return 0
     if verb in {"-V", "--version"}:
-        from ltr.cli.version import version_line
+        from ltr.cli.support.version import version_line
 
         print(version_line())
         return 0
@@ -271,8 +271,8 @@ def run() -> NoReturn:
     """The ``ltr`` command (console script and ``python -m ltr``): :func:`main` with the command
     line's arguments, then the process exits with its code (141 when the reader of its output
     has gone before the last of it was written), without the interpreter's module
-    teardown when nothing can be lost by skipping it (:mod:`ltr.cli.quick_exit`). Its garbage
-    collector runs full collections rarely (:mod:`ltr.cli.gc_policy`). A SIGINT / SIGTERM that
+    teardown when nothing can be lost by skipping it (:mod:`ltr.cli.support.quick_exit`). Its garbage
+    collector runs full collections rarely (:mod:`ltr.cli.support.gc_policy`). A SIGINT / SIGTERM that
     comes once the verb's work is done (while its output is flushed, its exit handlers run)
     leaves its exit code and output as they are; a second one ends the process at once."""
     collect_rarely()

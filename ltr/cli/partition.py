@@ -14,7 +14,7 @@ Contract
 --------
 - **Input**: the files of each split in any format ``ltr train`` reads (LETOR / SVMlight text,
   LightGBM text + ``.query``, Parquet, CSV; ``.gz`` allowed), read by the same readers with the
-  same options and validation as ``ltr train data=parquet`` (:func:`ltr.data.readers.read_split_files`
+  same options and validation as ``ltr train data=parquet`` (:func:`ltr.data.formats.readers.read_split_files`
   via :func:`ltr.data.load.reader_options`; no parse cache). Several files for a split are
   concatenated (MQ2008 fold 1: ``--train S1 S2 S3 --valid S4 --test S5``); all splits share one
   feature width. A missing ``--valid`` / ``--test`` is cut from train by query exactly as
@@ -50,10 +50,10 @@ Contract
   (``ltr: error: ...``, exit 2), before ``OUT`` or any directory is created, or with everything
   created removed again. Interrupts follow the dispatcher: 130 (Ctrl-C), 143 (SIGTERM), with no
   ``OUT``, at any moment before ``OUT`` is renamed into place: every stop signal is recorded
-  (:func:`ltr.stops.stop_signals_recorded`), so one whose exception Python swallowed (it landed
+  (:func:`ltr.runtime.stops.stop_signals_recorded`), so one whose exception Python swallowed (it landed
   in a ``__del__`` or garbage-collection callback: "Exception ignored ... KeyboardInterrupt")
   still stops the command before the rename. Once ``OUT`` is in place the work is done
-  (:func:`ltr.stops.committing`): a stop signal then stops nothing, and the command ends with
+  (:func:`ltr.runtime.stops.committing`): a stop signal then stops nothing, and the command ends with
   exit 0 and its whole output, as every verb whose work is done.
 
 This module parses the arguments and prints; the work (the checks of ``OUT`` and of the inputs,
@@ -84,11 +84,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ltr.cli.args import OneLineParser
+from ltr.cli.support.args import OneLineParser
 from ltr.config.choices import FileFormat
 from ltr.config.data import DEFAULT_SEED, ParquetDataConfig, SplitConfig
 from ltr.errors import DataError, LtrUserError
-from ltr.terminal import console as terminal_console
+from ltr.runtime.terminal import console as terminal_console
 
 if TYPE_CHECKING:
     from ltr.dask.partition_files import PartitionWritten
@@ -164,11 +164,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``ltr partition``; returns the exit code (0). User errors raise `LtrUserError`."""
     args = build_parser().parse_args(argv)
     # the work, once the arguments are parsed: --help and an argument error import none of it
-    from ltr.cli.output_guard import check_outputs
+    from ltr.cli.support.output_guard import check_outputs
     from ltr.dask import partition_files as work
     from ltr.dask.partition_manifest import SPLITS
     from ltr.data.splits import check_fractions
-    from ltr.stops import stop_signals_recorded
+    from ltr.runtime.stops import stop_signals_recorded
 
     out = Path(os.path.abspath(args.out.expanduser()))
     check_outputs({"--out": out}, inputs=[*args.train, *(args.valid or ()), *(args.test or ())], folders={"--out"})

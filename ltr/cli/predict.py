@@ -7,7 +7,7 @@ trees up to its best round); the data is read with the readers and checks of ``l
 with labels in the data the run's stratified table is printed. Outputs are written whole or not
 at all (``-``: one of them on standard output, the report on stderr); an output that cannot be
 written, that names an input, the tracking store or a file in its artifact folders is refused
-before anything is read (:func:`ltr.cli.output_guard.check_outputs`). The work is :mod:`ltr.models`, imported after the arguments are parsed (``--help`` and an
+before anything is read (:func:`ltr.cli.support.output_guard.check_outputs`). The work is :mod:`ltr.models`, imported after the arguments are parsed (``--help`` and an
 argument error import none of it); this module parses and prints.
 """
 
@@ -21,10 +21,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ltr.cli.args import OneLineParser
-from ltr.cli.console_log import console_logging
+from ltr.cli.support.args import OneLineParser
+from ltr.cli.support.console_log import console_logging
 from ltr.config.choices import FileFormat
-from ltr.data.file_names import table_format_by_name
+from ltr.data.formats.file_names import table_format_by_name
 from ltr.errors import LtrUserError
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ def main(argv: list[str]) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ltr.cli.output_guard import check_not_inputs, check_outputs
+    from ltr.cli.support.output_guard import check_not_inputs, check_outputs
     from ltr.experiment.report import print_table, summary_rows
     from ltr.models.inputs import DEFAULT_BATCH_ROWS, open_input, split_input
     from ltr.models.logged import load_run

@@ -16,8 +16,8 @@ from __future__ import annotations
 import argparse
 import logging
 
-from ltr.cli.args import OneLineParser
-from ltr.cli.console_log import console_logging
+from ltr.cli.support.args import OneLineParser
+from ltr.cli.support.console_log import console_logging
 
 
 def build_parser() -> OneLineParser:

@@ -21,8 +21,8 @@ import math
 import sys
 from typing import TYPE_CHECKING
 
-from ltr.cli.args import OneLineParser
-from ltr.cli.console_log import console_logging
+from ltr.cli.support.args import OneLineParser
+from ltr.cli.support.console_log import console_logging
 from ltr.errors import LtrUserError
 
 if TYPE_CHECKING:
@@ -205,7 +205,7 @@ def _describe_rerun(
 ) -> None:
     """Open the rerun's description (``mlflow.note.content``) with :func:`ltr.experiment.rerun.rerun_note`."""
     from ltr.experiment.rerun import rerun_note
-    from ltr.tracking.store_lock import sqlite_store_lock
+    from ltr.tracking.sqlite.lock import sqlite_store_lock
 
     note = rerun_note(source, differences, n_keys=n_keys, changes=changes, same_store=same_store)
     summary = rerun.tags.get("mlflow.note.content", "")

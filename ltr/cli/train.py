@@ -5,7 +5,7 @@ schemas, not numpy, LightGBM, MLflow or pandas. The job imports the config check
 (:mod:`ltr.experiment.checks`, with numpy) to check the config first, and the run (and with it
 those libraries) only for a config that passed, so ``ltr train --help`` and a config error
 answer in about the time Hydra takes to import and compose the config once
-(:mod:`ltr.cli.compose_once`; ``tests/test_startup.py`` lists what each path leaves out).
+(:mod:`ltr.cli.support.compose_once`; ``tests/test_startup.py`` lists what each path leaves out).
 
 The job returns the run's ``optimized_metric`` (valid nDCG@max(eval.k) by default), the value
 a sweeper maximises.
@@ -42,8 +42,8 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from ltr.cli import compose_once
-from ltr.cli.sweep_callback import (
+from ltr.cli.support import compose_once
+from ltr.cli.sweeps.callback import (
     SweepEnded,
     SweepRefused,
     parent_run_id_for,
@@ -52,13 +52,13 @@ from ltr.cli.sweep_callback import (
     sweep_tags,
     varying_keys_for,
 )
-from ltr.cli.sweep_stop import end_stopped_children
+from ltr.cli.sweeps.stop import end_stopped_children
 from ltr.config import search_path
 from ltr.config.completion import bash_script
 from ltr.config.compose import CONF_DIR, quote_non_ascii, user_message
 from ltr.config.store import register_configs
 from ltr.errors import DeviceFull, LtrUserError, Terminated
-from ltr.stops import (
+from ltr.runtime.stops import (
     on_stop_signal,
     quiet_unraisable,
     raise_if_stop_requested,
@@ -162,7 +162,7 @@ class _UserErrorInJob(BaseException):
 
 
 def install_signal_handlers() -> None:
-    """SIGINT and SIGTERM -> :func:`ltr.stops.on_stop_signal`, in the launching process only (launcher
+    """SIGINT and SIGTERM -> :func:`ltr.runtime.stops.on_stop_signal`, in the launching process only (launcher
     workers keep theirs); outside the main thread ``signal()`` raises ValueError: left as is. A
     stop exception swallowed in a garbage-collection callback is not printed, in workers too (a
     terminal's Ctrl-C reaches joblib's workers: no "Exception ignored ... Traceback" lines)."""

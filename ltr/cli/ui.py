@@ -11,7 +11,7 @@ no deprecation noise. Once it answers, ``ltr ui`` prints the link to each experi
 
 ``ltr ui`` only waits while the UI runs, so it stays light: it never imports MLflow (or numpy);
 the store's check and the links are the work of a child process that ends before the server
-starts (:mod:`ltr.cli.ui_links`).
+starts (:mod:`ltr.cli.support.ui_links`).
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ import time
 import urllib.request
 from types import FrameType
 
-from ltr.cli.args import OneLineParser
+from ltr.cli.support.args import OneLineParser
 from ltr.errors import LtrUserError, Terminated
 from ltr.tracking import check_tracking_uri, find_tracking_uri
-from ltr.tracking.store_lock import sqlite_db_path
+from ltr.tracking.sqlite.lock import sqlite_db_path
 from ltr.tracking.uri import UI_PORT
 
 #: How long the server may take to answer ``/health`` before ``ltr ui`` gives up.
@@ -51,10 +51,10 @@ def server_env() -> dict[str, str]:
 
 
 def store_links(uri: str, base: str) -> list[str]:
-    """The store checked and its experiments' links (:mod:`ltr.cli.ui_links`), computed in a
+    """The store checked and its experiments' links (:mod:`ltr.cli.support.ui_links`), computed in a
     child process so this one never holds MLflow; a refused store is an `LtrUserError`."""
     child = subprocess.run(
-        [sys.executable, "-m", "ltr.cli.ui_links", uri, base], stdout=subprocess.PIPE, text=True, env=server_env(),
+        [sys.executable, "-m", "ltr.cli.support.ui_links", uri, base], stdout=subprocess.PIPE, text=True, env=server_env(),
     )  # fmt: skip
     try:
         answer = json.loads(child.stdout.strip().splitlines()[-1])

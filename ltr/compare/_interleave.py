@@ -85,7 +85,7 @@ def team_draft(
     >>> pos.tolist(), team.tolist()  # A picks row 0, B row 2, then the coin says B first: row 1
     ([0, 2, 1], [0, 1, 1])
     """
-    # the kernel's one signature (ltr.kernel_signatures): C-contiguous int64 / bool, any writability
+    # the kernel's one signature (ltr.compiled.kernel_signatures): C-contiguous int64 / bool, any writability
     starts, sizes, order_a, order_b = (np.ascontiguousarray(a, dtype=np.int64) for a in (starts, sizes, order_a, order_b))
     coins = np.ascontiguousarray(coins, dtype=np.bool_)
     slot_offsets = np.zeros(sizes.shape[0], dtype=np.int64)

@@ -6,9 +6,9 @@ The story, for ``n_sessions`` sessions (seeded, bit-identical on rerun):
   or arm B with probability 1/2 each (the A/B test);
 - a session shows its arm's whole list; the document at 0-based position ``p`` with true grade
   ``g`` is clicked with probability ``examination(p) * attractiveness(g)``
-  (:func:`ltr.data.clicks.examination_curve`, :func:`ltr.data.clicks.attractiveness`),
+  (:func:`ltr.data.feedback.clicks.examination_curve`, :func:`ltr.data.feedback.clicks.attractiveness`),
   independently; with behaviour probabilities, a click adds to the cart and a cart becomes a
-  purchase as in :mod:`ltr.data.clicks`;
+  purchase as in :mod:`ltr.data.feedback.clicks`;
 - the *same* sessions (same queries) are also shown the team-draft interleaving of A and B
   (Chapelle, Joachims, Radlinski, Yue, TOIS 2012): a click credits the team that contributed
   the document; a session is won by the team with more clicks, tied otherwise.
@@ -41,8 +41,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
-from ltr import kernels
-from ltr.data.clicks import attractiveness, examination_curve, rank_within_queries
+from ltr.compiled import kernels
+from ltr.data.feedback.clicks import attractiveness, examination_curve, rank_within_queries
 from ltr.metrics.strata import Strata
 
 Z_ALPHA = 1.959963984540054  # two-sided alpha = 0.05
@@ -324,7 +324,7 @@ CHUNK_ROWS = 1 << 20
 #: measured 1.2e7 a CPU-second (1M to 70M sessions of a debug-sized click log, ~20 slots a
 #: session, on the 2-core reference machine); 8e6 leaves room for a busier or slower one.
 ROWS_PER_SECOND = 8e6
-#: The longest simulation :func:`ltr.experiment.abtest.load_abtest` starts, in estimated seconds.
+#: The longest simulation :func:`ltr.models.abtest_run.load_abtest` starts, in estimated seconds.
 MAX_SIMULATION_SECONDS = 3600.0
 
 _DRAWS = ("click", "cart", "buy", "coin", "il_click")  # the per-slot uniforms, in the stream's order
@@ -597,7 +597,7 @@ def _pbm_logistic(
         u = u + (np.bincount(groups, weights=weights * (target - g), minlength=n_groups) - precision * u) / effect_bound
         return np.concatenate([cf, u])
 
-    # SQUAREM (Varadhan and Roland, 2008), as ltr.metrics.propensity.regression_em: extrapolate
+    # SQUAREM (Varadhan and Roland, 2008), as ltr.metrics.clicks.propensity.regression_em: extrapolate
     # along two EM steps, then one EM step
     x = np.concatenate([coef, effect])
     done = 0

@@ -71,7 +71,7 @@ class Propensity(StrEnum):
     rate by position (``estimated``), regression EM (``em``), intervention harvesting over several
     logging rankers (``harvest``), a logged propensity column (``column``), or click-through rate
     by position on the sessions ``data.randomized_column`` marks as shown in random order
-    (``randomized``); :mod:`ltr.metrics.propensity`."""
+    (``randomized``); :mod:`ltr.metrics.clicks.propensity`."""
 
     config = "config"
     estimated = "estimated"
@@ -104,7 +104,7 @@ class ClickLabels(StrEnum):
 
 
 class RecipeKind(StrEnum):
-    """How a label recipe turns behaviour columns into grades (:mod:`ltr.data.recipes`)."""
+    """How a label recipe turns behaviour columns into grades (:mod:`ltr.data.feedback.recipes`)."""
 
     rules = "rules"
     weighted = "weighted"

@@ -76,7 +76,7 @@ class LabelRuleConfig:
 
 @dataclass
 class LabelRecipeConfig:
-    """A grade for every row from its behaviour columns (:mod:`ltr.data.recipes`).
+    """A grade for every row from its behaviour columns (:mod:`ltr.data.feedback.recipes`).
 
     ``kind: rules``: the first rule of ``rules`` whose column is ``>= min`` gives the grade, else
     ``default``. ``kind: weighted``: the score ``sum(weights[c] * column c)`` is cut at the
@@ -110,7 +110,7 @@ def _default_recipes() -> dict[str, LabelRecipeConfig]:
 
 @dataclass
 class SyntheticClicksDataConfig(SyntheticDataConfig):
-    """A seeded synthetic click log (``ltr.data.clicks``): true relevance, logged positions, clicks,
+    """A seeded synthetic click log (``ltr.data.feedback.clicks``): true relevance, logged positions, clicks,
     and the behaviours after a click (dwell, add-to-cart, purchase).
 
     Label sources (``train_labels``, ``valid_labels``, ``eval_labels``): ``relevance`` (the true
@@ -125,7 +125,7 @@ class SyntheticClicksDataConfig(SyntheticDataConfig):
     ``(1 / (p + 1)) ** examination_eta``; an examined document of grade ``g`` is clicked with
     probability ``click_noise + (click_max - click_noise) * (2**g - 1) / 15``. The logging ranker
     orders by ``grade + logger_popularity * popularity + logger_noise * N(0, 1)``; a share
-    ``randomized_share`` of sessions is shown in random order. After a click (:mod:`ltr.data.clicks`):
+    ``randomized_share`` of sessions is shown in random order. After a click (:mod:`ltr.data.feedback.clicks`):
     dwell seconds ``exp(N(log(dwell_seconds) + dwell_per_grade * g, dwell_sigma))``; add-to-cart
     with probability ``cart_base + (cart_max - cart_base) * (2**g - 1) / 15``; after a cart, a
     purchase with probability ``purchase_base + (purchase_max - purchase_base) * g / 4``.

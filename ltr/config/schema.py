@@ -85,7 +85,7 @@ class ClickEvalConfig:
     fitted by regression EM), ``harvest`` (intervention harvesting: needs ``data.logger_column``
     and ``data.doc_id_column``), ``column`` (``data.propensity_column``, a logged propensity per
     row) or ``randomized`` (click-through rate by position on the sessions
-    ``data.randomized_column`` marks as shown in random order); all but ``config`` on the training split's log (:mod:`ltr.metrics.propensity`).
+    ``data.randomized_column`` marks as shown in random order); all but ``config`` on the training split's log (:mod:`ltr.metrics.clicks.propensity`).
     ``min_propensity`` clips the propensities from below (caps IPS weights).
     ``propensity_bootstrap``: resamples of the training queries behind the logged interval of
     every position's propensity (``propensity/pos_k/low`` and ``/high``, at
@@ -170,7 +170,7 @@ class TrackingConfig:
     experiment: str = field(default="ltr", metadata=allowed(min_len=1))
     run_name: str | None = field(default=None, metadata=allowed(min_len=1))  # None: made from the overrides
     log_model: bool = True  # also log the booster as an MLflow model (mlflow.pyfunc.load_model)
-    # liveness (ltr.tracking.heartbeat): a RUNNING run's process writes its ltr.heartbeat tag every
+    # liveness (ltr.tracking.liveness.heartbeat): a RUNNING run's process writes its ltr.heartbeat tag every
     # heartbeat_s seconds (null: no heartbeat); a command on another host reaps the run KILLED once
     # no beat came for heartbeat_s * stale_after seconds
     heartbeat_s: float | None = field(default=30.0, metadata=neutral(allowed(ge=0.1, le=3600)))

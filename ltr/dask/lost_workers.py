@@ -7,7 +7,7 @@ scheduler gives up re-running it (``KilledWorker``), or a connection closes mid-
 :class:`~ltr.errors.LtrUserError` saying what happened and where to look, raised from the
 original (kept as its cause); the run then ends FAILED with that line in ``ltr.error`` and the
 command exits non-zero without a traceback. A stop signal still wins
-(:func:`ltr.stops.as_stop`): a Ctrl-C that tears the cluster down ends the run
+(:func:`ltr.runtime.stops.as_stop`): a Ctrl-C that tears the cluster down ends the run
 KILLED, not FAILED.
 """
 

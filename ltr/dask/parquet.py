@@ -24,11 +24,11 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from ltr.dask.partitions import PartitionedSplit, PartTuple, from_part_futures, sorted_workers
-from ltr.data import doc_ids as doc_id_arrays
-from ltr.data.parquet_columns import ParquetColumns
+from ltr.data.formats import doc_ids as doc_id_arrays
+from ltr.data.formats.parquet_columns import ParquetColumns
+from ltr.data.formats.table_features import RowNames, feature_matrix
+from ltr.data.formats.table_qids import number_qids, query_numbers, refuse_string_qids
 from ltr.data.query_parts import partition_files, write_query_partitions
-from ltr.data.table_features import RowNames, feature_matrix
-from ltr.data.table_qids import number_qids, query_numbers, refuse_string_qids
 from ltr.data.validate import run_starts
 from ltr.errors import DataError
 
@@ -55,12 +55,12 @@ def read_part(
 ) -> PartTuple:
     """Read one file of whole queries into ``(features, labels, group_sizes, qids, doc_ids)`` (on a
     worker); ``doc_ids`` is None without a ``doc_id_column``. Features are converted as
-    ``ltr train`` converts a Parquet file (:func:`ltr.data.table_features.feature_matrix`: the
+    ``ltr train`` converts a Parquet file (:func:`ltr.data.formats.table_features.feature_matrix`: the
     same float32 bits; an infinite or non-numeric feature is a DataError naming the file, the
     column and, for a value, its row and qid). ``first_qid``: the qids are ids (strings), numbered
     ``first_qid, first_qid + 1, ...`` in order of first appearance
-    (:func:`ltr.data.table_qids.number_qids`); None:
-    they are integers (:func:`ltr.data.table_qids.numeric_qids`; ids then are a DataError)."""
+    (:func:`ltr.data.formats.table_qids.number_qids`); None:
+    they are integers (:func:`ltr.data.formats.table_qids.numeric_qids`; ids then are a DataError)."""
     wanted = [qid_column, label_column, *feature_columns, *([] if doc_id_column is None else [doc_id_column])]
     with ParquetColumns(path, wanted) as table:
         table.require(wanted, PARTITION_COLUMNS)
@@ -129,7 +129,7 @@ def read_query_partitions(
         feature, in the order of the first file's schema
     doc_id_column : the column of document ids, when the files have it (not a feature); the
         split then carries them. Files without it are read without doc ids
-        (:func:`ltr.data.doc_ids.column_of_files`, the rule ``ltr predict`` reads them by);
+        (:func:`ltr.data.formats.doc_ids.column_of_files`, the rule ``ltr predict`` reads them by);
         None: no such column
 
     Returns
@@ -139,7 +139,7 @@ def read_query_partitions(
         has gathered only the partition sizes and the qids (one integer per query), to check that
         no qid appears in two files. String qids are numbered 0, 1, ... in order of first
         appearance over the files, as ``ltr train`` numbers them in one file (the client reads
-        the qid columns for that: :func:`ltr.data.table_qids.number_qids`), and kept as
+        the qid columns for that: :func:`ltr.data.formats.table_qids.number_qids`), and kept as
         written in ``qid_names`` (the per-query tables name the queries by them).
 
     Raises

@@ -26,12 +26,12 @@ Contract of the functions
   ``0777 & ~umask``), every file and directory fsynced, renamed to ``out`` (replacing an empty
   directory, or with ``force`` an earlier output, renamed aside first and deleted after), the parent
   fsynced. An exception, Ctrl-C or SIGTERM removes the temporary directory and the parents made for
-  it; ``out`` stays as it was. The rename is the command's commit (:func:`ltr.stops.committing`):
+  it; ``out`` stays as it was. The rename is the command's commit (:func:`ltr.runtime.stops.committing`):
   a stop signal recorded but swallowed earlier (in a ``__del__``) is raised before it, one that
   comes during it is held back until it is done, and once ``out`` is in place a stop signal stops
   nothing more (the work is done: the command ends with its exit code and output), so a stop
   never leaves a partial ``out`` and an exit of 130 / 143 always means no ``out``. The caller
-  records stop signals (:func:`ltr.stops.stop_signals_recorded`) around the whole command.
+  records stop signals (:func:`ltr.runtime.stops.stop_signals_recorded`) around the whole command.
 - :func:`train_command`: the ``ltr train`` command line that trains on ``out``.
 """
 
@@ -59,15 +59,15 @@ from ltr.dask.partition_manifest import (
     listing,
     write_manifest,
 )
-from ltr.data.doc_ids import not_a_table
+from ltr.data.formats.doc_ids import not_a_table
+from ltr.data.formats.readers import detect_format, read_split_files
 from ltr.data.load import reader_options
 from ltr.data.query_parts import feature_names, write_query_partitions
 from ltr.data.ranking_data import RankingData
-from ltr.data.readers import detect_format, read_split_files
 from ltr.data.splits import holdout_queries, split_queries
 from ltr.data.validate import check_split_set
 from ltr.errors import DataError, LtrUserError, write_failed
-from ltr.stops import committing, signals_deferred
+from ltr.runtime.stops import committing, signals_deferred
 from ltr.tracking.store import fsync_path
 
 log = logging.getLogger(__name__)
@@ -157,7 +157,7 @@ def check_inputs(files: Mapping[str, Sequence[Path]], fmt: FileFormat, *, doc_id
     ------
     DataError
         the readers' one line: missing, empty, text without ``qid:`` (and no ``.query`` file);
-        a doc id column for text (:func:`ltr.data.doc_ids.not_a_table`).
+        a doc id column for text (:func:`ltr.data.formats.doc_ids.not_a_table`).
     """
     for paths in files.values():
         for path in paths:

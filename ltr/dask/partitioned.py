@@ -40,13 +40,13 @@ from ltr.dask.partition_manifest import (
     file_entries,
 )
 from ltr.dask.partitions import PartitionedSplit
-from ltr.data.arrow_matrix import float32_matrix
 from ltr.data.fingerprint import HASH_HEX_DIGITS
+from ltr.data.formats.arrow_matrix import float32_matrix
 from ltr.data.query_parts import partition_files
 from ltr.data.ranking_data import with_written_qids
 from ltr.errors import DataError, LtrUserError
 from ltr.metrics import MetricConventions, Strata, per_query_table
-from ltr.metrics.gap import LightgbmGap, gap_from_parts, gap_parts
+from ltr.metrics.reports.gap import LightgbmGap, gap_from_parts, gap_parts
 from ltr.metrics.table import largest_gain
 from ltr.metrics.top import with_top_doc_ids
 

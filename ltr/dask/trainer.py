@@ -14,7 +14,7 @@ import pandas as pd
 from ltr.config.schema import FitConfig, ModelConfig, TrainConfig, TrainerConfig
 from ltr.data.splits import Splits
 from ltr.metrics import MetricConventions, Strata
-from ltr.metrics.gap import LightgbmGap
+from ltr.metrics.reports.gap import LightgbmGap
 from ltr.training.local import TrainResult
 
 

@@ -53,7 +53,7 @@ from typing import Any
 
 import numpy as np
 
-from ltr.data import doc_ids as doc_id_arrays
+from ltr.data.formats import doc_ids as doc_id_arrays
 from ltr.data.frozen import freeze
 from ltr.data.ranking_data import RankingData
 from ltr.data.validate import LIGHTGBM_MAX_DEFAULT_LABEL, LIGHTGBM_MAX_LIST_LEN, check_ranking_data

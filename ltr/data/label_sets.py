@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from ltr.data.click_file import integer_column, read_table_file
-from ltr.data.file_names import pairs_file_kind
-from ltr.data.trec import read_qrels, read_run
+from ltr.data.feedback.click_file import integer_column, read_table_file
+from ltr.data.formats.file_names import pairs_file_kind
+from ltr.data.formats.trec import read_qrels, read_run
 from ltr.errors import DataError
 
 KEY = ["qid", "docno"]
@@ -26,7 +26,7 @@ KEY = ["qid", "docno"]
 
 def is_table(path: Path) -> bool:
     """True when ``path`` is read as a table, else as TREC qrels or run: the one rule of every
-    command (:func:`ltr.data.file_names.pairs_file_kind`: by name, then by content, so a
+    command (:func:`ltr.data.formats.file_names.pairs_file_kind`: by name, then by content, so a
     ``run.txt`` or ``qrels.old`` is TREC and a ``.txt`` with a header row a table)."""
     return pairs_file_kind(path) == "table"
 

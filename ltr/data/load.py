@@ -3,13 +3,13 @@
 ``data_cfg.kind`` selects the source:
 
 - ``synthetic``: the seeded generator, cut by query with the ``split`` group;
-- ``synthetic_clicks``: the seeded click log (:mod:`ltr.data.clicks`), cut the same way; train
+- ``synthetic_clicks``: the seeded click log (:mod:`ltr.data.feedback.clicks`), cut the same way; train
   carries ``data.train_labels``, valid ``data.valid_labels``, test ``data.eval_labels`` (true
   grades, clicks or a label recipe's grades), and every split the logged positions and behaviour
   columns (:func:`load_click_splits` gives every view);
 - ``letor``: a fold folder ``root[/FoldN]`` with ``train.txt``, ``vali.txt``, ``test.txt``;
 - ``svmlight`` / ``parquet``: explicit ``train`` / ``valid`` / ``test`` files (any format
-  :func:`ltr.data.readers.read_ranking_file` reads);
+  :func:`ltr.data.formats.readers.read_ranking_file` reads);
 - ``letor_parts``: parts with a fold rotation (MQ2007/MQ2008 ``S1..S5``).
 
 Sources with fewer files than splits are completed by query-level splits of train (seeded; a
@@ -38,11 +38,11 @@ from ltr.config.data import (
     default_cache_dir,
 )
 from ltr.data.cache import DEFAULT_MAX_MB
-from ltr.data.click_log import check_click_columns, extra_behaviours, is_click_log
-from ltr.data.clicks import examination_curve, generate_click_log
+from ltr.data.feedback.click_log import check_click_columns, extra_behaviours, is_click_log
+from ltr.data.feedback.clicks import examination_curve, generate_click_log
+from ltr.data.feedback.recipes import BUILTIN_SOURCES, with_recipe
+from ltr.data.formats.readers import read_split_files
 from ltr.data.ranking_data import RankingData
-from ltr.data.readers import read_split_files
-from ltr.data.recipes import BUILTIN_SOURCES, with_recipe
 from ltr.data.splits import Splits, holdout_queries, kfold_split, split_queries
 from ltr.data.synthetic import generate_synthetic
 from ltr.data.validate import check_split_set
@@ -120,8 +120,8 @@ class ClickSplits:
 
     ``relevance``: labels are the true grades (what evaluation uses by default). ``clicks``:
     labels are the clicks (what a ranker learns from in practice). ``recipes[name]``: labels are
-    the grades of the label recipe ``name`` (:mod:`ltr.data.recipes`). ``clicks.test`` also
-    feeds the click / IPS estimates of :mod:`ltr.metrics.ips`.
+    the grades of the label recipe ``name`` (:mod:`ltr.data.feedback.recipes`). ``clicks.test`` also
+    feeds the click / IPS estimates of :mod:`ltr.metrics.clicks.ips`.
     """
 
     relevance: Splits
@@ -182,7 +182,7 @@ def load_click_splits(data_cfg: SyntheticClicksDataConfig, split_cfg: SplitConfi
 
 
 def reader_options(data_cfg: Any) -> dict[str, Any]:
-    """Keyword options of :func:`ltr.data.readers.read_ranking_file` from a data config."""
+    """Keyword options of :func:`ltr.data.formats.readers.read_ranking_file` from a data config."""
     opts: dict[str, Any] = {"name": str(getattr(data_cfg, "name", "data"))}
     for key in ("integer_labels", "max_label", "max_list_len", "n_features", "progress",
                 "qid_column", "label_column", "delimiter", "position_column", "doc_id_column",

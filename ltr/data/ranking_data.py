@@ -13,7 +13,7 @@ Layout (the same as LightGBM's query boundaries):
   the data has no positions.
 - ``behaviours`` (optional): named float64 columns, shape ``(n_rows,)`` each, of what users did
   with each row (``click``, ``dwell``, ``cart``, ``purchase``): the input of label recipes
-  (:mod:`ltr.data.recipes`); never features. None when the data has none.
+  (:mod:`ltr.data.feedback.recipes`); never features. None when the data has none.
 - ``doc_ids`` (optional): object array of Python ``str``, shape ``(n_rows,)``, the id of every
   row's document (LETOR ``#docid = X`` comments, a Parquet / CSV ``data.doc_id_column``); None
   when the data has none. Carried through every subset, reorder and concatenation; never used

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ltr.data.positions import check_positions
+from ltr.data.feedback.positions import check_positions
 from ltr.data.ranking_data import RankingData
 from ltr.errors import DataError, qid_text
 
@@ -58,7 +58,7 @@ class RawTable:
     where : ``"line"`` for text files, ``"row"`` for tables (Parquet / CSV data rows)
     feature_names : names of the feature columns, or ``()``
     positions : int32 array, shape (n_rows,), the logged 0-based position of every row (already
-        checked by :mod:`ltr.data.positions`), or None when the file has none
+        checked by :mod:`ltr.data.feedback.positions`), or None when the file has none
     doc_ids : object array of str, shape (n_rows,), the document id of every row, or None
     behaviours : name -> float64 array, shape (n_rows,), behaviour columns of a table, or None
     notes : warnings of the parse that :func:`to_ranking_data` logs and hands on (e.g. to the

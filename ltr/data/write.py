@@ -16,7 +16,7 @@ What it writes (into one folder, ``out``):
   rows of a session shown in random order, when ``data.randomized_share > 0``); plus the whole
   log as one click file ``clicks.parquet`` (``clicks.csv`` with ``fmt="csv"``): ``query``,
   ``doc_id``, ``position``, ``click``, ``dwell``, ``cart``, ``purchase`` (``randomized``),
-  ``relevance``, one row per impression, what :func:`ltr.data.click_file.read_click_file` reads.
+  ``relevance``, one row per impression, what :func:`ltr.data.feedback.click_file.read_click_file` reads.
 
 Document ids are ``Q-i`` (the query's id, the row's place in the generated list), the same in the
 splits and the click file. Writing is vectorised (pyarrow), one file at a time into a hidden
@@ -48,12 +48,12 @@ from ltr.config.allowed import problems
 from ltr.config.compose import compose_train
 from ltr.config.data import SyntheticClicksDataConfig, SyntheticDataConfig
 from ltr.config.unknown_key import data_option_of, unknown_key_message, unknown_keys
-from ltr.data.clicks import BEHAVIOURS, generate_click_log
+from ltr.data.feedback.clicks import BEHAVIOURS, generate_click_log
 from ltr.data.load import load_click_splits, load_splits
 from ltr.data.ranking_data import RankingData
 from ltr.data.splits import Splits
 from ltr.errors import DataError, LtrUserError, write_failed
-from ltr.stops import committing
+from ltr.runtime.stops import committing
 
 #: The built-in data sets that need no download, by their ``data=`` option.
 BUILTIN = ("synthetic", "synthetic_clicks")

@@ -36,11 +36,11 @@ from ltr.config.schema import (
     TrainerConfig,
 )
 from ltr.config.unknown_key import data_option_of, unknown_key_message, unknown_keys
-from ltr.data.clicks import BEHAVIOURS
+from ltr.data.feedback.clicks import BEHAVIOURS
+from ltr.data.feedback.recipes import BUILTIN_SOURCES, TABLE_SOURCES, check_recipe
+from ltr.data.formats.width import configured_width
 from ltr.data.ranking_data import RankingData
-from ltr.data.recipes import BUILTIN_SOURCES, TABLE_SOURCES, check_recipe
 from ltr.data.splits import Splits
-from ltr.data.width import configured_width
 from ltr.errors import DataError, LtrUserError
 from ltr.experiment.guardrails import parse_constraints
 from ltr.experiment.spec import Composites, ExperimentSpec, diversity_measures
@@ -458,7 +458,7 @@ def _check_labels(config: TrainConfig) -> None:
 
 
 def _check_click_log(config: TrainConfig) -> None:
-    """A click log's options fit together (:mod:`ltr.data.click_log`): a user's log
+    """A click log's options fit together (:mod:`ltr.data.feedback.click_log`): a user's log
     (``data.click_column``) needs ``data.position_column`` and propensities it can have; each
     propensity method needs its columns; the simulator's log has no logged propensities or
     rankers. One line each, before any data is read."""

@@ -23,9 +23,9 @@ from ltr.experiment.sources import Scored
 from ltr.experiment.spec import ExperimentSpec
 from ltr.metrics import IdcgReport, idcg_report, summarize
 from ltr.metrics.composite import composite_columns, summarize_composites
-from ltr.metrics.idcg_report import low_idcg_note
-from ltr.metrics.k_check import k_notes
 from ltr.metrics.measures import Measure
+from ltr.metrics.reports.idcg_report import low_idcg_note
+from ltr.metrics.reports.k_check import k_notes
 from ltr.metrics.summary import is_metric_column
 from ltr.training.round_metric import PRE_RERANK_PREFIX
 

@@ -21,19 +21,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ltr.data.file_names import table_format_by_name, written_table_format
+from ltr.data.formats.file_names import table_format_by_name, written_table_format
+from ltr.data.formats.trec import read_trec
 from ltr.data.ranking_data import written_qids_of
-from ltr.data.trec import read_trec
 from ltr.errors import DataError, LtrUserError, write_failed
 from ltr.metrics import MetricConventions, Strata, resolve_conventions
 from ltr.metrics.composite_rules import composite_ks, parse_composite
 from ltr.metrics.conventions import DISCOUNTS, position_weights
-from ltr.metrics.idcg_report import low_idcg_note
-from ltr.metrics.k_check import k_notes
 from ltr.metrics.measures import Measure, table_measures
+from ltr.metrics.reports.idcg_report import low_idcg_note
+from ltr.metrics.reports.k_check import k_notes
 from ltr.metrics.summary import is_metric_column, summarize
 from ltr.metrics.table import as_table, per_query_columns
-from ltr.stops import committing
+from ltr.runtime.stops import committing
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -61,7 +61,7 @@ class RankingEvaluation:
     DataFrame with the stratum too, made (with pandas) when first read; ``counts``: TREC input
     counts (``n_run_topics_unjudged``, ...; empty for data + scores); ``measures``: the names
     asked for; ``low_idcg_note``: whenever nDCG is among them, the line of
-    :func:`ltr.metrics.idcg_report.low_idcg_note` at the largest cut-off (None when low-IDCG
+    :func:`ltr.metrics.reports.idcg_report.low_idcg_note` at the largest cut-off (None when low-IDCG
     queries do not dominate), computed from IDCG, nDCG and ERR whether or not those are shown.
     """
 
@@ -73,7 +73,7 @@ class RankingEvaluation:
     counts: dict[str, int] = field(default_factory=dict)
     measures: tuple[str, ...] = MEASURE_NAMES
     low_idcg_note: str | None = None
-    #: the notes of :func:`ltr.metrics.k_check.k_notes`: a K the lists cannot fill
+    #: the notes of :func:`ltr.metrics.reports.k_check.k_notes`: a K the lists cannot fill
     k_notes: tuple[str, ...] = ()
     #: the composites asked for (``--composite``), by name: their parts and weights
     composites: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -446,7 +446,7 @@ def _evaluate_data(
     if conventions.ties == "docno_desc":
         raise LtrUserError("--ties docno_desc needs docnos: use it with --qrels and --run")
     # ltr's file readers (their doc ids are pyarrow arrays) only for --data: not for TREC input
-    from ltr.data.readers import read_ranking_file
+    from ltr.data.formats.readers import read_ranking_file
 
     if n_features is not None and table_format_by_name(data_path) is not None:
         raise LtrUserError(f"--n-features is the width of a text file; {data_path} is a table (its features are not read)")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ltr.metrics import Strata
-from ltr.terminal import console as terminal_console
+from ltr.runtime.terminal import console as terminal_console
 
 Summary = Mapping[str, float]
 

@@ -40,8 +40,8 @@ from ltr.experiment.report import print_table
 from ltr.experiment.sources import binned_store, open_source, part_tags
 from ltr.experiment.spec import ExperimentSpec
 from ltr.tracking import Tracker, check_tracking_uri, open_tracker
-from ltr.tracking.heartbeat import liveness_of
 from ltr.tracking.lifecycle import tracked_run
+from ltr.tracking.liveness.heartbeat import liveness_of
 from ltr.tracking.prepare import Preparation
 from ltr.training.local import LocalTrainer
 from ltr.training.trainer import Trainer

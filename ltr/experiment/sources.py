@@ -23,25 +23,30 @@ from numpy.typing import NDArray
 
 from ltr.config.choices import RerankKind
 from ltr.config.data import default_cache_dir
-from ltr.data.click_log import click_options, click_splits, is_click_log, propensity_inputs
-from ltr.data.clicks import simulate_online_ctr
+from ltr.data.feedback.click_log import click_options, click_splits, is_click_log, propensity_inputs
+from ltr.data.feedback.clicks import simulate_online_ctr
+from ltr.data.feedback.recipes import grade_counts, with_recipe
 from ltr.data.fingerprint import fingerprint, part_fingerprints
 from ltr.data.load import ClickSplits, load_click_splits, load_splits
 from ltr.data.ranking_data import RankingData
-from ltr.data.recipes import grade_counts, with_recipe
 from ltr.data.splits import Splits
 from ltr.errors import DataError, LtrUserError
 from ltr.experiment.checks import popularity_column
-from ltr.experiment.rerank import rerank_split
 from ltr.experiment.spec import ExperimentSpec
 from ltr.metrics import per_query_table
-from ltr.metrics.exposure import ExposureReport, exposure_report
-from ltr.metrics.gap import LightgbmGap, lightgbm_gap
-from ltr.metrics.ips import click_summary, click_tables, estimate_propensities, propensity_table
-from ltr.metrics.propensity import RELEVANCE_CAUTION, PropensityEstimate, estimate_propensity
+from ltr.metrics.clicks.exposure import ExposureReport, exposure_report
+from ltr.metrics.clicks.ips import (
+    click_summary,
+    click_tables,
+    estimate_propensities,
+    propensity_table,
+)
+from ltr.metrics.clicks.propensity import RELEVANCE_CAUTION, PropensityEstimate, estimate_propensity
+from ltr.metrics.reports.gap import LightgbmGap, lightgbm_gap
 from ltr.metrics.tail import tail_exposure, tail_items
 from ltr.metrics.top import with_top_doc_ids
 from ltr.rerank import score_order
+from ltr.rerank.step import rerank_split
 from ltr.tracking import Tracker
 from ltr.training.artifact import INPUT_EXAMPLE_ROWS
 from ltr.training.binned_store import BinnedStore
@@ -140,10 +145,10 @@ class Scored:
     #: a few rows of features (float32, the model's columns) for the logged model's input
     #: example and signature; None when no rows reach this process
     example_features: NDArray[np.float32] | None = None
-    #: where the exposure of a click log ends (:mod:`ltr.metrics.exposure`); None without positions
+    #: where the exposure of a click log ends (:mod:`ltr.metrics.clicks.exposure`); None without positions
     exposure: ExposureReport | None = None
     #: the examination propensities of a click log's positions in use, with their interval
-    #: (:mod:`ltr.metrics.propensity`); None without a click log
+    #: (:mod:`ltr.metrics.clicks.propensity`); None without a click log
     propensity: PropensityEstimate | None = None
 
 

@@ -12,7 +12,7 @@ query's mean score.
 
 Rows are written batch by batch (one row group each) to a temporary sibling that is renamed into
 place once every batch is through (:meth:`ContributionsFile.commit`, inside the command's
-:func:`ltr.stops.committing` block: :func:`ltr.explain.logged.commit`): an error, Ctrl-C or
+:func:`ltr.runtime.stops.committing` block: :func:`ltr.explain.logged.commit`): an error, Ctrl-C or
 SIGTERM leaves the target as it was.
 """
 
@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from numpy.typing import NDArray
 
-from ltr.data.file_names import table_format_by_name
+from ltr.data.formats.file_names import table_format_by_name
 from ltr.errors import LtrUserError, write_failed
 
 #: The columns the file holds besides the features.
@@ -108,7 +108,7 @@ class ContributionsFile:
                 os.fsync(written.fileno())
 
     def commit(self) -> Path:
-        """Rename the closed file into place (inside the caller's :func:`ltr.stops.committing`); the target."""
+        """Rename the closed file into place (inside the caller's :func:`ltr.runtime.stops.committing`); the target."""
         with _writing(self.target):
             os.replace(self._temp, self.target)
         return self.target

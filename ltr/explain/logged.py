@@ -18,7 +18,7 @@ from ltr.explain.figure import plot_importance_by_stratum
 from ltr.explain.files import ContributionsFile
 from ltr.explain.importance import Importance
 from ltr.models.logged import LoggedRun
-from ltr.stops import committing
+from ltr.runtime.stops import committing
 from ltr.tracking.store import read_only_store
 
 #: The artifacts an explanation logs on its run.

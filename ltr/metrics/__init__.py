@@ -96,7 +96,7 @@ so labels above 1,000,000 are rejected. numba is imported on the first `per_quer
 call, not by ``import ltr.metrics``; nor is pandas: `per_query_table` and `summarize` load
 their modules on first use. An input of at most ``table.INTERPRET_MAX_ROWS`` rows (ranked plus
 judged) in a process that has not loaded numba runs the same kernel source interpreted
-(:mod:`ltr.kernels`): the same bits, without numba's second of import and cache load.
+(:mod:`ltr.compiled.kernels`): the same bits, without numba's second of import and cache load.
 """
 
 from __future__ import annotations
@@ -105,8 +105,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ltr.metrics.conventions import PRESETS, MetricConventions, resolve_conventions
-from ltr.metrics.idcg_report import IdcgReport, idcg_report
 from ltr.metrics.measures import Measure
+from ltr.metrics.reports.idcg_report import IdcgReport, idcg_report
 from ltr.metrics.strata import Strata
 
 if TYPE_CHECKING:

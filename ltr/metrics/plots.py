@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ltr.metrics.exposure import COVERAGES, ExposureReport
-from ltr.metrics.idcg_report import IdcgReport
-from ltr.metrics.propensity import PropensityEstimate
+from ltr.metrics.clicks.exposure import COVERAGES, ExposureReport
+from ltr.metrics.clicks.propensity import PropensityEstimate
+from ltr.metrics.reports.idcg_report import IdcgReport
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

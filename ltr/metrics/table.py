@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from ltr import kernels
+from ltr.compiled import kernels
 from ltr.errors import ScoreError, qid_text
 from ltr.metrics.conventions import UNJUDGED, MetricConventions
 from ltr.metrics.strata import EMPTY_LABEL, Strata
@@ -427,7 +427,7 @@ _SAFE_SUM = 2.0**_SAFE_EXP
 #: Up to this many label values, the ideal order is a counting sort (else a top-k heap).
 HIST_MAX_LABELS = 256
 #: Up to this many rows (ranked plus judged), the kernel runs interpreted when numba is not loaded
-#: yet (:mod:`ltr.kernels`): 0.05-0.2 s there (ties cost most) against about 1 s for numba's
+#: yet (:mod:`ltr.compiled.kernels`): 0.05-0.2 s there (ties cost most) against about 1 s for numba's
 #: import and cache load on the 2-core machine of ``benchmarks/``.
 INTERPRET_MAX_ROWS = 10_000
 

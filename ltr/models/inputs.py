@@ -10,12 +10,12 @@
   (no labels: nothing to evaluate); a document id column is kept for TREC runs: one given
   (``doc_id_column``, ``--doc-id-column``) must be in every file, the run's
   (``data.doc_id_column``) is read when every file has it, else the files are scored without
-  doc ids, as ``ltr train`` read them (:func:`ltr.data.doc_ids.column_of_files`; CSV files
+  doc ids, as ``ltr train`` read them (:func:`ltr.data.formats.doc_ids.column_of_files`; CSV files
   likewise, by their headers).
   Doc ids are converted as ``ltr train``'s readers convert them
-  (:func:`ltr.data.doc_ids.from_arrow`: numbers as Arrow's text, a null one line).
+  (:func:`ltr.data.formats.doc_ids.from_arrow`: numbers as Arrow's text, a null one line).
   Feature values are converted as ``ltr train`` converts them
-  (:func:`ltr.data.table_features.feature_matrix`: the same float32 bits); an infinite or
+  (:func:`ltr.data.formats.table_features.feature_matrix`: the same float32 bits); an infinite or
   non-numeric one is refused in one line naming the file, the column and, for a value, its row
   and qid.
   Files may differ in numeric feature types (int64 in one, double in the next: each scored as it
@@ -50,16 +50,16 @@ import pyarrow.parquet as pq
 from numpy.typing import NDArray
 
 from ltr.config.choices import RerankKind
-from ltr.data.arrow_matrix import to_float64
-from ltr.data.doc_ids import column_of_files, from_arrow, not_a_table
+from ltr.data.formats.arrow_matrix import to_float64
+from ltr.data.formats.doc_ids import column_of_files, from_arrow, not_a_table
+from ltr.data.formats.parquet_columns import ParquetColumns
+from ltr.data.formats.read_columns import table_columns
+from ltr.data.formats.readers import concat_ranking_data, detect_format, read_ranking_file, widen
+from ltr.data.formats.table_features import ColumnSource, RowNames, feature_matrix, is_numeric
+from ltr.data.formats.table_qids import qids_are_ids, query_numbers, refuse_string_qids
 from ltr.data.load import reader_options
-from ltr.data.parquet_columns import ParquetColumns
 from ltr.data.query_parts import partition_files
 from ltr.data.ranking_data import RankingData
-from ltr.data.read_columns import table_columns
-from ltr.data.readers import concat_ranking_data, detect_format, read_ranking_file, widen
-from ltr.data.table_features import ColumnSource, RowNames, feature_matrix, is_numeric
-from ltr.data.table_qids import qids_are_ids, query_numbers, refuse_string_qids
 from ltr.data.validate import run_starts
 from ltr.errors import DataError, LtrUserError
 from ltr.metrics.table import largest_gain
@@ -131,7 +131,7 @@ class Columns(NamedTuple):
     """The qid, label and document id columns a prediction reads, and who named the document id
     column: ``--doc-id-column`` (every file must have it) or None (the run's
     ``data.doc_id_column``: a file without it is scored without doc ids, as ``ltr train`` read
-    the run's partitions; :func:`ltr.data.doc_ids.column_of_files`)."""
+    the run's partitions; :func:`ltr.data.formats.doc_ids.column_of_files`)."""
 
     qid: str
     label: str
@@ -284,7 +284,7 @@ def parquet_input_plan(
     the first missing column) and read the label columns for ERR's normaliser. The document id
     column is read when every file has it; a file without it is one line when ``doc_id_asked_by``
     names the option that asked for it, else the files are scored without doc ids
-    (:func:`ltr.data.doc_ids.column_of_files`, the rule of ``ltr train``'s partition reader)."""
+    (:func:`ltr.data.formats.doc_ids.column_of_files`, the rule of ``ltr train``'s partition reader)."""
     names = run.feature_names
     n_rows = 0
     labelled = True
@@ -460,7 +460,7 @@ def join_tables(
     """The rows of ``carry`` (the end of one file: ``carry_rows``) then those of ``table`` (from
     ``path``), scored as each would be on its own. A feature column whose type differs (int64 in
     one file, double in the next) becomes float64 in both, as :func:`feature_matrix` converts
-    it (:func:`ltr.data.arrow_matrix.to_float64`: the same float32 bits); other columns (qid,
+    it (:func:`ltr.data.formats.arrow_matrix.to_float64`: the same float32 bits); other columns (qid,
     label, document id) take Arrow's common type. A feature that is not numeric in either is
     refused as in one file (:func:`feature_matrix`); columns Arrow cannot join are one line naming
     both files and the column."""

@@ -2,7 +2,7 @@
 ``ltr promote`` start from.
 
 A finished run of a local sqlite store is read without importing MLflow
-(:func:`ltr.tracking.local_runs.find_local_run`: about 4 s of CPU less at start-up); every other
+(:func:`ltr.tracking.sqlite.local_runs.find_local_run`: about 4 s of CPU less at start-up); every other
 store and every run that did not finish, through MLflow (:class:`ltr.tracking.runs.RunStore`),
 which :attr:`LoggedRun.store` also opens on first use (logged metrics, per-query tables).
 
@@ -35,8 +35,8 @@ from ltr.experiment.checks import check_config
 from ltr.experiment.spec import ExperimentSpec
 from ltr.models.registered import is_registered, registered_run
 from ltr.tracking import find_tracking_uri
-from ltr.tracking.local_runs import LocalRun, find_local_run
 from ltr.tracking.records import RunRecord
+from ltr.tracking.sqlite.local_runs import LocalRun, find_local_run
 from ltr.training.artifact import model_feature_names
 
 if TYPE_CHECKING:

@@ -31,8 +31,8 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from ltr.config.schema import TrainerConfig
-from ltr.data.table_features import RowNames
-from ltr.data.table_qids import number_qids, refuse_string_qids
+from ltr.data.formats.table_features import RowNames
+from ltr.data.formats.table_qids import number_qids, refuse_string_qids
 from ltr.data.validate import run_starts
 from ltr.errors import DataError
 from ltr.models.inputs import (

@@ -40,9 +40,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ltr.data.click_checks import check_click_rows
-from ltr.data.click_file import integer_column, read_table_file
-from ltr.data.clicks import examination_curve
+from ltr.data.feedback.click_checks import check_click_rows
+from ltr.data.feedback.click_file import integer_column, read_table_file
+from ltr.data.feedback.clicks import examination_curve
 from ltr.errors import DataError, DeviceFull, LtrUserError, full_device
 from ltr.models.inputs import open_input
 from ltr.models.logged import LoggedRun, load_run
@@ -59,8 +59,8 @@ from ltr.online.ope import (
     paired_estimates,
 )
 from ltr.tracking import find_tracking_uri
+from ltr.tracking.sqlite.lock import sqlite_db_path, sqlite_store_lock
 from ltr.tracking.store import read_only_store
-from ltr.tracking.store_lock import sqlite_db_path, sqlite_store_lock
 
 #: The option that keeps the runs' training queries, and the bias it names.
 INCLUDE_OPTION = "--include-training-queries"

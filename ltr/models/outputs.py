@@ -11,13 +11,13 @@
   ``{qid}-{i}`` with ``i`` the row's 0-based place in its query in the input.
 - ``per_query``: the per-query table, when the input has labels: CSV (floats with round-trip
   precision) for a ``.csv`` name, Parquet for any other (``.parquet``, ``.pq``, ...): never a
-  Parquet file under a ``.csv`` name (:func:`ltr.data.file_names.written_table_format`).
+  Parquet file under a ``.csv`` name (:func:`ltr.data.formats.file_names.written_table_format`).
 
 Every file is written to a temporary sibling and renamed into place only when every batch is
 through: an error, Ctrl-C or SIGTERM leaves the targets as they were. One of them may go to
 standard output instead (``--out -``: ``to_stdout``), written as it is made (the per-query table
 as CSV). Before any input is read, the one output guard of every verb
-(:func:`ltr.cli.output_guard.check_outputs`) makes sure each output can be written and is
+(:func:`ltr.cli.support.output_guard.check_outputs`) makes sure each output can be written and is
 neither the tracking store, nor inside its artifact folders, nor an input: each refused in one
 line. A write that fails later (a full disk) is one line too.
 """
@@ -35,10 +35,10 @@ from typing import IO
 import numpy as np
 import pandas as pd
 
-from ltr.data.file_names import written_table_format
+from ltr.data.formats.file_names import written_table_format
 from ltr.errors import DataError, LtrUserError, write_failed
 from ltr.models.predict import Prediction, ScoredBatch
-from ltr.stops import committing
+from ltr.runtime.stops import committing
 
 
 @contextlib.contextmanager
@@ -119,7 +119,7 @@ class PredictionFiles:
                 lines.to_csv(self._handles["trec_run"], sep=" ", header=False, index=False)
 
     def finish(self, prediction: Prediction) -> list[Path]:
-        """Write the per-query table (Parquet or CSV, by its name: :func:`ltr.data.file_names.written_table_format`), close
+        """Write the per-query table (Parquet or CSV, by its name: :func:`ltr.data.formats.file_names.written_table_format`), close
         and rename every file into place; the paths written."""
         if "per_query" in self.targets and prediction.table is None:
             raise LtrUserError("--per-query needs labels in the data (a label column): there is nothing to evaluate")

@@ -42,8 +42,8 @@ from ltr.models.logged import require_finished
 from ltr.tracking import find_tracking_uri
 from ltr.tracking.mlflow_uris import pointed_at
 from ltr.tracking.runs import RunRecord, RunStore
+from ltr.tracking.sqlite.lock import sqlite_db_path
 from ltr.tracking.store import read_only_store
-from ltr.tracking.store_lock import sqlite_db_path
 from ltr.tracking.uri import ui_path, ui_url
 
 #: Tags of a registered version (and what a later promotion compares against).

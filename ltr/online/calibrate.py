@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ltr.data.click_file import read_table_file
+from ltr.data.feedback.click_file import read_table_file
 from ltr.errors import DataError, LtrUserError
 from ltr.online.ols import LineFit, fit_line
 from ltr.tracking.lifecycle import tracked_run

@@ -32,7 +32,7 @@ the purchase. With ``P_r`` the product over the positions above ``r`` (the prefi
 ``purchase_rate@k = sum_r a_r b_r prod (a (1 - b) c1 + (1 - a) c0)`` (the first purchase at ``r``).
 
 Everything is numpy over flat arrays with query offsets (rows ``offsets[q]:offsets[q + 1]`` are
-query ``q``'s); ranks are 0-based within each query (:func:`ltr.data.clicks.rank_within_queries`).
+query ``q``'s); ranks are 0-based within each query (:func:`ltr.data.feedback.clicks.rank_within_queries`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from ltr.data.clicks import rank_within_queries
+from ltr.data.feedback.clicks import rank_within_queries
 from ltr.data.ranking_data import RankingData
 
 #: The user models of :class:`UserModel`.

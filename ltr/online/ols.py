@@ -1,7 +1,7 @@
 """The least-squares line ``y ≈ slope * x + intercept`` with its slope's interval and p-value.
 
 One implementation for every line of ``ltr``: the sweep's simulated CTR on nDCG
-(:func:`ltr.experiment.tradeoffs.fit_online`) and past A/B tests' online delta on their offline
+(:func:`ltr.sweeper.tradeoffs.fit_online`) and past A/B tests' online delta on their offline
 delta (:mod:`ltr.online.calibrate`).
 
 - Unweighted, the slope is ``Sxy / Sxx`` from centred sums (the same line as

@@ -5,9 +5,9 @@ Conventions (beside those of :mod:`ltr.metrics`)
 Flat arrays over the log's rows (impressions), grouped by query with ``offsets`` (rows
 ``offsets[q]:offsets[q + 1]`` are query ``q``'s logged documents). ``log_positions`` are the
 0-based positions the logging ranking showed them at; the candidate ranks the same documents by
-``scores`` (descending, ties in row order: :func:`ltr.data.clicks.rank_within_queries`) and shows
+``scores`` (descending, ties in row order: :func:`ltr.data.feedback.clicks.rank_within_queries`) and shows
 its top ``k``. ``propensities[p]`` is the examination probability of 0-based position ``p``
-(relative to the top; any source: a known curve, :func:`ltr.metrics.ips.estimate_propensities`,
+(relative to the top; any source: a known curve, :func:`ltr.metrics.clicks.ips.estimate_propensities`,
 an EM fit), one session per query; positions deeper than the list take its last value.
 
 The position-based estimators (``ips``, ``snips``, ``dr``, ``dm``) assume the position-based
@@ -126,7 +126,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from ltr.data.clicks import rank_within_queries
+from ltr.data.feedback.clicks import rank_within_queries
 
 #: The estimators ``ltr ope`` prints by default.
 ESTIMATORS = ("ips", "snips", "dr", "dm")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from ltr import kernels
+from ltr.compiled import kernels
 from ltr.metrics.diversity import as_categories, as_features, check_offsets, unit_rows
 from ltr.rerank.similarity import check_similarity
 

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from hydra.utils import instantiate
 
-from ltr.tracking.reaped_trials import trial_tags
-from ltr.tracking.store_lock import sqlite_db_path, sqlite_store_lock
+from ltr.tracking.liveness.reaped_trials import trial_tags
+from ltr.tracking.sqlite.lock import sqlite_db_path, sqlite_store_lock
 from ltr.tracking.uri import redacted
 from ltr.training.round_hook import watching_rounds
 
@@ -166,7 +166,7 @@ class TrialOfJob:
 
     in_search: bool = False
     pruning: _Pruning | None = None
-    #: The run's tags naming its trial (:func:`ltr.tracking.reaped_trials.trial_tags`: a reaped
+    #: The run's tags naming its trial (:func:`ltr.tracking.liveness.reaped_trials.trial_tags`: a reaped
     #: run's trial is told FAIL); {} outside a search.
     tags: dict[str, str] = field(default_factory=dict)
 

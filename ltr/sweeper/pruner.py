@@ -1,6 +1,6 @@
 """The check of an Optuna search's pruner (``hydra.sweeper.pruner``), run before the sweep's parent run exists.
 
-Called from the sweep's start checks (:mod:`ltr.cli.sweep_checks`); imports Optuna (searches only).
+Called from the sweep's start checks (:mod:`ltr.cli.sweeps.checks`); imports Optuna (searches only).
 """
 
 from __future__ import annotations

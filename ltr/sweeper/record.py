@@ -1,6 +1,6 @@
 """What a sweep's parent run records of its search and guardrails (grids and searches alike).
 
-Called by the sweep callback (:mod:`ltr.cli.sweep_callback`):
+Called by the sweep callback (:mod:`ltr.cli.sweeps.callback`):
 
 - :func:`check_sweep` at the start, before the parent run exists: the Optuna search's settings
   (``hydra.sweeper.n_trials`` >= 1, a storage URL, a readable search space), a stored study

@@ -51,7 +51,7 @@ from omegaconf import DictConfig, OmegaConf
 from ltr.errors import LtrUserError, ServerFault
 from ltr.experiment.guardrails import Constraint, parse_constraints
 from ltr.experiment.spec import ExperimentSpec
-from ltr.stops import raise_if_stop_requested, signals_deferred
+from ltr.runtime.stops import raise_if_stop_requested, signals_deferred
 from ltr.sweeper.baseline import baseline_metrics
 from ltr.sweeper.link import RESULTS_FILE, TRIALS_FILE, JobResult, Link, open_storage
 from ltr.sweeper.space import params_overrides, search_space, trial_overrides
@@ -63,7 +63,7 @@ from ltr.sweeper.study_config import (
     study_name,
 )
 from ltr.sweeper.trial_seed import TrialSeeded
-from ltr.tracking.reaped_trials import SWEEP_ATTR
+from ltr.tracking.liveness.reaped_trials import SWEEP_ATTR
 from ltr.tracking.store import bound_database_connects, redact_uri
 
 log = logging.getLogger(__name__)
@@ -309,7 +309,7 @@ class OptunaSearch:
     def _tell(self, study: optuna.Study, trial: optuna.trial.Trial, ret: JobReturn) -> dict[str, Any]:
         """Tell ``study`` the job's outcome; returns what ``.ltr_trials.json`` keeps of it. A trial
         told FAIL meanwhile (its job taken for dead on another host: its run reaped,
-        :mod:`ltr.tracking.reaped_trials`) keeps that state."""
+        :mod:`ltr.tracking.liveness.reaped_trials`) keeps that state."""
         frozen = study._storage.get_trial(trial._trial_id)
         if frozen.state.is_finished():
             log.warning("trial %d was told %s while its job ran (%s)", trial.number, frozen.state.name,

@@ -12,7 +12,7 @@ from ltr.tracking.base import NullTracker, RunStatus, Tracker
 from ltr.tracking.uri import default_tracking_uri, find_tracking_uri, resolve_tracking_uri
 
 if TYPE_CHECKING:
-    from ltr.tracking.heartbeat import Liveness
+    from ltr.tracking.liveness.heartbeat import Liveness
     from ltr.tracking.store import check_tracking_uri
 
 __all__ = [
@@ -32,7 +32,7 @@ def make_tracker(enabled: bool, uri: str | None, experiment: str, *, liveness: L
     """The tracker a ``tracking`` config asks for; mlflow is imported only when enabled.
 
     The URI is checked first (`check_tracking_uri`): a bad one fails in seconds with one line.
-    ``liveness``: the runs' heartbeat (:mod:`ltr.tracking.heartbeat`; None: the defaults).
+    ``liveness``: the runs' heartbeat (:mod:`ltr.tracking.liveness.heartbeat`; None: the defaults).
     """
     from ltr.tracking.store import check_tracking_uri
 

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ltr.errors import DeviceFull, ServerFault, Terminated, full_device
-from ltr.stops import as_stop, raise_if_stop_requested, signals_deferred
+from ltr.runtime.stops import as_stop, raise_if_stop_requested, signals_deferred
 from ltr.tracking.base import RunStatus, Tracker
 
 #: MLflow's message for an HTTP request to a tracking server that failed for good (refused,

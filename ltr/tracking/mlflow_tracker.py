@@ -26,7 +26,7 @@ from mlflow.tracking import MlflowClient
 
 from ltr.errors import DeviceFull, LtrUserError, full_device
 from ltr.tracking.base import RunStatus
-from ltr.tracking.heartbeat import TAG_HEARTBEAT, Heartbeat, Liveness, beat_time
+from ltr.tracking.liveness.heartbeat import TAG_HEARTBEAT, Heartbeat, Liveness, beat_time
 from ltr.tracking.mlflow_uris import pointed_at
 from ltr.tracking.server_wait import (
     ServerSilent,
@@ -35,8 +35,8 @@ from ltr.tracking.server_wait import (
     once_made,
     quiet_retries,
 )
+from ltr.tracking.sqlite.lock import sqlite_db_path, sqlite_store_lock
 from ltr.tracking.store import ensure_store, process_tags, reap_dead_runs, remember_server
-from ltr.tracking.store_lock import sqlite_db_path, sqlite_store_lock
 from ltr.tracking.uri import UI_PORT, VIEW_KEY, artifact_root_for, ui_url
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ def _chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
 
 class MlflowTracker:
     """Logs one run to the store at ``uri`` under ``experiment`` (created when missing); while
-    the run is RUNNING, its heartbeat (``liveness``, :mod:`ltr.tracking.heartbeat`) beats."""
+    the run is RUNNING, its heartbeat (``liveness``, :mod:`ltr.tracking.liveness.heartbeat`) beats."""
 
     def __init__(self, uri: str, experiment: str, *, liveness: Liveness | None = None) -> None:
         self.uri = uri
@@ -139,7 +139,7 @@ class MlflowTracker:
         self, run_name: str, tags: Mapping[str, str], *, parent_run_id: str | None = None
     ) -> str:
         # Who runs it: a run whose process dies unannounced (SIGKILL, OOM) is found by these.
-        # Its heartbeat finds it on other hosts (ltr.tracking.heartbeat).
+        # Its heartbeat finds it on other hosts (ltr.tracking.liveness.heartbeat).
         all_tags = {**dict(tags), **process_tags(), **self.liveness.start_tags()}
         if parent_run_id:
             all_tags["mlflow.parentRunId"] = parent_run_id

@@ -1,5 +1,5 @@
 """A run as read from a store (:class:`RunRecord`), and what its status says: no MLflow import,
-so readers that do not need MLflow (:mod:`ltr.tracking.local_runs`) share them with
+so readers that do not need MLflow (:mod:`ltr.tracking.sqlite.local_runs`) share them with
 :mod:`ltr.tracking.runs`."""
 
 from __future__ import annotations

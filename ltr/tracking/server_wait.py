@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ltr.errors import ServerFault
-from ltr.tracking.heartbeat import DEFAULT_SERVER_WAIT_S
 from ltr.tracking.lifecycle import UNANSWERED, FailedRequest, failed_request
+from ltr.tracking.liveness.heartbeat import DEFAULT_SERVER_WAIT_S
 
 log = logging.getLogger(__name__)
 

@@ -18,16 +18,16 @@ Creation (:func:`ensure_store`)
     incomplete (an interrupted migration: tables missing, alembic not at head) is rebuilt when it
     holds no runs, and refused with one line saying what to do otherwise. After the first store
     MLflow's migrations build, new stores are copies of an empty one
-    (:mod:`ltr.tracking.store_template`: milliseconds instead of 2 s).
+    (:mod:`ltr.tracking.sqlite.template`: milliseconds instead of 2 s).
 
 Dead runs (:func:`reap_dead_runs`)
     Every run records its process (:func:`process_tags`: one ``ltr.process`` tag with host,
-    pid, process start, host and boot ids) and beats a heartbeat (:mod:`ltr.tracking.heartbeat`).
+    pid, process start, host and boot ids) and beats a heartbeat (:mod:`ltr.tracking.liveness.heartbeat`).
     A RUNNING run whose process, on this host, is gone (or whose pid now belongs to another
     process), or, on another host, whose heartbeat is silent for longer than the bound it
     carries, is marked KILLED with the ``ltr.error`` tag when a tracker, ``ltr ui`` or
     ``ltr compare`` next opens the store; the Optuna trial it ran is told FAIL
-    (:mod:`ltr.tracking.reaped_trials`). Runs of live processes of this host (also stopped or
+    (:mod:`ltr.tracking.liveness.reaped_trials`). Runs of live processes of this host (also stopped or
     slow ones), runs of other hosts whose heartbeat beats, and runs without ltr's tags are never
     touched. The host is ``/etc/machine-id`` and the pid namespace, or ``$LTR_HOST_ID`` where
     set (machines cloned from one image share a machine id).
@@ -58,21 +58,21 @@ from pathlib import Path
 from typing import Any
 
 from ltr.errors import LtrUserError, ServerFault, full_device
-from ltr.stops import signals_deferred
-from ltr.tracking import store_template
-from ltr.tracking.heartbeat import silent_for
-from ltr.tracking.migrations import mlflow_revisions
-from ltr.tracking.moved_store import follow_moved_artifacts
-from ltr.tracking.proc_files import proc_stat, read_text
-from ltr.tracking.reaped_trials import fail_trial_of
+from ltr.runtime.stops import signals_deferred
+from ltr.tracking.liveness.heartbeat import silent_for
+from ltr.tracking.liveness.proc_files import proc_stat, read_text
+from ltr.tracking.liveness.reaped_trials import fail_trial_of
 from ltr.tracking.server_wait import LINE_EVERY_S, PAUSE_S
-from ltr.tracking.store_lock import (
+from ltr.tracking.sqlite import template as store_template
+from ltr.tracking.sqlite.lock import (
     SQLITE_PREFIX,
     lock_path,
     sqlite_db_path,
     sqlite_store_lock,
     touch_lock_file,
 )
+from ltr.tracking.sqlite.migrations import mlflow_revisions
+from ltr.tracking.sqlite.moved import follow_moved_artifacts
 from ltr.tracking.uri import (
     artifact_root_for,
     find_tracking_uri,
@@ -542,7 +542,7 @@ def _fast_private_engine(tmp_uri: str) -> None:
 
 def _create(db: Path, uri: str) -> None:
     """Build a complete store in a temporary file beside ``db`` (a copy of the empty-store
-    template when there is one: :mod:`ltr.tracking.store_template`; else MLflow's migrations,
+    template when there is one: :mod:`ltr.tracking.sqlite.template`; else MLflow's migrations,
     kept as the template), then rename it to ``db``."""
     from mlflow.exceptions import MlflowException
     from mlflow.store.tracking import sqlalchemy_store
@@ -826,9 +826,9 @@ def reap_dead_runs(client: Any, experiment_ids: Sequence[str]) -> list[str]:
     """Mark KILLED the RUNNING runs of ``experiment_ids`` whose process died; their ids.
 
     Runs started by ltr (they carry :func:`process_tags`) are judged: on this host by their
-    process, on another by their heartbeat (:mod:`ltr.tracking.heartbeat`); a run whose process
+    process, on another by their heartbeat (:mod:`ltr.tracking.liveness.heartbeat`); a run whose process
     is alive here, or whose heartbeat beats, is never touched. The Optuna trial a reaped run ran
-    is told FAIL (:func:`ltr.tracking.reaped_trials.fail_trial_of`). Call it under the store
+    is told FAIL (:func:`ltr.tracking.liveness.reaped_trials.fail_trial_of`). Call it under the store
     lock. Logs one warning when it marks any; a store too full to take the marks is left as it
     is (quietly: reaping is never a command's work).
     """

@@ -33,8 +33,8 @@ from ltr.config.schema import FitConfig, ModelConfig
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
 from ltr.metrics import MetricConventions
-from ltr.stops import raise_if_stop_requested
-from ltr.terminal import console as terminal_console
+from ltr.runtime.stops import raise_if_stop_requested
+from ltr.runtime.terminal import console as terminal_console
 from ltr.training import lightgbm_log  # noqa: F401  LightGBM's lines to the log, not stdout
 from ltr.training.binned import binned_datasets, drop_entry, keep_built
 from ltr.training.binned_store import BinnedStore

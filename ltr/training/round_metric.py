@@ -28,7 +28,7 @@ import lightgbm as lgb
 import numpy as np
 from numpy.typing import NDArray
 
-from ltr import kernels
+from ltr.compiled import kernels
 from ltr.metrics import MetricConventions
 from ltr.metrics.summary import mean_of_known
 from ltr.metrics.table import measure_arrays
@@ -59,7 +59,7 @@ class RoundNdcg:
     def __post_init__(self) -> None:
         # numba and the kernels' module load here, before the boosting loop: a stop signal that
         # lands inside a C extension's import comes out as ImportError, and a signal mid-training
-        # is the common case (the run still ends KILLED then: ltr.stops.as_stop)
+        # is the common case (the run still ends KILLED then: ltr.runtime.stops.as_stop)
         # (and numba compiles every kernel here, once, on the first run after an install)
         kernels.compiled("ltr.metrics._kernel")
 

@@ -1,4 +1,4 @@
-"""The one check of a click log (:mod:`ltr.data.click_checks`): numeric clicks, one document per
+"""The one check of a click log (:mod:`ltr.data.feedback.click_checks`): numeric clicks, one document per
 position of a query, more than one position; against a per-row reference, in the readers of
 ``ltr ope`` / ``ltr exposure``, and in training on a user's click log (``ltr train``, a
 subprocess: exit 2, one line, no store). ``ltr exposure --propensity em`` on features with
@@ -18,12 +18,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ltr.cli.exposure import main as exposure_main
-from ltr.data.click_checks import check_sessions, first_shared_position, outcome_values, shown
-from ltr.data.click_file import read_click_file
+from ltr.cli.online.exposure import main as exposure_main
+from ltr.data.feedback.click_checks import (
+    check_sessions,
+    first_shared_position,
+    outcome_values,
+    shown,
+)
+from ltr.data.feedback.click_file import read_click_file
 from ltr.data.write import write_builtin
 from ltr.errors import DataError
-from ltr.metrics.propensity import estimate_propensity
+from ltr.metrics.clicks.propensity import estimate_propensity
 from tests.metrics.test_propensity_missing import simulated_log
 
 

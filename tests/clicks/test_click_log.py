@@ -17,7 +17,7 @@ import pytest
 from ltr.compare.abtest import Z_ALPHA
 from ltr.data.write import write_builtin
 from ltr.experiment import run as pipeline
-from ltr.experiment.abtest import load_abtest
+from ltr.models.abtest_run import load_abtest
 from tests.conftest import compose_train
 
 N_QUERIES = 300
@@ -66,7 +66,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
 def test_the_written_log_logs_the_simulators_click_metrics_bit_for_bit(runs: Runs) -> None:
     shared = {k: v for k, v in runs.simulated.items() if k.startswith(SHARED)}
     # naive and IPS NDCG@5/10 of valid and test, overall and per stratum; exposure; the propensities
-    # of the positions with enough clicks to identify them (ltr.metrics.propensity.MIN_POSITION_CLICKS)
+    # of the positions with enough clicks to identify them (ltr.metrics.clicks.propensity.MIN_POSITION_CLICKS)
     assert len(shared) > 45
     assert {"test/clicks_ips/ndcg_at_10/len_11-50", "propensity/pos_3/high", "data/exposure_k80"} <= set(shared)
     got = {k: runs.table.get(k) for k in shared}
@@ -171,7 +171,7 @@ def test_a_log_of_two_rankers_estimates_propensities_by_intervention_harvesting(
     import pandas as pd
 
     from ltr.data.load import load_splits
-    from ltr.metrics.propensity import estimate_propensity
+    from ltr.metrics.clicks.propensity import estimate_propensity
     from tests.metrics.test_propensity import two_ranker_log
 
     log = two_ranker_log(300, 2, seed=3)

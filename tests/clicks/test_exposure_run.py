@@ -11,10 +11,10 @@ import pytest
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
 
-from ltr.data.clicks import examination_curve
+from ltr.data.feedback.clicks import examination_curve
 from ltr.data.load import load_click_splits
 from ltr.experiment import run as pipeline
-from ltr.metrics.exposure import exposure_report
+from ltr.metrics.clicks.exposure import exposure_report
 
 
 def test_click_run_logs_exposure_keys_and_figure(

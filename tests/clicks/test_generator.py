@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ltr.config.data import SplitConfig, SyntheticClicksDataConfig
-from ltr.data.clicks import attractiveness, examination_curve, generate_click_log
+from ltr.data.feedback.clicks import attractiveness, examination_curve, generate_click_log
 from ltr.data.load import load_click_splits, load_splits
 from ltr.errors import DataError
 

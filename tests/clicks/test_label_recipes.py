@@ -19,9 +19,9 @@ from ltr.config.data import (
     SplitConfig,
     SyntheticClicksDataConfig,
 )
-from ltr.data.clicks import cart_probability, generate_click_log
+from ltr.data.feedback.clicks import cart_probability, generate_click_log
+from ltr.data.feedback.recipes import apply_recipe, grade_counts
 from ltr.data.load import load_click_splits
-from ltr.data.recipes import apply_recipe, grade_counts
 from ltr.errors import DataError, LtrUserError
 from ltr.experiment import run as pipeline
 

@@ -7,16 +7,21 @@ import pandas as pd
 import pytest
 
 from ltr.config.data import SyntheticClicksDataConfig
-from ltr.data.clicks import examination_curve, generate_click_log
+from ltr.data.feedback.clicks import examination_curve, generate_click_log
 from ltr.errors import LtrUserError
 from ltr.metrics import Strata, per_query_table, summarize
+from ltr.metrics.clicks.ips import (
+    click_summary,
+    click_tables,
+    estimate_propensities,
+    propensity_table,
+)
 from ltr.metrics.composite import (
     check_composites,
     composite_columns,
     composite_ks,
     summarize_composites,
 )
-from ltr.metrics.ips import click_summary, click_tables, estimate_propensities, propensity_table
 
 BLEND = {"ndcg_blend": {"ndcg_at_3": 0.4, "ndcg_at_10": 0.6}, "head": {"rr": 0.5, "p_at_5": 0.5}}
 

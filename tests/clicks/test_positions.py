@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ltr.data.positions import (
+from ltr.data.feedback.positions import (
     check_positions,
     concat_positions,
     find_position_file,

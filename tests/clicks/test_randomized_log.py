@@ -127,8 +127,8 @@ def test_bad_flags_in_the_training_split_are_refused_before_training(written: Wr
 
 
 def test_exposure_estimates_on_the_randomized_sessions(written: Written, capsys: pytest.CaptureFixture[str]) -> None:
-    from ltr.cli.exposure import main
-    from ltr.metrics.propensity import estimate_propensity
+    from ltr.cli.online.exposure import main
+    from ltr.metrics.clicks.propensity import estimate_propensity
 
     log = written.folder / "clicks.parquet"
     assert main([str(log), "--propensity", "randomized", "--randomized-column", "randomized", "--json", "--bootstrap", "10"]) == 0
@@ -160,7 +160,7 @@ def test_exposure_estimates_on_the_randomized_sessions(written: Written, capsys:
     ids=["no-column", "not-constant", "missing"],
 )
 def test_exposure_refuses_in_one_line(written: Written, args: list[str], needle: str) -> None:
-    from ltr.cli.exposure import main
+    from ltr.cli.online.exposure import main
 
     with pytest.raises((LtrUserError, DataError)) as info:
         main([str(written.folder / "clicks.parquet"), *args])

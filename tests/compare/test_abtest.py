@@ -21,7 +21,7 @@ from ltr.compare._interleave import team_draft
 from ltr.compare.abtest import interleaving_test, two_proportions, wilson
 from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
-from ltr.experiment.abtest import load_abtest
+from ltr.models.abtest_run import load_abtest
 from tests.conftest import compose_train, examples
 
 COMMON = ("data=synthetic_clicks", "data.n_queries=400", "fit.num_boost_round=30", "fit.early_stopping_rounds=10",
@@ -30,7 +30,7 @@ COMMON = ("data=synthetic_clicks", "data.n_queries=400", "fit.num_boost_round=30
 RUNS = {"clicks": ("data.train_labels=clicks",), "relevance": ("data.train_labels=relevance",)}
 
 
-@pytest.mark.parametrize("name", ["ltr.compare._interleave", "ltr.compare.abtest", "ltr.experiment.abtest"])
+@pytest.mark.parametrize("name", ["ltr.compare._interleave", "ltr.compare.abtest", "ltr.models.abtest_run"])
 def test_docstring_examples(name: str) -> None:
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0

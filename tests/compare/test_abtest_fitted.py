@@ -29,9 +29,9 @@ from ltr.compare.abtest_render import to_markdown
 from ltr.config.choices import Propensity
 from ltr.config.data import ParquetDataConfig
 from ltr.config.schema import ClickEvalConfig
-from ltr.data.clicks import rank_within_queries
+from ltr.data.feedback.clicks import rank_within_queries
 from ltr.data.ranking_data import RankingData
-from ltr.experiment.abtest import fit_click_model
+from ltr.models.abtest_run import fit_click_model
 
 LOG = ParquetDataConfig(click_column="click", position_column="position")
 EM = ClickEvalConfig(propensity=Propensity.em)

@@ -107,7 +107,7 @@ def test_expected_ctr_of_empty_queries_is_zero_and_the_others_unchanged() -> Non
     last: the last used to index past the end); the other queries' values are those computed
     without the empty ones, bit for bit, and equal 1 - prod(1 - p) by hand."""
     from ltr.compare.abtest import expected_ctr
-    from ltr.data.clicks import attractiveness, examination_curve
+    from ltr.data.feedback.clicks import attractiveness, examination_curve
 
     model = ClickModel(eta=1.0, click_noise=0.05, click_max=0.9)
     labels = np.array([2, 0, 1, 3, 0], dtype=np.int64)

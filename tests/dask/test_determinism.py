@@ -36,7 +36,7 @@ from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
 from ltr.experiment.checks import check_config
 from ltr.metrics import Strata, per_query_table
-from ltr.metrics.gap import lightgbm_gap
+from ltr.metrics.reports.gap import lightgbm_gap
 from ltr.training.local import TrainResult
 from tests.conftest import compose_train
 from tests.dask.conftest import random_ranking_data

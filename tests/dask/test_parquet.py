@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ltr.dask.parquet import read_part, read_query_partitions, write_query_partitions
-from ltr.data.readers import read_ranking_file
+from ltr.data.formats.readers import read_ranking_file
 from ltr.errors import DataError
 from tests.dask.conftest import random_ranking_data
 

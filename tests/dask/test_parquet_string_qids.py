@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from ltr.dask.parquet import read_part, read_query_partitions
-from ltr.data.readers import read_ranking_file
-from ltr.data.table_qids import number_qids
+from ltr.data.formats.readers import read_ranking_file
+from ltr.data.formats.table_qids import number_qids
 from ltr.errors import DataError
 
 

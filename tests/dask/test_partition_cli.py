@@ -26,8 +26,8 @@ import pytest
 from ltr.cli.main import main
 from ltr.dask.parquet import read_query_partitions, write_query_partitions
 from ltr.dask.partition_files import PartitionWritten, partition_counts, write_partitioned_splits
+from ltr.data.formats.readers import read_ranking_file, read_split_files
 from ltr.data.ranking_data import RankingData
-from ltr.data.readers import read_ranking_file, read_split_files
 from ltr.data.splits import split_queries
 from tests.conftest import REPO, SHARED_DATA
 

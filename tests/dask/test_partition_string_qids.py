@@ -22,11 +22,11 @@ import pytest
 from ltr.cli.main import main
 from ltr.dask.parquet import read_query_partitions
 from ltr.dask.partitioned import partitioned_tables
+from ltr.data.formats.readers import read_ranking_file
 from ltr.data.ranking_data import RankingData
-from ltr.data.readers import read_ranking_file
 from ltr.data.splits import split_queries
 from ltr.metrics import MetricConventions, Strata, per_query_table
-from ltr.metrics.gap import lightgbm_gap
+from ltr.metrics.reports.gap import lightgbm_gap
 
 # Train: "q-b" comes back after "q-a" (rows 1, 2, 5), "q-a" after "7" (rows 3, 7); "7" and "07"
 # are two queries (a string column keeps both as written). Regrouped stably, in order of first

@@ -23,7 +23,7 @@ from ltr.data.synthetic import generate_synthetic
 from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
 from ltr.metrics import MetricConventions, Strata, per_query_table
-from ltr.metrics.gap import lightgbm_gap
+from ltr.metrics.reports.gap import lightgbm_gap
 from ltr.metrics.table import largest_gain
 from tests.conftest import compose_train
 from tests.dask.conftest import random_ranking_data

@@ -1,4 +1,4 @@
-"""`ltr.data.arrow_matrix.float32_matrix` against the column-by-column conversion it replaces.
+"""`ltr.data.formats.arrow_matrix.float32_matrix` against the column-by-column conversion it replaces.
 
 The contract is the column-by-column loop: column ``j`` is
 ``pc.cast(column, pa.float64(), safe=False).to_numpy(zero_copy_only=False).astype(np.float32)``
@@ -24,7 +24,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-from ltr.data.arrow_matrix import BLOCK_ROWS, CastError, float32_matrix
+from ltr.data.formats.arrow_matrix import BLOCK_ROWS, CastError, float32_matrix
 
 F32_MAX = float(np.finfo(np.float32).max)
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from ltr.data import cache as data_cache
-from ltr.data import readers
-from ltr.data.readers import read_ranking_file
+from ltr.data.formats import readers
+from ltr.data.formats.readers import read_ranking_file
 from ltr.errors import DataError
 from tests.data.conftest import WriteFile
 

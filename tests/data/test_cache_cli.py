@@ -8,7 +8,7 @@ import pytest
 
 from ltr.cli.main import main
 from ltr.data import cache
-from ltr.data.readers import read_ranking_file
+from ltr.data.formats.readers import read_ranking_file
 from tests.data.conftest import WriteFile
 
 

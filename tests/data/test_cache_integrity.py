@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from ltr.data import cache
+from ltr.data.formats.readers import read_ranking_file
 from ltr.data.ranking_data import RankingData
-from ltr.data.readers import read_ranking_file
 from ltr.errors import DataError
 from tests.data.conftest import WriteFile
 
@@ -239,7 +239,7 @@ _LOADER = textwrap.dedent(
     import logging, sys, time
     from pathlib import Path
     import numpy as np
-    from ltr.data.readers import read_ranking_file
+    from ltr.data.formats.readers import read_ranking_file
 
     path, cache_dir, barrier, me, n, out = sys.argv[1:]
     logging.basicConfig(level=logging.INFO, format="%(message)s")

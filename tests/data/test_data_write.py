@@ -22,8 +22,8 @@ from omegaconf import OmegaConf
 
 from ltr.cli.main import main as ltr_main
 from ltr.config.data import SplitConfig, SyntheticClicksDataConfig, SyntheticDataConfig
-from ltr.data.click_file import read_click_file
-from ltr.data.clicks import BEHAVIOURS, generate_click_log
+from ltr.data.feedback.click_file import read_click_file
+from ltr.data.feedback.clicks import BEHAVIOURS, generate_click_log
 from ltr.data.load import load_click_splits, load_splits
 from ltr.data.ranking_data import RankingData
 from ltr.data.splits import Splits

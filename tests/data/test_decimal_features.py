@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from ltr.dask.parquet import read_part
-from ltr.data.arrow_matrix import float32_matrix
-from ltr.data.readers import read_ranking_file
+from ltr.data.formats.arrow_matrix import float32_matrix
+from ltr.data.formats.readers import read_ranking_file
 from ltr.errors import DataError
 from ltr.models.inputs import read_whole_file
 

@@ -17,11 +17,11 @@ from omegaconf import OmegaConf
 
 from ltr.config.data import LetorPartsDataConfig, SplitConfig
 from ltr.data import cache as data_cache
-from ltr.data import read_text, readers
+from ltr.data.formats import read_text, readers
+from ltr.data.formats.read_text import parse_svmlight
+from ltr.data.formats.readers import concat_ranking_data, read_ranking_file
 from ltr.data.load import load_splits, reader_options
 from ltr.data.ranking_data import RankingData
-from ltr.data.read_text import parse_svmlight
-from ltr.data.readers import concat_ranking_data, read_ranking_file
 from ltr.data.splits import kfold_split, split_queries
 from ltr.errors import DataError
 from tests.conftest import compose_train, examples
@@ -399,7 +399,8 @@ def test_doc_ids_are_not_part_of_the_fingerprint(write: WriteFile) -> None:
 def test_docstring_examples_run() -> None:
     import doctest
 
-    from ltr.data import doc_ids, ranking_data
+    from ltr.data import ranking_data
+    from ltr.data.formats import doc_ids
 
     for module in (doc_ids, ranking_data):
         result = doctest.testmod(module)
@@ -408,7 +409,7 @@ def test_docstring_examples_run() -> None:
 
 
 def test_encode_decode_round_trip_any_text() -> None:
-    from ltr.data.doc_ids import decode, encode
+    from ltr.data.formats.doc_ids import decode, encode
 
     ids = np.array(["", "a\nb", "é中", "x" * 1000, " spaced "], dtype=object)
     data, offsets = encode(ids)

@@ -9,7 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ltr.data.readers import concat_ranking_data, detect_format, read_ranking_file, read_split_files
+from ltr.data.formats.readers import (
+    concat_ranking_data,
+    detect_format,
+    read_ranking_file,
+    read_split_files,
+)
 from ltr.errors import DataError
 from tests.data.conftest import WriteFile
 

@@ -23,10 +23,10 @@ import pytest
 
 from ltr.cli.evaluate import main as evaluate
 from ltr.cli.main import main
-from ltr.data.arrow_matrix import BLOCK_ROWS
+from ltr.data.formats.arrow_matrix import BLOCK_ROWS
+from ltr.data.formats.read_text import MAX_FEATURE_INDEX, parse_svmlight
+from ltr.data.formats.readers import read_ranking_file
 from ltr.data.ranking_data import RankingData
-from ltr.data.read_text import MAX_FEATURE_INDEX, parse_svmlight
-from ltr.data.readers import read_ranking_file
 from ltr.data.validate import check_ranking_data, first_infinite
 from ltr.errors import DataError, LtrUserError
 from tests.data.conftest import WriteFile
@@ -281,7 +281,7 @@ def test_uint64_qids_beyond_int64_are_numbered_as_strings_are(tmp_path: Path, ca
     path = tmp_path / "hashes.parquet"
     qids = pa.array([2**64 - 1, 2**64 - 1, 2**63, 5, 5], pa.uint64())  # a 64-bit hash
     pq.write_table(pa.table({"qid": qids, "label": [0, 1, 1, 0, 2], "f": [0.1, 0.2, 0.3, 0.4, 0.5]}), path)
-    with caplog.at_level("INFO", logger="ltr.data.read_columns"):
+    with caplog.at_level("INFO", logger="ltr.data.formats.read_columns"):
         data = read_ranking_file(path)
     assert data.qids.tolist() == [0, 1, 2]
     assert data.group_sizes.tolist() == [2, 1, 2]

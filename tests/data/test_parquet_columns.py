@@ -1,4 +1,4 @@
-"""A Parquet file read a few columns at a time (`ltr.data.parquet_columns`) gives what one read of
+"""A Parquet file read a few columns at a time (`ltr.data.formats.parquet_columns`) gives what one read of
 the whole table gives: the same float32 bits, the same first error, and never the whole decoded
 table in memory."""
 
@@ -14,10 +14,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import ltr.data.parquet_columns as parquet_columns
-from ltr.data.parquet_columns import ParquetColumns, columns_per_read
-from ltr.data.read_columns import read_table
-from ltr.data.table_features import RowNames, feature_matrix
+import ltr.data.formats.parquet_columns as parquet_columns
+from ltr.data.formats.parquet_columns import ParquetColumns, columns_per_read
+from ltr.data.formats.read_columns import read_table
+from ltr.data.formats.table_features import RowNames, feature_matrix
 from ltr.errors import DataError
 
 F32_MAX = float(np.finfo(np.float32).max)
@@ -146,8 +146,8 @@ def test_the_columns_asked_for_in_that_order_and_missing_ones_left_out(tmp_path:
 PEAK = """
 import json, sys
 import pyarrow as pa
-import ltr.data.parquet_columns as parquet_columns
-from ltr.data.read_columns import read_table
+import ltr.data.formats.parquet_columns as parquet_columns
+from ltr.data.formats.read_columns import read_table
 if sys.argv[2] == "few":
     parquet_columns.READ_BYTES = 2**20
 data = read_table(sys.argv[1], kind="parquet")

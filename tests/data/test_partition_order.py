@@ -2,7 +2,7 @@
 
 :func:`ltr.data.query_parts.partition_files` is the order of every reader of a directory of
 partitions (``ltr train data=parquet_partitions``, ``ltr predict --data DIR``, with or without
-Dask); :func:`ltr.data.doc_ids.column_of_files` is the one rule for the document id column.
+Dask); :func:`ltr.data.formats.doc_ids.column_of_files` is the one rule for the document id column.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ltr.data.doc_ids import column_of_files
+from ltr.data.formats.doc_ids import column_of_files
 from ltr.data.query_parts import partition_files, partition_key
 from ltr.errors import DataError
 
@@ -90,7 +90,7 @@ def test_a_doc_id_column_asked_for_and_missing_is_one_line_naming_the_file() -> 
 
 
 def test_a_default_doc_id_column_in_some_files_only_is_read_in_none(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="ltr.data.doc_ids"):
+    with caplog.at_level(logging.WARNING, logger="ltr.data.formats.doc_ids"):
         assert column_of_files("doc_id", [("a", WITH), ("b", WITHOUT), ("c", WITHOUT)]) is None
     assert [r.getMessage() for r in caplog.records] == [
         "b has no document id column 'doc_id' but a has; no file's doc ids are read"

@@ -16,11 +16,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ltr.data import readers
 from ltr.data.fingerprint import content_hash
+from ltr.data.formats import readers
+from ltr.data.formats.readers import read_ranking_file, read_split_files
 from ltr.data.load import load_splits, reader_options
 from ltr.data.ranking_data import RankingData
-from ltr.data.readers import read_ranking_file, read_split_files
 from ltr.errors import DataError
 from ltr.experiment import run as pipeline
 from tests.conftest import compose_train

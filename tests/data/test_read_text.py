@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ltr.data import _text_kernel, read_text
-from ltr.data.read_text import parse_svmlight
-from ltr.data.readers import read_ranking_file
+from ltr.data.formats import _text_kernel, read_text
+from ltr.data.formats.read_text import parse_svmlight
+from ltr.data.formats.readers import read_ranking_file
 from tests.conftest import examples
 from tests.data.conftest import WriteFile
 
@@ -155,7 +155,8 @@ def test_progress_bar_can_be_forced_on(write: WriteFile) -> None:
 def test_docstring_examples_run() -> None:
     import doctest
 
-    from ltr.data import fingerprint, load, readers
+    from ltr.data import fingerprint, load
+    from ltr.data.formats import readers
 
     for module in (readers, fingerprint, load):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)

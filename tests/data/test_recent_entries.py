@@ -9,11 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ltr.data import cache, frozen, readers
+from ltr.data import cache, frozen
 from ltr.data import fingerprint as fingerprint_module
 from ltr.data.fingerprint import content_hash, fingerprint
+from ltr.data.formats import readers
+from ltr.data.formats.readers import read_ranking_file
 from ltr.data.ranking_data import RankingData
-from ltr.data.readers import read_ranking_file
 from ltr.data.splits import Splits
 from tests.data.conftest import WriteFile
 

@@ -13,9 +13,9 @@ from omegaconf import OmegaConf
 
 from ltr.config.data import LetorPartsDataConfig, SplitConfig
 from ltr.data.fingerprint import fingerprint
+from ltr.data.formats.readers import read_ranking_file, read_split_files
 from ltr.data.load import load_splits
 from ltr.data.ranking_data import RankingData
-from ltr.data.readers import read_ranking_file, read_split_files
 from tests.data.conftest import SHARED_DATA, needs_shared_data
 
 pytestmark = needs_shared_data

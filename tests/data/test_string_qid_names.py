@@ -13,9 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from ltr.data import cache as data_cache
-from ltr.data import readers
-from ltr.data.read_columns import read_table
-from ltr.data.readers import concat_ranking_data, read_ranking_file, read_split_files
+from ltr.data.formats import readers
+from ltr.data.formats.read_columns import read_table
+from ltr.data.formats.readers import concat_ranking_data, read_ranking_file, read_split_files
 from ltr.data.validate import check_split_set, to_ranking_data
 from ltr.errors import DataError
 

@@ -15,7 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ltr.config.choices import RecipeKind
 from ltr.config.data import LabelRecipeConfig, LabelRuleConfig
-from ltr.data.readers import read_ranking_file
+from ltr.data.formats.readers import read_ranking_file
 from ltr.errors import DataError, LtrUserError
 from ltr.experiment import run as pipeline
 from tests.conftest import compose_train

@@ -1,4 +1,4 @@
-"""`ltr.data.trec.read_trec` against a plain-Python reading of the same files.
+"""`ltr.data.formats.trec.read_trec` against a plain-Python reading of the same files.
 
 The reference parses each line with ``bytes.split``, joins with dicts and orders topics with
 Python's ``bytes`` comparison (C ``strcmp``): what trec_eval does, without any of the reader's
@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import ltr.data.trec as trec
-from ltr.data.trec import read_trec
+import ltr.data.formats.trec as trec
+from ltr.data.formats.trec import read_trec
 from ltr.errors import DataError
 from ltr.metrics.conventions import UNJUDGED
 from tests.conftest import examples

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ltr.data.formats.readers import read_ranking_file, read_split_files
 from ltr.data.ranking_data import RankingData
-from ltr.data.readers import read_ranking_file, read_split_files
 from ltr.data.validate import RawTable, check_label_gain, check_split_set, to_ranking_data
 from ltr.errors import DataError, LtrUserError
 from tests.conftest import examples

@@ -16,10 +16,10 @@ from ltr.config.data import (
     SyntheticClicksDataConfig,
     SyntheticDataConfig,
 )
-from ltr.data.clicks import generate_click_log
+from ltr.data.feedback.clicks import generate_click_log
+from ltr.data.formats.width import ConfiguredWidth, configured_width
 from ltr.data.load import load_splits
 from ltr.data.synthetic import generate_synthetic
-from ltr.data.width import ConfiguredWidth, configured_width
 
 
 @pytest.mark.parametrize(("n_informative", "n_noise"), [(8, 8), (3, 0), (1, 5)])
@@ -76,14 +76,14 @@ def test_table_width_from_feature_columns_is_the_read_width(tmp_path: Path) -> N
 )  # fmt: skip
 def test_one_name_rule_for_the_reader_the_width_and_evaluate(name: str, table: str | None) -> None:
     """The reader's format detection, the configured width and ``ltr evaluate --n-features`` all
-    read a name with :func:`ltr.data.file_names.table_format_by_name`."""
-    from ltr.data.file_names import table_format_by_name
+    read a name with :func:`ltr.data.formats.file_names.table_format_by_name`."""
+    from ltr.data.formats.file_names import table_format_by_name
 
     assert table_format_by_name(name) == table
 
 
 @pytest.mark.parametrize(("name", "written"), [("t.csv", "csv"), ("t.CSV", "csv"), ("t.parquet", "parquet"), ("t.pq", "parquet"), ("t", "parquet")])
 def test_one_rule_for_the_per_query_tables_of_evaluate_and_predict(name: str, written: str) -> None:
-    from ltr.data.file_names import written_table_format
+    from ltr.data.formats.file_names import written_table_format
 
     assert written_table_format(name) == written

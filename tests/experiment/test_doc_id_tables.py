@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from ltr.data.readers import read_ranking_file
+from ltr.data.formats.readers import read_ranking_file
 from ltr.experiment import run as pipeline
 from tests.conftest import compose_train
 

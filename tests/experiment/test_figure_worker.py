@@ -22,7 +22,7 @@ from ltr.experiment.charts import plot_feature_importance, plot_ndcg_by_stratum
 from ltr.experiment.figure_worker import FigureWorker, start_worker
 from ltr.experiment.run_figures import RunFigures
 from ltr.metrics import Strata, idcg_report, per_query_table
-from ltr.metrics.exposure import exposure_report
+from ltr.metrics.clicks.exposure import exposure_report
 from ltr.metrics.plots import plot_exposure, plot_idcg_histogram
 from ltr.tracking import NullTracker
 

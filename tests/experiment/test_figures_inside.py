@@ -2,7 +2,7 @@
 run names are long: a sweep's Pareto figure once cut its title and its list of runs at its edges.
 
 Each figure of ``ltr/experiment/charts.py``, ``ltr/metrics/plots.py``, ``ltr/compare/plots.py``,
-``ltr/compare/abtest_render.py`` and ``ltr/experiment/tradeoffs.py`` (the sweep's figures) is
+``ltr/compare/abtest_render.py`` and ``ltr/sweeper/tradeoffs.py`` (the sweep's figures) is
 drawn with long run names, and every text it draws must lie inside the figure's bounding box.
 """
 
@@ -22,10 +22,10 @@ from ltr.compare.abtest_render import power_figure
 from ltr.compare.comparison import compare_runs
 from ltr.compare.plots import plot_idcg_side_by_side, plot_strata
 from ltr.experiment.charts import plot_feature_importance, plot_ndcg_by_stratum
-from ltr.experiment.tradeoffs import fit_online, front_figure, online_figure, pareto_front
 from ltr.metrics import Strata, idcg_report, per_query_table
-from ltr.metrics.exposure import exposure_report
+from ltr.metrics.clicks.exposure import exposure_report
 from ltr.metrics.plots import plot_exposure, plot_idcg_histogram
+from ltr.sweeper.tradeoffs import fit_online, front_figure, online_figure, pareto_front
 
 #: An Optuna trial's name, and a single run's with many overrides (the old names of both).
 TRIAL = "num_leaves=52 learning_rate=0.1906 min_child_samples=75 colsample_bytree=0.7993 alpha=0.156"

@@ -24,7 +24,7 @@ from tests.test_sweeps import _runs, train_in_process
 CLICKS = ("data=synthetic_clicks", "data.n_queries=300", "tracking.enabled=false")
 
 
-@pytest.mark.parametrize("name", ["ltr.metrics.tail", "ltr.experiment.rerank"])
+@pytest.mark.parametrize("name", ["ltr.metrics.tail", "ltr.rerank.step"])
 def test_docstring_examples(name: str) -> None:
     result = doctest.testmod(importlib.import_module(name))
     assert result.attempted > 0
@@ -94,7 +94,7 @@ def test_ensemble_spread_matches_a_per_query_reference_and_ignores_each_members_
     """Reference: per query and member, (s - min) / (max - min) (0 for a constant list); the
     std over members per row; divided by the split's largest std. A member's scores moved by a
     positive affine map in one query change nothing."""
-    from ltr.experiment.rerank import ensemble_spread
+    from ltr.rerank.step import ensemble_spread
 
     rng = np.random.default_rng(seed)
     offsets = np.r_[0, np.cumsum(sizes)]

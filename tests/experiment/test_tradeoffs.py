@@ -17,8 +17,8 @@ from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
-from ltr.experiment import tradeoffs
-from ltr.experiment.tradeoffs import (
+from ltr.sweeper import tradeoffs
+from ltr.sweeper.tradeoffs import (
     OnlineFit,
     fit_online,
     front_figure,

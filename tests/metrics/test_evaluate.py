@@ -137,8 +137,8 @@ def test_missing_file_is_one_line(tmp_path: Path) -> None:
 def test_json_out_docstring_examples() -> None:
     import doctest
 
-    import ltr.cli.json_out
+    import ltr.cli.support.json_out
 
-    result = doctest.testmod(ltr.cli.json_out)
+    result = doctest.testmod(ltr.cli.support.json_out)
     assert result.attempted > 0
     assert result.failed == 0

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ltr.cli.exposure import main
 from ltr.cli.main import main as ltr_main
-from ltr.metrics.exposure import exposure_report
+from ltr.cli.online.exposure import main
+from ltr.metrics.clicks.exposure import exposure_report
 
 
 def test_shares_and_points_by_hand() -> None:

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from ltr.cli.evaluate import main
-from ltr.metrics.idcg_report import low_idcg_note
+from ltr.metrics.reports.idcg_report import low_idcg_note
 
 MODULES = [
-    "ltr.metrics.exposure", "ltr.metrics.label_audit", "ltr.metrics.idcg_report",
+    "ltr.metrics.clicks.exposure", "ltr.metrics.reports.label_audit", "ltr.metrics.reports.idcg_report",
     "ltr.metrics.measures", "ltr.metrics.conventions", "ltr.metrics.composite",
 ]  # fmt: skip
 

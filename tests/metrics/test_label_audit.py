@@ -12,7 +12,7 @@ import pytest
 
 from ltr.cli.labels import main
 from ltr.cli.main import main as ltr_main
-from ltr.metrics.label_audit import label_agreement
+from ltr.metrics.reports.label_audit import label_agreement
 
 N_Q, N_DOC = 12, 9
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ltr.data.trec import read_trec, read_trec_eval_output
+from ltr.data.formats.trec import read_trec, read_trec_eval_output
 from ltr.metrics import PRESETS, per_query_table, resolve_conventions, summarize
 
 from .conftest import SHARED_DATA

@@ -1,4 +1,4 @@
-"""Examination propensities of a click log (:mod:`ltr.metrics.propensity`) against the simulator's
+"""Examination propensities of a click log (:mod:`ltr.metrics.clicks.propensity`) against the simulator's
 true curve ``(1 / rank) ** eta``: regression EM on a log whose sessions vary the order, intervention
 harvesting on a log of two rankers; the given list and a logged column by hand."""
 
@@ -9,16 +9,16 @@ import doctest
 import numpy as np
 import pytest
 
-import ltr.metrics.propensity as propensity_module
+import ltr.metrics.clicks.propensity as propensity_module
 from ltr.config.data import SyntheticClicksDataConfig, SyntheticDataConfig
-from ltr.data.clicks import (
+from ltr.data.feedback.clicks import (
     attractiveness,
     examination_curve,
     generate_click_log,
     rank_within_queries,
 )
 from ltr.data.synthetic import generate_synthetic
-from ltr.metrics.propensity import PropensityEstimate, estimate_propensity
+from ltr.metrics.clicks.propensity import PropensityEstimate, estimate_propensity
 
 #: The positions checked, and the level of an interval that covers all of them at once with
 #: probability >= 95 % (Bonferroni over the 10 positions).
@@ -56,7 +56,7 @@ def test_regression_em_covers_the_true_curve_on_a_log_whose_sessions_vary_the_or
 def two_ranker_log(n_queries: int, sessions: int, *, seed: int, eta: float = 1.0) -> dict[str, np.ndarray]:
     """The simulator's documents shown by two rankers (grade plus independent noise, each its
     own) in ``sessions`` sessions each per query, clicks from the position-based model of
-    :mod:`ltr.data.clicks` (examination ``(1 / rank) ** eta``, the grade's attractiveness)."""
+    :mod:`ltr.data.feedback.clicks` (examination ``(1 / rank) ** eta``, the grade's attractiveness)."""
     base = generate_synthetic(SyntheticDataConfig(n_queries=n_queries, max_list_len=60, long_share=0.05,
                                                   medium_share=0.6, short_share=0.35), seed=seed)  # fmt: skip
     rng = np.random.default_rng(seed)

@@ -1,7 +1,7 @@
 """EM propensities on features with missing cells, positions too rarely clicked to identify, and a
-flat EM curve that the click rates contradict (:mod:`ltr.metrics.propensity`).
+flat EM curve that the click rates contradict (:mod:`ltr.metrics.clicks.propensity`).
 
-The click log is simulated here, independently of :mod:`ltr.data.clicks`: lists of 4-40
+The click log is simulated here, independently of :mod:`ltr.data.feedback.clicks`: lists of 4-40
 documents, five features with 3 % missing cells, attractiveness a logistic function of the
 features, examination ``1 / rank``, a noisy relevance-sorted logger and 30 % shuffled sessions.
 """
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from ltr.metrics.propensity import (
+from ltr.metrics.clicks.propensity import (
     MIN_POSITION_CLICKS,
     _degenerate_em,
     centred_features,

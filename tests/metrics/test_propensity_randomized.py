@@ -1,4 +1,4 @@
-"""``method="randomized"`` of :mod:`ltr.metrics.propensity`: the click-through rate by position
+"""``method="randomized"`` of :mod:`ltr.metrics.clicks.propensity`: the click-through rate by position
 on the sessions shown in random order holds the simulator's true curve where EM and the plain
 click-through rate, fooled by a logger that sorts on relevance the features do not show, do not;
 by hand on a tiny log; and the flags it refuses."""
@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from ltr.metrics.propensity import estimate_propensity, randomized_queries, relevance_caution
+from ltr.metrics.clicks.propensity import estimate_propensity, randomized_queries, relevance_caution
 from ltr.online.click_simulators import LogSpec, simulate_log
 
 POSITIONS = 10

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ltr.cli.evaluate import main
-from ltr.data.trec import read_trec, read_trec_eval_output
+from ltr.data.formats.trec import read_trec, read_trec_eval_output
 from ltr.metrics import MetricConventions, per_query_table, resolve_conventions, summarize
 from ltr.metrics.table import measure_arrays
 from tests.conftest import examples

@@ -18,7 +18,7 @@ import pytest
 
 from ltr import api
 from ltr.cli.evaluate import build_parser, main
-from ltr.data.trec import read_qrels, read_run, read_trec, read_trec_eval_output
+from ltr.data.formats.trec import read_qrels, read_run, read_trec, read_trec_eval_output
 from ltr.errors import DataError, LtrUserError
 from ltr.metrics import per_query_table, resolve_conventions, summarize
 from ltr.metrics.conventions import UNJUDGED

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ltr.data.readers import read_ranking_file
+from ltr.data.formats.readers import read_ranking_file
 from ltr.errors import DataError
 from ltr.models.inputs import _stream, read_whole_file
 

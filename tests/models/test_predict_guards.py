@@ -26,9 +26,9 @@ from mlflow.tracking import MlflowClient
 
 from ltr.cli.main import main as ltr_main
 from ltr.config.data import SyntheticDataConfig
+from ltr.data.formats.readers import read_ranking_file
 from ltr.data.query_parts import write_query_partitions
 from ltr.data.ranking_data import RankingData
-from ltr.data.readers import read_ranking_file
 from ltr.data.synthetic import generate_synthetic
 from ltr.experiment import run as pipeline
 from ltr.tracking.records import RunRecord

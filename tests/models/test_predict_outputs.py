@@ -54,7 +54,7 @@ def test_an_output_reaching_the_input_by_another_path_is_refused(
 
 
 def test_an_output_inside_an_input_folder_or_a_side_file_is_refused(tmp_path: Path) -> None:
-    from ltr.cli.output_guard import check_not_inputs
+    from ltr.cli.support.output_guard import check_not_inputs
     from ltr.errors import LtrUserError
 
     parts = tmp_path / "parts"

@@ -3,7 +3,7 @@
 One real run (``trainer=dask``) on partitions written without doc ids, in a real sqlite store.
 Its ``data.doc_id_column`` is the option's default ``doc_id``: the files have no such column, so
 ``ltr train`` read them without doc ids and ``ltr predict RUN --data ROOT/test`` scores them the
-same way (the rule of :func:`ltr.data.doc_ids.column_of_files`), giving every logged ``test/*``
+same way (the rule of :func:`ltr.data.formats.doc_ids.column_of_files`), giving every logged ``test/*``
 value and the logged per-query table bit for bit; a column asked for with ``--doc-id-column``
 must be there. A folder whose file names have numbers of several widths is read in the order of
 the numbers.

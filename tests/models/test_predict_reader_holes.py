@@ -22,13 +22,13 @@ import pytest
 from ltr import api
 from ltr.cli.main import main as ltr_main
 from ltr.dask.parquet import read_part
+from ltr.data.formats.readers import read_ranking_file
 from ltr.data.query_parts import write_query_partitions
-from ltr.data.readers import read_ranking_file
 from ltr.errors import DataError
 from ltr.experiment import run as pipeline
 from ltr.models.inputs import split_input
 from ltr.models.logged import MODEL_TEXT, load_run
-from ltr.tracking.local_runs import find_local_run
+from ltr.tracking.sqlite.local_runs import find_local_run
 from tests.conftest import compose_train
 
 SMALL = ["data.n_queries=120", "fit.num_boost_round=12", "fit.early_stopping_rounds=4", "fit.show_progress=false", "model.num_leaves=7"]

@@ -10,9 +10,9 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from ltr.cli.main import main as ltr_main
-from ltr.experiment.tradeoffs import fit_online
 from ltr.online.calibrate import calibrate
 from ltr.online.ols import fit_line
+from ltr.sweeper.tradeoffs import fit_online
 
 sm = pytest.importorskip("statsmodels.api")
 

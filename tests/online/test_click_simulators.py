@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ltr.online.click_simulators as cs
-from ltr.data.clicks import rank_within_queries
+from ltr.data.feedback.clicks import rank_within_queries
 from ltr.models.ope_run import read_log
 from ltr.online.click_simulators import (
     LogSpec,

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ltr.online.ope as ope
-from ltr.data.clicks import attractiveness, examination_curve, rank_within_queries
+from ltr.data.feedback.clicks import attractiveness, examination_curve, rank_within_queries
 from ltr.online.ope import (
     ALL_ESTIMATORS,
     ESTIMATORS,

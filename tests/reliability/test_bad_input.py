@@ -160,7 +160,7 @@ CASES: dict[str, tuple[Setup, str]] = {
     "unknown verb": (lambda t: ["trian"], "did you mean 'train'?"),
     "ui without store": (lambda t: ["ui", "--port", str(free_port())], "no MLflow store"),
     "ui port out of range": (lambda t: ["ui", "--port", "70000"], "70000"),
-    # click logs (ltr.data.click_checks): the same refusal in ltr ope and ltr exposure
+    # click logs (ltr.data.feedback.click_checks): the same refusal in ltr ope and ltr exposure
     "ope text clicks": (lambda t: _ope(_click_log(t / "log.parquet", _TEXT_CLICKS), t), "log.parquet, row 1: click '1' is text"),
     "ope two documents at one position": (
         lambda t: _ope(_click_log(t / "log.csv", _SHARED_POSITION), t), "rows 3 and 4: query 'q2' shows two documents at position 0"),

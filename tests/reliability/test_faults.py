@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from ltr.cli.main import main
-from ltr.terminal import console, visible
+from ltr.runtime.terminal import console, visible
 
 HOSTILE = "b\x1b]0;PWNED\x07"
 SMALL = ["data.n_queries=300", "fit.num_boost_round=10", "fit.early_stopping_rounds=5", "fit.show_progress=false", "model.num_leaves=7"]

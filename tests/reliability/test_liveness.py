@@ -29,20 +29,20 @@ import optuna
 import pytest
 from mlflow.tracking import MlflowClient
 
-import ltr.tracking.heartbeat
+import ltr.tracking.liveness.heartbeat
 from ltr.cli.main import main
 from ltr.tracking import RunStatus
-from ltr.tracking.heartbeat import TAG_HEARTBEAT, TAG_STALE_AFTER, Liveness
-from ltr.tracking.mlflow_tracker import MlflowTracker
-from ltr.tracking.reaped_trials import (
+from ltr.tracking.liveness.heartbeat import TAG_HEARTBEAT, TAG_STALE_AFTER, Liveness
+from ltr.tracking.liveness.reaped_trials import (
     ERROR_ATTR,
     SWEEP_ATTR,
     fail_trial_of,
     search_tags,
     trial_tags,
 )
+from ltr.tracking.mlflow_tracker import MlflowTracker
+from ltr.tracking.sqlite.lock import lock_path
 from ltr.tracking.store import HOST_ID_VARIABLE, open_client
-from ltr.tracking.store_lock import lock_path
 
 #: The heartbeat of the searches here: every 0.5 s, dead after 8 silent seconds (room for a busy
 #: machine's slow store openings inside the bound).
@@ -52,7 +52,7 @@ SMALL = ["debug=default", "fit.num_boost_round=5", "fit.show_progress=false"]
 
 
 def test_doctests() -> None:
-    assert doctest.testmod(ltr.tracking.heartbeat).failed == 0
+    assert doctest.testmod(ltr.tracking.liveness.heartbeat).failed == 0
 
 
 def _stop_outside_a_write(pid: int, db: Path) -> None:

@@ -202,7 +202,7 @@ def test_a_store_named_by_the_environment_and_its_recorded_artifact_root_are_gua
 
 
 def test_the_guard_rule_by_rule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ltr.cli.output_guard import check_outputs
+    from ltr.cli.support.output_guard import check_outputs
     from ltr.errors import LtrUserError
 
     monkeypatch.chdir(tmp_path)

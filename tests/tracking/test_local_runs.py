@@ -1,4 +1,4 @@
-"""Reading a finished run of a local sqlite store without MLflow (``ltr.tracking.local_runs``)
+"""Reading a finished run of a local sqlite store without MLflow (``ltr.tracking.sqlite.local_runs``)
 gives what reading it through MLflow (``RunStore.resolve``) gives, or nothing (then MLflow
 answers): checked against RunStore on a real store, with runs made by a real MlflowClient."""
 
@@ -15,9 +15,9 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from ltr.errors import LtrUserError
-from ltr.tracking.local_runs import find_local_run
-from ltr.tracking.migrations import mlflow_head_revision, mlflow_revisions
 from ltr.tracking.runs import RunStore
+from ltr.tracking.sqlite.local_runs import find_local_run
+from ltr.tracking.sqlite.migrations import mlflow_head_revision, mlflow_revisions
 from ltr.tracking.store import alembic_revisions
 from ltr.tracking.uri import artifact_root_for
 from tests.conftest import made_store
@@ -113,7 +113,7 @@ def test_a_run_whose_artifacts_are_elsewhere_is_left_to_mlflow(store: tuple[str,
 def test_reading_a_local_run_does_not_import_mlflow(store: tuple[str, dict[str, str]]) -> None:
     uri, ids = store
     code = (
-        "import sys; from ltr.tracking.local_runs import find_local_run; "
+        "import sys; from ltr.tracking.sqlite.local_runs import find_local_run; "
         f"run = find_local_run({uri!r}, 'once', experiment='ltr'); "
         "print(run.record.run_id, 'mlflow' in sys.modules)"
     )

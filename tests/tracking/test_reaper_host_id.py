@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from ltr.tracking.heartbeat import TAG_HEARTBEAT, TAG_STALE_AFTER, beat_time
+from ltr.tracking.liveness.heartbeat import TAG_HEARTBEAT, TAG_STALE_AFTER, beat_time
 from ltr.tracking.store import TAG_ERROR, process_identity, process_tags, reap_dead_runs
 from tests.conftest import made_store
 

@@ -15,7 +15,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from ltr.errors import Terminated
-from ltr.stops import (
+from ltr.runtime.stops import (
     committing,
     on_stop_signal,
     raise_if_stop_requested,

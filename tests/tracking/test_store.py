@@ -30,10 +30,11 @@ from mlflow.tracking import MlflowClient
 
 from ltr.cli.main import main as ltr_main
 from ltr.errors import LtrUserError, ServerFault
-from ltr.tracking import check_tracking_uri, make_tracker, store_template
+from ltr.tracking import check_tracking_uri, make_tracker
 from ltr.tracking.base import RunStatus
 from ltr.tracking.mlflow_tracker import MlflowTracker
 from ltr.tracking.runs import RunStore
+from ltr.tracking.sqlite import template as store_template
 from ltr.tracking.store import (
     CHECK_TIMEOUT_S,
     HTTP_ENV_DEFAULTS,

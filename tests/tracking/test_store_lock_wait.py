@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from ltr.tracking import store_lock
-from ltr.tracking.store_lock import lock_path, sqlite_store_lock
+from ltr.tracking.sqlite import lock as store_lock
+from ltr.tracking.sqlite.lock import lock_path, sqlite_store_lock
 
 pytestmark = pytest.mark.skipif(
     not Path("/proc/locks").exists(), reason="needs Linux's /proc/locks"
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.skipif(
 
 HOLDER = """
 import sys, time
-from ltr.tracking.store_lock import sqlite_store_lock
+from ltr.tracking.sqlite.lock import sqlite_store_lock
 with sqlite_store_lock(sys.argv[1]):
     print("held", flush=True)
     time.sleep(float(sys.argv[2]))
@@ -64,14 +64,14 @@ def take_in_thread(uri: str) -> tuple[threading.Thread, list[float]]:
 
 
 def notices(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "ltr.tracking.store_lock"]
+    return [r.getMessage() for r in caplog.records if r.name == "ltr.tracking.sqlite.lock"]
 
 
 def test_a_waiter_names_the_stopped_holder_once_and_goes_on_when_it_ends(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(store_lock, "WAIT_NOTICE_S", 0.3)
-    caplog.set_level(logging.WARNING, logger="ltr.tracking.store_lock")
+    caplog.set_level(logging.WARNING, logger="ltr.tracking.sqlite.lock")
     db = tmp_path / "mlflow.db"
     uri = f"sqlite:///{db}"
     with holder(uri, 600) as proc:
@@ -99,7 +99,7 @@ def test_a_running_holder_is_named_without_stopped(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(store_lock, "WAIT_NOTICE_S", 0.2)
-    caplog.set_level(logging.WARNING, logger="ltr.tracking.store_lock")
+    caplog.set_level(logging.WARNING, logger="ltr.tracking.sqlite.lock")
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     with holder(uri, 1.5) as proc:
         thread, acquired = take_in_thread(uri)
@@ -114,7 +114,7 @@ def test_a_running_holder_is_named_without_stopped(
 def test_a_short_wait_or_no_wait_says_nothing(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="ltr.tracking.store_lock")
+    caplog.set_level(logging.WARNING, logger="ltr.tracking.sqlite.lock")
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     with sqlite_store_lock(uri):  # uncontended: no notice thread at all
         assert not [t for t in threading.enumerate() if t.name == "ltr-store-lock-notice"]

@@ -34,8 +34,8 @@ from ltr import api
 from ltr.cli.main import main
 from ltr.errors import ServerFault
 from ltr.tracking.base import RunStatus
-from ltr.tracking.heartbeat import Liveness
 from ltr.tracking.lifecycle import tracked_run
+from ltr.tracking.liveness.heartbeat import Liveness
 from ltr.tracking.mlflow_tracker import MlflowTracker
 from ltr.tracking.store import CHECK_TIMEOUT_S, DB_CONNECT_TIMEOUT_S, check_tracking_uri
 from tests.postgres import database_url, running_postgres

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from ltr.experiment.cv import cv_columns, cv_frame, cv_headline, cv_metrics
+from ltr.sweeper.cv import cv_columns, cv_frame, cv_headline, cv_metrics
 from ltr.tracking.mlflow_tracker import (
     CURVE_SECTIONS,
     chart_view,
@@ -85,7 +85,7 @@ def test_cv_headline_columns_are_fold_means_with_sd_beside() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["ltr.tracking.mlflow_tracker", "ltr.experiment.cv", "ltr.rerank.diversify", "ltr.metrics.plots", "ltr.experiment.tradeoffs"]
+    "name", ["ltr.tracking.mlflow_tracker", "ltr.sweeper.cv", "ltr.rerank.diversify", "ltr.metrics.plots", "ltr.sweeper.tradeoffs"]
 )
 def test_docstring_examples(name: str) -> None:
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.NORMALIZE_WHITESPACE)

@@ -1,0 +1,1 @@
+"""The before-traffic verbs: ``ltr ope``, ``ltr abtest``, ``ltr exposure`` and ``ltr calibrate``."""

@@ -1,0 +1,109 @@
+"""``ltr abtest A B``: what a traffic experiment of two runs would show, simulated before any traffic.
+
+Resolves the two runs as ``ltr compare`` does, re-makes their rankings from their logged config
+and model, and simulates an A/B test and team-draft interleaving under the click log's click
+model (:mod:`ltr.compare.abtest`, :mod:`ltr.models.abtest_run`); prints the report (or ``--markdown`` / ``--json``), ``--figure PATH``
+saves the power curves, ``--log`` records it as an MLflow run linked to both runs. The work is
+imported after the arguments are parsed (``--help`` and an argument error import none of it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+
+from ltr.cli.support.args import OneLineParser
+from ltr.errors import LtrUserError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog="ltr abtest",
+        description=(
+            "Simulate an A/B test of two runs' rankings (A the control, B the treatment) under the click model of "
+            "their click log: per-arm CTR and purchase rate with 95 % intervals, the difference, its p-value, the "
+            "days for 80 % power; and team-draft interleaving on the same sessions. Seeded: a rerun prints the same."
+        ),
+    )
+    parser.add_argument("a", metavar="A", help="control run: run id, run name (in --experiment) or run-id prefix")
+    parser.add_argument("b", metavar="B", help="treatment run, as A")
+    parser.add_argument("--split", default="test", help="split whose queries the sessions draw (default: test)")
+    parser.add_argument("--sessions-per-day", type=float, default=100_000.0, help="all sessions a day (default: 100000)")
+    parser.add_argument("--traffic-share", type=float, default=0.05, help="share of them in the experiment (default: 0.05)")
+    parser.add_argument("--days", type=float, default=14.0, help="days the simulated experiment runs (default: 14)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of every draw (default: 0)")
+    parser.add_argument(
+        "--refits", type=int, default=50,
+        help="a user's click log: refits of its click model on resampled queries, whose spread the intervals hold (default: 50)",
+    )  # fmt: skip
+    parser.add_argument("--experiment", default="ltr", help="experiment of run names, and of --log (default: ltr)")
+    parser.add_argument("--tracking-uri", default=None, help="tracking store (default: the one ltr train uses)")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--markdown", action="store_true", help="print markdown (the default prints it too, as plain text)")
+    output.add_argument("--json", action="store_true", help="print every number as JSON")
+    parser.add_argument("--figure", metavar="PATH", help="save the power curves (A/B vs interleaving) as a PNG")
+    parser.add_argument("--log", action="store_true", help="log the simulation as an MLflow run linked to A and B")
+    return parser
+
+
+class Eta:
+    """``progress(done, total)`` of the click model's refits: a line on stderr with the time left,
+    once they have taken :data:`QUIET_SECONDS`, then every :data:`EVERY_SECONDS` and at the end."""
+
+    QUIET_SECONDS = 3.0
+    EVERY_SECONDS = 10.0
+
+    def __init__(self) -> None:
+        self.start = time.monotonic()
+        self.shown = -math.inf
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        elapsed = now - self.start
+        if elapsed < self.QUIET_SECONDS or (done < total and now - self.shown < self.EVERY_SECONDS):
+            return
+        self.shown = now
+        left = elapsed / max(done, 1) * (total - done)
+        tail = "done" if done == total else f"about {left:.0f} s left"
+        print(f"ltr abtest: refitting the click model on resampled queries: {done}/{total}, {tail}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``ltr abtest``; returns the exit code (user errors raise `LtrUserError`: one line, exit 2)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    if args.seed < 0:
+        raise LtrUserError(f"--seed={args.seed} must be an integer >= 0")
+    if args.refits < 0:
+        raise LtrUserError(f"--refits={args.refits} must be an integer >= 0")
+    from ltr.cli.support.output_guard import check_outputs
+
+    figure_path = check_outputs({"--figure": args.figure}, tracking_uri=args.tracking_uri).get("--figure") if args.figure else None
+    from ltr.compare.abtest_render import power_figure, to_markdown
+    from ltr.models.abtest_run import load_abtest, log_abtest
+
+    loaded = load_abtest(
+        args.a, args.b, tracking_uri=args.tracking_uri, experiment=args.experiment, split=args.split,
+        sessions_per_day=args.sessions_per_day, traffic_share=args.traffic_share, days=args.days, seed=args.seed,
+        refits=args.refits, progress=Eta(),
+    )  # fmt: skip
+    for note in loaded.store.notes:
+        print(f"ltr abtest: note: {note}", file=sys.stderr)
+    if loaded.model_note:  # a user's log: what the simulation rests on (stderr under --json)
+        print(f"ltr abtest: {loaded.model_note}", file=sys.stderr if args.json else sys.stdout)
+    markdown = to_markdown(loaded.result, loaded.a.label, loaded.b.label, split=loaded.split)
+    print(json.dumps(loaded.result.to_dict(), indent=2) if args.json else markdown, end="\n" if args.json else "")
+    figure = power_figure(loaded.result, loaded.a.label, loaded.b.label) if args.figure or args.log else None
+    if figure_path is not None and figure is not None:
+        figure.savefig(figure_path, dpi=110)
+        print(f"saved the power curves to {args.figure}", file=sys.stderr)
+    if args.log:
+        run_id = log_abtest(loaded, experiment=args.experiment, markdown=markdown, figure=figure)
+        print(f"logged the simulation as MLflow run {run_id} in {args.experiment!r}", file=sys.stderr)
+    return 0

@@ -1,0 +1,278 @@
+"""``ltr exposure LOG``: where a click log's exposure ends, and the cut-off K it suggests.
+
+Reads a click log file (:mod:`ltr.data.feedback.click_file`: columns query, position, click), builds the
+exposure report (:mod:`ltr.metrics.clicks.exposure`) under the chosen propensity model and prints the
+share of clicks and of estimated examinations at positions <= k, the 50 / 80 / 95 % points,
+with ``--k`` the advice on that cut-off, and the propensity curve in use (estimated: with its
+bootstrap interval, "not identified" where the log holds too few clicks). The work is imported after the arguments are parsed
+(``--help`` and an argument error import none of it).
+
+Examples
+--------
+::
+
+    ltr exposure clicks.csv
+    ltr exposure clicks.parquet --eta 1.0 --k 10 --json
+    ltr exposure clicks.parquet --propensity em --features f1,f2,f3
+    ltr exposure clicks.parquet --propensity randomized --randomized-column randomized
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ltr.cli.support.args import OneLineParser
+from ltr.cli.support.json_out import dumps
+from ltr.errors import LtrUserError
+from ltr.runtime.terminal import console as terminal_console
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    from ltr.metrics.clicks.exposure import ExposureReport
+    from ltr.metrics.clicks.propensity import PropensityEstimate
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = OneLineParser(
+        prog="ltr exposure",
+        description="Share of clicks and of estimated examinations at positions <= k in a click log, "
+        "the smallest k covering 50/80/95 %, and advice on the cut-off of NDCG@k.",
+    )
+    p.add_argument("log", type=Path, metavar="LOG", help="click log: .csv, .tsv or .parquet with query, position, click columns")
+    p.add_argument("--query-column", default="query")
+    p.add_argument("--position-column", default="position")
+    p.add_argument("--click-column", default="click")
+    p.add_argument(
+        "--first-position", type=int, choices=(0, 1), default=0,
+        help="the position of the top result in the file: 0 (default, as LightGBM) or 1",
+    )
+    model = p.add_mutually_exclusive_group()
+    model.add_argument(
+        "--eta", type=float,
+        help="propensities of a position-based model: (1 / rank) ** eta (the synthetic click log's)",
+    )
+    model.add_argument(
+        "--propensities",
+        help="propensity per position from the top, comma-separated (the last extends), e.g. 1,0.6,0.45",
+    )
+    model.add_argument(
+        "--propensity", choices=("ctr", "em", "randomized"),
+        help="estimate the propensities from the log itself (the default, without --eta or --propensities): "
+        "ctr (click-through rate by position relative to the top: biased towards the top when the logged "
+        "ranking put relevant documents there; a randomized log or a known curve is better), em "
+        "(regression EM: needs --features) or randomized (click-through rate by position on the sessions "
+        "shown in random order only: needs --randomized-column)",
+    )
+    p.add_argument(
+        "--randomized-column", metavar="COL",
+        help="column of LOG: 1 on the rows of a session shown in a uniformly random order, else 0 (constant "
+        "within a query); --propensity randomized estimates on those sessions only",
+    )
+    p.add_argument(
+        "--features", metavar="COL,COL,...",
+        help="columns of LOG holding the rows' features (numbers; empty cells are missing): the inputs of "
+        "--propensity em's attractiveness model",
+    )
+    p.add_argument(
+        "--min-propensity", type=float, default=0.01,
+        help="lower clip of estimated propensities (default 0.01)",
+    )
+    p.add_argument("--bootstrap", type=int, default=50, help="resamples of the queries behind the estimated curve's 95 %% interval (default 50; 0: none)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    p.add_argument("--k", type=int, help="the cut-off you evaluate with (e.g. 10): prints advice on it")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``ltr exposure``; returns the exit code. User errors raise `LtrUserError`."""
+    args = build_parser().parse_args(argv)
+    if args.k is not None and args.k < 1:
+        raise LtrUserError(f"--k {args.k}: give a cut-off >= 1")
+    if not 0 < args.min_propensity <= 1:
+        raise LtrUserError(f"--min-propensity {args.min_propensity} must be in (0, 1]")
+    if args.eta is not None and not (math.isfinite(args.eta) and args.eta >= 0):
+        raise LtrUserError(f"--eta {args.eta} must be a finite number >= 0")
+    curve = parse_propensities(args.propensities) if args.propensities is not None else None
+    method = args.propensity or "ctr"
+    features = [c.strip() for c in args.features.split(",") if c.strip()] if args.features else []
+    if args.features is not None and not features:
+        raise LtrUserError(f"--features {args.features!r}: give column names, comma-separated")
+    if method == "em" and not features:
+        raise LtrUserError(
+            "--propensity em needs the rows' features (its attractiveness model's inputs): give --features COL,COL,... "
+            f"naming feature columns of {args.log}; a log of query, position and click alone can use --propensity ctr"
+        )
+    if method == "randomized" and not args.randomized_column:
+        raise LtrUserError(
+            f"--propensity randomized needs --randomized-column COL: the column of {args.log} that is 1 on the rows of "
+            "a session shown in random order (0 elsewhere)"
+        )
+    if args.bootstrap < 0:
+        raise LtrUserError(f"--bootstrap {args.bootstrap} must be >= 0")
+    if args.seed < 0:
+        raise LtrUserError(f"--seed {args.seed} must be an integer >= 0")
+    import numpy as np
+
+    from ltr.data.feedback.click_file import read_click_file
+    from ltr.data.feedback.clicks import examination_curve
+    from ltr.metrics.clicks.exposure import exposure_report
+    from ltr.metrics.clicks.ips import estimate_propensities
+    from ltr.metrics.clicks.propensity import (
+        BIASED_BY_LOGGER,
+        estimate_propensity,
+        randomized_queries,
+        relevance_caution,
+    )
+
+    flag_column = [args.randomized_column] if args.randomized_column else []
+    log = read_click_file(
+        args.log, query_column=args.query_column, position_column=args.position_column,
+        click_column=args.click_column, first_position=args.first_position,
+        feature_columns=[*features, *flag_column] or None,
+    )  # fmt: skip
+    flags = None
+    if flag_column and log.features is not None:  # the flag column is read as the last "feature"
+        flags = log.features[:, -1]
+        log = dataclasses.replace(log, features=log.features[:, :-1] if features else None)
+    n_positions = int(log.positions.max()) + 1
+    estimate: PropensityEstimate
+    if curve is not None:
+        estimate, source = estimate_propensity(method="given", given=curve, n_positions=n_positions), "given"
+        props = estimate.propensities
+    elif args.eta is not None:
+        props = examination_curve(n_positions, eta=float(args.eta))
+        estimate, source = estimate_propensity(method="given", given=props.tolist()), f"eta={args.eta:g}"
+    else:
+        order, offsets = log.grouped()
+        if flags is not None:
+            try:
+                randomized_queries(flags[order], offsets, names=log.qids[order][offsets[:-1]])
+            except ValueError as exc:
+                raise LtrUserError(f"{args.log}: --randomized-column {args.randomized_column!r}: {exc}") from None
+        try:
+            estimate = estimate_propensity(
+                np.minimum(log.clicks, 1)[order], log.positions[order], offsets, method=method, n_positions=n_positions,
+                features=None if log.features is None else log.features[order], n_bootstrap=args.bootstrap, seed=args.seed,
+                randomized=None if flags is None else flags[order],
+            )  # fmt: skip
+        except ValueError as exc:
+            raise LtrUserError(f"{args.log}: {exc}; give --eta or --propensities") from None
+        if method in ("em", "randomized") and not np.isfinite(estimate.propensities[1:]).any():
+            where = "this log" if method == "em" else "the randomized sessions of this log"
+            raise LtrUserError(
+                f"{args.log}: no position below the first has {MIN_CLICKS} clicks or more{' among the randomized sessions' if method == 'randomized' else ''}: "
+                f"{'EM' if method == 'em' else 'randomized'} cannot identify a propensity from {where}; give --eta or --propensities"
+            )
+        if method == "ctr":  # the curve training's eval.clicks.propensity=estimated uses for its exposure
+            try:
+                props = estimate_propensities(
+                    np.minimum(log.clicks, 1), log.positions, n_positions=n_positions, min_propensity=args.min_propensity
+                )
+            except ValueError as exc:
+                raise LtrUserError(f"{args.log}: {exc}; give --eta or --propensities") from None
+            source = "estimated"
+        else:  # as training's eval.clicks.propensity=em / randomized: the last identified value extends
+            source = "estimated by EM" if method == "em" else "estimated on the randomized sessions"
+            props = estimate.table(n_positions, min_propensity=args.min_propensity)
+    estimated = curve is None and args.eta is None
+    caution = relevance_caution("--randomized-column", "--propensity randomized") if estimated and method in BIASED_BY_LOGGER and not args.randomized_column else None
+    report = exposure_report(log.positions, log.clicks, props, propensity_source=source)
+    advice = report.advice(args.k) if args.k is not None else None
+    if args.json:
+        out = report.metrics() | {"rows": [list(r) for r in report.rows()], "advice": advice, "propensities": estimate.to_dict(), "propensities_used": [float(v) for v in props]}
+        if caution:
+            out["caution"] = caution
+        print(dumps(out, lambda key: key.startswith(("exposure_k", "click_k")), allow_nan=True))  # the cut-offs k as integers
+    else:
+        _print(report, args.log, advice)
+        _print_curve(estimate, props, args.k)
+        if caution:
+            terminal_console().print(caution, highlight=False)
+    return 0
+
+
+#: Positions the printed propensity curve shows at least (all of them up to ``--k`` when deeper).
+CURVE_POSITIONS = 20
+#: The click count below which an estimated position is not identified (see ltr.metrics.clicks.propensity).
+MIN_CLICKS = 5
+
+
+def parse_propensities(text: str) -> list[float]:
+    """``--propensities 1,0.6,0.45``: :func:`ltr.metrics.clicks.propensity.parse_propensity_list` (the
+    last value extends to every deeper position)."""
+    from ltr.metrics.clicks.propensity import parse_propensity_list
+
+    try:
+        return parse_propensity_list(text)
+    except ValueError as exc:
+        raise LtrUserError(f"--propensities {exc}") from None
+
+
+def curve_lines(estimate: PropensityEstimate, used: NDArray[np.float64], k: int | None = None) -> list[str]:
+    """The propensity curve as printed: one line per position (value and interval, or "not
+    identified"; and the value the report used where that differs: clipped, extended), the
+    first :data:`CURVE_POSITIONS` (or down to ``k``), then one line for the rest."""
+
+    import numpy as np
+
+    n = estimate.n_positions
+    shown = min(n, max(CURVE_POSITIONS, k or 0))
+    interval = estimate.n_bootstrap > 0 and estimate.method != "given"
+    lines = []
+    for i in range(shown):
+        value = float(estimate.propensities[i])
+        if not np.isfinite(value):
+            lines.append(f"{i + 1:>5}  not identified")
+        elif i == 0 and estimate.method != "given":
+            lines.append(f"{i + 1:>5}  {value:.3f}  (the reference: every value is relative to position 1)")
+        elif interval:
+            lines.append(f"{i + 1:>5}  {value:.3f}  [{float(estimate.low[i]):.3f}, {float(estimate.high[i]):.3f}]")
+        else:
+            lines.append(f"{i + 1:>5}  {value:.3f}")
+        if not (np.isfinite(value) and abs(float(used[i]) - value) < 5e-4):
+            lines[-1] += f"  (the report uses {float(used[i]):.3f})"
+    if shown < n:
+        missing = int(np.isnan(estimate.propensities[shown:]).sum())
+        what = "given" if estimate.method == "given" else f"estimated, {missing} not identified"
+        lines.append(f"positions {shown + 1}-{n}: {n - shown - missing} {what} (--json has every one)")
+    return lines
+
+
+def _print_curve(estimate: PropensityEstimate, used: NDArray[np.float64], k: int | None) -> None:
+    console = terminal_console()
+    level = f", {estimate.confidence:.0%} bootstrap interval of {estimate.n_bootstrap} resamples" if estimate.n_bootstrap else ""
+    console.print(f"propensities by position ({estimate.method}{level}; not identified: fewer than {MIN_CLICKS} clicks):")
+    for line in curve_lines(estimate, used, k):
+        console.print(line, highlight=False)
+
+
+def _print(report: ExposureReport, path: Path, advice: str | None) -> None:
+    from rich.table import Table
+
+    from ltr.metrics.clicks.exposure import COVERAGES
+
+    table = Table(title=f"ltr exposure {path} ({report.propensity_source} propensities)", title_justify="left")
+    table.add_column("k", justify="right")
+    table.add_column("clicks at <= k", justify="right")
+    table.add_column("examinations at <= k", justify="right")
+    for k, click, exam in report.rows():
+        table.add_row(str(k), f"{click:.1%}", f"{exam:.1%}")
+    console = terminal_console()
+    console.print(table)
+    points = ", ".join(f"{pct} % at k={report.k_for('exam', pct)}" for pct in COVERAGES)
+    clicks = ", ".join(f"{pct} % at k={report.k_for('click', pct)}" for pct in COVERAGES)
+    console.print(f"examinations: {points}\nclicks: {clicks}")
+    if advice:
+        console.print(f"advice: {advice}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

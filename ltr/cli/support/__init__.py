@@ -1,0 +1,1 @@
+"""What every verb shares: the one-line argument parser, output guard, JSON output, console log, GC policy and quick exit."""
