@@ -250,7 +250,7 @@ def prepare_all(out: TextIO | None = None) -> None:
 def _kernels_alone() -> None:
     """Let the kernel modules load without their packages' ``__init__`` (which import pandas,
     pyarrow, scipy...): a process that only compiles needs numba and numpy alone."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     for name in SIGNATURES:
         parts = name.split(".")[:-1]
         for i in range(1, len(parts) + 1):

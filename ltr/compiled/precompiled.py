@@ -45,7 +45,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 #: Where the wheel holds the shipped cache entries: one folder per kernel module, and the manifest.
-FOLDER = Path(__file__).parent / "_precompiled"
+FOLDER = Path(__file__).parents[1] / "_precompiled"
 MANIFEST = "manifest.json"
 
 #: The CPU the shipped code is compiled for (numba's ``NUMBA_CPU_NAME``; its features are then none).
