@@ -26,6 +26,7 @@ from typing import Any
 from ltr.cli.args import OneLineParser
 from ltr.cli.json_out import dumps
 from ltr.cli.output_guard import check_outputs
+from ltr.cli.verb import run_verb
 from ltr.errors import LtrUserError
 from ltr.experiment.external import MAX_K, MEASURE_NAMES, evaluate_rankings
 from ltr.metrics import PRESETS, Strata
@@ -168,7 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``ltr evaluate``; returns the exit code. User errors raise `LtrUserError`."""
-    args = build_parser().parse_args(argv)
+    return run_verb(argv, build_parser(), _run)
+
+
+def _run(args: argparse.Namespace) -> int:
     discount_file = [Path(args.discount)] if args.discount and Path(args.discount).is_file() else []
     checked = check_outputs(
         {"--per-query": args.per_query}, inputs=[args.qrels, args.run, args.data, args.scores, *discount_file],

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ltr.cli.args import OneLineParser
-from ltr.cli.console_log import console_logging
+from ltr.cli.verb import run_verb
 from ltr.config.choices import FileFormat
 from ltr.errors import LtrUserError
 
@@ -52,10 +52,8 @@ def build_parser() -> OneLineParser:
     return parser
 
 
-def main(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
-    with console_logging(logging.INFO):
-        return _run(args)
+def main(argv: list[str] | None = None) -> int:
+    return run_verb(argv, build_parser(), _run, log_level=logging.INFO)
 
 
 def _run(args: argparse.Namespace) -> int:

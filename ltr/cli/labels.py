@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ltr.cli.args import OneLineParser
 from ltr.cli.json_out import dumps
+from ltr.cli.verb import run_verb
 from ltr.config.choices import Gain
 from ltr.errors import LtrUserError
 from ltr.terminal import console as terminal_console
@@ -86,7 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``ltr labels``; returns the exit code. User errors raise `LtrUserError`."""
-    args = build_parser().parse_args(argv)
+    return run_verb(argv, build_parser(), _run)
+
+
+def _run(args: argparse.Namespace) -> int:
     if (args.b is None) == (args.columns is None):
         raise LtrUserError("give two label files A B, or one table A with --columns COL_A COL_B")
     if args.sample is not None and args.sample < 1:

@@ -85,6 +85,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ltr.cli.args import OneLineParser
+from ltr.cli.verb import run_verb
 from ltr.config.choices import FileFormat
 from ltr.config.data import DEFAULT_SEED, ParquetDataConfig, SplitConfig
 from ltr.errors import DataError, LtrUserError
@@ -162,7 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``ltr partition``; returns the exit code (0). User errors raise `LtrUserError`."""
-    args = build_parser().parse_args(argv)
+    return run_verb(argv, build_parser(), _run)
+
+
+def _run(args: argparse.Namespace) -> int:
     # the work, once the arguments are parsed: --help and an argument error import none of it
     from ltr.cli.output_guard import check_outputs
     from ltr.dask import partition_files as work

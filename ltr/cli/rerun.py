@@ -22,7 +22,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ltr.cli.args import OneLineParser
-from ltr.cli.console_log import console_logging
+from ltr.cli.verb import run_verb
 from ltr.errors import LtrUserError
 
 if TYPE_CHECKING:
@@ -80,10 +80,8 @@ def build_parser() -> OneLineParser:
     return parser
 
 
-def main(argv: list[str]) -> int:
-    args = build_parser().parse_intermixed_args(argv)
-    with console_logging(logging.INFO):
-        return _run(args)
+def main(argv: list[str] | None = None) -> int:
+    return run_verb(argv, build_parser(), _run, intermixed=True, log_level=logging.INFO)
 
 
 def _run(args: argparse.Namespace) -> int:
