@@ -17,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 import ltr.cli.sweep_callback
 import ltr.cli.sweep_checks
 import ltr.experiment.cv
+import ltr.sweeper.job_checks
 import ltr.sweeper.pruner
 import ltr.tracking.sweep_summary
 from ltr.cli.sweep_callback import varying_keys
@@ -54,7 +55,7 @@ def _refused(*overrides: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "module", [ltr.cli.sweep_checks, ltr.cli.sweep_callback, ltr.sweeper.pruner, ltr.experiment.cv, ltr.tracking.sweep_summary]
+    "module", [ltr.cli.sweep_checks, ltr.sweeper.job_checks, ltr.cli.sweep_callback, ltr.sweeper.pruner, ltr.experiment.cv, ltr.tracking.sweep_summary]
 )
 def test_doctests(module: object) -> None:
     assert doctest.testmod(module).failed == 0  # type: ignore[arg-type]
