@@ -17,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 import ltr.cli.sweeps.callback
 import ltr.cli.sweeps.checks
 import ltr.sweeper.cv
+import ltr.sweeper.job_checks
 import ltr.sweeper.pruner
 import ltr.tracking.sweep_summary
 from ltr.cli.sweeps.callback import varying_keys
@@ -54,7 +55,7 @@ def _refused(*overrides: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "module", [ltr.cli.sweeps.checks, ltr.cli.sweeps.callback, ltr.sweeper.pruner, ltr.sweeper.cv, ltr.tracking.sweep_summary]
+    "module", [ltr.cli.sweeps.checks, ltr.sweeper.job_checks, ltr.cli.sweeps.callback, ltr.sweeper.pruner, ltr.sweeper.cv, ltr.tracking.sweep_summary]
 )
 def test_doctests(module: object) -> None:
     assert doctest.testmod(module).failed == 0  # type: ignore[arg-type]

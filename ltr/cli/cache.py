@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ltr.cli.support.args import OneLineParser
+from ltr.cli.support.verb import run_verb
 
 if TYPE_CHECKING:
     from ltr.data.cache import EntryInfo
@@ -45,7 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``ltr cache``; returns the exit code. User errors raise `LtrUserError`."""
-    args = build_parser().parse_args(argv)
+    return run_verb(argv, build_parser(), _run)
+
+
+def _run(args: argparse.Namespace) -> int:
     # the cache's module (numpy, pyarrow) after parsing: --help and an argument error import none of it
     from ltr.cli.support.output_guard import check_outputs
     from ltr.config.data import default_cache_dir

@@ -20,6 +20,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ltr.cli.support.args import OneLineParser
+from ltr.cli.support.verb import run_verb
 from ltr.runtime.terminal import console as terminal_console
 
 if TYPE_CHECKING:
@@ -123,11 +124,10 @@ def print_differences(difference: ImportanceDifference) -> None:
 def main(argv: list[str] | None = None) -> int:
     """``ltr compare``; returns the exit code. User errors raise `LtrUserError` (``ltr`` prints
     them as one line and exits 2)."""
-    parser = build_parser()
-    try:
-        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    except SystemExit as exc:  # --help
-        return int(exc.code or 0)
+    return run_verb(argv, build_parser(), _run)
+
+
+def _run(args: argparse.Namespace) -> int:
     from ltr.compare.loading import load_comparison
     from ltr.compare.render import to_json, to_markdown
 

@@ -3,7 +3,11 @@ the candidates for a line (what the script asks). The work is :mod:`ltr.config.c
 
 from __future__ import annotations
 
+import argparse
+from functools import partial
+
 from ltr.cli.support.args import OneLineParser
+from ltr.cli.support.verb import run_verb
 from ltr.config.completion import bash_script, train_completions
 
 
@@ -19,7 +23,10 @@ def build_parser() -> OneLineParser:
 
 
 def main(argv: list[str], verbs: tuple[str, ...]) -> int:
-    args = build_parser().parse_args(argv)
+    return run_verb(argv, build_parser(), partial(_run, verbs=verbs))
+
+
+def _run(args: argparse.Namespace, *, verbs: tuple[str, ...]) -> int:
     if args.shell == "bash":
         print(bash_script(verbs), end="")
         return 0

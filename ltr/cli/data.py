@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import sys
 
 from ltr.cli.support.args import OneLineParser
+from ltr.cli.support.verb import run_verb
 from ltr.errors import LtrUserError
 
 ACTIONS = ("write",)
@@ -79,13 +79,20 @@ def build_write_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``ltr data``; returns the exit code (0). User errors raise `LtrUserError`."""
-    argv = sys.argv[1:] if argv is None else argv
+    return run_verb(argv, _parse, _run)
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    """The action's arguments (``ltr data write ...``): an unknown action is one line with a hint."""
     if argv and argv[0] not in ACTIONS and not argv[0].startswith("-"):
         close = difflib.get_close_matches(argv[0], ACTIONS, n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
         raise LtrUserError(f"ltr data: unknown action {argv[0]!r}; {hint}actions: {', '.join(ACTIONS)}")
     top = build_parser().parse_args(argv)
-    args = build_write_parser().parse_intermixed_args(top.args)
+    return build_write_parser().parse_intermixed_args(top.args)
+
+
+def _run(args: argparse.Namespace) -> int:
     # the work, once the arguments are parsed: --help and an argument error import none of it
     from ltr.cli.support.output_guard import check_outputs
     from ltr.data.write import write_builtin

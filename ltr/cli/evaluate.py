@@ -21,17 +21,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from ltr.cli.support.args import OneLineParser
 from ltr.cli.support.json_out import dumps
 from ltr.cli.support.output_guard import check_outputs
+from ltr.cli.support.verb import run_verb
 from ltr.errors import LtrUserError
+from ltr.experiment.evaluate_table import print_evaluation_table
 from ltr.experiment.external import MAX_K, MEASURE_NAMES, evaluate_rankings
-from ltr.metrics import PRESETS, Strata
+from ltr.metrics import PRESETS
 from ltr.metrics.conventions import DISCOUNTS, GAINS, TIES, ZERO_IDCG
-from ltr.metrics.measures import Measure, trec_eval_name
-from ltr.runtime.terminal import console as terminal_console
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,9 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
         "relevant, whatever --label-gain or --rel-threshold say (trec_eval)",
     )
     src.add_argument(
-        "--max-docs",
-        type=int,
-        metavar="N",
+        "--max-docs", type=int, metavar="N",
         help="use only the first N documents of each topic, in trec_eval's order (score "
         "descending, then docno descending): trec_eval -M N",
     )
@@ -86,12 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
         "ranked or not, so lightgbm and sklearn there differ from LightGBM and sklearn, whose "
         "IDCG uses only the rows they rank; they equal them with --data/--scores",
     )
-    conv.add_argument(
-        "--k",
-        type=int,
-        action="append",
-        help=f"cut-off 1..{MAX_K:,}, repeatable (default 5 and 10)",
-    )
+    conv.add_argument("--k", type=int, action="append", help=f"cut-off 1..{MAX_K:,}, repeatable (default 5 and 10)")
     conv.add_argument(
         "--measure",
         action="append",
@@ -123,17 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
         "document, as trec_eval's relevance_level 0)",
     )
     conv.add_argument(
-        "--err-max-grade",
-        type=int,
-        metavar="G",
+        "--err-max-grade", type=int, metavar="G",
         help="ERR's largest grade: stop probability gain(label) / (gain(G) + 1), e.g. "
         "(2**label - 1) / 2**4 with G=4 as gdeval. Default: the largest label in the data",
     )
-    conv.add_argument(
-        "--strata",
-        default="1,11,51",
-        help="lower edges of the list-length strata: increasing integers from 1 (default 1,11,51)",
-    )
+    conv.add_argument("--strata", default="1,11,51", help="lower edges of the list-length strata: increasing integers from 1 (default 1,11,51)")
     conv.add_argument(
         "--discount",
         metavar="NAME|WEIGHTS|FILE",
@@ -168,7 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``ltr evaluate``; returns the exit code. User errors raise `LtrUserError`."""
-    args = build_parser().parse_args(argv)
+    return run_verb(argv, build_parser(), _run)
+
+
+def _run(args: argparse.Namespace) -> int:
     discount_file = [Path(args.discount)] if args.discount and Path(args.discount).is_file() else []
     checked = check_outputs(
         {"--per-query": args.per_query}, inputs=[args.qrels, args.run, args.data, args.scores, *discount_file],
@@ -178,35 +167,19 @@ def main(argv: list[str] | None = None) -> int:
     if table_to_stdout and args.json:
         raise LtrUserError("--per-query - and --json both write to standard output: give --per-query a file name")
     result = evaluate_rankings(
-        qrels=args.qrels,
-        run=args.run,
-        data=args.data,
-        scores=args.scores,
-        k=args.k or [5, 10],
-        preset=args.preset,
-        gain=args.gain,
-        label_gain=args.label_gain,
-        ties=args.ties,
-        zero_idcg=args.zero_idcg,
-        rel_threshold=args.rel_threshold,
-        discount=args.discount,
-        discount_base=args.discount_base,
-        err_max_grade=args.err_max_grade,
-        strata=args.strata,
-        missing_topics=args.missing_topics,
-        max_docs=args.max_docs,
-        per_query=None if table_to_stdout else args.per_query,
-        measures=args.measure,
-        qid_column=args.qid_column,
-        label_column=args.label_column,
-        n_features=args.n_features,
+        qrels=args.qrels, run=args.run, data=args.data, scores=args.scores, k=args.k or [5, 10], preset=args.preset,
+        gain=args.gain, label_gain=args.label_gain, ties=args.ties, zero_idcg=args.zero_idcg,
+        rel_threshold=args.rel_threshold, discount=args.discount, discount_base=args.discount_base,
+        err_max_grade=args.err_max_grade, strata=args.strata, missing_topics=args.missing_topics,
+        max_docs=args.max_docs, per_query=None if table_to_stdout else args.per_query, measures=args.measure,
+        qid_column=args.qid_column, label_column=args.label_column, n_features=args.n_features,
         composite=args.composite,
-    )
+    )  # fmt: skip
     if args.json:
         print(dumps(result.summary))
     else:
         report = sys.stderr if table_to_stdout else sys.stdout  # the table on standard output: the report beside it
-        _print_table(
+        print_evaluation_table(
             result.summary, result.table_measures(), result.strata, result.conventions.describe(), args.preset,
             list(result.composites), stderr=table_to_stdout,
         )
@@ -219,58 +192,6 @@ def main(argv: list[str] | None = None) -> int:
     for line in result.k_notes:  # a note, not an error: on stderr, so --json stays JSON
         print(f"ltr: note: {line}", file=sys.stderr)
     return 0
-
-
-def _print_table(
-    summary: dict[str, float | None],
-    measures: list[Measure],
-    strata: Strata,
-    conv: dict[str, Any],
-    preset: str | None,
-    composites: list[str] | None = None,
-    *,
-    stderr: bool = False,
-) -> None:
-    composites = composites or []
-    from rich.table import Table
-
-    keys = [*strata.keys]
-    labels = [*strata.labels]
-    if "n_queries/len_empty" in summary:
-        keys.append("len_empty")
-        labels.append("empty")
-    if conv.get("discount") == "log2_rank_plus_1":
-        conv = {k: v for k, v in conv.items() if k != "discount_base"}  # the base is jarvelin's only
-    if isinstance(conv.get("discount"), tuple):
-        conv = conv | {"discount": ",".join(f"{w:g}" for w in conv["discount"])}
-    conv_text = ", ".join(f"{k}={v}" for k, v in conv.items() if v is not None)
-    title = f"ltr evaluate ({'preset ' + preset + ': ' if preset else ''}{conv_text})"
-    table = Table(title=title, title_justify="left")
-    table.add_column("measure")
-    table.add_column("all", justify="right")
-    for lab in labels:
-        table.add_column(f"len {lab}", justify="right")
-    table.add_row(
-        "queries",
-        f"{summary['n_queries']:.0f}",
-        *(f"{summary[f'n_queries/{k}']:.0f}" for k in keys),
-    )
-    for m in measures:
-        cells = [_fmt(summary.get(m.key))] + [_fmt(summary.get(f"{m.key}/{k}")) for k in keys]
-        peer = trec_eval_name(m) if preset == "trec_eval" else None
-        table.add_row(m.display if peer is None else f"{m.display} ({peer})", *cells)
-    for name in composites:
-        table.add_row(name, _fmt(summary.get(name)), *(_fmt(summary.get(f"{name}/{k}")) for k in keys))
-    console = terminal_console(stderr=stderr)
-    console.print(table)
-    console.print(
-        f"no-result rate {summary['no_result_rate']:.4f}; "
-        f"queries skipped for IDCG = 0: {summary['n_skipped_zero_idcg']:.0f}"
-    )
-
-
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4f}"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ltr.cli.support.args import OneLineParser
-from ltr.cli.support.console_log import console_logging
+from ltr.cli.support.verb import run_verb
 from ltr.config.choices import FileFormat
 from ltr.errors import LtrUserError
 
@@ -52,10 +52,8 @@ def build_parser() -> OneLineParser:
     return parser
 
 
-def main(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
-    with console_logging(logging.INFO):
-        return _run(args)
+def main(argv: list[str] | None = None) -> int:
+    return run_verb(argv, build_parser(), _run, log_level=logging.INFO)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -64,13 +62,12 @@ def _run(args: argparse.Namespace) -> int:
     from ltr.explain.logged import check_writable, commit, pending_log
     from ltr.explain.runner import explain_input, split_meta
     from ltr.explain.views import pair_view
-    from ltr.models.inputs import DEFAULT_BATCH_ROWS, open_input, split_input
     from ltr.models.logged import load_run
     from ltr.models.own_split import data_paths
+    from ltr.models.run_source import check_batch_rows, run_source
     from ltr.tracking import find_tracking_uri
 
-    if args.batch_rows is not None and args.batch_rows < 1:
-        raise LtrUserError(f"--batch-rows={args.batch_rows} must be >= 1")
+    check_batch_rows(args.batch_rows)
     if args.top < 1:
         raise LtrUserError(f"--top={args.top} must be >= 1")
     if args.pair is not None and args.query is None:
@@ -88,15 +85,15 @@ def _run(args: argparse.Namespace) -> int:
     for note in run.notes:
         print(f"ltr: {note}")
     check_feature_names(run.feature_names)
+    if args.split is not None and out is not None:
+        check_not_inputs({"--out": out}, data_paths(run))
+    source = run_source(
+        run, split=args.split, data=args.data, fmt=args.format, batch_rows=args.batch_rows, qid_column=args.qid_column,
+        label_column=args.label_column, doc_id_column=args.doc_id_column,
+    )  # fmt: skip
     if args.split is not None:
-        if out is not None:
-            check_not_inputs({"--out": out}, data_paths(run))
-        source, meta = split_input(run, args.split), split_meta(run, args.split)
+        meta = split_meta(run, args.split)
     else:
-        source = open_input(
-            run, args.data, fmt=args.format, batch_rows=args.batch_rows or DEFAULT_BATCH_ROWS,
-            qid_column=args.qid_column, label_column=args.label_column, doc_id_column=args.doc_id_column,
-        )  # fmt: skip
         meta = {"run_id": run.run_id, "data": [str(p) for p in args.data], "rerank": str(run.spec.config.rerank.kind)}
     with contextlib.ExitStack() as stack:
         file = None if out is None else stack.enter_context(ContributionsFile(out, run.feature_names, centred=args.centred))

@@ -25,16 +25,13 @@ import argparse
 import math
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ltr.cli.support.args import OneLineParser
 from ltr.cli.support.json_out import dumps
+from ltr.cli.support.verb import run_verb
 from ltr.config.choices import Gain
 from ltr.errors import LtrUserError
-from ltr.runtime.terminal import console as terminal_console
-
-if TYPE_CHECKING:
-    from ltr.metrics.reports.label_audit import LabelAgreement
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -86,7 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``ltr labels``; returns the exit code. User errors raise `LtrUserError`."""
-    args = build_parser().parse_args(argv)
+    return run_verb(argv, build_parser(), _run)
+
+
+def _run(args: argparse.Namespace) -> int:
     if (args.b is None) == (args.columns is None):
         raise LtrUserError("give two label files A B, or one table A with --columns COL_A COL_B")
     if args.sample is not None and args.sample < 1:
@@ -107,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     from ltr.metrics import Strata
     from ltr.metrics.conventions import MetricConventions
     from ltr.metrics.reports.label_audit import label_agreement, ndcg_under_both, sample_queries
+    from ltr.metrics.reports.label_audit_table import print_label_audit
 
     ids = {"qid_column": args.qid_column, "doc_column": args.doc_column}
     if args.columns is not None:
@@ -154,58 +155,12 @@ def main(argv: list[str] | None = None) -> int:
             out["ndcg"] = {side: {k: _finite(v) for k, v in vals.items()} for side, vals in ndcg.items()}
         print(dumps(out))
     else:
-        _print(agreement, ndcg, ks, name_a, name_b, n_queries)
+        print_label_audit(agreement, ndcg, ks, name_a, name_b, n_queries)
     return 0
 
 
 def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
-
-
-def _print(
-    agreement: LabelAgreement, ndcg: dict[str, dict[str, float]] | None, ks: list[int], name_a: str, name_b: str, n_queries: int
-) -> None:
-    from rich.table import Table
-
-    from ltr.metrics import Strata
-
-    console = terminal_console()
-    kappa = "n/a (one grade only)" if math.isnan(agreement.kappa) else f"{agreement.kappa:.4f}"
-    console.print(
-        f"A = {name_a}\nB = {name_b}\n{agreement.n_pairs} pairs in {n_queries} queries: exact agreement "
-        f"{agreement.exact:.1%}, Cohen's kappa (quadratic) {kappa}"
-    )
-    conf = Table(title="confusion (rows: grade in A, columns: grade in B)", title_justify="left")
-    conf.add_column("A \\ B", justify="right")
-    for g in agreement.grades:
-        conf.add_column(str(g), justify="right")
-    for i, g in enumerate(agreement.grades):
-        conf.add_row(str(g), *(str(int(v)) for v in agreement.confusion[i]))
-    console.print(conf)
-    shift = Table(title="shift per grade of A (B - A)", title_justify="left")
-    for col in ("grade", "pairs", "mean shift", "down", "same", "up"):
-        shift.add_column(col, justify="right")
-    for g, s in agreement.shift.items():
-        shift.add_row(str(g), f"{s['n']:.0f}", f"{s['mean_shift']:+.3f}", f"{s['down']:.1%}", f"{s['same']:.1%}", f"{s['up']:.1%}")
-    console.print(shift)
-    if ndcg is None:
-        return
-    strata = Strata()
-    table = Table(title="the same ranking under each label set", title_justify="left")
-    for col in ("measure", "stratum", "queries", "A", "B", "B - A"):
-        table.add_column(col, justify="right")
-    for k in ks:
-        key = f"ndcg_at_{k}"
-        for suffix, label in (("", "all"), *((f"/{s}", lab) for s, lab in zip(strata.keys, strata.labels, strict=True))):
-            n = ndcg["a"].get(f"n_queries{suffix}", 0.0)
-            if not n:
-                continue
-            cells = [ndcg[side].get(key + suffix, float("nan")) for side in ("a", "b", "b_minus_a")]
-            table.add_row(f"nDCG@{k}", label, f"{n:.0f}", f"{cells[0]:.4f}", f"{cells[1]:.4f}", f"{cells[2]:+.4f}")
-    console.print(table)
-    k = max(ks)
-    moved = ndcg["b_minus_a"].get(f"ndcg_at_{k}", float("nan"))
-    console.print(f"same ranking, the labels moved nDCG@{k} by {moved:+.4f}")
 
 
 if __name__ == "__main__":  # pragma: no cover

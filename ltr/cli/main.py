@@ -1,43 +1,36 @@
 """The ``ltr`` command: a verb, its arguments, one exit-code policy.
 
-Each verb lives in its own module of :mod:`ltr.cli` (``train``, ``evaluate``, ``compare``,
-``exposure``, ``labels``, ``abtest``, ``cache``, ``partition``, ``data``, ``ui``, ``completion``, ...), imported only when that verb runs so ``ltr --help`` stays fast.
+Each verb lives in its own module (:data:`VERB_MODULES`), imported only when that verb runs so
+``ltr --help`` stays fast; each runs through the one skeleton of :mod:`ltr.cli.support.verb`.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
-import logging
 import os
-import select
 import signal
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
 from types import FrameType
 from typing import ClassVar, NoReturn
 
+from ltr.cli.support import output_layer as layer
 from ltr.cli.support.gc_policy import collect_rarely
 from ltr.cli.support.quick_exit import exit_now
-from ltr.errors import DeviceFull, LtrUserError, ServerFault, Terminated, is_full
+from ltr.cli.support.verb import EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_USER_ERROR, failure_code, say
+from ltr.errors import Terminated
 from ltr.runtime.stops import quiet_unraisable, stop_signals_recorded
-from ltr.runtime.terminal import OutputStream, guarded, printable
+from ltr.runtime.terminal import OutputStream, printable
 
-__all__ = ["EXIT_BROKEN_PIPE", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "EXIT_USER_ERROR", "VERBS", "main", "printable", "run"]
+__all__ = ["EXIT_BROKEN_PIPE", "EXIT_FAILED", "EXIT_USER_ERROR", "VERBS", "main", "printable", "run"]
 
 VERBS = ("train", "rerun", "predict", "explain", "promote", "evaluate", "compare", "abtest", "ope", "calibrate", "exposure", "labels", "cache", "partition", "data", "ui", "completion")
-EXIT_FAILED = 1  # the command could not do its work: a full device (its output, a run's store), a server down
-EXIT_USER_ERROR = 2
-EXIT_INTERRUPTED = 130
-EXIT_TERMINATED = 143
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as git and coreutils end when their reader has gone
+#: Each verb's module, imported only when it runs; the before-traffic verbs live in :mod:`ltr.cli.online`.
+VERB_MODULES = {v: f"ltr.cli.online.{v}" if v in {"abtest", "ope", "calibrate", "exposure"} else f"ltr.cli.{v}" for v in VERBS}
 
-#: Verbs run with SIGINT / SIGTERM recorded (:func:`ltr.runtime.stops.stop_signals_recorded`):
-#: the first one stops the verb (exit 130 / 143, one line) even where its exception was swallowed
-#: (a thread, a garbage-collection callback); ``train`` installs the same handlers itself (before
-#: Hydra, for a sweep's launcher), ``partition`` records them around its own work, ``ui`` stops
-#: its server on them.
+#: Verbs run with SIGINT / SIGTERM recorded (:func:`ltr.runtime.stops.stop_signals_recorded`): the first
+#: stops the verb (exit 130 / 143, one line) even where its exception was swallowed; ``train`` (before
+#: Hydra, for a launcher) and ``partition`` install the same handlers themselves, ``ui`` stops its server.
 SIGNALS_RECORDED = frozenset(VERBS) - {"train", "partition", "ui", "completion"}
 
 USAGE = """usage: ltr <command> [args...]   (ltr --version: the versions of ltr and its engines)
@@ -92,44 +85,6 @@ def _handle_stops_outside_verbs() -> None:
         signal.signal(sig, _stop_outside_verbs)
 
 
-def _notes(exc: BaseException) -> str:
-    """What was done about an interruption (``run ... is marked KILLED``), as ``; ...`` text."""
-    notes = getattr(exc, "__notes__", None) or []
-    return "".join(f"; {note}" for note in notes)
-
-
-def stdout_closed() -> bool:
-    """True when standard output is a pipe whose reader has gone (``ltr ... | head -1``): a
-    write to it would fail with ``EPIPE``."""
-    try:
-        poller = select.poll()
-        poller.register(sys.stdout.fileno(), select.POLLOUT)
-        return any(events & select.POLLERR for _, events in poller.poll(0))
-    except (AttributeError, OSError, ValueError):  # no real file behind sys.stdout (a test's capture)
-        return False
-
-
-def _drop_stdout() -> int:
-    """Point standard output at the null device, so that nothing left in its buffer fails again
-    when the process exits (the recipe of Python's ``signal`` docs, "Note on SIGPIPE"); returns
-    :data:`EXIT_BROKEN_PIPE`."""
-    try:
-        fileno = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):  # no real file behind sys.stdout (a test's capture)
-        return EXIT_BROKEN_PIPE
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, fileno)
-    os.close(devnull)
-    return EXIT_BROKEN_PIPE
-
-
-def _stdout_is_devnull() -> bool:
-    try:
-        return os.path.samestat(os.fstat(sys.stdout.fileno()), os.stat(os.devnull))
-    except (AttributeError, OSError, ValueError):
-        return False
-
-
 def main(argv: list[str] | None = None) -> int:
     """Dispatch a verb; the one exit-code policy of every ``ltr`` command.
 
@@ -143,52 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     values are escapes, never bytes that drive the terminal.
     """
     args = sys.argv[1:] if argv is None else argv
-    with _output_layer() as (out, _err):
+    with layer.output_layer() as (out, _err):
         code = _guarded_main(args, out)
     return code
-
-
-@contextmanager
-def _output_layer() -> Iterator[tuple[OutputStream, OutputStream]]:
-    """For the command's duration: ``sys.stdout`` and ``sys.stderr`` as :class:`OutputStream`s
-    (control characters escaped, the first write error kept), and log handlers that fail on a
-    closed or full stream quietly (no ``--- Logging error ---`` traceback: the command ends with
-    that fault's exit code instead)."""
-    saved, raise_exceptions = (sys.stdout, sys.stderr), logging.raiseExceptions
-    out, err = guarded(sys.stdout), guarded(sys.stderr)
-    sys.stdout, sys.stderr = out, err
-    logging.raiseExceptions = False
-    # MLflow logs each failed SQL statement with its traceback, then raises it: ltr says it in one line
-    sql_log = logging.getLogger("mlflow.store.db.utils")
-    sql_level = sql_log.level
-    sql_log.setLevel(logging.CRITICAL)
-    try:
-        yield out, err
-    finally:
-        sql_log.setLevel(sql_level)
-        logging.raiseExceptions = raise_exceptions
-        if (sys.stdout, sys.stderr) == (out, err):
-            sys.stdout, sys.stderr = saved
-
-
-def _say(line: str) -> None:
-    """One line on stderr; nothing when stderr itself cannot take it."""
-    with suppress(OSError, ValueError):
-        print(line, file=sys.stderr, flush=True)
-
-
-def _output_failed(out: OutputStream, exc: OSError | None = None) -> int | None:
-    """The exit code of a failed write to standard output: 141 when its reader has gone, 1 with
-    one line when the device is full; None when ``exc`` is not standard output's failure."""
-    failure = out.failure
-    if failure is None or (exc is not None and not out.raised_by(exc)):
-        return None
-    if isinstance(failure, BrokenPipeError):
-        return _drop_stdout()
-    reason = "the device is full" if is_full(failure) else (failure.strerror or type(failure).__name__)
-    _drop_stdout()
-    _say(f"ltr: error: cannot write to standard output: {reason} ({printable(str(failure))})")
-    return EXIT_FAILED
 
 
 def _guarded_main(args: list[str], out: OutputStream) -> int:
@@ -198,11 +110,11 @@ def _guarded_main(args: list[str], out: OutputStream) -> int:
         code = _dispatch(args)
         sys.stdout.flush()  # a full device or a gone reader shows at the flush: here, not at exit
     except OSError as exc:
-        failed = _output_failed(out, exc)
+        failed = layer.output_failed(out, exc)
         if failed is None:
             raise
         return failed
-    failed = _output_failed(out)  # a write error that a log handler swallowed
+    failed = layer.output_failed(out)  # a write error that a log handler swallowed
     return code if failed is None else failed
 
 
@@ -218,7 +130,7 @@ def _verb(verb: str, rest: list[str]) -> int | None:
         return 0
     if verb not in VERBS:
         return None
-    module = importlib.import_module(f"ltr.cli.{verb}")  # a verb's module, only when it runs
+    module = importlib.import_module(VERB_MODULES[verb])
     if verb == "completion":
         return int(module.main(rest, VERBS))
     return int(module.main(rest))
@@ -241,29 +153,22 @@ def _dispatch(args: list[str]) -> int:
         if code is not None:
             _Process.done = True  # from here a signal no longer stops it: its work is done
             return code
-    except LtrUserError as exc:
-        _say(f"ltr: error: {printable(str(exc))}")
-        return EXIT_FAILED if isinstance(exc, ServerFault) else EXIT_USER_ERROR
-    except DeviceFull as exc:
-        _say(f"ltr: error: {printable(str(exc))}")
-        return EXIT_FAILED
-    except KeyboardInterrupt as exc:
-        _say(f"ltr: interrupted{printable(_notes(exc))}")
-        return EXIT_INTERRUPTED
-    except Terminated as exc:
-        _say(f"ltr: terminated (SIGTERM){printable(_notes(exc))}")
-        return EXIT_TERMINATED
     except BrokenPipeError:
-        if not stdout_closed():  # another pipe (a child process, a socket): not the reader of our output
+        if not layer.stdout_closed():  # another pipe (a child process, a socket): not the reader of our output
             raise
-        return _drop_stdout()
+        return layer.drop_stdout()
     except SystemExit as exc:
-        if isinstance(exc.__context__, BrokenPipeError) and _stdout_is_devnull():
+        if isinstance(exc.__context__, BrokenPipeError) and layer.stdout_is_devnull():
             return EXIT_BROKEN_PIPE  # rich's Console.on_broken_pipe: the same recipe, then SystemExit(1)
         raise
+    except BaseException as exc:  # the skeleton's one policy (ltr.cli.support.verb): a user error, a stop, a full device
+        failed = failure_code(exc)
+        if failed is None:
+            raise
+        return failed
     close = difflib.get_close_matches(verb, VERBS, n=1)
     hint = f"did you mean {close[0]!r}? " if close else ""
-    _say(f"ltr: error: unknown command {printable(repr(verb))}; {hint}commands: {', '.join(VERBS)} (ltr --help)")
+    say(f"ltr: error: unknown command {printable(repr(verb))}; {hint}commands: {', '.join(VERBS)} (ltr --help)")
     return EXIT_USER_ERROR
 
 
@@ -283,10 +188,10 @@ def run() -> NoReturn:
     try:
         sys.stdout.flush()  # what is still buffered: its reader may have gone too
     except BrokenPipeError:
-        code = _drop_stdout()
+        code = layer.drop_stdout()
     except OSError as exc:
-        _drop_stdout()
-        _say(f"ltr: error: cannot write to standard output: {printable(str(exc))}")
+        layer.drop_stdout()
+        say(f"ltr: error: cannot write to standard output: {printable(str(exc))}")
         code = EXIT_FAILED
     exit_now(code)
 

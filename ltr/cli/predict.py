@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ltr.cli.support.args import OneLineParser
-from ltr.cli.support.console_log import console_logging
+from ltr.cli.support.verb import run_verb
 from ltr.config.choices import FileFormat
 from ltr.data.formats.file_names import table_format_by_name
 from ltr.errors import LtrUserError
@@ -72,24 +72,21 @@ def build_parser() -> OneLineParser:
     return parser
 
 
-def main(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
-    with console_logging(logging.INFO):
-        return _run(args)
+def main(argv: list[str] | None = None) -> int:
+    return run_verb(argv, build_parser(), _run, log_level=logging.INFO)
 
 
 def _run(args: argparse.Namespace) -> int:
     from ltr.cli.support.output_guard import check_not_inputs, check_outputs
     from ltr.experiment.report import print_table, summary_rows
-    from ltr.models.inputs import DEFAULT_BATCH_ROWS, open_input, split_input
     from ltr.models.logged import load_run
     from ltr.models.on_workers import dask_input
     from ltr.models.outputs import PredictionFiles
     from ltr.models.own_split import data_paths
     from ltr.models.predict import predict_input
+    from ltr.models.run_source import check_batch_rows, run_source
 
-    if args.batch_rows is not None and args.batch_rows < 1:
-        raise LtrUserError(f"--batch-rows={args.batch_rows} must be >= 1")
+    check_batch_rows(args.batch_rows)
     named = {"--out": args.out, "--trec-run": args.trec_run, "--per-query": args.per_query}
     checked = check_outputs(named, inputs=args.data or (), tracking_uri=args.tracking_uri, stdout=named)
     files_given = {option: path for option, path in checked.items() if path is not None}
@@ -114,19 +111,12 @@ def _run(args: argparse.Namespace) -> int:
     if args.split is not None:
         check_not_inputs(files_given, data_paths(run))  # the files the split is made from
     workers = None
+    columns = {"qid_column": args.qid_column, "label_column": args.label_column, "doc_id_column": args.doc_id_column}
     if args.dask:
-        workers = dask_input(
-            run, args.data, _trainer(run, args), qid_column=args.qid_column, label_column=args.label_column,
-            doc_id_column=args.doc_id_column,
-        )
+        workers = dask_input(run, args.data, _trainer(run, args), **columns)
         source = workers.source
-    elif args.split is not None:
-        source = split_input(run, args.split)
     else:
-        source = open_input(
-            run, args.data, fmt=args.format, batch_rows=DEFAULT_BATCH_ROWS if args.batch_rows is None else args.batch_rows,
-            qid_column=args.qid_column, label_column=args.label_column, doc_id_column=args.doc_id_column,
-        )
+        source = run_source(run, split=args.split, data=args.data, fmt=args.format, batch_rows=args.batch_rows, **columns)
     if args.per_query is not None and not source.labelled:
         raise LtrUserError("--per-query needs labels in the data (a label column): there is nothing to evaluate")
     tag = re.sub(r"\s+", "_", f"ltr-{run.record.short_id}")

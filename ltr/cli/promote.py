@@ -17,7 +17,7 @@ import argparse
 import logging
 
 from ltr.cli.support.args import OneLineParser
-from ltr.cli.support.console_log import console_logging
+from ltr.cli.support.verb import run_verb
 
 
 def build_parser() -> OneLineParser:
@@ -36,10 +36,8 @@ def build_parser() -> OneLineParser:
     return parser
 
 
-def main(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
-    with console_logging(logging.WARNING):
-        return _run(args)
+def main(argv: list[str] | None = None) -> int:
+    return run_verb(argv, build_parser(), _run, log_level=logging.WARNING)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -17,54 +17,14 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import sys
-from typing import TYPE_CHECKING
 
 from ltr.cli.support.args import OneLineParser
-from ltr.cli.support.console_log import console_logging
+from ltr.cli.support.verb import run_verb
 from ltr.errors import LtrUserError
-
-if TYPE_CHECKING:
-    from ltr.tracking.runs import RunRecord, RunStore
 
 #: Differences listed one per line at the most (the rest are counted).
 SHOWN = 20
-
-
-def _describe(old: float, new: float) -> str:
-    if math.isnan(old) != math.isnan(new):
-        return f"only in the {'rerun' if math.isnan(old) else 'source run'} ({new if math.isnan(old) else old:.6g})"
-    return f"{old:.6g} -> {new:.6g} ({new - old:+.6g})"
-
-
-def _target_store(store: RunStore, overrides: list[str]) -> RunStore:
-    """The store the rerun is logged in: ``store`` (the one the source run was read from) unless
-    a ``tracking.uri=`` override names another."""
-    from ltr.tracking import find_tracking_uri
-    from ltr.tracking.runs import RunStore
-
-    given = [o.split("=", 1)[1] for o in overrides if o.startswith("tracking.uri=")]
-    if not given or find_tracking_uri(given[-1]) == store.uri:
-        return store
-    return RunStore(find_tracking_uri(given[-1]))
-
-
-def _config_dirs(args: argparse.Namespace, source: RunRecord, label: str) -> list[str]:
-    """The config folders the rerun is composed with: ``--config-dir`` (none when the overrides
-    give ``hydra.searchpath``), else those the source run recorded, which must still exist."""
-    from ltr.config import search_path
-
-    if args.config_dir or any(o.lstrip("+~").startswith("hydra.searchpath=") for o in args.overrides):
-        return list(args.config_dir or [])
-    recorded = search_path.decode(source.tags.get(search_path.TAG))
-    gone = search_path.missing(recorded)
-    if gone:
-        raise LtrUserError(
-            f"run {label} was trained with the config folder {gone[0]}, which is gone "
-            f"(tag {search_path.TAG}); pass --config-dir DIR with its options (model/..., local/...)"
-        )
-    return recorded
 
 
 def build_parser() -> OneLineParser:
@@ -80,10 +40,8 @@ def build_parser() -> OneLineParser:
     return parser
 
 
-def main(argv: list[str]) -> int:
-    args = build_parser().parse_intermixed_args(argv)
-    with console_logging(logging.INFO):
-        return _run(args)
+def main(argv: list[str] | None = None) -> int:
+    return run_verb(argv, build_parser(), _run, intermixed=True, log_level=logging.INFO)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -106,6 +64,12 @@ def _run(args: argparse.Namespace) -> int:
         rerun_name,
         thread_change,
     )
+    from ltr.experiment.rerun_steps import (
+        config_dirs,
+        describe_difference,
+        describe_rerun,
+        target_store,
+    )
     from ltr.tracking import find_tracking_uri
     from ltr.tracking.runs import RunStore
 
@@ -122,7 +86,7 @@ def _run(args: argparse.Namespace) -> int:
         logged_overrides(store.text_artifact(source, "config/overrides.yaml")), args.overrides,
         tracking_uri=store.uri, experiment=experiment,
     )
-    dirs = _config_dirs(args, source, label)
+    dirs = config_dirs(args.config_dir, args.overrides, source, label)
     try:
         composed = compose_run(plan.overrides, what="the rerun", config_dirs=dirs)
     except LtrUserError as exc:
@@ -148,7 +112,7 @@ def _run(args: argparse.Namespace) -> int:
     )
     if outcome.run_id is None:  # the check above refuses tracking=none before training
         raise LtrUserError("the rerun logged nothing (tracking=none): there is nothing to compare")
-    target = _target_store(store, plan.overrides)
+    target = target_store(store, plan.overrides)
     rerun = target.resolve(outcome.run_id, experiment=str(cfg.tracking.experiment))
     old_data, new_data = source.tags.get("ltr.data.fingerprint"), rerun.tags.get("ltr.data.fingerprint")
     if old_data != new_data:
@@ -164,18 +128,18 @@ def _run(args: argparse.Namespace) -> int:
     print(f"ltr: rerun of {label} as {rerun.run_id[:8]} ({rerun.run_name}): " + ("; ".join(changes) if changes else "nothing differs"))
     if source.status != "FINISHED":
         print(f"(the source run did not finish: what it logged is partial, so nothing is compared; the rerun {rerun.run_id[:8]} is {rerun.status})")
-        _describe_rerun(target, rerun, source, None, 0, changes, same_store=target is store)
+        describe_rerun(target, rerun, source, None, 0, changes, same_store=target is store)
         return 0
     old_metrics, new_metrics = store.metrics(source), target.metrics(rerun)
     differences = metric_differences(old_metrics, new_metrics)
     n_keys = len([k for k in set(old_metrics) | set(new_metrics) if not k.endswith(TIMING_SUFFIX)])
-    _describe_rerun(target, rerun, source, differences, n_keys, changes, same_store=target is store)
+    describe_rerun(target, rerun, source, differences, n_keys, changes, same_store=target is store)
     if not differences:
         print(f"identical metrics, bit for bit ({n_keys} keys)")
         return 0
     print(f"{len(differences)} metric keys moved (rerun - source):")
     for key, old, new in differences[:SHOWN]:
-        print(f"  {key}: {_describe(old, new)}")
+        print(f"  {key}: {describe_difference(old, new)}")
     if len(differences) > SHOWN:
         print(f"  ... and {len(differences) - SHOWN} more")
     if target is not store:
@@ -191,23 +155,3 @@ def _run(args: argparse.Namespace) -> int:
     print_terminal(loaded.comparison)
     sys.stdout.flush()
     return 0
-
-
-def _describe_rerun(
-    target: RunStore,
-    rerun: RunRecord,
-    source: RunRecord,
-    differences: list[tuple[str, float, float]] | None,
-    n_keys: int,
-    changes: list[str],
-    *,
-    same_store: bool,
-) -> None:
-    """Open the rerun's description (``mlflow.note.content``) with :func:`ltr.experiment.rerun.rerun_note`."""
-    from ltr.experiment.rerun import rerun_note
-    from ltr.tracking.sqlite.lock import sqlite_store_lock
-
-    note = rerun_note(source, differences, n_keys=n_keys, changes=changes, same_store=same_store)
-    summary = rerun.tags.get("mlflow.note.content", "")
-    with sqlite_store_lock(target.uri):
-        target.client.set_tag(rerun.run_id, "mlflow.note.content", f"{note}\n\n{summary}" if summary else note)

@@ -16,6 +16,7 @@ starts (:mod:`ltr.cli.support.ui_links`).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
@@ -27,6 +28,7 @@ import urllib.request
 from types import FrameType
 
 from ltr.cli.support.args import OneLineParser
+from ltr.cli.support.verb import run_verb
 from ltr.errors import LtrUserError, Terminated
 from ltr.tracking import check_tracking_uri, find_tracking_uri
 from ltr.tracking.sqlite.lock import sqlite_db_path
@@ -109,12 +111,19 @@ def start_server(command: list[str], env: dict[str, str]) -> tuple[subprocess.Po
     return proc, (held[0] if held else None)
 
 
-def main(argv: list[str]) -> int:
-    """``ltr ui [--port N] [--uri URI]``: check the port and the store, serve, print the links."""
+def build_parser() -> OneLineParser:
     parser = OneLineParser(prog="ltr ui", description="MLflow UI on 127.0.0.1 for the local store")
     parser.add_argument("--port", type=int, default=UI_PORT)
     parser.add_argument("--uri", default=None, help="tracking store (default: $LTR_TRACKING_URI, $MLFLOW_TRACKING_URI, ./mlflow.db, the project root's mlflow.db)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``ltr ui [--port N] [--uri URI]``: check the port and the store, serve, print the links."""
+    return run_verb(argv, build_parser(), _run)
+
+
+def _run(args: argparse.Namespace) -> int:
     if not 1 <= args.port <= 65535:
         raise LtrUserError(f"--port {args.port} is not a TCP port (1-65535)")
     uri = find_tracking_uri(args.uri)

@@ -4,7 +4,8 @@ atomically as the whole-query Parquet partitions the Dask path reads (``data=par
 Needs no Dask (it imports neither ``dask`` nor ``distributed``): the files are cut and written by
 :func:`ltr.data.query_parts.write_query_partitions` with pyarrow, the cuts, columns and types that
 :mod:`ltr.dask.parquet` reads. :mod:`ltr.cli.partition` parses the arguments, calls these
-functions in the order below and prints; the errors name its options (``--out``, ``--force``).
+functions in the order below (the checks through :func:`ltr.dask.partition_options.partition_inputs`)
+and prints; the errors name its options (``--out``, ``--force``).
 
 Contract of the functions
 -------------------------

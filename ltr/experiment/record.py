@@ -16,11 +16,11 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from ltr.experiment import names
-from ltr.experiment.charts import plot_feature_importance, plot_ndcg_by_stratum
 from ltr.experiment.evaluation import Evaluation, lightgbm_key, our_curves
-from ltr.experiment.figure_worker import FigureWorker
+from ltr.experiment.figures.charts import plot_feature_importance, plot_ndcg_by_stratum
+from ltr.experiment.figures.figure_worker import FigureWorker
+from ltr.experiment.figures.run_figures import RunFigures
 from ltr.experiment.report import rerank_rows, summary_rows, to_markdown
-from ltr.experiment.run_figures import RunFigures
 from ltr.experiment.sources import Scored
 from ltr.experiment.spec import ExperimentSpec, diversity_measures
 from ltr.metrics.conventions import MetricConventions

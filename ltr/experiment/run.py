@@ -6,7 +6,7 @@
    With tracking on, MLflow's logging code starts loading in a background thread
    (:class:`ltr.tracking.prepare.Preparation`: imports only, nothing written); the run waits for
    it before recording, and :func:`run` never returns before it has ended. A child process
-   (:class:`ltr.experiment.figure_worker.FigureWorker`) loads matplotlib meanwhile and, at the
+   (:class:`ltr.experiment.figures.figure_worker.FigureWorker`) loads matplotlib meanwhile and, at the
    end, draws the run's figures while the run logs the rest; it never outlives :func:`run`.
 3. :func:`ltr.experiment.sources.open_source` reads and validates the data;
    :func:`ltr.experiment.checks.check_data` applies the rules that need it; then the tracker
@@ -34,7 +34,7 @@ from ltr.dask.trainer import DaskTrainer
 from ltr.data.cache import wait_for_stores
 from ltr.experiment.checks import check_config, check_data
 from ltr.experiment.evaluation import evaluate
-from ltr.experiment.figure_worker import FigureWorker, start_worker
+from ltr.experiment.figures.figure_worker import FigureWorker, start_worker
 from ltr.experiment.record import record_results, record_start, run_name, run_tags, summary_markdown
 from ltr.experiment.report import print_table
 from ltr.experiment.sources import binned_store, open_source, part_tags

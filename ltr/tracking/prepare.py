@@ -5,7 +5,7 @@ MLflow and its SQLAlchemy store, MLflow's LightGBM flavour and model signatures 
 every installed distribution, which ``log_model`` would build to check the model's requirements,
 is not needed: :func:`ltr.tracking.mlflow_tracker.requirement_check_of`). matplotlib is not
 among them: the run's figures are drawn in a child process
-(:mod:`ltr.experiment.figure_worker`), which loads it on a core of its own.
+(:mod:`ltr.experiment.figures.figure_worker`), which loads it on a core of its own.
 None of it depends on the run: :class:`Preparation` does it in a thread started as soon as the
 config is checked, and the runner waits for it (:meth:`Preparation.wait`) before it records the run.
 

@@ -270,9 +270,7 @@ def test_an_unwritable_out_is_one_line_exit_2(tmp_path: Path, capsys: pytest.Cap
 def test_an_unknown_action_and_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert ltr_main(["data", "wirte", "synthetic"]) == 2
     assert capsys.readouterr().err.strip() == "ltr: error: ltr data: unknown action 'wirte'; did you mean 'write'? actions: write"
-    with pytest.raises(SystemExit) as stop:
-        ltr_main(["data", "write", "--help"])
-    assert stop.value.code == 0
+    assert ltr_main(["data", "write", "--help"]) == 0  # --help returns 0 through the verb skeleton
     assert "usage: ltr data write" in capsys.readouterr().out
 
 

@@ -7,7 +7,7 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from ltr.experiment.charts import plot_feature_importance, plot_ndcg_by_stratum
+from ltr.experiment.figures.charts import plot_feature_importance, plot_ndcg_by_stratum
 from ltr.metrics import Strata, idcg_report, per_query_table
 from ltr.metrics.plots import plot_idcg_histogram, title_top
 

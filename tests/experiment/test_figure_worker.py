@@ -1,5 +1,5 @@
-"""The figure worker (:mod:`ltr.experiment.figure_worker`) and a run's figures through it
-(:mod:`ltr.experiment.run_figures`): the same PNG files as ``log_figure`` writes, every failure of
+"""The figure worker (:mod:`ltr.experiment.figures.figure_worker`) and a run's figures through it
+(:mod:`ltr.experiment.figures.run_figures`): the same PNG files as ``log_figure`` writes, every failure of
 the worker drawn again in the run's process, and no worker outliving its run or its parent."""
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from ltr.experiment import figure_worker
-from ltr.experiment.charts import plot_feature_importance, plot_ndcg_by_stratum
-from ltr.experiment.figure_worker import FigureWorker, start_worker
-from ltr.experiment.run_figures import RunFigures
+from ltr.experiment.figures import figure_worker
+from ltr.experiment.figures.charts import plot_feature_importance, plot_ndcg_by_stratum
+from ltr.experiment.figures.figure_worker import FigureWorker, start_worker
+from ltr.experiment.figures.run_figures import RunFigures
 from ltr.metrics import Strata, idcg_report, per_query_table
 from ltr.metrics.clicks.exposure import exposure_report
 from ltr.metrics.plots import plot_exposure, plot_idcg_histogram
@@ -219,7 +219,7 @@ def test_the_folder_of_the_workers_files_is_removed(tmp_path: Path, worker: Figu
 
 PARENT = """
 import sys, time
-from ltr.experiment.figure_worker import start_worker
+from ltr.experiment.figures.figure_worker import start_worker
 worker = start_worker()
 print(worker.pid, flush=True)
 time.sleep(600)

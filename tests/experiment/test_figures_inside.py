@@ -1,7 +1,7 @@
 """Every figure keeps its texts (titles, legends, keys, labels, tick labels) inside the image when
 run names are long: a sweep's Pareto figure once cut its title and its list of runs at its edges.
 
-Each figure of ``ltr/experiment/charts.py``, ``ltr/metrics/plots.py``, ``ltr/compare/plots.py``,
+Each figure of ``ltr/experiment/figures/charts.py``, ``ltr/metrics/plots.py``, ``ltr/compare/plots.py``,
 ``ltr/compare/abtest_render.py`` and ``ltr/sweeper/tradeoffs.py`` (the sweep's figures) is
 drawn with long run names, and every text it draws must lie inside the figure's bounding box.
 """
@@ -21,7 +21,7 @@ from ltr.compare.abtest import AbTestResult, interleaving_test, two_proportions
 from ltr.compare.abtest_render import power_figure
 from ltr.compare.comparison import compare_runs
 from ltr.compare.plots import plot_idcg_side_by_side, plot_strata
-from ltr.experiment.charts import plot_feature_importance, plot_ndcg_by_stratum
+from ltr.experiment.figures.charts import plot_feature_importance, plot_ndcg_by_stratum
 from ltr.metrics import Strata, idcg_report, per_query_table
 from ltr.metrics.clicks.exposure import exposure_report
 from ltr.metrics.plots import plot_exposure, plot_idcg_histogram

@@ -193,13 +193,13 @@ def test_background_mlflow_load_and_figure_worker_leave_the_run_as_without_them(
     exactly what the same run logged with everything loaded on the main thread holds; a failing
     background load changes nothing either; the thread never outlives the run.
 
-    Its figures, drawn by its figure worker (:mod:`ltr.experiment.figure_worker`), are the very
+    Its figures, drawn by its figure worker (:mod:`ltr.experiment.figures.figure_worker`), are the very
     PNG files (byte for byte) the same run logs when it draws them itself with MLflow's
     ``log_figure``; the worker never outlives the run. (One default run serves both checks: it
     loads MLflow in the background and draws with its worker.)"""
     import threading
 
-    from ltr.experiment.figure_worker import FigureWorker, start_worker
+    from ltr.experiment.figures.figure_worker import FigureWorker, start_worker
     from ltr.tracking import prepare
 
     def alive() -> list[str]:

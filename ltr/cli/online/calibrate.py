@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from ltr.cli.support.args import OneLineParser
+from ltr.cli.support.verb import run_verb
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,11 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """``ltr calibrate``; returns the exit code (user errors raise `LtrUserError`: one line, exit 2)."""
-    parser = build_parser()
-    try:
-        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    except SystemExit as exc:  # --help
-        return int(exc.code or 0)
+    return run_verb(argv, build_parser(), _run)
+
+
+def _run(args: argparse.Namespace) -> int:
     from ltr.cli.support.output_guard import check_outputs
     from ltr.online.calibrate import calibrate, calibration_figure, check_columns, log_calibration
 

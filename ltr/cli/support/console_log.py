@@ -1,4 +1,5 @@
-"""Log lines of a CLI verb on the terminal, for the verb's duration only."""
+"""Log lines of a CLI verb on the terminal, for the verb's duration only: every record of a level
+(:func:`console_logging`), or the lines of some loggers, as plain lines (:func:`echo_logs`)."""
 
 from __future__ import annotations
 
@@ -47,3 +48,30 @@ def console_logging(level: int) -> Iterator[None]:
         for old in handlers:
             root.addHandler(old)
         root.setLevel(old_level)
+
+
+class _EchoHandler(logging.Handler):
+    """The library's log lines (``parsed FILE: rows, queries, features``, warnings) on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        prefix = "" if record.levelno < logging.WARNING else f"{record.levelname.lower()}: "
+        print(prefix + record.getMessage(), file=sys.stderr, flush=True)
+
+
+@contextmanager
+def echo_logs(*loggers: logging.Logger) -> Iterator[None]:
+    """Show the INFO lines and warnings of ``loggers`` (e.g. ``ltr.data``'s: the reading progress)
+    on stderr in the block, as plain lines (``warning: `` before a warning's), and only there."""
+    handler = _EchoHandler()
+    saved = [(logger, logger.level, logger.propagate) for logger in loggers]
+    for logger in loggers:
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+    try:
+        yield
+    finally:
+        for logger, level, propagate in saved:
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+            logger.propagate = propagate

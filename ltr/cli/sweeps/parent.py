@@ -26,67 +26,25 @@ from ltr.cli.sweeps.callback import (
     varying_keys,
 )
 from ltr.cli.sweeps.checks import SweepPlan
-from ltr.config.overrides import override_key
 from ltr.errors import LtrUserError, ServerFault
-from ltr.experiment import names
-from ltr.experiment.names import search_name
 from ltr.experiment.record import headline_keys
 from ltr.experiment.spec import ExperimentSpec
-from ltr.sweeper.cv import cv_columns, cv_coverage, cv_frame, cv_headline, cv_metrics, cv_table
-from ltr.sweeper.link import JOURNAL_FILE
+from ltr.sweeper.parent_run import (
+    children_objective,
+    search_space_params,
+    study_tags,
+    summarise_folds,
+    sweep_name,
+)
 from ltr.sweeper.record import is_ltr_search, record_search
-from ltr.sweeper.study_config import study_name
 from ltr.sweeper.sweep_tradeoffs import summarise_tradeoffs
 from ltr.tracking import RunStatus, make_tracker
 from ltr.tracking.gitinfo import source_tags
 from ltr.tracking.lifecycle import end_run
 from ltr.tracking.liveness.heartbeat import liveness_of
-from ltr.tracking.liveness.reaped_trials import search_tags
 from ltr.tracking.sweep_summary import SweepSummary, child_runs, child_summary
 
 log = logging.getLogger(__name__)
-
-
-def sweep_name(config: DictConfig, varying: list[str], spec: ExperimentSpec | None = None) -> str:
-    """A sweep's parent run name (:mod:`ltr.experiment.names`): ``tracking.run_name`` as given
-    (its jobs ``<values> (<name>)``); an Optuna search by its search,
-    ``optuna:<study> (<n> trials, maximize valid/ndcg_at_10)``, not its space (``spec``: the base
-    config, for the study's default name and the objectives); a grid by what it varies
-    (``varying``: :func:`varying_keys`), then its other overrides."""
-    if config.tracking.get("run_name"):
-        return str(config.tracking.run_name)
-    sweeper = config.hydra.sweeper
-    task = list(config.hydra.overrides.task)
-    if is_ltr_search(config):
-        model = spec.config.model.name if spec is not None else config.get("model", {}).get("name", "model")
-        if spec is not None:
-            objectives = list(spec.objectives or [spec.optimized_metric])
-        else:  # the base config was refused: the objectives as given
-            given = config.get("optimized_metric")
-            objectives = [str(m) for m in given] if OmegaConf.is_list(given) else [str(given)]
-        directions = list(spec.directions) if spec is not None and spec.directions else ["maximize"] * len(objectives)
-        study = str(sweeper.get("study_name") or f"ltr_{model}")
-        return search_name(study, int(sweeper.get("n_trials") or 0), objectives, directions, task, varying)
-    return names.sweep_name(task, varying, dict(sweeper.get("params") or {}))
-
-
-def search_space(config: DictConfig, varying: list[str]) -> dict[str, str]:
-    """An Optuna search's space as the parent's params: ``space.<key>`` -> its range
-    (``int(interval(7, 127))``), from ``hydra.sweeper.params`` and the command line's sweeps."""
-    space = {str(k): str(v) for k, v in (config.hydra.sweeper.get("params") or {}).items()}
-    for override in config.hydra.overrides.task:
-        if override_key(override) in varying and "=" in override:
-            space[override_key(override)] = override.split("=", 1)[1]
-    return {f"space.{key}": value for key, value in space.items()}
-
-
-def study_tags(config: DictConfig, spec: ExperimentSpec | None, sweep_dir: Path) -> dict[str, str]:
-    """An Optuna search's study and storage as its parent's tags (a dead search's trials are
-    told FAIL when its parent is reaped: :mod:`ltr.tracking.liveness.reaped_trials`); {} for other sweeps."""
-    if not is_ltr_search(config) or spec is None:
-        return {}
-    sweeper = config.hydra.sweeper
-    return search_tags(study_name(sweeper.get("study_name"), spec), str(sweeper.get("storage") or sweep_dir / JOURNAL_FILE))
 
 
 def open_sweep_store(config: DictConfig) -> Any:
@@ -97,14 +55,6 @@ def open_sweep_store(config: DictConfig) -> Any:
     except LtrUserError as exc:
         code = 1 if isinstance(exc, ServerFault) else 2  # a server down is no bad setting
         raise SweepEnded(code, f"ltr: error: the sweep is refused before its first job: {exc}") from None
-
-
-def children_objective(tracker: Any) -> str:
-    """The ``optimized_metric`` param of the current run's first child that logged one, or ""."""
-    for run in child_runs(tracker.client, tracker.experiment_id, tracker.run_id):
-        if run.data.params.get("optimized_metric"):
-            return str(run.data.params["optimized_metric"])
-    return ""
 
 
 class SweepParent:
@@ -146,7 +96,7 @@ class SweepParent:
             | study_tags(config, plan.spec, sweep_dir),
         )
         if is_ltr_search(config):  # the name says the search; its space is in the params
-            self.tracker.log_params(search_space(config, varying))
+            self.tracker.log_params(search_space_params(config, varying))
         (sweep_dir / VARYING_KEYS_FILE).write_text("".join(f"{key}\n" for key in varying))
         (sweep_dir / PARENT_ID_FILE).write_text(run_id)
         atexit.register(self._end_if_open)
@@ -199,7 +149,10 @@ class SweepParent:
         description = summary.markdown
         finished = child_runs(self.tracker.client, self.tracker.experiment_id, self.tracker.run_id, finished_only=True)
         if self.spec is not None and self.spec.config.cv.fold_key:
-            description = self._summarise_folds(self.spec, self.spec.config.cv.fold_key, summary.markdown, finished)
+            description = summarise_folds(
+                self.tracker, self.spec, self.spec.config.cv.fold_key, summary.markdown, finished, n_planned=self.n_planned,
+                name=self.name,
+            )  # fmt: skip
         elif self.spec is not None and summary.best_run_id is not None:
             best = next((r for r in finished if r.info.run_id == summary.best_run_id), None)
             if best is None:  # a resumed Optuna study's best trial, run by an earlier invocation
@@ -226,41 +179,6 @@ class SweepParent:
         end_run(self.tracker, status, error=error)
         self.ended = True
         return summary
-
-    def _summarise_folds(self, spec: ExperimentSpec, fold_key: str, summary_md: str, children: list[Any]) -> str:
-        """Mean and standard deviation over the folds (``children``: the finished child runs):
-        the headline keys' fold means under the keys themselves (``test/ndcg_at_10``) and their
-        standard deviations (``test/ndcg_at_10/sd``), the runs table's columns; every
-        per-split key's in the table artifact ``report/cv_metrics.json``. The parent's
-        description is the per-stratum table of means ± sd, then the jobs (``summary_md``):
-        returned, and printed. A CV that lacks some of its planned folds is marked partial (the
-        table's title, the tags ``ltr.cv.folds`` / ``ltr.cv.partial`` and the parent's name:
-        ``... (2 of 5 folds)``); with one fold no sd is logged."""
-        folds = {str(r.data.params.get(fold_key, r.info.run_id)): dict(r.data.metrics) for r in children}
-        coverage = cv_coverage(len(folds), self.n_planned)
-        partial = self.n_planned is not None and len(folds) < self.n_planned
-        stats = cv_metrics(folds)
-        common = set.intersection(*(set(m) for m in folds.values())) if folds else set()
-        headline = [key for key in headline_keys(spec, dict.fromkeys(common, 0.0)) if f"cv/{key}/mean" in stats]
-        self.tracker.log_metrics(cv_headline(stats, headline))
-        self.tracker.show_first(cv_columns(headline) if len(folds) > 1 else headline)  # one fold: no sd
-        self.tracker.log_table(cv_frame(stats), "report/cv_metrics.json")
-        c = spec.conventions
-        what = "mean ± sd" if len(folds) > 1 else "mean"  # the sd of one fold is undefined
-        title = (
-            f"{spec.config.model.name} on {spec.config.data.name}: {what} over {coverage}{', a partial CV' * partial} "
-            f"({fold_key} = {', '.join(sorted(folds)) or 'none'}), test, nDCG ({c.gain} gain, ties={c.ties}, "
-            f"zero_idcg={c.zero_idcg})"
-        )
-        table = cv_table(stats, split="test", ks=spec.ks, strata=spec.strata, title=title)
-        self.tracker.log_text(table, "report/cv.md")
-        tags = {"mlflow.note.content": f"{table}\n\n{summary_md}", "ltr.cv.fold_key": fold_key,
-                "ltr.cv.folds": coverage, "ltr.cv.partial": "true" if partial else "false"}  # fmt: skip
-        if partial:  # the runs table's name says it too
-            tags["mlflow.runName"] = f"{self.name} ({coverage})"
-        self.tracker.set_tags(tags)
-        print(table)
-        return f"{table}\n\n{summary_md}"
 
     def _end_if_open(self) -> None:
         """At interpreter exit: a sweep that Hydra did not finish (a failed job, Ctrl-C) ends here."""

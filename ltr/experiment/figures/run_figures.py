@@ -1,4 +1,4 @@
-"""The figures a run logs: drawn in a :class:`~ltr.experiment.figure_worker.FigureWorker` while the
+"""The figures a run logs: drawn in a :class:`~ltr.experiment.figures.figure_worker.FigureWorker` while the
 run logs the rest, or in this process where the worker cannot.
 
 :meth:`RunFigures.add` hands a figure to the worker at once (it draws while the caller goes on);
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ltr.experiment.figure_worker import FigureWorker
+from ltr.experiment.figures.figure_worker import FigureWorker
 from ltr.tracking import Tracker
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ stdout it was started with while anything else printing to stdout goes to stderr
 The worker only ever speeds things up: a job it could not take (an unpicklable argument), a
 failed draw, a worker that died, or one that gave no answer within :data:`RESULT_TIMEOUT_S` (it
 is killed then) is drawn again in the parent by the caller
-(:class:`ltr.experiment.run_figures.RunFigures`), which then meets any real error itself.
+(:class:`ltr.experiment.figures.run_figures.RunFigures`), which then meets any real error itself.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-import ltr.experiment.charts
+import ltr.experiment.figures.charts
 import ltr.metrics.plots  # noqa: F401  the run's figures: loaded by the child before its first job
 
 _LENGTH = struct.Struct("<Q")
@@ -50,7 +50,7 @@ _BOOT = (
     "sys.path[:] = pickle.load(sys.stdin.buffer)\n"
     "frames = os.fdopen(os.dup(1), 'wb')\n"
     "os.dup2(2, 1)\n"
-    "from ltr.experiment.figure_worker import serve\n"
+    "from ltr.experiment.figures.figure_worker import serve\n"
     "serve(sys.stdin.buffer, frames)\n"
     "frames.close()\n"
     "os._exit(0)\n"  # nothing left to write: no teardown of matplotlib's modules for the parent to wait on
