@@ -73,11 +73,11 @@ def test_examples_marked_not_run_here(where: str, reason: str) -> None:
 
 
 def test_a_skipped_example_that_another_test_runs_is_that_test_s_code() -> None:
-    """The README's example is the Comparing runs page's, and the Python API page's first block
+    """The README's example is the per-query comparison page's, and the Python API page's first block
     is the one tests/test_api.py runs with its assertions: a skip that names another runner is
     only honest while the code is the same."""
     readme = next(b for b in blocks(REPO / "README.md") if b.skip)
-    comparing = [b for b in blocks(REPO / "docs" / "guide" / "comparing-runs.md") if b.language == "bash" and not b.skip]
+    comparing = [b for b in blocks(REPO / "docs" / "guide" / "compare.md") if b.language == "bash" and not b.skip]
     assert any(_commands(readme.code) == _commands(b.code) for b in comparing)
     api_page = next(b for b in blocks(REPO / "docs" / "guide" / "api.md") if b.skip)
     assert "tests/test_api.py" in (api_page.skip or "")
