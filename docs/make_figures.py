@@ -10,7 +10,7 @@ by the commands the pages show, in a fresh folder with a store of its own, then 
 The docs build runs it: ``mkdocs.yml`` names this file as a hook, so ``mkdocs build`` (and
 ``make docs``) regenerates every figure before it renders the pages. It trains what the pages
 describe (a default run, the six runs of ``experiment=diversity_tradeoff``, the eight of
-``experiment=online_vs_offline`` and two small click-log runs for ``ltr abtest``), which takes
+``experiment=online_vs_offline`` and two click-log runs for ``ltr abtest``), which takes
 minutes; ``LTR_DOCS_FIGURES=0`` builds with the figures as they are (the suite's strict-build
 test does, and ``mkdocs serve`` never regenerates them: they live in the folder it watches).
 """
@@ -60,11 +60,10 @@ FIGURES = {
         page="guide/diversity.md",
     ),
     "abtest_power.png": Figure(
-        (
-            "ltr train data=synthetic_clicks data.n_queries=500 fit.num_boost_round=30 tracking.run_name=clicks",
-            "ltr train data=synthetic_clicks data.n_queries=500 fit.num_boost_round=30"
-            " data.train_labels=relevance tracking.run_name=relevance",
-            "ltr abtest clicks relevance --traffic-share 0.05 --sessions-per-day 100000 --days 14 --figure power.png",
+        (  # the default click log, as the page's tables (its quick example shrinks it)
+            "ltr train data=synthetic_clicks tracking.run_name=clicks",
+            "ltr train data=synthetic_clicks data.train_labels=relevance tracking.run_name=relevance",
+            "ltr abtest clicks relevance --figure power.png",
         ),
         file="power.png",
         page="guide/ab-simulation.md",
