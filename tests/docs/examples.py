@@ -16,7 +16,14 @@ The rules, which every page of ``docs/`` and the README follow:
   composed and checked as ``ltr train ... --cfg job`` (every key, value and group), not trained;
   a sweep (``-m``, a search space) is checked by its first job (:func:`first_job`);
 - a block that cannot run here (a Slurm cluster, another host) is preceded by the comment
-  ``<!-- docs-test: skip REASON -->``, and is reported as a skipped test with that reason.
+  ``<!-- docs-test: skip REASON -->``, and is reported as a skipped test with that reason;
+- a ```text block preceded by ``<!-- docs-test: output -->`` is what the ```bash block right
+  before it prints: the block's stdout must equal it, numbers and all (:func:`output_mismatch`;
+  trailing spaces and blank lines at either end aside). ``output tail`` checks the last lines
+  only (a block that trains before the command it shows); ``masks=run-id,seconds,path`` lets
+  the placeholders ``<run-id>`` (an MLflow run id, 32 hex digits), ``<seconds>`` (a number) and
+  ``<path>`` (one word) stand for what changes from run to run (:data:`MASKS`). A page whose
+  shown output is not what the command prints fails, with the difference.
 
 Blocks of one page share their folder, so a page can write files (``ltr data write``) and use them
 later, as a reader following it does.
@@ -24,6 +31,7 @@ later, as a reader following it does.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import shlex
@@ -42,6 +50,24 @@ RUNNABLE = ("bash", "python")
 _FENCE = re.compile(r"^```([\w-]*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
 _SKIP = re.compile(r"<!--\s*docs-test:\s*skip\s+(.+?)\s*-->\s*$")
 _COMPOSE = re.compile(r"<!--\s*docs-test:\s*compose\s*-->\s*$")
+_OUTPUT = re.compile(r"<!--\s*docs-test:\s*output((?:\s+(?:tail|masks=[\w,-]+))*)\s*-->\s*$")
+
+#: What an output block may mask: the mask's name, its placeholder in the shown text and the
+#: pattern the placeholder matches in the real output.
+MASKS = {
+    "run-id": ("<run-id>", r"[0-9a-f]{32}"),
+    "seconds": ("<seconds>", r"[0-9]+(?:\.[0-9]+)?"),
+    "path": ("<path>", r"\S+"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class OutputCheck:
+    """How a shown output block is checked: its last lines only (``tail``) and the masks it
+    declares (names of :data:`MASKS`)."""
+
+    tail: bool = False
+    masks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +80,7 @@ class Block:
     line: int
     skip: str | None
     compose: bool = False
+    output: OutputCheck | None = None
 
 
 def pages() -> list[Path]:
@@ -64,7 +91,7 @@ def pages() -> list[Path]:
 
 
 def page_id(page: Path) -> str:
-    return page.relative_to(REPO).as_posix()
+    return page.relative_to(REPO).as_posix() if page.is_relative_to(REPO) else page.name
 
 
 def blocks(page: Path) -> list[Block]:
@@ -75,14 +102,66 @@ def blocks(page: Path) -> list[Block]:
         before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
         skip = _SKIP.search(before)
         line = text.count("\n", 0, match.start()) + 1
-        out.append(Block(match.group(1), match.group(2), line, skip.group(1) if skip else None, bool(_COMPOSE.search(before))))
+        shown = _OUTPUT.search(before)
+        check = None
+        if shown:
+            words = shown.group(1).split()
+            masks = tuple(m for w in words if w.startswith("masks=") for m in w.removeprefix("masks=").split(",") if m)
+            check = OutputCheck(tail="tail" in words, masks=masks)
+        out.append(Block(match.group(1), match.group(2), line, skip.group(1) if skip else None, bool(_COMPOSE.search(before)), check))
     return out
+
+
+def _lines(text: str) -> list[str]:
+    lines = [line.rstrip() for line in text.splitlines()]
+    while lines and not lines[0]:
+        lines.pop(0)
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def output_mismatch(shown: str, printed: str, check: OutputCheck) -> str | None:
+    """``None`` when ``printed`` (a command's stdout) is what the page shows, else a unified diff
+    of the two. Lines compare without trailing spaces and without blank lines at either end;
+    with ``check.tail`` only the last ``len(shown lines)`` lines of ``printed``; a declared
+    mask's placeholder matches its pattern, every other character only itself.
+
+    >>> output_mismatch("run <run-id>\\nmean 0.75", "run " + "ab" * 16 + "\\nmean 0.75\\n", OutputCheck(masks=("run-id",)))
+    >>> print(output_mismatch("mean 0.75", "log\\nmean 0.7542", OutputCheck(tail=True)))
+    --- shown on the page
+    +++ printed by the command
+    @@ -1 +1 @@
+    -mean 0.75
+    +mean 0.7542
+    """
+    unknown = sorted(set(check.masks) - set(MASKS))
+    if unknown:
+        raise ValueError(f"unknown output masks {unknown} (known: {sorted(MASKS)})")
+    want, got = _lines(shown), _lines(printed)
+    if check.tail:
+        got = got[-len(want) :] if want else []
+    placeholders = {MASKS[m][0]: MASKS[m][1] for m in check.masks}
+    split = re.compile("(" + "|".join(re.escape(p) for p in placeholders) + ")") if placeholders else None
+
+    def matches(pattern_line: str, line: str) -> bool:
+        if split is None:
+            return pattern_line == line
+        parts = split.split(pattern_line)
+        regex = "".join(placeholders[part] if part in placeholders else re.escape(part) for part in parts)
+        return re.fullmatch(regex, line) is not None
+
+    if len(want) == len(got) and all(matches(w, g) for w, g in zip(want, got, strict=True)):
+        return None
+    return "\n".join(difflib.unified_diff(want, got, "shown on the page", "printed by the command", lineterm=""))
 
 
 def _environment(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in {"LTR_TRACKING_URI", "MLFLOW_TRACKING_URI", "PYTHONSTARTUP"}}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["HOME"] = str(home)
+    for width in ("COLUMNS", "LINES"):  # tables are as wide as a pipe makes them, not the terminal
+        env.pop(width, None)
     env["MLFLOW_DISABLE_TELEMETRY"] = "true"
     env.setdefault("PYTHONPATH", "")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env["PYTHONPATH"]) if p)
@@ -111,7 +190,16 @@ def run_page(page: Path, folder: Path) -> list[str]:
 
 def _run_blocks(page: Path, work: Path, env: dict[str, str]) -> list[str]:
     outputs = []
+    printed: str | None = None  # the stdout of the block just run, for an output block after it
     for block in blocks(page):
+        if block.output is not None:
+            where = f"{page_id(page)}:{block.line} (output block)"
+            assert printed is not None, f"{where}: an output block follows the bash block it shows, run here"
+            diff = output_mismatch(block.code, printed, block.output)
+            assert diff is None, f"{where} is not what the command above it prints:\n{diff}"
+            printed = None
+            continue
+        printed = None
         if block.language not in RUNNABLE or block.skip:
             continue
         if block.compose:
@@ -127,6 +215,7 @@ def _run_blocks(page: Path, work: Path, env: dict[str, str]) -> list[str]:
         where = f"{page_id(page)}:{block.line} ({block.language} block)"
         assert done.returncode == 0, f"{where} exited {done.returncode}\n--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-4000:]}"
         outputs.append(done.stdout)
+        printed = done.stdout if block.language == "bash" else None
     return outputs
 
 

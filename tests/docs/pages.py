@@ -9,6 +9,7 @@ FIRST_HALF = frozenset(
         "README.md",
         "docs/guide/your-data.md",
         "docs/guide/sweeps.md",
+        "docs/guide/searches.md",
         "docs/guide/comparing-runs.md",
         "docs/guide/before-traffic.md",
         "docs/guide/click-logs.md",
