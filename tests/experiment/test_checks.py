@@ -11,7 +11,8 @@ import pytest
 from ltr.cli.main import main
 from ltr.config import choices
 from ltr.errors import LtrUserError
-from ltr.experiment.checks import check_config, metric_keys
+from ltr.experiment.checks import check_config
+from ltr.experiment.spec import metric_keys
 from ltr.metrics import PRESETS, MetricConventions
 from ltr.metrics.conventions import DISCOUNTS, GAINS, TIES, ZERO_IDCG
 from tests.conftest import compose_train
