@@ -24,6 +24,10 @@ indented under its parent), so a name is built for those:
 An Optuna search's parent is named by its search, not its space (:func:`search_name`):
 ``optuna:ltr_lambdarank (20 trials, maximize valid/ndcg_at_10)``; its space is logged as the
 parent's ``space.*`` params.
+
+A name given as ``tracking.run_name`` is checked before any work (:func:`check_run_name`, in
+the one pass of :mod:`ltr.experiment.checks`): at most :data:`MAX_RUN_NAME` characters, none a
+control character.
 """
 
 from __future__ import annotations
