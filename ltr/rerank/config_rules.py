@@ -47,13 +47,13 @@ def check_data(config: TrainConfig, splits: Splits | None, *, n_features: int | 
     re-ranked; ``n_features`` unused)."""
     rerank = config.rerank
     if splits is not None and rerank.kind != RerankKind.none:
-        n_features = splits.train.n_features
+        width = splits.train.n_features
         columns = [("features", c) for c in rerank.features or []]
         if rerank.category_feature is not None:
             columns.append(("category_feature", rerank.category_feature))
         for name, col in columns:
-            if col >= n_features:
-                raise LtrUserError(f"rerank.{name}: column {col} is beyond the data's {n_features} features (0-based)")
+            if col >= width:
+                raise LtrUserError(f"rerank.{name}: column {col} is beyond the data's {width} features (0-based)")
         _check_categories(rerank, splits)
 
 
