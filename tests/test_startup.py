@@ -13,9 +13,11 @@ import pytest
 NEVER = ("lightgbm", "mlflow", "sklearn", "dask", "distributed", "matplotlib", "optuna", "sqlalchemy", "alembic")
 #: What ``ltr train``'s light paths leave out too: the data and metric libraries of a run.
 NOT_FOR_TRAIN = (*NEVER, "scipy", "pandas", "pyarrow", "numba", "joblib")
+#: The run's config rules: the one pass and each concern's rules.
+RULES = ("ltr.experiment.checks", "ltr.config.rules", *(f"ltr.{part}.config_rules" for part in ("metrics", "training", "data", "rerank")))
 #: What ``ltr train --help`` and an error Hydra finds while composing leave out too: numpy, the run's
 #: config rules (which need it) and the tracking store's network and database modules.
-NOT_FOR_COMPOSE = (*NOT_FOR_TRAIN, "numpy", "ltr.experiment.checks", "ltr.tracking.store")
+NOT_FOR_COMPOSE = (*NOT_FOR_TRAIN, "numpy", *RULES, "ltr.tracking.store")
 #: ``ltr --help`` only prints: not even Hydra.
 NOT_FOR_USAGE = (*NOT_FOR_COMPOSE, "hydra", "omegaconf")
 #: ``ltr evaluate`` never composes a Hydra config, its JSON and terminal output make no DataFrame

@@ -133,7 +133,7 @@ class SyntheticClicksDataConfig(SyntheticDataConfig):
 
     kind: str = field(default="synthetic_clicks", metadata=allowed(min_len=1))
     name: str = field(default="synthetic_clicks", metadata=allowed(min_len=1))
-    # relevance | clicks | a name in label_recipes (checked against label_recipes in ltr.experiment.checks)
+    # relevance | clicks | a name in label_recipes (checked against label_recipes in ltr.data.config_rules)
     train_labels: str = field(default="clicks", metadata=allowed(min_len=1, note="a label source: relevance, clicks or a name in label_recipes"))
     valid_labels: str = field(default="relevance", metadata=allowed(min_len=1, note="a label source: relevance, clicks or a name in label_recipes"))
     eval_labels: str = field(default="relevance", metadata=allowed(min_len=1, note="a label source: relevance, clicks or a name in label_recipes"))

@@ -31,6 +31,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ltr.config.schema import SweepConfig
 from ltr.errors import LtrUserError
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
@@ -124,3 +125,17 @@ def failed_constraints(
 ) -> list[Constraint]:
     """The constraints ``metrics`` do not meet, in order (empty: the job is feasible)."""
     return [c for c in constraints if not c.met(metrics, baseline)]
+
+
+def check_sweep(sweep: SweepConfig, objectives: Sequence[str], logged: Sequence[str]) -> tuple[str, ...]:
+    """The sweep's rules of a ``ltr train`` config (the last of :mod:`ltr.experiment.checks`):
+    ``sweep.directions`` (one per objective; default: maximise each) and the grammar and keys
+    of ``sweep.constraints`` (each a key of ``logged``); returns the directions."""
+    directions = tuple(str(d) for d in sweep.directions) if sweep.directions is not None else ("maximize",) * len(objectives)
+    if len(directions) != len(objectives):
+        raise LtrUserError(
+            f"sweep.directions={list(directions)} has {len(directions)} entries but optimized_metric has "
+            f"{len(objectives)} ({', '.join(objectives)}): give one direction per key"
+        )
+    parse_constraints(list(sweep.constraints), known_keys=logged)
+    return directions

@@ -24,14 +24,20 @@ indented under its parent), so a name is built for those:
 An Optuna search's parent is named by its search, not its space (:func:`search_name`):
 ``optuna:ltr_lambdarank (20 trials, maximize valid/ndcg_at_10)``; its space is logged as the
 parent's ``space.*`` params.
+
+A name given as ``tracking.run_name`` is checked before any work (:func:`check_run_name`, in
+the one pass of :mod:`ltr.experiment.checks`): at most :data:`MAX_RUN_NAME` characters, none a
+control character.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Collection, Mapping, Sequence
 
 from ltr.config.overrides import override_key
 from ltr.config.schema import neutral_keys
+from ltr.errors import LtrUserError
 
 #: Config groups that set many things at once; they come last in a name.
 PRESETS = ("debug", "experiment", "hparams_search", "local")
@@ -214,3 +220,25 @@ def search_name(
     rest = [o for o in shown_overrides(task_overrides) if override_key(o) not in said]
     name = f"optuna:{study} ({', '.join([trials, *goals])})"
     return " ".join([name, *name_parts(rest)])
+
+
+#: The longest ``tracking.run_name``: MLflow keeps a run's name in a column of 250 characters.
+MAX_RUN_NAME = 250
+
+
+def check_run_name(name: str | None) -> None:
+    """Refuse a ``tracking.run_name`` longer than :data:`MAX_RUN_NAME` characters, or with a
+    control character (ESC, BEL, a newline: a name is printed to terminals and drawn in figure
+    titles), before any work; None (a name made from the overrides) passes."""
+    if name is None:
+        return
+    if len(name) > MAX_RUN_NAME:
+        raise LtrUserError(
+            f"tracking.run_name is {len(name):,} characters long ({name[:20]}...): at most {MAX_RUN_NAME}, "
+            "MLflow's limit of a run name; give a shorter name"
+        )
+    control = next((c for c in name if unicodedata.category(c) == "Cc"), None)
+    if control is not None:
+        raise LtrUserError(
+            f"tracking.run_name {name!r} has a control character ({control!r}): give a name of printable characters"
+        )

@@ -25,7 +25,7 @@ import lightgbm
 from omegaconf import OmegaConf
 
 from ltr.config.overrides import override_key
-from ltr.experiment.checks import MAX_RUN_NAME
+from ltr.experiment.names import MAX_RUN_NAME
 from ltr.tracking.gitinfo import WORKDIR_TAG, git_state
 from ltr.tracking.runs import RunRecord, unfinished
 from ltr.tracking.sweep_summary import run_link
@@ -160,7 +160,7 @@ RERUN_SUFFIX = " (rerun)"
 def rerun_name(source_name: str) -> str:
     """The rerun's name: ``<source name> (rerun)``; a rerun of a rerun keeps one suffix. A name
     ``tracking.run_name`` could not be (a control character, which a run logged by other means
-    may have; beyond :data:`~ltr.experiment.checks.MAX_RUN_NAME` characters) loses those
+    may have; beyond :data:`~ltr.experiment.names.MAX_RUN_NAME` characters) loses those
     characters, and its end.
 
     >>> rerun_name("mine_a"), rerun_name("mine_a (rerun)"), rerun_name(""), rerun_name("b\x1b]0;x\x07")

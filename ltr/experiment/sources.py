@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 
 from ltr.config.choices import RerankKind
 from ltr.config.data import default_cache_dir
+from ltr.data.config_rules import popularity_column
 from ltr.data.feedback.click_log import click_options, click_splits, is_click_log, propensity_inputs
 from ltr.data.feedback.clicks import simulate_online_ctr
 from ltr.data.feedback.recipes import grade_counts, with_recipe
@@ -31,7 +32,6 @@ from ltr.data.load import ClickSplits, load_click_splits, load_splits
 from ltr.data.ranking_data import RankingData
 from ltr.data.splits import Splits
 from ltr.errors import DataError, LtrUserError
-from ltr.experiment.checks import popularity_column
 from ltr.experiment.spec import ExperimentSpec
 from ltr.metrics import per_query_table
 from ltr.metrics.clicks.exposure import ExposureReport, exposure_report

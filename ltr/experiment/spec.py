@@ -19,6 +19,7 @@ from omegaconf import DictConfig
 from ltr.config.choices import RerankKind
 from ltr.config.schema import RerankConfig, TrainConfig
 from ltr.metrics import MetricConventions, Strata
+from ltr.metrics.measures import table_measures
 
 Composites = dict[str, dict[str, float]]
 
@@ -90,3 +91,11 @@ def diversity_measures(cfg: RerankConfig) -> tuple[str, ...]:
     if cfg.kind in (RerankKind.none, RerankKind.uncertainty):
         return ()
     return ("ild",) if cfg.category_feature is None else ("ild", "coverage", "alpha_ndcg")
+
+
+def metric_keys(spec: ExperimentSpec) -> list[str]:
+    """The per-split measure keys a run of ``spec`` logs (``valid/ndcg_at_10``, ``.../len_1-10``)."""
+    names = [m.key for m in table_measures(list(spec.table_ks))] + list(spec.composites)
+    names += [f"{m}_at_{k}" for m in diversity_measures(spec.config.rerank) for k in spec.ks]
+    suffixes = ["", *(f"/{key}" for key in spec.strata.keys)]
+    return [f"{split}/{name}{suffix}" for split in spec.config.eval.splits for name in names for suffix in suffixes]

@@ -45,12 +45,12 @@ from ltr.config.choices import RerankKind
 from ltr.config.data import ParquetDataConfig, SplitConfig, SyntheticClicksDataConfig
 from ltr.config.logged import read_logged_config
 from ltr.config.schema import ClickEvalConfig, RerankConfig
+from ltr.data.config_rules import popularity_column
 from ltr.data.feedback.click_log import click_options, clicks_of, is_click_log, propensity_inputs
 from ltr.data.feedback.clicks import cart_probability, purchase_probability
 from ltr.data.load import load_click_splits, load_splits
 from ltr.data.ranking_data import RankingData
 from ltr.errors import DataError, LtrUserError
-from ltr.experiment.checks import popularity_column
 from ltr.metrics.clicks.propensity import estimate_propensity
 from ltr.metrics.strata import Strata
 from ltr.rerank.step import rerank_split

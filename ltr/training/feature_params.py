@@ -10,7 +10,7 @@ index beyond the data, a flat ``interaction_constraints`` list or a missing or u
 forced-splits file is ignored without a word. :func:`check_feature_params` refuses each of those
 in one line that names the key as given, and is called wherever the count is known: from the
 config before any data is read (:func:`ltr.data.formats.width.configured_width`), once the data is read
-(:func:`ltr.experiment.checks.check_data`), and when a model is fitted
+(:func:`ltr.training.config_rules.check_data`), and when a model is fitted
 (:func:`ltr.training.local.fit_ranker`). Without a count it checks what needs none (the values,
 the files).
 

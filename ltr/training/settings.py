@@ -1,6 +1,6 @@
 """The rules of ``model`` and ``fit`` settings that need no data, without importing LightGBM.
 
-:mod:`ltr.experiment.checks` applies them to every ``ltr train`` config before any data is read;
+:mod:`ltr.training.config_rules` applies them to every ``ltr train`` config before any data is read;
 they live apart from :mod:`ltr.training.local` (which imports LightGBM, and with it scikit-learn
 and scipy) so that a config error and ``ltr train --help`` answer in a blink. Only
 :func:`lightgbm_names` (behind :func:`check_extra_params`) asks LightGBM, and only when

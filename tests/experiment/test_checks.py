@@ -11,7 +11,8 @@ import pytest
 from ltr.cli.main import main
 from ltr.config import choices
 from ltr.errors import LtrUserError
-from ltr.experiment.checks import check_config, metric_keys
+from ltr.experiment.checks import check_config
+from ltr.experiment.spec import metric_keys
 from ltr.metrics import PRESETS, MetricConventions
 from ltr.metrics.conventions import DISCOUNTS, GAINS, TIES, ZERO_IDCG
 from tests.conftest import compose_train
@@ -70,6 +71,31 @@ def test_config_mistake_is_one_line_exit_2_and_no_run(
 def test_cross_field_rules(overrides: list[str], message: str) -> None:
     with pytest.raises(LtrUserError, match=message.replace("[", r"\[")):
         check_config(compose_train(overrides))
+
+
+#: Two mistakes of neighbouring steps of the one pass (ltr.experiment.checks), each with its message:
+#: together, the earlier step's is the one reported, whatever order the overrides come in.
+EARLIER_STEP_WINS = [
+    ("run name, metrics", ["tracking.run_name=" + "x" * 300], "tracking.run_name is 300 characters long", ["eval.k=[5,5]"], "eval.k=[5, 5] repeats a cut-off"),
+    ("metrics, training", ["eval.splits=[valid,valid]"], "eval.splits=['valid', 'valid'] repeats a split", ["model.label_gain=[3,1]"], "model.label_gain=[3.0, 1.0] decreases"),
+    ("training, rerank", ["model.position_bias=true", "trainer=dask"], "use trainer=local", ["rerank=diversify", "rerank.alpha=2"], "rerank.alpha=2 is out of range"),
+    ("rerank, data", ["rerank=diversify", "rerank.similarity=category"], "rerank.similarity=category needs rerank.category_feature", ["data=synthetic_clicks", "data.train_labels=nosuch"], "data.train_labels='nosuch' is not one of"),
+    ("data, objectives", ["data=synthetic_clicks", "eval.clicks.propensity=harvest"], "eval.clicks.propensity=harvest needs a logged ranker id", ["optimized_metric=valid/ndcg_at_7"], "optimized_metric='valid/ndcg_at_7' is not a metric"),
+    ("objectives, sweep", ["optimized_metric=[valid/ndcg_at_10,valid/ndcg_at_10]"], "names a key twice", ["optimized_metric=[valid/ndcg_at_10,valid/ndcg_at_5]", "sweep.directions=[maximize]"], "sweep.directions=['maximize'] has 1 entries"),
+]
+
+
+@pytest.mark.parametrize(("first", "first_says", "second", "second_says"), [c[1:] for c in EARLIER_STEP_WINS], ids=[c[0] for c in EARLIER_STEP_WINS])
+def test_the_earlier_step_of_the_pass_wins(first: list[str], first_says: str, second: list[str], second_says: str) -> None:
+    def says(message: str) -> str:
+        return message.replace("[", r"\[")
+
+    with pytest.raises(LtrUserError, match=says(second_says)):
+        check_config(compose_train(second))
+    together = {o.split("=")[0]: o for o in second} | {o.split("=")[0]: o for o in first}  # a key both set: the first's
+    for ordered in (list(together.values()), list(together.values())[::-1]):
+        with pytest.raises(LtrUserError, match=says(first_says)):
+            check_config(compose_train(ordered))
 
 
 def test_preset_gives_the_peers_conventions_and_explicit_fields_win() -> None:

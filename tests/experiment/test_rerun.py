@@ -9,7 +9,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from ltr.cli.main import main
-from ltr.experiment.checks import MAX_RUN_NAME, check_run_name
+from ltr.experiment.names import MAX_RUN_NAME, check_run_name
 from ltr.experiment.rerun import (
     config_differences,
     metric_differences,

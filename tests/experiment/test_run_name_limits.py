@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from ltr.errors import LtrUserError
-from ltr.experiment.checks import MAX_RUN_NAME, check_config, check_run_name
+from ltr.experiment.checks import check_config
+from ltr.experiment.names import MAX_RUN_NAME, check_run_name
 from ltr.metrics import idcg_report, per_query_table
 from ltr.metrics.plots import MIN_TOP, TITLE_LINES, plot_idcg_histogram, title_top, wrap_title
 from tests.conftest import compose_train
