@@ -35,7 +35,8 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
-from ltr.cli.support import compose_once
+from ltr.cli.support import compose_once, train_help
+from ltr.cli.support.train_help import check_arguments
 from ltr.cli.support.verb import run_verb
 from ltr.cli.sweeps.callback import (
     SweepEnded,
@@ -47,11 +48,9 @@ from ltr.cli.sweeps.callback import (
     varying_keys_for,
 )
 from ltr.cli.sweeps.stop import end_stopped_children
-from ltr.config import train_help
 from ltr.config.completion import bash_script
 from ltr.config.compose import CONF_DIR, quote_non_ascii, user_message
 from ltr.config.store import register_configs
-from ltr.config.train_help import check_arguments
 from ltr.errors import DeviceFull, LtrUserError, Terminated
 from ltr.experiment.train_job import config_dir_tags, install_signal_handlers, run_checked, run_line
 from ltr.runtime.stops import (
@@ -148,7 +147,7 @@ def _completion_asked(argv: list[str]) -> bool:
 
 def _parse(argv: list[str]) -> list[str]:
     """The arguments as Hydra gets them (non-ASCII quoted), refused in one line where Hydra's
-    parser would refuse them (:func:`ltr.config.train_help.check_arguments`); ``-sc`` as given."""
+    parser would refuse them (:func:`ltr.cli.support.train_help.check_arguments`); ``-sc`` as given."""
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises; ltr.cli.main prints one line
     if _completion_asked(argv):
         return argv
