@@ -156,11 +156,35 @@ def _module_tiers(path: Path) -> frozenset[str]:
     return frozenset({"unit", "integration", "e2e"})
 
 
+#: The modules that take longest (a minute or more of one process each, most of it in few tests),
+#: longest first: ``make test``'s processes start them first (:func:`pytest_collection_modifyitems`).
+#: pytest-xdist's own order (most tests first) left them for the end, where one process ran the
+#: last of them while the other had nothing left to do. A module that grows as long belongs here.
+LONGEST_MODULES = (
+    "tests/reliability/test_fault_matrix.py",
+    "tests/test_package.py",
+    "tests/tracking/test_team_sweeps.py",
+    "tests/docs/test_examples_b.py",
+    "tests/docs/test_examples_a.py",
+    "tests/test_api.py",
+    "tests/compare/test_abtest_fitted.py",
+    "tests/test_sweeps.py",
+    "tests/models/test_shipped_models.py",
+    "tests/test_cv.py",
+    "tests/tracking/test_ui.py",
+    "tests/test_warmup.py",
+    "tests/clicks/test_position_training.py",
+)
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Check the unit tier's contract while its tests run (:mod:`tests.tier_guard`)."""
+    """Check the unit tier's contract while its tests run (:mod:`tests.tier_guard`); let
+    pytest-xdist hand out the modules in the order :func:`pytest_collection_modifyitems` gives."""
     from tests.tier_guard import TierGuardPlugin
 
     config.pluginmanager.register(TierGuardPlugin(), "ltr-tier-guard")
+    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist's --no-loadscope-reorder
+        config.option.loadscopereorder = False
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -173,8 +197,25 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return True if tier not in _module_tiers(collection_path) else None
 
 
+def _longest_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """``items`` module by module: :data:`LONGEST_MODULES` in its order, then the others by their
+    number of tests, most first (pytest-xdist's own order); each module's tests in their order."""
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(Path(str(item.fspath)).resolve().relative_to(REPO).as_posix(), []).append(item)
+
+    def rank(module: str) -> tuple[int, int]:
+        if module in LONGEST_MODULES:
+            return (0, LONGEST_MODULES.index(module))
+        return (1, -len(modules[module]))
+
+    return [item for module in sorted(modules, key=rank) for item in modules[module]]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Put every test in its tier (see the module docstring)."""
+    """Put every test in its tier (see the module docstring); order the modules longest first
+    (:func:`_longest_first`): with two processes, the last module to start is a short one."""
+    items[:] = _longest_first(items)
     for item in items:
         module = Path(str(item.fspath)).resolve().relative_to(REPO).as_posix()
         fixtures = set(getattr(item, "fixturenames", ()))

@@ -5,8 +5,8 @@ The rules, which every page of ``docs/`` and the README follow:
 
 - a ```bash block runs with ``bash -euo pipefail`` in the page's folder, ``ltr`` (and this
   environment's ``python``, ``mlflow``) first on ``PATH`` (``ltr`` forked from a process that has
-  imported its engines once per page: :mod:`tests.docs.forkserver`; ``LTR_DOCS_NO_FORKSERVER=1``
-  runs the console script instead), ``HOME`` a folder of its own (pages
+  imported its engines once per test process, :func:`shared_server`: :mod:`tests.docs.forkserver`;
+  ``LTR_DOCS_NO_FORKSERVER=1`` runs the console script instead), ``HOME`` a folder of its own (pages
   write ``~/ltr-conf``), no tracking URI in the environment: it must exit 0;
 - a ```python block runs as a script in a new interpreter in the same folder: it must exit 0;
 - ```text blocks (output, or commands for a terminal the suite cannot have: `make` in a clone) and
@@ -31,12 +31,17 @@ later, as a reader following it does.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import difflib
 import os
 import re
 import shlex
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -179,13 +184,54 @@ def run_page(page: Path, folder: Path) -> list[str]:
     env = _environment(home)
     server = None
     if not os.environ.get("LTR_DOCS_NO_FORKSERVER"):
-        server, client_dir = forkserver.start(env, folder / "forkserver")
+        server, client_dir = shared_server()
         env["PATH"] = f"{client_dir}{os.pathsep}{env['PATH']}"
     try:
         return _run_blocks(page, work, env)
     finally:
         if server is not None:
-            forkserver.stop(server)
+            _end_commands(server)
+
+
+#: This process's fork server and the folder of its client (:func:`shared_server`).
+_SHARED: list[tuple[subprocess.Popen[bytes], Path]] = []
+
+
+def shared_server() -> tuple[subprocess.Popen[bytes], Path]:
+    """The fork server of this test process (started by the first page that needs it, ended
+    when the process exits) and the folder of its ``ltr`` client: its imports are a few seconds
+    of CPU, paid once instead of once a page. Each command is forked from the server's state
+    after its imports, never from another command's (:mod:`tests.docs.forkserver`), with the
+    page's environment, folder and descriptors; the server's own environment is a page's
+    (:func:`_environment`) with a ``HOME`` of its own, which no import reads."""
+    if _SHARED and _SHARED[0][0].poll() is not None:  # it died (killed from outside): a new one
+        _SHARED.clear()
+    if not _SHARED:
+        folder = Path(tempfile.mkdtemp(prefix="ltr-docs-forkserver-"))
+        (folder / "home").mkdir()
+        _SHARED.append(forkserver.start(_environment(folder / "home"), folder / "server"))
+        atexit.register(_stop_shared, folder)
+    return _SHARED[0]
+
+
+def _stop_shared(folder: Path) -> None:
+    forkserver.stop(_SHARED.pop()[0])
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _end_commands(server: subprocess.Popen[bytes]) -> None:
+    """Kill what a page's commands left running in the server's process group (a command still
+    running, a background process), as ending a page's own server did; the server stays."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == server.pid:
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # gone
+        if stat[stat.rindex(")") + 2 :].split()[2] == str(server.pid):  # proc(5): state, ppid, pgrp, ...
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(entry.name), signal.SIGKILL)
 
 
 def _run_blocks(page: Path, work: Path, env: dict[str, str]) -> list[str]:
