@@ -13,6 +13,7 @@ from typing import Any
 from omegaconf import MISSING
 
 from ltr.config.allowed import INT32_MAX, SEED_MAX, allowed
+from ltr.config.backends import MODEL_OPTIONS
 from ltr.config.choices import (
     Direction,
     Discount,
@@ -232,7 +233,7 @@ class TrainConfig:
     optimized_metric: Any = field(default=None, metadata=allowed(min_len=1, note="a metric key the run logs, or a list of two"))
     data: Any = MISSING
     split: Any = MISSING
-    model: ModelConfig = MISSING
+    model: Any = MISSING  # ModelConfig (LightGBM), or an option of ltr.config.backends.MODEL_OPTIONS
     fit: FitConfig = MISSING
     eval: EvalConfig = MISSING
     tracking: TrackingConfig = MISSING
@@ -258,6 +259,7 @@ def neutral_keys() -> frozenset[str]:
     keys = neutral_fields(TrainConfig)
     keys += [key for cls in DATA_OPTIONS.values() for key in neutral_fields(cls, "data.")]
     keys += [key for group, cls in GROUP_SCHEMAS.items() for key in neutral_fields(cls, f"{group}.")]
+    keys += [key for cls in MODEL_OPTIONS.values() for key in neutral_fields(cls, "model.")]
     return frozenset(keys)
 
 
@@ -268,4 +270,5 @@ def list_keys() -> frozenset[str]:
     keys = list_fields(TrainConfig)
     keys += [key for cls in DATA_OPTIONS.values() for key in list_fields(cls, "data.")]
     keys += [key for group, cls in GROUP_SCHEMAS.items() for key in list_fields(cls, f"{group}.")]
+    keys += [key for cls in MODEL_OPTIONS.values() for key in list_fields(cls, "model.")]
     return frozenset(keys)

@@ -26,11 +26,11 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from ltr.config.allowed import problems
+from ltr.config.backends import backend_of
 from ltr.config.choices import Estimator, RerankKind, Similarity, TrainerKind
 from ltr.config.schema import (
     EvalConfig,
     FitConfig,
-    ModelConfig,
     RerankConfig,
     TrainConfig,
     TrainerConfig,
@@ -77,7 +77,7 @@ def check_config(cfg: DictConfig, *, paths: bool = True) -> ExperimentSpec:
     table_ks = ks + tuple(k for k in composite_ks(composites) if k not in ks)
     _check_eval(config.eval)
     early_stopping_metric = _check_fit(config.fit, ks)
-    _check_model(config.model)
+    _check_model(config.model, config.fit, seed=config.seed)
     _check_feature_params(config, files=paths)
     _check_trainer(config)
     _check_rerank(config)
@@ -108,6 +108,17 @@ def check_data(spec: ExperimentSpec, splits: Splits | None, *, n_features: int |
     Asks LightGBM itself (:func:`ltr.training.local.check_lightgbm_accepts`), so LightGBM is
     imported here, once the data is read, not with this module: the config rules above answer
     without it."""
+    model = spec.config.model
+    if backend_of(model) == "lightgbm":
+        _check_lightgbm_data(spec, splits, n_features)
+    if splits is not None:
+        popularity_column(spec.config.data, splits.train)
+    _check_rerank_columns(spec.config.rerank, splits)
+
+
+def _check_lightgbm_data(spec: ExperimentSpec, splits: Splits | None, n_features: int | None) -> None:
+    """LightGBM's rules that need the data: positions, labels within ``model.label_gain``, and
+    LightGBM's own answer on the settings."""
     from ltr.training.local import check_lightgbm_accepts, check_position_training
 
     model = spec.config.model
@@ -123,9 +134,9 @@ def check_data(spec: ExperimentSpec, splits: Splits | None, *, n_features: int |
             f"but the data has label {max_label}; give one gain per label 0..{max_label}"
         )
     check_lightgbm_accepts(model, spec.config.fit, max_label=max_label, seed=spec.seed, n_features=n_features)
-    if splits is not None:
-        popularity_column(spec.config.data, splits.train)
-    rerank = spec.config.rerank
+
+
+def _check_rerank_columns(rerank: RerankConfig, splits: Splits | None) -> None:
     if splits is not None and rerank.kind != RerankKind.none:
         n_features = splits.train.n_features
         columns = [("features", c) for c in rerank.features or []]
@@ -179,6 +190,9 @@ def inactive_settings(config: TrainConfig) -> list[str]:
             f"fit.early_stopping_metric={config.fit.early_stopping_metric} has no effect with "
             "fit.early_stopping_rounds=null (no early stopping)"
         )
+    model = config.model
+    if backend_of(model) == "catboost" and model.num_leaves is not None and model.grow_policy != "Lossguide":
+        out.append(f"model.num_leaves={model.num_leaves} has no effect with model.grow_policy={model.grow_policy} (add model.grow_policy=Lossguide)")
     split = config.split
     if getattr(split, "n_folds", None) is None and getattr(split, "fold", 1) != 1:
         out.append(f"split.fold={split.fold} has no effect without split.n_folds (k-fold by query)")
@@ -354,7 +368,14 @@ def _check_fit(fit: FitConfig, ks: tuple[int, ...]) -> str:
     return metric
 
 
-def _check_model(model: ModelConfig) -> None:
+def _check_model(model: Any, fit: FitConfig, *, seed: int) -> None:
+    """The model's settings: LightGBM's rules here, another backend's by its own module
+    (:func:`ltr.training.backends.check_backend`: its library installed, its parameters)."""
+    if backend_of(model) != "lightgbm":
+        from ltr.training.backends import check_backend
+
+        check_backend(model, fit, seed=seed)
+        return
     if model.label_gain is not None:
         gains = list(model.label_gain)
         if any(b < a for a, b in itertools.pairwise(gains)):
@@ -370,6 +391,8 @@ def _check_feature_params(config: TrainConfig, *, files: bool) -> None:
     fixes one (synthetic data, ``data.n_features``, a table's ``data.feature_columns``); else
     their values and files only (``files``: the files they name too), and :func:`check_data`
     checks the count once the data is read."""
+    if backend_of(config.model) != "lightgbm":
+        return
     width = configured_width(config.data)
     if width is None:
         check_feature_params(config.model.params, None, files=files)
@@ -383,6 +406,14 @@ def _check_trainer(config: TrainConfig) -> None:
         raise LtrUserError(
             f"data={config.data.kind} is read by Dask workers: add trainer=dask (got trainer={kind})"
         )
+    backend = backend_of(config.model)
+    if backend != "lightgbm":
+        if kind != TrainerKind.local:
+            raise LtrUserError(
+                f"model={config.model.name} trains in this process ({backend}): use trainer=local "
+                "(trainer=dask trains LightGBM models)"
+            )
+        return
     if config.model.position_bias and kind != TrainerKind.local:
         raise LtrUserError("model.position_bias=true trains through lgb.train: use trainer=local")
     if kind == TrainerKind.dask:

@@ -244,19 +244,27 @@ class MlflowTracker:
 
         run_id = self._require_run()
         signature = infer_signature(input_example, booster.predict(input_example.to_numpy()))
-        import lightgbm  # loaded already (the booster is one); not for the store's other users
+        # LightGBM's booster, or a backend's model (ltr.training.backends) in its library's flavour
+        flavour = str(getattr(booster, "flavour", "lightgbm"))
+        if flavour == "lightgbm":
+            import lightgbm  # loaded already (the booster is one); not for the store's other users
 
-        requirements = [f"lightgbm=={lightgbm.__version__}"]
+            native, requirements = booster, [f"lightgbm=={lightgbm.__version__}"]
+        else:
+            native, requirements = booster.native, [booster.requirement]
+        import importlib
+
+        logger = importlib.import_module(f"mlflow.{flavour}")
 
         def log() -> Any:
             with (
                 self._locked(),
                 pointed_at(self.uri),  # the fluent run log_model logs into, for this call only
                 mlflow.start_run(run_id=run_id, experiment_id=self.experiment_id),
-                requirement_check_of(["lightgbm", "mlflow"]),
+                requirement_check_of([flavour, "mlflow"]),
             ):
-                info = mlflow.lightgbm.log_model(
-                    booster,
+                info = logger.log_model(
+                    native,
                     name=MODEL_NAME,
                     signature=signature,
                     input_example=input_example,
