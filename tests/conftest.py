@@ -66,6 +66,7 @@ INTEGRATION_MODULES = frozenset(
         "tests/reliability/test_study_storage.py",
         "tests/test_api.py",
         "tests/test_model_options.py",
+        "tests/test_backends.py",
         "tests/models/test_shipped_models.py",
         "tests/models/test_predict_reader_holes.py",
         "tests/models/test_predict_partitions.py",

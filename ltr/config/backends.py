@@ -19,6 +19,8 @@ import importlib.util
 from dataclasses import dataclass, field
 from typing import Any
 
+from omegaconf import DictConfig, OmegaConf
+
 from ltr.config.allowed import INT32_MAX, allowed
 from ltr.errors import LtrUserError
 
@@ -99,8 +101,6 @@ EXTRAS = {"xgboost": "xgboost", "catboost": "catboost"}
 def backend_of(model: Any) -> str:
     """``lightgbm``, ``xgboost`` or ``catboost``: the library that trains ``model`` (a model
     config dataclass, or a composed ``model`` node)."""
-    from omegaconf import DictConfig, OmegaConf
-
     schema = OmegaConf.get_type(model) if isinstance(model, DictConfig) else type(model)
     if schema is XGBoostModelConfig:
         return "xgboost"

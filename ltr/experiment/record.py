@@ -6,6 +6,7 @@ logs the same names so the MLflow UI compares runs side by side.
 
 from __future__ import annotations
 
+import importlib
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -90,8 +91,6 @@ def library_version_tag(backend: str) -> dict[str, str]:
     """``ltr.<library>_version`` of a backend other than LightGBM (whose tag every run has)."""
     if backend == "lightgbm":
         return {}
-    import importlib
-
     return {f"ltr.{backend}_version": str(importlib.import_module(backend).__version__)}
 
 

@@ -11,6 +11,7 @@ moment: that job's is used (:func:`ltr.tracking.server_wait.once_made`).
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import time
@@ -252,8 +253,6 @@ class MlflowTracker:
             native, requirements = booster, [f"lightgbm=={lightgbm.__version__}"]
         else:
             native, requirements = booster.native, [booster.requirement]
-        import importlib
-
         logger = importlib.import_module(f"mlflow.{flavour}")
 
         def log() -> Any:

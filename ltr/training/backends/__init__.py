@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltr.config.backends import BACKENDS, backend_of, objective_of, require_library
+from ltr.training.backends import lightgbm
 
 __all__ = ["BACKENDS", "MODEL_FILES", "ScoringModel", "backend_of", "load_model", "objective_of", "require_library"]
 
@@ -73,16 +74,14 @@ def check_backend(model: Any, fit: Any, *, seed: int) -> None:
     backend = backend_of(model)
     require_library(backend, option=str(model.name))
     if backend == "xgboost":
-        from ltr.training.backends import xgboost
+        from ltr.training.backends.xgboost import check as check_xgboost
 
-        xgboost.check(model, fit, seed=seed)
+        check_xgboost(model, fit, seed=seed)
     elif backend == "catboost":
-        from ltr.training.backends import catboost
+        from ltr.training.backends.catboost import check as check_catboost
 
-        catboost.check(model, fit, seed=seed)
+        check_catboost(model, fit, seed=seed)
     else:
-        from ltr.training.backends import lightgbm
-
         lightgbm.check(model, fit, seed=seed)
 
 
@@ -97,6 +96,4 @@ def local_trainer(spec: Any, binned_store: Any = None) -> Any:
         from ltr.training.backends.catboost import CatBoostTrainer
 
         return CatBoostTrainer(spec.config.model, spec.config.fit, spec.conventions, spec.table_ks)
-    from ltr.training.backends import lightgbm
-
     return lightgbm.trainer(spec, binned_store)

@@ -15,6 +15,8 @@ The model a run ships is cut at the best round (``shrink``), saved in CatBoost's
 
 from __future__ import annotations
 
+import json
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -162,9 +164,6 @@ class CatBoostModel:
 
 def _split_features(model: cb.CatBoost) -> list[int]:
     """The feature index of every split of every tree (float features only)."""
-    import json
-    import tempfile
-
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "model.json"
         model.save_model(str(path), format="json")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ltr.config.choices import RerankKind
 from ltr.config.schema import FitConfig, ModelConfig
 from ltr.training.settings import check_model_config
 
@@ -17,8 +18,7 @@ def check(model: ModelConfig, fit: FitConfig, *, seed: int) -> None:
 
 def trainer(spec: Any, binned_store: Any = None) -> Any:
     """The local LightGBM trainer of a checked spec (:class:`ltr.training.local.LocalTrainer`)."""
-    from ltr.config.choices import RerankKind
-    from ltr.training.local import LocalTrainer
+    from ltr.training.local import LocalTrainer  # LightGBM, once the config is checked
 
     return LocalTrainer(
         spec.config.model, spec.config.fit, spec.conventions, spec.table_ks, binned_store,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import warnings
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -154,8 +155,6 @@ class XGBoostModel:
 
     @property
     def requirement(self) -> str:
-        from importlib import metadata
-
         for dist in ("xgboost-cpu", "xgboost"):
             try:
                 return f"{dist}=={metadata.version(dist)}"
