@@ -110,6 +110,7 @@ INTEGRATION_MODULES = frozenset(
         "tests/explain/test_explain_run.py",
         "tests/models/test_promote.py",
         "tests/metrics/test_oracle_lightgbm.py",
+        "tests/metrics/test_oracle_xgboost_catboost.py",
         "tests/experiment/test_string_qid_tables.py",
         "tests/experiment/test_figure_worker.py",
         "tests/reliability/test_output_guard.py",
