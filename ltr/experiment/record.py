@@ -7,6 +7,7 @@ logs the same names so the MLflow UI compares runs side by side.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -88,8 +89,9 @@ def run_tags(spec: ExperimentSpec, data_sha: str, overrides: Sequence[str]) -> d
 
 
 def library_version_tag(backend: str) -> dict[str, str]:
-    """``ltr.<library>_version`` of a backend other than LightGBM (whose tag every run has)."""
-    if backend == "lightgbm":
+    """``ltr.<library>_version`` of a backend other than LightGBM (whose tag every run has);
+    {} when its library is not installed."""
+    if backend == "lightgbm" or importlib.util.find_spec(backend) is None:
         return {}
     return {f"ltr.{backend}_version": str(importlib.import_module(backend).__version__)}
 
