@@ -85,15 +85,20 @@ def check_backend(model: Any, fit: Any, *, seed: int) -> None:
         lightgbm.check(model, fit, seed=seed)
 
 
+def reranks(spec: Any) -> bool:
+    """True when the run re-ranks the model's order (``rerank=...``)."""
+    return str(spec.config.rerank.kind) != "none"
+
+
 def local_trainer(spec: Any, binned_store: Any = None) -> Any:
     """The :class:`ltr.training.trainer.Trainer` that trains ``spec``'s model in this process."""
     backend = backend_of(spec.config.model)
     if backend == "xgboost":
         from ltr.training.backends.xgboost import XGBoostTrainer
 
-        return XGBoostTrainer(spec.config.model, spec.config.fit, spec.conventions, spec.table_ks)
+        return XGBoostTrainer(spec.config.model, spec.config.fit, spec.conventions, spec.table_ks, reranks(spec))
     if backend == "catboost":
         from ltr.training.backends.catboost import CatBoostTrainer
 
-        return CatBoostTrainer(spec.config.model, spec.config.fit, spec.conventions, spec.table_ks)
+        return CatBoostTrainer(spec.config.model, spec.config.fit, spec.conventions, spec.table_ks, reranks(spec))
     return lightgbm.trainer(spec, binned_store)

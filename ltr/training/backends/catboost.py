@@ -179,13 +179,16 @@ class CatBoostTrainer:
     fit_config: FitConfig
     conventions: MetricConventions = field(default_factory=MetricConventions)
     table_ks: tuple[int, ...] = ()
+    model_order: bool = False  # the run re-ranks: curves of the model's strict order too (RoundNdcg)
 
     def fit(self, splits: Splits, *, eval_at: list[int], seed: int, data_key: str | None = None) -> TrainResult:
         model, fit = self.model, self.fit_config
         train = splits.train
         params = catboost_params(model, seed=seed, num_threads=fit.num_threads, rounds=fit.num_boost_round, eval_at=eval_at)
         pools = {split: _pool(getattr(splits, split)) for split in EVALUATED}
-        round_metric = RoundNdcg(ks=eval_at, table_ks=self.table_ks or tuple(eval_at), conventions=self.conventions)
+        round_metric = RoundNdcg(
+            ks=eval_at, table_ks=self.table_ks or tuple(eval_at), conventions=self.conventions, model_order=self.model_order
+        )
         what = (
             f"CatBoost {model.loss} on {train.n_queries} queries / {train.n_rows} rows, {train.n_features} features "
             f"({CHUNK} rounds per fit)"

@@ -207,6 +207,7 @@ class XGBoostTrainer:
     fit_config: FitConfig
     conventions: MetricConventions = field(default_factory=MetricConventions)
     table_ks: tuple[int, ...] = ()
+    model_order: bool = False  # the run re-ranks: curves of the model's strict order too (RoundNdcg)
 
     def fit(self, splits: Splits, *, eval_at: list[int], seed: int, data_key: str | None = None) -> TrainResult:
         model, fit = self.model, self.fit_config
@@ -224,7 +225,9 @@ class XGBoostTrainer:
             split: _dmatrix(getattr(splits, split).features, getattr(splits, split).labels, getattr(splits, split).offsets, names)
             for split in EVALUATED
         }
-        round_metric = RoundNdcg(ks=eval_at, table_ks=self.table_ks or tuple(eval_at), conventions=self.conventions)
+        round_metric = RoundNdcg(
+            ks=eval_at, table_ks=self.table_ks or tuple(eval_at), conventions=self.conventions, model_order=self.model_order
+        )
         what = f"XGBoost {model.objective} on {train.n_queries} queries / {train.n_rows} rows, {train.n_features} features"
         driver = RoundDriver(fit, watched_metric(fit, eval_at), round_metric, what)
         for split in EVALUATED:
