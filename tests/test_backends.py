@@ -141,3 +141,38 @@ def test_catboost_parameters_come_from_the_shared_names() -> None:
     shared = ("loss_function", "learning_rate", "depth", "max_leaves", "iterations", "random_seed", "thread_count", "custom_metric")
     assert [params[key] for key in shared] == ["LambdaMart", 0.2, 4, 9, 30, 7, 2, ["NDCG:top=10"]]
     assert "max_leaves" not in catboost_params(CatBoostModelConfig(num_leaves=9), seed=1, num_threads=1, rounds=1)
+
+
+@pytest.mark.parametrize("model", BACKENDS)
+def test_contributions_add_up_to_the_scores_as_lightgbm_s_do(model: str) -> None:
+    """``predict(pred_contrib=True)``: one column per feature and the expected value last, their
+    sum the score (``ltr explain`` reads XGBoost's and CatBoost's models as LightGBM's)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    features = rng.normal(size=(300, 4)).astype(np.float32)
+    labels = np.clip(np.round(features[:, 0] + 1), 0, 3)
+    sizes = np.full(30, 10)
+    if model == "xgboost":
+        import xgboost as xgb
+
+        from ltr.training.backends.xgboost import XGBoostModel
+
+        dmat = xgb.DMatrix(features, label=labels, feature_names=["a", "b", "c", "d"])
+        dmat.set_group(sizes)
+        scorer: Any = XGBoostModel(xgb.train({"objective": "rank:ndcg", "nthread": 1, "seed": 0}, dmat, 5))
+        tolerance = 1e-5  # XGBoost sums in float32
+    else:
+        import catboost as cb
+
+        from ltr.training.backends.catboost import CatBoostModel
+
+        pool = cb.Pool(features, label=labels, group_id=np.repeat(np.arange(30), 10), feature_names=["a", "b", "c", "d"])
+        fitted = cb.CatBoost({"loss_function": "YetiRank", "iterations": 5, "thread_count": 1, "verbose": False, "allow_writing_files": False})
+        scorer = CatBoostModel(fitted.fit(pool))
+        tolerance = 1e-12
+    contributions = scorer.predict(features, pred_contrib=True)
+    assert contributions.shape == (300, 5)
+    assert np.max(np.abs(contributions.sum(axis=1) - scorer.predict(features))) <= tolerance
+    assert scorer.feature_name() == ["a", "b", "c", "d"]
+    assert scorer.feature_importance("split").sum() > 0

@@ -121,8 +121,14 @@ class CatBoostModel:
     def requirement(self) -> str:
         return f"catboost=={cb.__version__}"
 
-    def predict(self, data: Any, num_iteration: int | None = None) -> NDArray[np.float64]:
+    def predict(self, data: Any, num_iteration: int | None = None, *, pred_contrib: bool = False) -> NDArray[np.float64]:
+        """Raw scores of the rows of ``data``, shape (n_rows,); ``pred_contrib``: CatBoost's SHAP
+        values, shape (n_rows, n_features + 1), the expected value last (as LightGBM's
+        ``pred_contrib``)."""
         rows = np.asarray(data, dtype=np.float32)
+        if pred_contrib:
+            pool = cb.Pool(rows, feature_names=self.feature_name())
+            return np.asarray(self.model.get_feature_importance(data=pool, type="ShapValues", thread_count=1), dtype=np.float64)
         end = num_iteration or 0
         return np.asarray(self.model.predict(rows, prediction_type="RawFormulaVal", ntree_end=end, thread_count=1), dtype=np.float64)
 

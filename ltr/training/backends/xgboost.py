@@ -162,10 +162,13 @@ class XGBoostModel:
                 continue
         return f"xgboost=={xgb.__version__}"
 
-    def predict(self, data: Any, num_iteration: int | None = None) -> NDArray[np.float64]:
+    def predict(self, data: Any, num_iteration: int | None = None, *, pred_contrib: bool = False) -> NDArray[np.float64]:
+        """Scores of the rows of ``data``, shape (n_rows,); ``pred_contrib``: XGBoost's exact
+        TreeSHAP contributions, shape (n_rows, n_features + 1), the expected value last (as
+        LightGBM's ``pred_contrib``)."""
         dmat = xgb.DMatrix(np.asarray(data, dtype=np.float32), feature_names=self.feature_name())
         rounds = (0, num_iteration) if num_iteration else (0, 0)
-        return np.asarray(self.booster.predict(dmat, iteration_range=rounds), dtype=np.float64)
+        return np.asarray(self.booster.predict(dmat, iteration_range=rounds, pred_contribs=pred_contrib), dtype=np.float64)
 
     def feature_name(self) -> list[str]:
         names = self.booster.feature_names
