@@ -423,10 +423,21 @@ CURVE_SECTIONS = (
 )
 
 
+#: The libraries whose own ndcg@k a run may log per round (``iter/valid/xgboost/ndcg_at_10``),
+#: by how a title names them.
+LIBRARY_NAMES = {"lightgbm": "LightGBM", "xgboost": "XGBoost", "catboost": "CatBoost"}
+
+
+def _library_of(middle: Sequence[str]) -> str | None:
+    """The library whose own values a curve's middle parts name (``lightgbm_train_labels``: LightGBM)."""
+    return next((LIBRARY_NAMES[lib] for part in middle for lib in LIBRARY_NAMES if part.startswith(lib)), None)
+
+
 def curve_section(key: str) -> str:
-    """The uuid of the :data:`CURVE_SECTIONS` section an ``iter/...`` curve is drawn in."""
+    """The uuid of the :data:`CURVE_SECTIONS` section an ``iter/...`` curve is drawn in (the
+    libraries' own values, XGBoost's and CatBoost's too, in LightGBM's)."""
     parts = key.split("/")
-    if any(part.startswith("lightgbm") for part in parts[2:-1]):
+    if _library_of(parts[2:-1]) is not None:
         return CURVE_SECTIONS[2][0]
     return CURVE_SECTIONS[0][0] if parts[1] == "valid" else CURVE_SECTIONS[1][0]
 
@@ -437,9 +448,10 @@ def curve_title(key: str) -> str:
     parts = key.split("/")
     split, measure, middle = parts[1], parts[-1], parts[2:-1]
     k = measure.rsplit("_at_", 1)[-1]
-    if any(part.startswith("lightgbm") for part in middle):
+    library = _library_of(middle)
+    if library is not None:
         labels = ", on the training labels" if "lightgbm_train_labels" in middle else ""
-        return f"{split} ndcg@{k} (LightGBM's own{labels})"
+        return f"{split} ndcg@{k} ({library}'s own{labels})"
     notes = {"pre_rerank": ", model's order before re-ranking", "train_labels": ", on the training labels"}
     return f"{split} nDCG@{k}" + "".join(notes.get(part, f", {part}") for part in middle)
 
