@@ -199,7 +199,7 @@ class CatBoostTrainer:
             f"CatBoost {model.loss} on {train.n_queries} queries / {train.n_rows} rows, {train.n_features} features "
             f"({CHUNK} rounds per fit)"
         )
-        driver = RoundDriver(fit, watched_metric(fit, eval_at), round_metric, what)
+        driver = RoundDriver(fit, watched_metric(fit, eval_at), round_metric, what, library="CatBoost")
         for split in EVALUATED:
             data = getattr(splits, split)
             driver.register(split, data.labels, data.offsets)

@@ -40,8 +40,9 @@ class RoundDriver:
     library's own (``ndcg@10``). ``best_iteration`` (1-based) and ``n_rounds`` once done.
     """
 
-    def __init__(self, fit: FitConfig, metric: str, round_metric: RoundNdcg, what: str) -> None:
+    def __init__(self, fit: FitConfig, metric: str, round_metric: RoundNdcg, what: str, *, library: str = "LightGBM") -> None:
         self.fit = fit
+        self.library = library  # whose own ndcg@k the library values are (log lines)
         self.metric = metric
         self.round_metric = round_metric
         self.stopper = EarlyStopOnMetric("valid", metric, fit.early_stopping_rounds, round_metric.mark_best, current_round_hook())
@@ -103,7 +104,8 @@ class RoundDriver:
         seconds = time.perf_counter() - self.start
         log.info(
             "stopped after %d rounds; best round %d with valid %s = %.6f (%s)",
-            self.n_rounds, self.best_iteration, self.metric, self.stopper.best_value, whose(self.metric),
+            self.n_rounds, self.best_iteration, self.metric, self.stopper.best_value,
+            whose(self.metric).replace("LightGBM's", f"{self.library}'s"),
         )  # fmt: skip
         return seconds
 

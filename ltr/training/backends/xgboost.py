@@ -232,7 +232,7 @@ class XGBoostTrainer:
             ks=eval_at, table_ks=self.table_ks or tuple(eval_at), conventions=self.conventions, model_order=self.model_order
         )
         what = f"XGBoost {model.objective} on {train.n_queries} queries / {train.n_rows} rows, {train.n_features} features"
-        driver = RoundDriver(fit, watched_metric(fit, eval_at), round_metric, what)
+        driver = RoundDriver(fit, watched_metric(fit, eval_at), round_metric, what, library="XGBoost")
         for split in EVALUATED:
             data = getattr(splits, split)
             driver.register(split, data.labels, data.offsets)
