@@ -392,7 +392,7 @@ def _paired_result_checks(
 def abtest_checks(sc: Scenario, log: SimulatedLog, seed: int) -> list[Check]:
     from ltr.compare.abtest import simulate_abtest
     from ltr.config.choices import Propensity
-    from ltr.config.data import ParquetDataConfig
+    from ltr.config.groups.data import ParquetDataConfig
     from ltr.config.schema import ClickEvalConfig
     from ltr.models.abtest_run import fit_click_model
 

@@ -27,7 +27,7 @@ import time
 import numpy as np
 from numpy.typing import NDArray
 
-from ltr.config.data import SyntheticClicksDataConfig
+from ltr.config.groups.data import SyntheticClicksDataConfig
 from ltr.data.feedback.clicks import (
     attractiveness,
     examination_curve,

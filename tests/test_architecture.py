@@ -74,6 +74,9 @@ LAZY_ALLOWED = {
     "ltr.api": "ltr labels loads a run's model (MLflow, LightGBM) only with --run",
     "ltr.experiment.checks": "ltr train --help and an error Hydra finds while composing import neither numpy nor the run's config rules",
     "ltr.tracking.store": "importing ltr.tracking (ltr train's stop signals) leaves out the store's ssl, urllib and sqlite3",
+    "ltr.training.backends.xgboost": "the xgboost extra is optional: XGBoost is imported when model=xgboost asks for it",
+    "ltr.training.backends.catboost": "the catboost extra is optional: CatBoost is imported when model=catboost asks for it",
+    "ltr.training.backends": "the config checks import a backend's rules (and its library) only for its model option",
 }
 
 

@@ -21,7 +21,7 @@ def query(capsys: pytest.CaptureFixture[str], line: str) -> list[str]:
 
 def test_train_mod_offers_the_group_and_its_keys(capsys: pytest.CaptureFixture[str]) -> None:
     assert query(capsys, "ltr train mod") == ["model.", "model="]
-    assert query(capsys, ".venv/bin/ltr train seed=3 model=") == ["model=lambdarank", "model=pointwise", "model=rank_xendcg"]
+    assert query(capsys, ".venv/bin/ltr train seed=3 model=") == ["model=catboost", "model=lambdarank", "model=pointwise", "model=rank_xendcg", "model=xgboost"]
     assert "model.num_leaves=" in query(capsys, "ltr train model.num_")
     assert query(capsys, "ltr train tr") == ["tracking.", "tracking=", "trainer.", "trainer="]
 

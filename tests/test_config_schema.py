@@ -30,8 +30,9 @@ from omegaconf.errors import OmegaConfBaseException
 
 from ltr.config.allowed import Allowed, allowed_of
 from ltr.config.compose import CONF_DIR, user_message
-from ltr.config.data import DATA_OPTIONS, SplitConfig
-from ltr.config.schema import TrainConfig
+from ltr.config.groups.backends import MODEL_OPTIONS
+from ltr.config.groups.data import DATA_OPTIONS, SplitConfig
+from ltr.config.schema import ModelConfig, TrainConfig
 from ltr.errors import LtrUserError
 from ltr.experiment.checks import check_config
 
@@ -58,6 +59,8 @@ def _groups(existing: Path) -> list[tuple[str, type[Any], tuple[str, ...]]]:
         )
         dask = ("trainer=dask",) if cls.read_by_workers else ()
         out.append(("data.", cls, (f"data={name}", *required, *dask)))
+    out.append(("model.", ModelConfig, ()))
+    out += [("model.", cls, (f"model={name}",)) for name, cls in MODEL_OPTIONS.items()]
     return out
 
 
@@ -67,14 +70,14 @@ def _hints(cls: type[Any]) -> dict[str, Any]:
 
 def fields_of(existing: Path) -> list[Field]:
     """Every leaf field of every group (nested dataclasses walked; ``data`` / ``split`` typed
-    ``Any`` in ``TrainConfig`` are their own groups)."""
+    ``Any`` in ``TrainConfig`` are their own groups, and so is each ``model`` option's schema)."""
     out: list[Field] = []
 
     def walk(prefix: str, cls: type[Any], select: tuple[str, ...]) -> None:
         hints = _hints(cls)
         for f in dataclasses.fields(cls):
             tp = hints[f.name]
-            if cls is TrainConfig and f.name in {"data", "split"}:
+            if cls is TrainConfig and f.name in {"data", "split", "model"}:
                 continue
             if dataclasses.is_dataclass(tp):
                 walk(f"{prefix}{f.name}.", tp, select)
@@ -245,9 +248,9 @@ def test_a_key_no_schema_has_gets_one_line_whoever_finds_it(overrides: list[str]
     ("override", "line"),
     [
         ("model=lambdarnk", "model=lambdarnk is not an option of model; did you mean model=lambdarank? "
-                            "(options: lambdarank, pointwise, rank_xendcg)"),
+                            "(options: catboost, lambdarank, pointwise, rank_xendcg, xgboost)"),
         ("experiment=mq2009", "experiment=mq2009 is not an option of experiment; did you mean experiment=mq2008?"),
-        ("model=zzzzzz", "model=zzzzzz is not an option of model (options: lambdarank, pointwise, rank_xendcg)"),
+        ("model=zzzzzz", "model=zzzzzz is not an option of model (options: catboost, lambdarank, pointwise, rank_xendcg, xgboost)"),
     ],
 )
 def test_a_missing_option_of_a_group_names_the_closest_and_the_options(override: str, line: str) -> None:

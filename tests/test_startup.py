@@ -130,7 +130,7 @@ def test_partitions_light_parser_offers_the_readers_formats_and_the_configs_defa
     formats and defaults are taken from the light config modules and must stay those of
     ``ltr train`` (the readers' formats, the split's fractions, the experiment's seed)."""
     from ltr.cli.partition import build_parser
-    from ltr.config.data import SplitConfig
+    from ltr.config.groups.data import SplitConfig
     from ltr.config.schema import TrainConfig
     from ltr.data.formats.readers import FORMATS
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ltr.config.data import SyntheticDataConfig
+from ltr.config.groups.data import SyntheticDataConfig
 from ltr.data.synthetic import generate_synthetic
 
 

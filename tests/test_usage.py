@@ -53,7 +53,7 @@ def test_train_help_lists_your_config_folders_options_and_no_doubled_percent(tmp
     groups = dict(line.split(": ", 1) for line in done.stdout.split("== Configuration groups ==")[1].split("== Config ==")[0].splitlines() if ": " in line and not line.startswith("Compose"))
     assert groups["data"] == "letor, mq2008, parquet, parquet_partitions, svmlight, synthetic, synthetic_clicks; from conf: mine"
     assert groups["team"] == "from conf: search"
-    assert groups["model"] == "lambdarank, pointwise, rank_xendcg"
+    assert groups["model"] == "catboost, lambdarank, pointwise, rank_xendcg, xgboost"
     assert "%%" not in done.stdout
     plain = subprocess.run([str(ltr), "train", "--help"], cwd=tmp_path / "conf", capture_output=True, text=True, timeout=300)
     assert "; from " not in plain.stdout

@@ -1,5 +1,5 @@
 """``hydra/sweeper=optuna``: ltr's Optuna sweeper, a thin Hydra shell over
-:class:`ltr.sweeper.search.OptunaSearch` (configured by :class:`ltr.config.sweeper.OptunaSweeperConf`)."""
+:class:`ltr.sweeper.search.OptunaSearch` (configured by :class:`ltr.config.groups.sweeper.OptunaSweeperConf`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
-from ltr.config.sweeper import register_sweeper_config
+from ltr.config.groups.sweeper import register_sweeper_config
 
 register_sweeper_config()
 

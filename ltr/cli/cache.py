@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     # the cache's module (numpy, pyarrow) after parsing: --help and an argument error import none of it
     from ltr.cli.support.output_guard import check_outputs
-    from ltr.config.data import default_cache_dir
+    from ltr.config.groups.data import default_cache_dir
     from ltr.data.cache import (
         DEFAULT_MAX_MB,
         cache_limit_mb,

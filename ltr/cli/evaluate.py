@@ -79,7 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--preset",
         choices=sorted(PRESETS),
         help="reproduce a peer tool: trec_eval (linear gain, ties by docno descending, IDCG from "
-        "all judged docs). With --qrels/--run, IDCG always comes from all judged documents, "
+        "all judged docs); lightgbm and xgboost (ndcg@k: exp gain, ties in input order, 1 for a "
+        "query with nothing relevant), xgboost_minus (ndcg@k-: 0 for it), catboost (NDCG:top=k: "
+        "linear gain, the lower label first among ties, 1 for it). With --qrels/--run, IDCG always comes from all judged documents, "
         "ranked or not, so lightgbm and sklearn there differ from LightGBM and sklearn, whose "
         "IDCG uses only the rows they rank; they equal them with --data/--scores",
     )

@@ -42,7 +42,7 @@ from ltr.cli.support.args import OneLineParser
 from ltr.cli.support.console_log import echo_logs
 from ltr.cli.support.verb import run_verb
 from ltr.config.choices import FileFormat
-from ltr.config.data import DEFAULT_SEED, SplitConfig
+from ltr.config.groups.data import DEFAULT_SEED, SplitConfig
 
 #: Default of ``--rows-per-partition``: about 0.5 GB of float32 features per partition at 136
 #: features (MSLR-WEB30K), a few seconds of reading for a worker.

@@ -1,6 +1,6 @@
 """Allowed values of config fields, declared where each field is defined.
 
-Every field of a config dataclass (:mod:`ltr.config.schema`, :mod:`ltr.config.data`) that is not a
+Every field of a config dataclass (:mod:`ltr.config.schema`, :mod:`ltr.config.groups.data`) that is not a
 ``bool`` or an Enum (Hydra refuses other values of those while composing) carries an
 :class:`Allowed` in its metadata::
 

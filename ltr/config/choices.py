@@ -64,6 +64,9 @@ class Preset(StrEnum):
 
     lightgbm = "lightgbm"
     sklearn = "sklearn"
+    xgboost = "xgboost"
+    xgboost_minus = "xgboost_minus"
+    catboost = "catboost"
 
 
 class Propensity(StrEnum):

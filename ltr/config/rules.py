@@ -15,6 +15,7 @@ from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from ltr.config.allowed import problems
 from ltr.config.choices import RerankKind, TrainerKind
+from ltr.config.groups.backends import backend_of
 from ltr.config.schema import RerankConfig, TrainConfig, TrainerConfig
 from ltr.config.unknown_key import data_option_of, unknown_key_message, unknown_keys
 from ltr.errors import LtrUserError
@@ -76,6 +77,9 @@ def inactive_settings(config: TrainConfig) -> list[str]:
             f"fit.early_stopping_metric={config.fit.early_stopping_metric} has no effect with "
             "fit.early_stopping_rounds=null (no early stopping)"
         )
+    model = config.model
+    if backend_of(model) == "catboost" and model.num_leaves is not None and model.grow_policy != "Lossguide":
+        out.append(f"model.num_leaves={model.num_leaves} has no effect with model.grow_policy={model.grow_policy} (add model.grow_policy=Lossguide)")
     split = config.split
     if getattr(split, "n_folds", None) is None and getattr(split, "fold", 1) != 1:
         out.append(f"split.fold={split.fold} has no effect without split.n_folds (k-fold by query)")

@@ -1,4 +1,4 @@
-"""Structured configs of the groups other than ``data`` / ``split`` (see :mod:`ltr.config.data`).
+"""Structured configs of the groups other than ``data`` / ``split`` (see :mod:`ltr.config.groups.data`).
 
 Hydra validates every override against these dataclasses: a misspelt key or a wrong type fails
 before any work starts.
@@ -26,7 +26,8 @@ from ltr.config.choices import (
     TrainerKind,
     ZeroIdcg,
 )
-from ltr.config.data import DATA_OPTIONS, DEFAULT_SEED, SplitConfig
+from ltr.config.groups.backends import MODEL_OPTIONS
+from ltr.config.groups.data import DATA_OPTIONS, DEFAULT_SEED, SplitConfig
 from ltr.config.neutral import list_fields, neutral, neutral_fields
 
 #: The splits ``eval.splits`` may name.
@@ -232,7 +233,7 @@ class TrainConfig:
     optimized_metric: Any = field(default=None, metadata=allowed(min_len=1, note="a metric key the run logs, or a list of two"))
     data: Any = MISSING
     split: Any = MISSING
-    model: ModelConfig = MISSING
+    model: Any = MISSING  # ModelConfig (LightGBM), or an option of ltr.config.groups.backends.MODEL_OPTIONS
     fit: FitConfig = MISSING
     eval: EvalConfig = MISSING
     tracking: TrackingConfig = MISSING
@@ -243,7 +244,7 @@ class TrainConfig:
 
 
 #: The schema of each config group but ``data`` (whose options have one each:
-#: ``ltr.config.data.DATA_OPTIONS``); ``ltr.config.store.register_configs`` stores them in this
+#: ``ltr.config.groups.data.DATA_OPTIONS``); ``ltr.config.store.register_configs`` stores them in this
 #: order (``rerank`` last: its check that the schemas are stored reads that one).
 GROUP_SCHEMAS: dict[str, type] = {
     "split": SplitConfig, "model": ModelConfig, "fit": FitConfig, "eval": EvalConfig,
@@ -258,6 +259,7 @@ def neutral_keys() -> frozenset[str]:
     keys = neutral_fields(TrainConfig)
     keys += [key for cls in DATA_OPTIONS.values() for key in neutral_fields(cls, "data.")]
     keys += [key for group, cls in GROUP_SCHEMAS.items() for key in neutral_fields(cls, f"{group}.")]
+    keys += [key for cls in MODEL_OPTIONS.values() for key in neutral_fields(cls, "model.")]
     return frozenset(keys)
 
 
@@ -268,4 +270,5 @@ def list_keys() -> frozenset[str]:
     keys = list_fields(TrainConfig)
     keys += [key for cls in DATA_OPTIONS.values() for key in list_fields(cls, "data.")]
     keys += [key for group, cls in GROUP_SCHEMAS.items() for key in list_fields(cls, f"{group}.")]
+    keys += [key for cls in MODEL_OPTIONS.values() for key in list_fields(cls, "model.")]
     return frozenset(keys)

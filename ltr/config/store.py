@@ -7,9 +7,10 @@ import secrets
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
-from ltr.config.data import DATA_OPTIONS
+from ltr.config.groups.backends import MODEL_OPTIONS
+from ltr.config.groups.data import DATA_OPTIONS
+from ltr.config.groups.sweeper import register_sweeper_config
 from ltr.config.schema import GROUP_SCHEMAS, TrainConfig
-from ltr.config.sweeper import register_sweeper_config
 
 __all__ = ["register_configs"]
 
@@ -36,5 +37,7 @@ def register_configs() -> None:
     register_sweeper_config()  # hydra/sweeper=optuna: ltr's own Optuna sweeper
     for name, cls in DATA_OPTIONS.items():
         cs.store(group="data", name=f"{name}_schema", node=cls)
+    for name, cls in MODEL_OPTIONS.items():  # model=xgboost, model=catboost
+        cs.store(group="model", name=f"{name}_schema", node=cls)
     for group, schema in GROUP_SCHEMAS.items():  # rerank's last
         cs.store(group=group, name=f"{group}_schema", node=schema)

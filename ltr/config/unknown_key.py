@@ -18,7 +18,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from ltr.config.allowed import allowed_of
-from ltr.config.data import DATA_OPTIONS
+from ltr.config.groups.data import DATA_OPTIONS
 
 
 def data_options_with(name: str) -> list[str]:

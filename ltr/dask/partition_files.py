@@ -52,7 +52,7 @@ from contextlib import suppress
 from pathlib import Path
 
 from ltr.config.choices import FileFormat
-from ltr.config.data import ParquetDataConfig
+from ltr.config.groups.data import ParquetDataConfig
 from ltr.dask.partition_manifest import (
     MANIFEST_NAME,
     SPLITS,

@@ -56,7 +56,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ltr.config.choices import FileFormat
-from ltr.config.data import ParquetDataConfig
+from ltr.config.groups.data import ParquetDataConfig
 from ltr.dask import partition_files
 from ltr.dask.partition_manifest import SPLITS
 from ltr.data.splits import check_fractions

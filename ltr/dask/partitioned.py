@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 from dask.delayed import delayed
 from numpy.typing import NDArray
 
-from ltr.config.data import ParquetPartitionsDataConfig
+from ltr.config.groups.data import ParquetPartitionsDataConfig
 from ltr.config.schema import TrainConfig, TrainerConfig
 from ltr.dask.evaluate import predict_block
 from ltr.dask.partition_manifest import (

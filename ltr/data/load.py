@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 from omegaconf.errors import MissingMandatoryValue
 
-from ltr.config.data import (
+from ltr.config.groups.data import (
     DataConfig,
     LetorPartsDataConfig,
     SplitConfig,

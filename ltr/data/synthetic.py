@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from ltr.config.data import SyntheticDataConfig
+from ltr.config.groups.data import SyntheticDataConfig
 from ltr.data.ranking_data import RankingData
 from ltr.errors import DataError
 
@@ -51,7 +51,7 @@ def generate_synthetic(cfg: SyntheticDataConfig, *, seed: int) -> RankingData:
 
     Parameters
     ----------
-    cfg : a :class:`ltr.config.data.SyntheticDataConfig` (or anything with its fields)
+    cfg : a :class:`ltr.config.groups.data.SyntheticDataConfig` (or anything with its fields)
     seed : the seed of every random draw
 
     Returns

@@ -46,7 +46,7 @@ from omegaconf import OmegaConf
 
 from ltr.config.allowed import problems
 from ltr.config.compose import compose_train
-from ltr.config.data import SyntheticClicksDataConfig, SyntheticDataConfig
+from ltr.config.groups.data import SyntheticClicksDataConfig, SyntheticDataConfig
 from ltr.config.unknown_key import data_option_of, unknown_key_message, unknown_keys
 from ltr.data.feedback.clicks import BEHAVIOURS, generate_click_log
 from ltr.data.load import load_click_splits, load_splits

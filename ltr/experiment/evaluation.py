@@ -76,6 +76,8 @@ def evaluate(spec: ExperimentSpec, scored: Scored) -> Evaluation:
         advice += k_notes(table["list_len"].to_numpy(), list(spec.ks), rerank_depth=depth, split=split)
         for name, value in scored.lightgbm_values.get(split, {}).items():
             metrics[f"{split}/lightgbm/{lightgbm_key(name)}"] = value
+        for name, value in scored.library_values.get(split, {}).items():  # XGBoost's, CatBoost's own
+            metrics[f"{split}/{scored.library}/{lightgbm_key(name)}"] = value
         gap = scored.gaps[split]
         metrics[f"{split}/lightgbm_gap/ndcg_at_{gap.k}/zero_idcg"] = gap.from_zero_idcg
         metrics[f"{split}/lightgbm_gap/ndcg_at_{gap.k}/ties"] = gap.from_ties

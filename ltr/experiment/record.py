@@ -6,6 +6,8 @@ logs the same names so the MLflow UI compares runs side by side.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,6 +30,7 @@ from ltr.metrics.plots import plot_exposure, plot_idcg_histogram, plot_propensit
 from ltr.tracking import Tracker
 from ltr.tracking.gitinfo import code_state, source_tags, workdir_tags
 from ltr.training.artifact import ShippedModel, ship_model
+from ltr.training.backends import MODEL_FILES, backend_of, objective_of
 from ltr.training.local import TrainResult
 
 #: A split's per-query table is also logged as ``per_query/{split}.json``, a table the MLflow
@@ -61,7 +64,8 @@ def run_tags(spec: ExperimentSpec, data_sha: str, overrides: Sequence[str]) -> d
     commit, dirty = code_state()
     label_gain = "" if conventions.label_gain is None else ",".join(map(str, conventions.label_gain))
     return {
-        "ltr.objective": str(config.model.objective),
+        "ltr.objective": objective_of(config.model),
+        "ltr.backend": backend_of(config.model),
         "ltr.optimized_metric": spec.optimized_metric,
         "ltr.model": str(config.model.name),
         "ltr.data.name": str(config.data.name),
@@ -80,7 +84,16 @@ def run_tags(spec: ExperimentSpec, data_sha: str, overrides: Sequence[str]) -> d
         **{f"ltr.labels.{role}": str(getattr(config.data, f"{role}_labels"))
            for role in ("train", "valid", "eval") if hasattr(config.data, f"{role}_labels")},
         "ltr.lightgbm_version": lightgbm.__version__,
+        **library_version_tag(backend_of(config.model)),
     } | source_tags("ltr train") | workdir_tags()
+
+
+def library_version_tag(backend: str) -> dict[str, str]:
+    """``ltr.<library>_version`` of a backend other than LightGBM (whose tag every run has);
+    {} when its library is not installed."""
+    if backend == "lightgbm" or importlib.util.find_spec(backend) is None:
+        return {}
+    return {f"ltr.{backend}_version": str(importlib.import_module(backend).__version__)}
 
 
 def headline_keys(spec: ExperimentSpec, metrics: dict[str, float]) -> list[str]:
@@ -177,7 +190,7 @@ def logged_curves(scored: Scored) -> dict[str, list[float]]:
     """
     best = scored.result.best_iteration
     theirs = {
-        (f"iter/{key}/lightgbm" if "/" not in key else f"iter/{key}") + f"/{lightgbm_key(name)}": values[:best]
+        (f"iter/{key}/{scored.library}" if "/" not in key else f"iter/{key}") + f"/{lightgbm_key(name)}": values[:best]
         for key, by_name in scored.lightgbm_curves.items()
         for name, values in by_name.items()
     }
@@ -215,7 +228,7 @@ def record_results(
         return
     # every exit of the run holds the trees its metrics describe: the booster cut at the best
     # round (the Dask trainer keeps every round, early stopping its patience), real feature names
-    shipped = ship_model(result.booster, result.best_iteration, result.params)
+    shipped = shipped_model(result)
     importance = shipped.importance()
     with RunFigures(figure_worker) as figures:
         _add_figures(figures, spec, evaluation, scored, shipped.feature_names, importance, name)
@@ -231,7 +244,7 @@ def record_results(
             )
         tracker.log_metrics(first | evaluation.metrics, model_id=model_id)
         tracker.log_curves(curves)
-        tracker.log_params(lightgbm_params_logged(shipped.params))
+        tracker.log_params(lightgbm_params_logged(shipped.params, library=result.library))
         # the description on the run's page: the summary, its title a heading of the page's size
         tracker.set_tags({"mlflow.note.content": "##" + summary_md if summary_md.startswith("# ") else summary_md})
         tracker.show_first(headline, list(curves))
@@ -243,7 +256,7 @@ def record_results(
         if scored.propensity is not None:
             tracker.log_dict(scored.propensity.to_dict(), "data/propensity.json")
         tracker.log_dict(importance, "feature_importance.json")
-        tracker.log_dict(shipped.params, "model_text/lightgbm_params.json")
+        tracker.log_dict(shipped.params, f"model_text/{result.library}_params.json")
         tracker.log_text(summary_md, "report/summary.md")
         for split, table in evaluation.tables.items():  # the UI shows these as tables; Parquet it cannot
             if len(table) <= UI_TABLE_MAX_QUERIES:
@@ -256,7 +269,7 @@ def record_results(
                 path = Path(tmp) / f"{split}.parquet"
                 table.to_parquet(path, index=False)
                 tracker.log_file(path, "per_query")
-            model_path = Path(tmp) / "model.txt"
+            model_path = Path(tmp) / MODEL_FILES[result.library]
             shipped.booster.save_model(str(model_path))
             tracker.log_file(model_path, "model_text")
         figures.log_to(tracker)  # drawn by the worker meanwhile
@@ -310,7 +323,16 @@ def model_metadata(spec: ExperimentSpec, shipped: ShippedModel, name: str) -> di
     }
 
 
-def lightgbm_params_logged(params: dict[str, Any]) -> dict[str, str]:
-    """LightGBM's resolved parameters (the dict given to ``lgb.train`` / every machine of ``trainer=dask``) as
-    run params ``lightgbm.<name>``; the exact dict is ``model_text/lightgbm_params.json``."""
-    return {f"lightgbm.{key}": str(value) for key, value in sorted(params.items()) if value is not None}
+def lightgbm_params_logged(params: dict[str, Any], *, library: str = "lightgbm") -> dict[str, str]:
+    """The library's resolved parameters (the dict given to ``lgb.train`` / every machine of
+    ``trainer=dask``, or to XGBoost / CatBoost) as run params ``<library>.<name>``; the exact dict
+    is ``model_text/<library>_params.json``."""
+    return {f"{library}.{key}": str(value) for key, value in sorted(params.items()) if value is not None}
+
+
+def shipped_model(result: TrainResult) -> ShippedModel:
+    """The model the run ships: LightGBM's booster cut at the best round
+    (:func:`ltr.training.artifact.ship_model`); XGBoost's and CatBoost's are cut by their trainer."""
+    if result.library == "lightgbm":
+        return ship_model(result.booster, result.best_iteration, result.params)
+    return ShippedModel(result.booster, result.best_iteration, dict(result.params))

@@ -26,6 +26,7 @@ from omegaconf import OmegaConf
 
 from ltr.config.overrides import override_key
 from ltr.experiment.names import MAX_RUN_NAME
+from ltr.experiment.record import library_version_tag
 from ltr.tracking.gitinfo import WORKDIR_TAG, git_state
 from ltr.tracking.runs import RunRecord, unfinished
 from ltr.tracking.sweep_summary import run_link
@@ -113,6 +114,11 @@ def describe_changes(source: RunRecord, config_changes: Sequence[str]) -> list[s
         out.append(f"LightGBM version of the source run unknown (now {lightgbm.__version__})")
     elif old_lgb != lightgbm.__version__:
         out.append(f"LightGBM {old_lgb} -> {lightgbm.__version__}")
+    backend = source.tags.get("ltr.backend", "lightgbm")
+    if backend != "lightgbm":  # XGBoost's or CatBoost's version too
+        old, now = source.tags.get(f"ltr.{backend}_version"), library_version_tag(backend).get(f"ltr.{backend}_version")
+        if old != now:
+            out.append(f"{backend} {old or 'unknown'} -> {now or 'not installed'}")
     old_dir, here = source.tags.get(WORKDIR_TAG), str(Path.cwd())
     if old_dir and old_dir != here:
         out.append(f"folder {old_dir} -> {here} (relative data paths are taken from here)")
@@ -125,15 +131,21 @@ def describe_changes(source: RunRecord, config_changes: Sequence[str]) -> list[s
 #: The logged param of the thread count LightGBM trained with (``fit.num_threads``, or the
 #: machine's physical cores when it is 0).
 THREADS_PARAM = "lightgbm.n_jobs"
+#: The same of XGBoost and CatBoost runs.
+LIBRARY_THREADS_PARAMS = ("xgboost.nthread", "catboost.thread_count")
 
 
 def thread_change(old_params: Mapping[str, str], new_params: Mapping[str, str]) -> str | None:
     """What to say when the two runs' LightGBM trained on different thread counts (None when
     they did not, or a run did not log it): LightGBM sums gradients over threads, so another
     count can give another model, bit-wise, for the same config and seed."""
-    old, new = old_params.get(THREADS_PARAM), new_params.get(THREADS_PARAM)
+    key = next((k for k in (THREADS_PARAM, *LIBRARY_THREADS_PARAMS) if k in old_params), THREADS_PARAM)
+    old, new = old_params.get(key), new_params.get(key)
     if old is None or new is None or old == new:
         return None
+    if key != THREADS_PARAM:
+        library = key.partition(".")[0]
+        return f"{library} threads {old} -> {new} (set fit.num_threads for the same model on every machine)"
     return (
         f"LightGBM threads {old} -> {new} (its sums depend on the thread count; fit.num_threads=0 takes "
         "the machine's physical cores: set fit.num_threads for the same model on every machine)"

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 from omegaconf import DictConfig
 
-from ltr.config.choices import RerankKind, TrainerKind
+from ltr.config.choices import TrainerKind
 from ltr.dask.trainer import DaskTrainer
 from ltr.data.cache import wait_for_stores
 from ltr.experiment.checks import check_config, check_data
@@ -43,17 +43,14 @@ from ltr.tracking import Tracker, check_tracking_uri, open_tracker
 from ltr.tracking.lifecycle import tracked_run
 from ltr.tracking.liveness.heartbeat import liveness_of
 from ltr.tracking.prepare import Preparation
-from ltr.training.local import LocalTrainer
+from ltr.training.backends import local_trainer
 from ltr.training.trainer import Trainer
 
 log = logging.getLogger(__name__)
 
 #: The trainer of each ``trainer.kind``.
 TRAINERS: dict[TrainerKind, Callable[[ExperimentSpec], Trainer]] = {
-    TrainerKind.local: lambda spec: LocalTrainer(
-        spec.config.model, spec.config.fit, spec.conventions, spec.table_ks, binned_store(spec.config.data),
-        model_order=spec.config.rerank.kind != RerankKind.none,
-    ),
+    TrainerKind.local: lambda spec: local_trainer(spec, binned_store(spec.config.data)),
     TrainerKind.dask: lambda spec: DaskTrainer(spec.config.model, spec.config.fit, spec.config.trainer, spec.conventions),
 }
 

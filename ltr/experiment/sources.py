@@ -22,7 +22,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from ltr.config.choices import RerankKind
-from ltr.config.data import default_cache_dir
+from ltr.config.groups.data import default_cache_dir
 from ltr.data.config_rules import popularity_column
 from ltr.data.feedback.click_log import click_options, click_splits, is_click_log, propensity_inputs
 from ltr.data.feedback.clicks import simulate_online_ctr
@@ -33,7 +33,7 @@ from ltr.data.ranking_data import RankingData
 from ltr.data.splits import Splits
 from ltr.errors import DataError, LtrUserError
 from ltr.experiment.spec import ExperimentSpec
-from ltr.metrics import per_query_table
+from ltr.metrics import MetricConventions, per_query_table
 from ltr.metrics.clicks.exposure import ExposureReport, exposure_report
 from ltr.metrics.clicks.ips import (
     click_summary,
@@ -150,6 +150,19 @@ class Scored:
     #: the examination propensities of a click log's positions in use, with their interval
     #: (:mod:`ltr.metrics.clicks.propensity`); None without a click log
     propensity: PropensityEstimate | None = None
+    #: the library that trained the model (``lightgbm``, ``xgboost``, ``catboost``); for another
+    #: than LightGBM, ``lightgbm_values`` are LightGBM's conventions computed on the model's
+    #: scores, ``lightgbm_curves`` and ``library_values`` the library's own ``ndcg@k``
+    library: str = "lightgbm"
+    library_values: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def lightgbm_means(data: RankingData, scores: NDArray[np.float64], ks: tuple[int, ...]) -> dict[str, float]:
+    """LightGBM's ``ndcg@k`` of ``scores`` on ``data`` (its conventions: exp gain, ties in row
+    order, a query with nothing relevant scores 1), the mean over queries, by LightGBM's name."""
+    theirs = MetricConventions(gain="exp", ties="stable", zero_idcg="one")
+    table = per_query_table(data.labels, scores, data.offsets, data.qids, ks=ks, conventions=theirs, full_ap=False)
+    return {f"ndcg@{k}": float(np.mean(table[f"ndcg_at_{k}"].to_numpy(dtype=np.float64))) for k in ks}
 
 
 def _with_tail(
@@ -235,6 +248,7 @@ class InMemorySource:
         splits = list(spec.config.eval.splits)
         t = time.perf_counter()
         scores = {split: self._scores(result, split) for split in splits}
+        model_scores = dict(scores)
         timings["scores"] = time.perf_counter() - t
         tables: dict[str, pd.DataFrame] = {}
         gaps: dict[str, LightgbmGap] = {}
@@ -251,6 +265,12 @@ class InMemorySource:
             )
         timings["tables"] = time.perf_counter() - t
         lightgbm_values = {self._lightgbm_key(split): values for split, values in result.values_at_best().items()}
+        library_values: dict[str, dict[str, float]] = {}
+        if result.library != "lightgbm":  # the library's own values; LightGBM's conventions on the scores
+            library_values, lightgbm_values = lightgbm_values, {
+                self._lightgbm_key(split): lightgbm_means(self._evaluated(split), model_scores[split], spec.ks)
+                for split in splits
+            }
         extra: dict[str, dict[str, float]] = {}
         if self.clicks is not None and spec.config.eval.clicks.enabled:
             extra = {split: self._click_summary(spec, split, scores[split], tables[split]) for split in splits}
@@ -267,6 +287,8 @@ class InMemorySource:
             example_features=self.training.test.features[:INPUT_EXAMPLE_ROWS],
             exposure=self._exposure(spec),
             propensity=self.propensity,
+            library=result.library,
+            library_values=library_values,
         )
 
     def estimate_propensities(self, spec: ExperimentSpec) -> None:

@@ -3,7 +3,7 @@
 Built only by :func:`ltr.experiment.checks.check_config`, before any data is read or any run
 exists. Everything downstream reads the spec, never the raw config: ``spec.config`` is the
 :class:`ltr.config.schema.TrainConfig` dataclass (``spec.config.data`` one of the
-:data:`ltr.config.data.DATA_OPTIONS` dataclasses), and the derived values are resolved once here
+:data:`ltr.config.groups.data.DATA_OPTIONS` dataclasses), and the derived values are resolved once here
 (metric conventions from ``eval.preset`` and explicit fields, cut-offs, strata, composites, the
 early-stopping metric, the objective key a sweeper maximises).
 """

@@ -18,7 +18,7 @@ ZERO_IDCG: tuple[str, ...] = ("zero", "one", "skip")
 DISCOUNTS: tuple[str, ...] = ("log2_rank_plus_1", "jarvelin")
 
 #: Presets whose peer tool has no real-valued gains (each refuses ``gain="value"``).
-NO_VALUE_GAIN_PRESETS: tuple[str, ...] = ("lightgbm", "sklearn", "trec_eval")
+NO_VALUE_GAIN_PRESETS: tuple[str, ...] = ("lightgbm", "sklearn", "trec_eval", "xgboost", "xgboost_minus", "catboost")
 
 #: Label of a ranked row without a judgment (a TREC run's unjudged docno): gain 0 under every
 #: convention (every negative label has gain 0) and never relevant (below every allowed
@@ -236,6 +236,13 @@ PRESETS: dict[str, MetricConventions] = {
     # trec_eval ndcg / ndcg_cut: gain = relevance level, negative levels count as 0, ties by
     # docno descending, ideal ranking from all judged docs (pass ideal_labels for that).
     "trec_eval": MetricConventions(gain="linear", ties="docno_desc", zero_idcg="zero"),
+    # XGBoost's ndcg@k: gain 2**label - 1 (ndcg_exp_gain), a stable sort by score (input order
+    # in ties), a query whose max DCG is 0 scores 1; ndcg@k- scores it 0 (xgboost_minus).
+    "xgboost": MetricConventions(gain="exp", ties="stable", zero_idcg="one"),
+    "xgboost_minus": MetricConventions(gain="exp", ties="stable", zero_idcg="zero"),
+    # CatBoost's NDCG:top=k with its defaults (type=Base, denominator=LogPosition): gain = label,
+    # the lower label first among tied scores, a query whose max DCG is 0 scores 1.
+    "catboost": MetricConventions(gain="linear", ties="pessimistic", zero_idcg="one"),
 }
 
 

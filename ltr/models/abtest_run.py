@@ -25,7 +25,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import lightgbm as lgb
 import numpy as np
 from numpy.typing import NDArray
 from omegaconf import OmegaConf
@@ -42,7 +41,7 @@ from ltr.compare.abtest import (
 )
 from ltr.compare.loading import run_labels
 from ltr.config.choices import RerankKind
-from ltr.config.data import ParquetDataConfig, SplitConfig, SyntheticClicksDataConfig
+from ltr.config.groups.data import ParquetDataConfig, SplitConfig, SyntheticClicksDataConfig
 from ltr.config.logged import read_logged_config
 from ltr.config.schema import ClickEvalConfig, RerankConfig
 from ltr.data.config_rules import popularity_column
@@ -56,6 +55,7 @@ from ltr.metrics.strata import Strata
 from ltr.rerank.step import rerank_split
 from ltr.tracking import find_tracking_uri
 from ltr.tracking.runs import RunRecord, RunStore
+from ltr.training.backends import MODEL_FILES, load_model
 
 #: Refits of a user's log's click model on bootstrap resamples of its queries (``--refits``).
 DEFAULT_REFITS = 50
@@ -137,7 +137,11 @@ def run_ranking(
         views = load_click_splits(simulated, split_cfg, seed=int(raw.seed))
         data = getattr(views.relevance, split)
     with tempfile.TemporaryDirectory() as tmp:
-        booster = lgb.Booster(model_file=str(store.download(run, "model_text/model.txt", tmp)))
+        backend = run.tags.get("ltr.backend", "lightgbm")  # LightGBM, XGBoost or CatBoost
+        try:
+            booster = load_model(backend, store.download(run, f"model_text/{MODEL_FILES[backend]}", tmp))
+        except ValueError as exc:
+            raise LtrUserError(f"run {run.run_id}: its model_text/{MODEL_FILES[backend]} is {exc}") from None
     if booster.num_feature() != data.n_features:
         raise LtrUserError(f"run {run.run_id}: its model takes {booster.num_feature()} features, the data has {data.n_features}")
     scores = np.asarray(booster.predict(data.features), dtype=np.float64)

@@ -16,19 +16,20 @@ made again, checks its files: :func:`ltr.models.inputs.split_input`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-import lightgbm as lgb
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ltr.config.compose import compose_train, one_line
-from ltr.config.data import DATA_OPTIONS
+from ltr.config.groups.backends import MODEL_OPTIONS
+from ltr.config.groups.data import DATA_OPTIONS
 from ltr.config.logged import read_logged_config
 from ltr.errors import LtrUserError
 from ltr.experiment.checks import check_config
@@ -38,6 +39,7 @@ from ltr.tracking import find_tracking_uri
 from ltr.tracking.records import RunRecord
 from ltr.tracking.sqlite.local_runs import LocalRun, find_local_run
 from ltr.training.artifact import model_feature_names
+from ltr.training.backends import MODEL_FILES, backend_of, load_model, require_library
 
 if TYPE_CHECKING:
     from ltr.tracking.runs import RunStore
@@ -58,7 +60,7 @@ class LoggedRun:
     record: RunRecord
     uri: str
     spec: ExperimentSpec
-    booster: lgb.Booster
+    booster: Any  # lgb.Booster, or a backend's ltr.training.backends.ScoringModel
     notes: list[str] = field(default_factory=list)
     opened: RunStore | None = field(default=None, repr=False)
     #: the run's artifact folder when it was read without MLflow (a local store), else None
@@ -134,7 +136,10 @@ def run_spec(config_text: str, record: RunRecord) -> ExperimentSpec:
         logged = read_logged_config(config_text, f"run {record.short_id}")
         kind = OmegaConf.select(logged, "data.kind")
         option = next((name for name, schema in DATA_OPTIONS.items() if schema.kind == kind), None)
-        composed = compose_train([f"data={option}"] if option else [], what=f"the config of run {record.short_id}")
+        options = [f"data={option}"] if option else []
+        model = logged_model_option(OmegaConf.select(logged, "model"))
+        options += [f"model={model}"] if model else []
+        composed = compose_train(options, what=f"the config of run {record.short_id}")
         OmegaConf.set_struct(composed, False)  # free maps (model.params) hold the run's own keys
         merged = OmegaConf.merge(composed, logged)
         OmegaConf.set_struct(merged, True)
@@ -143,6 +148,15 @@ def run_spec(config_text: str, record: RunRecord) -> ExperimentSpec:
     if not isinstance(merged, DictConfig):  # pragma: no cover - the merge of two mappings
         raise LtrUserError(f"the logged config of run {record.short_id} is not a mapping")
     return check_config(merged, paths=False)
+
+
+def logged_model_option(model: object) -> str | None:
+    """The ``model`` option whose schema a logged ``model`` node has, when it is not LightGBM's
+    (``xgboost``, ``catboost``): the option with every key of the node."""
+    if not isinstance(model, DictConfig):
+        return None
+    keys = {str(k) for k in model}
+    return next((name for name, schema in MODEL_OPTIONS.items() if keys <= {f.name for f in dataclasses.fields(schema)}), None)
 
 
 def load_run(ref: str, *, tracking_uri: str | None = None, experiment: str = "ltr") -> LoggedRun:
@@ -176,8 +190,9 @@ def load_run(ref: str, *, tracking_uri: str | None = None, experiment: str = "lt
     record = store.resolve(ref, experiment=experiment)
     require_finished(record)
     spec = run_spec(store.text_artifact(record, "config/config.yaml"), record)
+    backend = backend_of(spec.config.model)
     with tempfile.TemporaryDirectory() as tmp:
-        booster = _booster(store.download(record, MODEL_TEXT, tmp), record)
+        booster = _booster(store.download(record, model_file(backend), tmp), record, backend)
     return LoggedRun(record, store.uri, spec, booster, store.notes, store)
 
 
@@ -191,15 +206,27 @@ def _open_store(uri: str) -> RunStore:
 
 def _load_local(local: LocalRun) -> LoggedRun | None:
     """The run read without MLflow; None when an artifact is missing (MLflow then says which)."""
-    config, model = local.artifact("config/config.yaml"), local.artifact(MODEL_TEXT)
-    if config is None or model is None:
+    config = local.artifact("config/config.yaml")
+    if config is None:
         return None
     spec = run_spec(config.read_text(), local.record)
-    return LoggedRun(local.record, local.uri, spec, _booster(model, local.record), local.notes, artifacts=local.artifacts)
+    backend = backend_of(spec.config.model)
+    model = local.artifact(model_file(backend))
+    if model is None:
+        return None
+    return LoggedRun(local.record, local.uri, spec, _booster(model, local.record, backend), local.notes, artifacts=local.artifacts)
 
 
-def _booster(path: Path, record: RunRecord) -> lgb.Booster:
+def model_file(backend: str) -> str:
+    """The run's model file of ``backend`` (``model_text/model.txt`` for LightGBM)."""
+    return f"model_text/{MODEL_FILES[backend]}"
+
+
+def _booster(path: Path, record: RunRecord, backend: str = "lightgbm") -> Any:
+    """The run's model: LightGBM's booster, or XGBoost's / CatBoost's
+    :class:`ltr.training.backends.ScoringModel` (its library installed, else the extra to install)."""
+    require_library(backend)
     try:
-        return lgb.Booster(model_file=str(path))
-    except lgb.basic.LightGBMError as exc:
-        raise LtrUserError(f"run {record.short_id}: {MODEL_TEXT} is not a LightGBM model: {exc}") from exc
+        return load_model(backend, path)
+    except ValueError as exc:
+        raise LtrUserError(f"run {record.short_id}: {model_file(backend)} is {exc}") from None

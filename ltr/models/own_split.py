@@ -144,7 +144,7 @@ def paths_folder(run: LoggedRun) -> Path:
 
 
 def absolute_paths(data: Any, folder: Path) -> Any:
-    """The data config ``data`` (a dataclass of :mod:`ltr.config.data`) with each relative path
+    """The data config ``data`` (a dataclass of :mod:`ltr.config.groups.data`) with each relative path
     of a field that names an existing file or folder (``data.train``, ``data.root``, ...) taken
     from ``folder``; ``~`` expanded. Other fields, and absolute paths, as they are."""
     changes = {name: str(path if path.is_absolute() else folder / path) for name, path in _path_fields(data)}

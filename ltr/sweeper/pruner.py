@@ -11,7 +11,7 @@ from typing import Any
 from ltr.errors import LtrUserError
 from ltr.sweeper.link import make_pruner
 
-#: The options of the ``hydra/sweeper/pruner`` group (:mod:`ltr.config.sweeper`).
+#: The options of the ``hydra/sweeper/pruner`` group (:mod:`ltr.config.groups.sweeper`).
 PRUNERS = ("median", "threshold")
 
 

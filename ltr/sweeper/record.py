@@ -41,7 +41,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from ltr.config.sweeper import SWEEPER_TARGET
+from ltr.config.groups.sweeper import SWEEPER_TARGET
 from ltr.experiment.guardrails import Constraint, failed_constraints, parse_constraints
 from ltr.experiment.spec import ExperimentSpec
 from ltr.sweeper.baseline import baseline_metrics

@@ -11,6 +11,7 @@ moment: that job's is used (:func:`ltr.tracking.server_wait.once_made`).
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import time
@@ -244,19 +245,25 @@ class MlflowTracker:
 
         run_id = self._require_run()
         signature = infer_signature(input_example, booster.predict(input_example.to_numpy()))
-        import lightgbm  # loaded already (the booster is one); not for the store's other users
+        # LightGBM's booster, or a backend's model (ltr.training.backends) in its library's flavour
+        flavour = str(getattr(booster, "flavour", "lightgbm"))
+        if flavour == "lightgbm":
+            import lightgbm  # loaded already (the booster is one); not for the store's other users
 
-        requirements = [f"lightgbm=={lightgbm.__version__}"]
+            native, requirements = booster, [f"lightgbm=={lightgbm.__version__}"]
+        else:
+            native, requirements = booster.native, [booster.requirement]
+        logger = importlib.import_module(f"mlflow.{flavour}")
 
         def log() -> Any:
             with (
                 self._locked(),
                 pointed_at(self.uri),  # the fluent run log_model logs into, for this call only
                 mlflow.start_run(run_id=run_id, experiment_id=self.experiment_id),
-                requirement_check_of(["lightgbm", "mlflow"]),
+                requirement_check_of([flavour, "mlflow"]),
             ):
-                info = mlflow.lightgbm.log_model(
-                    booster,
+                info = logger.log_model(
+                    native,
                     name=MODEL_NAME,
                     signature=signature,
                     input_example=input_example,
@@ -416,10 +423,21 @@ CURVE_SECTIONS = (
 )
 
 
+#: The libraries whose own ndcg@k a run may log per round (``iter/valid/xgboost/ndcg_at_10``),
+#: by how a title names them.
+LIBRARY_NAMES = {"lightgbm": "LightGBM", "xgboost": "XGBoost", "catboost": "CatBoost"}
+
+
+def _library_of(middle: Sequence[str]) -> str | None:
+    """The library whose own values a curve's middle parts name (``lightgbm_train_labels``: LightGBM)."""
+    return next((LIBRARY_NAMES[lib] for part in middle for lib in LIBRARY_NAMES if part.startswith(lib)), None)
+
+
 def curve_section(key: str) -> str:
-    """The uuid of the :data:`CURVE_SECTIONS` section an ``iter/...`` curve is drawn in."""
+    """The uuid of the :data:`CURVE_SECTIONS` section an ``iter/...`` curve is drawn in (the
+    libraries' own values, XGBoost's and CatBoost's too, in LightGBM's)."""
     parts = key.split("/")
-    if any(part.startswith("lightgbm") for part in parts[2:-1]):
+    if _library_of(parts[2:-1]) is not None:
         return CURVE_SECTIONS[2][0]
     return CURVE_SECTIONS[0][0] if parts[1] == "valid" else CURVE_SECTIONS[1][0]
 
@@ -430,9 +448,10 @@ def curve_title(key: str) -> str:
     parts = key.split("/")
     split, measure, middle = parts[1], parts[-1], parts[2:-1]
     k = measure.rsplit("_at_", 1)[-1]
-    if any(part.startswith("lightgbm") for part in middle):
+    library = _library_of(middle)
+    if library is not None:
         labels = ", on the training labels" if "lightgbm_train_labels" in middle else ""
-        return f"{split} ndcg@{k} (LightGBM's own{labels})"
+        return f"{split} ndcg@{k} ({library}'s own{labels})"
     notes = {"pre_rerank": ", model's order before re-ranking", "train_labels": ", on the training labels"}
     return f"{split} nDCG@{k}" + "".join(notes.get(part, f", {part}") for part in middle)
 

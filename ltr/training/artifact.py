@@ -52,7 +52,7 @@ class ShippedModel:
     (the dict given to ``lgb.train`` or to every machine of ``trainer=dask``).
     """
 
-    booster: lgb.Booster
+    booster: Any  # lgb.Booster, or XGBoost's / CatBoost's ltr.training.backends.ScoringModel
     best_iteration: int
     params: dict[str, Any]
 

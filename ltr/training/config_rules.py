@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+from typing import Any
 
 from ltr.config.choices import Estimator, TrainerKind
-from ltr.config.schema import FitConfig, ModelConfig, TrainConfig
+from ltr.config.groups.backends import backend_of
+from ltr.config.schema import FitConfig, TrainConfig
 from ltr.data.formats.width import configured_width
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
@@ -33,7 +35,7 @@ def check_config(config: TrainConfig, *, paths: bool = True) -> str:
     returns the early-stopping metric (ours ``ndcg_at_k`` or LightGBM's ``ndcg@k``). ``paths``:
     the files the per-feature parameters name are read too."""
     early_stopping_metric = _check_fit(config.fit, tuple(int(k) for k in config.eval.k))
-    _check_model(config.model)
+    _check_model(config.model, config.fit, seed=config.seed)
     _check_feature_params(config, files=paths)
     _check_trainer(config)
     return early_stopping_metric
@@ -45,6 +47,8 @@ def check_data(config: TrainConfig, splits: Splits | None, *, n_features: int | 
     position-bias training, the per-feature parameters against the feature count, labels within
     ``model.label_gain``, and LightGBM's own word on the parameters
     (:func:`ltr.training.local.check_lightgbm_accepts`, which imports LightGBM)."""
+    if backend_of(config.model) != "lightgbm":
+        return
     from ltr.training.local import check_lightgbm_accepts, check_position_training
 
     model = config.model
@@ -77,7 +81,14 @@ def _check_fit(fit: FitConfig, ks: tuple[int, ...]) -> str:
     return metric
 
 
-def _check_model(model: ModelConfig) -> None:
+def _check_model(model: Any, fit: FitConfig, *, seed: int) -> None:
+    """The model's settings: LightGBM's rules here, another backend's by its own module
+    (:func:`ltr.training.backends.check_backend`: its library installed, its parameters)."""
+    if backend_of(model) != "lightgbm":
+        from ltr.training.backends import check_backend
+
+        check_backend(model, fit, seed=seed)
+        return
     if model.label_gain is not None:
         gains = list(model.label_gain)
         if any(b < a for a, b in itertools.pairwise(gains)):
@@ -93,6 +104,8 @@ def _check_feature_params(config: TrainConfig, *, files: bool) -> None:
     fixes one (synthetic data, ``data.n_features``, a table's ``data.feature_columns``); else
     their values and files only (``files``: the files they name too), and :func:`check_data`
     checks the count once the data is read."""
+    if backend_of(config.model) != "lightgbm":
+        return
     width = configured_width(config.data)
     if width is None:
         check_feature_params(config.model.params, None, files=files)
@@ -106,6 +119,14 @@ def _check_trainer(config: TrainConfig) -> None:
         raise LtrUserError(
             f"data={config.data.kind} is read by Dask workers: add trainer=dask (got trainer={kind})"
         )
+    backend = backend_of(config.model)
+    if backend != "lightgbm":
+        if kind != TrainerKind.local:
+            raise LtrUserError(
+                f"model={config.model.name} trains in this process ({backend}): use trainer=local "
+                "(trainer=dask trains LightGBM models)"
+            )
+        return
     if config.model.position_bias and kind != TrainerKind.local:
         raise LtrUserError("model.position_bias=true trains through lgb.train: use trainer=local")
     if kind == TrainerKind.dask:

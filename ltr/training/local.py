@@ -58,7 +58,7 @@ class TrainResult:
     value per round (the run's conventions); both cover every round trained. ``best_iteration`` is 1-based, as LightGBM's ``best_iteration_``; ``n_rounds`` were trained.
     """
 
-    model: lgb.LGBMModel | lgb.Booster  # an LGBMRanker from the Dask trainer
+    model: Any  # an lgb.Booster; an LGBMRanker from the Dask trainer; XGBoost's or CatBoost's ScoringModel
     params: dict[str, Any]
     evals_result: dict[str, dict[str, list[float]]]
     best_iteration: int
@@ -69,10 +69,14 @@ class TrainResult:
     #: split -> the evaluated set's scores at the best round, as LightGBM computed them while
     #: training, equal bit for bit to ``predict(features)`` (empty when they would not be)
     best_scores: dict[str, NDArray[np.float64]] = field(default_factory=dict)
+    #: the library that trained the model and whose own metric ``evals_result`` holds
+    library: str = "lightgbm"
 
     @property
-    def booster(self) -> lgb.Booster:
-        return self.model if isinstance(self.model, lgb.Booster) else self.model.booster_
+    def booster(self) -> Any:
+        """The trained model: LightGBM's ``Booster``, or the backend's
+        :class:`ltr.training.backends.ScoringModel` (cut at the best round)."""
+        return self.model.booster_ if isinstance(self.model, lgb.LGBMModel) else self.model
 
     def values_at_best(self) -> dict[str, dict[str, float]]:
         """``evals_result`` at the best round: split -> LightGBM metric name -> value."""

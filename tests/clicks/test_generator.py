@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ltr.config.data import SplitConfig, SyntheticClicksDataConfig
+from ltr.config.groups.data import SplitConfig, SyntheticClicksDataConfig
 from ltr.data.feedback.clicks import attractiveness, examination_curve, generate_click_log
 from ltr.data.load import load_click_splits, load_splits
 from ltr.errors import DataError

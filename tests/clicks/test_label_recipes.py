@@ -13,7 +13,7 @@ import pytest
 from omegaconf import DictConfig
 
 from ltr.config.choices import RecipeKind
-from ltr.config.data import (
+from ltr.config.groups.data import (
     LabelRecipeConfig,
     LabelRuleConfig,
     SplitConfig,

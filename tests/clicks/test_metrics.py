@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ltr.config.data import SyntheticClicksDataConfig
+from ltr.config.groups.data import SyntheticClicksDataConfig
 from ltr.data.feedback.clicks import examination_curve, generate_click_log
 from ltr.errors import LtrUserError
 from ltr.metrics import Strata, per_query_table, summarize

@@ -27,7 +27,7 @@ from ltr.compare.abtest import (
 )
 from ltr.compare.abtest_render import to_markdown
 from ltr.config.choices import Propensity
-from ltr.config.data import ParquetDataConfig
+from ltr.config.groups.data import ParquetDataConfig
 from ltr.config.schema import ClickEvalConfig
 from ltr.data.feedback.clicks import rank_within_queries
 from ltr.data.ranking_data import RankingData

@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from ltr.config.data import SyntheticDataConfig
+from ltr.config.groups.data import SyntheticDataConfig
 from ltr.config.schema import FitConfig, ModelConfig
 from ltr.dask.network import plan_machines, without_network
 from ltr.dask.parquet import write_query_partitions

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ltr.config.data import SyntheticDataConfig
+from ltr.config.groups.data import SyntheticDataConfig
 from ltr.dask.parquet import read_query_partitions, write_query_partitions
 from ltr.dask.partitioned import partitioned_tables
 from ltr.data.ranking_data import RankingData

@@ -21,7 +21,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from ltr.cli.main import main as ltr_main
-from ltr.config.data import SplitConfig, SyntheticClicksDataConfig, SyntheticDataConfig
+from ltr.config.groups.data import SplitConfig, SyntheticClicksDataConfig, SyntheticDataConfig
 from ltr.data.feedback.click_file import read_click_file
 from ltr.data.feedback.clicks import BEHAVIOURS, generate_click_log
 from ltr.data.load import load_click_splits, load_splits

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
-from ltr.config.data import LetorPartsDataConfig, SplitConfig
+from ltr.config.groups.data import LetorPartsDataConfig, SplitConfig
 from ltr.data import cache as data_cache
 from ltr.data.formats import read_text, readers
 from ltr.data.formats.read_text import parse_svmlight

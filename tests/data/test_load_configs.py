@@ -13,7 +13,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
-from ltr.config.data import DATA_OPTIONS, SplitConfig
+from ltr.config.groups.data import DATA_OPTIONS, SplitConfig
 from ltr.config.store import register_configs
 from ltr.data.load import letor_parts_rotation, load_splits
 from ltr.errors import DataError

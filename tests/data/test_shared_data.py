@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from ltr.config.data import LetorPartsDataConfig, SplitConfig
+from ltr.config.groups.data import LetorPartsDataConfig, SplitConfig
 from ltr.data.fingerprint import fingerprint
 from ltr.data.formats.readers import read_ranking_file, read_split_files
 from ltr.data.load import load_splits

@@ -14,7 +14,7 @@ import pytest
 from omegaconf import DictConfig, OmegaConf
 
 from ltr.config.choices import RecipeKind
-from ltr.config.data import LabelRecipeConfig, LabelRuleConfig
+from ltr.config.groups.data import LabelRecipeConfig, LabelRuleConfig
 from ltr.data.formats.readers import read_ranking_file
 from ltr.errors import DataError, LtrUserError
 from ltr.experiment import run as pipeline

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ltr.config.data import (
+from ltr.config.groups.data import (
     LetorDataConfig,
     ParquetDataConfig,
     ParquetPartitionsDataConfig,

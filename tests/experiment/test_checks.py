@@ -144,7 +144,7 @@ def test_train_help_lists_options_not_schemas(capsys: pytest.CaptureFixture[str]
         main(["train", "--help"])
     assert exit_info.value.code in (None, 0)
     out = capsys.readouterr().out
-    assert "model: lambdarank, pointwise, rank_xendcg" in out
+    assert "model: catboost, lambdarank, pointwise, rank_xendcg, xgboost" in out
     assert "eval: default, lightgbm, sklearn" in out
     assert "_schema" not in out
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import ltr.metrics.clicks.propensity as propensity_module
-from ltr.config.data import SyntheticClicksDataConfig, SyntheticDataConfig
+from ltr.config.groups.data import SyntheticClicksDataConfig, SyntheticDataConfig
 from ltr.data.feedback.clicks import (
     attractiveness,
     examination_curve,

@@ -25,7 +25,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from ltr.cli.main import main as ltr_main
-from ltr.config.data import SyntheticDataConfig
+from ltr.config.groups.data import SyntheticDataConfig
 from ltr.data.formats.readers import read_ranking_file
 from ltr.data.query_parts import write_query_partitions
 from ltr.data.ranking_data import RankingData

@@ -24,7 +24,7 @@ from mlflow.tracking import MlflowClient
 
 from ltr import api
 from ltr.cli.main import main as ltr_main
-from ltr.config.data import SyntheticDataConfig
+from ltr.config.groups.data import SyntheticDataConfig
 from ltr.data.query_parts import partition_files, write_query_partitions
 from ltr.data.ranking_data import RankingData
 from ltr.data.splits import split_queries

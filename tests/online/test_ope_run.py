@@ -16,7 +16,7 @@ from mlflow.tracking import MlflowClient
 
 from ltr.api import predict
 from ltr.cli.main import main as ltr_main
-from ltr.config.data import SyntheticClicksDataConfig
+from ltr.config.groups.data import SyntheticClicksDataConfig
 from ltr.data.feedback.clicks import attractiveness, examination_curve, rank_within_queries
 from ltr.experiment import run as pipeline
 from ltr.online.ope import at_least_one

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from ltr.config.data import SyntheticClicksDataConfig
+from ltr.config.groups.data import SyntheticClicksDataConfig
 from ltr.data.ranking_data import RankingData
 from ltr.data.synthetic import generate_synthetic
 from ltr.errors import DataError
@@ -126,7 +126,7 @@ def generate_click_log(cfg: SyntheticClicksDataConfig, *, seed: int) -> ClickLog
 
     Parameters
     ----------
-    cfg : a :class:`ltr.config.data.SyntheticClicksDataConfig` (or anything with its fields)
+    cfg : a :class:`ltr.config.groups.data.SyntheticClicksDataConfig` (or anything with its fields)
     seed : the seed of every random draw (the documents use ``seed`` exactly as
         :func:`ltr.data.synthetic.generate_synthetic`; the log draws from a child stream)
 
@@ -137,7 +137,7 @@ def generate_click_log(cfg: SyntheticClicksDataConfig, *, seed: int) -> ClickLog
 
     Examples
     --------
-    >>> from ltr.config.data import SyntheticClicksDataConfig
+    >>> from ltr.config.groups.data import SyntheticClicksDataConfig
     >>> log = generate_click_log(SyntheticClicksDataConfig(n_queries=50), seed=1)
     >>> log.data.feature_names[-1], log.clicks.shape == log.data.labels.shape
     ('popularity', True)
@@ -185,7 +185,7 @@ def cart_probability(labels: NDArray[np.integer], cfg: SyntheticClicksDataConfig
 
     Examples
     --------
-    >>> from ltr.config.data import SyntheticClicksDataConfig
+    >>> from ltr.config.groups.data import SyntheticClicksDataConfig
     >>> cart_probability(np.array([0, 4]), SyntheticClicksDataConfig(cart_base=0.01, cart_max=0.5)).tolist()
     [0.01, 0.5]
     """
@@ -200,7 +200,7 @@ def purchase_probability(labels: NDArray[np.integer], cfg: SyntheticClicksDataCo
 
     Examples
     --------
-    >>> from ltr.config.data import SyntheticClicksDataConfig
+    >>> from ltr.config.groups.data import SyntheticClicksDataConfig
     >>> purchase_probability(np.array([0, 2, 4]), SyntheticClicksDataConfig(purchase_base=0.1, purchase_max=0.7)).tolist()
     [0.1, 0.4, 0.7]
     """

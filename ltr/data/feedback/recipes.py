@@ -1,6 +1,6 @@
 """Label recipes: a grade for every row from what users did with it (behaviour columns).
 
-A recipe (:class:`ltr.config.data.LabelRecipeConfig`) is one of two kinds:
+A recipe (:class:`ltr.config.groups.data.LabelRecipeConfig`) is one of two kinds:
 
 - ``rules``: an ordered list of ``(column, min, grade)``; a row gets the grade of the *first* rule
   whose column is ``>= min``, else ``default``. "purchase ? 4 : cart ? 3 : long dwell ? 2 :
@@ -63,7 +63,7 @@ def apply_recipe(recipe: Any, behaviours: Mapping[str, NDArray[np.float64]], *, 
 
     Parameters
     ----------
-    recipe : a :class:`ltr.config.data.LabelRecipeConfig` (or anything with its fields)
+    recipe : a :class:`ltr.config.groups.data.LabelRecipeConfig` (or anything with its fields)
     behaviours : the behaviour columns, each float64 of shape (n_rows,)
     name : the recipe's name, for error messages
 
@@ -73,7 +73,7 @@ def apply_recipe(recipe: Any, behaviours: Mapping[str, NDArray[np.float64]], *, 
 
     Examples
     --------
-    >>> from ltr.config.data import LabelRecipeConfig, LabelRuleConfig
+    >>> from ltr.config.groups.data import LabelRecipeConfig, LabelRuleConfig
     >>> cols = {"click": np.array([1., 1., 0., 1.]), "purchase": np.array([1., 0., 0., 0.]),
     ...         "dwell": np.array([5., 40., 0., 3.])}
     >>> rules = LabelRecipeConfig(rules=[LabelRuleConfig("purchase", 1, 4), LabelRuleConfig("dwell", 30, 2),

@@ -30,7 +30,7 @@ def configured_width(data: Any) -> ConfiguredWidth | None:
 
     Examples
     --------
-    >>> from ltr.config.data import SyntheticDataConfig
+    >>> from ltr.config.groups.data import SyntheticDataConfig
     >>> configured_width(SyntheticDataConfig(n_informative=3, n_noise=2))
     ConfiguredWidth(n_features=6, source='data.n_informative + data.n_noise + 1')
     """

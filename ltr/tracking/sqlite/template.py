@@ -5,7 +5,7 @@ MLflow builds a new sqlite store by running every schema migration of its histor
 test or benchmark with its own store). An empty store holds three rows: the schema version, the
 Default experiment and the default workspace. So the first store built by the migrations is kept
 as a *template*, ``<cache>/mlflow-stores/empty-<MLflow version>-<schema head>.db``
-(:func:`ltr.config.data.default_cache_dir`), and later stores are copies of it, with what MLflow
+(:func:`ltr.config.groups.data.default_cache_dir`), and later stores are copies of it, with what MLflow
 writes per store set as MLflow sets it: the Default experiment's artifact location
 (``<artifact root>/0``) and its creation and update times (now, in ms). A store made this way
 holds the same schema and rows as one MLflow builds (``tests/tracking/test_store.py``).
@@ -30,7 +30,7 @@ from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
-from ltr.config.data import default_cache_dir
+from ltr.config.groups.data import default_cache_dir
 from ltr.tracking.sqlite.migrations import mlflow_head_revision
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,178 @@
+"""model=xgboost and model=catboost beside LightGBM: one run path, one set of metric keys, the
+model in its library's MLflow flavour, ``ltr predict`` on it, and their settings refused before
+any run exists."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from omegaconf import DictConfig
+
+from ltr.cli.main import main
+from ltr.errors import LtrUserError
+from ltr.experiment import run as pipeline
+
+pytest.importorskip("xgboost")
+pytest.importorskip("catboost")
+
+BACKENDS = ("xgboost", "catboost")
+
+
+def _keys(outcome: pipeline.RunOutcome, uri: str) -> set[str]:
+    from mlflow import MlflowClient
+
+    assert outcome.run_id is not None
+    return set(MlflowClient(uri).get_run(outcome.run_id).data.metrics)
+
+
+def test_a_backend_run_logs_every_key_of_a_lightgbm_run_and_ships_its_flavour(
+    small_cfg: Callable[..., DictConfig], tracking_uri: str, tmp_path: Path
+) -> None:
+    """Every metric key a LightGBM run logs (valid and test, strata, IDCG, LightGBM's own
+    conventions and their gap, curves), plus the library's own ndcg@k; the model logged in the
+    library's MLflow flavour predicts what the run evaluated, and ``ltr predict`` on the run's
+    test split reproduces its test/ndcg_at_10 to 1e-12."""
+    lightgbm = pipeline.run(small_cfg(), print_summary=False)
+    for model in BACKENDS:
+        _same_keys_and_predictions(small_cfg, tracking_uri, tmp_path, model, _keys(lightgbm, tracking_uri))
+
+
+def _same_keys_and_predictions(
+    small_cfg: Callable[..., DictConfig], tracking_uri: str, tmp_path: Path, model: str, theirs: set[str]
+) -> None:
+    other = pipeline.run(small_cfg(f"model={model}"), print_summary=False)
+    ours = _keys(other, tracking_uri)
+    assert theirs <= ours
+    assert sorted(ours - theirs) == sorted(
+        f"{prefix}{split}/{model}/ndcg_at_{k}" for prefix in ("", "iter/") for split in ("valid", "test") for k in (5, 10)
+    )
+    metrics = other.metrics
+    # the library's conventions are not ours: an all-zero list scores 1 in LightGBM's
+    assert metrics["test/lightgbm/ndcg_at_10"] > metrics["test/ndcg_at_10"]
+    # early stopping watched our nDCG: its best round is the best of our curve
+    assert other.objective_value == metrics["valid/ndcg_at_10"]
+    assert 1 <= other.best_iteration <= metrics["n_rounds"] <= 40
+
+    import mlflow
+
+    assert other.run_id is not None
+    mlflow.set_tracking_uri(tracking_uri)
+    info = mlflow.models.get_model_info(f"runs:/{other.run_id}/model")
+    assert model in info.flavors
+    assert info.signature is not None
+
+    per_query = tmp_path / f"{model}.parquet"
+    code = main(["predict", other.run_id, "--split", "test", "--per-query", str(per_query), "--tracking-uri", tracking_uri])
+    assert code == 0
+    table = pd.read_parquet(per_query)
+    assert abs(float(table["ndcg_at_10"].mean()) - metrics["test/ndcg_at_10"]) <= 1e-12
+
+
+@pytest.mark.parametrize("model", BACKENDS)
+def test_a_backend_run_is_deterministic(small_cfg: Callable[..., DictConfig], model: str) -> None:
+    """The same seed gives the same metrics, bit for bit (two threads)."""
+    cfg = (f"model={model}", "tracking=none", "fit.num_threads=2", "fit.num_boost_round=15")
+    first = pipeline.run(small_cfg(*cfg), print_summary=False).metrics
+    second = pipeline.run(small_cfg(*cfg), print_summary=False).metrics
+    timing = {"train_seconds"}
+    assert {k: v for k, v in first.items() if k not in timing} == {k: v for k, v in second.items() if k not in timing}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (("model=xgboost", "model.objective=rank:foo"), "model.objective=rank:foo: 'rank:foo' is not one of rank:ndcg, rank:pairwise, rank:map"),
+        (("model=xgboost", "+model.params.max_dept=3"), "model.params.max_dept is not an XGBoost parameter"),
+        (("model=xgboost", "+model.params.seed=3"), "model.params.seed is set by ltr"),
+        (("model=xgboost", "+model.params.max_bin=1"), "XGBoost refuses the model settings: "),
+        (("model=catboost", "model.loss=Foo"), "model.loss=Foo: 'Foo' is not one of YetiRank"),
+        (("model=catboost", "+model.params.fooo=1"), "CatBoost refuses the model settings: "),
+        (("model=catboost", "model.max_depth=17"), "model.max_depth=17 is out of range"),
+        (("model=catboost", "trainer=dask"), "model=catboost trains in this process"),
+    ],
+)
+def test_bad_backend_settings_fail_before_a_run_exists(
+    small_cfg: Callable[..., DictConfig], unmade_store: str, tmp_path: Path, overrides: tuple[str, ...], message: str
+) -> None:
+    with pytest.raises(LtrUserError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        pipeline.run(small_cfg(*overrides, unmade_store))
+    assert not (tmp_path / "unmade" / "mlflow.db").exists()
+
+
+@pytest.mark.parametrize("model", BACKENDS)
+def test_a_backend_without_its_library_names_the_extra(
+    small_cfg: Callable[..., DictConfig], unmade_store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: str
+) -> None:
+    """The library not installed (as Python's import system reports it): one line naming the
+    extra, before any data is read or store made."""
+    found = importlib.util.find_spec
+
+    def without(name: str, *args: Any) -> Any:
+        return None if name == model else found(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", without)
+    with pytest.raises(LtrUserError, match=rf"model={model} needs {model}, which is not installed: pip install 'ltr-harness\[{model}\]'"):
+        pipeline.run(small_cfg(f"model={model}", unmade_store))
+    assert not (tmp_path / "unmade" / "mlflow.db").exists()
+
+
+def test_xgboost_parameters_come_from_the_shared_names() -> None:
+    """The names the three libraries share map onto XGBoost's own; the library's own keep theirs."""
+    from ltr.config.groups.backends import XGBoostModelConfig
+    from ltr.training.backends.xgboost import xgboost_params
+
+    model = XGBoostModelConfig(learning_rate=0.2, max_depth=4, num_leaves=9, objective="rank:pairwise", lambdarank_num_pair_per_sample=3)
+    params = xgboost_params(model, seed=7, num_threads=2, eval_at=[10, 5])
+    shared = ("eta", "max_depth", "max_leaves", "objective", "lambdarank_num_pair_per_sample", "seed", "nthread", "eval_metric")
+    assert [params[key] for key in shared] == [0.2, 4, 9, "rank:pairwise", 3, 7, 2, ["ndcg@5", "ndcg@10"]]
+
+
+def test_catboost_parameters_come_from_the_shared_names() -> None:
+    from ltr.config.groups.backends import CatBoostModelConfig
+    from ltr.training.backends.catboost import catboost_params
+
+    model = CatBoostModelConfig(loss="LambdaMart", learning_rate=0.2, max_depth=4, num_leaves=9, grow_policy="Lossguide")
+    params = catboost_params(model, seed=7, num_threads=2, rounds=30, eval_at=[10])
+    shared = ("loss_function", "learning_rate", "depth", "max_leaves", "iterations", "random_seed", "thread_count", "custom_metric")
+    assert [params[key] for key in shared] == ["LambdaMart", 0.2, 4, 9, 30, 7, 2, ["NDCG:top=10"]]
+    assert "max_leaves" not in catboost_params(CatBoostModelConfig(num_leaves=9), seed=1, num_threads=1, rounds=1)
+
+
+@pytest.mark.parametrize("model", BACKENDS)
+def test_contributions_add_up_to_the_scores_as_lightgbm_s_do(model: str) -> None:
+    """``predict(pred_contrib=True)``: one column per feature and the expected value last, their
+    sum the score (``ltr explain`` reads XGBoost's and CatBoost's models as LightGBM's)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    features = rng.normal(size=(300, 4)).astype(np.float32)
+    labels = np.clip(np.round(features[:, 0] + 1), 0, 3)
+    sizes = np.full(30, 10)
+    if model == "xgboost":
+        import xgboost as xgb
+
+        from ltr.training.backends.xgboost import XGBoostModel
+
+        dmat = xgb.DMatrix(features, label=labels, feature_names=["a", "b", "c", "d"])
+        dmat.set_group(sizes)
+        scorer: Any = XGBoostModel(xgb.train({"objective": "rank:ndcg", "nthread": 1, "seed": 0}, dmat, 5))
+        tolerance = 1e-5  # XGBoost sums in float32
+    else:
+        import catboost as cb
+
+        from ltr.training.backends.catboost import CatBoostModel
+
+        pool = cb.Pool(features, label=labels, group_id=np.repeat(np.arange(30), 10), feature_names=["a", "b", "c", "d"])
+        fitted = cb.CatBoost({"loss_function": "YetiRank", "iterations": 5, "thread_count": 1, "verbose": False, "allow_writing_files": False})
+        scorer = CatBoostModel(fitted.fit(pool))
+        tolerance = 1e-12
+    contributions = scorer.predict(features, pred_contrib=True)
+    assert contributions.shape == (300, 5)
+    assert np.max(np.abs(contributions.sum(axis=1) - scorer.predict(features))) <= tolerance
+    assert scorer.feature_name() == ["a", "b", "c", "d"]
+    assert scorer.feature_importance("split").sum() > 0
