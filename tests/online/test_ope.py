@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ltr.online.ope as ope
-from ltr.data.clicks import attractiveness, examination_curve, rank_within_queries
+from ltr.data.clicks import attractiveness, examination_curve
 from ltr.online.ope import (
     ALL_ESTIMATORS,
     CASCADE_REASON,
@@ -207,7 +207,7 @@ def test_cascade_clicks_withhold_the_position_based_intervals_in_one_line() -> N
     """On a log of cascade clicks the intervals of ips, snips and dr are withheld (their values
     kept), one note says why and names the option; ``assume_position_based`` prints them and the
     note says they may miss. rips and cascade_dr (a fitted model's prefix ratios) never have one."""
-    outcomes, log_pos, scores, offsets, exam, a = _cascade_log(3)
+    outcomes, log_pos, scores, offsets, exam, _a = _cascade_log(3)
     r = off_policy_estimates(outcomes, log_pos, scores, offsets, propensities=exam, k=5, n_bootstrap=200, estimators=ALL_ESTIMATORS)
     kept = off_policy_estimates(outcomes, log_pos, scores, offsets, propensities=exam, k=5, n_bootstrap=200,
                                 estimators=ALL_ESTIMATORS, assume_position_based=True)  # fmt: skip
@@ -223,16 +223,19 @@ def test_cascade_clicks_withhold_the_position_based_intervals_in_one_line() -> N
             assert kept.estimates[estimator, metric].has_interval
             assert kept.estimates[estimator, metric].value == e.value  # the same value, an interval or not
         elif estimator in ("rips", "cascade_dr"):
-            assert not e.has_interval and e.reason == CASCADE_REASON
+            assert not e.has_interval
+            assert e.reason == CASCADE_REASON
             assert not kept.estimates[estimator, metric].has_interval
-    assert "ope/ips/ctr/low" not in r.metrics() and "ope/ips/ctr/low" in kept.metrics()
+    assert "ope/ips/ctr/low" not in r.metrics()
+    assert "ope/ips/ctr/low" in kept.metrics()
     (kept_note,) = [n for n in kept.notes if "look like a cascade" in n]
     assert kept_note.endswith("their intervals are printed as asked (--assume-position-based) and may miss the truth")
     # paired: withheld in each run and in the difference, whose verdict says why
     p = paired_estimates(outcomes, log_pos, scores, scores[::-1].copy(), offsets, propensities=exam, k=5, n_bootstrap=50,
                          estimators=("ips", "dr"))  # fmt: skip
     assert p.verdict(("dr", "ctr")) == WITHHELD_VERDICT == "no interval (clicks not position-based)"
-    assert not p.difference["ips", "clicks_at_5"].has_interval and not p.a.estimates["dr", "ctr"].has_interval
+    assert not p.difference["ips", "clicks_at_5"].has_interval
+    assert not p.a.estimates["dr", "ctr"].has_interval
     assert [n for n in p.a.notes if "look like a cascade" in n] == [note.replace("ips, snips, dr", "ips, dr")] == [
         n for n in p.b.notes if "look like a cascade" in n
     ]  # one line of the log, the same in both runs
@@ -372,7 +375,7 @@ def test_the_dr_ctr_difference_is_stretched_toward_its_second_order_bias() -> No
     is off by twice its standard deviation, and the interval stretched by the estimated
     second-order bias holds the exact difference where the bootstrap interval alone
     ([-0.0770, +0.0009] here) did not; clicks@10 (additive, no linearisation) is not stretched."""
-    from bench_coverage import K, SCENARIOS, propensity_curve
+    from bench_coverage import SCENARIOS, K, propensity_curve
 
     from ltr.online.click_simulators import candidate_scores, simulate_log
 
