@@ -38,7 +38,7 @@ from ltr.metrics import per_query_table
 from ltr.metrics.exposure import ExposureReport, exposure_report
 from ltr.metrics.gap import LightgbmGap, lightgbm_gap
 from ltr.metrics.ips import click_summary, click_tables, estimate_propensities, propensity_table
-from ltr.metrics.propensity import RELEVANCE_CAUTION, PropensityEstimate, estimate_propensity
+from ltr.metrics.propensity import PropensityEstimate, estimate_propensity, interval_note
 from ltr.metrics.tail import tail_exposure, tail_items
 from ltr.metrics.top import with_top_doc_ids
 from ltr.rerank import score_order
@@ -290,12 +290,11 @@ class InMemorySource:
             )  # fmt: skip
         except ValueError as exc:
             raise DataError(f"eval.clicks.propensity={method}: {exc}") from None
-        caution = ""
-        if method in ("estimated", "em") and options.get("randomized_column") is None:
-            caution = f"; {RELEVANCE_CAUTION}"
+        note = interval_note(self.propensity)
         log.info(
             "propensities (%s) of positions 1-%d: %s%s", method, min(n, 10),
-            ", ".join(f"{v:.3f}" if np.isfinite(v) else "not identified" for v in self.propensity.propensities[:10]), caution,
+            ", ".join(f"{v:.3f}" if np.isfinite(v) else "not identified" for v in self.propensity.propensities[:10]),
+            f"; {note}" if note else "",
         )
 
     def _label_sources(self, spec: ExperimentSpec) -> dict[str, str]:
