@@ -66,8 +66,9 @@ def test_the_written_log_logs_the_simulators_click_metrics_bit_for_bit(runs: Run
     shared = {k: v for k, v in runs.simulated.items() if k.startswith(SHARED)}
     # naive and IPS NDCG@5/10 of valid and test, overall and per stratum; exposure; the propensities
     # of the positions with enough clicks to identify them (ltr.metrics.propensity.MIN_POSITION_CLICKS)
-    assert len(shared) > 45
-    assert {"test/clicks_ips/ndcg_at_10/len_11-50", "propensity/pos_3/high", "data/exposure_k80"} <= set(shared)
+    assert len(shared) > 40
+    assert {"test/clicks_ips/ndcg_at_10/len_11-50", "propensity/pos_3", "data/exposure_k80"} <= set(shared)
+    assert not [k for k in shared if k.endswith(("/low", "/high"))]  # estimated: a curve with no interval
     got = {k: runs.table.get(k) for k in shared}
     assert got == shared  # the same sessions, the same model, the same code: the same floats
     # the same model ranked the same true grades (the written files' valid and test labels)
