@@ -9,7 +9,7 @@ split 60/20/20 into train (labels: the clicks), valid and test (labels: grades o
 attractiveness). Two runs are trained on it (A: 5 rounds of 3 leaves, B: 60 rounds of 15), then:
 
 1. ``em``: the run's 95 % propensity intervals at positions 2-5 against the true curve;
-2. ``ltr abtest A B --json`` (the shuffled sessions marked, ``data.randomized_column``): the
+2. ``ltr abtest A B --json --randomized-column randomized`` (the shuffled sessions marked): the
    interval of B - A's CTR against the true whole-list CTR difference on the test queries
    (exact under the true model), or its one-line refusal;
 3. ``ltr ope B`` on the whole log, the true curve given: every value in its range and inside its
@@ -132,7 +132,7 @@ def one_seed(seed: int, folder: Path) -> list[tuple[str, bool, str]]:
     common = [
         "data=parquet", "data.train=train.parquet", "data.valid=valid.parquet", "data.test=test.parquet",
         "data.doc_id_column=doc_id", "data.position_column=position", "data.click_column=click",
-        "data.randomized_column=randomized", "eval.clicks.propensity=em", f"tracking.uri={uri}", f"seed={seed}",
+        "data.behaviour_columns=[randomized]", "eval.clicks.propensity=em", f"tracking.uri={uri}", f"seed={seed}",
     ]  # fmt: skip
     ltr("train", *common, "fit.num_boost_round=5", "model.num_leaves=3", "tracking.run_name=A", cwd=folder)
     ltr("train", *common, "fit.num_boost_round=60", "model.num_leaves=15", "tracking.run_name=B", cwd=folder)
@@ -149,7 +149,9 @@ def one_seed(seed: int, folder: Path) -> list[tuple[str, bool, str]]:
     shown = []
     for pos in range(2, 6):
         key = f"propensity/pos_{pos}"
-        if key in m:
+        if key in m and key + "/low" not in m:  # printed with no interval
+            shown.append(f"{pos}: {m[key]:.3f}, no interval")
+        elif key in m:
             inside = m[key + "/low"] <= truth[pos - 1] <= m[key + "/high"]
             held += inside
             shown.append(f"{pos}: {m[key]:.3f} [{m[key + '/low']:.3f}, {m[key + '/high']:.3f}] vs {truth[pos - 1]:.3f}")
@@ -159,7 +161,7 @@ def one_seed(seed: int, folder: Path) -> list[tuple[str, bool, str]]:
 
     # 2. ltr abtest A B: B - A CTR against the exact whole-list difference on the test queries
     test_rows = np.flatnonzero(np.isin(log["query"], log["parts"]["test"]))
-    ab = ltr("abtest", "A", "B", "--json", "--tracking-uri", uri, cwd=folder, json_out=True)
+    ab = ltr("abtest", "A", "B", "--json", "--randomized-column", "randomized", "--tracking-uri", uri, cwd=folder, json_out=True)
     s_a, s_b = scores_of("A", "test", folder, uri), scores_of("B", "test", folder, uri)
     true_diff = exact(log, test_rows, s_b, None)[0] - exact(log, test_rows, s_a, None)[0]
     ctr = ab["ctr"]

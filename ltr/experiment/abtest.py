@@ -303,7 +303,8 @@ def fit_click_model(
     Examination: the propensities the run used (``eval.clicks.propensity`` on the training
     split's clicks, without its bootstrap), clipped at ``eval.clicks.min_propensity``; when the
     run used a model's (``em``, ``estimated``) and the log marks its randomized sessions
-    (``data.randomized_column``), the ``randomized`` curve instead.
+    (``data.randomized_column``), their curve instead (:func:`randomized_curve`), unless they
+    identify fewer than :data:`MIN_ANCHOR_POSITIONS` positions.
     Attractiveness of every row of ``data``: a logistic function of its features, quadratic in
     the strongest, plus an effect of its query (:func:`ltr.compare.abtest.fit_attractiveness`), fitted by EM to the clicks of
     the training split and of ``data`` (the training split alone when ``split`` is ``train``)
@@ -318,7 +319,8 @@ def fit_click_model(
     positions, the examination, and an attractiveness cross-fitted over two seeded halves of
     ``data``'s queries (each half's from the fit without its clicks, no query effect), on which
     :func:`ltr.compare.abtest.simulate_abtest` anchors the CTR rows; withheld, with one line
-    why, when the examination is a model's (no randomized session marked) or when the log has
+    why, when the examination is a model's (no randomized session marked), when the randomized
+    sessions identify fewer than :data:`MIN_ANCHOR_POSITIONS` positions, or when the log has
     far fewer sessions of two or more clicks than position-based users make (``ltr ope``'s
     cascade check).
     """
@@ -344,6 +346,16 @@ def fit_click_model(
     flags = randomized_flags(train, options["randomized_column"]) > 0 if method == "randomized" else np.zeros(0, dtype=bool)
     try:
         exam, unknown = examination(None)
+        too_few = ""
+        if method == "randomized" and unknown < min(MIN_ANCHOR_POSITIONS, n):
+            too_few = (
+                f"the randomized sessions identify the examination of position{'s 1-' if unknown > 1 else ' '}{unknown} "
+                f"only (too few clicks at position {unknown + 1}), too little to anchor the whole list's CTR on; more "
+                "randomized sessions would give an interval"
+            )
+            if method != str(click_cfg.propensity):  # the model's examination: the run's own curve instead
+                method = str(click_cfg.propensity)
+                exam, unknown = examination(None)
     except ValueError as exc:
         raise LtrUserError(f"cannot fit the click model of the log (eval.clicks.propensity={method}): {exc}") from None
     parts = [train] if split == "train" else [train, data]
@@ -395,12 +407,7 @@ def fit_click_model(
         if 0 < unknown < n else ""
     )  # fmt: skip
     withheld = _cascade_reason(clicks, exam[positions], point.predict(features), offsets)
-    if not withheld and method == "randomized" and unknown < min(MIN_ANCHOR_POSITIONS, n):
-        withheld = (
-            f"the randomized sessions identify the examination of position{'s 1-' if unknown > 1 else ' '}{unknown} only "
-            f"(too few clicks at position {unknown + 1}), too little to anchor the whole list's CTR on; more randomized "
-            "sessions would give an interval"
-        )
+    withheld = withheld or too_few
     if not withheld and method in MODEL_PROPENSITIES:
         withheld = (
             f"its examination is eval.clicks.propensity={method}'s, a model's, biased when the logger ranked on relevance "
