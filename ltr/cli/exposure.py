@@ -131,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         interval_note,
         randomized_queries,
     )
+    from ltr.online.propensity_check import check_position_based
 
     flag_column = [args.randomized_column] if args.randomized_column else []
     log = read_click_file(
@@ -165,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             )  # fmt: skip
         except ValueError as exc:
             raise LtrUserError(f"{args.log}: {exc}; give --eta or --propensities") from None
+        estimate = check_position_based(estimate, np.minimum(log.clicks, 1)[order], log.positions[order], offsets)
         if method in ("em", "randomized") and not np.isfinite(estimate.propensities[1:]).any():
             where = "this log" if method == "em" else "the randomized sessions of this log"
             raise LtrUserError(

@@ -41,6 +41,7 @@ from ltr.metrics.ips import click_summary, click_tables, estimate_propensities, 
 from ltr.metrics.propensity import PropensityEstimate, estimate_propensity, interval_note
 from ltr.metrics.tail import tail_exposure, tail_items
 from ltr.metrics.top import with_top_doc_ids
+from ltr.online.propensity_check import check_position_based
 from ltr.rerank import score_order
 from ltr.tracking import Tracker
 from ltr.training.artifact import INPUT_EXAMPLE_ROWS
@@ -288,6 +289,7 @@ class InMemorySource:
                 n_positions=n, n_bootstrap=int(click_cfg.propensity_bootstrap),
                 confidence=float(click_cfg.propensity_confidence), seed=spec.seed, **inputs,
             )  # fmt: skip
+            self.propensity = check_position_based(self.propensity, train.labels, train.positions, train.offsets)
         except ValueError as exc:
             raise DataError(f"eval.clicks.propensity={method}: {exc}") from None
         note = interval_note(self.propensity)

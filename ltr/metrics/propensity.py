@@ -45,10 +45,10 @@ line, :func:`interval_note`):
   whole log, as without them) is checked against the ``randomized`` curve: where EM's value lies
   inside the randomized sessions' interval, that interval is EM's; elsewhere (EM biased there,
   or too few randomized clicks to tell) there is none.
-- ``randomized``, ``em`` with ``randomized``, ``harvest``: none when the log has far fewer
-  sessions with two or more clicks than position-based users with the log's click rate at each
-  position would make (:func:`cascade_like`: cascade or DBN users, whose examination depends on
-  the clicks above; the position-based model of every curve here does not hold).
+- ``randomized``, ``em`` with ``randomized``, ``harvest``: none when the log's clicks look like
+  cascade or DBN users, whose examination depends on the clicks above (no position-based curve
+  holds for them): the check of :func:`ltr.online.propensity_check.check_position_based`, which
+  every command runs on the estimate (:meth:`PropensityEstimate.without_interval`).
 
 Otherwise ``n_bootstrap`` resamples of the queries with replacement (seeded: the same numbers
 on every run), the estimator rerun on each; the interval at ``confidence`` is normal on the log
@@ -70,7 +70,7 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 from typing import Any
 
@@ -120,32 +120,6 @@ def interval_note(
     return f"no interval: {estimate.no_interval}{hint}"
 
 
-def cascade_like(clicks: NDArray[Any], positions: NDArray[np.int64], offsets: NDArray[np.int64]) -> str | None:
-    """One clause when the log has far fewer sessions with two or more clicks than position-based
-    users would make, each row clicked with the log's click rate at its position (the check of
-    ``ltr ope``, :func:`ltr.online.ope._cascade_like`, on that model): cascade or DBN users,
-    whose examination depends on the clicks above. None otherwise."""
-    from ltr.online.ope import _cascade_like
-
-    c = np.minimum(np.asarray(clicks, dtype=np.float64), 1.0)
-    pos = np.asarray(positions, dtype=np.int64)
-    offsets = np.asarray(offsets, dtype=np.int64)
-    if c.size == 0:
-        return None
-    n = int(pos.max()) + 1
-    rate = _weighted_mean_by_position(c, pos, np.ones(c.shape[0]), n)
-    p = np.clip(np.nan_to_num(rate[pos]), 0.0, 1.0 - 1e-12)
-    found = _cascade_like(c, p, _query_index(offsets), offsets.shape[0] - 1)
-    if found is None:
-        return None
-    observed, expected = found
-    return (
-        f"the log has {observed} sessions with two or more clicks where position-based users would make {expected:.0f}: "
-        "its clicks look like cascade or DBN users, whose examination depends on the clicks above, and no "
-        "position-based curve holds for them"
-    )
-
-
 def _positions_text(positions: NDArray[np.int64]) -> str:
     """1-based positions as ranges: ``position 3``, ``positions 2-4, 7``."""
     ks = [int(k) for k in positions]
@@ -187,6 +161,19 @@ class PropensityEstimate:
     @property
     def n_positions(self) -> int:
         return int(self.propensities.shape[0])
+
+    def without_interval(self, reason: str, **fit: float) -> PropensityEstimate:
+        """The same curve with no interval at any position: ``reason`` (one clause) says why;
+        ``fit``: flags added to :attr:`fit` (``cascade_like=1.0``: the log's clicks break the
+        position-based model, :func:`interval_note`).
+
+        >>> est = PropensityEstimate(np.array([1.0, 0.4]), np.array([1.0, 0.3]), np.array([1.0, 0.5]), "randomized", 20)
+        >>> bare = est.without_interval("why")
+        >>> bare.metrics(), bare.n_bootstrap, bare.no_interval
+        ({'propensity/pos_1': 1.0, 'propensity/pos_2': 0.4}, 0, 'why')
+        """
+        nan = np.full(self.n_positions, np.nan)
+        return replace(self, low=nan, high=nan.copy(), n_bootstrap=0, fit=dict(self.fit or {}) | fit, no_interval=reason)
 
     def table(self, n_positions: int, *, min_propensity: float = 0.01) -> NDArray[np.float64]:
         """Propensities of 0-based positions ``0..n_positions-1`` for IPS weights: NaN (positions
@@ -694,7 +681,7 @@ def estimate_propensity(
     if pos.size and int(pos.min()) < 0:
         raise ValueError("positions must be 0-based integers >= 0")
     n = (int(pos.max()) + 1 if pos.size else 1) if n_positions is None else int(n_positions)
-    whole = (c, pos, offsets)  # the whole log, for the cascade check and EM's randomized curve
+    whole = (c, pos, offsets)  # the whole log, for EM's randomized curve
     if method == "randomized" and randomized is None:
         raise ValueError("method='randomized' needs the randomized flag of every row")
     if method in ("randomized", "em") and randomized is not None:
@@ -788,9 +775,6 @@ def estimate_propensity(
         withheld = CTR_UNCHECKED
     elif method == "em" and randomized is None:
         withheld = EM_UNCHECKED
-    elif method in ("em", "randomized", "harvest") and n_bootstrap > 0:
-        withheld = cascade_like(*whole) or ""
-        fit["cascade_like"] = float(bool(withheld))
     if withheld or n_bootstrap == 0 or n_queries == 0:  # no interval: NaN, never a zero-width one
         low, high = np.full(n, np.nan), np.full(n, np.nan)
         n_bootstrap = 0
@@ -833,9 +817,6 @@ def _checked_em(
     """EM's curve ``point`` with the interval of the randomized sessions' curve ``reference``
     where EM's value lies inside it; no interval elsewhere (module docstring)."""
     fit = fit | {"checked": 1.0, "randomized_sessions": float((reference.fit or {}).get("sessions", 0.0))}
-    if reference.no_interval:  # cascade-like clicks: nothing to check against
-        nan = np.full(point.shape[0], np.nan)
-        return PropensityEstimate(point, nan, nan.copy(), "em", 0, reference.confidence, impressions, fit, reference.no_interval)
     finite = np.isfinite(point)
     bounded = finite & np.isfinite(reference.low) & np.isfinite(reference.high)
     inside = bounded & (reference.low <= point) & (point <= reference.high)

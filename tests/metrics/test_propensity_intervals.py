@@ -5,8 +5,9 @@ whose true curve is known (:mod:`ltr.online.click_simulators`):
   bounds, no ``/low`` / ``/high`` metric) and one line saying why and what would give one;
 - EM with the randomized sessions marked: the randomized sessions' interval exactly where EM's
   value lies inside it, none elsewhere, and those intervals hold the true curve;
-- cascade clicks: no interval, ``randomized`` included, and one line with the counts of
-  multi-click sessions (checked here by an independent per-query computation);
+- cascade clicks: no interval, ``randomized`` included, once the check every command runs
+  (:func:`ltr.online.propensity_check.check_position_based`) has seen the clicks, and one line
+  with the counts of multi-click sessions (checked here by an independent per-query computation);
 - ``ltr exposure`` prints the same: values, "no interval" and the one line (exit 0).
 """
 
@@ -20,6 +21,7 @@ import pytest
 
 from ltr.metrics.propensity import estimate_propensity, interval_note
 from ltr.online.click_simulators import LogSpec, SimulatedLog, UserModel, simulate_log
+from ltr.online.propensity_check import check_position_based
 
 #: the coverage benchmark's ``pbm-eta1`` and ``cascade`` logs (PBM eta 1 / cascade users going on
 #: after a click with probability 0.2; a noisy relevance logger, 30 % of the sessions shuffled)
@@ -82,7 +84,6 @@ def test_em_with_randomized_sessions_takes_their_interval_where_its_value_lies_i
         assert em.n_bootstrap == 30
         assert em.fit is not None
         assert em.fit["checked"] == 1.0
-        assert em.fit["cascade_like"] == 0.0
         outside = np.flatnonzero(np.isfinite(ref.low) & np.isfinite(em.propensities) & ~inside) + 1
         line = interval_note(em, "--randomized-column", "--propensity randomized")
         if outside.size:
@@ -117,10 +118,13 @@ def multi_click_sessions(log: SimulatedLog) -> tuple[int, int]:
 @pytest.mark.parametrize("method", ["randomized", "em"])
 def test_cascade_clicks_withhold_every_interval_in_one_line(method: str) -> None:
     log = simulate_log(CASCADE, seed=0)
-    est = estimate_propensity(
+    raw = estimate_propensity(
         log.clicks, log.positions, log.offsets, method=method, features=log.features, randomized=flags(log),
         n_bootstrap=20, n_positions=POSITIONS,
     )  # fmt: skip
+    assert np.isfinite(raw.low[:3]).any()  # an interval, before the check of the clicks' model
+    est = check_position_based(raw, log.clicks, log.positions, log.offsets)
+    np.testing.assert_array_equal(est.propensities, raw.propensities)  # the curve stays
     assert np.isfinite(est.propensities[:3]).all()
     assert np.isnan(est.low).all()
     assert np.isnan(est.high).all()
@@ -139,7 +143,9 @@ def test_cascade_clicks_withhold_every_interval_in_one_line(method: str) -> None
 def test_a_position_based_log_is_not_taken_for_a_cascade() -> None:
     for seed in range(2):
         log = simulate_log(PBM, seed=seed)
-        est = estimate_propensity(log.clicks, log.positions, log.offsets, method="randomized", randomized=flags(log), n_bootstrap=10)
+        raw = estimate_propensity(log.clicks, log.positions, log.offsets, method="randomized", randomized=flags(log), n_bootstrap=10)
+        est = check_position_based(raw, log.clicks, log.positions, log.offsets)
+        np.testing.assert_array_equal(est.low, raw.low)
         assert est.fit is not None
         assert est.fit["cascade_like"] == 0.0
         observed, expected = multi_click_sessions(log)
