@@ -31,6 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
+from scipy.optimize import isotonic_regression
 
 from ltr.compare.abtest import (
     MAX_SIMULATION_SECONDS,
@@ -61,8 +62,9 @@ from ltr.data.ranking_data import RankingData
 from ltr.errors import DataError, LtrUserError
 from ltr.experiment.checks import popularity_column
 from ltr.experiment.rerank import rerank_split
-from ltr.metrics.propensity import estimate_propensity
+from ltr.metrics.propensity import MIN_POSITION_CLICKS, estimate_propensity
 from ltr.metrics.strata import Strata
+from ltr.online.propensity_check import cascade_reason
 from ltr.tracking import find_tracking_uri
 from ltr.tracking.runs import RunRecord, RunStore
 
@@ -252,10 +254,6 @@ def randomized_curve(
     >>> curve.round(4).tolist(), first
     ([1.0, 0.5, 0.5, 0.4046], 3)
     """
-    from scipy.optimize import isotonic_regression
-
-    from ltr.metrics.propensity import MIN_POSITION_CLICKS
-
     pos = np.asarray(positions, dtype=np.int64)
     w = np.ones(pos.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
     keep = np.asarray(randomized, dtype=bool) & (pos < n) & (w > 0)
@@ -271,27 +269,6 @@ def randomized_curve(
         return head, n
     tail = _power_law_tail(head, n, floor) if first > 1 else np.full(n - 1, head[0])
     return np.concatenate([head, tail]), first
-
-
-def _cascade_reason(
-    clicks: NDArray[np.float64], examined: NDArray[np.float64], attract: NDArray[np.float64], offsets: NDArray[np.int64],
-) -> str:
-    """One line when the log has far fewer sessions of two or more clicks than the fitted
-    position-based model expects (``ltr ope``'s check, :func:`ltr.online.ope._cascade_like`);
-    "" otherwise."""
-    from ltr.online.ope import _cascade_like
-
-    n_q = offsets.shape[0] - 1
-    query = np.repeat(np.arange(n_q, dtype=np.int64), np.diff(offsets))
-    found: object = _cascade_like(clicks, np.clip(examined * attract, 0.0, 1.0 - 1e-12), query, n_q)
-    if found is None:
-        return ""
-    if isinstance(found, tuple):  # (observed, expected) sessions of two or more clicks
-        seen = (f"the log has {int(found[0])} sessions with two or more clicks where position-based users would make "
-                f"{float(found[1]):.0f}: its clicks look like a cascade")  # fmt: skip
-    else:
-        seen = str(found).split(", which")[0]
-    return seen + ", which the fitted click model and the anchored interval do not assume (they are position-based)"
 
 
 def fit_click_model(
@@ -321,8 +298,8 @@ def fit_click_model(
     :func:`ltr.compare.abtest.simulate_abtest` anchors the CTR rows; withheld, with one line
     why, when the examination is a model's (no randomized session marked), when the randomized
     sessions identify fewer than :data:`MIN_ANCHOR_POSITIONS` positions, or when the log has
-    far fewer sessions of two or more clicks than position-based users make (``ltr ope``'s
-    cascade check).
+    far fewer sessions of two or more clicks than position-based users make
+    (:func:`ltr.online.propensity_check.cascade_reason`, ``ltr ope``'s check).
     """
     if not is_click_log(data_cfg) or train.positions is None or data.positions is None:
         raise LtrUserError("a click log needs data.click_column and data.position_column")  # pragma: no cover - checked at train
@@ -406,7 +383,8 @@ def fit_click_model(
          + f" ({exam[unknown]:.3f} at position {unknown + 1}), a guess")
         if 0 < unknown < n else ""
     )  # fmt: skip
-    withheld = _cascade_reason(clicks, exam[positions], point.predict(features), offsets)
+    cascade = cascade_reason(clicks, positions, offsets)  # ltr ope's multi-click check
+    withheld = f"{cascade}; the fitted click model is position-based too" if cascade else ""
     withheld = withheld or too_few
     if not withheld and method in MODEL_PROPENSITIES:
         withheld = (

@@ -102,7 +102,7 @@ def fitted_abtest(problem: Problem, seed: int, *, data_cfg: ParquetDataConfig = 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # EM's warnings on a small log are not what is tested here
         model, _ = fit_click_model(data_cfg, EM, problem.train, problem.test, seed=seed, n_bootstrap=refits)
-    return simulate_abtest(problem.test.labels, problem.test.offsets, problem.scores_a, problem.scores_b, model, seed=seed)
+    return simulate_abtest(problem.test.labels, problem.test.offsets, problem.scores_a, problem.scores_b, model, seed=seed, days=2.0)
 
 
 @pytest.mark.parametrize(("seed", "nan"), [(0, 0.0), (1, 0.03)])
