@@ -696,23 +696,27 @@ def _second_order(
 
 
 #: The share of the expected multi-click sessions a position-based log is allowed to fall to
-#: before the test of :func:`_cascade_like` (the fitted click model's misfit).
+#: before the test of :func:`_cascade_like` (the fitted click model's misfit), and the share
+#: below which a log is taken for a cascade (when the test says so): whatever the log's size,
+#: a misfit of the click model alone never flags a log.
 MISFIT = 0.9
+CASCADE_SHARE = 0.8
 
 
 def _cascade_like(y: NDArray[np.float64], p: NDArray[np.float64], query: NDArray[np.int64], n_q: int) -> tuple[int, float] | None:
     """``(observed, expected)`` sessions of two or more clicks when the log has far fewer than
-    the fitted position-based model ``p`` expects: fewer than :data:`MISFIT` of the expected
-    count, by a Poisson lower tail below 0.001 (a fitted click model of the scores is never
-    exact: on position-based simulated logs the observed count was 0.65 to 1.26 of the expected
-    one, median 0.89 to 1.01; under cascade users 0 to 0.53, DBN users 0.53 to 0.70); else None."""
+    the fitted position-based model ``p`` expects: below :data:`CASCADE_SHARE` of the expected
+    count, and fewer than :data:`MISFIT` of it by a Poisson lower tail below 0.001 (a fitted
+    click model of the scores is never exact: on position-based simulated logs the observed
+    count was 0.65 to 1.26 of the expected one, median 0.89 to 1.01, the lowest ones on small
+    counts; under cascade users 0 to 0.53, DBN users 0.53 to 0.70); else None."""
     from scipy import stats
 
     none = np.exp(exposure_sums(np.log1p(-p), query, n_q))
     one = none * exposure_sums(p / (1.0 - p), query, n_q)
     expected = float(np.maximum(1.0 - none - one, 0.0).sum())
     observed = int(np.count_nonzero(exposure_sums(y, query, n_q) > 1))
-    if expected >= 5.0 and float(stats.poisson.cdf(observed, MISFIT * expected)) < 1e-3:
+    if expected >= 5.0 and observed < CASCADE_SHARE * expected and float(stats.poisson.cdf(observed, MISFIT * expected)) < 1e-3:
         return observed, expected
     return None
 
