@@ -912,7 +912,9 @@ def _anchored_difference(values: NDArray[np.float64], boot: NDArray[np.float64],
     B - A), ``boot`` their means over resamples (one row each). The means (each rate cut to
     [0, 1], the difference their difference), each with a 95 % BCa interval
     (:func:`_bca_interval`), the difference's widened to at least
-    ``+- z sqrt(floor_variance) / n`` and cut to [-1, 1]; p-value and sessions for power at the anchored rates (days
+    ``+- z sqrt(floor_variance) / n`` and cut to [-1, 1]; the p-value the normal test with the
+    standard error of the interval's side toward 0 (below 0.05 exactly when it excludes 0);
+    sessions for power at the anchored rates (days
     at ``per_day`` sessions a day)."""
     n_q = values.shape[0]
     if n_q == 0:
@@ -929,7 +931,7 @@ def _anchored_difference(values: NDArray[np.float64], boot: NDArray[np.float64],
     def rate(i: int, value: float) -> Rate:
         return Rate(value, min(max(float(low[i]), 0.0), value), max(min(float(high[i]), 1.0), value), n_q)
 
-    se = (d_high - d_low) / (2 * Z_ALPHA)
+    se = (diff - d_low if diff > 0 else d_high - diff) / Z_ALPHA  # the interval's side toward 0: p < 0.05 when it excludes 0
     p_value = float(2 * stats.norm.sf(abs(diff) / se)) if se > 0 else (1.0 if diff == 0 else 0.0)
     needed = sessions_for_power(pa, pb)
     return Difference(rate(0, pa), rate(1, pb), diff, d_low, d_high, p_value, needed, needed / per_day)
@@ -1002,7 +1004,7 @@ def anchored_ctr(
     (and over the examination's own resamples, ``anchor.curves``), the difference's at least
     ``z`` times the standard deviation the click model gives it (each row's correction is linear
     in its click: ``sum p (1 - p) (slope_B - slope_A)^2``); the p-value is the normal test of
-    that interval, the sessions for 80 % power those at the anchored rates. They hold the truth
+    that interval's side toward 0, the sessions for 80 % power those at the anchored rates. They hold the truth
     when the examination is right and the clicks position-based, up to the products of two
     documents' errors of the fitted attractiveness. With ``anchor.withheld``: the simulation's values with no interval or
     p-value (:func:`verdict` gives the reason). Interleaving and purchases are the simulation's.

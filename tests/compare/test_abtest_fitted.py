@@ -118,9 +118,11 @@ def test_the_anchored_interval_holds_the_true_difference(seed: int, nan: float) 
     assert r.ctr.low <= r.ctr.diff <= r.ctr.high
     assert r.ctr.diff == pytest.approx(r.ctr.b.value - r.ctr.a.value)
     assert 0 <= r.ctr.a.low <= r.ctr.a.value <= r.ctr.a.high <= 1
-    # the p-value is the interval's normal test; the sessions for power follow the anchored rates
-    se = (r.ctr.high - r.ctr.low) / (2 * Z_ALPHA)
+    # the p-value is the normal test of the interval's side toward 0 (below 0.05 exactly when the
+    # interval excludes 0); the sessions for power follow the anchored rates
+    se = (r.ctr.diff - r.ctr.low if r.ctr.diff > 0 else r.ctr.high - r.ctr.diff) / Z_ALPHA
     assert r.ctr.p_value == pytest.approx(2 * stats.norm.sf(abs(r.ctr.diff) / se))
+    assert (r.ctr.p_value < 0.05) == (not r.ctr.low <= 0 <= r.ctr.high)
     assert r.ctr.sessions_needed == sessions_for_power(r.ctr.a.value, r.ctr.b.value)
     for s in r.strata:  # per stratum too
         assert math.isnan(s.ctr.diff) or s.ctr.low <= s.ctr.diff <= s.ctr.high
