@@ -132,7 +132,7 @@ def one_seed(seed: int, folder: Path) -> list[tuple[str, bool, str]]:
     common = [
         "data=parquet", "data.train=train.parquet", "data.valid=valid.parquet", "data.test=test.parquet",
         "data.doc_id_column=doc_id", "data.position_column=position", "data.click_column=click",
-        "data.behaviour_columns=[randomized]", "eval.clicks.propensity=em", f"tracking.uri={uri}", f"seed={seed}",
+        "data.randomized_column=randomized", "eval.clicks.propensity=em", f"tracking.uri={uri}", f"seed={seed}",
     ]  # fmt: skip
     ltr("train", *common, "fit.num_boost_round=5", "model.num_leaves=3", "tracking.run_name=A", cwd=folder)
     ltr("train", *common, "fit.num_boost_round=60", "model.num_leaves=15", "tracking.run_name=B", cwd=folder)
