@@ -69,7 +69,7 @@ the estimators are unbiased; otherwise the model's error enters only through the
 
 A log with sessions of two or more clicks breaks the cascade (one click per session): the
 cascade estimators read each session's first click and :attr:`OpeResult.notes` says so in one
-line; a log with far fewer multi-click sessions than the fitted PBM expects (:func:`_cascade_like`) looks
+line; a log with far fewer multi-click sessions than the fitted PBM expects (:func:`cascade_like`) looks
 like cascade clicks, which breaks the position-based estimators: their intervals are then
 withheld (``low`` and ``high`` NaN, :attr:`Estimate.reason` :data:`NOT_POSITION_BASED_REASON`,
 the verdict of their differences :data:`WITHHELD_VERDICT`) and one line of
@@ -635,7 +635,7 @@ def _columns(log: _Log, scores: NDArray[np.floating], *, k: int, clip: float | N
                 f"{multi} of {n_q} sessions have more than one click: the cascade model (one click per session) does not "
                 f"hold; {' and '.join(cascade)} read{'s' if len(cascade) == 1 else ''} each session's first click"
             )
-    found = _cascade_like(ys["click"], np.clip(e_log * a_hat["click"], 0.0, 1.0 - 1e-12), query, n_q) if pbm or "dm" in estimators else None
+    found = cascade_like(ys["click"], np.clip(e_log * a_hat["click"], 0.0, 1.0 - 1e-12), query, n_q) if pbm or "dm" in estimators else None
     return _Columns(values, terms, ess, {e: max_weights[e] for e in estimators}, fits, n_clipped,
                     float(w[top].max(initial=0.0)), notes, found, second)  # fmt: skip
 
@@ -696,14 +696,14 @@ def _second_order(
 
 
 #: The share of the expected multi-click sessions a position-based log is allowed to fall to
-#: before the test of :func:`_cascade_like` (the fitted click model's misfit), and the share
+#: before the test of :func:`cascade_like` (the fitted click model's misfit), and the share
 #: below which a log is taken for a cascade (when the test says so): whatever the log's size,
 #: a misfit of the click model alone never flags a log.
 MISFIT = 0.9
 CASCADE_SHARE = 0.8
 
 
-def _cascade_like(y: NDArray[np.float64], p: NDArray[np.float64], query: NDArray[np.int64], n_q: int) -> tuple[int, float] | None:
+def cascade_like(y: NDArray[np.float64], p: NDArray[np.float64], query: NDArray[np.int64], n_q: int) -> tuple[int, float] | None:
     """``(observed, expected)`` sessions of two or more clicks when the log has far fewer than
     the fitted position-based model ``p`` expects: below :data:`CASCADE_SHARE` of the expected
     count, and fewer than :data:`MISFIT` of it by a Poisson lower tail below 0.001 (a fitted

@@ -4,7 +4,7 @@ Every curve of :mod:`ltr.metrics.propensity` assumes position-based users: a pos
 examined with the same probability whatever was clicked above it. Cascade and DBN users break
 that (a click ends or shortens the session), and then no position-based curve holds, whatever
 its interval says. They show in a log as far fewer sessions with two or more clicks than
-position-based users would make: the check of ``ltr ope`` (:func:`ltr.online.ope._cascade_like`),
+position-based users would make: the check of ``ltr ope`` (:func:`ltr.online.ope.cascade_like`),
 here on position-based users who click each row with the log's click rate at its position.
 
 :func:`check_position_based` runs it on an estimate that has an interval (``randomized``, ``em``
@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltr.metrics.propensity import PropensityEstimate
-from ltr.online.ope import _cascade_like
+from ltr.online.ope import cascade_like
 
 #: The estimators whose interval the check can withhold (the others have none to withhold).
 CHECKED = ("em", "randomized", "harvest")
@@ -43,7 +43,7 @@ def cascade_reason(clicks: NDArray[Any], positions: NDArray[np.integer], offsets
     rate = np.divide(np.bincount(pos, weights=c), shown, out=np.zeros_like(shown), where=shown > 0)
     sizes = np.diff(offsets)
     query = np.repeat(np.arange(sizes.shape[0], dtype=np.int64), sizes)
-    found = _cascade_like(c, np.clip(rate[pos], 0.0, 1.0 - 1e-12), query, sizes.shape[0])
+    found = cascade_like(c, np.clip(rate[pos], 0.0, 1.0 - 1e-12), query, sizes.shape[0])
     if found is None:
         return None
     observed, expected = found
