@@ -4,13 +4,20 @@ For every scenario (a user model and a log shape of :mod:`ltr.online.click_simul
 seed, a log is simulated and each before-traffic estimator is called as ``ltr``'s commands call
 it; its interval is checked against the exact truth of the simulator:
 
-- ``propensity em`` / ``propensity ctr``: :func:`ltr.metrics.clicks.propensity.estimate_propensity`
-  (``method="em"`` with the features, or ``"ctr"``; 50 resamples as ``eval.clicks.propensity_bootstrap``)
-  on the whole log; every position 2..10 the log shows is one check against the true PBM curve
-  ``(1/rank)^eta``. For the cascade and DBN users there is no such curve: the truth is then the
-  mean exact examination probability of the rows logged there, relative to position 1 (the
-  quantity a position-based estimate would hope to find), and the row is marked ``(not PBM)``.
-  A position estimated NaN ("not identified") counts as a refusal.
+- ``propensity em`` / ``propensity ctr`` / ``propensity randomized`` / ``propensity em
+  (randomized marked)``: :func:`ltr.metrics.clicks.propensity.estimate_propensity` (``method="em"``
+  with the features, ``"ctr"``, ``"randomized"``; 50 resamples as
+  ``eval.clicks.propensity_bootstrap``, then the check of
+  :func:`ltr.online.propensity_check.check_position_based`, as every command) on the whole log;
+  ``randomized`` and ``em (randomized marked)`` are given the sessions the simulator shuffled (every session of a uniformly random
+  logger) as ``data.randomized_column`` marks them. Every position 2..10 the log shows is one
+  check against the true PBM curve ``(1/rank)^eta``. For the cascade and DBN users there is no
+  such curve: the truth is then the mean exact examination probability of the rows logged
+  there, relative to position 1 (the quantity a position-based estimate would hope to find),
+  and the row is marked ``(not PBM)``. A position estimated NaN ("not identified") counts as a
+  refusal; a value printed with no interval as ``no interval`` (the estimator cannot be checked
+  on such a log: ``em`` unmarked, ``ctr``; or EM lies outside the randomized sessions' interval
+  there) or ``withheld`` (the log looks like cascade or DBN users), never as a miss.
 - ``ope <estimator> <metric>``: :func:`ltr.online.ope.off_policy_estimates` (as ``ltr ope``:
   k = 10, 1,000 resamples, no clipping) of candidate A (``grade + N(0, 1)``) with the true PBM
   curve (cascade and DBN: the logged examination curve above for the position-based estimators,
@@ -23,19 +30,25 @@ it; its interval is checked against the exact truth of the simulator:
   has a paired estimate (:func:`paired_ope`, tolerant of its name and result); else ``n/a``.
 - ``abtest fitted ctr diff``: ``ltr abtest``'s path on a user's click log: the click model
   fitted to the log (:func:`ltr.models.abtest_run.fit_click_model`, ``eval.clicks.propensity=em``,
-  training split = 70 % of the queries, the test split the rest), then
-  :func:`ltr.compare.abtest.simulate_abtest` of A against B on the test queries (100,000
-  sessions a day x 5 % x 14 days); the truth is the exact whole-list CTR of B minus A on the
-  test queries under the true user model. When :func:`fit_click_model` grows a bootstrap
-  (``n_bootstrap``/``bootstrap`` keyword), it is used with 30 resamples.
+  training split = 70 % of the queries, the test split the rest, the shuffled sessions marked as
+  ``data.randomized_column`` marks them), then :func:`ltr.compare.abtest.simulate_abtest` of A
+  against B on the test queries (100,000 sessions a day x 5 % x 14 days), whose CTR difference is
+  anchored on the test queries' logged clicks; the truth is the exact whole-list CTR of B minus A
+  on the test queries under the true user model. A difference printed with no interval counts as
+  ``no interval`` (too few randomized clicks) or ``withheld`` (cascade-like clicks), never as a
+  miss. ``--refits`` (default 0) refits the click model, which only reports its spread.
 - ``calibrate slope`` (scenario ``calibration``): 12 simulated past A/B tests (pairs of rankings
   of a PBM log, offline delta = nDCG@10 on the true grades, online delta = a simulated test's CTR
   difference on 20,000 sessions an arm); :func:`ltr.online.calibrate.calibrate_frame`'s slope
   interval against the least-squares slope of the *exact* online deltas on the offline deltas
   (what the fitted slope estimates over these experiments).
 
-``dm`` (the direct method) is a click model's guess that ``ltr ope`` prints with no interval
-(NaN bounds): its rows say ``no interval`` and give its mean error, not a coverage.
+``dm`` (the direct method), ``rips`` and ``cascade_dr`` (its prefix ratios) are a click model's
+guess that ``ltr ope`` prints with no interval (NaN bounds): their rows say ``no interval`` and
+give the mean error, not a coverage. An interval ``ltr ope`` withholds because it detected that
+the log breaks the estimator's assumption (``ips``, ``snips``, ``dr`` on cascade-like clicks:
+the estimate's ``reason``) counts as ``withheld``, not a miss: the cell says ``withheld`` when
+every log's was, else the coverage of the others and ``(n withheld)``.
 
 Not measured: the interleaving win rate and the sessions needed (ltr prints them without an interval).
 
@@ -54,6 +67,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")  # one thread per worker: the workers are the parallelism
 
 import argparse  # noqa: E402
+import dataclasses  # noqa: E402
 import inspect  # noqa: E402
 import math  # noqa: E402
 import re  # noqa: E402
@@ -81,9 +95,12 @@ K = 10
 LEVEL = 0.95
 #: A value printed with no interval (``dm``, a model's guess): reported as such, not a coverage failure.
 NO_INTERVAL_NOTE = "no interval (a model's guess)"
+#: An interval ltr withholds because it detected that the log breaks the estimator's assumption
+#: (``ltr ope`` on cascade-like clicks): reported as such, not a coverage failure.
+WITHHELD_NOTE = "withheld (the log breaks its assumption)"
 #: ``ltr abtest``'s refits of the fitted click model (its --refits), and the seeds it runs on:
 #: each refit is an EM fit, the slowest check by far (set by --refits and --abtest-seeds)
-OPTIONS = {"refits": 20, "abtest_seeds": 20}
+OPTIONS = {"refits": 0, "abtest_seeds": 20, "randomized": 1}
 PROPENSITY_POSITIONS = 10  # positions 2..10 are checked
 
 
@@ -94,7 +111,7 @@ class Scenario:
     name: str
     spec: LogSpec
     about: str
-    checks: tuple[str, ...] = ("em", "ctr", "randomized", "ope", "paired")
+    checks: tuple[str, ...] = ("em", "em-randomized", "ctr", "randomized", "ope", "paired")
 
 
 def _spec(n_queries: int = 1000, lengths: tuple[int, int] = (4, 20), **kwargs: Any) -> LogSpec:
@@ -102,7 +119,7 @@ def _spec(n_queries: int = 1000, lengths: tuple[int, int] = (4, 20), **kwargs: A
     return LogSpec(n_queries=n_queries, list_lengths=lengths, model=model, **kwargs)
 
 
-WITH_ABTEST = ("em", "ctr", "randomized", "ope", "paired", "abtest")
+WITH_ABTEST = ("em", "em-randomized", "ctr", "randomized", "ope", "paired", "abtest")
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario("pbm-random", _spec(logger_noise=None), "PBM eta 1, uniformly random logger"),
     Scenario("pbm-eta0.5", _spec(model=UserModel(eta=0.5), shuffled_share=0.3), "PBM eta 0.5, noisy relevance logger, 30 % shuffled"),
@@ -147,15 +164,25 @@ class Tally:
 
 
 def _interval_check(
-    scenario: str, quantity: str, value: float, low: float, high: float, truth: float, *, top: float | None = None
+    scenario: str, quantity: str, value: float, low: float, high: float, truth: float, *, top: float | None = None,
+    reason: str = "",
 ) -> Check:
-    """``top``: the largest value the truth can take (a rate: 1), when it has a range ``[0, top]``."""
+    """``top``: the largest value the truth can take (a rate: 1), when it has a range ``[0, top]``;
+    ``reason``: why ltr gives no interval (a withheld one names a broken assumption)."""
     if math.isfinite(value) and math.isnan(low) and math.isnan(high):  # ltr gives a model's guess no interval
-        return Check(scenario, quantity, None, note=NO_INTERVAL_NOTE, error=value - truth)
+        note = WITHHELD_NOTE if _withheld(reason) else NO_INTERVAL_NOTE
+        return Check(scenario, quantity, None, note=note, error=value - truth)
     if not (math.isfinite(low) and math.isfinite(high) and math.isfinite(value)):
         return Check(scenario, quantity, None, note="no finite interval")
     whole = top is not None and low <= 0.0 and high >= top
     return Check(scenario, quantity, bool(low <= truth <= high), high - low, value - truth, whole=whole)
+
+
+def _withheld(reason: str) -> bool:
+    """Whether ``reason`` (an estimate's) is ``ltr ope``'s interval withheld on a broken assumption."""
+    import ltr.online.ope as ope
+
+    return bool(reason) and reason == getattr(ope, "NOT_POSITION_BASED_REASON", None)
 
 
 def _top(metric: str) -> float | None:
@@ -172,15 +199,36 @@ def _refused(scenario: str, quantity: str, exc: BaseException) -> Check:
 # -- propensities --------------------------------------------------------------------------------
 
 
-def propensity_checks(sc: Scenario, log: SimulatedLog, method: str, seed: int) -> list[Check]:
-    """``estimate_propensity`` as training calls it (every logged position, 50 resamples)."""
+def randomized_mark(log: SimulatedLog) -> NDArray[np.int64]:
+    """The ``data.randomized_column`` of the log, one 0 / 1 per row: 1 on the sessions shown in a
+    uniformly random order (the shuffled ones; every session of a uniformly random logger)."""
+    shown_at_random = log.shuffled | (log.spec.logger_noise is None)
+    return np.repeat(shown_at_random, np.diff(log.offsets)).astype(np.int64)
+
+
+def _no_interval_note(est: Any) -> str:
+    """Why a propensity printed with no interval has none: withheld (cascade-like clicks) or no
+    interval (the estimator cannot be checked there)."""
+    fit = est.fit or {}
+    if fit.get("cascade_like"):
+        return WITHHELD_NOTE
+    if est.method == "em" and fit.get("checked"):
+        return f"{NO_INTERVAL_NOTE}: EM outside the randomized interval, or too few randomized clicks"
+    return f"{NO_INTERVAL_NOTE}: cannot be checked on this log"
+
+
+def propensity_checks(sc: Scenario, log: SimulatedLog, method: str, seed: int, *, marked: bool = False) -> list[Check]:
+    """``estimate_propensity`` as training calls it (every logged position, 50 resamples);
+    ``marked``: with the randomized sessions marked (always for ``randomized``)."""
     from ltr.metrics.clicks.propensity import estimate_propensity
+    from ltr.online.propensity_check import check_position_based
 
     n = int(log.positions.max()) + 1
-    quantity = f"propensity {method}" + ("" if log.model.kind == "pbm" else " (not PBM)")
+    name = f"propensity {method}" + (" (randomized marked)" if marked and method != "randomized" else "")
+    quantity = name + ("" if log.model.kind == "pbm" else " (not PBM)")
     extra: dict[str, Any] = {"features": log.features} if method == "em" else {}
-    if method == "randomized":  # the sessions shown in random order, as data.randomized_column marks them
-        extra = {"randomized": np.repeat(log.shuffled, np.diff(log.offsets)).astype(np.int64)}
+    if method == "randomized" or marked:  # the sessions shown in random order, as data.randomized_column marks them
+        extra["randomized"] = randomized_mark(log)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -188,6 +236,7 @@ def propensity_checks(sc: Scenario, log: SimulatedLog, method: str, seed: int) -
                 log.clicks, log.positions, log.offsets, method=method, n_positions=n, n_bootstrap=50,
                 confidence=LEVEL, seed=seed, **extra,
             )  # fmt: skip
+        est = check_position_based(est, log.clicks, log.positions, log.offsets)  # as every command does
     except Exception as exc:  # a refusal (ValueError / LtrUserError / DataError): one line
         return [_refused(sc.name, quantity, exc)]
     truth = log.true_propensities(n)
@@ -198,7 +247,11 @@ def propensity_checks(sc: Scenario, log: SimulatedLog, method: str, seed: int) -
         value, low, high = float(est.propensities[p]), float(est.low[p]), float(est.high[p])
         if not math.isfinite(value):
             out.append(Check(sc.name, quantity, None, note="position not identified"))
-        elif math.isfinite(float(truth[p])):
+        elif not math.isfinite(float(truth[p])):
+            continue
+        elif math.isnan(low) and math.isnan(high):  # printed with no interval: not a miss
+            out.append(Check(sc.name, quantity, None, note=_no_interval_note(est), error=value - float(truth[p])))
+        else:
             out.append(_interval_check(sc.name, quantity, value, low, high, float(truth[p]), top=1.0))
     return out
 
@@ -273,7 +326,8 @@ def _ope_result_checks(sc: Scenario, result: Any, truths: dict[str, float], tag:
         if cascade is not None and _is_cascade_estimator(estimator) != cascade:
             continue
         out.append(
-            _interval_check(sc.name, f"ope {estimator} {metric}{tag}", float(e.value), float(e.low), float(e.high), truth, top=_top(metric))
+            _interval_check(sc.name, f"ope {estimator} {metric}{tag}", float(e.value), float(e.low), float(e.high), truth, top=_top(metric),
+                            reason=str(getattr(e, "reason", "")))
         )
         out[-1].warned = any(re.search(rf"\b{re.escape(estimator)}\b", note.split("; compare")[0]) for note in warned)
     return out
@@ -382,7 +436,8 @@ def _paired_result_checks(
             continue
         if cascade is not None and _is_cascade_estimator(estimator) != cascade:
             continue
-        out.append(_interval_check(sc.name, f"ope paired {estimator} {metric}{tag}", _value(e, "value"), _value(e, "low"), _value(e, "high"), truth))
+        out.append(_interval_check(sc.name, f"ope paired {estimator} {metric}{tag}", _value(e, "value"), _value(e, "low"), _value(e, "high"), truth,
+                                   reason=str(getattr(e, "reason", ""))))
     return out
 
 
@@ -408,7 +463,16 @@ def abtest_checks(sc: Scenario, log: SimulatedLog, seed: int) -> list[Check]:
     truth_a = exact_metrics(log.model, data.labels, scores_a, data.offsets, k=None)["ctr"].mean()
     truth_b = exact_metrics(log.model, data.labels, scores_b, data.offsets, k=None)["ctr"].mean()
     truth = float(truth_b - truth_a)
-    data_cfg = ParquetDataConfig(click_column="click", position_column="position", doc_id_column="doc_id", behaviour_columns=["click", "purchase"])
+    # the sessions shown in random order, marked as data.randomized_column marks them (the simulator knows them)
+    def marked_as(part: Any, queries: NDArray[np.int64]) -> Any:
+        flags = {"randomized": np.repeat(log.shuffled[queries], np.diff(log.offsets)[queries]).astype(np.float64)}
+        return dataclasses.replace(part, behaviours={**(part.behaviours or {}), **flags})
+
+    train, data = marked_as(train, train_q), marked_as(data, test_q)
+    marked = {"randomized_column": "randomized"} if OPTIONS.get("randomized", 1) and log.shuffled[train_q].any() else {}
+    data_cfg = ParquetDataConfig(
+        click_column="click", position_column="position", doc_id_column="doc_id", behaviour_columns=["click", "purchase"], **marked,
+    )  # fmt: skip
     click_cfg = ClickEvalConfig(propensity=Propensity.em)
     try:
         params = inspect.signature(fit_click_model).parameters
@@ -429,6 +493,12 @@ def abtest_checks(sc: Scenario, log: SimulatedLog, seed: int) -> list[Check]:
     except Exception as exc:
         return [_refused(sc.name, quantity, exc)]
     d = result.ctr
+    anchoring = getattr(result, "anchoring", None)
+    if anchoring is not None and not anchoring.anchored:  # withheld in one line: counted as such, not a coverage
+        check = _interval_check(sc.name, quantity, float(d.diff), math.nan, math.nan, truth)
+        cascade = "sessions with two or more clicks" in anchoring.reason  # the log breaks the click model
+        check.note = WITHHELD_NOTE if cascade else f"{NO_INTERVAL_NOTE}: {anchoring.reason.split(':')[0].split(' (')[0][:90]}"
+        return [check]
     return [_interval_check(sc.name, quantity, float(d.diff), float(d.low), float(d.high), truth)]
 
 
@@ -479,6 +549,7 @@ def calibration_checks(sc: Scenario, log: SimulatedLog, seed: int) -> list[Check
 
 CHECKS: dict[str, Callable[[Scenario, SimulatedLog, int], list[Check]]] = {
     "em": lambda sc, log, seed: propensity_checks(sc, log, "em", seed),
+    "em-randomized": lambda sc, log, seed: propensity_checks(sc, log, "em", seed, marked=True),
     "ctr": lambda sc, log, seed: propensity_checks(sc, log, "ctr", seed),
     "randomized": lambda sc, log, seed: propensity_checks(sc, log, "randomized", seed),
     "ope": ope_checks,
@@ -510,7 +581,7 @@ def tally(checks: Iterable[Check]) -> dict[tuple[str, str], Tally]:
     for c in checks:
         t = out.setdefault((c.scenario, c.quantity), Tally())
         if c.covered is None:
-            if c.note == NO_INTERVAL_NOTE:
+            if c.note.startswith(NO_INTERVAL_NOTE) or c.note == WITHHELD_NOTE:
                 t.errors.append(c.error)  # its error still says how far the guess is
             t.refused += 1
             t.notes[c.note] = t.notes.get(c.note, 0) + 1
@@ -557,14 +628,30 @@ def pivot(tallies: dict[tuple[str, str], Tally]) -> str:
             if t is None:
                 cells.append("")
             elif t.checks == 0:
-                none = "no interval" if NO_INTERVAL_NOTE in t.notes else "refused"
+                none = "no interval" if any(n.startswith(NO_INTERVAL_NOTE) for n in t.notes) else "withheld" if WITHHELD_NOTE in t.notes else "refused"
                 cells.append("n/a" if any(n.startswith("n/a") for n in t.notes) else none)
             else:
                 share = 100 * t.covered / t.checks
                 text = f"{share:.0f}{star}"
+                if t.notes.get(WITHHELD_NOTE) and not q.startswith("propensity"):  # some logs withheld, the rest covered this often
+                    text += f" ({t.notes[WITHHELD_NOTE]} withheld)"
+                text += _unbounded_share(q, t)
                 cells.append(f"**{text}**" if share < 90 else text)
         lines.append(f"| {q} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _unbounded_share(quantity: str, t: Tally) -> str:
+    """`` (84 % withheld, 12 % no interval)``: the shares of a propensity row's values (positions
+    of every log) printed with no interval, beside those with one; empty when none, and for
+    the other rows."""
+    if not quantity.startswith("propensity"):
+        return ""
+    withheld = t.notes.get(WITHHELD_NOTE, 0)
+    none = sum(n for note, n in t.notes.items() if note.startswith(NO_INTERVAL_NOTE))
+    total = t.checks + withheld + none
+    parts = [f"{100 * n / total:.0f} % {what}" for n, what in ((withheld, "withheld"), (none, "no interval")) if n]
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def main() -> None:

@@ -50,6 +50,32 @@ Z_POWER = 0.8416212335729143  # power 0.8
 
 
 @dataclass(frozen=True, slots=True)
+class LogAnchor:
+    """The logged sessions of the simulated split that a fitted click model's CTR is anchored on
+    (:func:`anchored_ctr`), per row of the split: ``clicks`` (0/1), 0-based logged ``positions``,
+    ``attract``, the attractiveness of a model fitted without the row's own query's clicks
+    (cross-fitted), and ``examination`` per 0-based position (its last value extends).
+    ``withheld``: one line saying why the interval is withheld ("" : it is given);
+    ``source``: what the examination is, for the report."""
+
+    clicks: NDArray[np.float64]
+    positions: NDArray[np.int64]
+    examination: NDArray[np.float64]
+    attract: NDArray[np.float64]
+    source: str = ""
+    withheld: str = ""
+    n_bootstrap: int = 1000
+    seed: int = 0
+    #: examination curves of resamples of the log the examination was estimated from, shape
+    #: ``(n_curves, n_positions)``: the bootstrap then resamples the curve too (its error enters
+    #: the interval); None: the examination is given, no error of its own
+    curves: NDArray[np.float64] | None = None
+    #: per query of the split: shown in random order (True) or not; the IPS corrections of the
+    #: two groups are combined by their precision (:func:`anchored_ctr`); None: one group
+    groups: NDArray[np.bool_] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ClickModel:
     """The position-based click model of a click log, and optionally what follows a click:
     ``cart[row]`` / ``purchase[row]``, the probabilities that a click adds the row's document to
@@ -67,6 +93,8 @@ class ClickModel:
     #: a fitted model's refits on bootstrap resamples of its log (examination and attractiveness
     #: each): :func:`simulate_abtest` adds their spread to its intervals (:func:`with_fit_uncertainty`)
     refits: tuple[ClickModel, ...] = ()
+    #: a fitted model's log: :func:`simulate_abtest` anchors the CTR row on it (:func:`anchored_ctr`)
+    anchor: LogAnchor | None = None
 
     def curves(self, labels: NDArray[np.integer], n_positions: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Examination of positions ``0..n_positions-1`` and attractiveness of every row."""
@@ -159,6 +187,25 @@ class FitUncertainty:
     strata_sd: list[float] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True)
+class Anchoring:
+    """How a fitted click model's CTR rows were made (:func:`anchored_ctr`).
+
+    ``anchored``: the rows are the doubly robust estimates on the logged sessions of the split,
+    with intervals; otherwise they are the simulation's values with no interval, and
+    ``reason`` says why in one line (else what the interval rests on). ``simulated``: the
+    simulated sessions' own difference under the fitted model (its forecast);
+    ``sessions_low`` / ``sessions_high``: the sessions for 80 % power at the ends of the
+    difference's interval (inf when it holds 0; NaN without an interval)."""
+
+    anchored: bool
+    reason: str
+    n_queries: int
+    simulated: Difference
+    sessions_low: float
+    sessions_high: float
+
+
 @dataclass(frozen=True)
 class AbTestResult:
     """Everything one simulation reports (see the module docstring); ``expected_ctr_a`` /
@@ -180,23 +227,30 @@ class AbTestResult:
     #: (:func:`with_fit_uncertainty`); None: a known click model (the key is then left out of
     #: :meth:`to_dict`)
     fit: FitUncertainty | None = None
+    #: a fitted click model's log: the CTR rows are anchored on it, or have no interval
+    #: (:func:`anchored_ctr`); None: a known click model (the key is then left out of :meth:`to_dict`)
+    anchoring: Anchoring | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Every number, JSON-ready: counts as integers (``sessions_needed``, ``sessions_low`` and
-        ``sessions_high`` too, whole numbers of sessions), inf as the string ``"inf"``; ``fit`` only
-        when the click model was fitted."""
+        ``sessions_high`` too, whole numbers of sessions), inf as the string ``"inf"``, a missing
+        number (an interval withheld) as null; ``fit`` and ``anchoring`` only when the click model
+        was fitted."""
         def clean(value: Any) -> Any:
             if isinstance(value, dict):
                 return {k: int(v) if k in _WHOLE and math.isfinite(v) else clean(v) for k, v in value.items()}
             if isinstance(value, list):
                 return [clean(v) for v in value]
+            if isinstance(value, float) and math.isnan(value):
+                return None
             if isinstance(value, float) and not math.isfinite(value):
                 return str(value)
             return value
 
         out = dict(clean(asdict(self)))
-        if self.fit is None:
-            del out["fit"]
+        for key in ("fit", "anchoring"):
+            if getattr(self, key) is None:
+                del out[key]
         return out
 
 
@@ -492,12 +546,14 @@ def simulate_abtest(
         float(expected_ctr(labels, ranks_b, offsets, model).mean()),
         buys, per_stratum,
     )  # fmt: skip
-    if not model.refits:
-        return result
-    refit_diffs = np.stack(
-        [expected_ctr(labels, ranks_b, offsets, refit) - expected_ctr(labels, ranks_a, offsets, refit) for refit in model.refits]
-    )
-    return with_fit_uncertainty(result, refit_diffs, offsets, strata)
+    if model.refits:
+        refit_diffs = np.stack(
+            [expected_ctr(labels, ranks_b, offsets, refit) - expected_ctr(labels, ranks_a, offsets, refit) for refit in model.refits]
+        )
+        result = with_fit_uncertainty(result, refit_diffs, offsets, strata)
+    if model.anchor is not None:
+        result = anchored_ctr(result, ranks_a, ranks_b, offsets, model.anchor, strata)
+    return result
 
 
 def power_curves(result: AbTestResult, sessions: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -731,10 +787,275 @@ def with_fit_uncertainty(
     )  # fmt: skip
 
 
+def doubly_robust_ctr(
+    ranks: NDArray[np.integer], offsets: NDArray[np.int64], anchor: LogAnchor, examination: NDArray[np.float64] | None = None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Per query, the doubly robust whole-list CTR of the ranking ``ranks`` (0-based, per row)
+    from the logged sessions of ``anchor``, and each row's slope of it in the row's click.
+
+    With ``e`` the examination, ``a`` the (cross-fitted) attractiveness, ``p_d = e(r_d) a_d`` the
+    model's click probability of row ``d`` at its new position ``r_d`` and ``l_d`` its logged
+    position: ``1 - prod_d (1 - p_d) + sum_d slope_d * (y_d - e(l_d) a_d)``, ``slope_d =
+    prod_{j != d} (1 - p_j) * e(r_d) / e(l_d)``: the model's CTR, linearised in each document's
+    click probability and corrected by the document's IPS residual. With the examination right
+    and the clicks position-based, unbiased for the session's CTR when ``a`` is, and otherwise
+    off only by products of two documents' errors of ``a`` (the correction is first-order; ``a``
+    must not be fitted on the query's own clicks). ``examination``: another curve than ``anchor.examination``.
+
+    >>> anchor = LogAnchor(np.array([1.0, 0.0]), np.array([0, 1]), np.array([1.0, 0.5]), np.array([0.5, 0.2]))
+    >>> v, slope, p = doubly_robust_ctr(np.array([1, 0]), np.array([0, 2]), anchor)
+    >>> round(float(v[0]), 12)  # 1 - 0.75 * 0.8 + 0.8 * 0.5 * (1 - 0.5) + 0.75 * 2 * (0 - 0.1)
+    0.45
+    """
+    offsets = np.asarray(offsets, dtype=np.int64)
+    sizes = np.diff(offsets)
+    n_q = sizes.shape[0]
+    query = np.repeat(np.arange(n_q, dtype=np.int64), sizes)
+    ranks = np.asarray(ranks, dtype=np.int64)
+    n = int(max(int(ranks.max(initial=0)), int(anchor.positions.max(initial=0)))) + 1
+    curve = anchor.examination if examination is None else np.asarray(examination, dtype=np.float64)
+    exam = np.full(n, curve[-1])
+    exam[: min(n, curve.shape[0])] = curve[:n]
+    e_new, e_log = exam[ranks], exam[anchor.positions]
+    a = np.asarray(anchor.attract, dtype=np.float64)
+    p_new = np.clip(e_new * a, 0.0, 1.0 - 1e-12)
+    log_stay = np.log1p(-p_new)
+    stay = np.bincount(query, weights=log_stay, minlength=n_q)
+    slope = np.exp(stay[query] - log_stay) * e_new / e_log
+    p_log = np.clip(e_log * a, 0.0, 1.0)
+    values = 1.0 - np.exp(stay) + np.bincount(query, weights=slope * (anchor.clicks - p_log), minlength=n_q)
+    return np.asarray(values, dtype=np.float64), np.asarray(slope, dtype=np.float64), np.asarray(p_log, dtype=np.float64)
+
+
+def _dr_parts(
+    ranks: NDArray[np.integer], offsets: NDArray[np.int64], anchor: LogAnchor, examination: NDArray[np.float64] | None = None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`doubly_robust_ctr` in parts: per query the model's CTR and the IPS correction (their
+    sum the doubly robust CTR), per row the slope and the model's click probability at the
+    logged position."""
+    values, slope, p_log = doubly_robust_ctr(ranks, offsets, anchor, examination)
+    sizes = np.diff(np.asarray(offsets, dtype=np.int64)).astype(np.int64)
+    query = np.repeat(np.arange(sizes.shape[0], dtype=np.int64), sizes)
+    correction = np.asarray(np.bincount(query, weights=slope * (anchor.clicks - p_log), minlength=sizes.shape[0]), dtype=np.float64)
+    return values - correction, correction, slope, p_log
+
+
+#: A group of queries (randomized or not) with fewer than this many leaves its IPS corrections out.
+MIN_GROUP_QUERIES = 10
+
+
+def group_scale(correction: NDArray[np.float64], groups: NDArray[np.bool_] | None) -> NDArray[np.float64]:
+    """Per query, the factor of its IPS correction in the anchored mean: ``w_g * n / n_g`` for a
+    query of group ``g`` (``n_g`` queries of ``n``), ``w_g`` proportional to the precision
+    ``n_g / var_g`` of the group's mean ``correction`` (a group of fewer than
+    :data:`MIN_GROUP_QUERIES` queries: 0). Sessions are randomized independently of their
+    query, so each group is a random sample of the queries and its mean correction an unbiased
+    estimate of all of theirs: the combination is too, and leans on the group whose corrections
+    vary least (the ordered sessions, whose weights ``e(new) / e(logged)`` are near 1). All 1
+    without groups.
+
+    >>> group_scale(np.array([0.0, 2.0] * 10 + [0.0, 1.0] * 10), np.array([True] * 20 + [False] * 20)).round(3).tolist()[::20]
+    [0.4, 1.6]
+    """
+    n_q = correction.shape[0]
+    if groups is None:
+        return np.ones(n_q)
+    g = np.asarray(groups, dtype=bool)
+    parts = [~g, g]
+    precision = []
+    for inside in parts:
+        m = int(inside.sum())
+        var = float(correction[inside].var(ddof=1)) / m if m >= MIN_GROUP_QUERIES else math.inf
+        precision.append(0.0 if not math.isfinite(var) else 1.0 / max(var, 1e-12))
+    total = sum(precision)
+    if total == 0:
+        return np.ones(n_q)
+    scale = np.zeros(n_q)
+    for inside, w in zip(parts, precision, strict=True):
+        if inside.any():
+            scale[inside] = w / total * n_q / int(inside.sum())
+    return scale
+
+
+def _bca_interval(
+    values: NDArray[np.float64], means: NDArray[np.float64], boot: NDArray[np.float64], level: float = 0.95,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The bias-corrected and accelerated (BCa; Efron 1987) bootstrap interval of each column's
+    mean: ``values`` per query (one column per quantity), ``boot`` the resampled means (one row
+    per resample). The bias correction ``z0`` is the normal quantile of the share of resampled
+    means below the estimate, the acceleration the mean's closed-form jackknife
+    ``sum(d^3) / (6 sum(d^2)^1.5)``, ``d = x - mean``, as :func:`ltr.online.ope.bca_interval`.
+
+    >>> low, high = _bca_interval(np.array([[0.0], [1.0]]), np.array([0.5]), np.array([[0.0], [0.5], [0.5], [1.0]]))
+    >>> low.tolist(), high.tolist()
+    ([0.0], [1.0])
+    """
+    n_cols = values.shape[1]
+    d = values - means
+    s2 = (d * d).sum(axis=0)
+    accel = np.divide((d**3).sum(axis=0), 6.0 * s2**1.5, out=np.zeros(n_cols), where=s2 > 0)
+    below = (boot < means).mean(axis=0) + 0.5 * (boot == means).mean(axis=0)
+    n_boot = boot.shape[0]
+    z0 = stats.norm.ppf(np.clip(below, 1.0 / (n_boot + 1), 1.0 - 1.0 / (n_boot + 1)))
+    ordered = np.sort(boot, axis=0)
+    tail = (1.0 - level) / 2.0
+    out = []
+    for z in (stats.norm.ppf(tail), stats.norm.ppf(1.0 - tail)):
+        probs = stats.norm.cdf(z0 + (z0 + z) / (1.0 - accel * (z0 + z)))
+        index = np.clip(np.rint(probs * (n_boot - 1)).astype(np.int64), 0, n_boot - 1)
+        out.append(np.asarray(ordered[index, np.arange(n_cols)], dtype=np.float64))
+    return out[0], out[1]
+
+
+def _anchored_difference(values: NDArray[np.float64], boot: NDArray[np.float64], floor_variance: float, per_day: float) -> Difference:
+    """The anchored CTR of A and B and B - A over queries: ``values`` per query (columns A, B,
+    B - A), ``boot`` their means over resamples (one row each). The means (each rate cut to
+    [0, 1], the difference their difference), each with a 95 % BCa interval
+    (:func:`_bca_interval`), the difference's widened to at least
+    ``+- z sqrt(floor_variance) / n`` and cut to [-1, 1]; the p-value the normal test with the
+    standard error of the interval's side toward 0 (below 0.05 exactly when it excludes 0);
+    sessions for power at the anchored rates (days
+    at ``per_day`` sessions a day)."""
+    n_q = values.shape[0]
+    if n_q == 0:
+        nan = math.nan
+        return Difference(Rate(nan, nan, nan, 0), Rate(nan, nan, nan, 0), nan, nan, nan, nan, nan, nan)
+    means = values.mean(axis=0)
+    low, high = _bca_interval(values, means, boot)
+    pa, pb = (min(max(float(m), 0.0), 1.0) for m in means[:2])
+    diff = pb - pa
+    half = Z_ALPHA * math.sqrt(max(floor_variance, 0.0)) / n_q
+    d_low = max(min(float(low[2]) - float(means[2]) + diff, diff - half, diff), -1.0)
+    d_high = min(max(float(high[2]) - float(means[2]) + diff, diff + half, diff), 1.0)
+
+    def rate(i: int, value: float) -> Rate:
+        return Rate(value, min(max(float(low[i]), 0.0), value), max(min(float(high[i]), 1.0), value), n_q)
+
+    se = (diff - d_low if diff > 0 else d_high - diff) / Z_ALPHA  # the interval's side toward 0: p < 0.05 when it excludes 0
+    p_value = float(2 * stats.norm.sf(abs(diff) / se)) if se > 0 else (1.0 if diff == 0 else 0.0)
+    needed = sessions_for_power(pa, pb)
+    return Difference(rate(0, pa), rate(1, pb), diff, d_low, d_high, p_value, needed, needed / per_day)
+
+
+def _without_interval(d: Difference) -> Difference:
+    """``d``'s values with every interval and the p-value NaN (a model's forecast, no interval)."""
+    nan = math.nan
+    return Difference(
+        Rate(d.a.value, nan, nan, d.a.n), Rate(d.b.value, nan, nan, d.b.n), d.diff, nan, nan, nan, d.sessions_needed, d.days_needed,
+    )  # fmt: skip
+
+
+def _sessions_over(ctr: Difference) -> tuple[float, float]:
+    """The sessions for 80 % power at the far and the near end of ``ctr``'s interval (inf when it
+    holds 0; NaN without an interval)."""
+    if not (math.isfinite(ctr.low) and math.isfinite(ctr.high) and math.isfinite(ctr.diff)):
+        return math.nan, math.nan
+    pa = ctr.a.value
+    ends = sorted((abs(ctr.low), abs(ctr.high)))
+
+    def at(diff: float) -> float:  # a rate stays in [0, 1]
+        return sessions_for_power(pa, min(max(pa + diff, 0.0), 1.0))
+
+    if ctr.low <= 0 <= ctr.high:
+        far = ctr.high if abs(ctr.high) >= abs(ctr.low) else ctr.low
+        return at(far), math.inf
+    sign = math.copysign(1.0, ctr.diff)
+    return at(sign * ends[1]), at(sign * ends[0])
+
+
+def _joint_bootstrap(
+    values: NDArray[np.float64], scale: NDArray[np.float64], ranks_a: NDArray[np.integer], ranks_b: NDArray[np.integer],
+    offsets: NDArray[np.int64], anchor: LogAnchor, subsets: list[NDArray[np.bool_]],
+) -> list[NDArray[np.float64]]:
+    """Per subset of the queries, the means of ``values`` (per query: A, B, B - A) over seeded
+    resamples of the queries with replacement (``anchor.n_bootstrap`` of them; with
+    ``anchor.curves``, one per curve, each resample's values recomputed under its curve, the
+    corrections times ``scale``)."""
+    n_q = values.shape[0]
+    curves = anchor.curves
+    n_boot = anchor.n_bootstrap if curves is None else int(curves.shape[0])
+    rng = np.random.default_rng([anchor.seed, 0xA9C4])
+    counts = rng.multinomial(n_q, np.full(n_q, 1.0 / max(n_q, 1)), size=n_boot).astype(np.float64) if n_q else np.zeros((n_boot, 0))
+    out = [np.empty((n_boot, 3)) for _ in subsets]
+    for b in range(n_boot):
+        v = values
+        if curves is not None:
+            m_a, c_a = _dr_parts(ranks_a, offsets, anchor, curves[b])[:2]
+            m_b, c_b = _dr_parts(ranks_b, offsets, anchor, curves[b])[:2]
+            v = np.column_stack([m_a + scale * c_a, m_b + scale * c_b, m_b - m_a + scale * (c_b - c_a)])
+        for boot, inside in zip(out, subsets, strict=True):
+            weight = counts[b, inside]
+            total = float(weight.sum())
+            boot[b] = weight @ v[inside] / total if total > 0 else (values[inside].mean(axis=0) if inside.any() else math.nan)
+    return out
+
+
+def anchored_ctr(
+    result: AbTestResult, ranks_a: NDArray[np.integer], ranks_b: NDArray[np.integer], offsets: NDArray[np.int64],
+    anchor: LogAnchor, strata: Strata | None = None,
+) -> AbTestResult:
+    """``result`` with its CTR rows (overall and per stratum of list length) anchored on the logged
+    sessions of ``anchor``.
+
+    Unless ``anchor.withheld``: each arm's CTR is the mean over the split's queries of its
+    doubly robust whole-list CTR (:func:`doubly_robust_ctr`), the IPS corrections of the
+    randomized and the ordered sessions combined by their precision (:func:`group_scale`), and
+    B - A the mean per-query difference, with 95 % BCa bootstrap intervals over the queries
+    (and over the examination's own resamples, ``anchor.curves``), the difference's at least
+    ``z`` times the standard deviation the click model gives it (each row's correction is linear
+    in its click: ``sum p (1 - p) (slope_B - slope_A)^2``); the p-value is the normal test of
+    that interval's side toward 0, the sessions for 80 % power those at the anchored rates. They hold the truth
+    when the examination is right and the clicks position-based, up to the products of two
+    documents' errors of the fitted attractiveness. With ``anchor.withheld``: the simulation's values with no interval or
+    p-value (:func:`verdict` gives the reason). Interleaving and purchases are the simulation's.
+    """
+    offsets = np.asarray(offsets, dtype=np.int64)
+    sizes = np.diff(offsets)
+    n_q = sizes.shape[0]
+    query = np.repeat(np.arange(n_q, dtype=np.int64), sizes)
+    strata = strata or Strata()
+    stratum = strata.assign(sizes)
+    if anchor.withheld:
+        ctr = _without_interval(result.ctr)
+        per_stratum = [StratumResult(s.stratum, s.n_sessions, _without_interval(s.ctr), s.interleaving, s.purchases) for s in result.strata]
+        anchoring = Anchoring(False, anchor.withheld, n_q, result.ctr, math.nan, math.nan)
+    else:
+        m_a, c_a, slope_a, p_log = _dr_parts(ranks_a, offsets, anchor)
+        m_b, c_b, slope_b, _ = _dr_parts(ranks_b, offsets, anchor)
+        scale = group_scale(c_b - c_a, anchor.groups)
+        x1 = (slope_b - slope_a) * (1.0 - p_log) * scale[query]
+        x0 = -(slope_b - slope_a) * p_log * scale[query]
+        values = np.column_stack([m_a + scale * c_a, m_b + scale * c_b, m_b - m_a + scale * (c_b - c_a)])
+        subsets = [np.ones(n_q, dtype=bool), *(stratum == index for index in range(len(result.strata)))]
+        boots = _joint_bootstrap(values, scale, ranks_a, ranks_b, offsets, anchor, subsets)
+        per_day = result.sessions_per_day * result.traffic_share
+
+        def over(inside: NDArray[np.bool_], boot: NDArray[np.float64]) -> Difference:
+            rows = inside[query]  # the click model's variance of the sum of the corrections, each linear in its click
+            var = float((p_log[rows] * (1.0 - p_log[rows]) * (x1[rows] - x0[rows]) ** 2).sum())
+            return _anchored_difference(values[inside], boot, var, per_day)
+
+        ctr = over(subsets[0], boots[0])
+        per_stratum = [
+            StratumResult(s.stratum, s.n_sessions, over(subsets[index + 1], boots[index + 1]), s.interleaving, s.purchases)
+            for index, s in enumerate(result.strata)
+        ]
+        low_n, high_n = _sessions_over(ctr)
+        anchoring = Anchoring(True, anchor.source, n_q, result.ctr, low_n, high_n)
+    return dataclasses.replace(result, ctr=ctr, strata=per_stratum, anchoring=anchoring)
+
+
 def verdict(result: AbTestResult) -> str:
-    """One line: whether the CTR difference's interval tells A from B (it holds 0, or not)."""
+    """One line: whether the CTR difference's interval tells A from B (it holds 0, or not); a
+    fitted model's difference without an interval: why there is none."""
     d = result.ctr
-    where = "allowing for the click model's fit" if result.fit is not None else "under the click model"
+    anchoring = result.anchoring
+    if anchoring is not None and not anchoring.anchored:
+        return f"no interval (model): B - A in CTR {d.diff:+.4f} is the fitted click model's forecast; {anchoring.reason}"
+    if anchoring is not None:
+        where = "anchored on the log's clicks"
+    else:
+        where = "allowing for the click model's fit" if result.fit is not None else "under the click model"
     if not math.isfinite(d.diff):
         return "the simulation holds no session of one arm: it cannot tell A from B"
     if d.low <= 0 <= d.high:

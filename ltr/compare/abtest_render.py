@@ -25,10 +25,18 @@ def _days(value: float) -> str:
     return "never (no effect)" if not math.isfinite(value) else f"{value:.1f}"
 
 
+def _rate(value: float, low: float, high: float, sign: str = "") -> str:
+    """``0.4500 [0.4433, 0.4537]``; ``0.4500 (no interval)`` when the interval is withheld (NaN)."""
+    if math.isnan(low) or math.isnan(high):
+        return f"{value:{sign}.4f} (no interval)"
+    return f"{value:{sign}.4f} [{low:{sign}.4f}, {high:{sign}.4f}]"
+
+
 def _diff_row(name: str, d: Difference) -> str:
+    p = "-" if math.isnan(d.p_value) else f"{d.p_value:.3g}"
     return (
-        f"| {name} | {d.a.value:.4f} [{d.a.low:.4f}, {d.a.high:.4f}] | {d.b.value:.4f} [{d.b.low:.4f}, {d.b.high:.4f}] "
-        f"| {d.diff:+.4f} [{d.low:+.4f}, {d.high:+.4f}] | {d.p_value:.3g} | {_n(d.sessions_needed)} | {_days(d.days_needed)} |"
+        f"| {name} | {_rate(d.a.value, d.a.low, d.a.high)} | {_rate(d.b.value, d.b.low, d.b.high)} "
+        f"| {_rate(d.diff, d.low, d.high, '+')} | {p} | {_n(d.sessions_needed)} | {_days(d.days_needed)} |"
     )
 
 
@@ -42,7 +50,8 @@ def _il_row(name: str, il: Interleaving) -> str:
 def to_markdown(result: AbTestResult, label_a: str, label_b: str, *, split: str) -> str:
     """The report: both arms, the difference with its interval and p-value, the sessions and
     days for 80 % power, the interleaving result, then the same per stratum of list length; a
-    fitted click model (``result.fit``) adds what its uncertainty is and a one-line verdict."""
+    fitted click model (``result.anchoring``) adds what its CTR rows rest on and a one-line
+    verdict."""
     per_day = result.sessions_per_day * result.traffic_share
     head = "| | A (CTR, 95 %) | B (CTR, 95 %) | B - A [95 %] | p | sessions for 80 % power | days |"
     rule = "|---|---:|---:|---:|---:|---:|---:|"
@@ -52,14 +61,40 @@ def to_markdown(result: AbTestResult, label_a: str, label_b: str, *, split: str)
         f"# Simulated A/B test: A = {label_a}, B = {label_b} ({split} queries)", "",
         f"{result.n_sessions:,} sessions: {result.days:g} days at {result.sessions_per_day:,.0f} sessions/day x "
         f"{result.traffic_share:g} traffic share ({per_day:,.0f} a day in the experiment, half per arm), seed {result.seed}. "
-        f"Exact expected CTR: A {result.expected_ctr_a:.4f}, B {result.expected_ctr_b:.4f} "
+        f"Exact expected CTR{' under the fitted click model' if result.anchoring is not None else ''}: "
+        f"A {result.expected_ctr_a:.4f}, B {result.expected_ctr_b:.4f} "
         f"(B - A {result.expected_ctr_b - result.expected_ctr_a:+.4f}).", "",
         "## A/B test", "", head, rule, _diff_row("CTR", result.ctr),
     ]  # fmt: skip
     if result.purchases is not None:
         lines.append(_diff_row("purchase rate", result.purchases))
-    fit = result.fit
-    if fit is not None:
+    fit, anchoring = result.fit, result.anchoring
+    if anchoring is not None:
+        sim = anchoring.simulated
+        if anchoring.anchored:
+            text = (
+                f"The CTR rows are anchored on the log: each ranking's CTR on the {anchoring.n_queries:,} {split} queries "
+                f"is the fitted click model's, corrected by every logged click's IPS residual (doubly robust), under "
+                f"{anchoring.reason}; the 95 % intervals resample the queries and the examination, and hold when the "
+                f"examination is right and the clicks position-based. Sessions for 80 % power over the interval: "
+                f"{_n(anchoring.sessions_low)} to {_n(anchoring.sessions_high)}."
+            )
+        else:
+            text = (
+                "The CTR rows are the simulation under the fitted click model, with no interval: a model's forecast "
+                "(the verdict says why)."
+            )
+        spread = (
+            f" Over {fit.n_refits} refits on resampled queries the model's own B - A has a standard deviation of {fit.sd:.4f}."
+            if fit is not None and math.isfinite(fit.sd) else ""
+        )
+        lines += [
+            "",
+            text + f" The simulated sessions under the fitted model: B - A {sim.diff:+.4f}." + spread,
+            "",
+            f"Verdict: {verdict(result)}.",
+        ]  # fmt: skip
+    elif fit is not None:
         lines += [
             "",
             f"The click model is fitted to the log: the CTR intervals and p-values hold its uncertainty, "
@@ -70,8 +105,8 @@ def to_markdown(result: AbTestResult, label_a: str, label_b: str, *, split: str)
             f"Verdict: {verdict(result)}.",
         ]  # fmt: skip
     lines += ["", "## Team-draft interleaving (the same sessions)", "", il_head, il_rule, _il_row("all", result.interleaving)]
-    if fit is not None:
-        lines += ["", "(Its p-value holds the simulated sessions' noise only, not the click model's fit.)"]
+    if fit is not None or anchoring is not None:
+        lines += ["", "(Its p-value holds the simulated sessions' noise under the fitted click model only, not the model's error.)"]
     ab, il = result.ctr.sessions_needed, result.interleaving.sessions_needed
     if math.isfinite(ab) and math.isfinite(il) and il > 0:
         lines += ["", f"Interleaving needs {il:,.0f} sessions for 80 % power, the A/B test {ab:,.0f}: {ab / il:.1f}x fewer."]

@@ -41,10 +41,11 @@ from ltr.metrics.clicks.ips import (
     estimate_propensities,
     propensity_table,
 )
-from ltr.metrics.clicks.propensity import RELEVANCE_CAUTION, PropensityEstimate, estimate_propensity
+from ltr.metrics.clicks.propensity import PropensityEstimate, estimate_propensity, interval_note
 from ltr.metrics.reports.gap import LightgbmGap, lightgbm_gap
 from ltr.metrics.tail import tail_exposure, tail_items
 from ltr.metrics.top import with_top_doc_ids
+from ltr.online.propensity_check import check_position_based
 from ltr.rerank import score_order
 from ltr.rerank.step import rerank_split
 from ltr.tracking import Tracker
@@ -315,14 +316,14 @@ class InMemorySource:
                 n_positions=n, n_bootstrap=int(click_cfg.propensity_bootstrap),
                 confidence=float(click_cfg.propensity_confidence), seed=spec.seed, **inputs,
             )  # fmt: skip
+            self.propensity = check_position_based(self.propensity, train.labels, train.positions, train.offsets)
         except ValueError as exc:
             raise DataError(f"eval.clicks.propensity={method}: {exc}") from None
-        caution = ""
-        if method in ("estimated", "em") and options.get("randomized_column") is None:
-            caution = f"; {RELEVANCE_CAUTION}"
+        note = interval_note(self.propensity)
         log.info(
             "propensities (%s) of positions 1-%d: %s%s", method, min(n, 10),
-            ", ".join(f"{v:.3f}" if np.isfinite(v) else "not identified" for v in self.propensity.propensities[:10]), caution,
+            ", ".join(f"{v:.3f}" if np.isfinite(v) else "not identified" for v in self.propensity.propensities[:10]),
+            f"; {note}" if note else "",
         )
 
     def _label_sources(self, spec: ExperimentSpec) -> dict[str, str]:

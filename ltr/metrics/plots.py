@@ -140,7 +140,7 @@ PROPENSITY_FIGURE_POSITIONS = 50
 
 def plot_propensity(estimate: PropensityEstimate, *, title: str, eval_k: int | None = None) -> Figure:
     """The examination propensity of every position (relative to position 1) with its bootstrap
-    interval, on a log-log scale; ``eval_k`` marked when given."""
+    interval where it has one, on a log-log scale; ``eval_k`` marked when given."""
     from matplotlib.figure import Figure
 
     title = wrap_title(title, 6.4, left=0.11, right=0.97)
@@ -151,6 +151,8 @@ def plot_propensity(estimate: PropensityEstimate, *, title: str, eval_k: int | N
     ks = np.arange(1, n + 1)
     values = np.clip(estimate.propensities[:n], 1e-4, None)
     label = f"{estimate.method}" + (f" ({estimate.confidence:.0%} bootstrap interval, {estimate.n_bootstrap} resamples)" if estimate.n_bootstrap else "")
+    if estimate.no_interval:
+        label += " (no interval where none is drawn)" if estimate.n_bootstrap else " (no interval)"
     if estimate.n_bootstrap:
         ax.fill_between(ks, np.clip(estimate.low[:n], 1e-4, None), np.clip(estimate.high[:n], 1e-4, None), alpha=0.25, step=None)
     ax.plot(ks, values, marker="o", markersize=3, label=label)

@@ -19,6 +19,7 @@ there (the log says nothing of what a click the logger never showed would have b
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import tempfile
 from collections.abc import Callable
@@ -29,11 +30,13 @@ import numpy as np
 from numpy.typing import NDArray
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
+from scipy.optimize import isotonic_regression
 
 from ltr.compare.abtest import (
     MAX_SIMULATION_SECONDS,
     AbTestResult,
     ClickModel,
+    LogAnchor,
     fit_attractiveness,
     n_sessions_of,
     simulate_abtest,
@@ -45,20 +48,29 @@ from ltr.config.groups.data import ParquetDataConfig, SplitConfig, SyntheticClic
 from ltr.config.logged import read_logged_config
 from ltr.config.schema import ClickEvalConfig, RerankConfig
 from ltr.data.config_rules import popularity_column
-from ltr.data.feedback.click_log import click_options, clicks_of, is_click_log, propensity_inputs
+from ltr.data.feedback.click_log import (
+    behaviour,
+    click_options,
+    clicks_of,
+    is_click_log,
+    propensity_inputs,
+    randomized_flags,
+)
 from ltr.data.feedback.clicks import cart_probability, purchase_probability
 from ltr.data.load import load_click_splits, load_splits
 from ltr.data.ranking_data import RankingData
 from ltr.errors import DataError, LtrUserError
-from ltr.metrics.clicks.propensity import estimate_propensity
+from ltr.metrics.clicks.propensity import MIN_POSITION_CLICKS, estimate_propensity
 from ltr.metrics.strata import Strata
+from ltr.online.propensity_check import cascade_reason
 from ltr.rerank.step import rerank_split
 from ltr.tracking import find_tracking_uri
 from ltr.tracking.runs import RunRecord, RunStore
 from ltr.training.backends import MODEL_FILES, load_model
 
-#: Refits of a user's log's click model on bootstrap resamples of its queries (``--refits``).
-DEFAULT_REFITS = 50
+#: Refits of a user's log's click model on bootstrap resamples of its queries (``--refits``):
+#: they report the spread of the model's own B - A (the CTR intervals are anchored on the log).
+DEFAULT_REFITS = 0
 
 #: ``progress(done, total)``: called after every refit of the click model.
 Progress = Callable[[int, int], None]
@@ -100,13 +112,20 @@ def _typed(node: Any, schema: type[Any], key: str, run: RunRecord) -> Any:
 
 def run_ranking(
     store: RunStore, run: RunRecord, label: str, *, split: str, fit: bool = True, refits: int = DEFAULT_REFITS,
-    progress: Progress | None = None,
+    progress: Progress | None = None, randomized_column: str | None = None,
 ) -> RunRanking:
     """Re-make ``run``'s scores of ``split`` (see the module docstring); on a user's log with
-    ``fit``, also its fitted click model (:func:`fit_click_model`, ``refits`` resamples)."""
+    ``fit``, also its fitted click model (:func:`fit_click_model`, ``refits`` resamples).
+    ``randomized_column``: the log's column marking the sessions shown in random order (as
+    ``data.randomized_column``, which it overrides)."""
     raw = read_logged_config(store.text_artifact(run, "config/config.yaml"), f"run {run.run_id}")
     kind = raw.get("data", {}).get("kind")
     user_log = kind == "parquet" and raw.data.get("click_column") is not None
+    if randomized_column is not None and not user_log:
+        raise LtrUserError(
+            f"--randomized-column is for runs on your own click log (data=parquet with data.click_column); run "
+            f"{run.run_id} ({run.run_name!r}) is on data kind {kind!r}"
+        )
     if kind != "synthetic_clicks" and not user_log:
         raise LtrUserError(
             f"run {run.run_id} ({run.run_name!r}) is on data kind {kind!r} without a click column: "
@@ -120,6 +139,8 @@ def run_ranking(
     note = ""
     if user_log:
         table_cfg: ParquetDataConfig = _typed(raw.data, ParquetDataConfig, "data", run)
+        if randomized_column is not None:
+            table_cfg = dataclasses.replace(table_cfg, randomized_column=randomized_column)
         data_cfg = table_cfg
         click_cfg = _typed(raw.get("eval", {}).get("clicks", {}), ClickEvalConfig, "eval.clicks", run)
         try:
@@ -199,6 +220,61 @@ def _power_law_tail(head: NDArray[np.float64], n: int, floor: float) -> NDArray[
     return np.asarray(np.clip(head[-1] * (m / k) ** eta, floor, 1.0), dtype=np.float64)
 
 
+#: Resamples of the training split's queries whose examination curves the anchored interval
+#: holds (an estimated curve's own error).
+ANCHOR_CURVES = 400
+
+#: The positions (from the top) the randomized sessions must identify for an anchored interval:
+#: with fewer, the examination of the rest is a guess through two or three noisy values, and the
+#: anchored CTR of a whole list rests on that guess.
+MIN_ANCHOR_POSITIONS = 4
+
+#: The propensity methods whose examination is a model's (biased when the logger ranked on
+#: relevance the features do not show): a difference anchored on them gets no interval.
+MODEL_PROPENSITIES = ("em", "estimated")
+
+
+def _examination_method(method: str, options: dict[str, str]) -> str:
+    """The propensity method the click model's examination takes: ``randomized`` when the log
+    marks randomized sessions and the run's ``method`` is a model's (:data:`MODEL_PROPENSITIES`),
+    else the run's."""
+    return "randomized" if method in MODEL_PROPENSITIES and "randomized_column" in options else method
+
+
+def randomized_curve(
+    clicks: NDArray[np.float64], positions: NDArray[np.integer], randomized: NDArray[np.bool_], n: int, *,
+    weights: NDArray[np.float64] | None = None, floor: float = 0.01,
+) -> tuple[NDArray[np.float64], int]:
+    """Examination of 0-based positions ``0..n-1`` relative to the top from the rows of the
+    sessions shown in random order (``randomized``), and the first position it could not
+    identify (``n``: none). Each position's click-through rate there (where position and
+    attractiveness are independent, it is proportional to the position's examination), made
+    non-increasing by isotonic regression weighted by the position's rows, divided by the top's,
+    clipped at ``floor``; from the first position below the top with fewer than
+    :data:`ltr.metrics.clicks.propensity.MIN_POSITION_CLICKS` clicks on, a power law through the ones
+    above (:func:`_power_law_tail`). ``weights``: per row (a bootstrap's resample counts).
+
+    >>> curve, first = randomized_curve(np.array([1.0, 1, 0, 1, 1, 0] * 5), np.array([0, 0, 1, 1, 2, 2] * 5), np.ones(30, bool), 4)
+    >>> curve.round(4).tolist(), first
+    ([1.0, 0.5, 0.5, 0.4046], 3)
+    """
+    pos = np.asarray(positions, dtype=np.int64)
+    w = np.ones(pos.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
+    keep = np.asarray(randomized, dtype=bool) & (pos < n) & (w > 0)
+    shown = np.bincount(pos[keep], weights=w[keep], minlength=n)[:n]
+    clicked = np.bincount(pos[keep], weights=(w * clicks)[keep], minlength=n)[:n]
+    if not clicked[0] > 0:
+        raise ValueError("the randomized sessions hold no click at position 1")
+    low = np.flatnonzero(clicked[1:] < MIN_POSITION_CLICKS)
+    first = int(low[0]) + 1 if low.size else n
+    fitted = isotonic_regression(clicked[:first] / shown[:first], weights=shown[:first], increasing=False).x
+    head = np.clip(np.asarray(fitted, dtype=np.float64) / fitted[0], floor, 1.0)
+    if first == n:
+        return head, n
+    tail = _power_law_tail(head, n, floor) if first > 1 else np.full(n - 1, head[0])
+    return np.concatenate([head, tail]), first
+
+
 def fit_click_model(
     data_cfg: ParquetDataConfig, click_cfg: ClickEvalConfig, train: RankingData, data: RankingData, *, seed: int,
     split: str = "test", n_bootstrap: int = DEFAULT_REFITS, progress: Progress | None = None,
@@ -206,27 +282,61 @@ def fit_click_model(
     """The position-based click model of a user's click log, and one line saying what it rests on.
 
     Examination: the propensities the run used (``eval.clicks.propensity`` on the training
-    split's clicks, without its bootstrap), clipped at ``eval.clicks.min_propensity``.
+    split's clicks, without its bootstrap), clipped at ``eval.clicks.min_propensity``; when the
+    run used a model's (``em``, ``estimated``) and the log marks its randomized sessions
+    (``data.randomized_column``), their curve instead (:func:`randomized_curve`), unless they
+    identify fewer than :data:`MIN_ANCHOR_POSITIONS` positions.
     Attractiveness of every row of ``data``: a logistic function of its features, quadratic in
     the strongest, plus an effect of its query (:func:`ltr.compare.abtest.fit_attractiveness`), fitted by EM to the clicks of
     the training split and of ``data`` (the training split alone when ``split`` is ``train``)
     given each row's examination at its logged position. Its ``refits``: the same two fits on
     ``n_bootstrap`` resamples of the queries (of the training split and of ``data``, each with
-    replacement, seeded by ``seed``), whose spread :func:`ltr.compare.abtest.simulate_abtest`
-    adds to its intervals. ``progress(done, n_bootstrap)`` after every refit. Positions the
+    replacement, seeded by ``seed``), whose spread is reported. ``progress(done, n_bootstrap)``
+    after every refit. Positions the
     propensity method could not identify (too few clicks there) take a power law through the
-    identified ones (:func:`_power_law_tail`), and the line says so: a guess no refit questions.
+    identified ones (:func:`_power_law_tail`), and the line says so.
+
+    Its ``anchor`` (:class:`ltr.compare.abtest.LogAnchor`): ``data``'s logged clicks and
+    positions, the examination, and an attractiveness cross-fitted over two seeded halves of
+    ``data``'s queries (each half's from the fit without its clicks, no query effect), on which
+    :func:`ltr.compare.abtest.simulate_abtest` anchors the CTR rows; withheld, with one line
+    why, when the examination is a model's (no randomized session marked), when the randomized
+    sessions identify fewer than :data:`MIN_ANCHOR_POSITIONS` positions, or when the log has
+    far fewer sessions of two or more clicks than position-based users make
+    (:func:`ltr.online.propensity_check.cascade_reason`, ``ltr ope``'s check).
     """
     if not is_click_log(data_cfg) or train.positions is None or data.positions is None:
         raise LtrUserError("a click log needs data.click_column and data.position_column")  # pragma: no cover - checked at train
     if n_bootstrap < 0:
         raise LtrUserError(f"--refits={n_bootstrap} must be an integer >= 0")
     column = str(data_cfg.click_column)
-    method = str(click_cfg.propensity)
-    n = int(max(int(train.positions.max(initial=0)), int(data.positions.max(initial=0)))) + 1
     options = click_options(data_cfg)
+    method = _examination_method(str(click_cfg.propensity), options)
+    n = int(max(int(train.positions.max(initial=0)), int(data.positions.max(initial=0)))) + 1
+    floor = float(click_cfg.min_propensity)
+
+    def examination(picks: NDArray[np.int64] | None) -> tuple[NDArray[np.float64], int]:
+        """The examination of the training split (``picks``: of a resample of its queries)."""
+        if method == "randomized":  # non-increasing, every position (:func:`randomized_curve`)
+            weights = None if picks is None else np.repeat(np.bincount(picks, minlength=train.n_queries), train.group_sizes).astype(np.float64)
+            return randomized_curve(train_clicks, positions_train, flags, n, weights=weights, floor=floor)
+        return _examination(method, click_cfg, train if picks is None else train.take_queries(picks), column, options, n, seed, "train")
+
+    train_clicks = np.asarray(clicks_of(train, column, split="train"), dtype=np.float64)
+    positions_train = np.asarray(train.positions, dtype=np.int64)
+    flags = randomized_flags(train, options["randomized_column"]) > 0 if method == "randomized" else np.zeros(0, dtype=bool)
     try:
-        exam, unknown = _examination(method, click_cfg, train, column, options, n, seed, "train")
+        exam, unknown = examination(None)
+        too_few = ""
+        if method == "randomized" and unknown < min(MIN_ANCHOR_POSITIONS, n):
+            too_few = (
+                f"the randomized sessions identify the examination of position{'s 1-' if unknown > 1 else ' '}{unknown} "
+                f"only (too few clicks at position {unknown + 1}), too little to anchor the whole list's CTR on; more "
+                "randomized sessions would give an interval"
+            )
+            if method != str(click_cfg.propensity):  # the model's examination: the run's own curve instead
+                method = str(click_cfg.propensity)
+                exam, unknown = examination(None)
     except ValueError as exc:
         raise LtrUserError(f"cannot fit the click model of the log (eval.clicks.propensity={method}): {exc}") from None
     parts = [train] if split == "train" else [train, data]
@@ -237,6 +347,7 @@ def fit_click_model(
     # the rows of ``data`` and the indices of its queries among the fitted ones
     data_queries = np.arange(parts[-1].n_queries) + (offsets.shape[0] - 1 - parts[-1].n_queries)
     data_rows = np.repeat(data_queries, parts[-1].group_sizes)
+    data_start = int(offsets[data_queries[0]]) if data_queries.size else int(offsets[-1])
     point = fit_attractiveness(clicks, exam[positions], features, offsets)
     refits: list[ClickModel] = []
     rng = np.random.default_rng([seed, 0xAB7F])
@@ -246,7 +357,7 @@ def fit_click_model(
             [np.repeat(np.bincount(pick, minlength=part.n_queries), part.group_sizes) for pick, part in zip(picks, parts, strict=True)]
         ).astype(np.float64)
         try:
-            refit_exam = _examination(method, click_cfg, train.take_queries(picks[0]), column, options, n, seed, "train")[0]
+            refit_exam = examination(picks[0])[0]
         except ValueError:  # a resample the method cannot serve (e.g. no intervention): the log's own curve
             refit_exam = exam
         model = fit_attractiveness(clicks, refit_exam[positions], features, offsets, weights=weights, like=point)
@@ -254,20 +365,67 @@ def fit_click_model(
         refits.append(ClickModel(0.0, 0.0, 1.0, examination=refit_exam, attract=attract))
         if progress is not None:
             progress(done, n_bootstrap)
+    # the anchor: each half of data's queries gets the attractiveness of the fit without its clicks
+    half = np.random.default_rng([seed, 0xA5C]).random(data.n_queries) < 0.5
+    cross = np.empty(data.n_rows)
+    for fold in (False, True):
+        held = np.repeat(half == fold, data.group_sizes)
+        if not held.any():
+            continue
+        weights = np.ones(clicks.shape[0])
+        weights[data_start + np.flatnonzero(held)] = 0.0
+        model = fit_attractiveness(clicks, exam[positions], features, offsets, weights=weights, like=point)
+        cross[held] = model.predict(data.features[held])
     sources = "train split" if split == "train" else f"train and {split} splits"
+    chosen = (
+        f"eval.clicks.propensity={method}" if method == str(click_cfg.propensity)
+        else f"the randomized sessions (data.randomized_column={options['randomized_column']}; the run used {click_cfg.propensity})"
+    )  # fmt: skip
+    guess = (
+        (f"examination is not identified from position {unknown + 1} on (too few clicks): "
+         + (f"a power law through positions 1-{unknown} is extended there" if unknown > 1 else "position 1's is used there")
+         + f" ({exam[unknown]:.3f} at position {unknown + 1}), a guess")
+        if 0 < unknown < n else ""
+    )  # fmt: skip
+    cascade = cascade_reason(clicks, positions, offsets)  # ltr ope's multi-click check
+    withheld = f"{cascade}; the fitted click model is position-based too" if cascade else ""
+    withheld = withheld or too_few
+    if not withheld and method in MODEL_PROPENSITIES:
+        withheld = (
+            f"its examination is eval.clicks.propensity={method}'s, a model's, biased when the logger ranked on relevance "
+            "the features do not show; mark the sessions shown in random order (data.randomized_column, or ltr abtest "
+            "--randomized-column COL) for an interval anchored on the log"
+        )
+    source = f"the examination of {chosen}" + (f" ({guess})" if guess else "")
+    curves = None
+    if method != "config" and not withheld:  # an estimated curve: its error enters the interval
+        crng = np.random.default_rng([seed, 0xC0C])
+        tables = []
+        for _ in range(ANCHOR_CURVES):
+            pick = crng.integers(0, train.n_queries, train.n_queries)
+            try:
+                tables.append(examination(pick)[0])
+            except ValueError:  # a resample the method cannot serve: the log's own curve
+                tables.append(exam)
+        curves = np.stack(tables)
+    marks = behaviour(data, options.get("randomized_column"))
+    groups = None if marks is None or data.n_queries == 0 else np.add.reduceat(marks > 0, data.offsets[:-1]) > 0
+    anchor = LogAnchor(
+        clicks[data_start:], np.asarray(data.positions, dtype=np.int64), exam, cross, source=source, withheld=withheld,
+        seed=seed, curves=curves, groups=groups,
+    )  # fmt: skip
     note = (
         f"the click model is fitted to the log, not known: examination of {n} positions by "
-        f"eval.clicks.propensity={method} (position 2: {exam[1] if n > 1 else 1.0:.3f}), attractiveness a logistic "
+        f"{chosen} (position 2: {exam[1] if n > 1 else 1.0:.3f}), attractiveness a logistic "
         f"function of the features fitted to the clicks of the {sources} ({clicks.shape[0]:,} rows); "
-        + (f"the intervals hold {n_bootstrap} refits on resampled queries" if n_bootstrap else "the intervals hold the "
-           "simulated sessions' noise only, not the fit's (--refits 0)")
+        + ("the CTR rows have no interval (the verdict says why)" if withheld else
+           f"the CTR rows are anchored on the {data.n_queries:,} {split} queries' logged clicks")
+        + (f"; {n_bootstrap} refits on resampled queries give the model's own spread" if n_bootstrap else "")
         + "; no purchases simulated"
-        + (f"; examination is not identified from position {unknown + 1} on (too few clicks): "
-           + (f"a power law through positions 1-{unknown} is extended there" if unknown > 1 else "position 1's is used there")
-           + f" ({exam[unknown]:.3f} at position {unknown + 1}), a guess the intervals do not hold" if 0 < unknown < n else "")
+        + (f"; {guess}" if guess else "")
     )  # fmt: skip
     attract = point.predict(data.features, point.query_effect[data_rows])
-    return ClickModel(0.0, 0.0, 1.0, examination=exam, attract=attract, refits=tuple(refits)), note
+    return ClickModel(0.0, 0.0, 1.0, examination=exam, attract=attract, refits=tuple(refits), anchor=anchor), note
 
 
 def click_model(ranking: RunRanking) -> ClickModel:
@@ -296,12 +454,16 @@ def load_abtest(
     seed: int = 0,
     refits: int = DEFAULT_REFITS,
     progress: Progress | None = None,
+    randomized_column: str | None = None,
 ) -> LoadedAbTest:
     """Resolve two runs as ``ltr compare`` does, re-make their rankings and simulate the test.
 
     Runs on a user's click log: the click model is fitted to A's log (:func:`fit_click_model`)
-    with ``refits`` bootstrap refits, their spread in the CTR intervals; ``progress(done, total)``
-    after every refit.
+    with ``refits`` bootstrap refits (the spread of the model's own difference), and the CTR rows
+    are anchored on the log's clicks, or given without an interval when the log cannot anchor
+    them (:func:`ltr.compare.abtest.anchored_ctr`); ``progress(done, total)`` after every refit;
+    ``randomized_column``: the log's column of the sessions shown in random order (overrides
+    ``data.randomized_column``; only for runs on a user's log).
 
     Raises
     ------
@@ -330,7 +492,9 @@ def load_abtest(
     if runs[0].run_id == runs[1].run_id:
         raise LtrUserError(f"A and B are the same run ({runs[0].run_id}); an A/B test needs two runs")
     labels = run_labels(runs)
-    a = run_ranking(store, runs[0], labels[0], split=split, refits=refits, progress=progress)
+    if randomized_column is not None and not randomized_column.strip():
+        raise LtrUserError("--randomized-column needs a column name")
+    a = run_ranking(store, runs[0], labels[0], split=split, refits=refits, progress=progress, randomized_column=randomized_column)
     b = run_ranking(store, runs[1], labels[1], split=split, fit=False)  # the simulation is under A's log's model
     same = (
         np.array_equal(a.data.qids, b.data.qids) and np.array_equal(a.data.offsets, b.data.offsets)

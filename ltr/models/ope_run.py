@@ -20,6 +20,10 @@ of ``data=synthetic_clicks``) and the logged queries among its query ids (as wri
 text) are left out (with two runs, those of either). ``include_training_queries`` keeps them. A
 run whose split cannot be made again is refused in one line naming the option that proceeds.
 
+**Position-based clicks.** A log whose clicks look like a cascade (far fewer sessions with two
+or more clicks than position-based users make) has the intervals of ``ips``, ``snips`` and
+``dr`` withheld, with one note saying why; ``assume_position_based`` prints them anyway.
+
 **Propensities**, one syntax: a list (position 1 first) whose last value extends to deeper
 positions, ``(1/rank)^eta``, or a run's own estimated curve (:func:`run_propensities`).
 
@@ -403,6 +407,7 @@ def run_ope(
     propensities_from: str | None = None,
     estimators: Sequence[str] = ESTIMATORS,
     include_training_queries: bool = False,
+    assume_position_based: bool = False,
 ) -> OpeRun:
     """Score, join and estimate (see the module docstring); logs nothing. ``logs``: the caller
     logs the estimates on the run next (:func:`log_ope`): a store that can only be read is
@@ -426,7 +431,7 @@ def run_ope(
         result = off_policy_estimates(
             outcomes, joined["position"].to_numpy(np.int64), joined["score_0"].to_numpy(np.float64), prep.offsets,
             propensities=prep.propensities, k=k, clip=clip, n_bootstrap=n_bootstrap, seed=seed, estimators=estimators,
-            coverage=prep.coverage[0],
+            coverage=prep.coverage[0], assume_position_based=assume_position_based,
         )  # fmt: skip
     except ValueError as exc:
         raise LtrUserError(str(exc)) from None
@@ -452,6 +457,7 @@ def run_paired(
     propensities_from: str | None = None,
     estimators: Sequence[str] = ESTIMATORS,
     include_training_queries: bool = False,
+    assume_position_based: bool = False,
 ) -> PairedOpe:
     """Runs A and B on the same rows of the log (the documents both scored, the queries neither
     trained on) and the difference B - A (:func:`ltr.online.ope.paired_estimates`); logs nothing."""
@@ -468,6 +474,7 @@ def run_paired(
             outcomes, joined["position"].to_numpy(np.int64), joined["score_0"].to_numpy(np.float64),
             joined["score_1"].to_numpy(np.float64), prep.offsets, propensities=prep.propensities, k=k, clip=clip,
             n_bootstrap=n_bootstrap, seed=seed, estimators=estimators, coverage=(prep.coverage[0], prep.coverage[1]),
+            assume_position_based=assume_position_based,
         )  # fmt: skip
     except ValueError as exc:
         raise LtrUserError(str(exc)) from None
@@ -478,7 +485,7 @@ def _estimate_json(e: Estimate) -> dict[str, Any]:
     """An estimate in ``ope/ope.json``: ``low``/``high`` null and ``no_interval`` (why) without an interval."""
     if e.has_interval:
         return {"value": e.value, "low": e.low, "high": e.high, "ess": e.ess}
-    return {"value": e.value, "low": None, "high": None, "ess": e.ess, "no_interval": NO_INTERVAL_REASON}
+    return {"value": e.value, "low": None, "high": None, "ess": e.ess, "no_interval": e.reason or NO_INTERVAL_REASON}
 
 
 def log_ope(ope: OpeRun) -> None:

@@ -142,12 +142,13 @@ def test_exposure_estimates_on_the_randomized_sessions(written: Written, capsys:
     got = np.array([np.nan if v is None else v for v in out["propensities"]["propensities"]])
     np.testing.assert_array_equal(got, want.propensities)
     assert out["propensities"]["method"] == "randomized"
-    assert "caution" not in out
-    # the plain click-through rate without the flags: the caution, once
-    assert main([str(log), "--propensity", "ctr", "--json", "--bootstrap", "0"]) == 0
+    assert "no_interval" not in out
+    # the plain click-through rate without the flags: no interval, and the line that says why, once
+    assert main([str(log), "--propensity", "ctr", "--json", "--bootstrap", "10"]) == 0
     plain = json.loads(capsys.readouterr().out)
-    assert plain["caution"].startswith("caution: this curve is biased when the logger sorted by relevance")
-    assert "--randomized-column" in plain["caution"]
+    assert plain["no_interval"].startswith("no interval: the CTR ratio is unbiased only if every session was shown in random order")
+    assert plain["no_interval"].endswith("(--randomized-column) and use --propensity randomized for one")
+    assert set(plain["propensities"]["low"]) == {None}
 
 
 @pytest.mark.parametrize(

@@ -141,3 +141,18 @@ def test_an_unknown_run_is_one_line_exit_2(click_store: ClickStore, capsys: pyte
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
     assert "no run 'nope'" in err[0]
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [(["--randomized-column", "randomized"], "--randomized-column is for runs on your own click log"),
+     (["--randomized-column", " "], "--randomized-column needs a column name")],
+)  # fmt: skip
+def test_a_randomized_column_for_the_simulators_log_is_one_line_exit_2(
+    click_store: ClickStore, capsys: pytest.CaptureFixture[str], extra: list[str], needle: str
+) -> None:
+    """The simulator's log has a known click model: nothing to anchor, the option is refused."""
+    assert ltr_main(["abtest", "clicks", "relevance", "--tracking-uri", click_store.uri, *extra]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert needle in err[0]

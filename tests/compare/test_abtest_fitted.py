@@ -1,7 +1,9 @@
-"""``ltr abtest`` on a click model fitted to a user's log: its interval of B - A holds the fit's
-uncertainty, checked against the exact truth of click logs simulated with a known position-based
-model (a simulator of this file's own: noisy relevance-sorted logger, 30 % shuffled sessions,
-lists of 4-40, attractiveness a function of the features and of the query)."""
+"""``ltr abtest`` on a click model fitted to a user's log: its CTR rows anchored on the log's
+clicks (doubly robust, with the randomized sessions' examination) hold the exact truth of click
+logs simulated with a known position-based model (a simulator of this file's own: noisy
+relevance-sorted logger, 30 % shuffled sessions, lists of 4-40, attractiveness a function of the
+features and of the query); without randomized sessions, or on cascade clicks, the interval is
+withheld in one line."""
 
 from __future__ import annotations
 
@@ -17,7 +19,10 @@ from scipy import stats
 
 from ltr.compare.abtest import (
     Z_ALPHA,
+    AbTestResult,
     ClickModel,
+    LogAnchor,
+    doubly_robust_ctr,
     expected_ctr,
     fit_attractiveness,
     sessions_for_power,
@@ -32,8 +37,11 @@ from ltr.config.schema import ClickEvalConfig
 from ltr.data.feedback.clicks import rank_within_queries
 from ltr.data.ranking_data import RankingData
 from ltr.models.abtest_run import fit_click_model
+from ltr.online.ope import exclusive_prefix_sums
 
 LOG = ParquetDataConfig(click_column="click", position_column="position")
+#: the same log with its randomized sessions marked
+MARKED = ParquetDataConfig(click_column="click", position_column="position", randomized_column="randomized")
 EM = ClickEvalConfig(propensity=Propensity.em)
 
 
@@ -49,12 +57,16 @@ class Problem(NamedTuple):
     truth: float  # the exact whole-list CTR of B minus A on the test queries under the true model
 
 
-def simulated_log(seed: int, n_queries: int, *, nan: float = 0.0, eta: float = 1.0, shuffled: float = 0.3) -> Problem:
+def simulated_log(
+    seed: int, n_queries: int, *, nan: float = 0.0, eta: float = 1.0, shuffled: float = 0.3, cascade: bool = False,
+) -> Problem:
     """A click log of a known PBM: examination ``(1/rank)^eta``, attractiveness
     ``0.03 + 0.82 sigmoid(1.6 (r - 1.2))`` of a relevance ``r`` nonlinear in 6 features plus a
     per-query shift no feature holds; the logger sorts by ``r`` plus noise, ``shuffled`` of the
-    sessions at random; 30 % of the queries are the test split. A and B: noisy functions of ``r``
-    (A also of a feature unrelated to it), scored on the test queries."""
+    sessions at random (behaviour ``randomized``: 1 on their rows); 30 % of the queries are the
+    test split. A and B: noisy functions of ``r`` (A also of a feature unrelated to it), scored
+    on the test queries. ``cascade``: the clicks are the classic cascade's instead (top-down,
+    every document examined until the first click, which ends the session; truth not computed)."""
     rng = np.random.default_rng(seed)
     sizes = rng.integers(4, 41, n_queries)
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
@@ -65,11 +77,15 @@ def simulated_log(seed: int, n_queries: int, *, nan: float = 0.0, eta: float = 1
     exam = (1.0 / np.arange(1, 41)) ** eta
     shuffle = np.repeat(rng.random(n_queries) < shuffled, sizes)
     positions = rank_within_queries(np.where(shuffle, rng.random(n), r + rng.normal(0, 1.0, n)), offsets)
-    clicks = (rng.random(n) < exam[positions] * attract).astype(np.float64)
+    if cascade:
+        attracted = (rng.random(n) < attract).astype(np.float64)
+        clicks = attracted * (exclusive_prefix_sums(attracted, positions.astype(np.int64), offsets) == 0)
+    else:
+        clicks = (rng.random(n) < exam[positions] * attract).astype(np.float64)
     if nan:
         x[rng.random(x.shape) < nan] = np.nan
     log = RankingData.from_group_sizes(x, np.zeros(n, np.int32), np.arange(n_queries), sizes, name="log", positions=positions)
-    log = dataclasses.replace(log, behaviours={"click": clicks, "attract": attract, "r": r})
+    log = dataclasses.replace(log, behaviours={"click": clicks, "attract": attract, "r": r, "randomized": shuffle.astype(np.float64)})
     test_queries = rng.random(n_queries) < 0.3
     train, test = log.take_queries(np.flatnonzero(~test_queries)), log.take_queries(np.flatnonzero(test_queries))
     assert test.behaviours is not None
@@ -82,39 +98,120 @@ def simulated_log(seed: int, n_queries: int, *, nan: float = 0.0, eta: float = 1
     return Problem(train, test, scores_a, scores_b, float((ctr[1] - ctr[0]).mean()))
 
 
-def fitted_abtest(problem: Problem, seed: int, refits: int) -> tuple[ClickModel, dict[str, float]]:
+def fitted_abtest(problem: Problem, seed: int, *, data_cfg: ParquetDataConfig = MARKED, refits: int = 0) -> AbTestResult:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # EM's warnings on a small log are not what is tested here
-        model, _ = fit_click_model(LOG, EM, problem.train, problem.test, seed=seed, n_bootstrap=refits)
-    r = simulate_abtest(problem.test.labels, problem.test.offsets, problem.scores_a, problem.scores_b, model, seed=seed)
-    assert r.fit is not None
-    return model, {"diff": r.ctr.diff, "low": r.ctr.low, "high": r.ctr.high, "sd": r.fit.sd, "se": r.fit.simulation_se}
+        model, _ = fit_click_model(data_cfg, EM, problem.train, problem.test, seed=seed, n_bootstrap=refits)
+    return simulate_abtest(problem.test.labels, problem.test.offsets, problem.scores_a, problem.scores_b, model, seed=seed, days=2.0)
 
 
-@pytest.mark.parametrize(("seed", "n_queries", "nan"), [(0, 300, 0.0), (1, 600, 0.03)])
-def test_the_interval_holds_the_true_difference_the_simulation_alone_misses(seed: int, n_queries: int, nan: float) -> None:
-    """The fit's share of the interval is what makes it hold the truth: the simulated sessions'
-    interval alone (what ``ltr abtest`` printed before) misses it on these logs (NaN features
-    in one)."""
-    problem = simulated_log(seed, n_queries, nan=nan)
-    _, r = fitted_abtest(problem, seed, refits=10)
-    assert r["low"] <= problem.truth <= r["high"]
-    sim_low, sim_high = r["diff"] - Z_ALPHA * r["se"], r["diff"] + Z_ALPHA * r["se"]
-    assert not sim_low <= problem.truth <= sim_high
-    assert r["sd"] > 0.5 * r["se"]  # ~1,000 attractiveness values fitted from one session each: no small share
-    assert (r["high"] - r["low"]) / 2 == pytest.approx(Z_ALPHA * math.hypot(r["sd"], r["se"]))
+@pytest.mark.parametrize(("seed", "nan"), [(0, 0.0), (1, 0.03)])
+def test_the_anchored_interval_holds_the_true_difference(seed: int, nan: float) -> None:
+    """The randomized sessions marked (half of 600): the CTR rows are anchored on the log (NaN
+    features in one), and their interval holds the exact B - A."""
+    problem = simulated_log(seed, 600, nan=nan, shuffled=0.5)
+    r = fitted_abtest(problem, seed)
+    assert r.anchoring is not None
+    assert r.anchoring.anchored
+    assert "randomized sessions" in r.anchoring.reason
+    assert r.ctr.low <= problem.truth <= r.ctr.high
+    assert r.ctr.low <= r.ctr.diff <= r.ctr.high
+    assert r.ctr.diff == pytest.approx(r.ctr.b.value - r.ctr.a.value)
+    assert 0 <= r.ctr.a.low <= r.ctr.a.value <= r.ctr.a.high <= 1
+    # the p-value is the normal test of the interval's side toward 0 (below 0.05 exactly when the
+    # interval excludes 0); the sessions for power follow the anchored rates
+    se = (r.ctr.diff - r.ctr.low if r.ctr.diff > 0 else r.ctr.high - r.ctr.diff) / Z_ALPHA
+    assert r.ctr.p_value == pytest.approx(2 * stats.norm.sf(abs(r.ctr.diff) / se))
+    assert (r.ctr.p_value < 0.05) == (not r.ctr.low <= 0 <= r.ctr.high)
+    assert r.ctr.sessions_needed == sessions_for_power(r.ctr.a.value, r.ctr.b.value)
+    for s in r.strata:  # per stratum too
+        assert math.isnan(s.ctr.diff) or s.ctr.low <= s.ctr.diff <= s.ctr.high
+    again = fitted_abtest(problem, seed)
+    assert again.to_dict() == r.to_dict()  # seeded: the same numbers
 
 
 @pytest.mark.slow
 def test_coverage_of_the_true_difference_over_seeds() -> None:
-    """Logs of 300 to 900 queries, 3 % NaN features in half: the 95 % interval holds the exact
-    B - A on 9 of seeds 0-9 (on 21 of seeds 0-23; the simulated sessions' interval alone on 15)."""
+    """Logs of 600 queries, half shown in random order, 3 % NaN features in half: the anchored
+    95 % interval holds the exact B - A on at least 5 of seeds 2-7."""
     hits = []
-    for seed in range(10):
-        problem = simulated_log(seed, (300, 600, 900)[seed % 3], nan=0.03 if seed % 2 else 0.0)
-        _, r = fitted_abtest(problem, seed, refits=10)
-        hits.append(r["low"] <= problem.truth <= r["high"])
-    assert sum(hits) >= 9, hits
+    for seed in range(2, 8):
+        problem = simulated_log(seed, 600, nan=0.03 if seed % 2 else 0.0, shuffled=0.5)
+        r = fitted_abtest(problem, seed)
+        assert r.anchoring is not None
+        assert r.anchoring.anchored
+        hits.append(r.ctr.low <= problem.truth <= r.ctr.high)
+    assert sum(hits) >= 5, hits
+
+
+def test_doubly_robust_ctr_corrects_a_wrong_attractiveness_model() -> None:
+    """Against the exact CTR of a ranking under a known PBM. The doubly robust CTR is linear in
+    the clicks, so its expectation is its value at the expected clicks ``e(logged) a``: with the
+    true attractiveness it is the exact CTR; with one 25 % too low, its error is a small share of
+    the model's own (a second-order remainder); and its mean over simulated click draws is that
+    expectation."""
+    rng = np.random.default_rng(4)
+    sizes = np.array([3, 5, 4])
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    n = int(offsets[-1])
+    exam = 1.0 / np.arange(1, 6)
+    attract = rng.uniform(0.1, 0.8, n)
+    logged = rank_within_queries(rng.random(n), offsets).astype(np.int64)
+    ranks = rank_within_queries(rng.random(n), offsets)
+    truth = expected_ctr(np.zeros(n, np.int32), ranks, offsets, ClickModel(0.0, 0.0, 1.0, examination=exam, attract=attract))
+    expected_clicks = exam[logged] * attract
+    exact = doubly_robust_ctr(ranks, offsets, LogAnchor(expected_clicks, logged, exam, attract))[0]
+    np.testing.assert_allclose(exact, truth, rtol=0, atol=1e-12)
+    wrong = 0.75 * attract
+    mean = doubly_robust_ctr(ranks, offsets, LogAnchor(expected_clicks, logged, exam, wrong))[0]
+    model = doubly_robust_ctr(ranks, offsets, LogAnchor(wrong * exam[logged], logged, exam, wrong))[0]  # no residual
+    assert np.abs(model - truth).min() > 0.02
+    assert np.all(np.abs(mean - truth) < 0.25 * np.abs(model - truth))
+    draws = (rng.random((1000, n)) < expected_clicks).astype(np.float64)
+    simulated = np.mean([doubly_robust_ctr(ranks, offsets, LogAnchor(row, logged, exam, wrong))[0] for row in draws], axis=0)
+    np.testing.assert_allclose(simulated, mean, atol=0.06)
+
+
+def test_without_randomized_sessions_the_interval_is_withheld_in_one_line() -> None:
+    """EM's examination and no randomized session marked: the simulated difference with no
+    interval, and one line saying why and what would give one (the report, the JSON's nulls)."""
+    problem = simulated_log(2, 300)
+    r = fitted_abtest(problem, 2, data_cfg=LOG)
+    assert r.anchoring is not None
+    assert not r.anchoring.anchored
+    assert math.isnan(r.ctr.low)
+    assert math.isnan(r.ctr.high)
+    assert math.isnan(r.ctr.p_value)
+    assert r.ctr.diff == r.anchoring.simulated.diff
+    assert all(math.isnan(s.ctr.low) for s in r.strata)
+    line = verdict(r)
+    assert line.startswith("no interval (model): B - A in CTR ")
+    assert "eval.clicks.propensity=em" in line
+    assert "data.randomized_column" in line
+    assert "\n" not in line
+    assert "np." not in line
+    report = to_markdown(r, "a", "b", split="test")
+    assert f"Verdict: {line}." in report
+    assert "(no interval)" in report
+    ctr = r.to_dict()["ctr"]
+    assert ctr["low"] is None
+    assert ctr["high"] is None
+    assert isinstance(ctr["diff"], float)
+
+
+def test_on_cascade_clicks_the_interval_is_withheld_in_one_line() -> None:
+    """Cascade clicks (a click ends the session), randomized sessions marked: ``ltr ope``'s check
+    finds far fewer sessions of two or more clicks than position-based users make, and the
+    interval is withheld in one line."""
+    problem = simulated_log(3, 600, cascade=True)
+    r = fitted_abtest(problem, 3)
+    assert r.anchoring is not None
+    assert not r.anchoring.anchored
+    assert math.isnan(r.ctr.low)
+    line = verdict(r)
+    assert line.startswith("no interval (model): ")
+    assert "cascade" in line
+    assert "\n" not in line
 
 
 def test_the_fit_recovers_a_logistic_attractiveness_under_known_examination() -> None:

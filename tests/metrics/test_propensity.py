@@ -42,11 +42,12 @@ def test_regression_em_covers_the_true_curve_on_a_log_whose_sessions_vary_the_or
     assert d.positions is not None
     est = estimate_propensity(
         log.clicks, d.positions, d.offsets, method="em", features=d.features,
-        n_bootstrap=40, confidence=SIMULTANEOUS, seed=0,
+        n_bootstrap=40, confidence=SIMULTANEOUS, seed=0, randomized=np.repeat(log.randomized, d.group_sizes),
     )  # fmt: skip
     truth = examination_curve(POSITIONS, eta=float(cfg.examination_eta))
     assert est.method == "em"
     assert est.propensities[0] == 1.0
+    assert np.isfinite(est.low[:POSITIONS]).all(), est.no_interval  # EM agrees with the randomized sessions
     assert np.all(est.low[:POSITIONS] <= truth), est.low[:POSITIONS]
     assert np.all(truth <= est.high[:POSITIONS]), est.high[:POSITIONS]
     assert est.fit is not None

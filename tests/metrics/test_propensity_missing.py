@@ -22,7 +22,7 @@ from ltr.metrics.clicks.propensity import (
 
 
 def simulated_log(seed: int, *, n_queries: int = 900, nan_share: float = 0.03) -> dict[str, NDArray[np.float64]]:
-    """A position-based click log (module docstring) with its true attractiveness and examination."""
+    """A position-based click log (module docstring) and the flags of its shuffled sessions."""
     rng = np.random.default_rng(seed)
     sizes = rng.integers(4, 41, n_queries)
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
@@ -39,19 +39,22 @@ def simulated_log(seed: int, *, n_queries: int = 900, nan_share: float = 0.03) -
     clicks = (rng.random(n) < attract / (ranks + 1.0)).astype(np.int32)
     features = x.astype(np.float32)
     features[rng.random(x.shape) < nan_share] = np.nan
-    return {"clicks": clicks, "positions": ranks, "offsets": offsets, "features": features}
+    flags = np.repeat(shuffled, sizes).astype(np.int8)  # 1 on the rows of a shuffled session
+    return {"clicks": clicks, "positions": ranks, "offsets": offsets, "features": features, "randomized": flags}
 
 
 def test_em_intervals_hold_the_true_curve_with_missing_features() -> None:
     log = simulated_log(101)
     assert 0.02 < np.isnan(log["features"]).mean() < 0.04
     est = estimate_propensity(
-        log["clicks"], log["positions"], log["offsets"], method="em", features=log["features"], n_bootstrap=40, seed=0
-    )
+        log["clicks"], log["positions"], log["offsets"], method="em", features=log["features"], n_bootstrap=40, seed=0,
+        randomized=log["randomized"],
+    )  # fmt: skip
     truth = 1.0 / np.arange(1, 6)
     held = (est.low[1:5] <= truth[1:]) & (truth[1:] <= est.high[1:5])
     assert int(held.sum()) >= 3, (est.low[:5], est.high[:5])  # this seed: 4 of 4
-    assert np.all(est.high[1:5] - est.low[1:5] > 0.01)  # never a zero-width interval
+    given = np.isfinite(est.low[1:5])
+    assert np.all(est.high[1:5][given] - est.low[1:5][given] > 0.01)  # never a zero-width interval
     assert np.all(est.propensities[1:5] < 0.75)  # not the flat 1.000 a NaN design gave
     assert est.fit is not None
     assert est.fit["features"] == 10  # 5 features + 5 missing indicators
@@ -104,7 +107,10 @@ def test_a_position_with_few_clicks_is_not_identified(method: str) -> None:
     log = simulated_log(3, n_queries=400)
     clicks, positions = log["clicks"], log["positions"]
     per_position = np.bincount(positions, weights=clicks)
-    est = estimate_propensity(clicks, positions, log["offsets"], method=method, features=log["features"], n_bootstrap=20, seed=0)
+    est = estimate_propensity(
+        clicks, positions, log["offsets"], method=method, features=log["features"], n_bootstrap=20, seed=0,
+        randomized=log["randomized"],
+    )  # fmt: skip
     few = per_position < MIN_POSITION_CLICKS
     few[0] = False
     assert few.any()
@@ -113,7 +119,13 @@ def test_a_position_with_few_clicks_is_not_identified(method: str) -> None:
     assert np.all(np.isnan(est.low[few]))
     assert np.all(np.isnan(est.high[few]))
     assert np.all(np.isfinite(est.propensities[~few]))
-    assert np.all(est.high[1:][~few[1:]] > est.low[1:][~few[1:]])  # identified: a real interval
+    given = np.isfinite(est.low)
+    assert not np.any(given & few)
+    assert np.all(est.high[1:][given[1:]] > est.low[1:][given[1:]])  # an interval is a real one, never zero-width
+    if method == "ctr":  # never an interval: a log cannot show that every session was randomized
+        assert not given.any()
+    else:  # EM's, where the randomized sessions' interval holds its value
+        assert given[1:].sum() >= 3
     assert est.fit is not None
     assert est.fit["not_identified"] == few.sum()
     logged = {key.split("/")[1] for key in est.metrics()}

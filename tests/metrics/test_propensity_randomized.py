@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from ltr.metrics.clicks.propensity import estimate_propensity, randomized_queries, relevance_caution
+from ltr.metrics.clicks.propensity import estimate_propensity, interval_note, randomized_queries
 from ltr.online.click_simulators import LogSpec, simulate_log
 
 POSITIONS = 10
@@ -42,8 +42,14 @@ def test_randomized_sessions_hold_the_true_curve_where_the_plain_click_rate_does
     covered, n = _coverage("randomized", spec)
     assert n >= 0.6 * SEEDS * (POSITIONS - 1)  # most positions have 5 clicks or more
     assert covered >= 0.85, covered  # measured: 0.964 of 137 intervals
-    biased, _ = _coverage("ctr", spec)
-    assert biased < 0.5, biased  # the same log without the flags: the logger's order shows through
+    # the plain click-through rate of the same log: the logger's order shows through, too steep
+    log = simulate_log(spec, seed=0)
+    plain = estimate_propensity(log.clicks, log.positions, log.offsets, method="ctr", n_positions=POSITIONS)
+    truth = log.true_propensities(POSITIONS)
+    assert truth is not None
+    assert np.nanmean(plain.propensities[1:5] - truth[1:5]) < -0.1
+    assert np.isnan(plain.low).all()
+    assert np.isnan(plain.high).all()
 
 
 def test_by_hand_on_a_tiny_log() -> None:
@@ -86,7 +92,15 @@ def test_bad_flags_are_refused_in_one_line(flags: list[int], needle: str) -> Non
         estimate_propensity(np.ones(5), np.array([0, 1, 0, 1, 2]), offsets, method="randomized")
 
 
-def test_the_caution_names_the_options() -> None:
-    assert relevance_caution("--randomized-column", "--propensity randomized").endswith(
-        "mark the randomized sessions (--randomized-column) and use --propensity randomized"
-    )
+def test_the_no_interval_lines_name_the_options() -> None:
+    log = simulate_log(LogSpec(n_queries=300, shuffled_share=0.3), seed=0)
+    for method, end in (
+        ("ctr", "mark the sessions shown in random order (--randomized-column) and use --propensity randomized for one"),
+        ("em", "mark the sessions shown in random order (--randomized-column) for one"),
+    ):
+        est = estimate_propensity(log.clicks, log.positions, log.offsets, method=method, features=log.features, n_bootstrap=10)
+        line = interval_note(est, "--randomized-column", "--propensity randomized")
+        assert line is not None
+        assert line.startswith("no interval: ")
+        assert line.endswith(end), line
+        assert "\n" not in line

@@ -16,9 +16,10 @@ SEEDS = range(5)
 
 @pytest.fixture(scope="module")
 def random_logger() -> dict[tuple[str, str], Tally]:
-    """EM propensities and OPE of the ``pbm-random`` scenario (PBM, eta 1, a uniformly random
-    logger: every session a randomisation), 5 seeds."""
-    checks = [c for seed in SEEDS for c in run_seed(("pbm-random", seed, ("em", "ope")))]
+    """EM propensities (unmarked, and with every session marked as randomized) and OPE of the
+    ``pbm-random`` scenario (PBM, eta 1, a uniformly random logger: every session a
+    randomisation), 5 seeds."""
+    checks = [c for seed in SEEDS for c in run_seed(("pbm-random", seed, ("em", "em-randomized", "ope")))]
     return tally(checks)
 
 
@@ -34,8 +35,14 @@ def test_ope_intervals_hold_the_exact_truth_on_a_random_logger(
 
 
 def test_em_propensities_hold_the_true_curve_on_a_random_logger(random_logger: dict[tuple[str, str], Tally]) -> None:
-    """Positions 2..10 of 5 logs: at least 90 % of the 45 intervals hold ``(1/rank)^1``."""
-    t = random_logger["pbm-random", "propensity em"]
+    """Positions 2..10 of 5 logs: unmarked, EM's curve has no interval (nothing in a log can check
+    it); with the sessions marked as shown in random order (every one here), at least 90 % of
+    the 45 intervals hold ``(1/rank)^1``."""
+    unmarked = random_logger["pbm-random", "propensity em"]
+    assert unmarked.checks == 0
+    assert unmarked.refused == 9 * len(SEEDS)
+    assert all(note.startswith("no interval") for note in unmarked.notes), unmarked.notes
+    t = random_logger["pbm-random", "propensity em (randomized marked)"]
     assert t.checks + t.refused == 9 * len(SEEDS)
     assert t.covered >= 0.9 * 9 * len(SEEDS), (t.covered, t.checks, t.notes)
 

@@ -17,11 +17,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ltr.online.ope as ope
-from ltr.data.feedback.clicks import attractiveness, examination_curve, rank_within_queries
+from ltr.data.feedback.clicks import attractiveness, examination_curve
 from ltr.online.ope import (
     ALL_ESTIMATORS,
+    CASCADE_REASON,
     ESTIMATORS,
     NO_INTERVAL,
+    NOT_POSITION_BASED_REASON,
+    POSITION_BASED,
+    WITHHELD_VERDICT,
     _linearised_rate,
     at_least_one,
     cascade_terms,
@@ -199,23 +203,70 @@ def _cascade_log(seed: int, n_queries: int = 1500, size: int = 8) -> tuple[dict[
     return {"click": first.ravel().astype(np.int64)}, log_pos, rng.random(a.size), offsets, exam, a
 
 
-def test_cascade_clicks_are_detected_and_the_cascade_estimators_cover_the_truth() -> None:
-    outcomes, log_pos, scores, offsets, exam, a = _cascade_log(3)
+def test_cascade_clicks_withhold_the_position_based_intervals_in_one_line() -> None:
+    """On a log of cascade clicks the intervals of ips, snips and dr are withheld (their values
+    kept), one note says why and names the option; ``assume_position_based`` prints them and the
+    note says they may miss. rips and cascade_dr (a fitted model's prefix ratios) never have one."""
+    outcomes, log_pos, scores, offsets, exam, _a = _cascade_log(3)
     r = off_policy_estimates(outcomes, log_pos, scores, offsets, propensities=exam, k=5, n_bootstrap=200, estimators=ALL_ESTIMATORS)
-    assert any("clicks look like a cascade" in note for note in r.notes)
-    assert not any("more than one click" in note for note in r.notes)
-    # the candidate's exact cascade CTR@5 under the true attractiveness
-    new_pos = rank_within_queries(scores, offsets).astype(np.int64)
-    n_q = offsets.size - 1
-    truth = float(cascade_terms(np.zeros(a.size), log_pos, new_pos, offsets, exam, a, k=5, clip=None).first_new.sum() / n_q)
-    for estimator in ("rips", "cascade_dr"):
-        e = r.estimates[estimator, "ctr"]
-        assert e.low <= truth <= e.high, (estimator, e, truth)
-    # a position-based log is not taken for a cascade
-    pbm = off_policy_estimates(*_small_log()[:4], propensities=examination_curve(12, eta=1.0), k=5, n_bootstrap=20,
-                               estimators=ALL_ESTIMATORS)  # fmt: skip
-    assert not any("cascade (one click" in note for note in pbm.notes)
-    assert any("more than one click" in note for note in pbm.notes)
+    kept = off_policy_estimates(outcomes, log_pos, scores, offsets, propensities=exam, k=5, n_bootstrap=200,
+                                estimators=ALL_ESTIMATORS, assume_position_based=True)  # fmt: skip
+    (note,) = [n for n in r.notes if "look like a cascade" in n]
+    assert note.startswith("no interval for ips, snips, dr: the log has 0 sessions with two or more clicks where")
+    assert note.endswith("(--assume-position-based prints their intervals anyway)")
+    assert "\n" not in note
+    assert not any("more than one click" in n for n in r.notes)
+    for (estimator, metric), e in r.estimates.items():
+        if estimator in POSITION_BASED:
+            assert not e.has_interval, (estimator, metric)
+            assert e.reason == NOT_POSITION_BASED_REASON
+            assert kept.estimates[estimator, metric].has_interval
+            assert kept.estimates[estimator, metric].value == e.value  # the same value, an interval or not
+        elif estimator in ("rips", "cascade_dr"):
+            assert not e.has_interval
+            assert e.reason == CASCADE_REASON
+            assert not kept.estimates[estimator, metric].has_interval
+    assert "ope/ips/ctr/low" not in r.metrics()
+    assert "ope/ips/ctr/low" in kept.metrics()
+    (kept_note,) = [n for n in kept.notes if "look like a cascade" in n]
+    assert kept_note.endswith("their intervals are printed as asked (--assume-position-based) and may miss the truth")
+    # paired: withheld in each run and in the difference, whose verdict says why
+    p = paired_estimates(outcomes, log_pos, scores, scores[::-1].copy(), offsets, propensities=exam, k=5, n_bootstrap=50,
+                         estimators=("ips", "dr"))  # fmt: skip
+    assert p.verdict(("dr", "ctr")) == WITHHELD_VERDICT == "no interval (clicks not position-based)"
+    assert not p.difference["ips", "clicks_at_5"].has_interval
+    assert not p.a.estimates["dr", "ctr"].has_interval
+    assert [n for n in p.a.notes if "look like a cascade" in n] == [note.replace("ips, snips, dr", "ips, dr")] == [
+        n for n in p.b.notes if "look like a cascade" in n
+    ]  # one line of the log, the same in both runs
+
+
+def test_a_simulated_cascade_log_is_withheld_and_a_pbm_log_is_not() -> None:
+    """Simulated logs of the coverage benchmark (1,000 queries, fixed seeds): a cascade log has
+    every position-based interval withheld; on a position-based log (a relevance-sorted logger,
+    where the click model of the scores fits worst) none is, and they hold the exact truth."""
+    from bench_coverage import K, propensity_curve
+
+    from ltr.online.click_simulators import LogSpec, UserModel, candidate_scores, simulate_log
+
+    for kind, seed in (("cascade", 0), ("dbn", 1), ("pbm", 2)):
+        model = UserModel(kind=kind, continuation=0.2) if kind == "cascade" else UserModel(kind=kind)
+        spec = LogSpec(n_queries=1000, list_lengths=(4, 20), model=model, shuffled_share=0.0 if kind == "pbm" else 0.3,
+                       logger_noise=0.3 if kind == "pbm" else 1.0)  # fmt: skip
+        log = simulate_log(spec, seed=seed)
+        scores = candidate_scores(log, noise=1.0, seed=seed, salt=1)
+        r = off_policy_estimates({"click": log.clicks, "purchase": log.purchases}, log.positions, scores, log.offsets,
+                                 propensities=propensity_curve(log), k=K, n_bootstrap=200, seed=seed)  # fmt: skip
+        truth = {m: float(v.mean()) for m, v in log.exact(scores, k=K).items()}
+        for (estimator, metric), e in r.estimates.items():
+            if estimator not in POSITION_BASED:
+                continue
+            if kind == "pbm":
+                assert e.has_interval, (estimator, metric)
+                assert e.low <= truth[metric] <= e.high, (estimator, metric, e, truth[metric])
+            else:
+                assert not e.has_interval, (kind, estimator, metric)
+        assert any("look like a cascade" in n for n in r.notes) == (kind != "pbm")
 
 
 def test_a_rate_that_leaves_its_range_is_projected_and_named() -> None:
@@ -316,3 +367,26 @@ def test_linearised_dr_rate_is_exactly_unbiased_when_the_model_is_right() -> Non
             assert mean == pytest.approx(truth, abs=1e-12)
         else:
             assert abs(mean - truth) < abs(model_share - truth)
+
+
+def test_the_dr_ctr_difference_is_stretched_toward_its_second_order_bias() -> None:
+    """A relevance-sorted logger with no shuffled session (the coverage benchmark's ``pbm-sorted``,
+    seed 9): the click model of the scores is far from the truth, the linearised DR CTR of B - A
+    is off by twice its standard deviation, and the interval stretched by the estimated
+    second-order bias holds the exact difference where the bootstrap interval alone
+    ([-0.0770, +0.0009] here) did not; clicks@10 (additive, no linearisation) is not stretched."""
+    from bench_coverage import SCENARIOS, K, propensity_curve
+
+    from ltr.online.click_simulators import candidate_scores, simulate_log
+
+    seed = 9
+    log = simulate_log(next(s for s in SCENARIOS if s.name == "pbm-sorted").spec, seed=seed)
+    a, b = candidate_scores(log, noise=1.0, seed=seed, salt=1), candidate_scores(log, noise=2.0, seed=seed, salt=2)
+    r = paired_estimates({"click": log.clicks}, log.positions, a, b, log.offsets, propensities=propensity_curve(log),
+                         k=K, n_bootstrap=1000, seed=seed, estimators=("dr",))  # fmt: skip
+    truth = float(log.exact(b, k=K)["ctr"].mean() - log.exact(a, k=K)["ctr"].mean())
+    d = r.difference["dr", "ctr"]
+    assert d.low <= truth <= d.high, (d, truth)
+    assert d.high == pytest.approx(0.00092, abs=1e-5)  # stretched downward only, by the bias estimate
+    assert d.low == pytest.approx(-0.1341, abs=1e-4)
+    assert d.value == pytest.approx(r.b.estimates["dr", "ctr"].value - r.a.estimates["dr", "ctr"].value, abs=1e-12)

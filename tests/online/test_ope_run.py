@@ -59,6 +59,8 @@ def test_ltr_ope_logs_every_estimate_on_the_run(written: Written, capsys: pytest
     assert ltr_main(argv) == 0
     out = capsys.readouterr().out
     assert "off-policy estimates of run" in out
+    assert "look like a cascade" not in out
+    assert "(not PBM" not in out
     assert "clip 20" in out
     m = _ope_metrics(written)
     for estimator in ("ips", "snips", "dr", "dm"):
@@ -176,9 +178,9 @@ def test_two_runs_paired_difference_holds_the_exact_truth(written: Written, caps
         for estimator, metrics in out["runs"][run]["estimates"].items():
             for metric, e in metrics.items():
                 top = 10.0 if metric == "clicks_at_10" else 1.0
-                if estimator == "dm":  # a model's guess: null bounds and the reason
+                if estimator in ("dm", "rips"):  # a model's guess (or its prefix ratios): null bounds and the reason
                     assert (e["low"], e["high"]) == (None, None), e
-                    assert "not its bias" in e["no_interval"], e
+                    assert ("not its bias" if estimator == "dm" else "direct method's fitted attractiveness") in e["no_interval"], e
                     assert 0.0 <= e["value"] <= top
                     continue
                 assert 0.0 <= e["low"] <= e["value"] <= e["high"] <= top, (run, estimator, metric, e)
@@ -198,7 +200,7 @@ def test_two_runs_paired_difference_holds_the_exact_truth(written: Written, caps
     assert all(line.endswith("(model, no interval)  no interval (model)") for line in lines if line.startswith("dm "))
     assert ltr_main([*dm_first, "--estimators", "dm"]) == 0
     assert [line for line in capsys.readouterr().out.splitlines() if line.startswith("verdict")] == [
-        "verdict: none, dm has no interval (ask for ips, snips, dr, rips or cascade_dr too)"
+        "verdict: none, dm has no interval (a model's guess; ask for ips, snips or dr too)"
     ]
 
 
@@ -240,3 +242,65 @@ def test_a_training_split_that_cannot_be_made_is_one_line(written: Written, tmp_
     assert "--include-training-queries" in err[0], err
     assert ltr_main([*argv, "--include-training-queries"]) == 0
     assert capsys.readouterr().out.splitlines()[0].startswith("kept every one of the 300 logged queries, any of them")
+
+
+def _cascade_log(written: Written, path: Path) -> Path:
+    """The written log with only each session's first click kept (and its purchase): the clicks a
+    cascade user who leaves at the first click would make."""
+    frame = pd.read_parquet(written.folder / "clicks.parquet").sort_values(["query", "position"], kind="stable")
+    first = (frame["click"] > 0) & (frame.groupby("query")["click"].cumsum() == 1)
+    frame["click"] = first.astype(np.int64)
+    frame["purchase"] = frame["purchase"] * frame["click"]
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_a_cascade_log_withholds_the_position_based_intervals(
+    written: Written, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every session's first click only: ips, snips and dr print their value with no interval and
+    one note says why (the plain table, --json's nulls and reason, the paired verdict); the
+    values are those --assume-position-based prints with their intervals; exit 0 either way."""
+    from ltr.online.ope import NOT_POSITION_BASED_REASON
+
+    log = _cascade_log(written, tmp_path / "cascade.csv")
+    data = [str(written.folder / f"{split}.parquet") for split in ("train", "valid", "test")]
+    argv = ["ope", "relevance", "--log", str(log), "--data", *data, "--eta", "1", "--include-training-queries",
+            "--bootstrap", "50", "--no-log", "--tracking-uri", written.uri]  # fmt: skip
+    assert ltr_main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = {tuple(line.split()[:2]): line for line in lines if line.split()[:1] in (["ips"], ["snips"], ["dr"], ["dm"])}
+    assert len(rows) == 12, rows
+    for (estimator, _), line in rows.items():
+        assert line.split()[2].replace(".", "").isdigit(), line  # the value is printed
+        assert ("(model, no interval)" if estimator == "dm" else "(not PBM, no interval)") in line, line
+    notes = [line for line in lines if line.startswith("note")]
+    assert len(notes) == 1, notes
+    assert notes[0].startswith("note: no interval for ips, snips, dr: the log has 0 sessions with two or more clicks where "
+                               "position-based users would make ")  # fmt: skip
+    assert notes[0].endswith("(--assume-position-based prints their intervals anyway)")
+    assert ltr_main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for estimator in ("ips", "snips", "dr"):
+        for metric, e in out["estimates"][estimator].items():
+            assert (e["low"], e["high"], e["no_interval"]) == (None, None, NOT_POSITION_BASED_REASON), (estimator, metric)
+    assert out["notes"] == [notes[0].removeprefix("note: ")]
+    assert ltr_main([*argv, "--json", "--assume-position-based"]) == 0
+    kept = json.loads(capsys.readouterr().out)
+    for estimator in ("ips", "snips", "dr"):
+        for metric, e in kept["estimates"][estimator].items():
+            assert e["low"] <= e["value"] <= e["high"], (estimator, metric)
+            assert e["value"] == out["estimates"][estimator][metric]["value"]  # the same values
+    assert kept["notes"][0].endswith("their intervals are printed as asked (--assume-position-based) and may miss the truth")
+    # two runs: every position-based difference withheld, and the verdict line says why
+    paired = ["ope", "clicks", "relevance", *argv[2:]]
+    assert ltr_main(paired) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if line.startswith("verdict")] == [
+        "verdict: none, the intervals of ips, snips and dr are withheld: the clicks are not position-based (the note)"
+    ]
+    assert all(line.endswith("(not PBM, no interval)  no interval (clicks not position-based)")
+               for line in lines if line.split()[:1] in (["ips"], ["snips"], ["dr"]))  # fmt: skip
+    assert ltr_main([*paired, "--json"]) == 0
+    verdict = json.loads(capsys.readouterr().out)["verdict"]
+    assert verdict == {"estimator": None, "metric": None, "verdict": "no interval (clicks not position-based)"}

@@ -36,8 +36,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--days", type=float, default=14.0, help="days the simulated experiment runs (default: 14)")
     parser.add_argument("--seed", type=int, default=0, help="seed of every draw (default: 0)")
     parser.add_argument(
-        "--refits", type=int, default=50,
-        help="a user's click log: refits of its click model on resampled queries, whose spread the intervals hold (default: 50)",
+        "--refits", type=int, default=0,
+        help="a user's click log: refits of its click model on resampled queries, to report the spread of the model's own "
+        "B - A (default: 0)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--randomized-column", metavar="COL", default=None,
+        help="a user's click log: its column that is 1 on the sessions shown in random order (constant within a query; "
+        "default: the run's data.randomized_column); the CTR intervals are anchored on the log with the examination "
+        "those sessions give, and withheld without them",
     )  # fmt: skip
     parser.add_argument("--experiment", default="ltr", help="experiment of run names, and of --log (default: ltr)")
     parser.add_argument("--tracking-uri", default=None, help="tracking store (default: the one ltr train uses)")
@@ -82,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         raise LtrUserError(f"--seed={args.seed} must be an integer >= 0")
     if args.refits < 0:
         raise LtrUserError(f"--refits={args.refits} must be an integer >= 0")
+    if args.randomized_column is not None and not args.randomized_column.strip():
+        raise LtrUserError("--randomized-column needs a column name")
     from ltr.cli.support.output_guard import check_outputs
 
     figure_path = check_outputs({"--figure": args.figure}, tracking_uri=args.tracking_uri).get("--figure") if args.figure else None
@@ -91,12 +100,17 @@ def main(argv: list[str] | None = None) -> int:
     loaded = load_abtest(
         args.a, args.b, tracking_uri=args.tracking_uri, experiment=args.experiment, split=args.split,
         sessions_per_day=args.sessions_per_day, traffic_share=args.traffic_share, days=args.days, seed=args.seed,
-        refits=args.refits, progress=Eta(),
+        refits=args.refits, progress=Eta(), randomized_column=args.randomized_column,
     )  # fmt: skip
     for note in loaded.store.notes:
         print(f"ltr abtest: note: {note}", file=sys.stderr)
     if loaded.model_note:  # a user's log: what the simulation rests on (stderr under --json)
         print(f"ltr abtest: {loaded.model_note}", file=sys.stderr if args.json else sys.stdout)
+    anchoring = loaded.result.anchoring
+    if args.json and anchoring is not None and not anchoring.anchored:  # the report's verdict line, on stderr
+        from ltr.compare.abtest import verdict
+
+        print(f"ltr abtest: {verdict(loaded.result)}", file=sys.stderr)
     markdown = to_markdown(loaded.result, loaded.a.label, loaded.b.label, split=loaded.split)
     print(json.dumps(loaded.result.to_dict(), indent=2) if args.json else markdown, end="\n" if args.json else "")
     figure = power_figure(loaded.result, loaded.a.label, loaded.b.label) if args.figure or args.log else None

@@ -4,7 +4,8 @@ Reads a click log file (:mod:`ltr.data.feedback.click_file`: columns query, posi
 exposure report (:mod:`ltr.metrics.clicks.exposure`) under the chosen propensity model and prints the
 share of clicks and of estimated examinations at positions <= k, the 50 / 80 / 95 % points,
 with ``--k`` the advice on that cut-off, and the propensity curve in use (estimated: with its
-bootstrap interval, "not identified" where the log holds too few clicks). The work is imported after the arguments are parsed
+bootstrap interval where one can be earned, else one line saying why not and what would give
+one; "not identified" where the log holds too few clicks). The work is imported after the arguments are parsed
 (``--help`` and an argument error import none of it).
 
 Examples
@@ -126,11 +127,11 @@ def main(argv: list[str] | None = None) -> int:
     from ltr.metrics.clicks.exposure import exposure_report
     from ltr.metrics.clicks.ips import estimate_propensities
     from ltr.metrics.clicks.propensity import (
-        BIASED_BY_LOGGER,
         estimate_propensity,
+        interval_note,
         randomized_queries,
-        relevance_caution,
     )
+    from ltr.online.propensity_check import check_position_based
 
     flag_column = [args.randomized_column] if args.randomized_column else []
     log = read_click_file(
@@ -165,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             )  # fmt: skip
         except ValueError as exc:
             raise LtrUserError(f"{args.log}: {exc}; give --eta or --propensities") from None
+        estimate = check_position_based(estimate, np.minimum(log.clicks, 1)[order], log.positions[order], offsets)
         if method in ("em", "randomized") and not np.isfinite(estimate.propensities[1:]).any():
             where = "this log" if method == "em" else "the randomized sessions of this log"
             raise LtrUserError(
@@ -183,19 +185,19 @@ def main(argv: list[str] | None = None) -> int:
             source = "estimated by EM" if method == "em" else "estimated on the randomized sessions"
             props = estimate.table(n_positions, min_propensity=args.min_propensity)
     estimated = curve is None and args.eta is None
-    caution = relevance_caution("--randomized-column", "--propensity randomized") if estimated and method in BIASED_BY_LOGGER and not args.randomized_column else None
+    note = interval_note(estimate, "--randomized-column", "--propensity randomized") if estimated else None
     report = exposure_report(log.positions, log.clicks, props, propensity_source=source)
     advice = report.advice(args.k) if args.k is not None else None
     if args.json:
         out = report.metrics() | {"rows": [list(r) for r in report.rows()], "advice": advice, "propensities": estimate.to_dict(), "propensities_used": [float(v) for v in props]}
-        if caution:
-            out["caution"] = caution
+        if note:
+            out["no_interval"] = note
         print(dumps(out, lambda key: key.startswith(("exposure_k", "click_k")), allow_nan=True))  # the cut-offs k as integers
     else:
         _print(report, args.log, advice)
         _print_curve(estimate, props, args.k)
-        if caution:
-            terminal_console().print(caution, highlight=False)
+        if note:
+            terminal_console().print(note, highlight=False, soft_wrap=True)  # one line, however wide
     return 0
 
 
@@ -217,9 +219,10 @@ def parse_propensities(text: str) -> list[float]:
 
 
 def curve_lines(estimate: PropensityEstimate, used: NDArray[np.float64], k: int | None = None) -> list[str]:
-    """The propensity curve as printed: one line per position (value and interval, or "not
-    identified"; and the value the report used where that differs: clipped, extended), the
-    first :data:`CURVE_POSITIONS` (or down to ``k``), then one line for the rest."""
+    """The propensity curve as printed: one line per position (value and interval, "no
+    interval" where the estimate withholds it, or "not identified"; and the value the report
+    used where that differs: clipped, extended), the first :data:`CURVE_POSITIONS` (or down to
+    ``k``), then one line for the rest."""
 
     import numpy as np
 
@@ -233,8 +236,10 @@ def curve_lines(estimate: PropensityEstimate, used: NDArray[np.float64], k: int 
             lines.append(f"{i + 1:>5}  not identified")
         elif i == 0 and estimate.method != "given":
             lines.append(f"{i + 1:>5}  {value:.3f}  (the reference: every value is relative to position 1)")
-        elif interval:
+        elif interval and np.isfinite(estimate.low[i]):
             lines.append(f"{i + 1:>5}  {value:.3f}  [{float(estimate.low[i]):.3f}, {float(estimate.high[i]):.3f}]")
+        elif interval:
+            lines.append(f"{i + 1:>5}  {value:.3f}  no interval")
         else:
             lines.append(f"{i + 1:>5}  {value:.3f}")
         if not (np.isfinite(value) and abs(float(used[i]) - value) < 5e-4):
@@ -248,7 +253,13 @@ def curve_lines(estimate: PropensityEstimate, used: NDArray[np.float64], k: int 
 
 def _print_curve(estimate: PropensityEstimate, used: NDArray[np.float64], k: int | None) -> None:
     console = terminal_console()
-    level = f", {estimate.confidence:.0%} bootstrap interval of {estimate.n_bootstrap} resamples" if estimate.n_bootstrap else ""
+    level = f", {estimate.confidence:.0%} bootstrap interval of {estimate.n_bootstrap} resamples" if estimate.n_bootstrap else ", no interval"
+    if estimate.n_bootstrap and (estimate.fit or {}).get("checked"):
+        level = (
+            f", {estimate.confidence:.0%} interval: the randomized sessions' ({estimate.n_bootstrap} resamples) where EM lies inside it"
+        )
+    if estimate.method == "given":
+        level = ""
     console.print(f"propensities by position ({estimate.method}{level}; not identified: fewer than {MIN_CLICKS} clicks):")
     for line in curve_lines(estimate, used, k):
         console.print(line, highlight=False)

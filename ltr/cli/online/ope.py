@@ -50,6 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="of ips,snips,dr,dm,rips,cascade_dr (default: ips,snips,dr,dm)")  # fmt: skip
     parser.add_argument("--include-training-queries", action="store_true",
                         help="keep the queries the run trained on (its estimates there are biased upward)")  # fmt: skip
+    parser.add_argument("--assume-position-based", action="store_true",
+                        help="print the intervals of ips, snips and dr even on a log whose clicks look like a cascade "
+                             "(they then may miss the truth)")  # fmt: skip
     parser.add_argument("--clip", type=float, default=None, help="cap of the weights (default: none)")
     parser.add_argument("--k", type=int, default=10, help="the candidate shows its top K (default: 10)")
     parser.add_argument("--first-position", type=int, choices=[0, 1], default=0, help="the log's top position (default: 0)")
@@ -71,13 +74,17 @@ def _rank(metric: str) -> int:
     return _ORDER.index(metric[:4]) if metric[:4] in _ORDER else len(_ORDER)
 
 
-#: The interval column of an estimate without one (the direct method: a model's guess).
+#: The interval column of an estimate without one: a model's guess (dm, rips, cascade_dr), or a
+#: position-based estimator's on a log whose clicks look like a cascade.
 NO_INTERVAL_CELL = "(model, no interval)"
+WITHHELD_CELL = "(not PBM, no interval)"
 
 
 def _interval(e: Any, signed: bool = False) -> str:
+    from ltr.online.ope import NOT_POSITION_BASED_REASON
+
     if not e.has_interval:
-        return NO_INTERVAL_CELL
+        return WITHHELD_CELL if e.reason == NOT_POSITION_BASED_REASON else NO_INTERVAL_CELL
     return f"[{e.low:+.4f}, {e.high:+.4f}]" if signed else f"[{e.low:.4f}, {e.high:.4f}]"
 
 
@@ -87,7 +94,7 @@ def _bounds_json(e: Any) -> dict[str, Any]:
 
     if e.has_interval:
         return {"low": e.low, "high": e.high}
-    return {"low": None, "high": None, "no_interval": NO_INTERVAL_REASON}
+    return {"low": None, "high": None, "no_interval": e.reason or NO_INTERVAL_REASON}
 
 
 def _estimates_json(result: Any) -> dict[str, Any]:
@@ -125,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         "clip": args.clip, "n_bootstrap": args.bootstrap, "seed": args.seed, "first_position": args.first_position,
         "doc_id_column": args.doc_id_column, "tracking_uri": args.tracking_uri, "experiment": args.experiment,
         "estimators": estimators, "include_training_queries": args.include_training_queries,
+        "assume_position_based": args.assume_position_based,
     }  # fmt: skip
     if len(args.runs) == 2:
         return _paired(args, common, dumps, run_paired)
@@ -161,17 +169,18 @@ def _training_json(training: Any, line: str) -> dict[str, Any]:
 
 def _paired(args: argparse.Namespace, common: dict[str, Any], dumps: Any, run_paired: Any) -> int:
     """``ltr ope A B``: both runs on the same queries and B - A; nothing logged."""
-    from ltr.online.ope import NO_INTERVAL, NO_INTERVAL_VERDICT
+    from ltr.online.ope import NO_INTERVAL_VERDICT, WITHHELD_VERDICT
 
     ope = run_paired(args.runs[0], args.runs[1], args.log, args.data, **common)
     r = ope.result
     first = ope.training.line([ope.run_a.label, ope.run_b.label])
     keys = sorted(r.difference, key=lambda key: _rank(key[1]))
     # the verdict line: DR's CTR (the steadiest CTR), else the CTR of the first estimator with an
-    # interval (never the direct method's guess)
-    judged = [key for key in keys if key[0] not in NO_INTERVAL]
+    # interval (never a model's guess, nor an interval withheld)
+    judged = [key for key in keys if r.difference[key].has_interval]
     main_key = ("dr", "ctr") if ("dr", "ctr") in judged else next((key for key in judged if key[1] == "ctr"), judged[0] if judged else None)
-    verdict = r.verdict(main_key) if main_key is not None else NO_INTERVAL_VERDICT
+    withheld = any(r.verdict(key) == WITHHELD_VERDICT for key in keys)
+    verdict = r.verdict(main_key) if main_key is not None else WITHHELD_VERDICT if withheld else NO_INTERVAL_VERDICT
     if args.json:
         print(first, file=sys.stderr)
         difference: dict[str, dict[str, dict[str, Any]]] = {}
@@ -198,7 +207,10 @@ def _paired(args: argparse.Namespace, common: dict[str, Any], dumps: Any, run_pa
         print(f"{key[0]:<10} {key[1]:<16} {r.a.estimates[key].value:>9.4f} {r.b.estimates[key].value:>9.4f} "
               f"{d.value:>+9.4f} {_interval(d, signed=True):>22}  {r.verdict(key)}")  # fmt: skip
     if main_key is None:
-        print(f"verdict: none, {', '.join(sorted(NO_INTERVAL))} has no interval (ask for ips, snips, dr, rips or cascade_dr too)")
+        guesses = list(dict.fromkeys(key[0] for key in keys))
+        print("verdict: none, the intervals of ips, snips and dr are withheld: the clicks are not position-based (the note)"
+              if withheld else f"verdict: none, {', '.join(guesses)} {'has' if len(guesses) == 1 else 'have'} no interval "
+              "(a model's guess; ask for ips, snips or dr too)")  # fmt: skip
     else:
         print(f"verdict at 95 % ({main_key[0]} {main_key[1]}): {verdict}")
     for note in dict.fromkeys([*r.a.notes, *r.b.notes]):  # a note of the log, not of a run, once

@@ -168,7 +168,7 @@ def randomized_flags(data: RankingData, column: str, *, split: str = "train") ->
     if not (ones > 0).any():
         raise DataError(
             f"data.randomized_column={column!r} of {data.name} ({split} split) marks no randomized session (every row 0): "
-            "eval.clicks.propensity=randomized needs sessions shown in random order"
+            "name the column of the sessions shown in random order, or unset it"
         )
     return values.astype(np.int8)
 
@@ -179,9 +179,11 @@ def propensity_inputs(method: str, train: RankingData, options: Mapping[str, str
     and its column options (:func:`click_options`): ``em`` the features; ``column`` the logged
     propensities; ``harvest`` the document ids, the logging rankers and the query of each list
     (its ``data.query_column``, else the list's own qid); ``randomized`` the checked flags of
-    ``data.randomized_column`` (:func:`randomized_flags`); nothing for the others."""
+    ``data.randomized_column`` (:func:`randomized_flags`), which ``em`` checks its curve against
+    when the column is set; nothing for the others."""
     if method == "em":
-        return {"features": train.features}
+        column = options.get("randomized_column")
+        return {"features": train.features} | ({} if column is None else {"randomized": randomized_flags(train, column)})
     if method == "column":
         return {"row_propensities": behaviour(train, options.get("propensity_column"))}
     if method == "harvest":

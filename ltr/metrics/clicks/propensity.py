@@ -34,7 +34,23 @@ Methods (:func:`estimate_propensity`, ``method=``):
   is profiled out, :func:`harvest_ratios`), ``theta_1 = 1``. Positions no intervention links
   to position 1 are NaN.
 
-Intervals: ``n_bootstrap`` resamples of the queries with replacement (seeded: the same numbers
+Intervals, where they can be earned (:attr:`PropensityEstimate.no_interval` says why not, in one
+line, :func:`interval_note`):
+
+- ``ctr``: none. The CTR ratio is unbiased only when every session was shown in random order,
+  which a log cannot show.
+- ``em`` without ``randomized``: none. A logger that ranked on relevance the features do not
+  show biases the curve, and nothing in such a log can check it.
+- ``em`` with ``randomized`` (the sessions shown in random order): EM's curve (fitted on the
+  whole log, as without them) is checked against the ``randomized`` curve: where EM's value lies
+  inside the randomized sessions' interval, that interval is EM's; elsewhere (EM biased there,
+  or too few randomized clicks to tell) there is none.
+- ``randomized``, ``em`` with ``randomized``, ``harvest``: none when the log's clicks look like
+  cascade or DBN users, whose examination depends on the clicks above (no position-based curve
+  holds for them): the check of :func:`ltr.online.propensity_check.check_position_based`, which
+  every command runs on the estimate (:meth:`PropensityEstimate.without_interval`).
+
+Otherwise ``n_bootstrap`` resamples of the queries with replacement (seeded: the same numbers
 on every run), the estimator rerun on each; the interval at ``confidence`` is normal on the log
 scale, ``estimate * exp(+-z * sd)`` with ``sd`` the resamples' standard deviation of the log
 propensity (steadier than extreme percentiles of a few dozen resamples, and never below 0),
@@ -54,7 +70,7 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 from typing import Any
 
@@ -66,19 +82,55 @@ logger = logging.getLogger(__name__)
 
 #: The estimators of :func:`estimate_propensity`.
 METHODS = ("given", "column", "ctr", "em", "harvest", "randomized")
-#: The estimators that are biased when the logger sorted by relevance the features do not show
-#: (:data:`RELEVANCE_CAUTION`).
+#: The estimators that are biased when the logger ranked on relevance the features do not show.
 BIASED_BY_LOGGER = ("ctr", "em")
+#: Why ``ctr`` has no interval (:attr:`PropensityEstimate.no_interval`).
+CTR_UNCHECKED = "the CTR ratio is unbiased only if every session was shown in random order, which the log cannot show"
+#: Why ``em`` without randomized sessions has no interval.
+EM_UNCHECKED = (
+    "EM's curve cannot be checked on a log without randomized sessions (a logger that ranked on relevance the "
+    "features do not show biases it)"
+)
 
 
-def relevance_caution(mark: str = "data.randomized_column", use: str = "eval.clicks.propensity=randomized") -> str:
-    """One line for a curve of :data:`BIASED_BY_LOGGER` estimated on a log with no randomized
-    sessions marked; ``mark`` / ``use``: the options that name them and pick ``randomized``."""
-    return f"caution: this curve is biased when the logger sorted by relevance the features do not show; mark the randomized sessions ({mark}) and use {use}"
+def interval_note(
+    estimate: PropensityEstimate, mark: str = "data.randomized_column", use: str = "eval.clicks.propensity=randomized"
+) -> str | None:
+    """The one line that says why ``estimate`` has no interval (at some or all positions) and
+    what would give one; None when nothing is withheld. ``mark`` / ``use``: the options that
+    mark the randomized sessions and pick ``randomized`` (training's by default).
+
+    >>> est = estimate_propensity(np.array([1, 0, 1, 0]), np.array([0, 1, 0, 1]), np.array([0, 2, 4]), method="ctr")
+    >>> interval_note(est, "--randomized-column", "--propensity randomized")
+    'no interval: the CTR ratio is unbiased only if every session was shown in random order, which the log cannot show; mark the sessions shown in random order (--randomized-column) and use --propensity randomized for one'
+    """
+    if not estimate.no_interval:
+        return None
+    fit = estimate.fit or {}
+    if fit.get("cascade_like"):
+        hint = ""
+    elif estimate.method == "ctr":
+        hint = f"; mark the sessions shown in random order ({mark}) and use {use} for one"
+    elif estimate.method == "em" and not fit.get("checked"):
+        hint = f"; mark the sessions shown in random order ({mark}) for one"
+    elif estimate.method == "em" and fit.get("outside"):
+        hint = f"; {use} reads those sessions alone"
+    else:
+        hint = ""
+    return f"no interval: {estimate.no_interval}{hint}"
 
 
-#: :func:`relevance_caution` of a training run.
-RELEVANCE_CAUTION = relevance_caution()
+def _positions_text(positions: NDArray[np.int64]) -> str:
+    """1-based positions as ranges: ``position 3``, ``positions 2-4, 7``."""
+    ks = [int(k) for k in positions]
+    runs: list[str] = []
+    start = prev = ks[0]
+    for k in [*ks[1:], -1]:
+        if k != prev + 1:
+            runs.append(f"{start}" if start == prev else f"{start}-{prev}")
+            start = k
+        prev = k
+    return ("position " if len(ks) == 1 else "positions ") + ", ".join(runs)
 
 
 @dataclass(frozen=True)
@@ -86,11 +138,14 @@ class PropensityEstimate:
     """Examination propensities of positions ``1..K`` relative to position 1, with an interval.
 
     ``propensities[k - 1]``: position ``k`` (``propensities[0] == 1.0``); ``low`` / ``high``:
-    the bootstrap interval (module docstring) (equal to ``propensities`` for ``method="given"``);
+    the interval (module docstring) (equal to ``propensities`` for ``method="given"``; NaN where
+    there is none: ``no_interval`` says why);
     ``method``: one of :data:`METHODS`; ``n_bootstrap``: resamples behind the interval (0:
     none); ``confidence``: the interval's level; ``impressions[k - 1]``: rows shown at position
     ``k`` in the log it was estimated from (empty for ``given``); ``fit``: what the estimator
-    reports about itself (iterations, pairs, ...).
+    reports about itself (iterations, pairs, ...); ``no_interval``: why some or all positions
+    have no interval (one clause, without the options that would give one: :func:`interval_note`),
+    empty when every identified position has one or the curve is given.
     """
 
     propensities: NDArray[np.float64]
@@ -101,10 +156,24 @@ class PropensityEstimate:
     confidence: float = 0.95
     impressions: NDArray[np.int64] | None = None
     fit: dict[str, float] | None = None
+    no_interval: str = ""
 
     @property
     def n_positions(self) -> int:
         return int(self.propensities.shape[0])
+
+    def without_interval(self, reason: str, **fit: float) -> PropensityEstimate:
+        """The same curve with no interval at any position: ``reason`` (one clause) says why;
+        ``fit``: flags added to :attr:`fit` (``cascade_like=1.0``: the log's clicks break the
+        position-based model, :func:`interval_note`).
+
+        >>> est = PropensityEstimate(np.array([1.0, 0.4]), np.array([1.0, 0.3]), np.array([1.0, 0.5]), "randomized", 20)
+        >>> bare = est.without_interval("why")
+        >>> bare.metrics(), bare.n_bootstrap, bare.no_interval
+        ({'propensity/pos_1': 1.0, 'propensity/pos_2': 0.4}, 0, 'why')
+        """
+        nan = np.full(self.n_positions, np.nan)
+        return replace(self, low=nan, high=nan.copy(), n_bootstrap=0, fit=dict(self.fit or {}) | fit, no_interval=reason)
 
     def table(self, n_positions: int, *, min_propensity: float = 0.01) -> NDArray[np.float64]:
         """Propensities of 0-based positions ``0..n_positions-1`` for IPS weights: NaN (positions
@@ -125,7 +194,7 @@ class PropensityEstimate:
 
     def metrics(self, n_positions: int | None = None, *, prefix: str = "propensity") -> dict[str, float]:
         """``{prefix}/pos_{k}``, ``.../low``, ``.../high`` for positions ``1..n_positions``
-        (default all), finite values only.
+        (default all), finite values only (no ``low`` / ``high`` where there is no interval).
 
         >>> PropensityEstimate(np.array([1.0, 0.4]), np.array([1.0, 0.3]), np.array([1.0, 0.5]), "em").metrics()
         {'propensity/pos_1': 1.0, 'propensity/pos_1/low': 1.0, 'propensity/pos_1/high': 1.0, 'propensity/pos_2': 0.4, 'propensity/pos_2/low': 0.3, 'propensity/pos_2/high': 0.5}
@@ -151,7 +220,7 @@ class PropensityEstimate:
             "method": self.method, "n_bootstrap": self.n_bootstrap, "confidence": self.confidence,
             "positions": list(range(1, self.n_positions + 1)), "propensities": clean(self.propensities),
             "low": clean(self.low), "high": clean(self.high), "impressions": clean(self.impressions),
-            "fit": dict(self.fit or {}),
+            "fit": dict(self.fit or {}), "no_interval": self.no_interval or None,
         }  # fmt: skip
 
 
@@ -571,7 +640,8 @@ def estimate_propensity(
     query_ids : per-row query ids that group sessions of one query for ``harvest`` (default:
         each ``offsets`` group is its own query)
     randomized : per-row 0 / 1, constant within a query: the sessions shown in a random order
-        (``method="randomized"``: :func:`randomized_queries`)
+        (:func:`randomized_queries`): ``method="randomized"`` reads them alone; ``"em"`` checks
+        its curve against theirs for an interval (module docstring)
     n_bootstrap, confidence, seed : the interval (resamples of whole queries, seeded)
 
     Raises
@@ -611,12 +681,14 @@ def estimate_propensity(
     if pos.size and int(pos.min()) < 0:
         raise ValueError("positions must be 0-based integers >= 0")
     n = (int(pos.max()) + 1 if pos.size else 1) if n_positions is None else int(n_positions)
-    if method == "randomized":  # the randomized sessions only, from here on
-        if randomized is None:
-            raise ValueError("method='randomized' needs the randomized flag of every row")
+    whole = (c, pos, offsets)  # the whole log, for EM's randomized curve
+    if method == "randomized" and randomized is None:
+        raise ValueError("method='randomized' needs the randomized flag of every row")
+    if method in ("randomized", "em") and randomized is not None:
         if np.shape(randomized) != c.shape:
             raise ValueError(f"randomized flags {np.shape(randomized)} and clicks {c.shape} disagree")
         chosen = randomized_queries(randomized, offsets)
+    if method == "randomized":  # the randomized sessions only, from here on
         rows = np.repeat(chosen, np.diff(offsets))
         c, pos = c[rows], pos[rows]
         offsets = np.concatenate([[0], np.cumsum(np.diff(offsets)[chosen])]).astype(np.int64)
@@ -698,7 +770,20 @@ def estimate_propensity(
             unidentified[1:] = True
         point = np.where(unidentified, np.nan, point)
     low, high = point.copy(), point.copy()
-    if n_bootstrap > 0 and n_queries > 0:
+    withheld = ""
+    if method == "ctr":
+        withheld = CTR_UNCHECKED
+    elif method == "em" and randomized is None:
+        withheld = EM_UNCHECKED
+    if withheld or n_bootstrap == 0 or n_queries == 0:  # no interval: NaN, never a zero-width one
+        low, high = np.full(n, np.nan), np.full(n, np.nan)
+        n_bootstrap = 0
+    elif method == "em" and n_bootstrap > 0:  # checked against the randomized sessions' curve
+        return _checked_em(point, estimate_propensity(
+            *whole, method="randomized", n_positions=n, randomized=randomized, n_bootstrap=n_bootstrap,
+            confidence=confidence, seed=seed,
+        ), impressions, fit)  # fmt: skip
+    if n_bootstrap > 0 and n_queries > 0 and method != "em":
         rng = np.random.default_rng([seed, 0xB007])
         draws = np.empty((n_bootstrap, n))
         for b in range(n_bootstrap):
@@ -720,4 +805,34 @@ def estimate_propensity(
     if unidentified.any():
         point = np.where(unidentified, np.nan, point)
         low, high = np.where(unidentified, np.nan, low), np.where(unidentified, np.nan, high)
-    return PropensityEstimate(point, np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64), method, int(n_bootstrap), confidence, impressions, fit)
+    return PropensityEstimate(
+        point, np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64), method, int(n_bootstrap),
+        confidence, impressions, fit, withheld,
+    )  # fmt: skip
+
+
+def _checked_em(
+    point: NDArray[np.float64], reference: PropensityEstimate, impressions: NDArray[np.int64], fit: dict[str, float]
+) -> PropensityEstimate:
+    """EM's curve ``point`` with the interval of the randomized sessions' curve ``reference``
+    where EM's value lies inside it; no interval elsewhere (module docstring)."""
+    fit = fit | {"checked": 1.0, "randomized_sessions": float((reference.fit or {}).get("sessions", 0.0))}
+    finite = np.isfinite(point)
+    bounded = finite & np.isfinite(reference.low) & np.isfinite(reference.high)
+    inside = bounded & (reference.low <= point) & (point <= reference.high)
+    low = np.where(inside, reference.low, np.nan)
+    high = np.where(inside, reference.high, np.nan)
+    parts = []
+    outside = np.flatnonzero(bounded & ~inside) + 1
+    if outside.size:
+        parts.append(
+            f"at {_positions_text(outside)} EM's value lies outside the {reference.confidence:.0%} interval of the "
+            "randomized sessions (biased there)"
+        )
+    unchecked = np.flatnonzero(finite & ~bounded) + 1
+    if unchecked.size:
+        parts.append(f"at {_positions_text(unchecked)} the randomized sessions have too few clicks to check it")
+    fit["outside"] = float(outside.size)
+    return PropensityEstimate(
+        point, low, high, "em", reference.n_bootstrap, reference.confidence, impressions, fit, "; ".join(parts),
+    )  # fmt: skip
