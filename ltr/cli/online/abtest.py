@@ -16,6 +16,7 @@ import sys
 import time
 
 from ltr.cli.support.args import OneLineParser
+from ltr.cli.support.verb import run_verb
 from ltr.errors import LtrUserError
 
 
@@ -80,11 +81,10 @@ class Eta:
 
 def main(argv: list[str] | None = None) -> int:
     """``ltr abtest``; returns the exit code (user errors raise `LtrUserError`: one line, exit 2)."""
-    parser = build_parser()
-    try:
-        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    except SystemExit as exc:  # --help
-        return int(exc.code or 0)
+    return run_verb(argv, build_parser(), _run)
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.seed < 0:
         raise LtrUserError(f"--seed={args.seed} must be an integer >= 0")
     if args.refits < 0:

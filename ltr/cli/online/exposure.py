@@ -21,14 +21,13 @@ Examples
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ltr.cli.support.args import OneLineParser
 from ltr.cli.support.json_out import dumps
+from ltr.cli.support.verb import run_verb
 from ltr.errors import LtrUserError
 from ltr.runtime.terminal import console as terminal_console
 
@@ -94,99 +93,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``ltr exposure``; returns the exit code. User errors raise `LtrUserError`."""
-    args = build_parser().parse_args(argv)
+    return run_verb(argv, build_parser(), _run)
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.k is not None and args.k < 1:
         raise LtrUserError(f"--k {args.k}: give a cut-off >= 1")
-    if not 0 < args.min_propensity <= 1:
-        raise LtrUserError(f"--min-propensity {args.min_propensity} must be in (0, 1]")
-    if args.eta is not None and not (math.isfinite(args.eta) and args.eta >= 0):
-        raise LtrUserError(f"--eta {args.eta} must be a finite number >= 0")
     curve = parse_propensities(args.propensities) if args.propensities is not None else None
-    method = args.propensity or "ctr"
     features = [c.strip() for c in args.features.split(",") if c.strip()] if args.features else []
     if args.features is not None and not features:
         raise LtrUserError(f"--features {args.features!r}: give column names, comma-separated")
-    if method == "em" and not features:
-        raise LtrUserError(
-            "--propensity em needs the rows' features (its attractiveness model's inputs): give --features COL,COL,... "
-            f"naming feature columns of {args.log}; a log of query, position and click alone can use --propensity ctr"
-        )
-    if method == "randomized" and not args.randomized_column:
-        raise LtrUserError(
-            f"--propensity randomized needs --randomized-column COL: the column of {args.log} that is 1 on the rows of "
-            "a session shown in random order (0 elsewhere)"
-        )
-    if args.bootstrap < 0:
-        raise LtrUserError(f"--bootstrap {args.bootstrap} must be >= 0")
-    if args.seed < 0:
-        raise LtrUserError(f"--seed {args.seed} must be an integer >= 0")
-    import numpy as np
+    from ltr.online.exposure_log import ExposureOptions, exposure_of_log
 
-    from ltr.data.feedback.click_file import read_click_file
-    from ltr.data.feedback.clicks import examination_curve
-    from ltr.metrics.clicks.exposure import exposure_report
-    from ltr.metrics.clicks.ips import estimate_propensities
-    from ltr.metrics.clicks.propensity import (
-        estimate_propensity,
-        interval_note,
-        randomized_queries,
-    )
-    from ltr.online.propensity_check import check_position_based
-
-    flag_column = [args.randomized_column] if args.randomized_column else []
-    log = read_click_file(
-        args.log, query_column=args.query_column, position_column=args.position_column,
-        click_column=args.click_column, first_position=args.first_position,
-        feature_columns=[*features, *flag_column] or None,
+    options = ExposureOptions(
+        log=args.log, query_column=args.query_column, position_column=args.position_column, click_column=args.click_column,
+        first_position=args.first_position, eta=args.eta, curve=curve, method=args.propensity or "ctr", features=tuple(features),
+        randomized_column=args.randomized_column, min_propensity=args.min_propensity, bootstrap=args.bootstrap, seed=args.seed,
     )  # fmt: skip
-    flags = None
-    if flag_column and log.features is not None:  # the flag column is read as the last "feature"
-        flags = log.features[:, -1]
-        log = dataclasses.replace(log, features=log.features[:, :-1] if features else None)
-    n_positions = int(log.positions.max()) + 1
-    estimate: PropensityEstimate
-    if curve is not None:
-        estimate, source = estimate_propensity(method="given", given=curve, n_positions=n_positions), "given"
-        props = estimate.propensities
-    elif args.eta is not None:
-        props = examination_curve(n_positions, eta=float(args.eta))
-        estimate, source = estimate_propensity(method="given", given=props.tolist()), f"eta={args.eta:g}"
-    else:
-        order, offsets = log.grouped()
-        if flags is not None:
-            try:
-                randomized_queries(flags[order], offsets, names=log.qids[order][offsets[:-1]])
-            except ValueError as exc:
-                raise LtrUserError(f"{args.log}: --randomized-column {args.randomized_column!r}: {exc}") from None
-        try:
-            estimate = estimate_propensity(
-                np.minimum(log.clicks, 1)[order], log.positions[order], offsets, method=method, n_positions=n_positions,
-                features=None if log.features is None else log.features[order], n_bootstrap=args.bootstrap, seed=args.seed,
-                randomized=None if flags is None else flags[order],
-            )  # fmt: skip
-        except ValueError as exc:
-            raise LtrUserError(f"{args.log}: {exc}; give --eta or --propensities") from None
-        estimate = check_position_based(estimate, np.minimum(log.clicks, 1)[order], log.positions[order], offsets)
-        if method in ("em", "randomized") and not np.isfinite(estimate.propensities[1:]).any():
-            where = "this log" if method == "em" else "the randomized sessions of this log"
-            raise LtrUserError(
-                f"{args.log}: no position below the first has {MIN_CLICKS} clicks or more{' among the randomized sessions' if method == 'randomized' else ''}: "
-                f"{'EM' if method == 'em' else 'randomized'} cannot identify a propensity from {where}; give --eta or --propensities"
-            )
-        if method == "ctr":  # the curve training's eval.clicks.propensity=estimated uses for its exposure
-            try:
-                props = estimate_propensities(
-                    np.minimum(log.clicks, 1), log.positions, n_positions=n_positions, min_propensity=args.min_propensity
-                )
-            except ValueError as exc:
-                raise LtrUserError(f"{args.log}: {exc}; give --eta or --propensities") from None
-            source = "estimated"
-        else:  # as training's eval.clicks.propensity=em / randomized: the last identified value extends
-            source = "estimated by EM" if method == "em" else "estimated on the randomized sessions"
-            props = estimate.table(n_positions, min_propensity=args.min_propensity)
-    estimated = curve is None and args.eta is None
-    note = interval_note(estimate, "--randomized-column", "--propensity randomized") if estimated else None
-    report = exposure_report(log.positions, log.clicks, props, propensity_source=source)
+    found = exposure_of_log(options)
+    report, estimate, props, note = found.report, found.estimate, found.used, found.note
     advice = report.advice(args.k) if args.k is not None else None
     if args.json:
         out = report.metrics() | {"rows": [list(r) for r in report.rows()], "advice": advice, "propensities": estimate.to_dict(), "propensities_used": [float(v) for v in props]}
@@ -201,9 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-#: Positions the printed propensity curve shows at least (all of them up to ``--k`` when deeper).
-CURVE_POSITIONS = 20
-#: The click count below which an estimated position is not identified (see ltr.metrics.clicks.propensity).
+#: The click count below which an estimated position is not identified (:data:`ltr.metrics.clicks.propensity.MIN_POSITION_CLICKS`).
 MIN_CLICKS = 5
 
 
@@ -218,39 +141,6 @@ def parse_propensities(text: str) -> list[float]:
         raise LtrUserError(f"--propensities {exc}") from None
 
 
-def curve_lines(estimate: PropensityEstimate, used: NDArray[np.float64], k: int | None = None) -> list[str]:
-    """The propensity curve as printed: one line per position (value and interval, "no
-    interval" where the estimate withholds it, or "not identified"; and the value the report
-    used where that differs: clipped, extended), the first :data:`CURVE_POSITIONS` (or down to
-    ``k``), then one line for the rest."""
-
-    import numpy as np
-
-    n = estimate.n_positions
-    shown = min(n, max(CURVE_POSITIONS, k or 0))
-    interval = estimate.n_bootstrap > 0 and estimate.method != "given"
-    lines = []
-    for i in range(shown):
-        value = float(estimate.propensities[i])
-        if not np.isfinite(value):
-            lines.append(f"{i + 1:>5}  not identified")
-        elif i == 0 and estimate.method != "given":
-            lines.append(f"{i + 1:>5}  {value:.3f}  (the reference: every value is relative to position 1)")
-        elif interval and np.isfinite(estimate.low[i]):
-            lines.append(f"{i + 1:>5}  {value:.3f}  [{float(estimate.low[i]):.3f}, {float(estimate.high[i]):.3f}]")
-        elif interval:
-            lines.append(f"{i + 1:>5}  {value:.3f}  no interval")
-        else:
-            lines.append(f"{i + 1:>5}  {value:.3f}")
-        if not (np.isfinite(value) and abs(float(used[i]) - value) < 5e-4):
-            lines[-1] += f"  (the report uses {float(used[i]):.3f})"
-    if shown < n:
-        missing = int(np.isnan(estimate.propensities[shown:]).sum())
-        what = "given" if estimate.method == "given" else f"estimated, {missing} not identified"
-        lines.append(f"positions {shown + 1}-{n}: {n - shown - missing} {what} (--json has every one)")
-    return lines
-
-
 def _print_curve(estimate: PropensityEstimate, used: NDArray[np.float64], k: int | None) -> None:
     console = terminal_console()
     level = f", {estimate.confidence:.0%} bootstrap interval of {estimate.n_bootstrap} resamples" if estimate.n_bootstrap else ", no interval"
@@ -261,6 +151,8 @@ def _print_curve(estimate: PropensityEstimate, used: NDArray[np.float64], k: int
     if estimate.method == "given":
         level = ""
     console.print(f"propensities by position ({estimate.method}{level}; not identified: fewer than {MIN_CLICKS} clicks):")
+    from ltr.online.exposure_log import curve_lines
+
     for line in curve_lines(estimate, used, k):
         console.print(line, highlight=False)
 

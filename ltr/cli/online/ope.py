@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ltr.cli.support.args import OneLineParser
+from ltr.cli.support.verb import run_verb
 from ltr.errors import LtrUserError
 
 
@@ -66,54 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: The printed order of the metrics (by their first letters): CTR, clicks@k, purchase rate.
-_ORDER = ("ctr", "clic", "purc")
-
-
-def _rank(metric: str) -> int:
-    return _ORDER.index(metric[:4]) if metric[:4] in _ORDER else len(_ORDER)
-
-
-#: The interval column of an estimate without one: a model's guess (dm, rips, cascade_dr), or a
-#: position-based estimator's on a log whose clicks look like a cascade.
-NO_INTERVAL_CELL = "(model, no interval)"
-WITHHELD_CELL = "(not PBM, no interval)"
-
-
-def _interval(e: Any, signed: bool = False) -> str:
-    from ltr.online.ope import NOT_POSITION_BASED_REASON
-
-    if not e.has_interval:
-        return WITHHELD_CELL if e.reason == NOT_POSITION_BASED_REASON else NO_INTERVAL_CELL
-    return f"[{e.low:+.4f}, {e.high:+.4f}]" if signed else f"[{e.low:.4f}, {e.high:.4f}]"
-
-
-def _bounds_json(e: Any) -> dict[str, Any]:
-    """``low`` and ``high`` (``null`` with ``no_interval``, the reason, when the estimate has none)."""
-    from ltr.online.ope import NO_INTERVAL_REASON
-
-    if e.has_interval:
-        return {"low": e.low, "high": e.high}
-    return {"low": None, "high": None, "no_interval": e.reason or NO_INTERVAL_REASON}
-
-
-def _estimates_json(result: Any) -> dict[str, Any]:
-    out: dict[str, dict[str, dict[str, Any]]] = {}
-    for (estimator, metric), e in result.estimates.items():
-        out.setdefault(estimator, {})[metric] = {"value": e.value, **_bounds_json(e), "ess": e.ess}
-    return {
-        "estimates": out, "max_weight": result.max_weights, "coverage": result.coverage, "n_queries": result.n_queries,
-        "n_rows": result.n_rows, "n_clipped": result.n_clipped, "notes": result.notes,
-    }  # fmt: skip
-
-
 def main(argv: list[str] | None = None) -> int:
     """``ltr ope``; returns the exit code (user errors raise `LtrUserError`: one line, exit 2)."""
-    parser = build_parser()
-    try:
-        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    except SystemExit as exc:  # --help
-        return int(exc.code or 0)
+    return run_verb(argv, build_parser(), _run)
+
+
+def _run(args: argparse.Namespace) -> int:
     from ltr.cli.support.json_out import dumps
     from ltr.models.ope_run import (
         log_ope,
@@ -122,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         run_ope,
         run_paired,
     )
+    from ltr.online.ope_render import estimates_json, estimates_lines, paired_json, paired_lines
 
     if len(args.runs) > 2:
         raise LtrUserError(f"ltr ope takes one run, or two (A B) for their difference; got {len(args.runs)}: {' '.join(args.runs)}")
@@ -134,86 +94,18 @@ def main(argv: list[str] | None = None) -> int:
         "estimators": estimators, "include_training_queries": args.include_training_queries,
         "assume_position_based": args.assume_position_based,
     }  # fmt: skip
-    if len(args.runs) == 2:
-        return _paired(args, common, dumps, run_paired)
+    if len(args.runs) == 2:  # both runs on the same queries and B - A; nothing logged
+        paired = run_paired(args.runs[0], args.runs[1], args.log, args.data, **common)
+        first = paired.training.line([paired.run_a.label, paired.run_b.label])
+        print(first, file=sys.stderr if args.json else sys.stdout)
+        print(dumps(paired_json(paired, first)) if args.json else "\n".join(paired_lines(paired)))
+        return 0
     ope = run_ope(args.runs[0], args.log, args.data, logs=not args.no_log, **common)
-    r = ope.result
     assert ope.training is not None
     first = ope.training.line([ope.run.label])
-    if args.json:
-        print(first, file=sys.stderr)
-        print(dumps({"run": ope.run.label, "training_queries": _training_json(ope.training, first), **_estimates_json(r)}))
-    else:
-        clip = "none" if r.clip is None else f"{r.clip:g} ({r.n_clipped} weights clipped)"
-        print(first)
-        print(
-            f"off-policy estimates of run {ope.run.label} on {ope.log_path}: {r.n_queries} queries, "
-            f"{ope.matched_rows} of {ope.log_rows} impressions scored ({ope.unlogged_scored_rows} scored documents never logged); "
-            f"propensities {ope.propensities}, top k={r.k}, clip {clip}, support coverage {r.coverage:.3f}"
-        )
-        print(f"{'estimator':<10} {'metric':<16} {'value':>9} {'95 % interval':>22} {'ESS':>9} {'max weight':>11}")
-        for (estimator, metric), e in sorted(r.estimates.items(), key=lambda item: _rank(item[0][1])):
-            weight = f"{r.max_weights[estimator]:.3g}" if estimator in r.max_weights else ""
-            print(f"{estimator:<10} {metric:<16} {e.value:>9.4f} {_interval(e):>22} {e.ess:>9.1f} {weight:>11}")
-        for note in r.notes:
-            print(f"note: {note}")
+    print(first, file=sys.stderr if args.json else sys.stdout)
+    print(dumps(estimates_json(ope, first)) if args.json else "\n".join(estimates_lines(ope)))
     if not args.no_log:
         log_ope(ope)
         print(f"logged as ope/<estimator>/<metric> on run {ope.run.label}", file=sys.stderr)
-    return 0
-
-
-def _training_json(training: Any, line: str) -> dict[str, Any]:
-    return {"n_left_out": training.n_left_out, "n_logged": training.n_logged, "included": training.included, "line": line}
-
-
-def _paired(args: argparse.Namespace, common: dict[str, Any], dumps: Any, run_paired: Any) -> int:
-    """``ltr ope A B``: both runs on the same queries and B - A; nothing logged."""
-    from ltr.online.ope import NO_INTERVAL_VERDICT, WITHHELD_VERDICT
-
-    ope = run_paired(args.runs[0], args.runs[1], args.log, args.data, **common)
-    r = ope.result
-    first = ope.training.line([ope.run_a.label, ope.run_b.label])
-    keys = sorted(r.difference, key=lambda key: _rank(key[1]))
-    # the verdict line: DR's CTR (the steadiest CTR), else the CTR of the first estimator with an
-    # interval (never a model's guess, nor an interval withheld)
-    judged = [key for key in keys if r.difference[key].has_interval]
-    main_key = ("dr", "ctr") if ("dr", "ctr") in judged else next((key for key in judged if key[1] == "ctr"), judged[0] if judged else None)
-    withheld = any(r.verdict(key) == WITHHELD_VERDICT for key in keys)
-    verdict = r.verdict(main_key) if main_key is not None else WITHHELD_VERDICT if withheld else NO_INTERVAL_VERDICT
-    if args.json:
-        print(first, file=sys.stderr)
-        difference: dict[str, dict[str, dict[str, Any]]] = {}
-        for (estimator, metric), d in r.difference.items():
-            difference.setdefault(estimator, {})[metric] = {"value": d.value, **_bounds_json(d), "verdict": r.verdict((estimator, metric))}
-        print(dumps({
-            "difference": difference,
-            "runs": {"A": {"run": ope.run_a.label, **_estimates_json(r.a)}, "B": {"run": ope.run_b.label, **_estimates_json(r.b)}},
-            "verdict": {"estimator": None if main_key is None else main_key[0],
-                        "metric": None if main_key is None else main_key[1], "verdict": verdict},
-            "training_queries": _training_json(ope.training, first), "propensities": ope.propensities,
-        }))  # fmt: skip
-        return 0
-    clip = "none" if r.a.clip is None else f"{r.a.clip:g}"
-    print(first)
-    print(
-        f"paired off-policy estimates, A = run {ope.run_a.label}, B = run {ope.run_b.label}, on {ope.log_path}: "
-        f"{r.a.n_queries} queries, {ope.matched_rows} of {ope.log_rows} impressions scored by both; propensities "
-        f"{ope.propensities}, top k={r.a.k}, clip {clip}, support coverage A {r.a.coverage:.3f}, B {r.b.coverage:.3f}"
-    )
-    print(f"{'estimator':<10} {'metric':<16} {'A':>9} {'B':>9} {'B - A':>9} {'95 % interval':>22}  verdict")
-    for key in keys:
-        d = r.difference[key]
-        print(f"{key[0]:<10} {key[1]:<16} {r.a.estimates[key].value:>9.4f} {r.b.estimates[key].value:>9.4f} "
-              f"{d.value:>+9.4f} {_interval(d, signed=True):>22}  {r.verdict(key)}")  # fmt: skip
-    if main_key is None:
-        guesses = list(dict.fromkeys(key[0] for key in keys))
-        print("verdict: none, the intervals of ips, snips and dr are withheld: the clicks are not position-based (the note)"
-              if withheld else f"verdict: none, {', '.join(guesses)} {'has' if len(guesses) == 1 else 'have'} no interval "
-              "(a model's guess; ask for ips, snips or dr too)")  # fmt: skip
-    else:
-        print(f"verdict at 95 % ({main_key[0]} {main_key[1]}): {verdict}")
-    for note in dict.fromkeys([*r.a.notes, *r.b.notes]):  # a note of the log, not of a run, once
-        tag = "" if note in r.a.notes and note in r.b.notes else " (A)" if note in r.a.notes else " (B)"
-        print(f"note{tag}: {note}")
     return 0
