@@ -7,6 +7,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ltr.runtime.progress import rich_columns
 from ltr.runtime.terminal import console as terminal_console
 
 if TYPE_CHECKING:
@@ -23,19 +24,12 @@ class WriteProgress:
         self._bar: Any = None
         self._tasks: dict[str, Any] = {}
         if sys.stderr.isatty():
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-            )
+            from rich.progress import Progress, TextColumn
 
             self._bar = Progress(
-                TextColumn("writing {task.description:<5}"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("partitions"), TimeElapsedColumn(),
+                *rich_columns("writing {task.description:<5}", TextColumn("partitions")),
                 console=terminal_console(stderr=True), transient=True,
-            )
+            )  # fmt: skip
             for split, data in splits.items():
                 self._tasks[split] = self._bar.add_task(split, total=min(n_partitions[split], data.n_queries))
 

@@ -33,6 +33,7 @@ from ltr.config.schema import FitConfig, ModelConfig
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
 from ltr.metrics import MetricConventions
+from ltr.runtime.progress import rich_columns, time_left
 from ltr.runtime.stops import raise_if_stop_requested
 from ltr.runtime.terminal import console as terminal_console
 from ltr.training import lightgbm_log  # noqa: F401  LightGBM's lines to the log, not stdout
@@ -154,21 +155,12 @@ class ProgressDisplay:
         self._progress: Any = None
         self._task: Any = None
         self._best = -np.inf
+        self._start = time.monotonic()
         if sys.stderr.isatty():
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-            )
+            from rich.progress import Progress, TextColumn
 
             self._progress = Progress(
-                TextColumn("boosting"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.fields[status]}"),
-                TimeElapsedColumn(),
+                *rich_columns("boosting", TextColumn("{task.fields[status]}")),
                 transient=False,
                 console=terminal_console(stderr=True),
             )
@@ -182,7 +174,8 @@ class ProgressDisplay:
         if self._progress is not None:
             self._progress.update(self._task, completed=env.iteration + 1, status=status)
         elif (env.iteration + 1) % self.log_every == 0 or env.iteration == 0:
-            log.info("round %d/%d: %s", env.iteration + 1, self.total, status)
+            left = time_left(time.monotonic() - self._start, env.iteration + 1, self.total)
+            log.info("round %d/%d: %s, %s (at most: early stopping may end sooner)", env.iteration + 1, self.total, status, left)
 
     def close(self) -> None:
         if self._progress is not None:

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
-import time
 
 from ltr.cli.support.args import OneLineParser
 from ltr.cli.support.verb import run_verb
 from ltr.errors import LtrUserError
+from ltr.runtime.progress import ProgressLine
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,28 +56,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class Eta:
-    """``progress(done, total)`` of the click model's refits: a line on stderr with the time left,
-    once they have taken :data:`QUIET_SECONDS`, then every :data:`EVERY_SECONDS` and at the end."""
-
-    QUIET_SECONDS = 3.0
-    EVERY_SECONDS = 10.0
-
-    def __init__(self) -> None:
-        self.start = time.monotonic()
-        self.shown = -math.inf
-
-    def __call__(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        elapsed = now - self.start
-        if elapsed < self.QUIET_SECONDS or (done < total and now - self.shown < self.EVERY_SECONDS):
-            return
-        self.shown = now
-        left = elapsed / max(done, 1) * (total - done)
-        tail = "done" if done == total else f"about {left:.0f} s left"
-        print(f"ltr abtest: refitting the click model on resampled queries: {done}/{total}, {tail}", file=sys.stderr)
-
-
 def main(argv: list[str] | None = None) -> int:
     """``ltr abtest``; returns the exit code (user errors raise `LtrUserError`: one line, exit 2)."""
     return run_verb(argv, build_parser(), _run)
@@ -100,7 +77,7 @@ def _run(args: argparse.Namespace) -> int:
     loaded = load_abtest(
         args.a, args.b, tracking_uri=args.tracking_uri, experiment=args.experiment, split=args.split,
         sessions_per_day=args.sessions_per_day, traffic_share=args.traffic_share, days=args.days, seed=args.seed,
-        refits=args.refits, progress=Eta(), randomized_column=args.randomized_column,
+        refits=args.refits, progress=ProgressLine("ltr abtest: refitting the click model on resampled queries"), randomized_column=args.randomized_column,
     )  # fmt: skip
     for note in loaded.store.notes:
         print(f"ltr abtest: note: {note}", file=sys.stderr)
