@@ -21,7 +21,12 @@ import pytest
 
 from ltr.metrics.clicks.propensity import estimate_propensity, interval_note
 from ltr.online.click_simulators import LogSpec, SimulatedLog, UserModel, simulate_log
-from ltr.online.propensity_check import check_position_based
+from ltr.online.propensity_check import (
+    Z_CLICK_ABOVE,
+    cascade_reason,
+    check_position_based,
+    click_above_reason,
+)
 
 #: the coverage benchmark's ``pbm-eta1`` and ``cascade`` logs (PBM eta 1 / cascade users going on
 #: after a click with probability 0.2; a noisy relevance logger, 30 % of the sessions shuffled)
@@ -150,6 +155,48 @@ def test_a_position_based_log_is_not_taken_for_a_cascade() -> None:
         assert est.fit["cascade_like"] == 0.0
         observed, expected = multi_click_sessions(log)
         assert observed > 0.9 * expected
+
+
+def test_fewer_clicks_below_a_click_is_the_mantel_haenszel_test_by_hand() -> None:
+    """Two sessions of two positions each clicked at the top, two clicked below only, and so
+    on: the pooled 2 x 2 table of position 2 (a click above or not x clicked or not) by hand."""
+    # 40 sessions: 20 with a click at position 1, of which 2 clicked at 2; 20 without, of which 12 clicked at 2
+    clicks = np.array([1, 1] * 2 + [1, 0] * 18 + [0, 1] * 12 + [0, 0] * 8)
+    positions = np.tile([0, 1], 40)
+    offsets = np.arange(0, 81, 2)
+    # n = 40 at position 2, n1 = 20 below a click, k = 14 clicks, k1 = 2: expected 20 * 14 / 40 = 7,
+    # variance 20 * 20 * 14 * 26 / (40 * 40 * 39) = 7 / 3
+    z = (2 - 7) / np.sqrt(20 * 20 * 14 * 26 / (40 * 40 * 39))
+    assert z < -Z_CLICK_ABOVE
+    reason = click_above_reason(clicks, positions, offsets)
+    assert reason is not None
+    assert "clicked 2 times where 7 were expected" in reason
+    # the same counts the other way round (clicks below a click more likely): no reason
+    more = np.array([1, 1] * 12 + [1, 0] * 8 + [0, 1] * 2 + [0, 0] * 18)
+    assert click_above_reason(more, positions, offsets) is None
+
+
+@pytest.mark.parametrize("model", [UserModel(kind="dbn"), UserModel(kind="cascade", continuation=0.2)])
+def test_dbn_and_cascade_logs_show_fewer_clicks_below_a_click(model: UserModel) -> None:
+    """The logs of the benchmark's DBN and cascade users: fewer clicks below a click than below
+    none (the DBN logs of 1,000 queries that kept some multi-click sessions too)."""
+    for seed in range(3):
+        log = simulate_log(LogSpec(n_queries=1000, shuffled_share=0.3, model=model), seed=seed)
+        assert click_above_reason(log.clicks, log.positions, log.offsets) is not None
+        raw = estimate_propensity(log.clicks, log.positions, log.offsets, method="randomized", randomized=flags(log), n_bootstrap=10)
+        est = check_position_based(raw, log.clicks, log.positions, log.offsets)
+        assert np.isnan(est.low).all()
+        assert est.no_interval
+
+
+def test_position_based_logs_never_show_fewer_clicks_below_a_click() -> None:
+    """Position-based users: a random logger, a relevance-sorted one and eta 1.5, no reason."""
+    for spec in (LogSpec(n_queries=1000, logger_noise=None), LogSpec(n_queries=1000, logger_noise=0.3, shuffled_share=0.0),
+                 LogSpec(n_queries=1000, shuffled_share=0.3, model=UserModel(kind="pbm", eta=1.5))):  # fmt: skip
+        for seed in range(2):
+            log = simulate_log(spec, seed=seed)
+            assert click_above_reason(log.clicks, log.positions, log.offsets) is None
+            assert cascade_reason(log.clicks, log.positions, log.offsets) is None
 
 
 def write_log(log: SimulatedLog, path: Path) -> Path:
