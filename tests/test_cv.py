@@ -64,10 +64,11 @@ def test_letor_cv_parent_reports_mean_and_std_over_the_five_folds(
     assert rows.loc["test/n_queries", "mean"] * 5 == sum(c.data.metrics["test/n_queries"] for c in children)
     description = parent.data.tags["mlflow.note.content"]
     mean, std = metrics["test/ndcg_at_10"], metrics["test/ndcg_at_10/sd"]
-    assert description.startswith("### lambdarank on mq2008: mean ± sd over 5 folds")
+    assert description.startswith(f"**test nDCG@10 {mean:.4f} ± {std:.4f}** over 5 folds (data.fold = 1, 2, 3, 4, 5)\n\n")
+    assert description.partition("\n\n")[2].startswith("### lambdarank on mq2008: mean ± sd over 5 folds")
     assert f"| all | {rows.loc['test/n_queries', 'mean']:.1f} |" in description
     assert f"{mean:.4f} ± {std:.4f} |" in description
-    table_md, _, jobs = description.partition("\n\n**Fold runs**: 5 of 5 finished.")
+    table_md, _, jobs = description.partition("\n\n")[2].partition("\n\n**Fold runs**: 5 of 5 finished.")
     assert table_md in proc.out  # the fold table, as printed
     assert "best" not in description.lower()
     assert all(f"/runs/{c.info.run_id}?workflowType=machine_learning)" in jobs for c in children)  # then the folds

@@ -306,7 +306,9 @@ def test_a_cv_that_lacks_a_fold_is_marked_partial_and_has_no_sd(tmp_path: Path, 
     assert metrics["test/ndcg_at_10"] == children[0].data.metrics["test/ndcg_at_10"]
     assert not [k for k in metrics if k.endswith("/sd")], "the sd of one fold is undefined"
     assert (metrics["sweep/n_finished"], metrics["sweep/n_refused"], metrics["sweep/n_failed"]) == (1, 1, 0)
-    assert tags["mlflow.note.content"].startswith("### lambdarank on letor: mean over 1 of 2 folds, a partial CV (data.fold = 1)")
+    lead, _, body = tags["mlflow.note.content"].partition("\n\n")
+    assert lead == f"**test nDCG@10 {metrics['test/ndcg_at_10']:.4f}** over 1 of 2 folds (data.fold = 1)"  # one fold: no sd
+    assert body.startswith("### lambdarank on letor: mean over 1 of 2 folds, a partial CV (data.fold = 1)")
     assert f"| {children[0].data.metrics['test/ndcg_at_10']:.4f} |" in tags["mlflow.note.content"]
     assert "sweep: 2 jobs: 1 finished, 0 failed, 1 refused\n" in proc.stdout
     last = proc.stderr.strip().splitlines()[-1]

@@ -3,7 +3,7 @@
 Loads the runs' per-query tables from the tracking store (:mod:`ltr.tracking.runs`), refuses
 runs evaluated on different data or with different metric conventions unless ``--force``,
 compares them (:mod:`ltr.compare`) and prints a rich table (or ``--markdown`` / ``--json``);
-``--log`` records the comparison as its own MLflow run; ``--explain`` adds, per stratum, the
+``--log`` records the comparison as its own MLflow run (in ``<experiment> (comparisons)``); ``--explain`` adds, per stratum, the
 features whose importance differs most from the baseline's (:mod:`ltr.explain.difference`).
 `load_comparison` is the same thing as a function, for notebooks.
 
@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="compare a weighted sum of per-query measures, e.g. blend=0.4*ndcg_at_3+0.6*ndcg_at_10 "
         "(repeatable; the syntax of ltr evaluate --composite; its parts must be columns of the runs' tables)",
     )
-    parser.add_argument("--experiment", default="ltr", help="experiment of run names, and of --log (default: ltr)")
+    parser.add_argument("--experiment", default="ltr", help="experiment of run names (default: ltr); --log logs into '<experiment> (comparisons)'")
     parser.add_argument("--tracking-uri", default=None, help="tracking store (default: $LTR_TRACKING_URI, $MLFLOW_TRACKING_URI, ./mlflow.db, the project root's mlflow.db)")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--markdown", action="store_true", help="print markdown instead of a terminal table")
@@ -130,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     from ltr.compare.loading import load_comparison
     from ltr.compare.render import to_json, to_markdown
+    from ltr.tracking.runs import comparisons_experiment
 
     loaded = load_comparison(
         args.runs,
@@ -158,5 +159,5 @@ def _run(args: argparse.Namespace) -> int:
             print_differences(difference)
     if args.log:
         run_id = _log(loaded, experiment=args.experiment, markdown=markdown, explained=explained)
-        print(f"logged the comparison as MLflow run {run_id} in {args.experiment!r}", file=sys.stderr)
+        print(f"logged the comparison as MLflow run {run_id} in {comparisons_experiment(args.experiment)!r}", file=sys.stderr)
     return 0

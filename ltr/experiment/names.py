@@ -21,6 +21,10 @@ indented under its parent), so a name is built for those:
 - **Left out.** ``tracking.*``, ``hydra.*`` and the fields that change no result
   (:mod:`ltr.config.neutral`): :func:`shown_overrides`.
 
+A cross-validation's parent is named by what tells it from other CVs (:func:`cv_name`): its
+overrides but the fold's, then the model and the number of folds, ``nl=3 debug=default
+(lambdarank, 5-fold CV)``; the fold list every CV of a data set shares would fill the name.
+
 An Optuna search's parent is named by its search, not its space (:func:`search_name`):
 ``optuna:ltr_lambdarank (20 trials, maximize valid/ndcg_at_10)``; its space is logged as the
 parent's ``space.*`` params.
@@ -192,6 +196,33 @@ def sweep_name(task_overrides: Sequence[str], varying: Sequence[str], params: Ma
     searched = [f"{key}={value}" for key, value in params.items() if not any(override_key(o) == key for o in varied)]
     rest = [o for o in shown if o not in varied]
     return " ".join(name_parts([*varied, *searched, *rest], lead={override_key(o) for o in [*varied, *searched]})) or "sweep"
+
+
+#: Keys a cross-validation's name says by its number of folds.
+CV_KEYS = ("cv.fold_key", "split.n_folds")
+
+
+def cv_name(task_overrides: Sequence[str], fold_key: str, n_folds: int | None, *, model: str) -> str:
+    """A cross-validation sweep's parent: its shown overrides but the fold's (``fold_key``'s
+    values, ``cv.fold_key``, ``split.n_folds``) in name order, then ``(<model>, <n>-fold CV)``
+    (the model left out when an override picks it; ``CV`` alone when ``n_folds`` is unknown).
+
+    >>> cv_name(["debug=default", "split.n_folds=5", "split.fold=1,2,3,4,5", "cv.fold_key=split.fold",
+    ...          "model.num_leaves=3"], "split.fold", 5, model="lambdarank")
+    'nl=3 debug=default (lambdarank, 5-fold CV)'
+    >>> cv_name(["experiment=letor_cv"], "data.fold", 5, model="lambdarank")
+    'experiment=letor_cv (lambdarank, 5-fold CV)'
+    >>> cv_name(["data.fold=1,2", "cv.fold_key=data.fold", "model=rank_xendcg"], "data.fold", 2, model="rank_xendcg")
+    'rank_xendcg (2-fold CV)'
+    >>> cv_name(["seed=1,2", "cv.fold_key=seed"], "seed", None, model="lambdarank")
+    'lambdarank, CV'
+    """
+    rest = [o for o in shown_overrides(task_overrides) if override_key(o) not in {fold_key, *CV_KEYS}]
+    cv = f"{n_folds}-fold CV" if n_folds else "CV"
+    if not rest:
+        return f"{model}, {cv}"
+    picked = any(override_key(o) == "model" for o in rest)
+    return f"{' '.join(name_parts(rest))} ({cv if picked else f'{model}, {cv}'})"
 
 
 def search_name(

@@ -22,9 +22,17 @@ from ltr.experiment.evaluation import Evaluation, lightgbm_key, our_curves
 from ltr.experiment.figures.charts import plot_feature_importance, plot_ndcg_by_stratum
 from ltr.experiment.figures.figure_worker import FigureWorker
 from ltr.experiment.figures.run_figures import RunFigures
-from ltr.experiment.report import rerank_rows, summary_rows, to_markdown
+from ltr.experiment.report import (
+    clicks_markdown,
+    page_markdown,
+    rerank_rows,
+    run_lead,
+    summary_rows,
+    to_markdown,
+)
 from ltr.experiment.sources import Scored
 from ltr.experiment.spec import ExperimentSpec, diversity_measures
+from ltr.metrics.clicks.propensity import PropensityEstimate
 from ltr.metrics.conventions import MetricConventions
 from ltr.metrics.plots import plot_exposure, plot_idcg_histogram, plot_propensity
 from ltr.tracking import Tracker
@@ -113,9 +121,17 @@ def headline_keys(spec: ExperimentSpec, metrics: dict[str, float]) -> list[str]:
     return list(dict.fromkeys(keys))
 
 
-def summary_markdown(spec: ExperimentSpec, evaluation: Evaluation, result: TrainResult) -> tuple[str, str, list[str], list[list[str]]]:
-    """Title, ``report/summary.md`` text (also the run's description in the MLflow UI), and the
-    header and rows of the printed table."""
+def summary_markdown(
+    spec: ExperimentSpec,
+    evaluation: Evaluation,
+    result: TrainResult,
+    propensity: PropensityEstimate | None = None,
+    label_sources: dict[str, str] | None = None,
+) -> tuple[str, str, list[str], list[list[str]]]:
+    """Title, ``report/summary.md`` text (the run's description in the MLflow UI under its lead:
+    :func:`run_description`), and the header and rows of the printed table. A click log's run
+    (``propensity``: the curve in use; ``label_sources``: role -> label source) has a
+    ``## Clicks`` section after the table (:func:`ltr.experiment.report.clicks_markdown`)."""
     conventions = spec.conventions
     header, rows = summary_rows(evaluation.summaries, ks=spec.ks, strata=spec.strata)
     title = (
@@ -139,13 +155,42 @@ def summary_markdown(spec: ExperimentSpec, evaluation: Evaluation, result: Train
             f"(no curve of the final order: the re-ranker is not run every round).\n\n"
             + to_markdown(*before_after) + "\n"
         )
+    clicks = ""
+    if propensity is not None:
+        clicks = clicks_markdown(
+            evaluation.metrics, propensity, click_column=click_column(spec), method=str(spec.config.eval.clicks.propensity),
+            labels=label_sources or {}, splits=list(spec.config.eval.splits), k=max(spec.ks),
+        ) + "\n"  # fmt: skip
     text = (
         f"# {title}\n\n" + to_markdown(header, rows)
-        + f"\nBest round {result.best_iteration} of {result.n_rounds}.\n\n" + reranked
+        + f"\nBest round {result.best_iteration} of {result.n_rounds}.\n\n" + clicks + reranked
         + "## Beside LightGBM's own metric\n\n" + "\n\n".join(evaluation.gap_notes) + "\n"
         + ("\n## Advice\n\n" + "\n\n".join(evaluation.advice) + "\n" if evaluation.advice else "")
     )
     return title, text, header, rows
+
+
+def click_column(spec: ExperimentSpec) -> str:
+    """The click column of a run's click log: ``data.click_column``, or the simulator's
+    ``click`` (``data=synthetic_clicks``, whose clicks are the label source ``clicks``)."""
+    given = getattr(spec.config.data, "click_column", None)
+    return str(given) if given is not None else "click"
+
+
+def run_description(spec: ExperimentSpec, evaluation: Evaluation, scored: Scored, summary_md: str) -> str:
+    """The run's description (``mlflow.note.content``): :func:`ltr.experiment.report.page_markdown`
+    of ``summary_md`` under the lead of :func:`ltr.experiment.report.run_lead` (a click log's
+    run adds its click column and propensity method to the lead)."""
+    clicks = ""
+    if scored.propensity is not None:
+        trained = scored.label_sources.get("train")
+        clicks = f"click column `{click_column(spec)}`" + (f", trained on `{trained}`" if trained else "")
+        clicks += f", propensities `{spec.config.eval.clicks.propensity}`"
+    lead = run_lead(
+        evaluation.metrics, optimized=spec.optimized_metric, k=max(spec.ks),
+        best_round=scored.result.best_iteration, n_rounds=scored.result.n_rounds, clicks=clicks,
+    )  # fmt: skip
+    return page_markdown(summary_md, lead)
 
 
 def label_histogram_markdown(histograms: dict[str, dict[str, list[int]]], sources: dict[str, str]) -> str:
@@ -245,8 +290,8 @@ def record_results(
         tracker.log_metrics(first | evaluation.metrics, model_id=model_id)
         tracker.log_curves(curves)
         tracker.log_params(lightgbm_params_logged(shipped.params, library=result.library))
-        # the description on the run's page: the summary, its title a heading of the page's size
-        tracker.set_tags({"mlflow.note.content": "##" + summary_md if summary_md.startswith("# ") else summary_md})
+        # the description on the run's page: a lead line, then the summary (its title a heading of the page's size)
+        tracker.set_tags({"mlflow.note.content": run_description(spec, evaluation, scored, summary_md)})
         tracker.show_first(headline, list(curves))
         tracker.log_dict(data_fingerprint, "data/fingerprint.json")
         for (split, k), report in evaluation.reports.items():

@@ -160,7 +160,9 @@ def _run(
             preparation.wait()
             timings["wait_mlflow_load"] = time.perf_counter() - t
         t = time.perf_counter()
-        title, summary_md, header, rows = summary_markdown(spec, evaluation, scored.result)
+        title, summary_md, header, rows = summary_markdown(
+            spec, evaluation, scored.result, scored.propensity, scored.label_sources
+        )
         record_results(tracker, spec, evaluation, scored, source.fingerprint, summary_md, name, figure_worker)
         timings["log"] = time.perf_counter() - t
     if print_summary:

@@ -7,6 +7,7 @@ created and ended by :class:`ltr.cli.sweeps.parent.SweepParent`.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +28,11 @@ from ltr.tracking.sweep_summary import child_runs
 __all__ = ["children_objective", "search_space_params", "study_tags", "summarise_folds", "sweep_name"]
 
 
-def sweep_name(config: DictConfig, varying: list[str], spec: ExperimentSpec | None = None) -> str:
+def sweep_name(config: DictConfig, varying: list[str], spec: ExperimentSpec | None = None, n_jobs: int | None = None) -> str:
     """A sweep's parent run name (:mod:`ltr.experiment.names`): ``tracking.run_name`` as given
-    (its jobs ``<values> (<name>)``); an Optuna search by its search,
+    (its jobs ``<values> (<name>)``); a cross-validation (``cv.fold_key``) by what tells it from
+    other CVs, its fold list left out (:func:`ltr.experiment.names.cv_name`; ``n_jobs``: the
+    jobs planned, its folds when it varies the fold only); an Optuna search by its search,
     ``optuna:<study> (<n> trials, maximize valid/ndcg_at_10)``, not its space (``spec``: the base
     config, for the study's default name and the objectives); a grid by what it varies
     (``varying``: :func:`varying_keys`), then its other overrides."""
@@ -37,6 +40,11 @@ def sweep_name(config: DictConfig, varying: list[str], spec: ExperimentSpec | No
         return str(config.tracking.run_name)
     sweeper = config.hydra.sweeper
     task = list(config.hydra.overrides.task)
+    fold_key = spec.config.cv.fold_key if spec is not None else config.get("cv", {}).get("fold_key")
+    if fold_key and not is_ltr_search(config):
+        model = spec.config.model.name if spec is not None else config.get("model", {}).get("name", "model")
+        n_folds = n_jobs if list(varying) == [str(fold_key)] else None
+        return names.cv_name(task, str(fold_key), n_folds, model=str(model))
     if is_ltr_search(config):
         model = spec.config.model.name if spec is not None else config.get("model", {}).get("name", "model")
         if spec is not None:
@@ -85,7 +93,8 @@ def summarise_folds(
     the headline keys' fold means under the keys themselves (``test/ndcg_at_10``) and their
     standard deviations (``test/ndcg_at_10/sd``), the runs table's columns; every
     per-split key's in the table artifact ``report/cv_metrics.json``. The parent's
-    description is the per-stratum table of means ± sd, then the jobs (``summary_md``):
+    description is a lead line (test nDCG@k's mean ± sd, over which folds), the per-stratum
+    table of means ± sd, then the jobs (``summary_md``):
     returned, and printed. A CV that lacks some of its planned folds is marked partial (the
     table's title, the tags ``ltr.cv.folds`` / ``ltr.cv.partial`` and the parent's name:
     ``... (2 of 5 folds)``); with one fold no sd is logged."""
@@ -107,10 +116,16 @@ def summarise_folds(
     )
     table = cv_table(stats, split="test", ks=spec.ks, strata=spec.strata, title=title)
     tracker.log_text(table, "report/cv.md")
-    tags = {"mlflow.note.content": f"{table}\n\n{summary_md}", "ltr.cv.fold_key": fold_key,
+    key = f"test/ndcg_at_{max(spec.ks)}"
+    lead = ""
+    if f"cv/{key}/mean" in stats:  # what the MLflow page's description box shows whole, first
+        sd = stats[f"cv/{key}/std"]
+        value = f"{stats[f'cv/{key}/mean']:.4f}" + ("" if math.isnan(sd) else f" ± {sd:.4f}")
+        lead = f"**test nDCG@{max(spec.ks)} {value}** over {coverage} ({fold_key} = {', '.join(sorted(folds))})\n\n"
+    tags = {"mlflow.note.content": f"{lead}{table}\n\n{summary_md}", "ltr.cv.fold_key": fold_key,
             "ltr.cv.folds": coverage, "ltr.cv.partial": "true" if partial else "false"}  # fmt: skip
-    if partial:  # the runs table's name says it too
-        tags["mlflow.runName"] = f"{name} ({coverage})"
+    if partial:  # the runs table's name says it too: "... (lambdarank, 5-fold CV, 2 of 5 folds)"
+        tags["mlflow.runName"] = f"{name[:-1]}, {coverage})" if name.endswith("CV)") else f"{name} ({coverage})"
     tracker.set_tags(tags)
     print(table)
-    return f"{table}\n\n{summary_md}"
+    return f"{lead}{table}\n\n{summary_md}"

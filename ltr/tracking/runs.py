@@ -54,6 +54,18 @@ TAG_SPLIT = "ltr.compare.split"
 TAG_METRICS = "ltr.compare.metrics"
 
 
+def comparisons_experiment(experiment: str) -> str:
+    """Where ``ltr compare --log`` and ``ltr abtest --log`` log the runs of ``experiment``: a
+    sibling experiment, ``<experiment> (comparisons)``, so that the training runs' chart view
+    and runs table hold training runs only (a logged comparison has no curves and would head
+    the chart's legend, pushing training runs out of its 10-run limit).
+
+    >>> comparisons_experiment("ltr")
+    'ltr (comparisons)'
+    """
+    return f"{experiment} (comparisons)"
+
+
 @contextlib.contextmanager
 def _no_progress_bar() -> Iterator[None]:
     """MLflow draws a progress bar on stderr per download; a comparison reads a few small files."""
@@ -277,7 +289,9 @@ class RunStore:
         values: Mapping[str, float] | None = None,
         figures: Mapping[str, Any] | None = None,
     ) -> str:
-        """Log a comparison as its own FINISHED run in ``experiment``; returns its run id.
+        """Log a comparison as its own FINISHED run in ``experiment``'s comparisons experiment
+        (:func:`comparisons_experiment`: the runs it compares stay in ``experiment``); returns
+        its run id.
 
         ``kind``: the ``ltr.kind`` tag (``abtest`` for ``ltr abtest``); ``values``: metrics of
         the comparison run; ``figures``: artifact path -> matplotlib figure.
@@ -288,7 +302,7 @@ class RunStore:
         description in the MLflow UI. Artifacts: ``comparison/summary.md`` (the table) and
         ``comparison/comparison.json`` (every number).
         """
-        tracker = MlflowTracker(self.uri, experiment)
+        tracker = MlflowTracker(self.uri, comparisons_experiment(experiment))
         tags = {
             TAG_KIND: kind,
             TAG_COMPARED: ",".join(r.run_id for r in runs),

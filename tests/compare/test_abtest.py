@@ -131,8 +131,9 @@ def test_python_m_ltr_abtest(click_store: ClickStore, tmp_path: Path) -> None:
         assert text in proc.stdout
     assert figure.stat().st_size > 10_000
     mlflow.set_tracking_uri(click_store.uri)
-    logged = mlflow.search_runs(experiment_names=["ltr"], filter_string="tags.`ltr.kind` = 'abtest'", output_format="list")
+    logged = mlflow.search_runs(experiment_names=["ltr (comparisons)"], filter_string="tags.`ltr.kind` = 'abtest'", output_format="list")
     assert len(logged) == 1
+    assert not mlflow.search_runs(experiment_names=["ltr"], filter_string="tags.`ltr.kind` = 'abtest'", output_format="list")
     assert logged[0].data.tags["ltr.compare.run_ids"] == f"{click_store.run_ids['clicks']},{click_store.run_ids['relevance']}"
 
 

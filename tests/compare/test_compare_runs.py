@@ -169,6 +169,14 @@ def test_log_records_the_comparison_as_a_linked_run(
     run = client.get_run(run_id)
     assert run.info.status == "FINISHED"
     assert run.data.tags["ltr.kind"] == "comparison"
+    # in the comparisons experiment beside the training runs' (whose chart view it would crowd)
+    assert client.get_experiment(run.info.experiment_id).name == "ltr (comparisons)"
+    assert "ltr (comparisons)" in err
+    training = client.get_experiment_by_name("ltr")
+    assert training is not None
+    assert not [
+        r for r in client.search_runs([training.experiment_id]) if r.data.tags.get("ltr.kind") == "comparison"
+    ]
     assert run.data.tags["ltr.compare.run_ids"] == f"{store.run_ids['base']},{store.run_ids['weak']}"
     assert run.data.tags["ltr.compare.baseline_run_id"] == store.run_ids["base"]
     assert {a.path for a in client.list_artifacts(run_id, "comparison")} == {
@@ -180,7 +188,7 @@ def test_log_records_the_comparison_as_a_linked_run(
     assert main(args) == 0
     capsys.readouterr()
     runs_store = RunStore(store.uri)
-    latest = runs_store.resolve(run.info.run_name, experiment="ltr")
+    latest = runs_store.resolve(run.info.run_name, experiment="ltr (comparisons)")
     assert latest.run_id != run.info.run_id
     assert client.get_run(latest.run_id).info.start_time >= run.info.start_time
     assert runs_store.notes == [

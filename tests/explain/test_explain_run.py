@@ -149,7 +149,7 @@ def test_compare_explain_lists_importance_differences_per_stratum(store: Store, 
     lines = [line for line in out.splitlines() if line.startswith("| ") and line.count("|") == 6]
     assert {line.split("|")[1].strip() for line in lines} >= {"all", "1-10", "11-50", "51+"}
     client = RunStore(store.uri, reap=False).client
-    compared = [r for r in client.search_runs([client.get_experiment_by_name("ltr").experiment_id]) if r.data.tags.get("ltr.kind") == "comparison"]
+    compared = [r for r in client.search_runs([client.get_experiment_by_name("ltr (comparisons)").experiment_id]) if r.data.tags.get("ltr.kind") == "comparison"]
     data = json.loads(Path(client.download_artifacts(compared[0].info.run_id, "comparison/comparison.json")).read_text())
     rows = data["explain"][0]["rows"]
     assert data["explain"][0]["other"] == "b"

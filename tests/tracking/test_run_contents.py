@@ -86,7 +86,9 @@ def test_artifacts_params_tags_and_names(
     assert tags["mlflow.user"]
     assert tags["mlflow.source.git.commit"] == tags["ltr.git.commit"]
     summary = Path(client.download_artifacts(run_id, "report/summary.md")).read_text()
-    assert tags["mlflow.note.content"] == "##" + summary  # its title one heading level down
+    lead, _, body = tags["mlflow.note.content"].partition("\n\n")  # a lead line, then the summary
+    assert lead.startswith(f"**valid nDCG@10 {run.data.metrics['valid/ndcg_at_10']:.4f} · ")
+    assert body == "\n".join("##" + line if line.startswith("#") else line for line in summary.split("\n"))  # headings 2 down
     assert "| 51+ |" in summary
     assert run.data.metrics["best_iteration"] >= 1
     # the dataset inputs: one per split, digest = the whole data's fingerprint (the run's tag)

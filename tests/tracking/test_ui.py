@@ -199,7 +199,9 @@ def test_runs_have_distinct_readable_names_and_descriptions(ui: tuple[str, list[
         assert "None" not in params.values()
         description = tags["mlflow.note.content"]
         if tags.get("ltr.cv.fold_key"):  # cross-validation: the fold means, no fold called best
-            assert description.startswith("### lambdarank on synthetic: mean ± sd over 2 folds (seed = 1, 2)")
+            assert run["info"]["run_name"] == "debug=default (lambdarank, 2-fold CV)"  # not its fold list
+            assert description.startswith("**test nDCG@10 ")  # the lead the page's box shows whole
+            assert description.partition("\n\n")[2].startswith("### lambdarank on synthetic: mean ± sd over 2 folds (seed = 1, 2)")
             assert "best" not in description.lower()
             assert "ltr.sweep.best_run_id" not in tags
         elif tags.get("ltr.role") == "sweep":
@@ -207,11 +209,13 @@ def test_runs_have_distinct_readable_names_and_descriptions(ui: tuple[str, list[
             assert f"(#/experiments/{run['info']['experiment_id']}/runs/{best_id}?workflowType=machine_learning)" in description
             assert description.startswith("**Best run**: [nl=")
         else:
-            assert description.startswith("### ")
+            assert description.startswith("**valid nDCG@10 ")  # the lead, then the summary
+            assert description.partition("\n\n")[2].startswith("### ")
             assert "| 51+ |" in description  # the stratified table
             assert "Beside LightGBM's own metric" in description
             reranked = tags["mlflow.runName"] == "rerank=diversify (lambdarank)"
-            assert ("re-ranked (rerank=diversify, alpha=0.3" in description.splitlines()[0]) == reranked
+            assert ("re-ranked (rerank=diversify, alpha=0.3" in description.splitlines()[2]) == reranked
+            assert ("#### Clicks" in description) == (tags["mlflow.runName"] == "data=synthetic_clicks (lambdarank)")
             if reranked:  # before -> after per stratum, from the run's own metrics
                 metrics = _metrics(run)
                 before, after = metrics["valid/pre_rerank/ndcg_at_10/len_11-50"], metrics["valid/ndcg_at_10/len_11-50"]

@@ -3,7 +3,7 @@
 Resolves the two runs as ``ltr compare`` does, re-makes their rankings from their logged config
 and model, and simulates an A/B test and team-draft interleaving under the click log's click
 model (:mod:`ltr.compare.abtest`, :mod:`ltr.models.abtest_run`); prints the report (or ``--markdown`` / ``--json``), ``--figure PATH``
-saves the power curves, ``--log`` records it as an MLflow run linked to both runs. The work is
+saves the power curves, ``--log`` records it as an MLflow run linked to both runs (in ``<experiment> (comparisons)``). The work is
 imported after the arguments are parsed (``--help`` and an argument error import none of it).
 """
 
@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
         "default: the run's data.randomized_column); the CTR intervals are anchored on the log with the examination "
         "those sessions give, and withheld without them",
     )  # fmt: skip
-    parser.add_argument("--experiment", default="ltr", help="experiment of run names, and of --log (default: ltr)")
+    parser.add_argument("--experiment", default="ltr", help="experiment of run names (default: ltr); --log logs into '<experiment> (comparisons)'")
     parser.add_argument("--tracking-uri", default=None, help="tracking store (default: the one ltr train uses)")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--markdown", action="store_true", help="print markdown (the default prints it too, as plain text)")
@@ -73,6 +73,7 @@ def _run(args: argparse.Namespace) -> int:
     figure_path = check_outputs({"--figure": args.figure}, tracking_uri=args.tracking_uri).get("--figure") if args.figure else None
     from ltr.compare.abtest_render import power_figure, to_markdown
     from ltr.models.abtest_run import load_abtest, log_abtest
+    from ltr.tracking.runs import comparisons_experiment
 
     loaded = load_abtest(
         args.a, args.b, tracking_uri=args.tracking_uri, experiment=args.experiment, split=args.split,
@@ -96,5 +97,5 @@ def _run(args: argparse.Namespace) -> int:
         print(f"saved the power curves to {args.figure}", file=sys.stderr)
     if args.log:
         run_id = log_abtest(loaded, experiment=args.experiment, markdown=markdown, figure=figure)
-        print(f"logged the simulation as MLflow run {run_id} in {args.experiment!r}", file=sys.stderr)
+        print(f"logged the simulation as MLflow run {run_id} in {comparisons_experiment(args.experiment)!r}", file=sys.stderr)
     return 0

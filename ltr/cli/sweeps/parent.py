@@ -83,7 +83,7 @@ class SweepParent:
         overrides = " ".join(config.hydra.overrides.task)
         sweeper = str(config.hydra.sweeper.get("_target_", "basic")).rsplit(".", 1)[-1]
         varying = varying_keys(config)
-        self.name = sweep_name(config, varying, plan.spec)
+        self.name = sweep_name(config, varying, plan.spec, plan.n_jobs)
         run_id = self.tracker.start_run(
             self.name,
             {
