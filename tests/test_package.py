@@ -203,7 +203,8 @@ API_SCRIPT = """
 import hashlib, json
 import numpy as np
 import ltr
-from ltr import api, kernels
+from ltr import api
+from ltr.compiled import kernels
 from ltr.experiment.rerun import TIMING_SUFFIX
 from ltr.metrics import MetricConventions
 from ltr.metrics.table import measure_arrays

@@ -171,7 +171,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from numba.core.registry import CPUDispatcher
 
-from ltr import kernels
+from ltr.compiled import kernels
 from ltr.compare.abtest import ClickModel, simulate_abtest
 from ltr.data.formats.readers import read_ranking_file
 from ltr.data.formats.trec import read_qrels, read_run

@@ -89,9 +89,9 @@ def runs_of(client: MlflowClient, experiment: str) -> list[Any]:
 
 
 def documented_searches(team: Team) -> list[list[str]]:
-    """The ``ltr train`` commands of the manual's searches from several hosts (Scaling out), on
+    """The ``ltr train`` commands of the manual's searches from several hosts (Sweeps on a cluster), on
     this team's server: the manual's URLs replaced by the fixture's, the tiny training added."""
-    page = DOCS / "guide" / "scaling-out.md"
+    page = DOCS / "guide" / "cluster-sweeps.md"
     (block,) = [b for b in blocks(page) if b.skip and "test_two_hosts_search_one_study" in b.skip]
     found = []
     for command in commands(block.code):
