@@ -1,7 +1,7 @@
 """The Python API of ``ltr``: train, evaluate, compare and read runs from Python.
 
 Each function does what its ``ltr`` verb does, with the same checks: a mistake raises
-:class:`ltr.errors.LtrUserError` with the one line the command would print (never
+[`LtrUserError`][ltr.errors.LtrUserError] with the one line the command would print (never
 ``SystemExit``), before any data is read or any run exists; the line names the function's
 arguments where the command's names its options (``split='tset'``, not ``--split='tset'``).
 Every argument is checked first, by one mechanism (``_python_names``): its type against the
@@ -9,18 +9,18 @@ function's annotation (``k='10'`` is not a list of integers; one string where a 
 goes, ``metrics='ndcg_at_10'``, is refused, never read character by character), then its value
 (counts >= 1, choices such as ``split``, input paths that must exist, no empty names).
 
-- :func:`train`: ``ltr train OVERRIDES`` (one run; sweeps are the command line's ``-m``);
-- :func:`evaluate`: ``ltr evaluate`` (rankings made elsewhere);
-- :func:`compare`: ``ltr compare`` (per query and per stratum, paired statistics);
-- :func:`load_run`: a finished run and its model (id, id prefix or name, as ``ltr compare``
+- [`train`][ltr.api.train]: ``ltr train OVERRIDES`` (one run; sweeps are the command line's ``-m``);
+- [`evaluate`][ltr.api.evaluate]: ``ltr evaluate`` (rankings made elsewhere);
+- [`compare`][ltr.api.compare]: ``ltr compare`` (per query and per stratum, paired statistics);
+- [`load_run`][ltr.api.load_run]: a finished run and its model (id, id prefix or name, as ``ltr compare``
   resolves them);
-- :func:`predict`: ``ltr predict`` (score data with a run's model, ranked as the run ranked);
-- :func:`scored_pairs`: those scores by (query, document id), what ``ltr labels --run`` joins
+- [`predict`][ltr.api.predict]: ``ltr predict`` (score data with a run's model, ranked as the run ranked);
+- [`scored_pairs`][ltr.api.scored_pairs]: those scores by (query, document id), what ``ltr labels --run`` joins
   to label sets.
 
-Runs are read from the store :func:`ltr.tracking.find_tracking_uri` finds (``tracking_uri``, else
+Runs are read from the store `ltr.tracking.find_tracking_uri` finds (``tracking_uri``, else
 ``$LTR_TRACKING_URI``, ``$MLFLOW_TRACKING_URI``, ``./mlflow.db``, the project root's
-``mlflow.db``); :func:`train` writes where ``ltr train`` does (``tracking.uri``, else the same
+``mlflow.db``); [`train`][ltr.api.train] writes where ``ltr train`` does (``tracking.uri``, else the same
 two variables, else ``./mlflow.db``), so a notebook that called ``mlflow.set_tracking_uri``
 trains and reads in that store.
 
@@ -105,7 +105,7 @@ def _python_names(
     """The one mechanism behind every API function's argument checks and messages.
 
     Before the function runs, each argument is checked against the function's own annotations
-    (:func:`_check_type`: ``k: Sequence[int]`` refuses ``"10"``, a ``Sequence[str]`` refuses one
+    (`_check_type`: ``k: Sequence[int]`` refuses ``"10"``, a ``Sequence[str]`` refuses one
     string, ``bool`` refuses ``1``, ...), then against its entry of ``checks`` (values: ranges,
     choices, paths that must exist; the argument's name and value -> None or `LtrUserError`).
     Each refusal is one line naming the Python argument (``k='10'``).
@@ -468,7 +468,7 @@ def compare(
         Run ids, id prefixes (6+ hex digits) or run names (in ``experiment``); the first is the
         baseline unless ``baseline`` names one. None at all: the two latest finished runs.
     split, metrics : the per-query table compared and its columns (``ndcg_at_10``, ``err_at_5``...)
-    tracking_uri : the store (default: :func:`ltr.tracking.find_tracking_uri`)
+    tracking_uri : the store (default: `ltr.tracking.find_tracking_uri`)
     force : compare runs evaluated on different data or metric conventions
     seed, n_resamples : of the paired bootstrap and the sign-flip test
 
@@ -505,13 +505,13 @@ def compare(
 @_python_names(checks={"run": _not_blank, **_STORE_CHECKS})
 def load_run(run: str, *, tracking_uri: str | None = None, experiment: str = "ltr") -> LoggedRun:
     """A finished run with its model and settings, by id, id prefix or name (as ``ltr compare``
-    resolves them): what :func:`predict` scores with.
+    resolves them): what [`predict`][ltr.api.predict] scores with.
 
     Parameters
     ----------
     run : a run id (32 hex digits, any experiment), a run name, or an id prefix of 6+ hex digits
         (both within ``experiment``)
-    tracking_uri : the store (default: :func:`ltr.tracking.find_tracking_uri`)
+    tracking_uri : the store (default: `ltr.tracking.find_tracking_uri`)
 
     Returns
     -------
@@ -568,7 +568,7 @@ def predict(
 
     Parameters
     ----------
-    run : a run reference (as :func:`load_run` takes it) or a :class:`LoggedRun`
+    run : a run reference (as [`load_run`][ltr.api.load_run] takes it) or a `LoggedRun` (what `load_run` returns)
     data : data files (any format ``ltr`` reads; a folder of Parquet partitions), or None with
         ``split``
     split : ``"train"``, ``"valid"`` or ``"test"``: the run's own split, made again from its config
@@ -588,7 +588,7 @@ def predict(
     Raises
     ------
     LtrUserError
-        As :func:`load_run`; neither or both of ``data`` and ``split``; data the model cannot
+        As [`load_run`][ltr.api.load_run]; neither or both of ``data`` and ``split``; data the model cannot
         score (more features than it was trained on, ...).
 
     Examples
@@ -636,15 +636,15 @@ def scored_pairs(
     qid_column: str | None = None,
     doc_id_column: str | None = None,
 ) -> pd.DataFrame:
-    """A run's scores of data files by (query, document id): :func:`predict`'s final order (the
+    """A run's scores of data files by (query, document id): [`predict`][ltr.api.predict]'s final order (the
     run's ranking step applied) as ``ltr predict --trec-run`` writes it, as a table.
 
     Parameters
     ----------
-    run : a run reference (as :func:`load_run` takes it) or a :class:`LoggedRun`
+    run : a run reference (as [`load_run`][ltr.api.load_run] takes it) or a `LoggedRun` (what `load_run` returns)
     data : data files with document ids: LETOR/SVMlight lines with a ``#docid = X`` comment, or
         Parquet with a document id column (``doc_id_column``, default the run's
-        ``data.doc_id_column``); as :func:`predict` reads them
+        ``data.doc_id_column``); as [`predict`][ltr.api.predict] reads them
     format, qid_column, doc_id_column : as ``ltr predict --help``
 
     Returns
@@ -656,7 +656,7 @@ def scored_pairs(
     Raises
     ------
     LtrUserError
-        As :func:`predict`; data without document ids; a document id twice in one query.
+        As [`predict`][ltr.api.predict]; data without document ids; a document id twice in one query.
 
     Examples
     --------

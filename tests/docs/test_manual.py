@@ -213,3 +213,23 @@ def test_a_skipped_example_that_another_test_runs_is_that_test_s_code() -> None:
 
 def _commands(code: str) -> list[str]:
     return [" ".join(line.split("#")[0].split()) for line in code.splitlines() if line.split("#")[0].strip()]
+
+
+def test_the_api_reference_has_no_raw_sphinx_roles() -> None:
+    """The docstrings the API reference renders (``docs/reference/api.md``: ``ltr.api``'s module
+    and the functions it lists, ``LtrUserError``) hold Markdown cross-references or code, never
+    Sphinx roles (``:func:``, ``:class:``, ``:mod:``), which mkdocstrings prints as they are.
+    Read from the source (no import)."""
+    import ast
+
+    reference = (REPO / "docs" / "reference" / "api.md").read_text()
+    members = set(re.findall(r"^\s+- (\w+)$", reference, flags=re.M))
+    assert members
+    api = ast.parse((REPO / "ltr" / "api.py").read_text())
+    errors = ast.parse((REPO / "ltr" / "errors.py").read_text())
+    docs = {"ltr.api": ast.get_docstring(api)}
+    docs |= {n.name: ast.get_docstring(n) for n in api.body if isinstance(n, ast.FunctionDef) and n.name in members}
+    docs |= {n.name: ast.get_docstring(n) for n in errors.body if isinstance(n, ast.ClassDef) and n.name == "LtrUserError"}
+    assert set(docs) == {"ltr.api", "LtrUserError", *members}
+    raw = {name: re.findall(r":(?:func|class|mod|meth|data|attr):`[^`]*`", doc or "") for name, doc in docs.items()}
+    assert not {name: roles for name, roles in raw.items() if roles}
