@@ -325,11 +325,12 @@ def _register(client: MlflowClient, plan: PromotionPlan, fingerprint: str) -> An
     run = plan.run
     created_model, version = False, None
     try:
-        try:
-            client.get_registered_model(plan.name)
-        except MlflowException:
+        try:  # create, or find it made (by an earlier promotion, or one running beside this one)
             client.create_registered_model(plan.name, description="Ranking models registered by ltr promote.")
             created_model = True
+        except MlflowException as exc:
+            if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+                raise
         version = client.create_model_version(
             plan.name, plan.model_uri, run_id=run.run_id, model_id=logged_model_id(plan.model_uri),
             tags={
