@@ -127,6 +127,14 @@ def test_every_page_runs_in_one_example_module() -> None:
     assert len(ids) >= 15
 
 
+def test_the_readme_s_table_is_the_checked_one_of_the_first_experiment() -> None:
+    """The README shows the default run's table without running it (``make train`` sets up a
+    venv first); the first experiment's page runs the same run and checks it."""
+    (shown,) = [b for b in blocks(REPO / "README.md") if b.not_run and "lambdarank on synthetic" in b.code]
+    (checked,) = [b for b in blocks(REPO / "docs" / "guide" / "first-experiment.md") if b.output]
+    assert shown.code.strip("\n") in checked.code, "README.md's table is not docs/guide/first-experiment.md's"
+
+
 def test_readme_is_a_front_page() -> None:
     readme = (REPO / "README.md").read_text()
     assert len(readme.splitlines()) <= 250
