@@ -17,13 +17,20 @@ The rules, which every page of ``docs/`` and the README follow:
   a sweep (``-m``, a search space) is checked by its first job (:func:`first_job`);
 - a block that cannot run here (a Slurm cluster, another host) is preceded by the comment
   ``<!-- docs-test: skip REASON -->``, and is reported as a skipped test with that reason;
-- a ```text block preceded by ``<!-- docs-test: output -->`` is what the ```bash block right
-  before it prints: the block's stdout must equal it, numbers and all (:func:`output_mismatch`;
+- a ```text block preceded by ``<!-- docs-test: output -->`` is what the ```bash (or ```python)
+  block right before it prints: the block's stdout must equal it, numbers and all (:func:`output_mismatch`;
   trailing spaces and blank lines at either end aside). ``output tail`` checks the last lines
   only (a block that trains before the command it shows); ``masks=run-id,seconds,path`` lets
-  the placeholders ``<run-id>`` (an MLflow run id, 32 hex digits), ``<seconds>`` (a number) and
-  ``<path>`` (one word) stand for what changes from run to run (:data:`MASKS`). A page whose
-  shown output is not what the command prints fails, with the difference.
+  the placeholders ``<run-id>`` (an MLflow run id, 32 hex digits), ``<run>`` (its first 8), ``<seconds>`` (a number) and
+  ``<path>`` (one word) stand for what changes from run to run (:data:`MASKS`). Output blocks
+  in a row show parts of the same stdout (each with ``masks=cut``). A page whose
+  shown output is not what the command prints fails, with the difference. ``masks=cut`` lets a
+  line of ``...`` alone stand for any lines (none or many): a page shows part of a long output;
+- a ```text block after a ```bash or ```python block that shows output the suite cannot produce (a cluster,
+  a full dataset, minutes of training, a server, an earlier invocation) is preceded by
+  ``<!-- docs-test: not-run REASON -->``: an illustration, and the reason says why. A ```text
+  block that follows a block that runs carries one of the two marks (tested), so no printed
+  table goes unchecked by accident.
 
 Blocks of one page share their folder, so a page can write files (``ltr data write``) and use them
 later, as a reader following it does.
@@ -55,14 +62,20 @@ RUNNABLE = ("bash", "python")
 _FENCE = re.compile(r"^```([\w-]*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
 _SKIP = re.compile(r"<!--\s*docs-test:\s*skip\s+(.+?)\s*-->\s*$")
 _COMPOSE = re.compile(r"<!--\s*docs-test:\s*compose\s*-->\s*$")
+_NOT_RUN = re.compile(r"<!--\s*docs-test:\s*not-run\s+(.+?)\s*-->\s*$")
 _OUTPUT = re.compile(r"<!--\s*docs-test:\s*output((?:\s+(?:tail|masks=[\w,-]+))*)\s*-->\s*$")
+
+#: A shown line that stands for any lines of the output, with ``masks=cut``.
+CUT = "..."
 
 #: What an output block may mask: the mask's name, its placeholder in the shown text and the
 #: pattern the placeholder matches in the real output.
 MASKS = {
     "run-id": ("<run-id>", r"[0-9a-f]{32}"),
+    "run": ("<run>", r"[0-9a-f]{8}"),  # a run id's first 8 digits, as commands name a run
     "seconds": ("<seconds>", r"[0-9]+(?:\.[0-9]+)?"),
     "path": ("<path>", r"\S+"),
+    "cut": (CUT, ""),  # a whole line: any lines, none or many (:func:`output_mismatch`)
 }
 
 
@@ -86,6 +99,7 @@ class Block:
     skip: str | None
     compose: bool = False
     output: OutputCheck | None = None
+    not_run: str | None = None
 
 
 def pages() -> list[Path]:
@@ -113,7 +127,13 @@ def blocks(page: Path) -> list[Block]:
             words = shown.group(1).split()
             masks = tuple(m for w in words if w.startswith("masks=") for m in w.removeprefix("masks=").split(",") if m)
             check = OutputCheck(tail="tail" in words, masks=masks)
-        out.append(Block(match.group(1), match.group(2), line, skip.group(1) if skip else None, bool(_COMPOSE.search(before)), check))
+        not_run = _NOT_RUN.search(before)
+        out.append(
+            Block(
+                match.group(1), match.group(2), line, skip.group(1) if skip else None, bool(_COMPOSE.search(before)), check,
+                not_run.group(1) if not_run else None,
+            )
+        )  # fmt: skip
     return out
 
 
@@ -130,7 +150,9 @@ def output_mismatch(shown: str, printed: str, check: OutputCheck) -> str | None:
     """``None`` when ``printed`` (a command's stdout) is what the page shows, else a unified diff
     of the two. Lines compare without trailing spaces and without blank lines at either end;
     with ``check.tail`` only the last ``len(shown lines)`` lines of ``printed``; a declared
-    mask's placeholder matches its pattern, every other character only itself.
+    mask's placeholder matches its pattern, every other character only itself; with the ``cut``
+    mask a shown line of ``...`` matches any lines, none or many (and ``tail`` then means any
+    lines before the shown ones).
 
     >>> output_mismatch("run <run-id>\\nmean 0.75", "run " + "ab" * 16 + "\\nmean 0.75\\n", OutputCheck(masks=("run-id",)))
     >>> print(output_mismatch("mean 0.75", "log\\nmean 0.7542", OutputCheck(tail=True)))
@@ -144,9 +166,12 @@ def output_mismatch(shown: str, printed: str, check: OutputCheck) -> str | None:
     if unknown:
         raise ValueError(f"unknown output masks {unknown} (known: {sorted(MASKS)})")
     want, got = _lines(shown), _lines(printed)
-    if check.tail:
+    cut = "cut" in check.masks
+    if check.tail and cut:
+        want = [CUT, *want]
+    elif check.tail:
         got = got[-len(want) :] if want else []
-    placeholders = {MASKS[m][0]: MASKS[m][1] for m in check.masks}
+    placeholders = {MASKS[m][0]: MASKS[m][1] for m in check.masks if m != "cut"}
     split = re.compile("(" + "|".join(re.escape(p) for p in placeholders) + ")") if placeholders else None
 
     def matches(pattern_line: str, line: str) -> bool:
@@ -156,7 +181,18 @@ def output_mismatch(shown: str, printed: str, check: OutputCheck) -> str | None:
         regex = "".join(placeholders[part] if part in placeholders else re.escape(part) for part in parts)
         return re.fullmatch(regex, line) is not None
 
-    if len(want) == len(got) and all(matches(w, g) for w, g in zip(want, got, strict=True)):
+    if cut:
+        # reachable[j]: the shown lines so far match the first j printed lines
+        reachable = [True] + [False] * len(got)
+        for w in want:
+            if w == CUT:
+                first = reachable.index(True) if any(reachable) else len(got) + 1
+                reachable = [j >= first for j in range(len(got) + 1)]
+            else:
+                reachable = [False] + [reachable[j] and matches(w, got[j]) for j in range(len(got))]
+        if reachable[-1]:
+            return None
+    elif len(want) == len(got) and all(matches(w, g) for w, g in zip(want, got, strict=True)):
         return None
     return "\n".join(difflib.unified_diff(want, got, "shown on the page", "printed by the command", lineterm=""))
 
@@ -240,11 +276,10 @@ def _run_blocks(page: Path, work: Path, env: dict[str, str]) -> list[str]:
     for block in blocks(page):
         if block.output is not None:
             where = f"{page_id(page)}:{block.line} (output block)"
-            assert printed is not None, f"{where}: an output block follows the bash block it shows, run here"
+            assert printed is not None, f"{where}: an output block follows the block it shows, run here"
             diff = output_mismatch(block.code, printed, block.output)
             assert diff is None, f"{where} is not what the command above it prints:\n{diff}"
-            printed = None
-            continue
+            continue  # a next output block shows more of the same stdout
         printed = None
         if block.language not in RUNNABLE or block.skip:
             continue
@@ -261,7 +296,7 @@ def _run_blocks(page: Path, work: Path, env: dict[str, str]) -> list[str]:
         where = f"{page_id(page)}:{block.line} ({block.language} block)"
         assert done.returncode == 0, f"{where} exited {done.returncode}\n--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-4000:]}"
         outputs.append(done.stdout)
-        printed = done.stdout if block.language == "bash" else None
+        printed = done.stdout
     return outputs
 
 

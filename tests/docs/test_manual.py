@@ -43,8 +43,9 @@ def test_every_block_is_run_or_marked() -> None:
 
 
 def test_every_output_block_shows_a_command_run_here() -> None:
-    """An output block (``docs-test: output``) is a ```text block right after the ```bash block
-    whose stdout it shows, a block that runs (not skipped, not only composed)."""
+    """An output block (``docs-test: output``) is a ```text block right after the ```bash or ```python block
+    whose stdout it shows (or after output blocks of it), a block that runs (not skipped, not only
+    composed)."""
     problems, n_checked = [], 0
     for page in pages():
         found = blocks(page)
@@ -55,12 +56,42 @@ def test_every_output_block_shows_a_command_run_here() -> None:
             where = f"{page_id(page)}:{block.line}"
             if block.language != "text":
                 problems.append(f"{where}: an output mark on a ```{block.language} block")
-            if before is None or before.language != "bash" or before.skip or before.compose:
-                problems.append(f"{where}: an output block must follow the ```bash block it shows, run here")
+            while before is not None and before.output is not None:  # output blocks in a row: one stdout
+                before = found[found.index(before) - 1] if found.index(before) else None
+            if before is None or before.language not in {"bash", "python"} or before.skip or before.compose:
+                problems.append(f"{where}: an output block must follow the ```bash or ```python block it shows, run here")
             if set(block.output.masks) - set(MASKS):
                 problems.append(f"{where}: unknown masks {sorted(set(block.output.masks) - set(MASKS))}")
     assert not problems, "\n".join(problems)
     assert n_checked >= 5
+
+
+def test_every_text_block_after_a_command_is_checked_or_says_why_not() -> None:
+    """A ```text block after a ```bash or ```python block that runs here shows what it prints: it is checked
+    (``docs-test: output``) or marked an illustration with the reason the suite cannot produce
+    it (``docs-test: not-run REASON``), never unmarked; and a not-run mark is on a text block."""
+    problems = []
+    for page in pages():
+        found = blocks(page)
+        for before, block in zip([None, *found], found, strict=False):
+            where = f"{page_id(page)}:{block.line}"
+            if block.not_run is not None and (block.language != "text" or block.output is not None):
+                problems.append(f"{where}: a not-run mark belongs on a ```text block that is not checked")
+            runs = before is not None and before.language in {"bash", "python"} and not before.skip and not before.compose
+            if block.language == "text" and runs and block.output is None and block.not_run is None:
+                problems.append(f"{where}: a ```text block after a command: mark it <!-- docs-test: output --> or <!-- docs-test: not-run REASON -->")
+    assert not problems, "\n".join(problems)
+
+
+def test_a_cut_stands_for_any_lines_only_where_declared() -> None:
+    cut = OutputCheck(masks=("cut",))
+    assert output_mismatch("head\n...\nlast", "head\na\nb\nlast", cut) is None
+    assert output_mismatch("head\n...\nlast", "head\nlast", cut) is None  # none
+    assert output_mismatch("head\n...\nlast", "head\na\nlast\nmore", cut) is not None  # the end is shown
+    assert output_mismatch("head\n...\nlast", "other\na\nlast", cut) is not None
+    assert output_mismatch("head\n...\nlast", "head\na\nlast", OutputCheck()) is not None  # undeclared: literal
+    assert output_mismatch("x\n...", "log\nx\n1\n2", OutputCheck(tail=True, masks=("cut",))) is None
+    assert output_mismatch("x\n...\nz", "x\ny\nz\nw\nz", cut) is None  # the cut may reach past a match
 
 
 def test_shown_output_is_compared_number_for_number() -> None:
@@ -94,6 +125,14 @@ def test_every_page_runs_in_one_example_module() -> None:
     ids = {page_id(p) for p in pages()}
     assert not FIRST_HALF - ids, sorted(FIRST_HALF - ids)
     assert len(ids) >= 15
+
+
+def test_the_readme_s_table_is_the_checked_one_of_the_first_experiment() -> None:
+    """The README shows the default run's table without running it (``make train`` sets up a
+    venv first); the first experiment's page runs the same run and checks it."""
+    (shown,) = [b for b in blocks(REPO / "README.md") if b.not_run and "lambdarank on synthetic" in b.code]
+    (checked,) = [b for b in blocks(REPO / "docs" / "guide" / "first-experiment.md") if b.output]
+    assert shown.code.strip("\n") in checked.code, "README.md's table is not docs/guide/first-experiment.md's"
 
 
 def test_readme_is_a_front_page() -> None:
