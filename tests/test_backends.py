@@ -117,7 +117,7 @@ def test_a_backend_without_its_library_names_the_extra(
         return None if name == model else found(name, *args)
 
     monkeypatch.setattr(importlib.util, "find_spec", without)
-    with pytest.raises(LtrUserError, match=rf"model={model} needs {model}, which is not installed: pip install 'ltr-harness\[{model}\]'"):
+    with pytest.raises(LtrUserError, match=rf"model={model} needs {model}, which is not installed: install the {model} extra \('ltr-harness\[{model}\]', or make install in a clone\)"):
         pipeline.run(small_cfg(f"model={model}", unmade_store))
     assert not (tmp_path / "unmade" / "mlflow.db").exists()
 

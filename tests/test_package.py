@@ -375,7 +375,7 @@ MANUAL = [REPO / "README.md", *sorted(p for p in (REPO / "docs").rglob("*.md") i
 #: What a ``pip install`` command of a page runs to: the end of its inline code, a comment, ``&&``.
 _PIP_INSTALL = re.compile(r"pip install ([^`#\n]*?)\s*(?:`|#|&&|$)", re.MULTILINE)
 #: What each extra brings, imported in the venv once the command that asks for it has run.
-EXTRA_MODULES = {"": "ltr", "dask": "distributed", "notebook": "jupyterlab", "server": "psycopg"}
+EXTRA_MODULES = {"": "ltr", "dask": "distributed", "notebook": "jupyterlab", "server": "psycopg", "xgboost": "xgboost", "catboost": "catboost"}
 
 
 def manual_install_commands() -> dict[tuple[str, ...], list[str]]:

@@ -119,5 +119,5 @@ def require_library(backend: str, *, option: str | None = None) -> None:
     if backend == "lightgbm" or importlib.util.find_spec(backend) is not None:
         return
     raise LtrUserError(
-        f"model={option or backend} needs {backend}, which is not installed: pip install 'ltr-harness[{EXTRAS[backend]}]'"
+        f"model={option or backend} needs {backend}, which is not installed: install the {EXTRAS[backend]} extra ('ltr-harness[{EXTRAS[backend]}]', or make install in a clone)"
     )
