@@ -128,6 +128,8 @@ class ClickSplits:
     clicks: Splits
     examination: NDArray[np.float64]  # the configured examination curve, per 0-based position
     recipes: Mapping[str, Splits] = field(default_factory=dict)
+    #: ``examination`` is the log's true curve (a synthetic log), not a placeholder
+    examination_known: bool = True
 
     def view(self, source: str, *, key: str = "data.eval_labels") -> Splits:
         """The splits labelled by ``source``: ``relevance``, ``clicks`` or a recipe's name (the

@@ -32,9 +32,15 @@ from ltr.experiment.report import (
 )
 from ltr.experiment.sources import Scored
 from ltr.experiment.spec import ExperimentSpec, diversity_measures
+from ltr.metrics.clicks.position_bias import position_bias_report
 from ltr.metrics.clicks.propensity import PropensityEstimate
 from ltr.metrics.conventions import MetricConventions
-from ltr.metrics.plots import plot_exposure, plot_idcg_histogram, plot_propensity
+from ltr.metrics.plots import (
+    plot_exposure,
+    plot_idcg_histogram,
+    plot_position_bias,
+    plot_propensity,
+)
 from ltr.tracking import Tracker
 from ltr.tracking.gitinfo import code_state, source_tags, workdir_tags
 from ltr.training.artifact import ShippedModel, ship_model
@@ -300,6 +306,7 @@ def record_results(
             tracker.log_dict(scored.exposure.to_dict(), "data/exposure.json")
         if scored.propensity is not None:
             tracker.log_dict(scored.propensity.to_dict(), "data/propensity.json")
+            tracker.log_dict(position_bias_of(spec, scored), "data/position_bias.json")
         tracker.log_dict(importance, "feature_importance.json")
         tracker.log_dict(shipped.params, f"model_text/{result.library}_params.json")
         tracker.log_text(summary_md, "report/summary.md")
@@ -343,12 +350,39 @@ def _add_figures(
             "data/propensity.png", plot_propensity, scored.propensity,
             title=f"{name}\nexamination propensity by position ({scored.propensity.method})", eval_k=max(spec.ks),
         )  # fmt: skip
+        figures.add(
+            "data/position_bias.png", plot_position_bias, position_bias_of(spec, scored),
+            title=f"{name}\nposition bias: learned, propensities in use, truth",
+        )  # fmt: skip
     figures.add(
         "report/ndcg_by_stratum.png", plot_ndcg_by_stratum, evaluation.summaries,
         ks=list(spec.ks), strata=spec.strata, title=f"{name}\nnDCG by list length",
     )  # fmt: skip
     gain = np.asarray(list(importance["gain"].values()), dtype=np.float64)
     figures.add("feature_importance.png", plot_feature_importance, gain, list(names), title=f"{name}\nfeature importance (gain)")
+
+
+def position_bias_of(spec: ExperimentSpec, scored: Scored) -> dict[str, Any]:
+    """``data/position_bias.json`` of a click-log run (:mod:`ltr.metrics.clicks.position_bias`):
+    the curve its training learned (or why none), its propensities, the truth of a synthetic log."""
+    assert scored.propensity is not None
+    model = spec.config.model
+    learned = scored.result.position_bias
+    note = ""
+    if bool(getattr(model, "position_bias", False)):
+        training = "LightGBM lambdarank with position_bias=true (unbiased lambdarank)"
+        if learned is None:
+            note = "LightGBM logged no position bias factors"
+    elif bool(getattr(model, "lambdarank_unbiased", False)):
+        training = "XGBoost with lambdarank_unbiased=true"
+        if learned is None:
+            note = "XGBoost's config holds no ti+"
+    else:
+        training = f"{scored.result.library}, no position-bias treatment"
+        note = "this training learns no position bias (model.position_bias=true or model=xgboost model.lambdarank_unbiased=true do)"
+    return position_bias_report(
+        scored.propensity, learned, training=training, truth=scored.true_examination, note=note
+    )
 
 
 def model_metadata(spec: ExperimentSpec, shipped: ShippedModel, name: str) -> dict[str, Any]:

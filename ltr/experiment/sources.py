@@ -151,6 +151,8 @@ class Scored:
     #: the examination propensities of a click log's positions in use, with their interval
     #: (:mod:`ltr.metrics.clicks.propensity`); None without a click log
     propensity: PropensityEstimate | None = None
+    #: a synthetic click log's true examination curve per 0-based position; None otherwise
+    true_examination: NDArray[np.float64] | None = None
     #: the library that trained the model (``lightgbm``, ``xgboost``, ``catboost``); for another
     #: than LightGBM, ``lightgbm_values`` are LightGBM's conventions computed on the model's
     #: scores, ``lightgbm_curves`` and ``library_values`` the library's own ``ndcg@k``
@@ -288,6 +290,7 @@ class InMemorySource:
             example_features=self.training.test.features[:INPUT_EXAMPLE_ROWS],
             exposure=self._exposure(spec),
             propensity=self.propensity,
+            true_examination=self.clicks.examination if self.clicks is not None and self.clicks.examination_known else None,
             library=result.library,
             library_values=library_values,
         )
@@ -546,7 +549,7 @@ def _table(spec: ExperimentSpec) -> DataSource:
         )
     # a user's click log: the click view of the same splits feeds the click estimates, the
     # exposure and the propensities, as the simulator's log's does (no true grades, no online CTR)
-    clicks = ClickSplits(test, click_splits(splits, str(data.click_column)), np.ones(1))
+    clicks = ClickSplits(test, click_splits(splits, str(data.click_column)), np.ones(1), examination_known=False)
     source = InMemorySource(
         str(data.name), training, test, fingerprint(training, strata=spec.strata), clicks,
         label_views=views, user_log=click_options(data),

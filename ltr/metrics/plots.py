@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import textwrap
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ltr.metrics.clicks.exposure import COVERAGES, ExposureReport
 from ltr.metrics.clicks.propensity import PropensityEstimate
@@ -162,6 +163,39 @@ def plot_propensity(estimate: PropensityEstimate, *, title: str, eval_k: int | N
     ax.set_yscale("log")
     ax.set_xlabel("position")
     ax.set_ylabel("examination propensity (position 1 = 1)")
+    ax.set_title(title)
+    ax.legend(loc="lower left", fontsize="small")
+    return fig
+
+
+def plot_position_bias(report: dict[str, Any], *, title: str) -> Figure:
+    """A click-log run's ``data/position_bias.json`` (:func:`ltr.metrics.clicks.position_bias.position_bias_report`):
+    the learned curve, the run's propensities and the truth, each relative to position 1, on a
+    log-log scale; a learned curve the training does not have is named in the legend, not drawn."""
+    from matplotlib.figure import Figure
+
+    title = wrap_title(title, 6.4, left=0.11, right=0.97)
+    fig = Figure(figsize=(6.4, 4.0))
+    fig.subplots_adjust(left=0.11, right=0.97, top=title_top(title, 4.0), bottom=0.13)
+    ax = fig.add_subplot()
+    n = min(len(report["positions"]), PROPENSITY_FIGURE_POSITIONS)
+    ks = np.arange(1, n + 1)
+
+    def values(key: str) -> NDArray[np.float64]:
+        raw = [np.nan if v is None else v for v in report[key][:n]]
+        return np.clip(np.asarray(raw, dtype=np.float64), 1e-4, None)
+
+    ax.plot(ks, values("propensity"), marker="o", markersize=3, label=f"propensities in use ({report['propensity_method']})")
+    if report["truth"] is not None:
+        ax.plot(ks, values("truth"), color="black", linestyle="--", linewidth=1, label="true examination (synthetic log)")
+    if report["learned"] is not None:
+        ax.plot(ks, values("learned"), marker="s", markersize=3, label=f"learned: {report['learned_transform']}")
+    else:
+        ax.plot([], [], " ", label=f"learned: none ({report['training']})")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("position")
+    ax.set_ylabel("relative to position 1")
     ax.set_title(title)
     ax.legend(loc="lower left", fontsize="small")
     return fig

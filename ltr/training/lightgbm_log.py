@@ -17,8 +17,10 @@ that keeps the binned data) calls :func:`in_this_thread` first, or the library p
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import warnings
+from collections.abc import Callable, Iterator
 
 import lightgbm as lgb
 
@@ -36,6 +38,8 @@ class LightgbmLog:
         text = str(msg).rstrip()
         if not text:
             return
+        for listener in _listeners:
+            listener(text)
         if text.startswith(NATIVE_WARNING):
             log.warning("%s", text)
         else:
@@ -43,6 +47,58 @@ class LightgbmLog:
 
     def warning(self, msg: str) -> None:
         warnings.warn(str(msg), stacklevel=3)  # as LightGBM's own default logger does
+
+
+#: Callables that see every line of the library while :func:`listening` (in this process).
+_listeners: list[Callable[[str], None]] = []
+
+
+@contextlib.contextmanager
+def listening(listener: Callable[[str], None]) -> Iterator[None]:
+    """Call ``listener`` with every line LightGBM logs inside the block (as well as logging it)."""
+    _listeners.append(listener)
+    try:
+        yield
+    finally:
+        _listeners.remove(listener)
+
+
+_DEBUG = "[LightGBM] [Debug]"
+
+
+class BiasFactorLog:
+    """Reads LightGBM's position bias factors from its debug log (``verbosity >= 2``): unbiased
+    lambdarank logs a ``position bias_factor`` table every round; :attr:`factors` is the last
+    complete one (position value -> additive score offset), empty when none was logged."""
+
+    def __init__(self) -> None:
+        self.factors: dict[int, float] = {}
+        self._table: dict[int, float] | None = None
+
+    def __call__(self, line: str) -> None:
+        if not line.startswith(_DEBUG):
+            return
+        fields = line[len(_DEBUG):].split()
+        if fields == ["position", "bias_factor"]:
+            self._table = {}
+            return
+        if self._table is None:
+            return
+        try:
+            position, value = int(fields[0]), float(fields[1])
+        except (IndexError, ValueError):  # the table ended
+            if self._table:
+                self.factors = self._table
+            self._table = None
+            return
+        if len(fields) == 2:
+            self._table[position] = value
+
+    def finish(self) -> dict[int, float]:
+        """The last complete table (a table still open when training ended counts)."""
+        if self._table:
+            self.factors, self._table = self._table, None
+        return self.factors
 
 
 def install() -> None:

@@ -33,6 +33,7 @@ from ltr.config.schema import FitConfig, ModelConfig
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
 from ltr.metrics import MetricConventions
+from ltr.metrics.clicks.position_bias import LearnedBias, lightgbm_bias
 from ltr.runtime.progress import rich_columns, time_left
 from ltr.runtime.stops import raise_if_stop_requested
 from ltr.runtime.terminal import console as terminal_console
@@ -40,6 +41,7 @@ from ltr.training import lightgbm_log  # noqa: F401  LightGBM's lines to the log
 from ltr.training.binned import binned_datasets, drop_entry, keep_built
 from ltr.training.binned_store import BinnedStore
 from ltr.training.feature_params import check_feature_params, feature_param_keys
+from ltr.training.lightgbm_log import BiasFactorLog, listening
 from ltr.training.round_hook import RoundHook, current_round_hook
 from ltr.training.round_metric import RoundNdcg, is_our_curve
 from ltr.training.settings import check_extra_params, check_model_config, watched_metric
@@ -72,6 +74,8 @@ class TrainResult:
     best_scores: dict[str, NDArray[np.float64]] = field(default_factory=dict)
     #: the library that trained the model and whose own metric ``evals_result`` holds
     library: str = "lightgbm"
+    #: the position-bias curve the library learned (unbiased lambdarank), None when it learned none
+    position_bias: LearnedBias | None = None
 
     @property
     def booster(self) -> Any:
@@ -431,6 +435,8 @@ def fit_ranker(
         assert train.positions is not None  # checked by check_position_training
         what += f", position bias over {len(np.unique(train.positions))} positions"
     data_key = data_key if fit.reuse_binned_data else None
+    # unbiased lambdarank writes its learned bias factors only to its debug log (BiasFactorLog)
+    run_params = {**params, "verbosity": 2} if model.position_bias else params
     retried = False
     while True:
         train_set, eval_sets, entry = binned_datasets(
@@ -444,7 +450,7 @@ def fit_ranker(
             callbacks: list[Any], train_set: lgb.Dataset = train_set, eval_sets: Any = eval_sets, evals: Any = evals
         ) -> lgb.Booster:
             return lgb.train(
-                params,
+                run_params,
                 train_set,
                 num_boost_round=fit.num_boost_round,
                 valid_sets=list(eval_sets),
@@ -453,8 +459,10 @@ def fit_ranker(
                 callbacks=[lgb.record_evaluation(evals), *callbacks],
             )
 
+        bias_log = BiasFactorLog()
         try:
-            boosted = _boost(fit, watched_metric(fit, eval_at), what, run, on_best=round_metric.mark_best)
+            with listening(bias_log) if model.position_bias else contextlib.nullcontext():
+                boosted = _boost(fit, watched_metric(fit, eval_at), what, run, on_best=round_metric.mark_best)
         except LtrUserError as exc:
             if entry is None or retried:
                 raise
@@ -474,9 +482,10 @@ def fit_ranker(
             scores = round_metric.best_scores(dataset)
             if scores is not None:
                 best_scores[name] = scores
+    factors = bias_log.finish()
     return TrainResult(
         booster, params, lightgbm_curves, best, boosted.n_rounds, boosted.seconds, ours,
-        round_metric.seconds, best_scores,
+        round_metric.seconds, best_scores, position_bias=lightgbm_bias(factors) if factors else None,
     )  # fmt: skip
 
 

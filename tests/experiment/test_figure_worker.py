@@ -23,7 +23,9 @@ from ltr.experiment.figures.figure_worker import FigureWorker, start_worker
 from ltr.experiment.figures.run_figures import RunFigures
 from ltr.metrics import Strata, idcg_report, per_query_table
 from ltr.metrics.clicks.exposure import exposure_report
-from ltr.metrics.plots import plot_exposure, plot_idcg_histogram
+from ltr.metrics.clicks.position_bias import position_bias_report, xgboost_bias
+from ltr.metrics.clicks.propensity import PropensityEstimate
+from ltr.metrics.plots import plot_exposure, plot_idcg_histogram, plot_position_bias
 from ltr.tracking import NullTracker
 
 TITLE = "num_leaves=7\nwhat the figure shows"
@@ -42,7 +44,12 @@ def _jobs() -> list[Job]:
     offsets = np.append(offsets, 400).astype(np.int64)
     table = per_query_table(labels, rng.normal(size=400), offsets, np.arange(offsets.size - 1), ks=(10,))
     exposure = exposure_report(rng.integers(0, 20, 500), rng.integers(0, 2, 500), 1.0 / np.arange(1, 21))
+    given = 1.0 / np.arange(1, 21)
+    bias = position_bias_report(
+        PropensityEstimate(given, given, given, "given"), xgboost_bias([1.0, 0.6, 0.0, 0.3]), training="xgboost", truth=given
+    )
     return [
+        ("data/position_bias.png", plot_position_bias, (bias,), {"title": TITLE}),
         ("idcg/valid/hist_at_10.png", plot_idcg_histogram, (idcg_report(table, 10),), {"title": TITLE}),
         ("data/exposure.png", plot_exposure, (exposure,), {"title": TITLE, "eval_k": 10}),
         ("report/ndcg_by_stratum.png", plot_ndcg_by_stratum, ({"valid": summary, "test": summary},),

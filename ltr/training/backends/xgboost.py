@@ -13,6 +13,7 @@ XGBoost's JSON format (``model_text/model.json``) and logged with ``mlflow.xgboo
 
 from __future__ import annotations
 
+import json
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from ltr.data.ranking_data import RankingData, text_feature_names
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
 from ltr.metrics import MetricConventions
+from ltr.metrics.clicks.position_bias import xgboost_bias
 from ltr.training.backends.rounds import EVALUATED, RoundDriver
 from ltr.training.local import TrainResult, physical_cores
 from ltr.training.round_metric import RoundNdcg
@@ -248,8 +250,12 @@ class XGBoostTrainer:
             raise LtrUserError(f"XGBoost rejected the training setup: {_error_line(exc)}") from None
         finally:
             seconds = driver.close()
+        learned = None
+        if model.lambdarank_unbiased:  # ti+ after the last round trained
+            ti_plus = json.loads(booster.save_config())["learner"]["objective"].get("ti+")
+            learned = xgboost_bias([float(v) for v in ti_plus]) if ti_plus else None
         return TrainResult(
             XGBoostModel(booster).cut(driver.best_iteration), params, driver.trimmed(driver.library_curves),
             driver.best_iteration, driver.n_rounds, seconds, driver.trimmed(driver.curves),
-            round_metric.seconds, library="xgboost",
+            round_metric.seconds, library="xgboost", position_bias=learned,
         )  # fmt: skip
