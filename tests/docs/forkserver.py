@@ -17,6 +17,7 @@ each child is forked from that state, never from another command's.
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import signal
@@ -89,6 +90,10 @@ def serve(path: str) -> None:
 
     for module in PRELOAD:
         importlib.import_module(module)
+    # the imports' objects out of the collector's sight: a child's collection would otherwise walk
+    # (and, touching their reference counts, copy) every page of them
+    gc.collect()
+    gc.freeze()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(_address(path))
     listener.listen(8)
