@@ -1,4 +1,5 @@
-"""Helpers of the tests that start real processes (servers, ``ltr ui``) in their own group."""
+"""Helpers of the tests that start real processes (servers, ``ltr ui``) in their own group, and
+:func:`run_ltr`: an ``ltr`` command whose process is not what a test is about."""
 
 from __future__ import annotations
 
@@ -10,13 +11,33 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ltr.tracking.liveness.proc_files import command_line, processes, read_text, stat_fields
+from tests.docs.examples import shared_server
+
+
+def run_ltr(
+    args: Sequence[str | Path], *, cwd: Path | str | None = None, env: Mapping[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """``ltr ARGS`` as ``subprocess.run([sys.executable, "-m", "ltr", *args], capture_output=True,
+    text=True)`` runs it (its stdout, stderr and exit code; ``cwd``; ``env``, else this process's),
+    forked from this test process's shared fork server (:func:`tests.docs.examples.shared_server`)
+    after the heavy imports instead of importing them again.
+
+    For a test about what a command says and returns, not about its process: signals, a real
+    terminal, servers, concurrency, start-up time and what is imported need a real
+    ``python -m ltr`` process.
+    """
+    _, client_dir = shared_server()
+    return subprocess.run(
+        [str(client_dir / "ltr"), *map(str, args)], cwd=cwd, env=dict(os.environ if env is None else env),
+        capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False,
+    )  # fmt: skip
 
 
 def session_processes(session: int) -> list[str]:

@@ -5,8 +5,8 @@ The cases are not written by hand: :func:`cases` walks the dataclasses of every 
 option of ``data``), reads what each field declares (:mod:`ltr.config.allowed`, or its bool /
 Enum type) and derives the bad values from it. Most run in this process through the CLI's own
 path (Hydra composes the overrides, a composition error becomes ``user_message``'s line,
-then ``check_config``); a few run as real ``ltr train`` subprocesses (exit 2, no traceback, no
-store). A field that declares nothing fails :func:`test_every_field_declares_its_allowed_values`.
+then ``check_config``); a few run as ``ltr train`` processes of their own (exit 2, no traceback, no
+store; :func:`tests.processes.run_ltr`). A field that declares nothing fails :func:`test_every_field_declares_its_allowed_values`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import pickle
-import subprocess
-import sys
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +33,7 @@ from ltr.config.groups.data import DATA_OPTIONS, SplitConfig
 from ltr.config.schema import ModelConfig, TrainConfig
 from ltr.errors import LtrUserError
 from ltr.experiment.checks import check_config
+from tests.processes import run_ltr
 
 
 @dataclass(frozen=True)
@@ -296,9 +295,7 @@ def test_debug_with_file_data_names_the_key(existing: Path) -> None:
     ids=["seed", "huge-k", "plus-key", "wrong-type", "debug-file-data"],
 )
 def test_the_cli_refuses_in_one_line_with_exit_2_and_no_store(tmp_path: Path, overrides: list[str]) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "ltr", "train", *overrides], capture_output=True, text=True, cwd=tmp_path, timeout=300
-    )
+    proc = run_ltr(["train", *overrides], cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr[-2000:]
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith("ltr: error: ")

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +15,7 @@ from omegaconf import DictConfig
 from ltr.data.load import load_splits
 from ltr.experiment import run as pipeline
 from tests.conftest import FORCED_SPLIT_NO_ROW_TAKES
+from tests.processes import run_ltr
 from tests.reference import ndcg_at_k
 
 STRATA = {"len_1-10": (1, 10), "len_11-50": (11, 50), "len_51_plus": (51, 10**9)}
@@ -125,10 +124,7 @@ def test_failure_after_run_start_marks_run_failed(
 @pytest.mark.slow
 def test_cli_typo_fails_clearly_and_logs_nothing(tmp_path: Path) -> None:
     db = tmp_path / "mlflow.db"
-    proc = subprocess.run(
-        [sys.executable, "-m", "ltr", "train", "model.num_leafs=7", f"tracking.uri=sqlite:///{db}"],
-        capture_output=True, text=True, cwd=tmp_path, timeout=120,
-    )
+    proc = run_ltr(["train", "model.num_leafs=7", f"tracking.uri=sqlite:///{db}"], cwd=tmp_path, timeout=120)
     assert proc.returncode != 0
     assert "num_leafs" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -138,10 +134,7 @@ def test_cli_typo_fails_clearly_and_logs_nothing(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_cli_debug_run_prints_table_and_run_id(tmp_path: Path) -> None:
     db = tmp_path / "mlflow.db"
-    proc = subprocess.run(
-        [sys.executable, "-m", "ltr", "train", "debug=default", f"tracking.uri=sqlite:///{db}"],
-        capture_output=True, text=True, cwd=tmp_path, timeout=300,
-    )
+    proc = run_ltr(["train", "debug=default", f"tracking.uri=sqlite:///{db}"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "nDCG@10" in proc.stdout
     assert "51+" in proc.stdout

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from ltr.cli.sweeps.callback import summary_line, sweep_exit_code
 from tests.conftest import FORCED_SPLIT_NO_ROW_TAKES
+from tests.processes import run_ltr
 
 
 @pytest.mark.parametrize(
@@ -49,10 +49,7 @@ def test_summary_line_counts_every_outcome_and_links_the_best_run() -> None:
 
 
 def _sweep(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ltr", "train", "-m", "debug=default", *args],
-        capture_output=True, text=True, cwd=tmp_path, timeout=300,
-    )
+    return run_ltr(["train", "-m", "debug=default", *args], cwd=tmp_path)
 
 
 def _summary_lines(proc: subprocess.CompletedProcess[str]) -> list[str]:

@@ -1,15 +1,13 @@
 """The one check of a click log (:mod:`ltr.data.feedback.click_checks`): numeric clicks, one document per
 position of a query, more than one position; against a per-row reference, in the readers of
 ``ltr ope`` / ``ltr exposure``, and in training on a user's click log (``ltr train``, a
-subprocess: exit 2, one line, no store). ``ltr exposure --propensity em`` on features with
+process of its own: exit 2, one line, no store). ``ltr exposure --propensity em`` on features with
 missing cells. The CLI refusals of ``ltr ope`` and ``ltr exposure`` are cases of
 ``tests/reliability/test_bad_input.py``."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +28,7 @@ from ltr.data.write import write_builtin
 from ltr.errors import DataError
 from ltr.metrics.clicks.propensity import estimate_propensity
 from tests.metrics.test_propensity_missing import simulated_log
+from tests.processes import run_ltr
 
 
 def reference_shared(sessions: list[int], positions: list[int]) -> tuple[int, int] | None:
@@ -113,7 +112,7 @@ def test_training_on_a_log_the_model_cannot_read_is_exit_2_one_line(written: Pat
         "eval.clicks.propensity=estimated",
         f"tracking.uri=sqlite:///{db}", f"hydra.run.dir={tmp_path / 'out'}",
     ]  # fmt: skip
-    proc = subprocess.run([sys.executable, "-m", "ltr", "train", *args], capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False)
+    proc = run_ltr(["train", *args], cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr[-2000:]
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith("ltr: error: ")

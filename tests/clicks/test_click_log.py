@@ -6,8 +6,6 @@ cannot use in one line, and ``ltr abtest`` fits a click model to it."""
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +16,7 @@ from ltr.data.write import write_builtin
 from ltr.experiment import run as pipeline
 from ltr.models.abtest_run import load_abtest
 from tests.conftest import compose_train
+from tests.processes import run_ltr
 
 N_QUERIES = 300
 FAST = ("fit.num_boost_round=15", "fit.early_stopping_rounds=5", "fit.show_progress=false", "model.num_leaves=7",
@@ -111,20 +110,14 @@ def test_abtest_on_two_runs_of_the_written_log_rests_on_a_fitted_model(runs: Run
     assert "eval.clicks.propensity=estimated" in r.anchoring.reason
     assert "--randomized-column" in r.anchoring.reason
     # the CLI prints the line, the report the verdict, and refuses a bad --refits in one line
-    proc = subprocess.run(
-        [sys.executable, "-m", "ltr", "abtest", "table_a", "table_b", "--tracking-uri", runs.uri, "--days", "3", "--refits", "3"],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+    proc = run_ltr(["abtest", "table_a", "table_b", "--tracking-uri", runs.uri, "--days", "3", "--refits", "3"])
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("ltr abtest: the click model is fitted to the log, not known: examination of ")
     assert "A (CTR, 95 %)" in proc.stdout
     assert "(no interval)" in proc.stdout
     assert "\nVerdict: no interval (model): B - A in CTR " in proc.stdout
     # a column the log does not have: one line, exit 2
-    proc = subprocess.run(
-        [sys.executable, "-m", "ltr", "abtest", "table_a", "table_b", "--tracking-uri", runs.uri, "--randomized-column", "nope"],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+    proc = run_ltr(["abtest", "table_a", "table_b", "--tracking-uri", runs.uri, "--randomized-column", "nope"])
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert len(proc.stderr.strip().splitlines()) == 1
     assert "nope" in proc.stderr
@@ -171,7 +164,7 @@ def test_settings_a_log_cannot_serve_are_refused_in_one_line(runs: Runs, extra: 
 def test_a_log_without_a_named_column_is_exit_2_one_line_and_no_store(runs: Runs, tmp_path: Path, extra: list[str], needle: str) -> None:
     db = tmp_path / "refused.db"
     args = overridden([*table_overrides(runs.folder), *FAST], [*extra, f"tracking.uri=sqlite:///{db}", f"hydra.run.dir={tmp_path / 'out'}"])
-    proc = subprocess.run([sys.executable, "-m", "ltr", "train", *args], capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False)
+    proc = run_ltr(["train", *args], cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr[-2000:]
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith("ltr: error: ")

@@ -15,6 +15,7 @@ from ltr.data.feedback.clicks import examination_curve
 from ltr.data.load import load_click_splits
 from ltr.experiment import run as pipeline
 from ltr.metrics.clicks.exposure import exposure_report
+from tests.processes import run_ltr
 
 
 def test_click_run_logs_exposure_keys_and_figure(
@@ -49,15 +50,11 @@ def test_click_run_logs_exposure_keys_and_figure(
 @pytest.mark.slow
 def test_ltr_train_synthetic_clicks_subprocess(tmp_path: Path) -> None:
     """``ltr train data=synthetic_clicks`` through the real CLI: the exposure keys are logged."""
-    import subprocess
-    import sys
-
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    proc = subprocess.run(
-        [sys.executable, "-m", "ltr", "train", "data=synthetic_clicks", "data.n_queries=200",
-         "fit.num_boost_round=3", "fit.show_progress=false", "tracking.log_model=false",
-         f"tracking.uri={uri}", f"hydra.run.dir={tmp_path / 'out'}"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False,
+    proc = run_ltr(
+        ["train", "data=synthetic_clicks", "data.n_queries=200", "fit.num_boost_round=3", "fit.show_progress=false",
+         "tracking.log_model=false", f"tracking.uri={uri}", f"hydra.run.dir={tmp_path / 'out'}"],
+        cwd=tmp_path, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     client = MlflowClient(uri)

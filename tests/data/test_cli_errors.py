@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.processes import run_ltr
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -15,11 +15,11 @@ REPO = Path(__file__).resolve().parents[2]
 def test_bad_file_gives_one_line_and_exit_2(tmp_path: Path) -> None:
     bad = tmp_path / "bad.txt"
     bad.write_text("1 qid:1 1:0.5\n0 qid:1 1:x\n")
-    proc = subprocess.run(
-        [sys.executable, "-m", "ltr", "train", "data=svmlight", f"data.train={bad}", "tracking=none",
-         f"data.cache_dir={tmp_path / 'cache'}", f"hydra.run.dir={tmp_path / 'out'}"],
-        cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
-    )
+    proc = run_ltr(
+        ["train", "data=svmlight", f"data.train={bad}", "tracking=none", f"data.cache_dir={tmp_path / 'cache'}",
+         f"hydra.run.dir={tmp_path / 'out'}"],
+        cwd=REPO, timeout=120,
+    )  # fmt: skip
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert lines == [f"ltr: error: feature 1 has non-numeric value 'x' at line 2 of {bad}; write a number (nan for a missing value)"]
