@@ -68,7 +68,7 @@ def busy_port() -> Iterator[int]:
 CASES: dict[str, tuple[Setup, str]] = {
     # config: Hydra composition
     "typo key": (lambda t: ["train", "model.num_leafs=7"], "num_leafs"),
-    "unknown group option": (lambda t: ["train", "model=forest"], "model=forest is not an option of model (options: lambdarank"),
+    "unknown group option": (lambda t: ["train", "model=forest"], "model=forest is not an option of model (options: catboost, lambdarank, pointwise, rank_xendcg, xgboost)"),
     "unknown eval option": (lambda t: ["train", "eval=trec"], "eval=trec is not an option of eval (options: default, lightgbm, sklearn)"),
     "enum trainer": (lambda t: ["train", "trainer.kind=gpu"], "gpu"),
     "enum ties": (lambda t: ["train", "eval.ties=random"], "random"),
