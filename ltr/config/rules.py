@@ -72,6 +72,10 @@ def inactive_settings(config: TrainConfig) -> list[str]:
         changed = [c for c in _changed(config.trainer, TrainerConfig, "trainer.") if not c.startswith("trainer.kind=")]
         if changed:
             out.append(f"{', '.join(changed)} has no effect with trainer=local (add trainer=dask)")
+    if config.trainer.kind == TrainerKind.dask and backend_of(config.model) == "catboost" and not config.data.read_by_workers:
+        out.append(
+            f"model={config.model.name} trains in this process: CatBoost has no Dask training; trainer.* settings are not used"
+        )
     if config.fit.early_stopping_rounds is None and config.fit.early_stopping_metric is not None:
         out.append(
             f"fit.early_stopping_metric={config.fit.early_stopping_metric} has no effect with "

@@ -45,6 +45,7 @@ from ltr.tracking import Tracker
 from ltr.tracking.gitinfo import code_state, source_tags, workdir_tags
 from ltr.training.artifact import ShippedModel, ship_model
 from ltr.training.backends import MODEL_FILES, backend_of, objective_of
+from ltr.training.config_rules import trains_with
 from ltr.training.local import TrainResult
 
 #: A split's per-query table is also logged as ``per_query/{split}.json``, a table the MLflow
@@ -80,6 +81,7 @@ def run_tags(spec: ExperimentSpec, data_sha: str, overrides: Sequence[str]) -> d
     return {
         "ltr.objective": objective_of(config.model),
         "ltr.backend": backend_of(config.model),
+        "ltr.trainer": str(trains_with(config)),  # trainer=dask with CatBoost trains in this process: local
         "ltr.optimized_metric": spec.optimized_metric,
         "ltr.model": str(config.model.name),
         "ltr.data.name": str(config.data.name),

@@ -30,6 +30,7 @@ import pandas as pd
 from omegaconf import DictConfig
 
 from ltr.config.choices import TrainerKind
+from ltr.config.groups.backends import backend_of
 from ltr.dask.trainer import DaskTrainer
 from ltr.data.cache import wait_for_stores
 from ltr.experiment.checks import check_config, check_data
@@ -43,7 +44,8 @@ from ltr.tracking import Tracker, check_tracking_uri, open_tracker
 from ltr.tracking.lifecycle import tracked_run
 from ltr.tracking.liveness.heartbeat import liveness_of
 from ltr.tracking.prepare import Preparation
-from ltr.training.backends import local_trainer
+from ltr.training.backends import local_trainer, reranks
+from ltr.training.config_rules import trains_with
 from ltr.training.trainer import Trainer
 
 log = logging.getLogger(__name__)
@@ -51,8 +53,23 @@ log = logging.getLogger(__name__)
 #: The trainer of each ``trainer.kind``.
 TRAINERS: dict[TrainerKind, Callable[[ExperimentSpec], Trainer]] = {
     TrainerKind.local: lambda spec: local_trainer(spec, binned_store(spec.config.data)),
-    TrainerKind.dask: lambda spec: DaskTrainer(spec.config.model, spec.config.fit, spec.config.trainer, spec.conventions),
+    TrainerKind.dask: lambda spec: dask_trainer(spec),
 }
+
+
+def dask_trainer(spec: ExperimentSpec) -> Trainer:
+    """The trainer of ``trainer=dask``, by backend: LightGBM's data-parallel :class:`DaskTrainer`,
+    XGBoost's ``xgboost.dask`` trainer; CatBoost has no Dask training and trains in this process
+    (:func:`ltr.training.config_rules.trains_with`; the config check has said so in one line)."""
+    config = spec.config
+    if trains_with(config) == TrainerKind.local:
+        trainer: Trainer = local_trainer(spec, binned_store(config.data))
+        return trainer
+    if backend_of(config.model) == "xgboost":
+        from ltr.training.backends.xgboost_dask import XGBoostDaskTrainer
+
+        return XGBoostDaskTrainer(config.model, config.fit, config.trainer, spec.conventions, spec.table_ks, reranks(spec))
+    return DaskTrainer(config.model, config.fit, config.trainer, spec.conventions)
 
 
 @dataclass

@@ -113,6 +113,14 @@ def _check_feature_params(config: TrainConfig, *, files: bool) -> None:
         check_feature_params(config.model.params, width.n_features, source=width.source, files=files)
 
 
+def trains_with(config: TrainConfig) -> TrainerKind:
+    """The trainer that actually trains ``config``'s model: ``trainer.kind``, except CatBoost,
+    which has no Dask training and trains in this process under ``trainer=dask`` too."""
+    if config.trainer.kind == TrainerKind.dask and backend_of(config.model) == "catboost":
+        return TrainerKind.local
+    return config.trainer.kind
+
+
 def _check_trainer(config: TrainConfig) -> None:
     kind = config.trainer.kind
     if config.data.read_by_workers and kind != TrainerKind.dask:
@@ -120,17 +128,15 @@ def _check_trainer(config: TrainConfig) -> None:
             f"data={config.data.kind} is read by Dask workers: add trainer=dask (got trainer={kind})"
         )
     backend = backend_of(config.model)
-    if backend != "lightgbm":
-        if kind != TrainerKind.local:
-            raise LtrUserError(
-                f"model={config.model.name} trains in this process ({backend}): use trainer=local "
-                "(trainer=dask trains LightGBM models)"
-            )
-        return
-    if config.model.position_bias and kind != TrainerKind.local:
+    if backend != "lightgbm" and config.data.read_by_workers:
+        raise LtrUserError(
+            f"data={config.data.kind} is read and trained on by Dask workers, which train LightGBM models only: "
+            f"model={config.model.name} needs data this process reads (e.g. data=parquet)"
+        )
+    if backend == "lightgbm" and config.model.position_bias and kind != TrainerKind.local:
         raise LtrUserError("model.position_bias=true trains through lgb.train: use trainer=local")
-    if kind == TrainerKind.dask:
-        if config.model.estimator != Estimator.ranker:
+    if trains_with(config) == TrainerKind.dask:
+        if backend == "lightgbm" and config.model.estimator != Estimator.ranker:
             raise LtrUserError(
                 f"trainer=dask trains rankers only: model.estimator={config.model.estimator} needs trainer=local"
             )
