@@ -17,6 +17,7 @@ from ltr.cli.main import main
 from ltr.config.compose import CONF_DIR
 from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
+from tests.conftest import compose_train
 
 pytest.importorskip("xgboost")
 pytest.importorskip("catboost")
@@ -94,7 +95,6 @@ def test_a_backend_run_is_deterministic(small_cfg: Callable[..., DictConfig], mo
         (("model=catboost", "model.loss=Foo"), "model.loss=Foo: 'Foo' is not one of YetiRank"),
         (("model=catboost", "+model.params.fooo=1"), "CatBoost refuses the model settings: "),
         (("model=catboost", "model.max_depth=17"), "model.max_depth=17 is out of range"),
-        (("model=catboost", "trainer=dask"), "model=catboost trains in this process"),
     ],
 )
 def test_bad_backend_settings_fail_before_a_run_exists(
@@ -103,6 +103,43 @@ def test_bad_backend_settings_fail_before_a_run_exists(
     with pytest.raises(LtrUserError, match=message.replace("(", r"\(").replace(")", r"\)")):
         pipeline.run(small_cfg(*overrides, unmade_store))
     assert not (tmp_path / "unmade" / "mlflow.db").exists()
+
+
+@pytest.mark.parametrize("model", BACKENDS)
+def test_data_read_by_workers_is_refused_for_another_backend(unmade_store: str, tmp_path: Path, model: str) -> None:
+    """Dask workers read ``data=parquet_partitions`` and train LightGBM on it: any other backend
+    is one line, before any data is read or store made."""
+    overrides = (f"model={model}", "trainer=dask", "data=parquet_partitions", f"data.root={tmp_path}", unmade_store)
+    message = (
+        "data=parquet_partitions is read and trained on by Dask workers, which train LightGBM models only: "
+        f"model={model} needs data this process reads (e.g. data=parquet)"
+    )
+    with pytest.raises(LtrUserError) as raised:
+        pipeline.run(compose_train(list(overrides)))
+    assert str(raised.value) == message
+    assert not (tmp_path / "unmade" / "mlflow.db").exists()
+
+
+def test_catboost_under_trainer_dask_trains_here_and_says_so_once(
+    small_cfg: Callable[..., DictConfig], tracking_uri: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """CatBoost has no Dask training: ``trainer=dask`` trains it in this process (the same
+    metrics as ``trainer=local``, bit for bit), says so in one line, and the run's
+    ``ltr.trainer`` tag records the trainer used."""
+    from mlflow import MlflowClient
+
+    local = pipeline.run(small_cfg("model=catboost", "fit.num_boost_round=20"), print_summary=False)
+    with caplog.at_level("WARNING"):
+        dask = pipeline.run(small_cfg("model=catboost", "fit.num_boost_round=20", "trainer=dask", "trainer.n_workers=3"), print_summary=False)
+    said = [r.getMessage() for r in caplog.records if "trainer" in r.getMessage()]
+    assert said == ["ltr: model=catboost trains in this process: CatBoost has no Dask training; trainer.* settings are not used"]
+    timing = {"train_seconds"}
+    assert {k: v for k, v in dask.metrics.items() if k not in timing} == {k: v for k, v in local.metrics.items() if k not in timing}
+    client = MlflowClient(tracking_uri)
+    assert dask.run_id is not None and local.run_id is not None
+    run = client.get_run(dask.run_id)
+    assert (run.data.tags["ltr.trainer"], run.data.params["trainer.kind"]) == ("local", "dask")
+    assert client.get_run(local.run_id).data.tags["ltr.trainer"] == "local"
 
 
 @pytest.mark.parametrize("model", BACKENDS)

@@ -1,0 +1,137 @@
+"""``model=xgboost trainer=dask``: ``xgboost.dask.train`` on real LocalClusters of worker processes
+(XGBoost's collective needs one process per worker), small data.
+
+What is checked: one worker trains the local trainer's model (bit for bit: same curves, same
+best round); two workers give the same model and curves on every run (the partitions pinned in
+XGBoost's rank order); XGBoost's own ``ndcg@k`` of every round covers the whole split (it equals
+LightGBM's convention, the same as XGBoost's, recomputed on the client from the whole split's
+scores); all rounds are trained and the best is picked afterwards; unbiased lambdarank trains
+on the positions.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mlflow.tracking import MlflowClient
+
+from ltr.config.choices import TrainerKind
+from ltr.config.groups.backends import XGBoostModelConfig
+from ltr.config.schema import FitConfig, TrainerConfig
+from ltr.data.ranking_data import RankingData
+from ltr.data.splits import Splits
+from ltr.experiment import run as pipeline
+from ltr.training.local import TrainResult
+from tests.conftest import compose_train
+from tests.dask.conftest import random_ranking_data
+
+pytest.importorskip("xgboost")
+
+from ltr.training.backends.xgboost import XGBoostTrainer  # noqa: E402
+from ltr.training.backends.xgboost_dask import XGBoostDaskTrainer  # noqa: E402
+
+MODEL = XGBoostModelConfig(max_depth=4)
+ROUNDS = 12
+
+
+def _splits(positions: bool = False) -> Splits:
+    parts = [random_ranking_data(seed, n_queries=n) for seed, n in ((5, 120), (6, 40), (7, 40))]
+    if positions:  # each list shown in a shuffled order: a row's position is not its row
+        rng = np.random.default_rng(3)
+        train = parts[0]
+        ranks = np.concatenate([rng.permutation(int(n)) for n in np.diff(train.offsets)])
+        parts[0] = RankingData(train.features, train.labels, train.qids, train.offsets, train.feature_names, train.name, positions=ranks)
+    return Splits(*parts)
+
+
+def _dask_fit(n_workers: int, *, n_partitions: int | None = None, model: XGBoostModelConfig = MODEL, positions: bool = False) -> TrainResult:
+    fit = FitConfig(num_boost_round=ROUNDS, early_stopping_rounds=3, show_progress=False)
+    cluster = TrainerConfig(kind=TrainerKind.dask, n_workers=n_workers, threads_per_worker=1, n_partitions=n_partitions)
+    return XGBoostDaskTrainer(model, fit, cluster).fit(_splits(positions), eval_at=[5, 10], seed=3)
+
+
+@pytest.mark.slow
+def test_one_worker_trains_the_local_model_bit_for_bit() -> None:
+    """One worker holds every row: XGBoost's distributed path is then the one-process one, and
+    the curves, the library's values and the best round are the local trainer's (no patience)."""
+    dask = _dask_fit(1)
+    local = XGBoostTrainer(MODEL, FitConfig(num_boost_round=ROUNDS, early_stopping_rounds=None, show_progress=False)).fit(
+        _splits(), eval_at=[5, 10], seed=3
+    )
+    assert dask.n_rounds == local.n_rounds == ROUNDS
+    assert dask.curves == local.curves
+    assert dask.evals_result == local.evals_result
+    assert dask.best_iteration == local.best_iteration
+    assert dask.params["nthread"] == 1
+    data = _splits().test
+    assert np.array_equal(dask.predict(data.features), local.predict(data.features))
+
+
+@pytest.mark.slow
+def test_two_workers_give_the_same_bits_every_run_and_curves_of_the_whole_split(caplog: pytest.LogCaptureFixture) -> None:
+    """Two runs on new clusters (new worker addresses), 3 partitions on 2 workers (rank 0 holds
+    two): the same model bytes, curves and best round. XGBoost's ndcg@k summed over the workers
+    is the whole split's: LightGBM's convention (XGBoost's too) of the whole split's scores,
+    computed on the client, to float32 precision; one worker's share would be far off."""
+    with caplog.at_level(logging.WARNING, logger="ltr.dask.train"):
+        first = _dask_fit(2, n_partitions=3)
+    second = _dask_fit(2, n_partitions=3)
+    assert bytes(first.booster.booster.save_raw()) == bytes(second.booster.booster.save_raw())
+    assert first.curves == second.curves
+    assert first.evals_result == second.evals_result
+    assert first.best_iteration == second.best_iteration
+
+    # all rounds trained though fit.early_stopping_rounds=3; said once a fit
+    assert first.n_rounds == ROUNDS
+    warned = [r.getMessage() for r in caplog.records if "no early stopping" in r.getMessage()]
+    assert len(warned) == 2  # once per fit
+    assert "fit.early_stopping_rounds=3 is ignored and all fit.num_boost_round=12 rounds are trained" in warned[0]
+    ours = np.array(first.curves["valid"]["ndcg_at_10"])
+    assert len(ours) == ROUNDS
+    assert first.best_iteration == int(np.argmax(ours)) + 1  # the first best round on our metric
+    for split in ("valid", "test"):
+        for k in (5, 10):
+            theirs = np.array(first.evals_result[split][f"ndcg@{k}"])
+            recomputed = np.array(first.curves[split][f"lightgbm/ndcg_at_{k}"])
+            assert np.max(np.abs(theirs - recomputed)) < 1e-6
+    # the shipped model is cut at the best round and scores the test rows as the curve says
+    assert first.booster.current_iteration() == first.best_iteration
+
+
+@pytest.mark.slow
+def test_unbiased_lambdarank_trains_on_the_positions() -> None:
+    """The rows reach the workers in each list's position order (XGBoost reads a row's position
+    as its place in the list); one worker then learns the local trainer's bias curve."""
+    model = XGBoostModelConfig(max_depth=4, lambdarank_unbiased=True)
+    dask = _dask_fit(1, model=model, positions=True)
+    local = XGBoostTrainer(model, FitConfig(num_boost_round=ROUNDS, early_stopping_rounds=None, show_progress=False)).fit(
+        _splits(positions=True), eval_at=[5, 10], seed=3
+    )
+    assert dask.position_bias is not None and local.position_bias is not None
+    np.testing.assert_array_equal(dask.position_bias.raw, local.position_bias.raw)
+    assert np.isfinite(dask.position_bias.raw[:3]).all()
+    assert dask.curves == local.curves
+
+
+@pytest.mark.slow
+def test_an_xgboost_run_on_dask_records_its_trainer_and_ends_its_curve_on_the_headline(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    outcome = pipeline.run(
+        compose_train(["model=xgboost", "trainer=dask", "trainer.n_workers=1", "data.n_queries=150", "fit.num_boost_round=10",
+                       "fit.show_progress=false", f"tracking.uri={uri}"]),  # fmt: skip
+        print_summary=False,
+    )
+    assert outcome.run_id is not None
+    run = MlflowClient(uri).get_run(outcome.run_id)
+    assert run.data.tags["ltr.trainer"] == "dask"
+    assert run.data.tags["ltr.backend"] == "xgboost"
+    metrics = run.data.metrics
+    assert metrics["n_rounds"] == 10
+    best = int(metrics["best_iteration"])
+    history = MlflowClient(uri).get_metric_history(outcome.run_id, "iter/valid/ndcg_at_10")
+    assert [m.step for m in history] == list(range(1, best + 1))
+    assert history[-1].value == metrics["valid/ndcg_at_10"]  # bit for bit
+    assert max(m.value for m in history) == history[-1].value
