@@ -136,7 +136,8 @@ def test_catboost_under_trainer_dask_trains_here_and_says_so_once(
     timing = {"train_seconds"}
     assert {k: v for k, v in dask.metrics.items() if k not in timing} == {k: v for k, v in local.metrics.items() if k not in timing}
     client = MlflowClient(tracking_uri)
-    assert dask.run_id is not None and local.run_id is not None
+    assert dask.run_id is not None
+    assert local.run_id is not None
     run = client.get_run(dask.run_id)
     assert (run.data.tags["ltr.trainer"], run.data.params["trainer.kind"]) == ("local", "dask")
     assert client.get_run(local.run_id).data.tags["ltr.trainer"] == "local"

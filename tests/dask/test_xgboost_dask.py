@@ -30,8 +30,8 @@ from tests.dask.conftest import random_ranking_data
 
 pytest.importorskip("xgboost")
 
-from ltr.training.backends.xgboost import XGBoostTrainer  # noqa: E402
-from ltr.training.backends.xgboost_dask import XGBoostDaskTrainer  # noqa: E402
+from ltr.training.backends.xgboost import XGBoostTrainer
+from ltr.training.backends.xgboost_dask import XGBoostDaskTrainer
 
 MODEL = XGBoostModelConfig(max_depth=4)
 ROUNDS = 12
@@ -110,7 +110,8 @@ def test_unbiased_lambdarank_trains_on_the_positions() -> None:
     local = XGBoostTrainer(model, FitConfig(num_boost_round=ROUNDS, early_stopping_rounds=None, show_progress=False)).fit(
         _splits(positions=True), eval_at=[5, 10], seed=3
     )
-    assert dask.position_bias is not None and local.position_bias is not None
+    assert dask.position_bias is not None
+    assert local.position_bias is not None
     np.testing.assert_array_equal(dask.position_bias.raw, local.position_bias.raw)
     assert np.isfinite(dask.position_bias.raw[:3]).all()
     assert dask.curves == local.curves
@@ -119,11 +120,8 @@ def test_unbiased_lambdarank_trains_on_the_positions() -> None:
 @pytest.mark.slow
 def test_an_xgboost_run_on_dask_records_its_trainer_and_ends_its_curve_on_the_headline(tmp_path: Path) -> None:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    outcome = pipeline.run(
-        compose_train(["model=xgboost", "trainer=dask", "trainer.n_workers=1", "data.n_queries=150", "fit.num_boost_round=10",
-                       "fit.show_progress=false", f"tracking.uri={uri}"]),  # fmt: skip
-        print_summary=False,
-    )
+    overrides = ["model=xgboost", "trainer=dask", "trainer.n_workers=1", "data.n_queries=150", "fit.num_boost_round=10"]
+    outcome = pipeline.run(compose_train([*overrides, "fit.show_progress=false", f"tracking.uri={uri}"]), print_summary=False)
     assert outcome.run_id is not None
     run = MlflowClient(uri).get_run(outcome.run_id)
     assert run.data.tags["ltr.trainer"] == "dask"
