@@ -59,7 +59,7 @@ from ltr.training.backends.xgboost import (
     feature_names,
     xgboost_params,
 )
-from ltr.training.local import TrainResult, physical_cores
+from ltr.training.local import TrainResult, physical_cores, whose
 from ltr.training.round_metric import RoundNdcg
 from ltr.training.settings import watched_metric
 
@@ -163,7 +163,6 @@ class XGBoostDaskTrainer:
             params = xgboost_params(model, seed=seed, num_threads=threads[0], eval_at=eval_at)
             if len(threads) > 1:  # each worker trains with its own thread count
                 params.pop("nthread")
-            start = time.perf_counter()
             parts = {
                 "train": _scatter(client, train, rows, n_partitions, order),
                 **{s: _scatter(client, getattr(splits, s), (getattr(splits, s).features, getattr(splits, s).labels), n_partitions, order) for s in EVALUATED},
@@ -177,11 +176,13 @@ class XGBoostDaskTrainer:
                     "trainer=dask: Dask placed some partitions on other workers than pinned; "
                     "XGBoost's trees may then differ in the last bits from another run of the same config"
                 )
-            log.info(
-                "training XGBoost %s on %d workers: %d queries / %d rows in %d partitions, %d features",
-                model.objective, len(set(parts["train"].workers)), train.n_queries, train.n_rows,
-                len(parts["train"].workers), train.n_features,
-            )  # fmt: skip
+            train_parts = parts["train"].workers
+            what = (
+                f"XGBoost {model.objective} on {len(set(train_parts))} Dask workers: {train.n_queries} queries / "
+                f"{train.n_rows} rows in {len(train_parts)} partitions, {train.n_features} features"
+            )
+            driver = self._driver(splits, eval_at, what)
+            start = time.perf_counter()
             try:
                 out = dxgb.train(
                     client, params, matrices["train"], num_boost_round=fit.num_boost_round,
@@ -189,10 +190,25 @@ class XGBoostDaskTrainer:
                 )  # fmt: skip
             except xgb.core.XGBoostError as exc:
                 raise LtrUserError(f"XGBoost rejected the training setup: {_error_line(exc)}") from None
-        fit_seconds = time.perf_counter() - start
+            fit_seconds = time.perf_counter() - start
         booster: xgb.Booster = out["booster"]
         history: dict[str, dict[str, list[float]]] = out["history"]
-        return self._replay(booster, history, splits, params, eval_at, names, fit_seconds)
+        return self._replay(booster, history, splits, params, names, driver, fit_seconds)
+
+    def _driver(self, splits: Splits, eval_at: list[int], what: str) -> RoundDriver:
+        """The round driver of the curves (it logs ``training {what}``): every round recorded,
+        the first best kept, no patience, no search pruning, no progress bar."""
+        fit = self.fit_config
+        round_metric = RoundNdcg(
+            ks=eval_at, table_ks=self.table_ks or tuple(eval_at), conventions=self.conventions, model_order=self.model_order
+        )
+        replay = replace(fit, early_stopping_rounds=None, show_progress=False)
+        driver = RoundDriver(replay, watched_metric(fit, eval_at), round_metric, what, library="XGBoost")
+        driver.stopper.round_hook = None
+        for split in EVALUATED:
+            data = getattr(splits, split)
+            driver.register(split, data.labels, data.offsets)
+        return driver
 
     def _replay(
         self,
@@ -200,36 +216,29 @@ class XGBoostDaskTrainer:
         history: dict[str, dict[str, list[float]]],
         splits: Splits,
         params: dict[str, Any],
-        eval_at: list[int],
         names: list[str],
+        driver: RoundDriver,
         fit_seconds: float,
     ) -> TrainResult:
         """Our curves and the best round, from every round's scores of valid and test."""
-        model, fit = self.model, self.fit_config
+        model = self.model
         n_rounds = int(booster.num_boosted_rounds())
         booster.set_param({"nthread": self.fit_config.num_threads if self.fit_config.num_threads > 0 else physical_cores()})
-        round_metric = RoundNdcg(
-            ks=eval_at, table_ks=self.table_ks or tuple(eval_at), conventions=self.conventions, model_order=self.model_order
-        )
-        # every round recorded, the first best kept: no patience, no pruning, no progress bar
-        replay = replace(fit, early_stopping_rounds=None, show_progress=False, num_boost_round=n_rounds)
-        what = f"the {n_rounds} rounds of XGBoost's model on valid and test"
-        driver = RoundDriver(replay, watched_metric(fit, eval_at), round_metric, what, library="XGBoost")
-        driver.stopper.round_hook = None
-        evaluated = {}
-        for split in EVALUATED:
-            data = getattr(splits, split)
-            driver.register(split, data.labels, data.offsets)
-            evaluated[split] = _dmatrix(data.features, data.labels, data.offsets, names)
+        evaluated = {s: _dmatrix(getattr(splits, s).features, getattr(splits, s).labels, getattr(splits, s).offsets, names) for s in EVALUATED}
+        ended = time.perf_counter()
         for i in range(n_rounds):
             scores = {s: booster.predict(d, iteration_range=(0, i + 1)) for s, d in evaluated.items()}
             own = {s: {name: float(values[i]) for name, values in history.get(s, {}).items()} for s in EVALUATED}
             if driver.after_round(i, scores, own):
                 break
-        seconds = driver.close() + fit_seconds
+        curve_seconds = time.perf_counter() - ended
+        seconds = fit_seconds + curve_seconds
+        metric, best = driver.metric, driver.best_iteration
         log.info(
-            "trained %d rounds on the cluster in %.1f s (+ %.1f s for the curves)", n_rounds, fit_seconds, seconds - fit_seconds
-        )
+            "trained %d rounds in %.1f s (+ %.1f s for the curves); best round %d with valid %s = %.6f (%s)",
+            n_rounds, fit_seconds, curve_seconds, best, metric, driver.stopper.best_value,
+            whose(metric).replace("LightGBM's", "XGBoost's"),
+        )  # fmt: skip
         learned = None
         if model.lambdarank_unbiased:  # ti+ after the last round trained
             ti_plus = json.loads(booster.save_config())["learner"]["objective"].get("ti+")
@@ -237,5 +246,5 @@ class XGBoostDaskTrainer:
         return TrainResult(
             XGBoostModel(booster).cut(driver.best_iteration), params, driver.library_curves,
             driver.best_iteration, n_rounds, seconds, driver.curves,
-            round_metric.seconds, library="xgboost", position_bias=learned,
+            driver.round_metric.seconds, library="xgboost", position_bias=learned,
         )  # fmt: skip
