@@ -120,6 +120,19 @@ def test_data_read_by_workers_is_refused_for_another_backend(unmade_store: str, 
     assert not (tmp_path / "unmade" / "mlflow.db").exists()
 
 
+@pytest.mark.parametrize(
+    ("model", "trainer", "used"),
+    [("lambdarank", "dask", "dask"), ("xgboost", "dask", "dask"), ("catboost", "dask", "local"), ("catboost", "local", "local")],
+)
+def test_the_trainer_that_trains_each_backend(model: str, trainer: str, used: str) -> None:
+    """``trainer=dask`` is accepted for every backend; CatBoost's trains in this process."""
+    from ltr.experiment.checks import check_config
+    from ltr.training.config_rules import trains_with
+
+    spec = check_config(compose_train([f"model={model}", f"trainer={trainer}"]))
+    assert str(trains_with(spec.config)) == used
+
+
 def test_catboost_under_trainer_dask_trains_here_and_says_so_once(
     small_cfg: Callable[..., DictConfig], tracking_uri: str, caplog: pytest.LogCaptureFixture
 ) -> None:
