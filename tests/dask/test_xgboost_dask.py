@@ -30,8 +30,8 @@ from tests.dask.conftest import random_ranking_data
 
 pytest.importorskip("xgboost")
 
-from ltr.training.backends.xgboost import XGBoostTrainer
-from ltr.training.backends.xgboost_dask import XGBoostDaskTrainer
+from ltr.training.backends.xgboost import XGBoostTrainer, xgboost_params
+from ltr.training.backends.xgboost_dask import XGBoostDaskTrainer, _leaf_sums, round_scores
 
 MODEL = XGBoostModelConfig(max_depth=4)
 ROUNDS = 12
@@ -133,3 +133,29 @@ def test_an_xgboost_run_on_dask_records_its_trainer_and_ends_its_curve_on_the_he
     assert [m.step for m in history] == list(range(1, best + 1))
     assert history[-1].value == metrics["valid/ndcg_at_10"]  # bit for bit
     assert max(m.value for m in history) == history[-1].value
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{}, {"max_depth": 8, "subsample": 0.7}, {"num_parallel_tree": 2}, {"booster": "dart", "rate_drop": 0.3}],
+    ids=["default", "deep-subsampled", "two-trees-a-round", "dart"],
+)
+def test_round_scores_are_xgboost_s_predictions_of_every_round(extra: dict[str, object]) -> None:
+    """The linear-time per-round scores equal ``predict(iteration_range=(0, i + 1))`` bit for bit,
+    rounds of several trees (summed leaves) and dart (one prediction per round) alike; 70 rounds
+    cross a block of leaves (64)."""
+    import xgboost as xgb
+
+    train, valid = random_ranking_data(5, n_queries=100), random_ranking_data(6, n_queries=60)
+    valid.features[::7, 1] = np.nan  # missing values take each split's default side
+    params = xgboost_params(XGBoostModelConfig(params=extra), seed=2, num_threads=1)
+    dtrain = xgb.DMatrix(train.features, label=train.labels, group=np.diff(train.offsets))
+    dvalid = xgb.DMatrix(valid.features)
+    booster = xgb.train(params, dtrain, num_boost_round=70)
+    scores = list(round_scores(booster, dvalid))
+    summed = list(_leaf_sums(booster, dvalid, 70))  # the linear path: every round but dart's
+    assert (len(scores), len(summed)) == (70, 0 if extra.get("booster") == "dart" else 70)
+    for i, got in enumerate(scores):
+        expected = booster.predict(dvalid, iteration_range=(0, i + 1))
+        assert np.array_equal(got, expected), i
+        assert not summed or np.array_equal(summed[i], expected), i

@@ -14,7 +14,7 @@ LightGBM's Dask path (:mod:`ltr.dask.train`):
 - **No early stopping.** All ``fit.num_boost_round`` rounds are trained; when
   ``fit.early_stopping_rounds`` is set one warning says so.
 - **Best round.** After training, the valid and test rows are scored on the client for every
-  round (``iteration_range=(0, i + 1)``: the bits the shipped model cut at that round gives) and
+  round (:func:`round_scores`: the bits the shipped model cut at that round gives) and
   :class:`ltr.training.backends.rounds.RoundDriver` computes our ``ndcg_at_k`` on them;
   ``best_iteration`` is the first round with the highest valid ``fit.early_stopping_metric``.
 - **Distributed histograms.** Each worker sketches and bins its own rows and XGBoost sums the
@@ -35,6 +35,7 @@ import json
 import logging
 import operator
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -127,6 +128,51 @@ def _placed_as_pinned(dmatrix: Any, scattered: _Scattered) -> bool:
         [dmatrix.partition_order[p.key] for p in parts] == sorted(dmatrix.partition_order[p.key] for p in parts)
         for parts in dmatrix.worker_map.values()
     )
+
+
+#: Rounds whose leaves are read at once by :func:`round_scores` (memory: rows x this x 4 bytes).
+LEAF_BLOCK = 64
+
+
+def round_scores(booster: xgb.Booster, dmatrix: xgb.DMatrix) -> Iterator[NDArray[np.float32]]:
+    """The scores of ``dmatrix``'s rows after each round ``i`` (0-based) of ``booster``, equal bit
+    for bit to ``booster.predict(dmatrix, iteration_range=(0, i + 1))``, in time linear in the
+    rounds: each row's leaf in every tree is read once (``pred_leaf``, ``LEAF_BLOCK`` rounds at a
+    time) and the leaf values are added in float32 in tree order onto the base score, as XGBoost's
+    CPU predictor adds them. The first and the last round are checked against ``predict``; from a
+    round whose sum differs on (or for a booster other than ``gbtree``, e.g. ``dart``), one
+    ``predict`` per round.
+    """
+    n_rounds = int(booster.num_boosted_rounds())
+    done = 0
+    for acc in _leaf_sums(booster, dmatrix, n_rounds):
+        if done in (0, n_rounds - 1) and not np.array_equal(acc, booster.predict(dmatrix, iteration_range=(0, done + 1))):
+            log.debug("XGBoost's scores are not the sums of their leaves here: one prediction per round")
+            break
+        yield acc
+        done += 1
+    for i in range(done, n_rounds):
+        yield np.asarray(booster.predict(dmatrix, iteration_range=(0, i + 1)), dtype=np.float32)
+
+
+def _leaf_sums(booster: xgb.Booster, dmatrix: xgb.DMatrix, n_rounds: int) -> Iterator[NDArray[np.float32]]:
+    """Per round, the base score plus the leaf values of the row's leaves so far (float32, tree
+    order); nothing for a booster that is not a ``gbtree`` of whole rounds."""
+    learner = json.loads(booster.save_raw("json"))["learner"]
+    trees = learner["gradient_booster"].get("model", {}).get("trees", [])
+    if learner["gradient_booster"].get("name") != "gbtree" or n_rounds == 0 or len(trees) % n_rounds:
+        return
+    base = json.loads(str(learner["learner_model_param"]["base_score"]))
+    per_round = len(trees) // n_rounds
+    values = [np.asarray(tree["split_conditions"], dtype=np.float32) for tree in trees]
+    acc = np.full(dmatrix.num_row(), np.float32(base[0] if isinstance(base, list) else base), dtype=np.float32)
+    for start in range(0, n_rounds, LEAF_BLOCK):
+        stop = min(start + LEAF_BLOCK, n_rounds)
+        leaves = np.asarray(booster[start:stop].predict(dmatrix, pred_leaf=True), dtype=np.int64).reshape(dmatrix.num_row(), -1)
+        for j in range(leaves.shape[1]):
+            acc = acc + values[start * per_round + j][leaves[:, j]]
+            if (j + 1) % per_round == 0:
+                yield acc
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,8 +272,9 @@ class XGBoostDaskTrainer:
         booster.set_param({"nthread": self.fit_config.num_threads if self.fit_config.num_threads > 0 else physical_cores()})
         evaluated = {s: _dmatrix(getattr(splits, s).features, getattr(splits, s).labels, getattr(splits, s).offsets, names) for s in EVALUATED}
         ended = time.perf_counter()
+        streams = {s: round_scores(booster, d) for s, d in evaluated.items()}
         for i in range(n_rounds):
-            scores = {s: booster.predict(d, iteration_range=(0, i + 1)) for s, d in evaluated.items()}
+            scores = {s: next(stream) for s, stream in streams.items()}
             own = {s: {name: float(values[i]) for name, values in history.get(s, {}).items()} for s in EVALUATED}
             if driver.after_round(i, scores, own):
                 break
