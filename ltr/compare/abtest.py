@@ -43,6 +43,7 @@ from scipy import stats
 
 from ltr.compiled import kernels
 from ltr.data.feedback.clicks import attractiveness, examination_curve, rank_within_queries
+from ltr.metrics.offsets import row_queries
 from ltr.metrics.strata import Strata
 
 Z_ALPHA = 1.959963984540054  # two-sided alpha = 0.05
@@ -695,7 +696,7 @@ def fit_attractiveness(
     e = np.clip(np.asarray(examined, dtype=np.float64), 1e-6, 1.0)
     offsets = np.asarray(offsets, dtype=np.int64)
     n_groups = offsets.shape[0] - 1
-    groups = np.repeat(np.arange(n_groups, dtype=np.int64), np.diff(offsets))
+    groups = row_queries(offsets)
     if like is not None:
         coef, effect = _pbm_logistic(c, e, like.design(features), w, like.coef, groups, n_groups, like.query_effect, like.query_precision)
         return dataclasses.replace(like, coef=coef, query_effect=effect)
@@ -810,7 +811,7 @@ def doubly_robust_ctr(
     offsets = np.asarray(offsets, dtype=np.int64)
     sizes = np.diff(offsets)
     n_q = sizes.shape[0]
-    query = np.repeat(np.arange(n_q, dtype=np.int64), sizes)
+    query = row_queries(offsets)
     ranks = np.asarray(ranks, dtype=np.int64)
     n = int(max(int(ranks.max(initial=0)), int(anchor.positions.max(initial=0)))) + 1
     curve = anchor.examination if examination is None else np.asarray(examination, dtype=np.float64)
@@ -835,7 +836,7 @@ def _dr_parts(
     logged position."""
     values, slope, p_log = doubly_robust_ctr(ranks, offsets, anchor, examination)
     sizes = np.diff(np.asarray(offsets, dtype=np.int64)).astype(np.int64)
-    query = np.repeat(np.arange(sizes.shape[0], dtype=np.int64), sizes)
+    query = row_queries(offsets)
     correction = np.asarray(np.bincount(query, weights=slope * (anchor.clicks - p_log), minlength=sizes.shape[0]), dtype=np.float64)
     return values - correction, correction, slope, p_log
 
@@ -1012,7 +1013,7 @@ def anchored_ctr(
     offsets = np.asarray(offsets, dtype=np.int64)
     sizes = np.diff(offsets)
     n_q = sizes.shape[0]
-    query = np.repeat(np.arange(n_q, dtype=np.int64), sizes)
+    query = row_queries(offsets)
     strata = strata or Strata()
     stratum = strata.assign(sizes)
     if anchor.withheld:

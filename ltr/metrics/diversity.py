@@ -43,6 +43,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from ltr.metrics.offsets import row_queries
+
 
 def intra_list_diversity(
     order: NDArray[np.integer],
@@ -292,8 +294,7 @@ def _distinct_per_group(
 
 def _positions(off: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Query id and 0-based rank of every position ``0..n_rows-1``."""
-    sizes = np.diff(off)
-    qid = np.repeat(np.arange(sizes.shape[0], dtype=np.int64), sizes)
+    qid = row_queries(off)
     rank = np.arange(int(off[-1]), dtype=np.int64) - off[qid]
     return qid, rank
 
@@ -360,7 +361,7 @@ def _check_order(order: NDArray[np.generic], off: NDArray[np.int64]) -> NDArray[
     if outside.any():
         p = int(np.flatnonzero(outside)[0])
         raise ValueError(f"order[{p}] = {o[p]} is not a row (0..{n_rows - 1})")
-    qid = np.repeat(np.arange(off.shape[0] - 1, dtype=np.int64), np.diff(off))
+    qid = row_queries(off)
     foreign = qid[o] != qid
     if foreign.any():
         p = int(np.flatnonzero(foreign)[0])

@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 from ltr.compiled import kernels
 from ltr.errors import ScoreError, qid_text
 from ltr.metrics.conventions import UNJUDGED, MetricConventions
+from ltr.metrics.offsets import row_queries
 from ltr.metrics.strata import EMPTY_LABEL, Strata
 
 if TYPE_CHECKING:
@@ -395,7 +396,7 @@ def rearranged_idcg(
     """
     n_q = ideal_offsets.shape[0] - 1
     sizes = np.diff(ideal_offsets)
-    query = np.repeat(np.arange(n_q, dtype=np.int64), sizes)
+    query = row_queries(ideal_offsets)
     gains = np.where(ideal_labels >= 0, lut[np.maximum(ideal_labels, 0)], 0.0)
     order = np.lexsort((-gains, query))  # per query (queries stay in order), gain descending
     rank = np.arange(gains.shape[0], dtype=np.int64) - np.repeat(ideal_offsets[:-1], sizes)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from ltr.metrics.offsets import row_queries
+
 
 def tail_items(popularity: NDArray[np.floating], *, tail_quantile: float) -> NDArray[np.bool_]:
     """True for the rows whose popularity lies strictly below the ``tail_quantile`` quantile.
@@ -64,7 +66,7 @@ def tail_exposure(
     sizes = np.diff(offsets)
     position = np.arange(offsets[-1]) - np.repeat(offsets[:-1], sizes)
     weight = np.where(position < k, 1.0 / np.log2(position + 2.0), 0.0)
-    query = np.repeat(np.arange(sizes.shape[0]), sizes)
+    query = row_queries(offsets)
     tail = np.asarray(is_tail, dtype=np.bool_)[np.asarray(order)]
     total = np.bincount(query, weights=weight, minlength=sizes.shape[0])
     share = np.bincount(query, weights=weight * tail, minlength=sizes.shape[0])

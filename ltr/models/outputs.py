@@ -37,6 +37,7 @@ import pandas as pd
 
 from ltr.data.formats.file_names import written_table_format
 from ltr.errors import DataError, LtrUserError, write_failed
+from ltr.metrics.offsets import row_queries
 from ltr.models.predict import Prediction, ScoredBatch
 from ltr.runtime.stops import committing
 
@@ -55,7 +56,7 @@ def trec_lines(batch: ScoredBatch, tag: str) -> pd.DataFrame:
     """The TREC run rows of one batch, each query's rows in final order (ties: input order)."""
     data = batch.data
     sizes = np.diff(data.offsets)
-    query = np.repeat(np.arange(data.n_queries), sizes)
+    query = row_queries(data.offsets)
     within = np.arange(data.n_rows) - np.repeat(data.offsets[:-1], sizes)
     order = np.lexsort((np.arange(data.n_rows), -batch.scores, query))
     qids = np.repeat(data.written_qids(), sizes)

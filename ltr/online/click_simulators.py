@@ -46,6 +46,7 @@ from numpy.typing import NDArray
 
 from ltr.data.feedback.clicks import rank_within_queries
 from ltr.data.ranking_data import RankingData
+from ltr.metrics.offsets import row_queries
 
 #: The user models of :class:`UserModel`.
 KINDS = ("pbm", "cascade", "dbn")
@@ -156,7 +157,7 @@ def prefix_products(factors: NDArray[np.float64], offsets: NDArray[np.int64]) ->
 
 def _query_sums(values: NDArray[np.float64], offsets: NDArray[np.int64]) -> NDArray[np.float64]:
     sizes = np.diff(offsets)
-    query = np.repeat(np.arange(sizes.shape[0]), sizes)
+    query = row_queries(offsets)
     return np.asarray(np.bincount(query, weights=values, minlength=sizes.shape[0]), dtype=np.float64)
 
 
@@ -307,7 +308,7 @@ class SimulatedLog:
     @property
     def query_index(self) -> NDArray[np.int64]:
         """Each row's query index ``0..n_queries-1``."""
-        return np.repeat(np.arange(self.n_queries, dtype=np.int64), np.diff(self.offsets))
+        return row_queries(self.offsets)
 
     def frame(self) -> pd.DataFrame:
         """The log as a user's table: ``query``, ``doc_id``, ``position`` (0-based), ``click``,

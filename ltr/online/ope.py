@@ -139,6 +139,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltr.data.feedback.clicks import rank_within_queries
+from ltr.metrics.offsets import row_queries
 
 #: The estimators ``ltr ope`` prints by default.
 ESTIMATORS = ("ips", "snips", "dr", "dm")
@@ -343,8 +344,7 @@ def exclusive_prefix_sums(values: NDArray[np.float64], positions: NDArray[np.int
     >>> exclusive_prefix_sums(np.array([1.0, 2.0, 4.0, 8.0]), np.array([2, 0, 1, 0]), np.array([0, 3, 4])).tolist()
     [6.0, 0.0, 2.0, 0.0]
     """
-    n_q = offsets.shape[0] - 1
-    query = np.repeat(np.arange(n_q, dtype=np.int64), np.diff(offsets))
+    query = row_queries(offsets)
     order = np.lexsort((positions, query))
     v = values[order]
     cs = np.cumsum(v)
@@ -404,7 +404,7 @@ def cascade_terms(
     ([0.25, 4.0], [4.0], [4.0])
     """
     n_q = offsets.shape[0] - 1
-    query = np.repeat(np.arange(n_q, dtype=np.int64), np.diff(offsets))
+    query = row_queries(offsets)
     top = new_pos < k
     e_log = propensities[log_pos]
     e_new = np.where(top, propensities[np.minimum(new_pos, propensities.size - 1)], 0.0)
@@ -511,7 +511,7 @@ def _check(
     offsets = np.asarray(offsets, dtype=np.int64)
     log_pos = np.asarray(log_positions, dtype=np.int64)
     prop = np.asarray(propensities, dtype=np.float64)
-    n_rows, n_q = log_pos.shape[0], offsets.shape[0] - 1
+    n_rows = log_pos.shape[0]
     for s in scores:
         if np.shape(s) != log_pos.shape or int(offsets[-1]) != n_rows or offsets[0] != 0:
             raise ValueError(f"{n_rows} positions, {np.shape(s)[0]} scores and offsets ending at {int(offsets[-1])} disagree")
@@ -535,7 +535,7 @@ def _check(
     if n_rows and int(log_pos.min()) < 0:
         raise ValueError("positions must be >= 0")
     deepest = max(int(log_pos.max(initial=-1)) + 1, k, 1)
-    query = np.repeat(np.arange(n_q, dtype=np.int64), np.diff(offsets))
+    query = row_queries(offsets)
     return _Log(ys, log_pos, offsets, query, extend_propensities(prop, deepest))
 
 

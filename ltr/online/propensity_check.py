@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltr.metrics.clicks.propensity import PropensityEstimate
+from ltr.metrics.offsets import row_queries
 from ltr.online.ope import cascade_like
 
 #: The estimators whose interval the check can withhold (the others have none to withhold).
@@ -42,7 +43,7 @@ def cascade_reason(clicks: NDArray[Any], positions: NDArray[np.integer], offsets
     shown = np.bincount(pos).astype(np.float64)
     rate = np.divide(np.bincount(pos, weights=c), shown, out=np.zeros_like(shown), where=shown > 0)
     sizes = np.diff(offsets)
-    query = np.repeat(np.arange(sizes.shape[0], dtype=np.int64), sizes)
+    query = row_queries(offsets)
     found = cascade_like(c, np.clip(rate[pos], 0.0, 1.0 - 1e-12), query, sizes.shape[0])
     if found is None:
         return None
@@ -72,8 +73,7 @@ def click_above_reason(clicks: NDArray[Any], positions: NDArray[np.integer], off
     below a click is below ``-Z_CLICK_ABOVE`` standard errors (one-sided level 0.001 where
     position-based users click independently within a query)."""
     offsets = np.asarray(offsets, dtype=np.int64)
-    sizes = np.diff(offsets)
-    query = np.repeat(np.arange(sizes.shape[0], dtype=np.int64), sizes)
+    query = row_queries(offsets)
     c = np.minimum(np.asarray(clicks, dtype=np.float64), 1.0)
     pos = np.asarray(positions, dtype=np.int64)
     q = query

@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 
 from ltr.compiled import kernels
 from ltr.metrics.diversity import as_categories, as_features, check_offsets, unit_rows
+from ltr.metrics.offsets import row_queries
 from ltr.rerank.similarity import check_similarity
 
 
@@ -167,7 +168,7 @@ def diversify(
 
 
 def _score_order(s: NDArray[np.float64], off: NDArray[np.int64]) -> NDArray[np.int64]:
-    qid = np.repeat(np.arange(off.shape[0] - 1, dtype=np.int64), np.diff(off))
+    qid = row_queries(off)
     # lexsort: the last key is the primary one; the sort is stable, so ties keep row order
     return np.lexsort((-s, qid)).astype(np.int64)
 

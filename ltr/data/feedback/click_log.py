@@ -24,6 +24,7 @@ from ltr.data.feedback.click_checks import TYPED_SUFFIXES, check_sessions, outco
 from ltr.data.ranking_data import RankingData
 from ltr.data.splits import Splits
 from ltr.errors import DataError
+from ltr.metrics.offsets import row_queries
 
 #: The click-log options of ``data=parquet``, in the order they are read.
 CLICK_OPTIONS = ("click_column", "propensity_column", "logger_column", "query_column", "randomized_column")
@@ -108,9 +109,8 @@ def clicks_of(data: RankingData, column: str, *, split: str = "") -> NDArray[np.
     value), after the split's sessions pass :func:`ltr.data.feedback.click_checks.check_sessions` (one
     document per position of a qid, more than one position); ``split`` names it in messages."""
     if data.positions is not None:
-        sizes = np.diff(data.offsets)
         check_sessions(
-            np.repeat(np.arange(sizes.shape[0]), sizes), data.positions, source=f"{data.name} ({split or 'a'} split)",
+            row_queries(data.offsets), data.positions, source=f"{data.name} ({split or 'a'} split)",
             session_names=data.written_qids(), row_numbers=False, query_word="qid",
         )  # fmt: skip
     values = (data.behaviours or {}).get(column)

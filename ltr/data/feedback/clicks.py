@@ -41,6 +41,7 @@ from ltr.config.groups.data import SyntheticClicksDataConfig
 from ltr.data.ranking_data import RankingData
 from ltr.data.synthetic import generate_synthetic
 from ltr.errors import DataError
+from ltr.metrics.offsets import row_queries
 
 #: The top grade of the synthetic data (grades 0..4).
 MAX_GRADE = 4
@@ -114,7 +115,7 @@ def rank_within_queries(scores: NDArray[np.float64], offsets: NDArray[np.int64])
     [2, 0, 1, 0, 1]
     """
     sizes = np.diff(offsets)
-    query = np.repeat(np.arange(sizes.shape[0]), sizes)
+    query = row_queries(offsets)
     order = np.lexsort((-scores, query))  # stable: by query, then by descending score
     ranks = np.empty(scores.shape[0], dtype=np.int32)
     ranks[order] = np.arange(scores.shape[0]) - np.repeat(offsets[:-1], sizes)

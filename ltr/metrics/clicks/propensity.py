@@ -78,6 +78,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from ltr.metrics.offsets import row_queries
+
 logger = logging.getLogger(__name__)
 
 #: The estimators of :func:`estimate_propensity`.
@@ -307,7 +309,7 @@ def randomized_queries(flags: NDArray[Any], offsets: NDArray[np.int64], names: N
     """
     values = np.asarray(flags, dtype=np.float64)
     offsets = np.asarray(offsets, dtype=np.int64)
-    query = _query_index(offsets)
+    query = row_queries(offsets)
     n_queries = offsets.shape[0] - 1
     label = np.arange(n_queries) if names is None else np.asarray(names)
     bad = np.flatnonzero((values != 0) & (values != 1))
@@ -349,7 +351,7 @@ def centred_features(features: NDArray[Any], offsets: NDArray[np.int64]) -> NDAr
     if missing.any():
         return _centred_with_missing(x, missing, np.asarray(offsets, dtype=np.int64))
     sizes = np.diff(offsets)
-    query = np.repeat(np.arange(sizes.shape[0]), sizes)
+    query = row_queries(offsets)
     means = np.zeros((sizes.shape[0], x.shape[1]))
     full = sizes > 0
     if x.shape[0]:
@@ -364,7 +366,7 @@ def _centred_with_missing(x: NDArray[np.float64], missing: NDArray[np.bool_], of
     """:func:`centred_features` of a matrix with NaN cells (``missing``): NaN-ignoring query means,
     missing cells 0 after centring, one centred indicator column per feature with a NaN."""
     sizes = np.diff(offsets)
-    query = np.repeat(np.arange(sizes.shape[0]), sizes)
+    query = row_queries(offsets)
     indicators = missing[:, missing.any(axis=0)].astype(np.float64)
     x = np.hstack([np.where(missing, 0.0, x), indicators])
     present = np.hstack([~missing, np.ones_like(indicators, dtype=bool)]).astype(np.float64)
@@ -601,12 +603,6 @@ def _degenerate_em(
     return bool(np.any(rest & (rate[0] - rate > 4 * np.maximum(se, 1e-12))))
 
 
-def _query_index(offsets: NDArray[np.int64]) -> NDArray[np.int64]:
-    offsets = np.asarray(offsets, dtype=np.int64)
-    sizes = (offsets[1:] - offsets[:-1]).astype(np.int64)
-    return np.repeat(np.arange(sizes.shape[0], dtype=np.int64), sizes)
-
-
 def estimate_propensity(
     clicks: NDArray[Any] | None = None,
     positions: NDArray[Any] | None = None,
@@ -693,7 +689,7 @@ def estimate_propensity(
         c, pos = c[rows], pos[rows]
         offsets = np.concatenate([[0], np.cumsum(np.diff(offsets)[chosen])]).astype(np.int64)
     keep = pos < n
-    query = _query_index(offsets)
+    query = row_queries(offsets)
     n_queries = offsets.shape[0] - 1
     impressions = np.bincount(pos[keep], minlength=n)[:n].astype(np.int64)
 
