@@ -96,6 +96,29 @@ class TrainingQueries:
 
 
 @dataclass(frozen=True)
+class OpeOptions:
+    """What ``ltr ope`` estimates with, for one run or a pair: the propensities (a curve, a
+    position-based ``eta``, or another run's), the cut-off ``k``, clipping of the weights,
+    the bootstrap, the log's reading (first position, the document id column), the store, the
+    estimators, and the two opt-ins (training queries kept, position-based users assumed)."""
+
+    propensities: list[float] | None
+    eta: float | None
+    k: int
+    clip: float | None
+    n_bootstrap: int = 1000
+    seed: int = 0
+    first_position: int = 0
+    doc_id_column: str = "doc_id"
+    tracking_uri: str | None = None
+    experiment: str = "ltr"
+    propensities_from: str | None = None
+    estimators: Sequence[str] = ESTIMATORS
+    include_training_queries: bool = False
+    assume_position_based: bool = False
+
+
+@dataclass(frozen=True)
 class OpeRun:
     """The estimates of one run on one click log, and what the join kept."""
 
@@ -252,7 +275,9 @@ def read_log(path: Path, *, first_position: int = 0) -> tuple[pd.DataFrame, bool
     return out, purchases
 
 
-def _refuse_options(k: int, clip: float | None, n_bootstrap: int, seed: int) -> None:
+def _refuse_options(options: OpeOptions) -> None:
+    """The numbers of ``options`` ``ltr ope`` refuses, in one line, before anything is read."""
+    k, clip, n_bootstrap, seed = options.k, options.clip, options.n_bootstrap, options.seed
     if k < 1:
         raise LtrUserError(f"--k={k} must be >= 1")
     if clip is not None and not (clip > 0 and math.isfinite(clip)):
@@ -306,22 +331,11 @@ class _Prepared:
     purchases: bool
 
 
-def _prepare(
-    refs: Sequence[str],
-    log_path: Path,
-    data: list[Path],
-    *,
-    propensities: list[float] | None,
-    eta: float | None,
-    propensities_from: str | None,
-    k: int,
-    first_position: int,
-    doc_id_column: str,
-    tracking_uri: str | None,
-    experiment: str,
-    include_training_queries: bool,
-) -> _Prepared:
+def _prepare(refs: Sequence[str], log_path: Path, data: list[Path], options: OpeOptions) -> _Prepared:
     """Read the log, load and score the runs, leave out their training queries, join."""
+    propensities, eta, propensities_from, k = options.propensities, options.eta, options.propensities_from, options.k
+    first_position, doc_id_column, tracking_uri = options.first_position, options.doc_id_column, options.tracking_uri
+    experiment, include_training_queries = options.experiment, options.include_training_queries
     log, purchases = read_log(log_path, first_position=first_position)
     if log.duplicated(["query", "doc_id"]).any():
         dup = log[log.duplicated(["query", "doc_id"])].iloc[0]
@@ -388,93 +402,46 @@ def _prepare(
     return _Prepared(runs, joined, offsets, props, described, training, coverage, unlogged, int(log.shape[0]), purchases)
 
 
-def run_ope(
-    ref: str,
-    log_path: Path,
-    data: list[Path],
-    *,
-    propensities: list[float] | None,
-    eta: float | None,
-    k: int,
-    clip: float | None,
-    n_bootstrap: int = 1000,
-    seed: int = 0,
-    first_position: int = 0,
-    doc_id_column: str = "doc_id",
-    tracking_uri: str | None = None,
-    experiment: str = "ltr",
-    logs: bool = False,
-    propensities_from: str | None = None,
-    estimators: Sequence[str] = ESTIMATORS,
-    include_training_queries: bool = False,
-    assume_position_based: bool = False,
-) -> OpeRun:
+def run_ope(ref: str, log_path: Path, data: list[Path], options: OpeOptions, *, logs: bool = False) -> OpeRun:
     """Score, join and estimate (see the module docstring); logs nothing. ``logs``: the caller
     logs the estimates on the run next (:func:`log_ope`): a store that can only be read is
     refused first, before anything is read."""
-    _refuse_options(k, clip, n_bootstrap, seed)
+    _refuse_options(options)
     if logs:
-        read_only = read_only_store(find_tracking_uri(tracking_uri))
+        read_only = read_only_store(find_tracking_uri(options.tracking_uri))
         if read_only is not None:
             raise LtrUserError(
                 f"the store {read_only} can only be read: ltr ope logs its estimates on run {ref}; "
                 "pass --no-log to print them only"
             )
-    prep = _prepare(
-        [ref], log_path, data, propensities=propensities, eta=eta, propensities_from=propensities_from, k=k,
-        first_position=first_position, doc_id_column=doc_id_column, tracking_uri=tracking_uri, experiment=experiment,
-        include_training_queries=include_training_queries,
-    )  # fmt: skip
+    prep = _prepare([ref], log_path, data, options)
     joined = prep.joined
     outcomes = {"click": joined["click"].to_numpy(), **({"purchase": joined["purchase"].to_numpy()} if prep.purchases else {})}
     try:
         result = off_policy_estimates(
             outcomes, joined["position"].to_numpy(np.int64), joined["score_0"].to_numpy(np.float64), prep.offsets,
-            propensities=prep.propensities, k=k, clip=clip, n_bootstrap=n_bootstrap, seed=seed, estimators=estimators,
-            coverage=prep.coverage[0], assume_position_based=assume_position_based,
+            propensities=prep.propensities, k=options.k, clip=options.clip, n_bootstrap=options.n_bootstrap,
+            seed=options.seed, estimators=options.estimators, coverage=prep.coverage[0],
+            assume_position_based=options.assume_position_based,
         )  # fmt: skip
     except ValueError as exc:
         raise LtrUserError(str(exc)) from None
     return OpeRun(prep.runs[0], result, log_path, prep.log_rows, int(joined.shape[0]), prep.unlogged, prep.described, prep.training)
 
 
-def run_paired(
-    ref_a: str,
-    ref_b: str,
-    log_path: Path,
-    data: list[Path],
-    *,
-    propensities: list[float] | None,
-    eta: float | None,
-    k: int,
-    clip: float | None,
-    n_bootstrap: int = 1000,
-    seed: int = 0,
-    first_position: int = 0,
-    doc_id_column: str = "doc_id",
-    tracking_uri: str | None = None,
-    experiment: str = "ltr",
-    propensities_from: str | None = None,
-    estimators: Sequence[str] = ESTIMATORS,
-    include_training_queries: bool = False,
-    assume_position_based: bool = False,
-) -> PairedOpe:
+def run_paired(ref_a: str, ref_b: str, log_path: Path, data: list[Path], options: OpeOptions) -> PairedOpe:
     """Runs A and B on the same rows of the log (the documents both scored, the queries neither
     trained on) and the difference B - A (:func:`ltr.online.ope.paired_estimates`); logs nothing."""
-    _refuse_options(k, clip, n_bootstrap, seed)
-    prep = _prepare(
-        [ref_a, ref_b], log_path, data, propensities=propensities, eta=eta, propensities_from=propensities_from, k=k,
-        first_position=first_position, doc_id_column=doc_id_column, tracking_uri=tracking_uri, experiment=experiment,
-        include_training_queries=include_training_queries,
-    )  # fmt: skip
+    _refuse_options(options)
+    prep = _prepare([ref_a, ref_b], log_path, data, options)
     joined = prep.joined
     outcomes = {"click": joined["click"].to_numpy(), **({"purchase": joined["purchase"].to_numpy()} if prep.purchases else {})}
     try:
         result = paired_estimates(
             outcomes, joined["position"].to_numpy(np.int64), joined["score_0"].to_numpy(np.float64),
-            joined["score_1"].to_numpy(np.float64), prep.offsets, propensities=prep.propensities, k=k, clip=clip,
-            n_bootstrap=n_bootstrap, seed=seed, estimators=estimators, coverage=(prep.coverage[0], prep.coverage[1]),
-            assume_position_based=assume_position_based,
+            joined["score_1"].to_numpy(np.float64), prep.offsets, propensities=prep.propensities, k=options.k,
+            clip=options.clip, n_bootstrap=options.n_bootstrap, seed=options.seed, estimators=options.estimators,
+            coverage=(prep.coverage[0], prep.coverage[1]), assume_position_based=options.assume_position_based,
         )  # fmt: skip
     except ValueError as exc:
         raise LtrUserError(str(exc)) from None

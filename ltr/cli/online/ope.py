@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from ltr.cli.support.args import OneLineParser
 from ltr.cli.support.verb import run_verb
@@ -75,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     from ltr.cli.support.json_out import dumps
     from ltr.models.ope_run import (
+        OpeOptions,
         log_ope,
         parse_estimators,
         parse_propensities,
@@ -87,20 +87,19 @@ def _run(args: argparse.Namespace) -> int:
         raise LtrUserError(f"ltr ope takes one run, or two (A B) for their difference; got {len(args.runs)}: {' '.join(args.runs)}")
     estimators = parse_estimators(args.estimators)
     propensities, eta = parse_propensities(args.propensities, args.eta, args.propensities_from)
-    common: dict[str, Any] = {
-        "propensities": propensities, "eta": eta, "propensities_from": args.propensities_from, "k": args.k,
-        "clip": args.clip, "n_bootstrap": args.bootstrap, "seed": args.seed, "first_position": args.first_position,
-        "doc_id_column": args.doc_id_column, "tracking_uri": args.tracking_uri, "experiment": args.experiment,
-        "estimators": estimators, "include_training_queries": args.include_training_queries,
-        "assume_position_based": args.assume_position_based,
-    }  # fmt: skip
+    options = OpeOptions(
+        propensities, eta, args.k, args.clip, n_bootstrap=args.bootstrap, seed=args.seed,
+        first_position=args.first_position, doc_id_column=args.doc_id_column, tracking_uri=args.tracking_uri,
+        experiment=args.experiment, propensities_from=args.propensities_from, estimators=estimators,
+        include_training_queries=args.include_training_queries, assume_position_based=args.assume_position_based,
+    )  # fmt: skip
     if len(args.runs) == 2:  # both runs on the same queries and B - A; nothing logged
-        paired = run_paired(args.runs[0], args.runs[1], args.log, args.data, **common)
+        paired = run_paired(args.runs[0], args.runs[1], args.log, args.data, options)
         first = paired.training.line([paired.run_a.label, paired.run_b.label])
         print(first, file=sys.stderr if args.json else sys.stdout)
         print(dumps(paired_json(paired, first)) if args.json else "\n".join(paired_lines(paired)))
         return 0
-    ope = run_ope(args.runs[0], args.log, args.data, logs=not args.no_log, **common)
+    ope = run_ope(args.runs[0], args.log, args.data, options, logs=not args.no_log)
     assert ope.training is not None
     first = ope.training.line([ope.run.label])
     print(first, file=sys.stderr if args.json else sys.stdout)
