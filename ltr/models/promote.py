@@ -17,7 +17,8 @@ the run's model:
 - else a new version is registered, its description the run's stratified table and a link to
   the run, its tags the run id, the data fingerprint, the metric and its value. Registration is
   all or nothing: if anything fails after the version was created, the version (and the
-  registered model, if this call created it) is deleted again before the error is raised.
+  registered model, if this call created it and no other version is in it) is deleted again
+  before the error is raised.
 """
 
 from __future__ import annotations
@@ -359,17 +360,33 @@ def _store_path(plan: PromotionPlan) -> str:
 
 
 def _undo(client: MlflowClient, name: str, version: Any, created_model: bool) -> str:
-    """Delete the version this promotion created (and the registered model if it created it);
-    "" when done, else what is left behind (said at the end of the error line)."""
+    """Delete the version this promotion created, and the registered model if this promotion
+    created it and no version is left in it (a promotion running beside this one may have added
+    its own version since: that one, and the model holding it, stay); "" when done, else what is
+    left behind (said at the end of the error line)."""
+    what = f"version {version.version}" if version is not None else f"registered model {name!r}"
     try:
-        if created_model:
-            client.delete_registered_model(name)  # its versions with it
-        elif version is not None:
+        if version is not None:
             client.delete_model_version(name, str(version.version))
+        if created_model:
+            what = f"registered model {name!r}"
+            if not _has_versions(client, name):
+                client.delete_registered_model(name)
     except MlflowException as exc:
-        what = f"registered model {name!r}" if created_model else f"version {version.version}"
         return f" (and {what} could not be deleted again: {_first_line(exc)})"
     return ""
+
+
+def _has_versions(client: MlflowClient, name: str) -> bool:
+    """Whether registered model ``name`` holds a version (True when MLflow's search cannot
+    quote the name: it has both quote characters; the model is then kept)."""
+    if "'" not in name:
+        query = f"name='{name}'"
+    elif '"' not in name:
+        query = f'name="{name}"'
+    else:
+        return True
+    return bool(client.search_model_versions(query, max_results=1))
 
 
 def version_description(plan: PromotionPlan) -> str:

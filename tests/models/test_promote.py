@@ -19,7 +19,7 @@ from mlflow.tracking import MlflowClient
 from ltr.cli.main import main as ltr_main
 from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
-from ltr.models.promote import apply_promotion, check_names, plan_promotion
+from ltr.models.promote import _undo, apply_promotion, check_names, plan_promotion
 from tests.conftest import compose_train
 
 DEBUG = ["debug=default", "fit.show_progress=false"]
@@ -136,6 +136,24 @@ def test_a_registration_that_fails_after_its_version_was_created_leaves_the_regi
     assert _versions(uri) == [(1, _run_id(uri, "a-7"))]
     assert str(client.get_model_version_by_alias("m", "champion").version) == "1"
     assert client.get_registered_model("m").aliases == {"champion": 1}
+
+
+@pytest.mark.parametrize("name", ["m", "it's"])
+def test_undoing_a_registration_keeps_the_version_another_promotion_added_meanwhile(uri: str, name: str) -> None:
+    """This promotion created the registered model and its version 1; one running beside it added
+    version 2; this one then fails: only version 1 goes, the model and version 2 stay. With
+    nothing added meanwhile, the model goes too (quotes in the name included)."""
+    client = MlflowClient(uri)
+    source = f"runs:/{_run_id(uri, 'a-7')}/model"
+    client.create_registered_model(name)
+    ours = client.create_model_version(name, source)
+    theirs = MlflowClient(uri).create_model_version(name, source)  # the other promotion's
+    assert _undo(client, name, ours, created_model=True) == ""
+    assert [int(v.version) for v in client.search_model_versions(f'name="{name}"')] == [int(theirs.version)]
+    client.create_registered_model(name + "2")
+    alone = client.create_model_version(name + "2", source)
+    assert _undo(client, name + "2", alone, created_model=True) == ""
+    assert [m.name for m in client.search_registered_models()] == [name]
 
 
 def test_promoting_the_run_the_alias_points_to_again_does_nothing(uri: str, capsys: pytest.CaptureFixture[str]) -> None:
