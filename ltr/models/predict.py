@@ -16,10 +16,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol
 
 import lightgbm as lgb
 import numpy as np
@@ -36,6 +38,7 @@ from ltr.metrics.table import check_scores_not_nan
 from ltr.models.inputs import PredictInput
 from ltr.models.logged import LoggedRun
 from ltr.models.overlap import KernelWarmup, read_ahead
+from ltr.training.backends import MODEL_FILES, backend_of, load_model
 
 log = logging.getLogger(__name__)
 
@@ -105,27 +108,41 @@ class RunModel(Protocol):
 
 @dataclass(frozen=True)
 class ShippedModel:
-    """A run's model and settings without its store: what a Dask worker receives (the model as
-    LightGBM's text, made into a booster once per object)."""
+    """A run's model and settings without its store: what a Dask worker receives. The model
+    travels as its library's own file (``model``: LightGBM's text as ``str``; XGBoost's JSON and
+    CatBoost's binary file as ``bytes``, ``backend`` naming which), made into a scoring model
+    once per object on the worker."""
 
-    model_text: str
+    model_text: str | bytes
     spec: ExperimentSpec
     label: str
+    backend: str = "lightgbm"
 
     @functools.cached_property
-    def booster(self) -> lgb.Booster:
-        return lgb.Booster(model_str=self.model_text)
+    def booster(self) -> Any:
+        if self.backend == "lightgbm":
+            return lgb.Booster(model_str=str(self.model_text))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / MODEL_FILES[self.backend]
+            path.write_bytes(bytes(self.model_text) if isinstance(self.model_text, bytes) else self.model_text.encode())
+            return load_model(self.backend, path)
 
     @property
     def n_features(self) -> int:
         return int(self.booster.num_feature())
 
     def __getstate__(self) -> dict[str, object]:
-        return {k: v for k, v in self.__dict__.items() if k != "booster"}  # the text travels, not the booster
+        return {k: v for k, v in self.__dict__.items() if k != "booster"}  # the file travels, not the model
 
     @classmethod
     def of(cls, run: LoggedRun) -> ShippedModel:
-        return cls(run.booster.model_to_string(num_iteration=-1), run.spec, run.label)
+        backend = backend_of(run.spec.config.model)
+        if backend == "lightgbm":
+            return cls(run.booster.model_to_string(num_iteration=-1), run.spec, run.label)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / MODEL_FILES[backend]
+            run.booster.save_model(str(path))
+            return cls(path.read_bytes(), run.spec, run.label, backend)
 
 
 def check_width(run: RunModel, data: RankingData, where: str) -> NDArray[np.float32]:
