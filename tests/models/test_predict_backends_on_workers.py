@@ -34,7 +34,8 @@ def test_predict_on_dask_workers_scores_an_xgboost_or_catboost_run_as_the_local_
     ]), print_summary=False)  # fmt: skip
     run = load_run("r", tracking_uri=uri)
     shipped = ShippedModel.of(run)
-    assert shipped.backend == backend and isinstance(shipped.model_text, bytes)
+    assert shipped.backend == backend
+    assert isinstance(shipped.model_text, bytes)
     parts = tmp_path / "parts"
     write_query_partitions(next(split_input(run, "test").batches()), parts, n_partitions=2)
     written = {}
