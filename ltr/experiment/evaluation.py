@@ -78,10 +78,9 @@ def evaluate(spec: ExperimentSpec, scored: Scored) -> Evaluation:
             metrics[f"{split}/lightgbm/{lightgbm_key(name)}"] = value
         for name, value in scored.library_values.get(split, {}).items():  # XGBoost's, CatBoost's own
             metrics[f"{split}/{scored.library}/{lightgbm_key(name)}"] = value
-        gap = scored.gaps[split]
-        metrics[f"{split}/lightgbm_gap/ndcg_at_{gap.k}/zero_idcg"] = gap.from_zero_idcg
-        metrics[f"{split}/lightgbm_gap/ndcg_at_{gap.k}/ties"] = gap.from_ties
-        notes.append(gap.explain(split))
+        for gap in (scored.gaps[split], *([scored.library_gaps[split]] if split in scored.library_gaps else [])):
+            metrics |= gap.metrics(split)
+            notes.append(gap.explain(split))
     computed = set(metrics)
     metrics |= {key: values[-1] for key, values in our_curves(scored).items() if key not in computed and values}
     for key, by_metric in scored.lightgbm_values.items():

@@ -97,6 +97,12 @@ class RoundDriver:
             return True
         return False
 
+    def all_trained(self) -> None:
+        """Every round is trained before the first one is fed: the progress line's time left is
+        that of scoring the rest."""
+        if self.progress is not None:
+            self.progress.restart_clock()
+
     def close(self) -> float:
         """End the progress line and log where training stopped; returns the seconds it took."""
         if self.progress is not None:
