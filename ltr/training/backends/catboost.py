@@ -35,12 +35,9 @@ from ltr.config.schema import FitConfig
 from ltr.data.ranking_data import RankingData, text_feature_names
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
-from ltr.metrics import MetricConventions
-from ltr.training.backends.rounds import EVALUATED, RoundDriver
+from ltr.training.backends.rounds import EVALUATED, RoundTrainer
 from ltr.training.local import TrainResult, physical_cores
 from ltr.training.round_hook import current_round_hook
-from ltr.training.round_metric import RoundNdcg
-from ltr.training.settings import watched_metric
 
 #: Rounds of CatBoost's first ``fit`` when training may stop early; training goes on from the
 #: model so far (``init_model``: the trees one ``fit`` of all the rounds grows), each ``fit``
@@ -186,33 +183,21 @@ def _split_features(model: cb.CatBoost) -> list[int]:
 
 
 @dataclass(frozen=True, slots=True)
-class CatBoostTrainer:
+class CatBoostTrainer(RoundTrainer[CatBoostModelConfig]):
     """:class:`ltr.training.trainer.Trainer` of ``model=catboost`` (in this process)."""
-
-    model: CatBoostModelConfig
-    fit_config: FitConfig
-    conventions: MetricConventions = field(default_factory=MetricConventions)
-    table_ks: tuple[int, ...] = ()
-    model_order: bool = False  # the run re-ranks: curves of the model's strict order too (RoundNdcg)
 
     def fit(self, splits: Splits, *, eval_at: list[int], seed: int, data_key: str | None = None) -> TrainResult:
         model, fit = self.model, self.fit_config
         train = splits.train
         params = catboost_params(model, seed=seed, num_threads=fit.num_threads, rounds=fit.num_boost_round, eval_at=eval_at)
         pools = {split: _pool(getattr(splits, split)) for split in EVALUATED}
-        round_metric = RoundNdcg(
-            ks=eval_at, table_ks=self.table_ks or tuple(eval_at), conventions=self.conventions, model_order=self.model_order
-        )
         sizes = chunk_sizes(fit.num_boost_round, fit.early_stopping_rounds, stoppable=current_round_hook() is not None)
         what = (
             f"CatBoost {model.loss} on {train.n_queries} queries / {train.n_rows} rows, {train.n_features} features"
             + (f" ({sizes[0]} rounds in the first fit, each next one twice as many, up to {max(sizes)})" if len(sizes) > 1 else
                f" (all {sizes[0]} rounds in one fit: nothing stops training early)")
         )
-        driver = RoundDriver(fit, watched_metric(fit, eval_at), round_metric, what, library="CatBoost")
-        for split in EVALUATED:
-            data = getattr(splits, split)
-            driver.register(split, data.labels, data.offsets)
+        round_metric, driver = self.start_rounds(splits, eval_at, what, library="CatBoost")
         train_pool = _pool(train)
         booster: cb.CatBoost | None = None
         done = 0
