@@ -4,7 +4,8 @@ Per evaluated split: the summary (:func:`ltr.metrics.summarize`: every measure o
 list-length stratum, with counts), the composites (``eval.composite``), the extra summaries of
 the source (click estimates), the IDCG reports per cut-off (of the labels the run judges:
 ``data.eval_labels`` on click data), the label histograms of click data's label sources, LightGBM's own values at the best
-round and the decomposition of the gap to them. The flat metric keys are the MLflow keys
+round and the decomposition of the gap to them (of an XGBoost or CatBoost run, the library's own
+values and its gap too: :mod:`ltr.metrics.reports.gap`). The flat metric keys are the MLflow keys
 (``valid/ndcg_at_10``, ``valid/ndcg_at_10/len_1-10``, ``valid/lightgbm/ndcg_at_10``, ...).
 
 :func:`our_curves` are the per-round curves of ours a run logs (``iter/`` + their key): each
