@@ -249,10 +249,11 @@ def test_catboost_scores_of_each_round_are_its_predictions_bit_for_bit(grow_poli
     first = cb.CatBoost(params | {"iterations": 4}).fit(train)
     model = cb.CatBoost(params | {"iterations": 9}).fit(train, init_model=first)
     before = np.asarray(model.predict(valid, prediction_type="RawFormulaVal", ntree_end=4))
-    walked = list(staged_scores(model, valid, 4, before, 1))
-    assert len(walked) == 9
-    for i, scores in enumerate(walked, start=5):
-        assert np.array_equal(scores, model.predict(valid, prediction_type="RawFormulaVal", ntree_end=i))
+    for block in (40, 4):  # the new trees' leaves at once, and 4 trees at a time
+        walked = list(staged_scores(model, valid, 4, before, 1, block=block))
+        assert len(walked) == 9
+        for i, scores in enumerate(walked, start=5):
+            assert np.array_equal(scores, model.predict(valid, prediction_type="RawFormulaVal", ntree_end=i))
     assert len({float(s) for s in walked[-1]}) < len(walked[-1])  # the data has tied scores
 
 

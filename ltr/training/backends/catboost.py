@@ -44,6 +44,8 @@ from ltr.training.round_hook import current_round_hook
 #: twice as many rounds as the one before, up to :data:`CHUNK_MAX` (:func:`chunk_sizes`).
 CHUNK = 10
 CHUNK_MAX = 80
+#: Trees whose leaf of every row :func:`staged_scores` asks CatBoost for at once.
+LEAF_BLOCK = 40
 #: Set by ltr (from fit.*, seed, eval.k); model.params may not override them.
 RESERVED = frozenset({
     "iterations", "num_boost_round", "n_estimators", "num_trees", "random_seed", "random_state", "thread_count",
@@ -252,7 +254,8 @@ def chunk_sizes(num_boost_round: int, early_stopping_rounds: int | None, *, stop
 
 
 def staged_scores(
-    booster: cb.CatBoost, pool: cb.Pool, start: int, before: NDArray[np.float64] | None, thread_count: int
+    booster: cb.CatBoost, pool: cb.Pool, start: int, before: NDArray[np.float64] | None, thread_count: int,
+    block: int = LEAF_BLOCK,
 ) -> Iterator[NDArray[np.float64]]:
     """The raw scores of ``pool`` after each round from ``start`` (0-based) on, each equal bit
     for bit to ``predict(ntree_end=i + 1, prediction_type="RawFormulaVal")``; ``before``: the
@@ -260,7 +263,8 @@ def staged_scores(
 
     CatBoost adds tree after tree to a float64 sum per row (times 1, plus 0): from ``start`` on,
     each new tree's leaf value (``calc_leaf_indexes``) is added to ``before``, so a chunk costs
-    its own trees only. A model with another scale or bias walks ``staged_predict`` from round 0.
+    its own trees only (their leaves ``block`` trees at a time). A model with another scale or
+    bias walks ``staged_predict`` from round 0.
     """
     end = int(booster.tree_count_)
     if start == 0 or before is None or tuple(booster.get_scale_and_bias()) != (1.0, 0.0):
@@ -269,11 +273,13 @@ def staged_scores(
         return
     values = np.asarray(booster.get_leaf_values(), dtype=np.float64)
     first = np.concatenate([[0], np.cumsum(booster.get_tree_leaf_counts())]).astype(np.int64)
-    leaves = np.asarray(booster.calc_leaf_indexes(pool, ntree_start=start, ntree_end=end, thread_count=thread_count))
     scores = before
-    for j in range(end - start):
-        scores = scores + values[first[start + j] + leaves[:, j].astype(np.int64)]
-        yield scores
+    for low in range(start, end, block):  # the leaves of a block of trees at a time: bounded memory
+        high = min(low + block, end)
+        leaves = np.asarray(booster.calc_leaf_indexes(pool, ntree_start=low, ntree_end=high, thread_count=thread_count))
+        for j in range(high - low):
+            scores = scores + values[first[low + j] + leaves[:, j].astype(np.int64)]
+            yield scores
 
 
 def _own_curves(evals: dict[str, dict[str, list[float]]], eval_at: list[int]) -> dict[str, dict[str, list[float]]]:
