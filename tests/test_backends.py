@@ -36,7 +36,8 @@ def test_a_backend_run_logs_every_key_of_a_lightgbm_run_and_ships_its_flavour(
     small_cfg: Callable[..., DictConfig], tracking_uri: str, tmp_path: Path
 ) -> None:
     """Every metric key a LightGBM run logs (valid and test, strata, IDCG, LightGBM's own
-    conventions and their gap, curves), plus the library's own ndcg@k; the model logged in the
+    conventions and their gap, curves), plus the library's own ndcg@k and the parts of its gap
+    to ours, which add up to it; the model logged in the
     library's MLflow flavour predicts what the run evaluated, and ``ltr predict`` on the run's
     test split reproduces its test/ndcg_at_10 to 1e-12."""
     lightgbm = pipeline.run(small_cfg(), print_summary=False)
@@ -50,10 +51,17 @@ def _same_keys_and_predictions(
     other = pipeline.run(small_cfg(f"model={model}"), print_summary=False)
     ours = _keys(other, tracking_uri)
     assert theirs <= ours
+    parts = ("zero_idcg", "ties", "gain", "discount")
     assert sorted(ours - theirs) == sorted(
-        f"{prefix}{split}/{model}/ndcg_at_{k}" for prefix in ("", "iter/") for split in ("valid", "test") for k in (5, 10)
+        [f"{prefix}{split}/{model}/ndcg_at_{k}" for prefix in ("", "iter/") for split in ("valid", "test") for k in (5, 10)]
+        + [f"{split}/{model}_gap/ndcg_at_10/{part}" for split in ("valid", "test") for part in parts]
     )
     metrics = other.metrics
+    for split in ("valid", "test"):  # ours + the parts = the library's own value, as the library computed it
+        total = metrics[f"{split}/ndcg_at_10"] + sum(metrics[f"{split}/{model}_gap/ndcg_at_10/{part}"] for part in parts)
+        assert total == pytest.approx(metrics[f"{split}/{model}/ndcg_at_10"], abs=1e-12)
+        assert metrics[f"{split}/{model}_gap/ndcg_at_10/zero_idcg"] > 0  # the data has lists with nothing relevant
+    assert (metrics[f"test/{model}_gap/ndcg_at_10/gain"] != 0) == (model == "catboost")  # its gain is the label
     # the library's conventions are not ours: an all-zero list scores 1 in LightGBM's
     assert metrics["test/lightgbm/ndcg_at_10"] > metrics["test/ndcg_at_10"]
     # early stopping watched our nDCG: its best round is the best of our curve
@@ -246,3 +254,97 @@ def test_each_backend_has_a_search_over_its_own_keys(search: str, backend: str) 
     fields = {f.name for f in dataclasses.fields(MODEL_OPTIONS.get(backend, ModelConfig))}
     assert params
     assert {key.removeprefix("model.") for key in params} <= fields
+
+
+def _catboost_splits(seed: int = 0) -> Any:
+    import numpy as np
+
+    from ltr.data.ranking_data import RankingData
+    from ltr.data.splits import Splits
+
+    rng = np.random.default_rng(seed)
+
+    def part(n_queries: int) -> RankingData:
+        sizes = rng.integers(3, 25, n_queries)
+        x = rng.normal(size=(int(sizes.sum()), 6)).astype(np.float32)
+        x[:, 5] = np.round(x[:, 5])  # a coarse feature: tied scores
+        y = np.clip(np.round(x[:, 0] + 0.5 * x[:, 1] + rng.normal(size=len(x))), 0, 3).astype(np.int32)
+        return RankingData.from_group_sizes(x, y, np.arange(n_queries), sizes)
+
+    return Splits(part(120), part(40), part(40))
+
+
+def test_catboost_sizes_its_fits_by_what_can_stop_training() -> None:
+    from ltr.training.backends.catboost import chunk_sizes
+
+    assert chunk_sizes(200, None) == [200]  # nothing stops it early: one fit
+    assert chunk_sizes(200, None, stoppable=True) == [10, 20, 40, 80, 50]  # a search's pruner may
+    assert chunk_sizes(200, 50) == [10, 20, 40, 80, 50]
+    assert chunk_sizes(400, 150) == [10, 20, 40, 80, 150, 100]  # up to the patience when it is longer
+    assert chunk_sizes(7, 5) == [7]
+
+
+@pytest.mark.parametrize("grow_policy", ["SymmetricTree", "Lossguide"])
+def test_catboost_scores_of_each_round_are_its_predictions_bit_for_bit(grow_policy: str) -> None:
+    """``staged_scores`` after a ``fit`` that went on from another (``init_model``): the earlier
+    scores plus the new trees' leaf values equal ``predict`` of the first rounds, bit for bit."""
+    import catboost as cb
+    import numpy as np
+
+    from ltr.training.backends.catboost import _pool, staged_scores
+
+    splits = _catboost_splits()
+    train, valid = _pool(splits.train), _pool(splits.valid)
+    params = {"loss_function": "YetiRank", "random_seed": 3, "thread_count": 1, "verbose": False, "allow_writing_files": False,
+              "grow_policy": grow_policy, "learning_rate": 0.3}  # fmt: skip
+    first = cb.CatBoost(params | {"iterations": 4}).fit(train)
+    model = cb.CatBoost(params | {"iterations": 9}).fit(train, init_model=first)
+    before = np.asarray(model.predict(valid, prediction_type="RawFormulaVal", ntree_end=4))
+    for block in (40, 4):  # the new trees' leaves at once, and 4 trees at a time
+        walked = list(staged_scores(model, valid, 4, before, 1, block=block))
+        assert len(walked) == 9
+        for i, scores in enumerate(walked, start=5):
+            assert np.array_equal(scores, model.predict(valid, prediction_type="RawFormulaVal", ntree_end=i))
+    assert len({float(s) for s in walked[-1]}) < len(walked[-1])  # the data has tied scores
+
+
+def test_catboost_with_early_stopping_trains_what_one_fit_trains() -> None:
+    """Early stopping trains in growing chunks, each going on from the model so far; without it,
+    one fit. Both give the same curves (ours and CatBoost's) and the same shipped model."""
+    import numpy as np
+
+    from ltr.config.groups.backends import CatBoostModelConfig
+    from ltr.config.schema import FitConfig
+    from ltr.training.backends.catboost import CatBoostTrainer
+
+    splits = _catboost_splits(1)
+    model = CatBoostModelConfig(learning_rate=0.3, max_depth=4)
+    runs = {
+        patience: CatBoostTrainer(model, FitConfig(num_boost_round=45, early_stopping_rounds=patience, num_threads=1, show_progress=False)).fit(
+            splits, eval_at=[5, 10], seed=4
+        )
+        for patience in (None, 8)
+    }  # fmt: skip
+    whole, stopped = runs[None], runs[8]
+    assert whole.n_rounds == 45
+    assert 10 < stopped.n_rounds == stopped.best_iteration + 8 < 45  # it stopped in its second fit
+    n = stopped.n_rounds
+    for by, of_whole in ((stopped.curves, whole.curves), (stopped.evals_result, whole.evals_result)):
+        assert by == {split: {name: values[:n] for name, values in curves.items()} for split, curves in of_whole.items()}
+    assert whole.best_iteration == 1 + int(np.argmax(whole.curves["valid"]["ndcg_at_10"]))
+    features = splits.test.features
+    cut = whole.model.cut(stopped.best_iteration)
+    assert np.array_equal(stopped.model.predict(features), cut.predict(features))
+    assert stopped.model.current_iteration() == stopped.best_iteration
+
+
+def test_xgboost_s_gap_follows_its_gain(small_cfg: Callable[..., DictConfig]) -> None:
+    """``model.ndcg_exp_gain=false``: XGBoost's own NDCG takes the label as the gain, and so does
+    the run's gap to it (a ``gain`` part; ours + the parts = XGBoost's value)."""
+    metrics = pipeline.run(small_cfg("model=xgboost", "model.ndcg_exp_gain=false", "tracking=none"), print_summary=False).metrics
+    parts = ("zero_idcg", "ties", "gain", "discount")
+    for split in ("valid", "test"):
+        total = metrics[f"{split}/ndcg_at_10"] + sum(metrics[f"{split}/xgboost_gap/ndcg_at_10/{part}"] for part in parts)
+        assert total == pytest.approx(metrics[f"{split}/xgboost/ndcg_at_10"], abs=1e-12)
+        assert metrics[f"{split}/xgboost_gap/ndcg_at_10/gain"] != 0
+        assert metrics[f"{split}/xgboost_gap/ndcg_at_10/discount"] == 0

@@ -4,7 +4,8 @@ Per evaluated split: the summary (:func:`ltr.metrics.summarize`: every measure o
 list-length stratum, with counts), the composites (``eval.composite``), the extra summaries of
 the source (click estimates), the IDCG reports per cut-off (of the labels the run judges:
 ``data.eval_labels`` on click data), the label histograms of click data's label sources, LightGBM's own values at the best
-round and the decomposition of the gap to them. The flat metric keys are the MLflow keys
+round and the decomposition of the gap to them (of an XGBoost or CatBoost run, the library's own
+values and its gap too: :mod:`ltr.metrics.reports.gap`). The flat metric keys are the MLflow keys
 (``valid/ndcg_at_10``, ``valid/ndcg_at_10/len_1-10``, ``valid/lightgbm/ndcg_at_10``, ...).
 
 :func:`our_curves` are the per-round curves of ours a run logs (``iter/`` + their key): each
@@ -78,10 +79,9 @@ def evaluate(spec: ExperimentSpec, scored: Scored) -> Evaluation:
             metrics[f"{split}/lightgbm/{lightgbm_key(name)}"] = value
         for name, value in scored.library_values.get(split, {}).items():  # XGBoost's, CatBoost's own
             metrics[f"{split}/{scored.library}/{lightgbm_key(name)}"] = value
-        gap = scored.gaps[split]
-        metrics[f"{split}/lightgbm_gap/ndcg_at_{gap.k}/zero_idcg"] = gap.from_zero_idcg
-        metrics[f"{split}/lightgbm_gap/ndcg_at_{gap.k}/ties"] = gap.from_ties
-        notes.append(gap.explain(split))
+        for gap in (scored.gaps[split], *([scored.library_gaps[split]] if split in scored.library_gaps else [])):
+            metrics |= gap.metrics(split)
+            notes.append(gap.explain(split))
     computed = set(metrics)
     metrics |= {key: values[-1] for key, values in our_curves(scored).items() if key not in computed and values}
     for key, by_metric in scored.lightgbm_values.items():

@@ -41,6 +41,7 @@ from ltr.metrics.plots import (
     plot_position_bias,
     plot_propensity,
 )
+from ltr.metrics.reports.gap import LIBRARIES
 from ltr.tracking import Tracker
 from ltr.tracking.gitinfo import code_state, source_tags, workdir_tags
 from ltr.training.artifact import ShippedModel, ship_model
@@ -129,6 +130,13 @@ def headline_keys(spec: ExperimentSpec, metrics: dict[str, float]) -> list[str]:
     return list(dict.fromkeys(keys))
 
 
+def _gap_heading(library: str) -> str:
+    """The heading of a run's gap notes: LightGBM's own metric, and the library's that trained."""
+    if library not in LIBRARIES or library == "lightgbm":
+        return "## Beside LightGBM's own metric"
+    return f"## Beside LightGBM's and {LIBRARIES[library].title}'s own metrics"
+
+
 def summary_markdown(
     spec: ExperimentSpec,
     evaluation: Evaluation,
@@ -172,7 +180,7 @@ def summary_markdown(
     text = (
         f"# {title}\n\n" + to_markdown(header, rows)
         + f"\nBest round {result.best_iteration} of {result.n_rounds}.\n\n" + clicks + reranked
-        + "## Beside LightGBM's own metric\n\n" + "\n\n".join(evaluation.gap_notes) + "\n"
+        + _gap_heading(result.library) + "\n\n" + "\n\n".join(evaluation.gap_notes) + "\n"
         + ("\n## Advice\n\n" + "\n\n".join(evaluation.advice) + "\n" if evaluation.advice else "")
     )
     return title, text, header, rows

@@ -42,7 +42,7 @@ from ltr.metrics.clicks.ips import (
     propensity_table,
 )
 from ltr.metrics.clicks.propensity import PropensityEstimate, estimate_propensity, interval_note
-from ltr.metrics.reports.gap import LightgbmGap, lightgbm_gap
+from ltr.metrics.reports.gap import LibraryGap, LightgbmGap, library_gap, library_of, lightgbm_gap
 from ltr.metrics.tail import tail_exposure, tail_items
 from ltr.metrics.top import with_top_doc_ids
 from ltr.online.propensity_check import check_position_based
@@ -158,6 +158,8 @@ class Scored:
     #: scores, ``lightgbm_curves`` and ``library_values`` the library's own ``ndcg@k``
     library: str = "lightgbm"
     library_values: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: ``library_gaps[split]``: the gap of our NDCG to the library's own (not LightGBM's: ``gaps``)
+    library_gaps: dict[str, LibraryGap] = field(default_factory=dict)
 
 
 def lightgbm_means(data: RankingData, scores: NDArray[np.float64], ks: tuple[int, ...]) -> dict[str, float]:
@@ -255,6 +257,7 @@ class InMemorySource:
         timings["scores"] = time.perf_counter() - t
         tables: dict[str, pd.DataFrame] = {}
         gaps: dict[str, LightgbmGap] = {}
+        library_gaps: dict[str, LibraryGap] = {}
         pre_rerank: dict[str, pd.DataFrame] = {}
         t = time.perf_counter()
         for split in splits:
@@ -266,6 +269,11 @@ class InMemorySource:
             gaps[split] = lightgbm_gap(
                 data.labels, scores[split], data.offsets, data.qids, max(spec.ks), spec.conventions
             )
+            if result.library != "lightgbm":  # and to the library's own conventions
+                library_gaps[split] = library_gap(
+                    data.labels, scores[split], data.offsets, data.qids, max(spec.ks), spec.conventions,
+                    library_of(result.library, result.params),
+                )  # fmt: skip
         timings["tables"] = time.perf_counter() - t
         lightgbm_values = {self._lightgbm_key(split): values for split, values in result.values_at_best().items()}
         library_values: dict[str, dict[str, float]] = {}
@@ -293,6 +301,7 @@ class InMemorySource:
             true_examination=self.clicks.examination if self.clicks is not None and self.clicks.examination_known else None,
             library=result.library,
             library_values=library_values,
+            library_gaps=library_gaps,
         )
 
     def estimate_propensities(self, spec: ExperimentSpec) -> None:

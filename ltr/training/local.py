@@ -181,6 +181,10 @@ class ProgressDisplay:
             left = time_left(time.monotonic() - self._start, env.iteration + 1, self.total)
             log.info("round %d/%d: %s, %s (at most: early stopping may end sooner)", env.iteration + 1, self.total, status, left)
 
+    def restart_clock(self) -> None:
+        """Time what is left from now (the rounds so far were trained before their first line)."""
+        self._start = time.monotonic()
+
     def close(self) -> None:
         if self._progress is not None:
             self._progress.stop()

@@ -1,13 +1,17 @@
 """``model=catboost``: CatBoost's ranker, with early stopping on our nDCG.
 
-No callback of CatBoost sees the model's scores while it trains, so CatBoost trains
-:data:`CHUNK` rounds per ``fit``, each going on from the model so far (``init_model``: the same
-trees one ``fit`` of all the rounds grows); after each, :class:`ltr.training.backends.rounds.RoundDriver`
-walks the new rounds on ``staged_predict`` of ``valid`` and ``test`` (each round adds its tree),
-scores them with ours, and stops where early stopping on our nDCG stops, with the same progress
-line. At most ``CHUNK - 1`` rounds are trained beyond the stop (and never shipped). CatBoost's own ``NDCG:top=k`` (its defaults: linear gain, its tie rule)
-is recorded per round beside ours. Deterministic for a seed and a thread count
-(``random_seed``, ``thread_count``: ``fit.num_threads``, else the machine's physical cores).
+No callback of CatBoost sees the model's scores while it trains. Without early stopping (and no
+search pruner) CatBoost trains all the rounds in one ``fit``; else it trains in chunks
+(:func:`chunk_sizes`: :data:`CHUNK` rounds, then twice as many each time, up to
+:data:`CHUNK_MAX` or ``fit.early_stopping_rounds``), each going on from the model so far
+(``init_model``: the same trees one ``fit`` of all the rounds grows). After each ``fit``,
+:class:`ltr.training.backends.rounds.RoundDriver` walks the new rounds' scores of ``valid`` and
+``test`` (:func:`staged_scores`: each round adds its tree, equal bit for bit to CatBoost's
+``predict`` of the first rounds), scores them with ours, and stops where early stopping on our
+nDCG stops, with the same progress line. Rounds trained beyond the stop (at most a chunk's) are
+never shipped. CatBoost's own ``NDCG:top=k`` (its defaults: linear gain, its tie rule) is
+recorded per round beside ours. Deterministic for a seed and a thread count (``random_seed``,
+``thread_count``: ``fit.num_threads``, else the machine's physical cores).
 
 The model a run ships is cut at the best round (``shrink``), saved in CatBoost's binary format
 (``model_text/model.cbm``) and logged with ``mlflow.catboost``.
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,15 +35,17 @@ from ltr.config.schema import FitConfig
 from ltr.data.ranking_data import RankingData, text_feature_names
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
-from ltr.metrics import MetricConventions
-from ltr.training.backends.rounds import EVALUATED, RoundDriver
+from ltr.training.backends.rounds import EVALUATED, RoundTrainer
 from ltr.training.local import TrainResult, physical_cores
-from ltr.training.round_metric import RoundNdcg
-from ltr.training.settings import watched_metric
+from ltr.training.round_hook import current_round_hook
 
-#: Rounds CatBoost trains per ``fit`` call: training goes on from the model so far
-#: (``init_model``: the trees one ``fit`` of all the rounds grows) until early stopping stops it.
+#: Rounds of CatBoost's first ``fit`` when training may stop early; training goes on from the
+#: model so far (``init_model``: the trees one ``fit`` of all the rounds grows), each ``fit``
+#: twice as many rounds as the one before, up to :data:`CHUNK_MAX` (:func:`chunk_sizes`).
 CHUNK = 10
+CHUNK_MAX = 80
+#: Trees whose leaf of every row :func:`staged_scores` asks CatBoost for at once.
+LEAF_BLOCK = 40
 #: Set by ltr (from fit.*, seed, eval.k); model.params may not override them.
 RESERVED = frozenset({
     "iterations", "num_boost_round", "n_estimators", "num_trees", "random_seed", "random_state", "thread_count",
@@ -178,53 +185,45 @@ def _split_features(model: cb.CatBoost) -> list[int]:
 
 
 @dataclass(frozen=True, slots=True)
-class CatBoostTrainer:
+class CatBoostTrainer(RoundTrainer[CatBoostModelConfig]):
     """:class:`ltr.training.trainer.Trainer` of ``model=catboost`` (in this process)."""
-
-    model: CatBoostModelConfig
-    fit_config: FitConfig
-    conventions: MetricConventions = field(default_factory=MetricConventions)
-    table_ks: tuple[int, ...] = ()
-    model_order: bool = False  # the run re-ranks: curves of the model's strict order too (RoundNdcg)
 
     def fit(self, splits: Splits, *, eval_at: list[int], seed: int, data_key: str | None = None) -> TrainResult:
         model, fit = self.model, self.fit_config
         train = splits.train
         params = catboost_params(model, seed=seed, num_threads=fit.num_threads, rounds=fit.num_boost_round, eval_at=eval_at)
         pools = {split: _pool(getattr(splits, split)) for split in EVALUATED}
-        round_metric = RoundNdcg(
-            ks=eval_at, table_ks=self.table_ks or tuple(eval_at), conventions=self.conventions, model_order=self.model_order
-        )
+        sizes = chunk_sizes(fit.num_boost_round, fit.early_stopping_rounds, stoppable=current_round_hook() is not None)
         what = (
-            f"CatBoost {model.loss} on {train.n_queries} queries / {train.n_rows} rows, {train.n_features} features "
-            f"({CHUNK} rounds per fit)"
+            f"CatBoost {model.loss} on {train.n_queries} queries / {train.n_rows} rows, {train.n_features} features"
+            + (f" ({sizes[0]} rounds in the first fit, each next one twice as many, up to {max(sizes)})" if len(sizes) > 1 else
+               f" (all {sizes[0]} rounds in one fit: nothing stops training early)")
         )
-        driver = RoundDriver(fit, watched_metric(fit, eval_at), round_metric, what, library="CatBoost")
-        for split in EVALUATED:
-            data = getattr(splits, split)
-            driver.register(split, data.labels, data.offsets)
+        round_metric, driver = self.start_rounds(splits, eval_at, what, library="CatBoost")
         train_pool = _pool(train)
         booster: cb.CatBoost | None = None
-        done, stop = 0, False
+        done = 0
+        last: dict[str, NDArray[np.float64]] = {}  # each set's scores after the rounds done
         try:
-            while done < fit.num_boost_round and not stop:
-                rounds = min(CHUNK, fit.num_boost_round - done)
+            for rounds in sizes:
                 chunk = cb.CatBoost(params | {"iterations": rounds})
                 chunk.fit(train_pool, eval_set=list(pools.values()), use_best_model=False, init_model=booster)
                 booster = chunk
+                if len(sizes) == 1:
+                    driver.all_trained()
                 own = _own_curves(chunk.get_evals_result(), eval_at)
-                staged = [
-                    booster.staged_predict(pool, prediction_type="RawFormulaVal", eval_period=1, thread_count=params["thread_count"])
-                    for pool in pools.values()
-                ]
-                for i, scores in enumerate(zip(*staged, strict=True)):
-                    if i < done:
-                        continue
-                    values = {split: {name: curve[i - done] for name, curve in own[split].items()} for split in EVALUATED}
-                    if driver.after_round(i, dict(zip(EVALUATED, scores, strict=True)), values):
+                staged = [staged_scores(booster, pool, done, last.get(split), params["thread_count"]) for split, pool in pools.items()]
+                stop = False
+                for j, scores in enumerate(zip(*staged, strict=True)):
+                    by_split = dict(zip(EVALUATED, scores, strict=True))
+                    last = by_split
+                    values = {split: {name: curve[j] for name, curve in own[split].items()} for split in EVALUATED}
+                    if driver.after_round(done + j, by_split, values):
                         stop = True
                         break
                 done += rounds
+                if stop:
+                    break
         except cb.CatBoostError as exc:
             raise LtrUserError(f"CatBoost rejected the training setup: {_error_line(exc)}") from None
         finally:
@@ -235,6 +234,52 @@ class CatBoostTrainer:
             driver.best_iteration, driver.n_rounds, seconds, driver.trimmed(driver.curves),
             round_metric.seconds, library="catboost",
         )  # fmt: skip
+
+
+def chunk_sizes(num_boost_round: int, early_stopping_rounds: int | None, *, stoppable: bool = False) -> list[int]:
+    """The rounds of each ``fit``: all of them in one when nothing can stop training early
+    (no ``early_stopping_rounds``, no search pruner: ``stoppable``); else :data:`CHUNK`, then
+    twice as many each time, up to :data:`CHUNK_MAX` or ``early_stopping_rounds`` when that is
+    more. Every ``fit`` goes on from the model so far, so the trees do not depend on the sizes."""
+    if early_stopping_rounds is None and not stoppable:
+        return [num_boost_round]
+    cap = max(CHUNK_MAX, early_stopping_rounds or 0)
+    sizes: list[int] = []
+    size, done = CHUNK, 0
+    while done < num_boost_round:
+        sizes.append(min(size, num_boost_round - done))
+        done += sizes[-1]
+        size = min(2 * size, cap)
+    return sizes
+
+
+def staged_scores(
+    booster: cb.CatBoost, pool: cb.Pool, start: int, before: NDArray[np.float64] | None, thread_count: int,
+    block: int = LEAF_BLOCK,
+) -> Iterator[NDArray[np.float64]]:
+    """The raw scores of ``pool`` after each round from ``start`` (0-based) on, each equal bit
+    for bit to ``predict(ntree_end=i + 1, prediction_type="RawFormulaVal")``; ``before``: the
+    scores after round ``start - 1``.
+
+    CatBoost adds tree after tree to a float64 sum per row (times 1, plus 0): from ``start`` on,
+    each new tree's leaf value (``calc_leaf_indexes``) is added to ``before``, so a chunk costs
+    its own trees only (their leaves ``block`` trees at a time). A model with another scale or
+    bias walks ``staged_predict`` from round 0.
+    """
+    end = int(booster.tree_count_)
+    if start == 0 or before is None or tuple(booster.get_scale_and_bias()) != (1.0, 0.0):
+        staged = booster.staged_predict(pool, prediction_type="RawFormulaVal", eval_period=1, thread_count=thread_count)
+        yield from (np.asarray(s, dtype=np.float64) for i, s in enumerate(staged) if i >= start)
+        return
+    values = np.asarray(booster.get_leaf_values(), dtype=np.float64)
+    first = np.concatenate([[0], np.cumsum(booster.get_tree_leaf_counts())]).astype(np.int64)
+    scores = before
+    for low in range(start, end, block):  # the leaves of a block of trees at a time: bounded memory
+        high = min(low + block, end)
+        leaves = np.asarray(booster.calc_leaf_indexes(pool, ntree_start=low, ntree_end=high, thread_count=thread_count))
+        for j in range(high - low):
+            scores = scores + values[first[low + j] + leaves[:, j].astype(np.int64)]
+            yield scores
 
 
 def _own_curves(evals: dict[str, dict[str, list[float]]], eval_at: list[int]) -> dict[str, dict[str, list[float]]]:

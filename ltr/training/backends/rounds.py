@@ -12,18 +12,21 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 import lightgbm as lgb
 import numpy as np
 from numpy.typing import NDArray
 
 from ltr.config.schema import FitConfig
+from ltr.data.splits import Splits
 from ltr.metrics import MetricConventions
 from ltr.metrics.table import measure_arrays
 from ltr.training.local import EarlyStopOnMetric, ProgressDisplay, whose
 from ltr.training.round_hook import current_round_hook
 from ltr.training.round_metric import RoundNdcg, curve_name
+from ltr.training.settings import watched_metric
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +100,12 @@ class RoundDriver:
             return True
         return False
 
+    def all_trained(self) -> None:
+        """Every round is trained before the first one is fed: the progress line's time left is
+        that of scoring the rest."""
+        if self.progress is not None:
+            self.progress.restart_clock()
+
     def close(self) -> float:
         """End the progress line and log where training stopped; returns the seconds it took."""
         if self.progress is not None:
@@ -121,3 +130,32 @@ class RoundDriver:
         """``curves`` up to the last round trained (a loop may have evaluated ahead)."""
         n = self.n_rounds
         return {split: {name: values[:n] for name, values in by.items()} for split, by in curves.items()}
+
+
+ModelT = TypeVar("ModelT")
+
+
+@dataclass(frozen=True, slots=True)
+class RoundTrainer(Generic[ModelT]):
+    """What a :class:`ltr.training.trainer.Trainer` whose rounds a :class:`RoundDriver` watches
+    holds: its ``model`` config, ``fit_config``, the run's ``conventions``, the cut-offs of its
+    per-round tables (``table_ks``; empty: ``eval_at``) and whether the run re-ranks
+    (``model_order``: curves of the model's strict order too, :class:`RoundNdcg`)."""
+
+    model: ModelT
+    fit_config: FitConfig
+    conventions: MetricConventions = field(default_factory=MetricConventions)
+    table_ks: tuple[int, ...] = ()
+    model_order: bool = False
+
+    def start_rounds(self, splits: Splits, eval_at: list[int], what: str, *, library: str) -> tuple[RoundNdcg, RoundDriver]:
+        """Our per-round metric and the driver of early stopping on it (which logs ``what`` is
+        trained and starts the clock), with ``valid`` and ``test`` registered."""
+        round_metric = RoundNdcg(
+            ks=eval_at, table_ks=self.table_ks or tuple(eval_at), conventions=self.conventions, model_order=self.model_order
+        )
+        driver = RoundDriver(self.fit_config, watched_metric(self.fit_config, eval_at), round_metric, what, library=library)
+        for split in EVALUATED:
+            data = getattr(splits, split)
+            driver.register(split, data.labels, data.offsets)
+        return round_metric, driver

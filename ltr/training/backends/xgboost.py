@@ -30,12 +30,9 @@ from ltr.config.schema import FitConfig
 from ltr.data.ranking_data import RankingData, text_feature_names
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
-from ltr.metrics import MetricConventions
 from ltr.metrics.clicks.position_bias import xgboost_bias
-from ltr.training.backends.rounds import EVALUATED, RoundDriver
+from ltr.training.backends.rounds import EVALUATED, RoundTrainer
 from ltr.training.local import TrainResult, physical_cores
-from ltr.training.round_metric import RoundNdcg
-from ltr.training.settings import watched_metric
 
 #: Set by ltr (from fit.*, seed, eval.k); model.params may not override them.
 RESERVED = frozenset({"seed", "random_state", "nthread", "n_jobs", "eval_metric", "num_boost_round", "n_estimators", "verbosity", "objective"})
@@ -205,14 +202,8 @@ class XGBoostModel:
 
 
 @dataclass(frozen=True, slots=True)
-class XGBoostTrainer:
+class XGBoostTrainer(RoundTrainer[XGBoostModelConfig]):
     """:class:`ltr.training.trainer.Trainer` of ``model=xgboost`` (in this process)."""
-
-    model: XGBoostModelConfig
-    fit_config: FitConfig
-    conventions: MetricConventions = field(default_factory=MetricConventions)
-    table_ks: tuple[int, ...] = ()
-    model_order: bool = False  # the run re-ranks: curves of the model's strict order too (RoundNdcg)
 
     def fit(self, splits: Splits, *, eval_at: list[int], seed: int, data_key: str | None = None) -> TrainResult:
         model, fit = self.model, self.fit_config
@@ -230,14 +221,8 @@ class XGBoostTrainer:
             split: _dmatrix(getattr(splits, split).features, getattr(splits, split).labels, getattr(splits, split).offsets, names)
             for split in EVALUATED
         }
-        round_metric = RoundNdcg(
-            ks=eval_at, table_ks=self.table_ks or tuple(eval_at), conventions=self.conventions, model_order=self.model_order
-        )
         what = f"XGBoost {model.objective} on {train.n_queries} queries / {train.n_rows} rows, {train.n_features} features"
-        driver = RoundDriver(fit, watched_metric(fit, eval_at), round_metric, what, library="XGBoost")
-        for split in EVALUATED:
-            data = getattr(splits, split)
-            driver.register(split, data.labels, data.offsets)
+        round_metric, driver = self.start_rounds(splits, eval_at, what, library="XGBoost")
         try:
             booster = xgb.Booster(params, [dtrain, *evaluated.values()])
             for i in range(fit.num_boost_round):
