@@ -29,6 +29,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from ltr.metrics.conventions import PRESETS, MetricConventions
+from ltr.metrics.offsets import row_queries
 from ltr.metrics.table import per_query_table
 
 #: The fields of :class:`MetricConventions` each knob sets to the library's.
@@ -193,7 +194,7 @@ def gap_from_parts(parts: pd.DataFrame, k: int, library: Library = LIGHTGBM) -> 
 def tied_queries(scores: NDArray[np.float64], offsets: NDArray[np.int64]) -> NDArray[np.bool_]:
     """Per query: has it at least two rows of equal score (vectorised, no per-query loop)."""
     sizes = np.diff(offsets)
-    query = np.repeat(np.arange(len(sizes)), sizes)
+    query = row_queries(offsets)
     order = np.lexsort((scores, query))
     same = (query[order][1:] == query[order][:-1]) & (scores[order][1:] == scores[order][:-1])
     out = np.zeros(len(sizes), dtype=bool)

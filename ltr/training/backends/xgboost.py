@@ -115,6 +115,15 @@ def feature_names(data: RankingData) -> list[str]:
     return names
 
 
+def require_positions(model: XGBoostModelConfig, train: RankingData) -> None:
+    """Refuse ``model.lambdarank_unbiased=true`` on training data without a position per row."""
+    if model.lambdarank_unbiased and train.positions is None:
+        raise LtrUserError(
+            f"model.lambdarank_unbiased=true needs a position per training row, but {train.name!r} has none; "
+            "use data=synthetic_clicks or give the data a position column"
+        )
+
+
 def _by_position(data: RankingData) -> tuple[NDArray[np.float32], NDArray[np.integer]]:
     """``data``'s features and labels with each query's rows in the order of their positions
     (XGBoost's ``lambdarank_unbiased`` reads a row's position as its place in the list)."""
@@ -208,11 +217,7 @@ class XGBoostTrainer(RoundTrainer[XGBoostModelConfig]):
     def fit(self, splits: Splits, *, eval_at: list[int], seed: int, data_key: str | None = None) -> TrainResult:
         model, fit = self.model, self.fit_config
         train = splits.train
-        if model.lambdarank_unbiased and train.positions is None:
-            raise LtrUserError(
-                f"model.lambdarank_unbiased=true needs a position per training row, but {train.name!r} has none; "
-                "use data=synthetic_clicks or give the data a position column"
-            )
+        require_positions(model, train)
         rows = _by_position(train) if model.lambdarank_unbiased else (train.features, train.labels)
         params = xgboost_params(model, seed=seed, num_threads=fit.num_threads, eval_at=eval_at)
         names = feature_names(train)

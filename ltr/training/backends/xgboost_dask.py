@@ -58,6 +58,7 @@ from ltr.training.backends.xgboost import (
     _dmatrix,
     _error_line,
     feature_names,
+    require_positions,
     xgboost_params,
 )
 from ltr.training.local import TrainResult, physical_cores, whose
@@ -194,11 +195,7 @@ class XGBoostDaskTrainer:
 
         model, fit = self.model, self.fit_config
         train = splits.train
-        if model.lambdarank_unbiased and train.positions is None:
-            raise LtrUserError(
-                f"model.lambdarank_unbiased=true needs a position per training row, but {train.name!r} has none; "
-                "use data=synthetic_clicks or give the data a position column"
-            )
+        require_positions(model, train)
         warn_no_early_stopping(fit)
         rows = _by_position(train) if model.lambdarank_unbiased else (train.features, train.labels)
         names = feature_names(train)
