@@ -230,6 +230,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _figures_in_the_test_process() -> Iterator[None]:
+    """Runs trained in a test's own process (``ltr.experiment.run``, the API) draw their figures
+    in that process: the path a run takes where no figure worker can start (``start_worker``
+    gives None), the same files (``tests/tracking/test_run_contents.py`` checks both paths). A
+    worker per run is a Python start-up and matplotlib's import (0.6-0.7 CPU-s) that only
+    shortens a run's wall time. The worker is tested by ``tests/experiment/test_figure_worker.py``
+    and runs in every ``ltr`` process a test starts. Module-scoped, so the runs of module
+    fixtures are covered; a module that imports nothing of the runs imports nothing here."""
+    if not any(name in sys.modules for name in ("ltr.experiment.run", "ltr.api")):
+        yield
+        return
+    from ltr.experiment import run as pipeline
+
+    real = pipeline.start_worker
+    pipeline.start_worker = lambda: None
+    try:
+        yield
+    finally:
+        pipeline.start_worker = real
+
+
 @pytest.fixture(autouse=True)
 def _fresh_recent_entries() -> Iterator[None]:
     """Each test starts without the data the previous test's reads kept in memory (the disk

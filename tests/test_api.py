@@ -16,16 +16,10 @@ from ltr.config.compose import compose_train
 from ltr.errors import LtrUserError
 from ltr.tracking.uri import find_tracking_uri
 from tests.docs.examples import api_page_example
-from tests.inline_figures import figures_in_this_process
 
 REPO = Path(__file__).resolve().parents[1]
 FAST = ["debug=default", "fit.num_boost_round=3", "fit.show_progress=false"]
 
-
-@pytest.fixture(autouse=True)
-def _figures_here(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The runs of this module's tests draw their figures in the test's process (no worker)."""
-    figures_in_this_process(monkeypatch)
 
 
 def readme_example() -> str:

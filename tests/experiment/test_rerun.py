@@ -21,16 +21,10 @@ from ltr.experiment.rerun import (
 from ltr.tracking.gitinfo import git_state
 from ltr.tracking.records import RunRecord
 from ltr.training import local
-from tests.inline_figures import figures_in_this_process
 
 SMALL = ["fit.show_progress=false", "fit.num_boost_round=30", "fit.early_stopping_rounds=10", "model.num_leaves=7",
          "tracking.log_model=false"]
 
-
-@pytest.fixture(autouse=True)
-def _figures_here(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The runs of this module's tests draw their figures in the test's process (no worker)."""
-    figures_in_this_process(monkeypatch)
 
 
 def _only_run(tmp: Path, **tags: str) -> str:

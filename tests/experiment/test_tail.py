@@ -19,16 +19,10 @@ from ltr.experiment import run as pipeline
 from ltr.metrics.tail import tail_exposure
 from ltr.rerank import score_order
 from tests.conftest import examples
-from tests.inline_figures import figures_in_this_process
 from tests.test_sweeps import _runs, train_in_process
 
 CLICKS = ("data=synthetic_clicks", "data.n_queries=300", "tracking.enabled=false")
 
-
-@pytest.fixture(autouse=True)
-def _figures_here(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The runs of this module's tests draw their figures in the test's process (no worker)."""
-    figures_in_this_process(monkeypatch)
 
 
 @pytest.mark.parametrize("name", ["ltr.metrics.tail", "ltr.rerank.step"])

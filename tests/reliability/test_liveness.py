@@ -43,7 +43,6 @@ from ltr.tracking.liveness.reaped_trials import (
 from ltr.tracking.mlflow_tracker import MlflowTracker
 from ltr.tracking.sqlite.lock import lock_path
 from ltr.tracking.store import HOST_ID_VARIABLE, open_client
-from tests.inline_figures import figures_in_this_process
 
 #: The heartbeat of the searches here: every 0.5 s, dead after 8 silent seconds (room for a busy
 #: machine's slow store openings inside the bound).
@@ -51,11 +50,6 @@ BEAT_S, STALE_AFTER = 0.5, 16
 BOUND_S = BEAT_S * STALE_AFTER
 SMALL = ["debug=default", "fit.num_boost_round=5", "fit.show_progress=false"]
 
-
-@pytest.fixture(autouse=True)
-def _figures_here(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The runs of this module's tests draw their figures in the test's process (no worker)."""
-    figures_in_this_process(monkeypatch)
 
 
 def test_doctests() -> None:
