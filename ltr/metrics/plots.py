@@ -9,11 +9,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltr.metrics.clicks.exposure import COVERAGES, ExposureReport
-from ltr.metrics.clicks.propensity import PropensityEstimate
 from ltr.metrics.reports.idcg_report import IdcgReport
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+    # an annotation only: the propensity module imports pandas, which a run's figure worker
+    # (ltr.experiment.figures.figure_worker, which imports this module) need not load
+    from ltr.metrics.clicks.propensity import PropensityEstimate
 
 
 #: The lines a figure's title line (a run name) wraps to at most (:func:`wrap_title`).

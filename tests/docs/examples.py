@@ -7,7 +7,8 @@ The rules, which every page of ``docs/`` and the README follow:
   environment's ``python``, ``mlflow``) first on ``PATH`` (``ltr`` forked from a process that has
   imported its engines once per test process, :func:`shared_server`: :mod:`tests.docs.forkserver`;
   ``LTR_DOCS_NO_FORKSERVER=1`` runs the console script instead), ``HOME`` a folder of its own (pages
-  write ``~/ltr-conf``), no tracking URI in the environment: it must exit 0;
+  write ``~/ltr-conf``; it starts with the caches an earlier page made that the commands would
+  only make again, :func:`_seeded_caches`), no tracking URI in the environment: it must exit 0;
 - a ```python block runs as a script in a new interpreter in the same folder: it must exit 0;
 - ```text blocks (output, or commands for a terminal the suite cannot have: `make` in a clone) and
   ```yaml blocks are shown, not run;
@@ -222,11 +223,50 @@ def run_page(page: Path, folder: Path) -> list[str]:
     if not os.environ.get("LTR_DOCS_NO_FORKSERVER"):
         server, client_dir = shared_server()
         env["PATH"] = f"{client_dir}{os.pathsep}{env['PATH']}"
+    seeded = _seeded_caches(env)
+    for name, (folder_of_page, pattern) in seeded.items():
+        _copy_files(_SEEDS / name, folder_of_page, pattern)
     try:
         return _run_blocks(page, work, env)
     finally:
         if server is not None:
             _end_commands(server)
+        for name, (folder_of_page, pattern) in seeded.items():
+            _copy_files(folder_of_page, _SEEDS / name, pattern)
+
+
+#: What the pages of this process left in their ``HOME``'s caches that a next page's commands
+#: would only make again (:func:`_seeded_caches`), to give each next page (:func:`run_page`).
+_SEEDS = Path(tempfile.mkdtemp(prefix="ltr-docs-seeds-"))
+atexit.register(shutil.rmtree, _SEEDS, ignore_errors=True)
+
+
+def _seeded_caches(env: dict[str, str]) -> dict[str, tuple[Path, str]]:
+    """The cache files that a page's ``HOME`` starts with, as a reader's who has run ``ltr``
+    before: by name, the folder where the commands run with ``env`` look for them and their
+    pattern. The empty MLflow store that a new store is copied from
+    (:mod:`ltr.tracking.sqlite.template`, in :func:`ltr.config.groups.data.default_cache_dir`),
+    else built by MLflow's migrations (most of a second of CPU), and matplotlib's font list
+    (a fifth of one). What the commands print and log is the same either way."""
+    home = Path(env["HOME"])
+    ltr_cache = Path(env["LTR_CACHE_DIR"]) if env.get("LTR_CACHE_DIR") else home / ".cache" / "ltr" / "data"
+    seeds = {"mlflow-stores": (ltr_cache / "mlflow-stores", "empty-*.db")}
+    if not env.get("MPLCONFIGDIR"):
+        xdg_cache = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else home / ".cache"
+        seeds["matplotlib"] = (xdg_cache / "matplotlib", "fontlist-*.json")
+    return seeds
+
+
+def _copy_files(source: Path, target: Path, pattern: str) -> None:
+    """Copy the files of ``source`` matching ``pattern`` that ``target`` lacks (each written
+    whole: a temporary name, then renamed)."""
+    if not source.is_dir():
+        return
+    for file in source.glob(pattern):
+        if not (target / file.name).exists():
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(file, target / f".{file.name}.tmp")
+            os.replace(target / f".{file.name}.tmp", target / file.name)
 
 
 #: This process's fork server and the folder of its client (:func:`shared_server`).

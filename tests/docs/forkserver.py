@@ -12,6 +12,9 @@ each child is forked from that state, never from another command's.
   ``ltr`` client, to put first on ``PATH``; :func:`stop` ends the server and any child left.
 - ``python forkserver.py serve SOCKET`` is the server; ``python -I -S forkserver.py client ...``
   the client (no site packages, no imports beyond the standard library's socket layer).
+- ``LTR_DOCS_PROFILE=FILE`` in the server's environment (the test process's) appends a JSON line
+  per command to ``FILE``: its arguments, folder (a page's), CPU seconds and wall seconds, to see
+  where a suite's CPU goes.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import stat
 import struct
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -34,6 +38,11 @@ from typing import Any
 PRELOAD = (
     "ltr.cli.main", "ltr.cli.train", "ltr.experiment.run", "ltr.api", "mlflow", "mlflow.tracking",
     "lightgbm", "pandas", "pyarrow.parquet", "hydra", "numba",
+    # what every command that opens a store or calls a kernel imports on its first use (a second
+    # of CPU a command otherwise): MLflow's sqlite store (SQLAlchemy, Alembic) and model flavour,
+    # GitPython (a run's source tags), the tracing SDK, ltr's numba kernels (imported, not loaded)
+    "mlflow.store.tracking.sqlalchemy_store", "mlflow.pyfunc", "alembic", "git", "IPython",
+    "opentelemetry.sdk.metrics", "ltr.metrics._kernel", "ltr.compiled.kernel_signatures", "ltr.compiled.precompiled",
 )
 _LENGTH = struct.Struct("!Q")
 
@@ -115,8 +124,14 @@ def serve(path: str) -> None:
                 _run_command(request, fds)  # never returns
             for fd in fds:
                 os.close(fd)
-            _, status = os.waitpid(pid, 0)
+            started = time.monotonic()
+            _, status, usage = os.wait4(pid, 0)
             code = os.waitstatus_to_exitcode(status)
+            if log := os.environ.get("LTR_DOCS_PROFILE"):
+                cpu = usage.ru_utime + usage.ru_stime  # the command's and its waited children's
+                line = {"argv": request["argv"], "cwd": request["cwd"], "cpu": cpu, "wall": time.monotonic() - started}
+                with open(log, "a") as out:
+                    out.write(json.dumps(line) + "\n")
             conn.sendall(str(128 - code if code < 0 else code).encode())
             os._exit(0)
         for fd in fds:
