@@ -44,6 +44,7 @@ LAZY_ALLOWED = {
     "dask": "the dask extra is optional",
     "distributed": "the dask extra is optional",
     "lightgbm.dask": "the dask extra is optional",
+    "xgboost.dask": "the dask extra is optional",
     "numba": "numba's import and cache load (~1 s) only when a kernel runs",
     "ltr.metrics._kernel": "numba's import and cache load (~1 s) only when a kernel runs",
     "ltr.data.formats._text_kernel": "numba's import and cache load (~1 s) only when a kernel runs",

@@ -11,11 +11,11 @@ Synopsis
                   [--valid-fraction X] [--test-fraction X] [--seed S]
 
 The command's contract (input, output, fingerprint, partitions, atomic write, refusals, output
-text, errors and interrupts) is :mod:`ltr.dask.partition_options`'s.
+text, errors and interrupts) is :mod:`ltr.dask.partition_writer.options`'s.
 
 This module parses the arguments and prints; the work (the checks of ``OUT`` and of the inputs,
 reading and cutting the splits, the atomic write and rename, the ``ltr train`` line) is
-:mod:`ltr.dask.partition_options` and :mod:`ltr.dask.partition_files`, imported once the arguments are parsed: ``--help`` and an
+:mod:`ltr.dask.partition_writer.options` and :mod:`ltr.dask.partition_writer.files`, imported once the arguments are parsed: ``--help`` and an
 argument error import neither numpy nor pyarrow. It needs no Dask: the partitions are cut and
 written with pyarrow, with the same cuts and the same table as
 :func:`ltr.dask.parquet.write_query_partitions` (a test holds the files equal, byte for byte).
@@ -118,9 +118,9 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     # the work, once the arguments are parsed: --help and an argument error import none of it
     from ltr.cli.support.output_guard import check_outputs
-    from ltr.dask import partition_files as work
-    from ltr.dask.partition_options import partition_inputs
-    from ltr.dask.partition_progress import WriteProgress
+    from ltr.dask.partition_writer import files as work
+    from ltr.dask.partition_writer.options import partition_inputs
+    from ltr.dask.partition_writer.progress import WriteProgress
     from ltr.runtime.stops import stop_signals_recorded
 
     out = Path(os.path.abspath(args.out.expanduser()))

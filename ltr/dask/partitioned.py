@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 from ltr.config.groups.data import ParquetPartitionsDataConfig
 from ltr.config.schema import TrainConfig, TrainerConfig
 from ltr.dask.evaluate import predict_block
-from ltr.dask.partition_manifest import (
+from ltr.dask.partition_writer.manifest import (
     CONTENT_METHOD,
     MANIFEST_NAME,
     SPLITS,
@@ -76,7 +76,7 @@ def partitions_fingerprint(data: ParquetPartitionsDataConfig, trainer: TrainerCo
 
     Every ``*.parquet`` file of each split is listed with its path relative to ``data.root``, size
     in bytes and row count (the Parquet footer), in partition order. When ``data.root`` holds the
-    manifest of ``ltr partition`` (``fingerprint.json``, :mod:`ltr.dask.partition_manifest`) and
+    manifest of ``ltr partition`` (``fingerprint.json``, :mod:`ltr.dask.partition_writer.manifest`) and
     it records exactly these files (no file changed in size or rows, added or missing) and the
     run's qid and label columns, ``sha256`` (and each split's) is the content hash recorded there:
     the hash a local run of the same source files logs, so ``ltr compare`` accepts the two runs.

@@ -66,7 +66,7 @@ def dask_trainer(spec: ExperimentSpec) -> Trainer:
         trainer: Trainer = local_trainer(spec, binned_store(config.data))
         return trainer
     if backend_of(config.model) == "xgboost":
-        from ltr.training.backends.xgboost_dask import XGBoostDaskTrainer
+        from ltr.dask.xgboost_train import XGBoostDaskTrainer
 
         return XGBoostDaskTrainer(config.model, config.fit, config.trainer, spec.conventions, spec.table_ks, reranks(spec))
     return DaskTrainer(config.model, config.fit, config.trainer, spec.conventions)

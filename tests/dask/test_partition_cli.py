@@ -25,7 +25,11 @@ import pytest
 
 from ltr.cli.main import main
 from ltr.dask.parquet import read_query_partitions, write_query_partitions
-from ltr.dask.partition_files import PartitionWritten, partition_counts, write_partitioned_splits
+from ltr.dask.partition_writer.files import (
+    PartitionWritten,
+    partition_counts,
+    write_partitioned_splits,
+)
 from ltr.data.formats.readers import read_ranking_file, read_split_files
 from ltr.data.ranking_data import RankingData
 from ltr.data.splits import split_queries
@@ -382,7 +386,7 @@ def test_a_sigint_swallowed_in_a_finalizer_stops_before_the_rename_and_nothing_a
     """The swallowed case itself, with the real handler: the signal is recorded, so the command
     stops before the rename (130, no OUT); after it the work is done, so the command ends as
     done (0, OUT complete and its summary printed: the exit-code rule of docs/guide/errors.md)."""
-    import ltr.dask.partition_files as partition
+    import ltr.dask.partition_writer.files as partition
 
     path = _letor(tmp_path / "all.txt", 12, n_queries=30, max_index=3)
     out = tmp_path / "parts"
@@ -439,7 +443,7 @@ def test_a_sigint_as_the_temporary_directory_is_made_leaves_nothing(
 
 
 def test_the_library_counts_partitions_and_reports_every_file_it_writes(tmp_path: Path) -> None:
-    """``ltr.dask.partition_files`` without the CLI: hand-counted partitions, and one
+    """``ltr.dask.partition_writer.files`` without the CLI: hand-counted partitions, and one
     ``PartitionWritten`` per file whose queries, rows and bytes add up to the split's."""
     def data(sizes: list[int]) -> RankingData:
         n = sum(sizes)

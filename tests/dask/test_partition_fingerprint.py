@@ -26,7 +26,7 @@ import pytest
 
 from ltr.cli.main import main
 from ltr.compare.loading import FINGERPRINT_TAG, check_compatible
-from ltr.dask.partition_manifest import CONTENT_METHOD, MANIFEST_NAME
+from ltr.dask.partition_writer.manifest import CONTENT_METHOD, MANIFEST_NAME
 from ltr.data.cache import wait_for_stores
 from ltr.errors import LtrUserError
 from ltr.experiment.checks import check_config
@@ -248,7 +248,7 @@ def test_a_value_rewritten_in_a_file_of_the_same_size_and_rows_falls_back(
     float32 is 4 bytes) still changes its footer (the column's min / max statistics)."""
     import pyarrow as pa
 
-    from ltr.dask.partition_manifest import write_manifest
+    from ltr.dask.partition_writer.manifest import write_manifest
 
     made = partitioned("csv: integer qids")
     out, local = _copy(made.out, tmp_path), made.local

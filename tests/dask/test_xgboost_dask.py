@@ -30,8 +30,8 @@ from tests.dask.conftest import random_ranking_data
 
 pytest.importorskip("xgboost")
 
+from ltr.dask.xgboost_train import XGBoostDaskTrainer, _leaf_sums, round_scores
 from ltr.training.backends.xgboost import XGBoostTrainer, xgboost_params
-from ltr.training.backends.xgboost_dask import XGBoostDaskTrainer, _leaf_sums, round_scores
 
 MODEL = XGBoostModelConfig(max_depth=4)
 ROUNDS = 12

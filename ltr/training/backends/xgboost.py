@@ -92,7 +92,7 @@ def check(model: XGBoostModelConfig, fit: FitConfig, *, seed: int) -> None:
         try:
             xgb.train(params, dmat, num_boost_round=1)
         except xgb.core.XGBoostError as exc:
-            raise LtrUserError(f"XGBoost refuses the model settings: {_error_line(exc)}") from None
+            raise LtrUserError(f"XGBoost refuses the model settings: {error_line(exc)}") from None
     for warning in caught:
         unused = re.search(r"Parameters: \{(.*?)\} are not used", str(warning.message), re.DOTALL)
         if unused:
@@ -100,7 +100,7 @@ def check(model: XGBoostModelConfig, fit: FitConfig, *, seed: int) -> None:
             raise LtrUserError(f"model.params.{names[0]} is not an XGBoost parameter (XGBoost would ignore it)")
 
 
-def _error_line(exc: Exception) -> str:
+def error_line(exc: Exception) -> str:
     """XGBoost's message without its source path (``[12:00:00] /src/learner.cc:782: ``)."""
     lines = [re.sub(r"^\[[\d:]+\]\s+\S+:\d+:\s*", "", line).strip() for line in str(exc).splitlines()]
     return next((line for line in lines if line and not line.startswith("Stack trace")), str(exc))
@@ -124,7 +124,7 @@ def require_positions(model: XGBoostModelConfig, train: RankingData) -> None:
         )
 
 
-def _by_position(data: RankingData) -> tuple[NDArray[np.float32], NDArray[np.integer]]:
+def rows_by_position(data: RankingData) -> tuple[NDArray[np.float32], NDArray[np.integer]]:
     """``data``'s features and labels with each query's rows in the order of their positions
     (XGBoost's ``lambdarank_unbiased`` reads a row's position as its place in the list)."""
     assert data.positions is not None
@@ -133,7 +133,7 @@ def _by_position(data: RankingData) -> tuple[NDArray[np.float32], NDArray[np.int
     return data.features[order], data.labels[order]
 
 
-def _dmatrix(features: NDArray[np.float32], labels: NDArray[np.integer], offsets: NDArray[np.int64], names: list[str]) -> xgb.DMatrix:
+def ranking_dmatrix(features: NDArray[np.float32], labels: NDArray[np.integer], offsets: NDArray[np.int64], names: list[str]) -> xgb.DMatrix:
     dmat = xgb.DMatrix(features, label=labels.astype(np.float32), feature_names=names)
     dmat.set_group(np.diff(offsets))
     return dmat
@@ -206,7 +206,7 @@ class XGBoostModel:
         try:
             booster.load_model(str(path))
         except xgb.core.XGBoostError as exc:
-            raise ValueError(f"not an XGBoost model: {_error_line(exc)}") from None
+            raise ValueError(f"not an XGBoost model: {error_line(exc)}") from None
         return cls(booster)
 
 
@@ -218,12 +218,12 @@ class XGBoostTrainer(RoundTrainer[XGBoostModelConfig]):
         model, fit = self.model, self.fit_config
         train = splits.train
         require_positions(model, train)
-        rows = _by_position(train) if model.lambdarank_unbiased else (train.features, train.labels)
+        rows = rows_by_position(train) if model.lambdarank_unbiased else (train.features, train.labels)
         params = xgboost_params(model, seed=seed, num_threads=fit.num_threads, eval_at=eval_at)
         names = feature_names(train)
-        dtrain = _dmatrix(rows[0], rows[1], train.offsets, names)
+        dtrain = ranking_dmatrix(rows[0], rows[1], train.offsets, names)
         evaluated = {
-            split: _dmatrix(getattr(splits, split).features, getattr(splits, split).labels, getattr(splits, split).offsets, names)
+            split: ranking_dmatrix(getattr(splits, split).features, getattr(splits, split).labels, getattr(splits, split).offsets, names)
             for split in EVALUATED
         }
         what = f"XGBoost {model.objective} on {train.n_queries} queries / {train.n_rows} rows, {train.n_features} features"
@@ -237,7 +237,7 @@ class XGBoostTrainer(RoundTrainer[XGBoostModelConfig]):
                 if driver.after_round(i, scores, own):
                     break
         except xgb.core.XGBoostError as exc:
-            raise LtrUserError(f"XGBoost rejected the training setup: {_error_line(exc)}") from None
+            raise LtrUserError(f"XGBoost rejected the training setup: {error_line(exc)}") from None
         finally:
             seconds = driver.close()
         learned = None

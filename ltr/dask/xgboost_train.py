@@ -54,11 +54,11 @@ from ltr.metrics.clicks.position_bias import xgboost_bias
 from ltr.training.backends.rounds import EVALUATED, RoundDriver
 from ltr.training.backends.xgboost import (
     XGBoostModel,
-    _by_position,
-    _dmatrix,
-    _error_line,
+    error_line,
     feature_names,
+    ranking_dmatrix,
     require_positions,
+    rows_by_position,
     xgboost_params,
 )
 from ltr.training.local import TrainResult, physical_cores, whose
@@ -189,7 +189,7 @@ class XGBoostDaskTrainer:
 
     def fit(self, splits: Splits, *, eval_at: list[int], seed: int, data_key: str | None = None) -> TrainResult:
         """Train on the cluster (``data_key`` is not used); the result's model is cut at the best round."""
-        from xgboost import dask as dxgb
+        import xgboost.dask as dxgb
 
         from ltr.dask.train import dask_client, warn_no_early_stopping
 
@@ -197,7 +197,7 @@ class XGBoostDaskTrainer:
         train = splits.train
         require_positions(model, train)
         warn_no_early_stopping(fit)
-        rows = _by_position(train) if model.lambdarank_unbiased else (train.features, train.labels)
+        rows = rows_by_position(train) if model.lambdarank_unbiased else (train.features, train.labels)
         names = feature_names(train)
         with dask_client(self.cluster) as client:
             order = rank_order(client)
@@ -232,7 +232,7 @@ class XGBoostDaskTrainer:
                     evals=[(matrices[s], s) for s in EVALUATED], verbose_eval=False,
                 )  # fmt: skip
             except xgb.core.XGBoostError as exc:
-                raise LtrUserError(f"XGBoost rejected the training setup: {_error_line(exc)}") from None
+                raise LtrUserError(f"XGBoost rejected the training setup: {error_line(exc)}") from None
             fit_seconds = time.perf_counter() - start
         booster: xgb.Booster = out["booster"]
         history: dict[str, dict[str, list[float]]] = out["history"]
@@ -267,7 +267,7 @@ class XGBoostDaskTrainer:
         model = self.model
         n_rounds = int(booster.num_boosted_rounds())
         booster.set_param({"nthread": self.fit_config.num_threads if self.fit_config.num_threads > 0 else physical_cores()})
-        evaluated = {s: _dmatrix(getattr(splits, s).features, getattr(splits, s).labels, getattr(splits, s).offsets, names) for s in EVALUATED}
+        evaluated = {s: ranking_dmatrix(getattr(splits, s).features, getattr(splits, s).labels, getattr(splits, s).offsets, names) for s in EVALUATED}
         ended = time.perf_counter()
         streams = {s: round_scores(booster, d) for s, d in evaluated.items()}
         for i in range(n_rounds):

@@ -22,7 +22,7 @@ The command's contract (what ``ltr partition --help`` and ``docs/`` promise):
   (what a local ``ltr train`` of the same files with the same options logs as
   ``ltr.data.fingerprint``, per split too), and every partition file's relative path, bytes and
   rows; a partitions run logs that fingerprint while the files are still those
-  (:mod:`ltr.dask.partition_manifest`). The hash is logged on stderr.
+  (:mod:`ltr.dask.partition_writer.manifest`). The hash is logged on stderr.
 - **Partitions**: ``--partitions N`` per split, or ``--rows-per-partition N`` (default 1,000,000):
   ``ceil(rows / N)`` per split; never more partitions than queries.
 - **Atomic**: everything is written into a hidden temporary sibling ``.OUT.partial-*`` and
@@ -46,7 +46,7 @@ The command's contract (what ``ltr partition --help`` and ``docs/`` promise):
   (:func:`ltr.runtime.stops.committing`): a stop signal then stops nothing, and the command ends with
   exit 0 and its whole output, as every verb whose work is done.
 
-:func:`partition_inputs` is the first step of the work (:mod:`ltr.dask.partition_files` does the
+:func:`partition_inputs` is the first step of the work (:mod:`ltr.dask.partition_writer.files` does the
 rest); its errors name the command's options.
 """
 
@@ -57,8 +57,8 @@ from pathlib import Path
 
 from ltr.config.choices import FileFormat
 from ltr.config.groups.data import ParquetDataConfig
-from ltr.dask import partition_files
-from ltr.dask.partition_manifest import SPLITS
+from ltr.dask.partition_writer import files as partition_files
+from ltr.dask.partition_writer.manifest import SPLITS
 from ltr.data.splits import check_fractions
 from ltr.errors import DataError, LtrUserError
 

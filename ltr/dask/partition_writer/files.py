@@ -4,7 +4,7 @@ atomically as the whole-query Parquet partitions the Dask path reads (``data=par
 Needs no Dask (it imports neither ``dask`` nor ``distributed``): the files are cut and written by
 :func:`ltr.data.query_parts.write_query_partitions` with pyarrow, the cuts, columns and types that
 :mod:`ltr.dask.parquet` reads. :mod:`ltr.cli.partition` parses the arguments, calls these
-functions in the order below (the checks through :func:`ltr.dask.partition_options.partition_inputs`)
+functions in the order below (the checks through :func:`ltr.dask.partition_writer.options.partition_inputs`)
 and prints; the errors name its options (``--out``, ``--force``).
 
 Contract of the functions
@@ -21,7 +21,7 @@ Contract of the functions
 - :func:`write_partitioned_splits`: ``out/{split}/part-00000.parquet``, ... of whole queries
   (``qid`` int64, or string as written when the input's qids are strings, ``label`` int32,
   ``doc_id`` string when the data has doc ids, the features float32) and, after the last of them,
-  ``out/fingerprint.json`` (:mod:`ltr.dask.partition_manifest`: the splits' content fingerprint as
+  ``out/fingerprint.json`` (:mod:`ltr.dask.partition_writer.manifest`: the splits' content fingerprint as
   a local run of the same files logs it, and every file's relative path, bytes and rows), all or
   nothing: written into a hidden temporary sibling ``.OUT.partial-*`` (mode
   ``0777 & ~umask``), every file and directory fsynced, renamed to ``out`` (replacing an empty
@@ -53,7 +53,7 @@ from pathlib import Path
 
 from ltr.config.choices import FileFormat
 from ltr.config.groups.data import ParquetDataConfig
-from ltr.dask.partition_manifest import (
+from ltr.dask.partition_writer.manifest import (
     MANIFEST_NAME,
     SPLITS,
     content_fingerprint,
@@ -244,8 +244,8 @@ def write_partitioned_splits(
     """Write every split as ``out/<split>/part-NNNNN.parquet`` files of whole queries, atomically.
 
     When ``splits`` are train, valid and test, ``out/fingerprint.json`` is written after the last
-    partition file (:func:`ltr.dask.partition_manifest.write_manifest`: the content fingerprint
-    of the splits, :func:`ltr.dask.partition_manifest.content_fingerprint`, and each file's
+    partition file (:func:`ltr.dask.partition_writer.manifest.write_manifest`: the content fingerprint
+    of the splits, :func:`ltr.dask.partition_writer.manifest.content_fingerprint`, and each file's
     relative path, bytes and rows), so that a ``data=parquet_partitions`` run logs the hash a
     local run of the same data logs.
 

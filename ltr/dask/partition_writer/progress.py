@@ -11,7 +11,7 @@ from ltr.runtime.progress import rich_columns
 from ltr.runtime.terminal import console as terminal_console
 
 if TYPE_CHECKING:
-    from ltr.dask.partition_files import PartitionWritten
+    from ltr.dask.partition_writer.files import PartitionWritten
     from ltr.data.ranking_data import RankingData
 
 __all__ = ["WriteProgress"]
