@@ -146,3 +146,39 @@ def running_mlflow_server(
         yield f"http://127.0.0.1:{port}", proc
     finally:
         stop_process_group(proc)
+
+
+_DASK_CLUSTER = """
+import sys
+from ltr.config.schema import TrainerConfig
+from ltr.dask.train import dask_client
+with dask_client(TrainerConfig(n_workers=int(sys.argv[1]), threads_per_worker=1)) as client:
+    print(client.scheduler.address, flush=True)
+    sys.stdin.read()  # until the test closes it
+"""
+
+
+@contextlib.contextmanager
+def dask_cluster(n_workers: int, *, log: Path) -> Iterator[str]:
+    """The address of a LocalCluster of ``n_workers`` worker processes of one thread, as
+    ``trainer.n_workers=N`` or ``ltr predict --dask --workers N`` start (``ltr``'s own
+    :func:`ltr.dask.train.dask_client`), run by a process of its own: its scheduler's and
+    nannies' log records go to ``log``, never to the test's stderr. For tests that use a
+    cluster but are not about starting one (``trainer.scheduler_address``, ``--scheduler``)."""
+    with log.open("w") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _DASK_CLUSTER, str(n_workers)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=sink, text=True, start_new_session=True,
+        )  # fmt: skip
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        try:
+            address = proc.stdout.readline().strip()
+            assert address.startswith("tcp://"), log.read_text()[-3000:]
+            yield address
+        finally:
+            proc.stdin.close()
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                stop_process_group(proc)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -32,25 +33,73 @@ COMMON = [
 ]
 
 
-@pytest.mark.slow
-def test_dask_run_logs_everything_and_matches_local_ndcg(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+@dataclass(frozen=True)
+class Runs:
+    """The module's two runs of :data:`COMMON` in one store: ``local`` and ``dask`` (a LocalCluster
+    of two worker processes, started by the run), what ``ltr.dask.train`` warned while the Dask
+    run trained, and the processes the Dask run started that outlived it."""
+
+    uri: str
+    folder: Path
+    local: pipeline.RunOutcome
+    dask: pipeline.RunOutcome
+    warnings: list[str]
+    left: list[str]
+
+
+class _Records(logging.Handler):
+    """Keeps the records it is given."""
+
+    def __init__(self, level: int) -> None:
+        super().__init__(level)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    from multiprocessing import resource_tracker
+
+    import psutil
+
+    folder = tmp_path_factory.mktemp("dask")
+    uri = f"sqlite:///{folder / 'mlflow.db'}"
     local = pipeline.run(compose_train([*COMMON, f"tracking.uri={uri}", "tracking.run_name=local"]))
-    with caplog.at_level(logging.WARNING, logger="ltr.dask.train"):
+    handler = _Records(logging.WARNING)
+    logger = logging.getLogger("ltr.dask.train")
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    logger.addHandler(handler)
+    try:
         dask = pipeline.run(
             compose_train([*COMMON, f"tracking.uri={uri}", "tracking.run_name=dask", "trainer=dask", "trainer.n_workers=2"])
         )
-    warnings = [r.getMessage() for r in caplog.records if "no early stopping" in r.getMessage()]
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    tracker = resource_tracker._resource_tracker
+    if tracker._pid is not None and tracker._pid not in before:  # multiprocessing's, started for the cluster
+        tracker._stop()
+    left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+    running = [" ".join(p.cmdline()) for p in left if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    return Runs(uri, folder, local, dask, [r.getMessage() for r in handler.records], running)
+
+
+@pytest.mark.slow
+def test_dask_run_logs_everything_and_matches_local_ndcg(runs: Runs, tmp_path: Path) -> None:
+    uri, local, dask = runs.uri, runs.local, runs.dask
+    warnings = [message for message in runs.warnings if "no early stopping" in message]
     assert len(warnings) == 1
     assert "fit.early_stopping_rounds=10 is ignored and all fit.num_boost_round=40 rounds are trained" in warnings[0]
 
     assert dask.summaries["test"]["ndcg_at_10"] == pytest.approx(local.summaries["test"]["ndcg_at_10"], abs=TOLERANCE)
 
     client = MlflowClient(uri)
-    runs = {r.info.run_name: r for r in client.search_runs([client.get_experiment_by_name("ltr").experiment_id])}
-    local_run, dask_run = runs["local"], runs["dask"]
+    by_name = {r.info.run_name: r for r in client.search_runs([client.get_experiment_by_name("ltr").experiment_id])}
+    local_run, dask_run = by_name["local"], by_name["dask"]
     assert dask_run.info.status == "FINISHED"
     assert dask_run.data.params["trainer.kind"] == "dask"
     # Every metric key of the local run is logged by the Dask run too.
@@ -86,29 +135,16 @@ def test_dask_run_logs_everything_and_matches_local_ndcg(
 
 
 @pytest.mark.slow
-def test_dask_curves_end_on_their_headline_bit_for_bit(tmp_path: Path) -> None:
+def test_dask_curves_end_on_their_headline_bit_for_bit(runs: Runs) -> None:
     """The last point of ``iter/{split}/ndcg_at_k`` is ``{split}/ndcg_at_k`` (``==``) for valid
-    and test: both are one :func:`ltr.metrics.summary.mean_of_known` of the split's per-query
-    values (summing per-partition sums instead left them 1 ulp apart). The run's LocalCluster
-    (two worker processes) is closed by the run: no process it started outlives it."""
-    from multiprocessing import resource_tracker
+    and test, k = 5 and 10 (the default ``eval.k``): both are one
+    :func:`ltr.metrics.summary.mean_of_known` of the split's per-query values (summing
+    per-partition sums instead left them 1 ulp apart). The run's LocalCluster (two worker
+    processes) is closed by the run: no process it started outlives it."""
+    assert not runs.left, runs.left
 
-    import psutil
-
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    before = {p.pid for p in psutil.Process().children(recursive=True)}
-    pipeline.run(compose_train([
-        "debug=default", "eval.k=[5,10]", "trainer=dask", "trainer.n_workers=2", "fit.show_progress=false",
-        "tracking.log_model=false", f"tracking.uri={uri}", "tracking.run_name=dask",
-    ]))  # fmt: skip
-    tracker = resource_tracker._resource_tracker
-    if tracker._pid is not None and tracker._pid not in before:  # multiprocessing's, started for the cluster
-        tracker._stop()
-    left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
-    assert not [p for p in left if p.is_running() and p.status() != psutil.STATUS_ZOMBIE], [p.cmdline() for p in left]
-
-    client = MlflowClient(uri)
-    (run,) = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])
+    client = MlflowClient(runs.uri)
+    run = client.get_run(str(runs.dask.run_id))
     metrics = run.data.metrics
     best = int(metrics["best_iteration"])
     for split in ("valid", "test"):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +35,7 @@ from ltr.models.inputs import open_input
 from ltr.models.logged import load_run
 from ltr.models.predict import Prediction, predict_input
 from tests.conftest import compose_train
+from tests.processes import dask_cluster
 
 RUN = "partitions-no-ids"
 
@@ -50,7 +52,19 @@ class TrainedRun:
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory: pytest.TempPathFactory) -> TrainedRun:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The address of the module's Dask cluster (:func:`tests.processes.dask_cluster`): a
+    LocalCluster of two worker processes, as
+    ``trainer.n_workers=2`` starts; the run trains there and every Dask prediction of two
+    workers scores there (one start; a cluster a prediction starts itself:
+    :func:`test_a_doc_id_column_asked_for_must_be_in_every_file`,
+    tests/models/test_predict_reader_holes.py)."""
+    with dask_cluster(2, log=tmp_path_factory.mktemp("cluster") / "cluster.log") as address:
+        yield address
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory, cluster: str) -> TrainedRun:
     """Synthetic data (no doc ids) as 3 partitions per split, and a run trained on them."""
     tmp = tmp_path_factory.mktemp("partitions")
     root = tmp / "parts"
@@ -61,7 +75,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> TrainedRun:
     assert "doc_id" not in pq.read_schema(root / "test" / "part-00000.parquet").names
     uri = f"sqlite:///{tmp / 'mlflow.db'}"
     cfg = compose_train([
-        "data=parquet_partitions", f"data.root={root}", "trainer=dask", "trainer.n_workers=2",
+        "data=parquet_partitions", f"data.root={root}", "trainer=dask", f"trainer.scheduler_address='{cluster}'",
         "fit.num_boost_round=12", "fit.early_stopping_rounds=null", "fit.show_progress=false",
         "model.num_leaves=7", f"tracking.uri={uri}", f"tracking.run_name={RUN}",
     ])
@@ -83,7 +97,7 @@ def _assert_logged(prediction: Prediction, trained: TrainedRun) -> None:
 
 
 def test_predict_scores_partitions_without_doc_ids_as_the_run_read_them(
-    trained: TrainedRun, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    trained: TrainedRun, cluster: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     test = trained.root / "test"
     out, run_file, per_query = tmp_path / "scores.txt", tmp_path / "test.run", tmp_path / "pq.parquet"
@@ -109,7 +123,7 @@ def test_predict_scores_partitions_without_doc_ids_as_the_run_read_them(
     local = predict_input(run, open_input(run, [test], batch_rows=29), keep=True)
     _assert_logged(local, trained)
     assert np.array_equal(local.model_scores, scores)
-    on_workers = api.predict(RUN, test, tracking_uri=trained.uri, dask=api.TrainerConfig(n_workers=2))
+    on_workers = api.predict(RUN, test, tracking_uri=trained.uri, dask=api.TrainerConfig(scheduler_address=cluster))
     _assert_logged(on_workers, trained)
     assert np.array_equal(on_workers.model_scores, scores)
     assert all(batch.doc_ids is None for batch in [*local.batches, *on_workers.batches])
@@ -159,7 +173,7 @@ def test_the_runs_doc_id_column_is_read_where_the_files_have_it(trained: Trained
     pd.testing.assert_frame_equal(prediction.table.drop(columns="top_doc_id"), trained.per_query, check_exact=True)
 
 
-def test_a_folder_is_read_in_the_order_of_the_numbers_in_its_file_names(trained: TrainedRun, tmp_path: Path) -> None:
+def test_a_folder_is_read_in_the_order_of_the_numbers_in_its_file_names(trained: TrainedRun, cluster: str, tmp_path: Path) -> None:
     """The test split cut in 12 files named ``part-0.parquet`` .. ``part-11.parquet`` (as text,
     ``part-10`` and ``part-11`` would come before ``part-2``): scored in the written order."""
     run = load_run(RUN, tracking_uri=trained.uri)
@@ -182,7 +196,7 @@ def test_a_folder_is_read_in_the_order_of_the_numbers_in_its_file_names(trained:
     assert sorted(names)[:4] == ["part-0.parquet", "part-1.parquet", "part-10.parquet", "part-11.parquet"]
     for mode in ("local", "dask"):
         prediction = (
-            api.predict(RUN, widths, tracking_uri=trained.uri, dask=api.TrainerConfig(n_workers=2))
+            api.predict(RUN, widths, tracking_uri=trained.uri, dask=api.TrainerConfig(scheduler_address=cluster))
             if mode == "dask" else predict_input(run, open_input(run, [widths]), keep=True)
         )
         assert np.array_equal(np.concatenate([b.data.qids for b in prediction.batches]), one.qids), mode

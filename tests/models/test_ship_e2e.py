@@ -22,6 +22,7 @@ from ltr.experiment import run as pipeline
 from ltr.models.logged import load_run
 from tests.conftest import SHARED_DATA, compose_train
 from tests.processes import free_port, stop_process_group, wait_for_http
+from tests.test_sweeps import train_in_process
 
 MQ2008 = SHARED_DATA / "mq2008"
 DEBUG = ["debug=default", "fit.show_progress=false"]
@@ -66,13 +67,10 @@ def test_mq2008_trec_run_has_real_docnos_and_ltr_evaluate_gives_the_runs_value(
 
 @pytest.mark.slow
 def test_promote_a_sweeps_best_child_and_refuse_a_worse_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A real ``ltr train -m`` sweep (a subprocess); ``ltr promote`` in this process (its exit
-    code, stdout and stderr are what the command gives: the process boundary is not the point)."""
+    """A real ``ltr train -m`` sweep and ``ltr promote``, both in this process (their exit codes,
+    stdout and stderr are what the command gives: the process boundary is not the point)."""
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    sweep = subprocess.run(
-        [sys.executable, "-m", "ltr", "train", "-m", *DEBUG, "model.num_leaves=7,15", f"tracking.uri={uri}"],
-        capture_output=True, text=True, cwd=tmp_path, timeout=600,
-    )
+    sweep = train_in_process(tmp_path, capsys, "-m", *DEBUG, "model.num_leaves=7,15", f"tracking.uri={uri}")
     assert sweep.returncode == 0, sweep.stderr[-2000:]
     client = MlflowClient(uri)
     runs = client.search_runs([client.get_experiment_by_name("ltr").experiment_id])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import lightgbm as lgb
@@ -30,6 +31,7 @@ from ltr.models.inputs import open_input, split_input
 from ltr.models.logged import load_run
 from ltr.models.predict import predict_input
 from tests.conftest import compose_train
+from tests.processes import dask_cluster
 
 SMALL = ["data.n_queries=160", "fit.num_boost_round=24", "fit.early_stopping_rounds=4", "fit.show_progress=false", "model.num_leaves=7"]
 CLICKS = ["data=synthetic_clicks", "data.n_queries=160", "fit.num_boost_round=24", "fit.early_stopping_rounds=4", "fit.show_progress=false", "model.num_leaves=7"]
@@ -37,7 +39,7 @@ CLICKS = ["data=synthetic_clicks", "data.n_queries=160", "fit.num_boost_round=24
 #: run name -> overrides: every trainer kind and option whose model leaves the harness
 KINDS: dict[str, list[str]] = {
     "local": SMALL,
-    "dask": [*SMALL, "trainer=dask", "trainer.n_workers=2"],
+    "dask": [*SMALL, "trainer=dask"],  # on the module's cluster (trainer.scheduler_address)
     "position_bias": [*CLICKS, "model.position_bias=true"],
     "clicks": [*CLICKS, "data.train_labels=clicks"],
     "rerank": [*SMALL, "rerank=diversify", "rerank.alpha=0.5"],
@@ -46,11 +48,24 @@ KINDS: dict[str, list[str]] = {
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, pipeline.RunOutcome]]:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The address of the module's Dask cluster (:func:`tests.processes.dask_cluster`): a
+    LocalCluster of two worker processes, as
+    ``trainer.n_workers=2`` and ``ltr predict --dask --workers 2`` start (one start for the
+    Dask run and every ``--dask`` prediction; starting one of their own is tested in
+    tests/dask/test_training_dask.py, tests/models/test_predict_partitions.py and
+    tests/models/test_predict_reader_holes.py)."""
+    with dask_cluster(2, log=tmp_path_factory.mktemp("cluster") / "cluster.log") as address:
+        yield address
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory, cluster: str) -> tuple[str, dict[str, pipeline.RunOutcome]]:
     root = tmp_path_factory.mktemp("shipped")
     uri = f"sqlite:///{root / 'mlflow.db'}"
+    on_cluster = {"dask": [f"trainer.scheduler_address='{cluster}'"]}
     outcomes = {
-        name: pipeline.run(compose_train([*overrides, f"tracking.uri={uri}", f"tracking.run_name={name}"]))
+        name: pipeline.run(compose_train([*overrides, *on_cluster.get(name, []), f"tracking.uri={uri}", f"tracking.run_name={name}"]))
         for name, overrides in KINDS.items()
     }
     return uri, outcomes
@@ -234,10 +249,11 @@ def test_predict_refuses_bad_input_in_one_line_and_writes_nothing(
 
 @pytest.mark.parametrize("kind", ["dask", "rerank"])
 def test_predict_on_dask_workers_writes_what_the_local_predict_writes(
-    store: tuple[str, dict[str, pipeline.RunOutcome]], kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    store: tuple[str, dict[str, pipeline.RunOutcome]], cluster: str, kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``--dask``: the run's test split in 3 whole-query files, one task per file on 2 workers,
-    gives the local path's files byte for byte and the run's logged test metrics bit for bit."""
+    """``--dask``: the run's test split in 3 whole-query files, one task per file on 2 workers
+    (the module's cluster, ``--scheduler``), gives the local path's files byte for byte and the
+    run's logged test metrics bit for bit."""
     uri, outcomes = store
     run = load_run(kind, tracking_uri=uri)
     parts = tmp_path / "parts"
@@ -247,7 +263,7 @@ def test_predict_on_dask_workers_writes_what_the_local_predict_writes(
         files = {name: tmp_path / f"{mode}.{name}" for name in ("scores", "run", "pq")}
         args = ["predict", kind, "--data", str(parts), "--out", str(files["scores"]), "--trec-run", str(files["run"]),
                 "--per-query", str(files["pq"]), "--tracking-uri", uri]
-        assert ltr_main([*args, "--dask", "--workers", "2"] if mode == "dask" else args) == 0
+        assert ltr_main([*args, "--dask", "--scheduler", cluster] if mode == "dask" else args) == 0
         written[mode] = {name: path.read_bytes() for name, path in files.items()}
     printed = capsys.readouterr()
     assert "on Dask workers" in " ".join(printed.out.split())
@@ -259,7 +275,7 @@ def test_predict_on_dask_workers_writes_what_the_local_predict_writes(
     logged = pd.read_parquet(MlflowClient(uri).download_artifacts(str(outcomes[kind].run_id), "per_query/test.parquet", str(tmp_path)))
     pd.testing.assert_frame_equal(table[logged.columns], logged, check_exact=True)
     if kind == "dask":  # the Python API's path: the same scores
-        scored = api.predict(kind, parts, tracking_uri=uri, dask=api.TrainerConfig(n_workers=2))
+        scored = api.predict(kind, parts, tracking_uri=uri, dask=api.TrainerConfig(scheduler_address=cluster))
         expected = np.array([float(line) for line in written["local"]["scores"].decode().splitlines()])
         assert np.array_equal(scored.model_scores, expected)
 

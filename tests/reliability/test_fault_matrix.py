@@ -11,7 +11,7 @@
 - **full_disk**: its store (or its output folder) on a tmpfs filled to the last byte: one line
   naming the path, exit 1; the store whole (``PRAGMA integrity_check``), the runs before as they
   were, nothing half-written;
-- **sigint** / **sigterm**: the signal at seeded moments of its work, under two CPU hogs: exit 130
+- **sigint** / **sigterm**: the signal at seeded moments of its work, landing under two CPU hogs: exit 130
   / 143 and the one signal line (or exit 0 with its work done, when the work ended first), nothing
   written (no new file, no run left RUNNING, the runs before as they were);
 - **hostile**: a run named ``b<ESC>]0;PWNED<BEL>`` in its store: printed escaped.
@@ -36,10 +36,11 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import closing, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -228,8 +229,9 @@ MATRIX: dict[str, dict[Fault, Entry]] = {
 }
 
 #: The seeded moments of each stop signal: ranges of the fraction of the verb's time in its
-#: ``closed`` case (without the hogs: under them the signal lands earlier in the work) that the
-#: signal waits once ltr handles it (its dispatcher, from the process's start), one moment a range.
+#: ``closed`` case (without the hogs: under them, its last :data:`HOG_LEAD` s, the signal lands a
+#: little earlier in the work) that the signal waits once ltr handles it (its dispatcher, from the
+#: process's start), one moment a range.
 MOMENTS = {Fault.SIGINT: ((0.05, 0.5),), Fault.SIGTERM: ((0.3, 0.9),)}
 STOP_LINES = {Fault.SIGINT: (130, re.compile(r"ltr: interrupted(; .*)?")), Fault.SIGTERM: (143, re.compile(r"ltr: terminated \(SIGTERM\)(; .*)?"))}
 #: Never on stderr, whatever the fault.
@@ -424,7 +426,7 @@ def _wait_for_stop_handlers(pid: int, timeout: float = 120) -> None:
         time.sleep(0.01)
 
 
-def run_case(world: World, root: Path, word: str, fault: Fault, *, delay: float | None = None, tag: str = "") -> Outcome:
+def run_case(world: World, root: Path, word: str, fault: Fault, *, delay: float | None = None, tag: str = "", hogs: CpuHogs | None = None) -> Outcome:
     """The case ``MATRIX[word][fault]`` in its own folder under ``root``: its store a copy of the
     world's, the fault set up, the process run, the store read again before the fault is undone."""
     entry = MATRIX[word][fault]
@@ -443,7 +445,7 @@ def run_case(world: World, root: Path, word: str, fault: Fault, *, delay: float 
     before = store_state(seed / "mlflow.db")
     with _fault(fault, store, seed, entry):
         listed = listing(store)
-        code, out_text, err, seconds, left = _run(argv, case, fault, entry, delay)
+        code, out_text, err, seconds, left = _run(argv, case, fault, entry, delay, hogs)
         after = store_state(db)
         new_files = listing(store) - listed
     named = Path(entry.names.format(**fields))
@@ -467,9 +469,11 @@ def _fault(fault: Fault, store: Path, seed: Path, entry: Run) -> Iterator[None]:
         _chattr("-i", store)
 
 
-def _run(argv: list[str], case: Path, fault: Fault, entry: Run, delay: float | None) -> tuple[int, str, str, float, list[str]]:
+def _run(argv: list[str], case: Path, fault: Fault, entry: Run, delay: float | None, hogs: CpuHogs | None = None) -> tuple[int, str, str, float, list[str]]:
     """Run ``ltr argv`` under ``fault`` in its own session: its exit code, stdout, stderr, wall
-    time, and the processes of its session it left (:func:`_left_running`; they are killed)."""
+    time, and the processes of its session it left (:func:`_left_running`; they are killed).
+    A stop signal (``delay``) lands with ``hogs`` running, from :data:`HOG_LEAD` s before it
+    to the process's end."""
     start = time.monotonic()
     command = [sys.executable, "-m", "ltr", *argv]
     kwargs: dict[str, object] = {"cwd": case / "cwd", "env": _env(case), "stdin": subprocess.DEVNULL, "stderr": subprocess.PIPE,
@@ -487,19 +491,23 @@ def _run(argv: list[str], case: Path, fault: Fault, entry: Run, delay: float | N
     else:
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, **kwargs)  # type: ignore[call-overload]
     head = ""
-    if entry.stop_at is not None:
-        head = _read_until(proc, entry.stop_at)
-        proc.send_signal(signal.SIGTERM)
-    elif delay is not None:
-        _wait_for_stop_handlers(proc.pid)
-        time.sleep(delay)
-        proc.send_signal(signal.SIGINT if fault is Fault.SIGINT else signal.SIGTERM)
-    try:
-        out, err = proc.communicate(timeout=600)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        err += "\n(no end after 600 s: killed)"
+    with ExitStack() as load:
+        if entry.stop_at is not None:
+            head = _read_until(proc, entry.stop_at)
+            proc.send_signal(signal.SIGTERM)
+        elif delay is not None:
+            _wait_for_stop_handlers(proc.pid)
+            time.sleep(max(delay - HOG_LEAD, 0))
+            if hogs is not None:
+                load.enter_context(hogs.running())
+            time.sleep(min(delay, HOG_LEAD))
+            proc.send_signal(signal.SIGINT if fault is Fault.SIGINT else signal.SIGTERM)
+        try:
+            out, err = proc.communicate(timeout=600)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            err += "\n(no end after 600 s: killed)"
     left = _left_running(proc.pid)
     return proc.returncode, out or "", head + err, time.monotonic() - start, left
 
@@ -555,20 +563,62 @@ def outcomes(world: World, tmp_path_factory: pytest.TempPathFactory) -> dict[tup
     return {(o.word, o.fault): o for o in run_all(jobs)}
 
 
-@pytest.fixture(scope="module")
-def cpu_hogs() -> Iterator[None]:
-    """Two busy loops, one per core, for the duration of the signal cases."""
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True) for _ in range(2)]
-    try:
-        yield
-    finally:
-        for hog in hogs:
+class CpuHogs:
+    """Two busy loops, one per core, running only while some signal case is in its window
+    (from :data:`HOG_LEAD` s before its signal to the end of its process): stopped
+    (``SIGSTOP``) in between, so that they load the machine when a signal lands, and not
+    while the cases start up or while nothing is to be stopped."""
+
+    def __init__(self) -> None:
+        self.hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True) for _ in range(2)]
+        self._lock = threading.Lock()
+        self._windows = 0
+        self._pause()
+
+    def _pause(self) -> None:
+        for hog in self.hogs:
+            os.killpg(hog.pid, signal.SIGSTOP)
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        """The hogs run (busy) while this is open in any thread."""
+        with self._lock:
+            self._windows += 1
+            if self._windows == 1:
+                for hog in self.hogs:
+                    os.killpg(hog.pid, signal.SIGCONT)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._windows -= 1
+                if self._windows == 0:
+                    self._pause()
+
+    def stop(self) -> None:
+        for hog in self.hogs:
+            os.killpg(hog.pid, signal.SIGCONT)  # a stopped process ends on SIGTERM only once continued
             stop_process_group(hog)
 
 
+#: Seconds the hogs run before a case's signal: the signal lands on a loaded machine.
+HOG_LEAD = 0.5
+
+
 @pytest.fixture(scope="module")
-def stopped(world: World, outcomes: dict[tuple[str, Fault], Outcome], cpu_hogs: None, tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, Fault, int], Outcome]:
-    """Every stop-signal case at each of its :data:`MOMENTS`, in parallel under the hogs."""
+def cpu_hogs() -> Iterator[CpuHogs]:
+    """The signal cases' :class:`CpuHogs`."""
+    hogs = CpuHogs()
+    try:
+        yield hogs
+    finally:
+        hogs.stop()
+
+
+@pytest.fixture(scope="module")
+def stopped(world: World, outcomes: dict[tuple[str, Fault], Outcome], cpu_hogs: CpuHogs, tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, Fault, int], Outcome]:
+    """Every stop-signal case at each of its :data:`MOMENTS`, in parallel, each signal landing
+    under the hogs."""
     root = tmp_path_factory.mktemp("stops")
     jobs = []
     for fault, moments in MOMENTS.items():
@@ -576,7 +626,7 @@ def stopped(world: World, outcomes: dict[tuple[str, Fault], Outcome], cpu_hogs: 
             span = outcomes[(word, Fault.CLOSED)].seconds
             for i, (low, high) in enumerate(moments):
                 delay = span * random.Random(f"{word}/{fault.value}/{i}").uniform(low, high)
-                jobs.append(lambda w=word, f=fault, d=delay, i=i: run_case(world, root, w, f, delay=d, tag=f"-{i}"))
+                jobs.append(lambda w=word, f=fault, d=delay, i=i: run_case(world, root, w, f, delay=d, tag=f"-{i}", hogs=cpu_hogs))
     return {(o.word, o.fault, int(str(o.db.parent.parent.name).rsplit("-", 1)[1])): o for o in run_all(jobs)}
 
 
