@@ -39,7 +39,7 @@ from ltr.tracking.liveness.heartbeat import Liveness
 from ltr.tracking.mlflow_tracker import MlflowTracker
 from ltr.tracking.store import CHECK_TIMEOUT_S, DB_CONNECT_TIMEOUT_S, check_tracking_uri
 from tests.postgres import database_url, running_postgres
-from tests.processes import free_port, start_mlflow_server, stop_process_group
+from tests.processes import free_port, run_ltr, start_mlflow_server, stop_process_group
 
 pytestmark = pytest.mark.slow
 
@@ -119,9 +119,11 @@ def runs(team: Team, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str
 
 
 def ltr(cwd: Path, *args: str, timeout: float = 300, **extra_env: str) -> subprocess.CompletedProcess[str]:
-    """``ltr ARGS`` in a subprocess (no tracking URI from the environment; ``extra_env`` added)."""
+    """``ltr ARGS`` in a process of its own, forked from the tests' fork server
+    (:func:`tests.processes.run_ltr`: what these tests check is what the command says and returns,
+    not its process); no tracking URI from the environment; ``extra_env`` added."""
     env = {k: v for k, v in os.environ.items() if k not in {"LTR_TRACKING_URI", "MLFLOW_TRACKING_URI"}} | extra_env
-    return subprocess.run([sys.executable, "-m", "ltr", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    return run_ltr(args, cwd=cwd, env=env, timeout=timeout)
 
 
 def error_lines(stderr: str) -> list[str]:

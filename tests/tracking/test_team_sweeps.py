@@ -3,7 +3,9 @@
 
 Each host is a working folder with its own environment (``HOME``, ``LTR_CACHE_DIR``, no shared
 file): what the hosts share is what a team's hosts share, the two URLs. The server and the
-database are started once for the module (:mod:`tests.postgres`).
+database are started once for the module (:mod:`tests.postgres`). The sweeps started together
+are real ``python -m ltr`` processes; a sweep that runs alone (whose process is not the point)
+is forked from the tests' fork server (:func:`tests.processes.run_ltr`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from mlflow.tracking import MlflowClient
 
 from tests.docs.examples import DOCS, blocks, commands
 from tests.postgres import database_url, running_postgres
-from tests.processes import running_mlflow_server
+from tests.processes import run_ltr, running_mlflow_server
 
 pytestmark = pytest.mark.slow
 
@@ -68,6 +70,15 @@ def start_ltr(team: Team, name: str, args: Sequence[str]) -> subprocess.Popen[st
         [sys.executable, "-m", "ltr", *args], cwd=folder, env=env, text=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
     )  # fmt: skip
+
+
+def run_on_host(team: Team, name: str, args: Sequence[str]) -> str:
+    """``ltr ARGS`` on host ``name``, run to its end alone (:func:`tests.processes.run_ltr`):
+    its stderr, once its exit code is checked to be 0."""
+    folder, env = host(team, name)
+    proc = run_ltr(args, cwd=folder, env=env, timeout=600)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    return proc.stderr
 
 
 def finish(proc: subprocess.Popen[str], timeout: float = 600) -> str:
@@ -153,7 +164,7 @@ def test_two_hosts_search_one_study_and_a_third_sweep_resumes_it(team: Team) -> 
         assert held.data.metrics["valid/ndcg_at_10"] == parent.data.metrics["sweep/optuna/best_value"]
 
     # a third sweep, from a third host, resumes the study: new trials, new points
-    finish(start_ltr(team, "host-c", resumed))
+    run_on_host(team, "host-c", resumed)
     study = optuna.load_study(study_name="ltr_lambdarank", storage=team.storage)
     trials = study.get_trials(deepcopy=False)
     assert sorted(t.number for t in trials) == list(range(8))
@@ -170,12 +181,11 @@ def test_eight_concurrent_jobs_log_every_round_to_one_server(team: Team) -> None
     FINISHED, each with one value of each round's metric up to its best round (where every curve
     ends), that last value the run's own, and the parent's 8."""
     rounds = 6
-    proc = start_ltr(team, "host-load", [
+    run_on_host(team, "host-load", [
         "train", "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=8", "seed=1,2,3,4,5,6,7,8",
         "debug=default", f"fit.num_boost_round={rounds}", "fit.early_stopping_rounds=null", "fit.show_progress=false",
         "fit.num_threads=1", "tracking.log_model=false", "tracking.experiment=team-load", f"tracking.uri={team.tracking_uri}",
     ])  # fmt: skip
-    finish(proc)
     client = MlflowClient(team.tracking_uri)
     runs = runs_of(client, "team-load")
     (parent,) = [r for r in runs if r.data.tags.get("ltr.role") == "sweep"]
