@@ -142,15 +142,31 @@ def plot_exposure(report: ExposureReport, *, title: str, eval_k: int | None = No
 PROPENSITY_FIGURE_POSITIONS = 50
 
 
-def plot_propensity(estimate: PropensityEstimate, *, title: str, eval_k: int | None = None) -> Figure:
-    """The examination propensity of every position (relative to position 1) with its bootstrap
-    interval where it has one, on a log-log scale; ``eval_k`` marked when given."""
+def _position_axes(title: str) -> tuple[Figure, Any, str]:
+    """The frame of a per-position figure (6.4 x 4 in): the figure, its axes, the wrapped title."""
     from matplotlib.figure import Figure
 
     title = wrap_title(title, 6.4, left=0.11, right=0.97)
     fig = Figure(figsize=(6.4, 4.0))
     fig.subplots_adjust(left=0.11, right=0.97, top=title_top(title, 4.0), bottom=0.13)
-    ax = fig.add_subplot()
+    return fig, fig.add_subplot(), title
+
+
+def _log_log(fig: Figure, ax: Any, title: str, ylabel: str) -> Figure:
+    """Finish a per-position figure: log-log axes, position on x, ``ylabel``, title and legend."""
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("position")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(loc="lower left", fontsize="small")
+    return fig
+
+
+def plot_propensity(estimate: PropensityEstimate, *, title: str, eval_k: int | None = None) -> Figure:
+    """The examination propensity of every position (relative to position 1) with its bootstrap
+    interval where it has one, on a log-log scale; ``eval_k`` marked when given."""
+    fig, ax, title = _position_axes(title)
     n = min(estimate.n_positions, PROPENSITY_FIGURE_POSITIONS)
     ks = np.arange(1, n + 1)
     values = np.clip(estimate.propensities[:n], 1e-4, None)
@@ -162,25 +178,14 @@ def plot_propensity(estimate: PropensityEstimate, *, title: str, eval_k: int | N
     ax.plot(ks, values, marker="o", markersize=3, label=label)
     if eval_k is not None:
         ax.axvline(eval_k, color="C3", linewidth=1, label=f"eval.k = {eval_k}")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("position")
-    ax.set_ylabel("examination propensity (position 1 = 1)")
-    ax.set_title(title)
-    ax.legend(loc="lower left", fontsize="small")
-    return fig
+    return _log_log(fig, ax, title, "examination propensity (position 1 = 1)")
 
 
 def plot_position_bias(report: dict[str, Any], *, title: str) -> Figure:
     """A click-log run's ``data/position_bias.json`` (:func:`ltr.metrics.clicks.position_bias.position_bias_report`):
     the learned curve, the run's propensities and the truth, each relative to position 1, on a
     log-log scale; a learned curve the training does not have is named in the legend, not drawn."""
-    from matplotlib.figure import Figure
-
-    title = wrap_title(title, 6.4, left=0.11, right=0.97)
-    fig = Figure(figsize=(6.4, 4.0))
-    fig.subplots_adjust(left=0.11, right=0.97, top=title_top(title, 4.0), bottom=0.13)
-    ax = fig.add_subplot()
+    fig, ax, title = _position_axes(title)
     n = min(len(report["positions"]), PROPENSITY_FIGURE_POSITIONS)
     ks = np.arange(1, n + 1)
 
@@ -195,10 +200,4 @@ def plot_position_bias(report: dict[str, Any], *, title: str) -> Figure:
         ax.plot(ks, values("learned"), marker="s", markersize=3, label=f"learned: {report['learned_transform']}")
     else:
         ax.plot([], [], " ", label=f"learned: none ({report['training']})")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("position")
-    ax.set_ylabel("relative to position 1")
-    ax.set_title(title)
-    ax.legend(loc="lower left", fontsize="small")
-    return fig
+    return _log_log(fig, ax, title, "relative to position 1")
