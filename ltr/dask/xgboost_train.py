@@ -43,27 +43,25 @@ import numpy as np
 import xgboost as xgb
 from numpy.typing import NDArray
 
+from ltr.config.choices import TrainerKind
 from ltr.config.groups.backends import XGBoostModelConfig
-from ltr.config.schema import FitConfig, TrainerConfig
+from ltr.config.schema import TrainerConfig
 from ltr.data.query_parts import query_partition_bounds
 from ltr.data.ranking_data import RankingData
 from ltr.data.splits import Splits
 from ltr.errors import LtrUserError
-from ltr.metrics import MetricConventions
-from ltr.metrics.clicks.position_bias import xgboost_bias
-from ltr.training.backends.rounds import EVALUATED, RoundDriver
+from ltr.training.backends.rounds import EVALUATED, RoundDriver, RoundTrainer
 from ltr.training.backends.xgboost import (
     XGBoostModel,
     error_line,
     feature_names,
+    learned_bias,
     ranking_dmatrix,
     require_positions,
     rows_by_position,
     xgboost_params,
 )
 from ltr.training.local import TrainResult, physical_cores, whose
-from ltr.training.round_metric import RoundNdcg
-from ltr.training.settings import watched_metric
 
 log = logging.getLogger(__name__)
 
@@ -177,15 +175,10 @@ def _leaf_sums(booster: xgb.Booster, dmatrix: xgb.DMatrix, n_rounds: int) -> Ite
 
 
 @dataclass(frozen=True, slots=True)
-class XGBoostDaskTrainer:
-    """:class:`ltr.training.trainer.Trainer` of ``model=xgboost trainer=dask``."""
+class XGBoostDaskTrainer(RoundTrainer[XGBoostModelConfig]):
+    """:class:`ltr.training.trainer.Trainer` of ``model=xgboost trainer=dask`` on ``cluster``."""
 
-    model: XGBoostModelConfig
-    fit_config: FitConfig
-    cluster: TrainerConfig
-    conventions: MetricConventions = field(default_factory=MetricConventions)
-    table_ks: tuple[int, ...] = ()
-    model_order: bool = False  # the run re-ranks: curves of the model's strict order too (RoundNdcg)
+    cluster: TrainerConfig = field(default_factory=lambda: TrainerConfig(kind=TrainerKind.dask))
 
     def fit(self, splits: Splits, *, eval_at: list[int], seed: int, data_key: str | None = None) -> TrainResult:
         """Train on the cluster (``data_key`` is not used); the result's model is cut at the best round."""
@@ -241,16 +234,9 @@ class XGBoostDaskTrainer:
     def _driver(self, splits: Splits, eval_at: list[int], what: str) -> RoundDriver:
         """The round driver of the curves (it logs ``training {what}``): every round recorded,
         the first best kept, no patience, no search pruning, no progress bar."""
-        fit = self.fit_config
-        round_metric = RoundNdcg(
-            ks=eval_at, table_ks=self.table_ks or tuple(eval_at), conventions=self.conventions, model_order=self.model_order
-        )
-        replay = replace(fit, early_stopping_rounds=None, show_progress=False)
-        driver = RoundDriver(replay, watched_metric(fit, eval_at), round_metric, what, library="XGBoost")
+        replay = replace(self.fit_config, early_stopping_rounds=None, show_progress=False)
+        _, driver = self.start_rounds(splits, eval_at, what, library="XGBoost", fit=replay)
         driver.stopper.round_hook = None
-        for split in EVALUATED:
-            data = getattr(splits, split)
-            driver.register(split, data.labels, data.offsets)
         return driver
 
     def _replay(
@@ -283,10 +269,7 @@ class XGBoostDaskTrainer:
             n_rounds, fit_seconds, curve_seconds, best, metric, driver.stopper.best_value,
             whose(metric).replace("LightGBM's", "XGBoost's"),
         )  # fmt: skip
-        learned = None
-        if model.lambdarank_unbiased:  # ti+ after the last round trained
-            ti_plus = json.loads(booster.save_config())["learner"]["objective"].get("ti+")
-            learned = xgboost_bias([float(v) for v in ti_plus]) if ti_plus else None
+        learned = learned_bias(booster) if model.lambdarank_unbiased else None
         return TrainResult(
             XGBoostModel(booster).cut(driver.best_iteration), params, driver.library_curves,
             driver.best_iteration, n_rounds, seconds, driver.curves,

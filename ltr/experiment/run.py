@@ -68,7 +68,7 @@ def dask_trainer(spec: ExperimentSpec) -> Trainer:
     if backend_of(config.model) == "xgboost":
         from ltr.dask.xgboost_train import XGBoostDaskTrainer
 
-        return XGBoostDaskTrainer(config.model, config.fit, config.trainer, spec.conventions, spec.table_ks, reranks(spec))
+        return XGBoostDaskTrainer(config.model, config.fit, spec.conventions, spec.table_ks, reranks(spec), cluster=config.trainer)
     return DaskTrainer(config.model, config.fit, config.trainer, spec.conventions)
 
 

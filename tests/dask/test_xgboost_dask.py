@@ -50,7 +50,7 @@ def _splits(positions: bool = False) -> Splits:
 def _dask_fit(n_workers: int, *, n_partitions: int | None = None, model: XGBoostModelConfig = MODEL, positions: bool = False) -> TrainResult:
     fit = FitConfig(num_boost_round=ROUNDS, early_stopping_rounds=3, show_progress=False)
     cluster = TrainerConfig(kind=TrainerKind.dask, n_workers=n_workers, threads_per_worker=1, n_partitions=n_partitions)
-    return XGBoostDaskTrainer(model, fit, cluster).fit(_splits(positions), eval_at=[5, 10], seed=3)
+    return XGBoostDaskTrainer(model, fit, cluster=cluster).fit(_splits(positions), eval_at=[5, 10], seed=3)
 
 
 @pytest.mark.slow

@@ -148,13 +148,18 @@ class RoundTrainer(Generic[ModelT]):
     table_ks: tuple[int, ...] = ()
     model_order: bool = False
 
-    def start_rounds(self, splits: Splits, eval_at: list[int], what: str, *, library: str) -> tuple[RoundNdcg, RoundDriver]:
+    def start_rounds(
+        self, splits: Splits, eval_at: list[int], what: str, *, library: str, fit: FitConfig | None = None
+    ) -> tuple[RoundNdcg, RoundDriver]:
         """Our per-round metric and the driver of early stopping on it (which logs ``what`` is
-        trained and starts the clock), with ``valid`` and ``test`` registered."""
+        trained and starts the clock), with ``valid`` and ``test`` registered. ``fit``: the
+        settings the driver runs under (default ``fit_config``; the watched metric is always
+        ``fit_config``'s)."""
         round_metric = RoundNdcg(
             ks=eval_at, table_ks=self.table_ks or tuple(eval_at), conventions=self.conventions, model_order=self.model_order
         )
-        driver = RoundDriver(self.fit_config, watched_metric(self.fit_config, eval_at), round_metric, what, library=library)
+        watched = watched_metric(self.fit_config, eval_at)
+        driver = RoundDriver(fit or self.fit_config, watched, round_metric, what, library=library)
         for split in EVALUATED:
             data = getattr(splits, split)
             driver.register(split, data.labels, data.offsets)

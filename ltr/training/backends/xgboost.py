@@ -124,6 +124,13 @@ def require_positions(model: XGBoostModelConfig, train: RankingData) -> None:
         )
 
 
+def learned_bias(booster: xgb.Booster) -> Any:
+    """The position bias ``lambdarank_unbiased`` learned (XGBoost's ``ti+`` after the last round
+    trained), as :func:`ltr.metrics.clicks.position_bias.xgboost_bias`; None when it has none."""
+    ti_plus = json.loads(booster.save_config())["learner"]["objective"].get("ti+")
+    return xgboost_bias([float(v) for v in ti_plus]) if ti_plus else None
+
+
 def rows_by_position(data: RankingData) -> tuple[NDArray[np.float32], NDArray[np.integer]]:
     """``data``'s features and labels with each query's rows in the order of their positions
     (XGBoost's ``lambdarank_unbiased`` reads a row's position as its place in the list)."""
@@ -240,10 +247,7 @@ class XGBoostTrainer(RoundTrainer[XGBoostModelConfig]):
             raise LtrUserError(f"XGBoost rejected the training setup: {error_line(exc)}") from None
         finally:
             seconds = driver.close()
-        learned = None
-        if model.lambdarank_unbiased:  # ti+ after the last round trained
-            ti_plus = json.loads(booster.save_config())["learner"]["objective"].get("ti+")
-            learned = xgboost_bias([float(v) for v in ti_plus]) if ti_plus else None
+        learned = learned_bias(booster) if model.lambdarank_unbiased else None
         return TrainResult(
             XGBoostModel(booster).cut(driver.best_iteration), params, driver.trimmed(driver.library_curves),
             driver.best_iteration, driver.n_rounds, seconds, driver.trimmed(driver.curves),
