@@ -208,26 +208,25 @@ def test_a_run_without_a_fingerprint_is_scored_with_a_warning(
 
 
 def test_new_data_is_scored_after_the_training_files_are_gone_bit_for_bit(
-    tracking_uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Scoring new data needs the run's model, feature names and conventions, not its training
     files: they are deleted, and the scores of another file are those given before, in another
-    folder too (it asked for ``data.train=tr.txt``)."""
-    train_dir = tmp_path / "train"
-    train_dir.mkdir()
-    _write_files(train_dir)
+    folder too (it asked for ``data.train=tr.txt``; the run as if trained in a copy of its
+    folder, the copy deleted)."""
+    uri, folder = store
+    train_dir = _copy(folder, tmp_path / "train")
     new = tmp_path / "new.txt"
     shutil.move(train_dir / "new.txt", new)
-    uri = tracking_uri
+    uri = _store_copy(uri, tmp_path, workdir=train_dir)  # as if trained in the copy
     monkeypatch.chdir(train_dir)
-    pipeline.run(compose_train([*FILES, *FIT, f"tracking.uri={uri}", "tracking.run_name=gone"]))
     before, after = tmp_path / "before.txt", tmp_path / "after.txt"
-    assert ltr_main(["predict", "gone", "--data", str(new), "--out", str(before), "--tracking-uri", uri]) == 0
+    assert ltr_main(["predict", RUN, "--data", str(new), "--out", str(before), "--tracking-uri", uri]) == 0
     shutil.rmtree(train_dir)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    assert ltr_main(["predict", "gone", "--data", str(new), "--out", str(after), "--tracking-uri", uri]) == 0
+    assert ltr_main(["predict", RUN, "--data", str(new), "--out", str(after), "--tracking-uri", uri]) == 0
     assert after.read_text() == before.read_text()
     assert len(after.read_text().splitlines()) == sum(1 for _ in new.open())
 
