@@ -87,6 +87,13 @@ def _in_process(tmp_path: Path, jobs: list[Job]) -> dict[str, bytes]:
     return {name: (expected.root / name).read_bytes() for name, *_ in jobs}
 
 
+@pytest.fixture(scope="module")
+def expected_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    """The files ``log_figure`` writes for every job of :func:`_jobs`, drawn in this process
+    once (the tests only read them; a draw of the same arguments writes the same bytes)."""
+    return _in_process(tmp_path_factory.mktemp("expected"), _jobs())
+
+
 @pytest.fixture
 def worker() -> Iterator[FigureWorker]:
     started = start_worker()
@@ -104,7 +111,7 @@ def _alive(pid: int) -> bool:
     return not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] not in {"Z", "X"}
 
 
-def test_the_worker_writes_the_files_log_figure_writes(tmp_path: Path, worker: FigureWorker) -> None:
+def test_the_worker_writes_the_files_log_figure_writes(tmp_path: Path, worker: FigureWorker, expected_files: dict[str, bytes]) -> None:
     jobs = _jobs()
     tracker = FileTracker(tmp_path / "run")
     with RunFigures(worker) as figures:
@@ -112,8 +119,7 @@ def test_the_worker_writes_the_files_log_figure_writes(tmp_path: Path, worker: F
             figures.add(artifact_file, draw, *args, **kwargs)
         figures.log_to(tracker)
     assert tracker.drawn_here == []  # all four drawn by the worker
-    expected = _in_process(tmp_path, jobs)
-    for name, data in expected.items():
+    for name, data in expected_files.items():
         assert data[:8] == b"\x89PNG\r\n\x1a\n"
         assert (tracker.root / name).read_bytes() == data, name
     assert worker.pid is None  # RunFigures closed it
@@ -123,7 +129,7 @@ def _raises(message: str) -> Figure:
     raise ValueError(message)
 
 
-def test_a_draw_that_fails_in_the_worker_fails_in_the_run(tmp_path: Path, worker: FigureWorker) -> None:
+def test_a_draw_that_fails_in_the_worker_fails_in_the_run(tmp_path: Path, worker: FigureWorker, expected_files: dict[str, bytes]) -> None:
     """The worker's failure is not the error the run reports: the parent draws the figure
     itself and meets the real one (with its traceback); the figures before it are logged."""
     (first, *_rest) = _jobs()
@@ -133,7 +139,7 @@ def test_a_draw_that_fails_in_the_worker_fails_in_the_run(tmp_path: Path, worker
         figures.add("broken.png", _raises, "no bars today")
         with pytest.raises(ValueError, match="no bars today"):
             figures.log_to(tracker)
-    assert (tracker.root / first[0]).read_bytes() == _in_process(tmp_path, [first])[first[0]]
+    assert (tracker.root / first[0]).read_bytes() == expected_files[first[0]]
     assert tracker.drawn_here == []  # the broken one raised before it could be logged
 
 
@@ -151,7 +157,7 @@ def test_arguments_that_do_not_pickle_are_drawn_in_the_run(tmp_path: Path, worke
     assert (tracker.root / "feature_importance.png").read_bytes() == (want.root / "f.png").read_bytes()
 
 
-def test_a_killed_worker_leaves_every_figure_drawn_in_the_run(tmp_path: Path, worker: FigureWorker) -> None:
+def test_a_killed_worker_leaves_every_figure_drawn_in_the_run(tmp_path: Path, worker: FigureWorker, expected_files: dict[str, bytes]) -> None:
     jobs = _jobs()
     pid = worker.pid
     assert pid is not None
@@ -163,14 +169,13 @@ def test_a_killed_worker_leaves_every_figure_drawn_in_the_run(tmp_path: Path, wo
             figures.add(artifact_file, draw, *args, **kwargs)  # sent to a dying worker, or refused
         figures.log_to(tracker)
     assert sorted(tracker.drawn_here) == sorted(name for name, *_ in jobs)
-    expected = _in_process(tmp_path, jobs)
-    for name, data in expected.items():
+    for name, data in expected_files.items():
         assert (tracker.root / name).read_bytes() == data, name
     assert not _alive(pid)
 
 
 def test_a_stopped_worker_is_given_up_and_its_figures_drawn_in_the_run(
-    tmp_path: Path, worker: FigureWorker, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, worker: FigureWorker, monkeypatch: pytest.MonkeyPatch, expected_files: dict[str, bytes]
 ) -> None:
     """A worker that gives no answer (here: stopped with SIGSTOP, as a hung one) costs the run
     at most ``RESULT_TIMEOUT_S``: it is killed and every figure is drawn in the run."""
@@ -187,13 +192,12 @@ def test_a_stopped_worker_is_given_up_and_its_figures_drawn_in_the_run(
         figures.log_to(tracker)
     assert time.monotonic() - start < 30  # one timeout, not one per figure, nor forever
     assert sorted(tracker.drawn_here) == sorted(name for name, *_ in jobs)
-    expected = _in_process(tmp_path, jobs)
-    for name, data in expected.items():
+    for name, data in expected_files.items():
         assert (tracker.root / name).read_bytes() == data, name
     assert not _alive(pid)
 
 
-def test_the_worker_ignores_ctrl_c(tmp_path: Path, worker: FigureWorker) -> None:
+def test_the_worker_ignores_ctrl_c(tmp_path: Path, worker: FigureWorker, expected_files: dict[str, bytes]) -> None:
     """A Ctrl-C in a terminal reaches the whole process group: the run decides what it does
     (ends KILLED, closing the worker); the worker does not die under it."""
     pid = worker.pid
@@ -208,7 +212,7 @@ def test_the_worker_ignores_ctrl_c(tmp_path: Path, worker: FigureWorker) -> None
         figures.add(jobs[0][0], jobs[0][1], *jobs[0][2], **jobs[0][3])
         figures.log_to(tracker)
     assert tracker.drawn_here == []
-    assert (tracker.root / jobs[0][0]).read_bytes() == _in_process(tmp_path, jobs)[jobs[0][0]]
+    assert (tracker.root / jobs[0][0]).read_bytes() == expected_files[jobs[0][0]]
     assert not _alive(pid)
 
 
