@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import doctest
 import importlib
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +21,7 @@ from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
 from ltr.models.abtest_run import load_abtest
 from tests.conftest import compose_train, examples
+from tests.processes import run_ltr
 
 COMMON = ("data=synthetic_clicks", "data.n_queries=400", "fit.num_boost_round=30", "fit.early_stopping_rounds=10",
           "fit.show_progress=false", "model.num_leaves=7", "tracking.log_model=false")  # fmt: skip
@@ -122,10 +121,12 @@ def test_bad_settings_are_refused(click_store: ClickStore) -> None:
 
 
 @pytest.mark.slow
-def test_python_m_ltr_abtest(click_store: ClickStore, tmp_path: Path) -> None:
+def test_ltr_abtest_command(click_store: ClickStore, tmp_path: Path) -> None:
+    """``ltr abtest`` as a command (forked from the fork server: its output, figure and logged run
+    are the point, not its process): the report, the figure, one comparison run of its own."""
     figure = tmp_path / "power.png"
-    args = [sys.executable, "-m", "ltr", "abtest", "clicks", "relevance", "--tracking-uri", click_store.uri, "--days", "7"]
-    proc = subprocess.run([*args, "--figure", str(figure), "--log"], capture_output=True, text=True, timeout=300)
+    args = ["abtest", "clicks", "relevance", "--tracking-uri", click_store.uri, "--days", "7"]
+    proc = run_ltr([*args, "--figure", str(figure), "--log"])
     assert proc.returncode == 0, proc.stderr[-2000:]
     for text in ("A (CTR, 95 %)", "B - A", "days", "purchase rate", "Team-draft interleaving", "51+"):
         assert text in proc.stdout
