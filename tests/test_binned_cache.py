@@ -8,7 +8,6 @@ import logging
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +34,14 @@ def fit_kept(*args: Any, **kwargs: Any) -> Any:
     return result
 
 
-@pytest.fixture
-def splits(small_cfg: Callable[..., DictConfig]) -> tuple[DictConfig, Splits]:
-    cfg = small_cfg("fit.num_boost_round=25")
+@pytest.fixture(scope="module")
+def splits() -> tuple[DictConfig, Splits]:
+    """The config and splits of a small run (``small_cfg``'s, 25 rounds), made once: the tests
+    only read them (each copies the model or fit config it changes)."""
+    cfg = compose_train([
+        "data.n_queries=300", "fit.num_boost_round=25", "fit.early_stopping_rounds=10", "fit.show_progress=false",
+        "model.num_leaves=7", "tracking=none",
+    ])  # fmt: skip
     return cfg, load_splits(cfg.data, cfg.split, seed=cfg.seed)
 
 
