@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from ltr.cli.main import main
 from ltr.config.compose import CONF_DIR
 from ltr.errors import LtrUserError
 from ltr.experiment import run as pipeline
-from tests.conftest import compose_train
+from tests.conftest import compose_train, made_store
 
 pytest.importorskip("xgboost")
 pytest.importorskip("catboost")
@@ -32,23 +33,46 @@ def _keys(outcome: pipeline.RunOutcome, uri: str) -> set[str]:
     return set(MlflowClient(uri).get_run(outcome.run_id).data.metrics)
 
 
-def test_a_backend_run_logs_every_key_of_a_lightgbm_run_and_ships_its_flavour(
-    small_cfg: Callable[..., DictConfig], tracking_uri: str, tmp_path: Path
-) -> None:
+#: ``small_cfg``'s overrides, for the module's shared runs.
+SMALL = ("data.n_queries=300", "fit.num_boost_round=40", "fit.early_stopping_rounds=10", "fit.show_progress=false", "model.num_leaves=7")
+
+
+#: The module's run of each library: its ``model=...`` (CatBoost's with 20 rounds, the slowest).
+OWN = {model: (f"model={model}",) for model in ("lambdarank", *BACKENDS)} | {"catboost": ("model=catboost", "fit.num_boost_round=20")}
+
+
+@dataclass(frozen=True)
+class BackendRuns:
+    """One logged run of each library (``small_cfg``'s config and :data:`OWN`) in one store."""
+
+    uri: str
+    outcomes: dict[str, pipeline.RunOutcome]  # by model: lambdarank (LightGBM), xgboost, catboost
+
+
+@pytest.fixture(scope="module")
+def backend_runs(tmp_path_factory: pytest.TempPathFactory) -> BackendRuns:
+    """The runs the tests here only read: three logged runs are the costly part."""
+    root = tmp_path_factory.mktemp("backends")
+    uri = made_store(root / "mlflow.db")
+    outcomes = {
+        model: pipeline.run(compose_train([*SMALL, *OWN[model], f"tracking.uri={uri}"]), print_summary=False)
+        for model in ("lambdarank", *BACKENDS)
+    }
+    return BackendRuns(uri, outcomes)
+
+
+def test_a_backend_run_logs_every_key_of_a_lightgbm_run_and_ships_its_flavour(backend_runs: BackendRuns, tmp_path: Path) -> None:
     """Every metric key a LightGBM run logs (valid and test, strata, IDCG, LightGBM's own
     conventions and their gap, curves), plus the library's own ndcg@k and the parts of its gap
     to ours, which add up to it; the model logged in the
     library's MLflow flavour predicts what the run evaluated, and ``ltr predict`` on the run's
     test split reproduces its test/ndcg_at_10 to 1e-12."""
-    lightgbm = pipeline.run(small_cfg(), print_summary=False)
+    lightgbm = _keys(backend_runs.outcomes["lambdarank"], backend_runs.uri)
     for model in BACKENDS:
-        _same_keys_and_predictions(small_cfg, tracking_uri, tmp_path, model, _keys(lightgbm, tracking_uri))
+        _same_keys_and_predictions(backend_runs.outcomes[model], backend_runs.uri, tmp_path, model, lightgbm)
 
 
-def _same_keys_and_predictions(
-    small_cfg: Callable[..., DictConfig], tracking_uri: str, tmp_path: Path, model: str, theirs: set[str]
-) -> None:
-    other = pipeline.run(small_cfg(f"model={model}"), print_summary=False)
+def _same_keys_and_predictions(other: pipeline.RunOutcome, tracking_uri: str, tmp_path: Path, model: str, theirs: set[str]) -> None:
     ours = _keys(other, tracking_uri)
     assert theirs <= ours
     parts = ("zero_idcg", "ties", "gain", "discount")
@@ -141,17 +165,17 @@ def test_the_trainer_that_trains_each_backend(model: str, trainer: str, used: st
     assert str(trains_with(spec.config)) == used
 
 
-def test_catboost_under_trainer_dask_trains_here_and_says_so_once(
-    small_cfg: Callable[..., DictConfig], tracking_uri: str, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_catboost_under_trainer_dask_trains_here_and_says_so_once(backend_runs: BackendRuns, caplog: pytest.LogCaptureFixture) -> None:
     """CatBoost has no Dask training: ``trainer=dask`` trains it in this process (the same
-    metrics as ``trainer=local``, bit for bit), says so in one line, and the run's
-    ``ltr.trainer`` tag records the trainer used."""
+    metrics as ``trainer=local``, the module's CatBoost run, bit for bit), says so in one line,
+    and the run's ``ltr.trainer`` tag records the trainer used."""
     from mlflow import MlflowClient
 
-    local = pipeline.run(small_cfg("model=catboost", "fit.num_boost_round=20"), print_summary=False)
+    tracking_uri = backend_runs.uri
+    local = backend_runs.outcomes["catboost"]
     with caplog.at_level("WARNING"):
-        dask = pipeline.run(small_cfg("model=catboost", "fit.num_boost_round=20", "trainer=dask", "trainer.n_workers=3"), print_summary=False)
+        cfg = compose_train([*SMALL, *OWN["catboost"], f"tracking.uri={tracking_uri}", "trainer=dask", "trainer.n_workers=3"])
+        dask = pipeline.run(cfg, print_summary=False)
     said = [r.getMessage() for r in caplog.records if "trainer" in r.getMessage()]
     assert said == ["ltr: model=catboost trains in this process: CatBoost has no Dask training; trainer.* settings are not used"]
     timing = {"train_seconds"}
@@ -341,7 +365,7 @@ def test_catboost_with_early_stopping_trains_what_one_fit_trains() -> None:
 def test_xgboost_s_gap_follows_its_gain(small_cfg: Callable[..., DictConfig]) -> None:
     """``model.ndcg_exp_gain=false``: XGBoost's own NDCG takes the label as the gain, and so does
     the run's gap to it (a ``gain`` part; ours + the parts = XGBoost's value)."""
-    metrics = pipeline.run(small_cfg("model=xgboost", "model.ndcg_exp_gain=false", "tracking=none"), print_summary=False).metrics
+    metrics = pipeline.run(small_cfg("model=xgboost", "model.ndcg_exp_gain=false", "tracking=none", "fit.num_boost_round=15"), print_summary=False).metrics
     parts = ("zero_idcg", "ties", "gain", "discount")
     for split in ("valid", "test"):
         total = metrics[f"{split}/ndcg_at_10"] + sum(metrics[f"{split}/xgboost_gap/ndcg_at_10/{part}"] for part in parts)
