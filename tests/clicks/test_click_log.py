@@ -79,10 +79,10 @@ def test_the_written_log_logs_the_simulators_click_metrics_bit_for_bit(runs: Run
 
 
 def test_abtest_on_two_runs_of_the_written_log_rests_on_a_fitted_model(runs: Runs, tmp_path: Path) -> None:
-    loaded = load_abtest("table_a", "table_b", tracking_uri=runs.uri, days=7.0, seed=1, refits=4)
+    loaded = load_abtest("table_a", "table_b", tracking_uri=runs.uri, days=7.0, seed=1, refits=3)
     assert "fitted to the log" in loaded.model_note
     assert "eval.clicks.propensity=estimated" in loaded.model_note
-    assert "4 refits on resampled queries give the model's own spread" in loaded.model_note
+    assert "3 refits on resampled queries give the model's own spread" in loaded.model_note
     fitted = loaded.a.fitted
     assert fitted is not None
     assert fitted.attract is not None
@@ -91,7 +91,7 @@ def test_abtest_on_two_runs_of_the_written_log_rests_on_a_fitted_model(runs: Run
     assert float(fitted.attract.min()) > 0
     assert float(fitted.attract.max()) < 1
     assert fitted.examination[0] == 1.0
-    assert len(fitted.refits) == 4
+    assert len(fitted.refits) == 3
     assert loaded.b.fitted is None  # the simulation is under A's log's model, fitted once
     r = loaded.result
     assert r.n_sessions == 35_000
@@ -101,7 +101,7 @@ def test_abtest_on_two_runs_of_the_written_log_rests_on_a_fitted_model(runs: Run
     # the refits' spread is reported; no randomized session is marked, so the propensities are a
     # model's (eval.clicks.propensity=estimated) and the CTR rows have no interval, one line says why
     assert r.fit is not None
-    assert r.fit.n_refits == 4
+    assert r.fit.n_refits == 3
     assert r.fit.sd > 0
     assert r.anchoring is not None
     assert not r.anchoring.anchored
@@ -110,7 +110,7 @@ def test_abtest_on_two_runs_of_the_written_log_rests_on_a_fitted_model(runs: Run
     assert "eval.clicks.propensity=estimated" in r.anchoring.reason
     assert "--randomized-column" in r.anchoring.reason
     # the CLI prints the line, the report the verdict, and refuses a bad --refits in one line
-    proc = run_ltr(["abtest", "table_a", "table_b", "--tracking-uri", runs.uri, "--days", "3", "--refits", "3"])
+    proc = run_ltr(["abtest", "table_a", "table_b", "--tracking-uri", runs.uri, "--days", "3", "--refits", "2"])
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("ltr abtest: the click model is fitted to the log, not known: examination of ")
     assert "A (CTR, 95 %)" in proc.stdout
