@@ -67,7 +67,7 @@ def test_a_worker_killed_under_its_task_is_one_error_naming_what_happened() -> N
 def test_ltr_train_with_a_worker_killed_mid_training_exits_2_and_its_run_is_failed(tmp_path: Path) -> None:
     db = tmp_path / "mlflow.db"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ltr", "train", "trainer=dask", "fit.num_boost_round=100000",
+        [sys.executable, "-m", "ltr", "train", "trainer=dask", "data.n_queries=300", "fit.num_boost_round=100000",
          "fit.early_stopping_rounds=null", f"tracking.uri=sqlite:///{db}", f"hydra.run.dir={tmp_path / 'out'}"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
