@@ -2,16 +2,18 @@
 cache, for the argument types the commands pass, and writes the bytecode of ``ltr``'s modules:
 after it, a training run and an evaluation compile nothing (no new cache entry appears).
 
-The test gives the warm-up and the commands a numba cache of their own (``NUMBA_CACHE_DIR`` in a
-temp dir, numba's documented override): it starts empty, so the warm-up compiles every kernel
+The tests give the commands a numba cache of their own (``NUMBA_CACHE_DIR`` in a temp dir,
+numba's documented override): it starts empty, so the first command compiles every kernel
 (seconds on an idle machine), and no other test process (``pytest -n``) can write into it
-between the warm-up and the check.
+between the compile and the checks.
 
-Two processes: the cold warm-up, then one fresh process (:data:`AFTER_WARM_UP`) that runs
-``ltr train`` first, as ``python -m ltr`` runs it (:func:`ltr.cli.main.main`), with no kernel in
-memory (every kernel it calls is loaded from the cache or compiled and written into it, as in a
-process of its own), then ``ltr evaluate``, then the warm-up again, and records numba's cache
-after each.
+Three processes, in the module fixture :func:`install`: the first ``ltr train`` of an install
+(the cold compile), the warm-up on the cache it compiled, then one fresh process
+(:data:`AFTER_WARM_UP`) that runs ``ltr train`` first, as ``python -m ltr`` runs it
+(:func:`ltr.cli.main.main`), with no kernel in memory (every kernel it calls is loaded from the
+cache or compiled and written into it, as in a process of its own), then ``ltr evaluate``, then
+the warm-up again, recording numba's cache after each, then calls the kernels' public paths with
+every argument kind real data hands them (:data:`ARGUMENT_KINDS`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -55,10 +58,10 @@ def cache_state(root: Path) -> dict[str, int]:
     return {str(p): p.stat().st_mtime_ns for p in root.rglob("*") if p.suffix in {".nbi", ".nbc"}}
 
 
-#: ``python -c AFTER_WARM_UP CACHE STATES``: ``ltr train``, ``ltr evaluate`` and the warm-up in
-#: one fresh process, train first (nothing compiled or loaded before it), each followed by a JSON
-#: line ``[step, state]`` in the file ``STATES`` (``state`` as :func:`cache_state` gives it for
-#: ``CACHE``).
+#: ``python -c AFTER_WARM_UP+ARGUMENT_KINDS CACHE STATES FOLDER``: ``ltr train``, ``ltr evaluate``
+#: and the warm-up in one fresh process, train first (nothing compiled or loaded before it), each
+#: followed by a JSON line ``[step, state]`` in the file ``STATES`` (``state`` as
+#: :func:`cache_state` gives it for ``CACHE``); then :data:`ARGUMENT_KINDS` in ``FOLDER``.
 AFTER_WARM_UP = """
 import json, sys
 from pathlib import Path
@@ -66,7 +69,7 @@ from pathlib import Path
 from ltr.cli.main import main
 from ltr.warmup import main as warm_up
 
-cache, states = Path(sys.argv[1]), Path(sys.argv[2])
+cache, states, kinds = (Path(arg) for arg in sys.argv[1:4])  # before Hydra rewrites sys.argv
 
 
 def step(name, code):
@@ -101,31 +104,36 @@ def fresh_bytecode(py: Path) -> bool:
     ) == stat.st_size & 0xFFFFFFFF
 
 
+@dataclass(frozen=True)
+class Install:
+    """What the module fixture :func:`install` ran and saw, in order."""
+
+    folder: Path
+    first: str  # the first ``ltr train``'s stderr (the cold compile)
+    compiled: dict[str, int]  # the cache after it
+    warmed: subprocess.CompletedProcess[str]  # ``python -m ltr.warmup`` on that cache
+    templates: list[Path]  # the empty-store templates after the warm-up
+    stale: list[str]  # the modules whose bytecode is not fresh after the warm-up
+    after_warmup: dict[str, int]  # the cache after the warm-up
+    after: subprocess.CompletedProcess[str]  # the fresh process of AFTER_WARM_UP + ARGUMENT_KINDS
+    steps: dict[str, dict[str, int]]  # the cache after each of its steps
+    end: dict[str, int]  # the cache after it
+
+
 @pytest.mark.slow
-def test_warmup_on_a_compiled_cache_writes_bytecode_and_the_store_template_and_compiles_nothing(
-    first_runs: tuple[Path, dict[str, str], list[str], list[dict[str, int]]],
-) -> None:
+def test_warmup_on_a_compiled_cache_writes_bytecode_and_the_store_template_and_compiles_nothing(install: Install) -> None:
     """``make install``'s warm-up, on the cache the first command of an install compiled (the same
     :func:`ltr.compiled.kernel_signatures.prepare_all` path; compiling from an empty cache is what
     :func:`test_first_command_compiles_once_on_one_line_and_the_next_compiles_nothing` proves):
     it writes the bytecode and the store template, compiles nothing, and the commands a user
     runs next compile nothing either."""
-    tmp, env, _, (_, compiled) = first_runs
-    cache = Path(env["NUMBA_CACHE_DIR"])
-
-    def ltr(*args: str) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([sys.executable, *args], cwd=tmp, env=env, capture_output=True, text=True, timeout=1800)
-        assert done.returncode == 0, done.stderr[-3000:]
-        return done
-
-    warmed = ltr("-m", "ltr.warmup")
+    warmed, compiled = install.warmed, install.compiled
     assert "compiled or loaded from cache" in warmed.stdout
     assert MESSAGE not in warmed.stderr  # nothing to compile
     # the empty MLflow store every new store is copied from (ltr.tracking.sqlite.template)
-    assert len(list((tmp / "ltr-cache" / "mlflow-stores").glob("empty-*.db"))) == 1
-    stale = [str(py) for py in sources() if not fresh_bytecode(py)]
-    assert stale == [], "modules whose bytecode the warm-up did not write"
-    after_warmup = cache_state(cache)
+    assert len(install.templates) == 1
+    assert install.stale == [], "modules whose bytecode the warm-up did not write"
+    after_warmup = install.after_warmup
     assert after_warmup == compiled, "the warm-up compiled or rewrote on a compiled cache"
     indexed = {Path(name).name.rsplit(".", 2)[0] for name in after_warmup if name.endswith(".nbi")}
     expected = kernel_entries()
@@ -135,16 +143,12 @@ def test_warmup_on_a_compiled_cache_writes_bytecode_and_the_store_template_and_c
     # a fresh process: the commands a user runs first compile nothing new (every signature they
     # need is cached), and the warm-up again is idempotent (a warm cache gains nothing and
     # nothing is rewritten)
-    (tmp / "q.txt").write_text("1 0 a 1\n1 0 b 0\n")
-    (tmp / "r.txt").write_text("1 Q0 a 1 1.0 x\n1 Q0 b 2 0.5 x\n")
-    states = tmp / "states.jsonl"
-    ltr("-c", AFTER_WARM_UP, str(cache), str(states))
-    steps = dict(json.loads(line) for line in states.read_text().splitlines())
+    steps = install.steps
     assert list(steps) == ["train", "evaluate", "warm-up"]
     assert steps["train"] == after_warmup, "ltr train compiled after the warm-up"
     assert steps["evaluate"] == after_warmup, "ltr evaluate compiled after the warm-up"
     assert steps["warm-up"] == after_warmup, "the warm-up compiled or rewrote on a warm cache"
-    assert cache_state(cache) == after_warmup
+    assert install.end == after_warmup
 
 
 def test_the_warm_up_compiles_through_the_first_commands_path() -> None:
@@ -158,10 +162,12 @@ def test_the_warm_up_compiles_through_the_first_commands_path() -> None:
     assert "prepare_all()" in inspect.getsource(ltr.warmup)
 
 
-#: ``python -c ARGUMENT_KINDS``: the metric, re-ranking, interleaving and reader paths called with
-#: the argument kinds real data hands them (read-only arrays from Parquet, int32 offsets, float32
-#: and float64 labels and scores, non-contiguous slices), compiled; then one JSON line: per
-#: dispatcher of the kernel modules, its signatures and its cache misses.
+#: The tail of the :data:`AFTER_WARM_UP` process (in the folder of its third argument): the metric,
+#: re-ranking, interleaving and reader paths called with the argument kinds real data hands them
+#: (read-only arrays from Parquet, int32 offsets, float32 and float64 labels and scores,
+#: non-contiguous slices), compiled; then one JSON line on stdout, its last: per dispatcher of the
+#: kernel modules, its signatures and its cache misses (in the whole process, the steps before
+#: included).
 ARGUMENT_KINDS = """
 import json, sys
 from pathlib import Path
@@ -180,7 +186,7 @@ from ltr.metrics.table import measure_arrays
 from ltr.rerank.diversify import diversify
 from ltr.warmup import KERNEL_MODULES, _letor_text
 
-tmp = Path(sys.argv[1])
+tmp = kinds  # AFTER_WARM_UP's third argument
 pq.write_table(pa.table({"label": [2, 0, 1, 0, 3, 1], "score": [0.5, 0.5, 0.1, 0.9, 0.2, 0.2]}), tmp / "t.parquet")
 table = pq.read_table(tmp / "t.parquet")
 labels = table.column("label").to_numpy()  # read-only int64, as the Parquet reader gives them
@@ -215,29 +221,41 @@ print(json.dumps(out))
 
 
 @pytest.fixture(scope="module")
-def first_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], list[str], list[dict[str, int]]]:
-    """A fresh numba cache, then ``ltr train`` twice in it (the first run after an install, and
-    the next one): (folder, environment, the two runs' stderr, the cache after each)."""
+def install(tmp_path_factory: pytest.TempPathFactory) -> Install:
+    """A fresh numba cache; the first ``ltr train`` of an install in it (it compiles every
+    kernel), ``python -m ltr.warmup``, then the fresh process of :data:`AFTER_WARM_UP` and
+    :data:`ARGUMENT_KINDS` (the next commands a user runs)."""
     tmp = tmp_path_factory.mktemp("first-run")
     cache = tmp / "numba-cache"
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), "LTR_CACHE_DIR": str(tmp / "ltr-cache")}
-    errs, states = [], []
-    for run in ("one", "two"):
-        done = subprocess.run(
-            [sys.executable, "-m", "ltr", "train", "debug=default", "tracking=none", f"hydra.run.dir={run}"],
-            cwd=tmp, env=env, capture_output=True, text=True, timeout=1800,
-        )  # fmt: skip
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([sys.executable, *args], cwd=tmp, env=env, capture_output=True, text=True, timeout=1800)
         assert done.returncode == 0, done.stderr[-3000:]
-        errs.append(done.stderr)
-        states.append(cache_state(cache))
-    return tmp, env, errs, states
+        return done
+
+    first = run("-m", "ltr", "train", "debug=default", "tracking=none", "hydra.run.dir=one")
+    compiled = cache_state(cache)
+    warmed = run("-m", "ltr.warmup")
+    templates = list((tmp / "ltr-cache" / "mlflow-stores").glob("empty-*.db"))
+    stale = [str(py) for py in sources() if not fresh_bytecode(py)]
+    after_warmup = cache_state(cache)
+    (tmp / "q.txt").write_text("1 0 a 1\n1 0 b 0\n")
+    (tmp / "r.txt").write_text("1 Q0 a 1 1.0 x\n1 Q0 b 2 0.5 x\n")
+    states, kinds = tmp / "states.jsonl", tmp / "kinds"
+    kinds.mkdir()
+    after = run("-c", AFTER_WARM_UP + ARGUMENT_KINDS, str(cache), str(states), str(kinds))
+    steps = dict(json.loads(line) for line in states.read_text().splitlines())
+    return Install(tmp, first.stderr, compiled, warmed, templates, stale, after_warmup, after, steps, cache_state(cache))
 
 
 @pytest.mark.slow
-def test_first_command_compiles_once_on_one_line_and_the_next_compiles_nothing(
-    first_runs: tuple[Path, dict[str, str], list[str], list[dict[str, int]]],
-) -> None:
-    _, _, (first, second), (after_first, after_second) = first_runs
+def test_first_command_compiles_once_on_one_line_and_the_next_compiles_nothing(install: Install) -> None:
+    """The first ``ltr train`` of an install compiles every kernel module, with one progress line;
+    the next ``ltr train`` (in :data:`AFTER_WARM_UP`'s process, after a warm-up that left the cache
+    as it was) compiles nothing: the cache after it is the cache the first one left."""
+    first, second = install.first, install.after.stderr
+    after_first, after_second = install.compiled, install.steps["train"]
     lines = [line for line in first.splitlines() if MESSAGE in line]
     assert len(lines) == 1, first[-3000:]
     n = len(KERNEL_MODULES)
@@ -251,18 +269,13 @@ def test_first_command_compiles_once_on_one_line_and_the_next_compiles_nothing(
 
 
 @pytest.mark.slow
-def test_every_entry_point_has_one_signature_whatever_the_arguments(
-    first_runs: tuple[Path, dict[str, str], list[str], list[dict[str, int]]],
-) -> None:
-    tmp, env, _, (_, after) = first_runs
-    done = subprocess.run(
-        [sys.executable, "-c", ARGUMENT_KINDS, str(tmp)], cwd=tmp, env=env, capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert MESSAGE not in done.stderr
-    dispatchers = json.loads(done.stdout.strip().splitlines()[-1])
+def test_every_entry_point_has_one_signature_whatever_the_arguments(install: Install) -> None:
+    """Every argument kind real data hands the kernels' public paths, in a process on the
+    compiled cache, compiles nothing: each entry point keeps its one declared signature."""
+    assert MESSAGE not in install.after.stderr
+    dispatchers = json.loads(install.after.stdout.strip().splitlines()[-1])
     assert {name: misses for name, (_, misses) in dispatchers.items() if misses} == {}, "compiled in a warm cache"
     for module, entries in SIGNATURES.items():
         for entry in entries:
             assert len(dispatchers[f"{module}.{entry}"][0]) == 1, f"{module}.{entry}: {dispatchers[f'{module}.{entry}'][0]}"
-    assert cache_state(Path(env["NUMBA_CACHE_DIR"])) == after
+    assert install.end == install.compiled
