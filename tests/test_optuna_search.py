@@ -1,7 +1,7 @@
 """ltr's Optuna sweeper end to end: the ltr command (in this process, and in a real subprocess
 where the process is the point: Ctrl-C), real sqlite stores and studies, the real dashboard.
 
-Small on purpose: debug-sized data, a few rounds, 2-4 trials; the persistent study is searched
+Small on purpose: debug-sized data, a few rounds, 1-4 trials; the persistent study is searched
 once for the module and only read by its tests.
 """
 
@@ -68,8 +68,9 @@ def _significant_digits(number: str) -> int:
     return len(mantissa)
 
 
-#: The trials of each of the persistent study's two invocations.
-TRIALS = 2
+#: The trials of each of the persistent study's two invocations (one is enough: the second
+#: invocation's trial is the study's second, drawn at a new point).
+TRIALS = 1
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,8 @@ def persistent_study(tmp_path_factory: pytest.TempPathFactory) -> PersistentStud
 def test_a_persistent_study_resumes_across_invocations_and_maximises(
     persistent_study: PersistentStudy, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``hparams_search=optuna`` twice on one sqlite storage, 2 trials each: one study of 4."""
+    """``hparams_search=optuna`` twice on one sqlite storage, :data:`TRIALS` trials each: one
+    study of both invocations' trials."""
     study_db, db, args = persistent_study.study_db, persistent_study.db, persistent_study.args
     study = optuna.load_study(study_name="ltr_lambdarank", storage=f"sqlite:///{study_db}")
     assert study.directions == [optuna.study.StudyDirection.MAXIMIZE]
