@@ -238,8 +238,10 @@ def _figures_in_the_test_process() -> Iterator[None]:
     worker per run is a Python start-up and matplotlib's import (0.6-0.7 CPU-s) that only
     shortens a run's wall time. The worker is tested by ``tests/experiment/test_figure_worker.py``
     and runs in every ``ltr`` process a test starts. Module-scoped, so the runs of module
-    fixtures are covered; a module that imports nothing of the runs imports nothing here."""
-    if not any(name in sys.modules for name in ("ltr.experiment.run", "ltr.api")):
+    fixtures are covered, and so are the runs of ``ltr train`` called in the test's process
+    (``ltr.cli.main.main``, which imports the runs only when it trains); a module that imports
+    nothing of the runs or the command imports nothing here."""
+    if not any(name in sys.modules for name in ("ltr.experiment.run", "ltr.api", "ltr.cli.main")):
         yield
         return
     from ltr.experiment import run as pipeline

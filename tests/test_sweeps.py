@@ -97,10 +97,10 @@ def test_grid_basic_and_joblib_launchers_give_identical_complete_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     basic_db, joblib_db = tmp_path / "basic.db", tmp_path / "joblib.db"
-    _train(tmp_path, capsys, "-m", "debug=default", *GRID, f"tracking.uri=sqlite:///{basic_db}")
+    _train(tmp_path, capsys, "-m", "debug=default", *GRID, "tracking.log_model=false", f"tracking.uri=sqlite:///{basic_db}")
     _train(
         tmp_path, capsys, "-m", "debug=default", *GRID, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
-        f"tracking.uri=sqlite:///{joblib_db}",
+        "tracking.log_model=false", f"tracking.uri=sqlite:///{joblib_db}",
     )
     basic_parent, basic_children = _runs(basic_db)
     joblib_parent, joblib_children = _runs(joblib_db)

@@ -95,14 +95,15 @@ def test_experiment_overlay_composes_the_grid() -> None:
 
 @pytest.mark.slow
 def test_position_bias_training_recovers_true_ndcg_over_naive_clicks() -> None:
-    """On the generator's default data (3,000 queries, seed 42), trained on clicks and
+    """On the generator's data (1,500 queries, half the default, seed 42), trained on clicks and
     early-stopped on a judged validation set: the position-bias treatment gives a higher
-    true-relevance test NDCG@10 than naive click training (measured: 0.6590 vs 0.6023; trained on
-    the true grades: 0.7342), and stays below the upper bound."""
+    true-relevance test NDCG@10 than naive click training (measured: 0.6402 vs 0.5939, a margin
+    of 0.046 over the 0.02 asked; seeds 1 and 2: 0.030 and 0.036; at the default 3,000 queries
+    0.6590 vs 0.6023), and stays below the upper bound (trained on the true grades: 0.7344)."""
     values = {}
     for labels, bias in (("clicks", "false"), ("clicks", "true"), ("relevance", "false")):
         cfg = compose_train([
-            "data=synthetic_clicks", "tracking=none", "fit.show_progress=false",
+            "data=synthetic_clicks", "data.n_queries=1500", "tracking=none", "fit.show_progress=false",
             f"data.train_labels={labels}", f"model.position_bias={bias}",
         ])
         values[(labels, bias)] = pipeline.run(cfg).metrics["test/ndcg_at_10"]
