@@ -28,8 +28,8 @@ from tests.conftest import FORCED_SPLIT_NO_ROW_TAKES
 #: The log line ``ltr train`` (and a launcher's worker) writes to stdout as LightGBM's boosting starts.
 TRAINING_STARTS = "[ltr.training.local][INFO] - training "
 #: What none of these tests is about: one boosting thread (a run trained until a signal keeps one
-#: core busy, not all), no progress bar, no model artifact.
-QUIET = ("fit.num_threads=1", "fit.show_progress=false", "tracking.log_model=false")
+#: core busy, not all), no progress bar, the valid split only (the one they read), no model artifact.
+QUIET = ("fit.num_threads=1", "fit.show_progress=false", "eval.splits=[valid]", "tracking.log_model=false")
 
 
 def _runs(uri: str) -> list:  # type: ignore[type-arg]
