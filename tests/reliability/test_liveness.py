@@ -44,9 +44,9 @@ from ltr.tracking.mlflow_tracker import MlflowTracker
 from ltr.tracking.sqlite.lock import lock_path
 from ltr.tracking.store import HOST_ID_VARIABLE, open_client
 
-#: The heartbeat of the searches here: every 0.5 s, dead after 8 silent seconds (room for a busy
+#: The heartbeat of the searches here: every 0.25 s, dead after 4 silent seconds (room for a busy
 #: machine's slow store openings inside the bound).
-BEAT_S, STALE_AFTER = 0.5, 16
+BEAT_S, STALE_AFTER = 0.25, 16
 BOUND_S = BEAT_S * STALE_AFTER
 SMALL = ["debug=default", "fit.num_boost_round=5", "fit.show_progress=false"]
 
@@ -236,9 +236,9 @@ def test_a_search_on_another_host_is_reaped_by_its_heartbeat_only(tmp_path: Path
         assert child.data.tags[TAG_STALE_AFTER] == f"{BOUND_S:g}"
 
         _stop_outside_a_write(proc.pid, db)  # a frozen host: no beat
-        time.sleep(0.5)
+        time.sleep(BEAT_S)
         silent_beat = _beat(client, child.info.run_id)  # its last (the process is stopped)
-        time.sleep(1.0)
+        time.sleep(3 * BEAT_S)  # three beats' time: none comes
         open_client(f"sqlite:///{db}")
         judged = time.time()
         assert _beat(client, child.info.run_id) == silent_beat  # really stopped meanwhile

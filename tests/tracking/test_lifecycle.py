@@ -27,6 +27,9 @@ from tests.conftest import FORCED_SPLIT_NO_ROW_TAKES
 
 #: The log line ``ltr train`` (and a launcher's worker) writes to stdout as LightGBM's boosting starts.
 TRAINING_STARTS = "[ltr.training.local][INFO] - training "
+#: What none of these tests is about: one boosting thread (a run trained until a signal keeps one
+#: core busy, not all), no progress bar, the valid split only (the one they read), no model artifact.
+QUIET = ("fit.num_threads=1", "fit.show_progress=false", "eval.splits=[valid]", "tracking.log_model=false")
 
 
 def _runs(uri: str) -> list:  # type: ignore[type-arg]
@@ -114,7 +117,7 @@ def test_signals_mid_training_mark_run_killed(
     MlflowTracker(uri, "ltr")  # create the store first, so reading it never races its creation
     proc, stdout_lines, stderr_lines = _start(
         "debug=default", f"tracking.uri={uri}", "fit.num_boost_round=100000", "fit.early_stopping_rounds=null",
-        "model.learning_rate=0.001", cwd=tmp_path,
+        "model.learning_rate=0.001", *QUIET, cwd=tmp_path,
     )  # fmt: skip
     try:
         # generous: only a broken start waits it out (a busy machine imports slowly)
@@ -149,6 +152,7 @@ def test_multirun_parent_with_children_and_best_value(
         "debug=default",
         "model.num_leaves=3,7",
         f"tracking.uri={uri}",
+        *QUIET,
         cwd=tmp_path,
         capsys=capsys,
         monkeypatch=monkeypatch,
@@ -182,7 +186,7 @@ def test_failing_job_does_not_hide_the_others(
     splits.write_text(json.dumps(FORCED_SPLIT_NO_ROW_TAKES))
     code, stdout, stderr = _ltr_train(
         "-m", "debug=default", "fit.early_stopping_metric=ndcg@10,ndcg@5",
-        f"+model.params.forcedsplits_filename=null,{splits}", f"tracking.uri={uri}",
+        f"+model.params.forcedsplits_filename=null,{splits}", f"tracking.uri={uri}", *QUIET,
         cwd=tmp_path, capsys=capsys, monkeypatch=monkeypatch,
     )  # fmt: skip
     assert code == 1, stderr[-3000:]
@@ -232,7 +236,7 @@ def test_old_file_store_mlruns_in_cwd_does_not_break_a_run(
     )
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "")
     code, _, stderr = _ltr_train(
-        "debug=default", cwd=tmp_path, capsys=capsys, monkeypatch=monkeypatch
+        "debug=default", *QUIET, cwd=tmp_path, capsys=capsys, monkeypatch=monkeypatch
     )
     assert code == 0, stderr[-3000:]
     (run,) = _runs(f"sqlite:///{tmp_path / 'mlflow.db'}")
@@ -246,7 +250,7 @@ def test_an_interrupted_sweep_counts_the_jobs_it_never_started(tmp_path: Path) -
     MlflowTracker(uri, "ltr")  # create the store first, so reading it never races its creation
     proc, stdout_lines, stderr_lines = _start(
         "-m", "debug=default", "seed=1,2,3", f"tracking.uri={uri}", "fit.num_boost_round=100000",
-        "fit.early_stopping_rounds=null", "model.learning_rate=0.001", cwd=tmp_path,
+        "fit.early_stopping_rounds=null", "model.learning_rate=0.001", *QUIET, cwd=tmp_path,
     )  # fmt: skip
     try:
         if not stdout_lines.wait_for(TRAINING_STARTS, timeout=600):  # job 0 trains

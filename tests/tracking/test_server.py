@@ -34,7 +34,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_two_experiments_against_a_server(server: str, small_cfg: Callable[..., DictConfig], tmp_path: Path) -> None:
     outcomes = {
         name: pipeline.run(small_cfg(f"tracking.uri={server}", f"tracking.experiment={name}", *extra))
-        for name, extra in (("server-a", ()), ("server-b", ("model=rank_xendcg",)))
+        for name, extra in (("server-a", ()), ("server-b", ("model=rank_xendcg", "tracking.log_model=false")))
     }
     client = MlflowClient(server)
     for name, outcome in outcomes.items():
@@ -47,7 +47,7 @@ def test_two_experiments_against_a_server(server: str, small_cfg: Callable[..., 
         assert len(table) == outcome.metrics["test/n_queries"]
         assert {a.path for a in client.list_artifacts(outcome.run_id, "idcg/test")} >= {"idcg/test/hist_at_10.png"}
 
-    # the logged model, loaded back through the server, predicts like the in-process model
+    # the logged model (server-a's), loaded back through the server, predicts like the in-process model
     cfg = small_cfg()
     splits = load_splits(cfg.data, cfg.split, seed=cfg.seed)
     in_process = fit_ranker(splits, cfg.model, cfg.fit, eval_at=[5, 10], seed=cfg.seed)
@@ -63,7 +63,8 @@ def test_multirun_parent_and_children_on_a_server(
     server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)  # the sweep runs in this process: the server is the other side
-    code = ltr_main(["train", "-m", "debug=default", "model.num_leaves=3,7", f"tracking.uri={server}", "tracking.experiment=server-sweep"])
+    code = ltr_main(["train", "-m", "debug=default", "model.num_leaves=3,7", "fit.show_progress=false", "fit.num_threads=1",
+                     "tracking.log_model=false", f"tracking.uri={server}", "tracking.experiment=server-sweep"])  # fmt: skip
     assert code == 0, capsys.readouterr().err[-3000:]
     client = MlflowClient(server)
     experiment = client.get_experiment_by_name("server-sweep")

@@ -29,9 +29,10 @@ from tests.processes import run_ltr, running_mlflow_server
 
 pytestmark = pytest.mark.slow
 
-#: Tiny training: debug data, a few rounds, no model artifact (the sweep is the point here).
+#: Tiny training: debug data, a few rounds, the valid split only, no model artifact (the sweep is
+#: the point here).
 SMALL = ["debug=default", "fit.num_boost_round=4", "fit.show_progress=false", "fit.num_threads=1",
-         "tracking.log_model=false"]  # fmt: skip
+         "eval.splits=[valid]", "tracking.log_model=false"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -180,11 +181,12 @@ def test_eight_concurrent_jobs_log_every_round_to_one_server(team: Team) -> None
     """A grid of 8 jobs in 8 joblib processes, every job logging every round to the server: all
     FINISHED, each with one value of each round's metric up to its best round (where every curve
     ends), that last value the run's own, and the parent's 8."""
-    rounds = 6
+    rounds = 4
     run_on_host(team, "host-load", [
         "train", "-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=8", "seed=1,2,3,4,5,6,7,8",
         "debug=default", f"fit.num_boost_round={rounds}", "fit.early_stopping_rounds=null", "fit.show_progress=false",
-        "fit.num_threads=1", "tracking.log_model=false", "tracking.experiment=team-load", f"tracking.uri={team.tracking_uri}",
+        "fit.num_threads=1", "eval.splits=[valid]", "tracking.log_model=false", "tracking.experiment=team-load",
+        f"tracking.uri={team.tracking_uri}",
     ])  # fmt: skip
     client = MlflowClient(team.tracking_uri)
     runs = runs_of(client, "team-load")

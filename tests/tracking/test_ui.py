@@ -1,8 +1,8 @@
 """What the MLflow UI shows, read through the REST API of a real ``ltr ui`` on 127.0.0.1.
 
-A store with every kind of run: a two-job sweep and a two-fold cross-validation (real ``ltr
-train -m`` processes), a re-ranked run, a run on a click log, and two plain runs last; ``ltr ui``
-serves it. Everything is asked of the UI's own server, as the browser asks it: the experiment's
+A store with every kind of run: a two-job sweep and a two-fold cross-validation (two ``ltr
+train -m`` processes at once, forked from the tests' fork server), a re-ranked run, a run on a
+click log, and two plain runs last; ``ltr ui`` serves it. Everything is asked of the UI's own server, as the browser asks it: the experiment's
 kind (the runs table, not the GenAI screens) and shared view (after the last, plain, run still
 the headline columns of every kind), distinct readable run names, descriptions holding the
 stratified table (the sweep's with a link to its best run, the CV's fold means, the re-ranked
@@ -22,6 +22,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ import pytest
 
 from ltr.experiment import run as pipeline
 from tests.conftest import compose_train
-from tests.processes import free_port, stop_process_group
+from tests.processes import free_port, run_ltr, stop_process_group
 
 pytestmark = pytest.mark.slow
 
@@ -55,16 +56,13 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("ui")
     uri = f"sqlite:///{root / 'mlflow.db'}"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    sweeps = [
-        subprocess.Popen(
-            [sys.executable, "-m", "ltr", "train", "-m", *overrides, *SMALL, "tracking.log_model=false"],
-            cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        )
-        for overrides in (["model.num_leaves=7,15"], ["seed=1,2", "cv.fold_key=seed"])
-    ]
-    for sweep in sweeps:  # the two sweeps at once: one store, its lock serialises their writes
-        _, err = sweep.communicate(timeout=900)
-        assert sweep.returncode == 0, err[-3000:]
+    with ThreadPoolExecutor(2) as pool:  # the two sweeps at once: one store, its lock serialises their writes
+        sweeps = list(pool.map(
+            lambda overrides: run_ltr(["train", "-m", *overrides, *SMALL, "tracking.log_model=false"], cwd=root, env=env, timeout=900),
+            (["model.num_leaves=7,15"], ["seed=1,2", "cv.fold_key=seed"]),
+        ))  # fmt: skip
+    for sweep in sweeps:
+        assert sweep.returncode == 0, sweep.stderr[-3000:]
     for overrides in (["rerank=diversify"], ["data=synthetic_clicks"], [], ["model=rank_xendcg"]):
         pipeline.run(compose_train([*SMALL, f"tracking.uri={uri}", *overrides]), overrides=overrides)
     return root
