@@ -5,13 +5,24 @@ What a command runs is what the console script runs (:func:`ltr.cli.main.run`), 
 process of its own, with the caller's arguments, working folder, environment and standard
 input, output and error (the caller's file descriptors, passed over a Unix socket), and the
 caller exits with the child's code (128 + N for a child killed by signal N). Only the imports are
-shared: the server imports modules and nothing else (no data, no store, no engine thread), and
-each child is forked from that state, never from another command's.
+shared: the server imports modules and nothing else (no data, no store, no engine thread; numba's
+CPU target is readied, no kernel loaded), and each child is forked from that state, never from
+another command's.
 
 - :func:`start` runs the server for one page (its environment), returns it and the folder of its
   ``ltr`` client, to put first on ``PATH``; :func:`stop` ends the server and any child left.
 - ``python forkserver.py serve SOCKET`` is the server; ``python -I -S forkserver.py client ...``
   the client (no site packages, no imports beyond the standard library's socket layer).
+- ``python -I -S forkserver.py script FILE`` (the :data:`SCRIPT_CLIENT` beside ``ltr``) runs the Python script ``FILE`` as ``python FILE``
+  runs it (``__main__``, ``sys.argv``, its folder first on ``sys.path``, exit code 1 and the
+  traceback on stderr for an uncaught exception), forked from the server: for a script about what
+  it computes and prints, not about its interpreter (start-up, what is imported).
+- ``LTR_DOCS_INLINE_FIGURES=1`` in a client's environment (not passed on to the command): a run's
+  figures are drawn in the command's own process (matplotlib imported once by the server), the
+  path a run takes where no figure worker can start, the same files
+  (tests/tracking/test_run_contents.py checks both paths), instead of a worker process per run
+  (a Python start-up and matplotlib's import). The worker itself is tested by
+  tests/experiment/test_figure_worker.py.
 - ``LTR_DOCS_PROFILE=FILE`` in the server's environment (the test process's) appends a JSON line
   per command to ``FILE``: its arguments, folder (a page's), CPU seconds and wall seconds, to see
   where a suite's CPU goes.
@@ -43,7 +54,18 @@ PRELOAD = (
     # GitPython (a run's source tags), the tracing SDK, ltr's numba kernels (imported, not loaded)
     "mlflow.store.tracking.sqlalchemy_store", "mlflow.pyfunc", "alembic", "git", "IPython",
     "opentelemetry.sdk.metrics", "ltr.metrics._kernel", "ltr.compiled.kernel_signatures", "ltr.compiled.precompiled",
+    # what a run draws its figures with in its own process (``LTR_DOCS_INLINE_FIGURES``)
+    "matplotlib.backends.backend_agg", "matplotlib.figure", "ltr.experiment.figures.figure_worker",
+    # what the manual's other verbs and a run's logging import on their first use (a tenth of a
+    # CPU-second a command): the verbs, sqlite's dialect, MLflow's model flavours and Arrow's datasets
+    "ltr.cli.compare", "ltr.cli.predict", "ltr.cli.explain", "ltr.cli.evaluate", "ltr.cli.data",
+    "ltr.cli.rerun", "ltr.explain", "ltr.compare.render", "sqlalchemy.dialects.sqlite", "alembic.command",
+    "mlflow.lightgbm", "mlflow.sklearn", "pyarrow.dataset", "pyarrow.pandas_compat",
 )
+#: The client that runs a Python script (``SCRIPT_CLIENT FILE ARGS``), beside ``ltr``'s.
+SCRIPT_CLIENT = "ltr-docs-python"
+#: The client's environment variable that asks for a run's figures in the command's process.
+INLINE_FIGURES = "LTR_DOCS_INLINE_FIGURES"
 _LENGTH = struct.Struct("!Q")
 
 
@@ -65,6 +87,9 @@ def start(env: dict[str, str], folder: Path) -> tuple[subprocess.Popen[bytes], P
     client = bin_dir / "ltr"
     client.write_text(f'#!/bin/sh\nLTR_DOCS_FORKSERVER={path} exec {sys.executable} -I -S {__file__} client "$@"\n')
     client.chmod(client.stat().st_mode | stat.S_IXUSR)
+    script = bin_dir / SCRIPT_CLIENT
+    script.write_text(f'#!/bin/sh\nLTR_DOCS_FORKSERVER={path} exec {sys.executable} -I -S {__file__} script "$@"\n')
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
     return proc, bin_dir
 
 
@@ -99,6 +124,12 @@ def serve(path: str) -> None:
 
     for module in PRELOAD:
         importlib.import_module(module)
+    # numba's CPU target registers its lowering code on its first use (a third of a CPU-second,
+    # in every command that loads a kernel): done here, no kernel loaded (loading one that runs
+    # in parallel would start numba's threads), so the children only load their kernels
+    from numba.core.registry import cpu_target
+
+    cpu_target.target_context.refresh()
     # the imports' objects out of the collector's sight: a child's collection would otherwise walk
     # (and, touching their reference counts, copy) every page of them
     gc.collect()
@@ -155,20 +186,51 @@ def _run_command(request: dict[str, Any], fds: list[int]) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    if request.get("inline_figures"):
+        from ltr.experiment import run as pipeline
+
+        pipeline.start_worker = lambda: None  # type: ignore[attr-defined]  # as tests/conftest.py does
+    if request.get("script"):
+        _run_script(request["argv"])  # never returns
     sys.argv = [str(Path(sys.executable).with_name("ltr")), *request["argv"]]
     from ltr.cli.main import run
 
     run()
 
 
-def client(argv: list[str]) -> int:
+def _run_script(argv: list[str]) -> None:
+    """In the forked child: run the script ``argv[0]`` as ``python SCRIPT ARGS`` runs it, and exit."""
+    import runpy
+    import traceback
+
+    script = os.path.abspath(argv[0])
+    sys.argv = [argv[0], *argv[1:]]
+    sys.path[0] = os.path.dirname(script)  # the server's own folder was there
+    code = 0
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if exc.code is not None and not isinstance(exc.code, int):
+            print(exc.code, file=sys.stderr)
+    except BaseException as exc:  # its traceback from the script's frames on, as python prints it
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename != script:
+            tb = tb.tb_next
+        traceback.print_exception(type(exc), exc, tb or exc.__traceback__)
+        code = 1
+    sys.exit(code)
+
+
+def client(argv: list[str], *, script: bool = False) -> int:
     """Send this process's arguments, folder, environment and descriptors 0-2 to the server;
-    return the command's exit code."""
+    return the command's exit code. ``script``: ``argv`` is a Python script and its arguments."""
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect(_address(os.environ["LTR_DOCS_FORKSERVER"]))
     socket.send_fds(conn, [b"r"], [0, 1, 2])
-    env = {k: v for k, v in os.environ.items() if k != "LTR_DOCS_FORKSERVER"}
-    body = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": env}).encode()
+    env = {k: v for k, v in os.environ.items() if k not in {"LTR_DOCS_FORKSERVER", INLINE_FIGURES}}
+    request = {"argv": argv, "cwd": os.getcwd(), "env": env, "script": script, "inline_figures": os.environ.get(INLINE_FIGURES) == "1"}
+    body = json.dumps(request).encode()
     conn.sendall(_LENGTH.pack(len(body)) + body)
     answer = b""
     while chunk := conn.recv(16):
@@ -180,4 +242,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "serve":
         serve(sys.argv[2])
     else:
-        sys.exit(client(sys.argv[2:]))
+        sys.exit(client(sys.argv[2:], script=sys.argv[1] == "script"))
