@@ -6,14 +6,14 @@ process of its own, with the caller's arguments, working folder, environment and
 input, output and error (the caller's file descriptors, passed over a Unix socket), and the
 caller exits with the child's code (128 + N for a child killed by signal N). Only the imports are
 shared: the server imports modules and nothing else (no data, no store, no engine thread; numba's
-CPU target is readied, no kernel loaded), and each child is forked from that state, never from
-another command's.
+CPU target is readied, no kernel loaded; ``ltr train``'s config is composed once and forgotten,
+:func:`_warm_hydra`), and each child is forked from that state, never from another command's.
 
 - :func:`start` runs the server for one page (its environment), returns it and the folder of its
   ``ltr`` client, to put first on ``PATH``; :func:`stop` ends the server and any child left.
-- ``python forkserver.py serve SOCKET`` is the server; ``python -I -S forkserver.py client ...``
-  the client (no site packages, no imports beyond the standard library's socket layer).
-- ``python -I -S forkserver.py script FILE`` (the :data:`SCRIPT_CLIENT` beside ``ltr``) runs the Python script ``FILE`` as ``python FILE``
+- ``python forkserver.py serve SOCKET`` is the server; ``python -I -S forkclient.py ltr ...``
+  the client (:mod:`tests.docs.forkclient`: no site packages, only the interpreter's built-in modules).
+- ``python -I -S forkclient.py script FILE`` (the :data:`SCRIPT_CLIENT` beside ``ltr``) runs the Python script ``FILE`` as ``python FILE``
   runs it (``__main__``, ``sys.argv``, its folder first on ``sys.path``, exit code 1 and the
   traceback on stderr for an uncaught exception), forked from the server: for a script about what
   it computes and prints, not about its interpreter (start-up, what is imported).
@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import marshal
 import os
 import signal
 import socket
@@ -66,6 +67,8 @@ PRELOAD = (
 SCRIPT_CLIENT = "ltr-docs-python"
 #: The client's environment variable that asks for a run's figures in the command's process.
 INLINE_FIGURES = "LTR_DOCS_INLINE_FIGURES"
+#: The client (:mod:`tests.docs.forkclient`), a file beside this one.
+_CLIENT = Path(__file__).with_name("forkclient.py")
 _LENGTH = struct.Struct("!Q")
 
 
@@ -85,10 +88,10 @@ def start(env: dict[str, str], folder: Path) -> tuple[subprocess.Popen[bytes], P
     bin_dir = folder / "bin"
     bin_dir.mkdir(exist_ok=True)
     client = bin_dir / "ltr"
-    client.write_text(f'#!/bin/sh\nLTR_DOCS_FORKSERVER={path} exec {sys.executable} -I -S {__file__} client "$@"\n')
+    client.write_text(f'#!/bin/sh\nLTR_DOCS_FORKSERVER={path} exec {sys.executable} -I -S {_CLIENT} ltr "$@"\n')
     client.chmod(client.stat().st_mode | stat.S_IXUSR)
     script = bin_dir / SCRIPT_CLIENT
-    script.write_text(f'#!/bin/sh\nLTR_DOCS_FORKSERVER={path} exec {sys.executable} -I -S {__file__} script "$@"\n')
+    script.write_text(f'#!/bin/sh\nLTR_DOCS_FORKSERVER={path} exec {sys.executable} -I -S {_CLIENT} script "$@"\n')
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     return proc, bin_dir
 
@@ -130,6 +133,7 @@ def serve(path: str) -> None:
     from numba.core.registry import cpu_target
 
     cpu_target.target_context.refresh()
+    _warm_hydra()
     # the imports' objects out of the collector's sight: a child's collection would otherwise walk
     # (and, touching their reference counts, copy) every page of them
     gc.collect()
@@ -145,7 +149,7 @@ def serve(path: str) -> None:
         conn, _ = listener.accept()
         _, fds, _, _ = socket.recv_fds(conn, 1, 3)
         (length,) = _LENGTH.unpack(_recv_exactly(conn, _LENGTH.size))
-        request = json.loads(_recv_exactly(conn, length))
+        request = marshal.loads(_recv_exactly(conn, length))  # tests.docs.forkclient's
         if os.fork() == 0:  # a waiter per command: commands of one block may run side by side
             listener.close()
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -168,6 +172,21 @@ def serve(path: str) -> None:
         for fd in fds:
             os.close(fd)
         conn.close()
+
+
+def _warm_hydra() -> None:
+    """Compose ``ltr train``'s default config once, then forget it (no Hydra instance, no config,
+    no logging set up; Hydra's compose API sets no ``HydraConfig``): what a first composition
+    fills (Hydra's plugin list, OmegaConf's and the config classes' caches, a quarter of each
+    command's composition) is then filled in every child."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from ltr.config.compose import CONF_DIR
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        compose("train")
+    GlobalHydra.instance().clear()
 
 
 def _reap(signum: int, frame: object) -> None:
@@ -222,24 +241,5 @@ def _run_script(argv: list[str]) -> None:
     sys.exit(code)
 
 
-def client(argv: list[str], *, script: bool = False) -> int:
-    """Send this process's arguments, folder, environment and descriptors 0-2 to the server;
-    return the command's exit code. ``script``: ``argv`` is a Python script and its arguments."""
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    conn.connect(_address(os.environ["LTR_DOCS_FORKSERVER"]))
-    socket.send_fds(conn, [b"r"], [0, 1, 2])
-    env = {k: v for k, v in os.environ.items() if k not in {"LTR_DOCS_FORKSERVER", INLINE_FIGURES}}
-    request = {"argv": argv, "cwd": os.getcwd(), "env": env, "script": script, "inline_figures": os.environ.get(INLINE_FIGURES) == "1"}
-    body = json.dumps(request).encode()
-    conn.sendall(_LENGTH.pack(len(body)) + body)
-    answer = b""
-    while chunk := conn.recv(16):
-        answer += chunk
-    return int(answer)
-
-
 if __name__ == "__main__":
-    if sys.argv[1] == "serve":
-        serve(sys.argv[2])
-    else:
-        sys.exit(client(sys.argv[2:], script=sys.argv[1] == "script"))
+    serve(sys.argv[2])
