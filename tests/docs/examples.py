@@ -9,7 +9,11 @@ The rules, which every page of ``docs/`` and the README follow:
   ``LTR_DOCS_NO_FORKSERVER=1`` runs the console script instead), ``HOME`` a folder of its own (pages
   write ``~/ltr-conf``; it starts with the caches an earlier page made that the commands would
   only make again, :func:`_seeded_caches`), no tracking URI in the environment: it must exit 0;
-- a ```python block runs as a script in a new interpreter in the same folder: it must exit 0;
+- a ```python block runs as a script in the same folder, as ``python block.py`` runs it, forked
+  from the same server as ``ltr`` (its imports done; :data:`forkserver.SCRIPT_CLIENT`), else in a
+  new interpreter: it must exit 0 (no block is about its interpreter's start-up or imports);
+- a run's figures are drawn in the command's own process, not in a figure worker of its own
+  (:data:`forkserver.INLINE_FIGURES`): the same files, a Python start-up and matplotlib's import less;
 - ```text blocks (output, or commands for a terminal the suite cannot have: `make` in a clone) and
   ```yaml blocks are shown, not run;
 - a ```bash block that lists ``ltr train`` variants to pick from (one setting each, a menu rather
@@ -223,11 +227,15 @@ def run_page(page: Path, folder: Path) -> list[str]:
     if not os.environ.get("LTR_DOCS_NO_FORKSERVER"):
         server, client_dir = shared_server()
         env["PATH"] = f"{client_dir}{os.pathsep}{env['PATH']}"
+        env[forkserver.INLINE_FIGURES] = "1"
+        script_client: Path | None = client_dir / forkserver.SCRIPT_CLIENT
+    else:
+        script_client = None
     seeded = _seeded_caches(env)
     for name, (folder_of_page, pattern) in seeded.items():
         _copy_files(_SEEDS / name, folder_of_page, pattern)
     try:
-        return _run_blocks(page, work, env)
+        return _run_blocks(page, work, env, script_client)
     finally:
         if server is not None:
             _end_commands(server)
@@ -310,7 +318,9 @@ def _end_commands(server: subprocess.Popen[bytes]) -> None:
                 os.kill(int(entry.name), signal.SIGKILL)
 
 
-def _run_blocks(page: Path, work: Path, env: dict[str, str]) -> list[str]:
+def _run_blocks(page: Path, work: Path, env: dict[str, str], script_client: Path | None) -> list[str]:
+    """Run the blocks of ``page`` in ``work``; a ```python block with ``script_client`` (the
+    fork server's, :data:`forkserver.SCRIPT_CLIENT`), else in a new interpreter."""
     outputs = []
     printed: str | None = None  # the stdout of the block just run, for an output block after it
     for block in blocks(page):
@@ -331,7 +341,7 @@ def _run_blocks(page: Path, work: Path, env: dict[str, str]) -> list[str]:
         else:
             script = work / f"block_{block.line}.py"
             script.write_text(block.code)
-            argv = [sys.executable, str(script)]
+            argv = [str(script_client or sys.executable), str(script)]
         done = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
         where = f"{page_id(page)}:{block.line} ({block.language} block)"
         assert done.returncode == 0, f"{where} exited {done.returncode}\n--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-4000:]}"

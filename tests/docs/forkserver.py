@@ -5,13 +5,24 @@ What a command runs is what the console script runs (:func:`ltr.cli.main.run`), 
 process of its own, with the caller's arguments, working folder, environment and standard
 input, output and error (the caller's file descriptors, passed over a Unix socket), and the
 caller exits with the child's code (128 + N for a child killed by signal N). Only the imports are
-shared: the server imports modules and nothing else (no data, no store, no engine thread), and
-each child is forked from that state, never from another command's.
+shared: the server imports modules and nothing else (no data, no store, no engine thread; numba's
+CPU target is readied, no kernel loaded; ``ltr train``'s config is composed once and forgotten,
+:func:`_warm_hydra`), and each child is forked from that state, never from another command's.
 
 - :func:`start` runs the server for one page (its environment), returns it and the folder of its
   ``ltr`` client, to put first on ``PATH``; :func:`stop` ends the server and any child left.
-- ``python forkserver.py serve SOCKET`` is the server; ``python -I -S forkserver.py client ...``
-  the client (no site packages, no imports beyond the standard library's socket layer).
+- ``python forkserver.py serve SOCKET`` is the server; ``python -I -S forkclient.py ltr ...``
+  the client (:mod:`tests.docs.forkclient`: no site packages, only the interpreter's built-in modules).
+- ``python -I -S forkclient.py script FILE`` (the :data:`SCRIPT_CLIENT` beside ``ltr``) runs the Python script ``FILE`` as ``python FILE``
+  runs it (``__main__``, ``sys.argv``, its folder first on ``sys.path``, exit code 1 and the
+  traceback on stderr for an uncaught exception), forked from the server: for a script about what
+  it computes and prints, not about its interpreter (start-up, what is imported).
+- ``LTR_DOCS_INLINE_FIGURES=1`` in a client's environment (not passed on to the command): a run's
+  figures are drawn in the command's own process (matplotlib imported once by the server), the
+  path a run takes where no figure worker can start, the same files
+  (tests/tracking/test_run_contents.py checks both paths), instead of a worker process per run
+  (a Python start-up and matplotlib's import). The worker itself is tested by
+  tests/experiment/test_figure_worker.py.
 - ``LTR_DOCS_PROFILE=FILE`` in the server's environment (the test process's) appends a JSON line
   per command to ``FILE``: its arguments, folder (a page's), CPU seconds and wall seconds, to see
   where a suite's CPU goes.
@@ -22,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import marshal
 import os
 import signal
 import socket
@@ -43,7 +55,20 @@ PRELOAD = (
     # GitPython (a run's source tags), the tracing SDK, ltr's numba kernels (imported, not loaded)
     "mlflow.store.tracking.sqlalchemy_store", "mlflow.pyfunc", "alembic", "git", "IPython",
     "opentelemetry.sdk.metrics", "ltr.metrics._kernel", "ltr.compiled.kernel_signatures", "ltr.compiled.precompiled",
+    # what a run draws its figures with in its own process (``LTR_DOCS_INLINE_FIGURES``)
+    "matplotlib.backends.backend_agg", "matplotlib.figure", "ltr.experiment.figures.figure_worker",
+    # what the manual's other verbs and a run's logging import on their first use (a tenth of a
+    # CPU-second a command): the verbs, sqlite's dialect, MLflow's model flavours and Arrow's datasets
+    "ltr.cli.compare", "ltr.cli.predict", "ltr.cli.explain", "ltr.cli.evaluate", "ltr.cli.data",
+    "ltr.cli.rerun", "ltr.explain", "ltr.compare.render", "sqlalchemy.dialects.sqlite", "alembic.command",
+    "mlflow.lightgbm", "mlflow.sklearn", "pyarrow.dataset", "pyarrow.pandas_compat",
 )
+#: The client that runs a Python script (``SCRIPT_CLIENT FILE ARGS``), beside ``ltr``'s.
+SCRIPT_CLIENT = "ltr-docs-python"
+#: The client's environment variable that asks for a run's figures in the command's process.
+INLINE_FIGURES = "LTR_DOCS_INLINE_FIGURES"
+#: The client (:mod:`tests.docs.forkclient`), a file beside this one.
+_CLIENT = Path(__file__).with_name("forkclient.py")
 _LENGTH = struct.Struct("!Q")
 
 
@@ -63,8 +88,11 @@ def start(env: dict[str, str], folder: Path) -> tuple[subprocess.Popen[bytes], P
     bin_dir = folder / "bin"
     bin_dir.mkdir(exist_ok=True)
     client = bin_dir / "ltr"
-    client.write_text(f'#!/bin/sh\nLTR_DOCS_FORKSERVER={path} exec {sys.executable} -I -S {__file__} client "$@"\n')
+    client.write_text(f'#!/bin/sh\nLTR_DOCS_FORKSERVER={path} exec {sys.executable} -I -S {_CLIENT} ltr "$@"\n')
     client.chmod(client.stat().st_mode | stat.S_IXUSR)
+    script = bin_dir / SCRIPT_CLIENT
+    script.write_text(f'#!/bin/sh\nLTR_DOCS_FORKSERVER={path} exec {sys.executable} -I -S {_CLIENT} script "$@"\n')
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
     return proc, bin_dir
 
 
@@ -99,6 +127,13 @@ def serve(path: str) -> None:
 
     for module in PRELOAD:
         importlib.import_module(module)
+    # numba's CPU target registers its lowering code on its first use (a third of a CPU-second,
+    # in every command that loads a kernel): done here, no kernel loaded (loading one that runs
+    # in parallel would start numba's threads), so the children only load their kernels
+    from numba.core.registry import cpu_target
+
+    cpu_target.target_context.refresh()
+    _warm_hydra()
     # the imports' objects out of the collector's sight: a child's collection would otherwise walk
     # (and, touching their reference counts, copy) every page of them
     gc.collect()
@@ -114,7 +149,7 @@ def serve(path: str) -> None:
         conn, _ = listener.accept()
         _, fds, _, _ = socket.recv_fds(conn, 1, 3)
         (length,) = _LENGTH.unpack(_recv_exactly(conn, _LENGTH.size))
-        request = json.loads(_recv_exactly(conn, length))
+        request = marshal.loads(_recv_exactly(conn, length))  # tests.docs.forkclient's
         if os.fork() == 0:  # a waiter per command: commands of one block may run side by side
             listener.close()
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -139,6 +174,21 @@ def serve(path: str) -> None:
         conn.close()
 
 
+def _warm_hydra() -> None:
+    """Compose ``ltr train``'s default config once, then forget it (no Hydra instance, no config,
+    no logging set up; Hydra's compose API sets no ``HydraConfig``): what a first composition
+    fills (Hydra's plugin list, OmegaConf's and the config classes' caches, a quarter of each
+    command's composition) is then filled in every child."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from ltr.config.compose import CONF_DIR
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        compose("train")
+    GlobalHydra.instance().clear()
+
+
 def _reap(signum: int, frame: object) -> None:
     """Reap every waiter that has exited (the server's SIGCHLD handler)."""
     with contextlib.suppress(ChildProcessError):
@@ -155,29 +205,41 @@ def _run_command(request: dict[str, Any], fds: list[int]) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    if request.get("inline_figures"):
+        from ltr.experiment import run as pipeline
+
+        pipeline.start_worker = lambda: None  # type: ignore[attr-defined]  # as tests/conftest.py does
+    if request.get("script"):
+        _run_script(request["argv"])  # never returns
     sys.argv = [str(Path(sys.executable).with_name("ltr")), *request["argv"]]
     from ltr.cli.main import run
 
     run()
 
 
-def client(argv: list[str]) -> int:
-    """Send this process's arguments, folder, environment and descriptors 0-2 to the server;
-    return the command's exit code."""
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    conn.connect(_address(os.environ["LTR_DOCS_FORKSERVER"]))
-    socket.send_fds(conn, [b"r"], [0, 1, 2])
-    env = {k: v for k, v in os.environ.items() if k != "LTR_DOCS_FORKSERVER"}
-    body = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": env}).encode()
-    conn.sendall(_LENGTH.pack(len(body)) + body)
-    answer = b""
-    while chunk := conn.recv(16):
-        answer += chunk
-    return int(answer)
+def _run_script(argv: list[str]) -> None:
+    """In the forked child: run the script ``argv[0]`` as ``python SCRIPT ARGS`` runs it, and exit."""
+    import runpy
+    import traceback
+
+    script = os.path.abspath(argv[0])
+    sys.argv = [argv[0], *argv[1:]]
+    sys.path[0] = os.path.dirname(script)  # the server's own folder was there
+    code = 0
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if exc.code is not None and not isinstance(exc.code, int):
+            print(exc.code, file=sys.stderr)
+    except BaseException as exc:  # its traceback from the script's frames on, as python prints it
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename != script:
+            tb = tb.tb_next
+        traceback.print_exception(type(exc), exc, tb or exc.__traceback__)
+        code = 1
+    sys.exit(code)
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "serve":
-        serve(sys.argv[2])
-    else:
-        sys.exit(client(sys.argv[2:]))
+    serve(sys.argv[2])

@@ -121,6 +121,27 @@ def test_a_page_whose_shown_output_differs_fails(tmp_path: Path, monkeypatch: py
     run_page(page, tmp_path / "run2")
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("forked", [True, False], ids=["fork-server", "new-interpreter"])
+def test_a_python_block_runs_as_a_script_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forked: bool) -> None:
+    """Forked from the fork server or in a new interpreter, a ```python block is ``python
+    block.py`` in the page's folder: ``__main__``, its path in ``sys.argv``, its folder first on
+    ``sys.path``; an uncaught exception exits 1 with its traceback, ``sys.exit(N)`` exits N."""
+    if not forked:
+        monkeypatch.setenv("LTR_DOCS_NO_FORKSERVER", "1")
+    page = tmp_path / "page.md"
+    script = "import os, sys\nprint(__name__, os.path.basename(sys.argv[0]), sys.path[0] == os.getcwd(), len(sys.argv))\n"
+    shown = "<!-- docs-test: output -->\n```text\n__main__ block_1.py True 1\n```\n"
+    page.write_text(f"```python\n{script}```\n\n{shown}")
+    run_page(page, tmp_path / "run")
+    page.write_text(f"```python\n{script}```\n\n{shown}\n```python\nprint('before')\nraise ValueError('boom')\n```\n")
+    with pytest.raises(AssertionError, match=r"(?s)page.md:11 \(python block\) exited 1\n--- stdout\nbefore\n.*ValueError: boom"):
+        run_page(page, tmp_path / "run2")
+    page.write_text("```python\nimport sys\nsys.exit(3)\n```\n")
+    with pytest.raises(AssertionError, match=r"page.md:1 \(python block\) exited 3"):
+        run_page(page, tmp_path / "run3")
+
+
 def test_every_page_runs_in_one_example_module() -> None:
     ids = {page_id(p) for p in pages()}
     assert not FIRST_HALF - ids, sorted(FIRST_HALF - ids)
