@@ -25,6 +25,7 @@ import tarfile
 import zipfile
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -142,13 +143,11 @@ def test_the_wheel_works_from_an_empty_folder_outside_the_repo(
     assert MESSAGE not in api_run.stderr
     result = json.loads(api_run.stdout.strip().splitlines()[-1])
     assert result["kernel_bits"] == result["interpreted_bits"]  # the shipped code's values, bit for bit
-    # the same run with this checkout's ltr (its kernels compiled for this CPU): the same bits
+    # the same run with this checkout's ltr (its kernels compiled for this CPU), in this process,
+    # where it is imported and its kernels loaded: the same bits
     here = tmp / "here"
     shutil.copytree(folder / "myconf", here / "myconf")
-    here_env = {k: v for k, v in os.environ.items() if k not in {"LTR_TRACKING_URI", "MLFLOW_TRACKING_URI", "NUMBA_DISABLE_JIT"}}
-    done = subprocess.run([sys.executable, "-c", API_SCRIPT], cwd=here, env=here_env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    reference = json.loads(done.stdout.strip().splitlines()[-1])
+    reference = api_script_outcome(here)
     assert not Path(reference["ltr"]).resolve().is_relative_to(venv.resolve())
     assert len(result["metrics"]) > 50
     differ = {k: (v, reference["metrics"].get(k)) for k, v in result["metrics"].items() if v != reference["metrics"].get(k)}
@@ -178,10 +177,15 @@ def test_the_wheel_works_from_an_empty_folder_outside_the_repo(
     # mypy follows ltr's imports (and numpy's, whose types its signatures show) as a user's run
     # does, and reads the other packages as Any: they are not the wheel's annotations, and
     # following them (MLflow, Dask, IPython, ...: 3,000 modules) is five sixths of its time
-    (tmp / "mypy.ini").write_text("[mypy]\n[mypy-ltr,ltr.*,numpy,numpy.*]\nfollow_imports = silent\n")
+    # (the stubs of pandas and matplotlib too, which mypy follows unless told: a third of its time);
+    # no cache is written (one run)
+    (tmp / "mypy.ini").write_text(
+        "[mypy]\n[mypy-ltr,ltr.*,numpy,numpy.*]\nfollow_imports = silent\n"
+        "[mypy-pandas,pandas.*,matplotlib,matplotlib.*]\nfollow_imports_for_stubs = True\n"
+    )
     checked = subprocess.run(
         [sys.executable, "-m", "mypy", "--config-file", str(tmp / "mypy.ini"), "--strict", "--no-incremental",
-         "--follow-imports=skip", "--python-executable", str(venv / "bin" / "python"), "use_api.py"],
+         "--cache-dir", os.devnull, "--follow-imports=skip", "--python-executable", str(venv / "bin" / "python"), "use_api.py"],
         cwd=folder, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     out = checked.stdout
@@ -199,7 +203,8 @@ def test_the_wheel_works_from_an_empty_folder_outside_the_repo(
 #: ``python -c API_SCRIPT`` in a folder with ``myconf/``: a run through the API, its model loaded
 #: back and its test split predicted; then the metric kernel's values on generated queries with
 #: ties, compiled and interpreted (one source; the interpreted values are the reference). One
-#: JSON line; the run's metrics but its timings, as ``repr`` (every bit).
+#: JSON line; the run's metrics but its timings, as ``repr`` (every bit). Executed as a module
+#: (not ``__main__``), it defines ``outcome()``, that line's dict (:func:`api_script_outcome`).
 API_SCRIPT = """
 import hashlib, json
 import numpy as np
@@ -209,10 +214,6 @@ from ltr.compiled import kernels
 from ltr.experiment.rerun import TIMING_SUFFIX
 from ltr.metrics import MetricConventions
 from ltr.metrics.table import measure_arrays
-
-out = api.train(["debug=default", "fit.show_progress=false", "tracking.run_name=from-python"], config_dir="myconf")
-logged = api.load_run("from-python")
-predicted = api.predict(logged, split="test")
 
 rng = np.random.default_rng(44)
 offsets = np.concatenate([[0], np.cumsum(rng.integers(1, 40, 300))])
@@ -230,13 +231,38 @@ def bits(way):
     return digest.hexdigest()
 
 
-print(json.dumps({"ltr": ltr.__file__, "best_iteration": out.best_iteration, "run_id": out.run_id,
-                  "logged": logged.run_id, "test": out.metrics["test/ndcg_at_10"],
-                  "logged_test": logged.metrics["test/ndcg_at_10"],
-                  "predicted_test": predicted.summary["ndcg_at_10"],
-                  "metrics": {k: repr(v) for k, v in sorted(out.metrics.items()) if not k.endswith(TIMING_SUFFIX)},
-                  "kernel_bits": bits("compiled"), "interpreted_bits": bits("interpreted")}))
+def outcome():
+    out = api.train(["debug=default", "fit.show_progress=false", "tracking.run_name=from-python"], config_dir="myconf")
+    logged = api.load_run("from-python")
+    predicted = api.predict(logged, split="test")
+    return {"ltr": ltr.__file__, "best_iteration": out.best_iteration, "run_id": out.run_id,
+            "logged": logged.run_id, "test": out.metrics["test/ndcg_at_10"],
+            "logged_test": logged.metrics["test/ndcg_at_10"],
+            "predicted_test": predicted.summary["ndcg_at_10"],
+            "metrics": {k: repr(v) for k, v in sorted(out.metrics.items()) if not k.endswith(TIMING_SUFFIX)},
+            "kernel_bits": bits("compiled"), "interpreted_bits": bits("interpreted")}
+
+
+if __name__ == "__main__":
+    print(json.dumps(outcome()))
 """
+
+
+def api_script_outcome(folder: Path) -> dict[str, Any]:
+    """What ``python -c API_SCRIPT`` prints in ``folder``, computed in this process (its ``ltr``,
+    imported, its kernels compiled for this CPU: numba's JIT is on), as JSON carries it."""
+    from numba import config as numba_config
+
+    assert not getattr(numba_config, "DISABLE_JIT", False)  # the compiled kernels, not their interpreted source
+    scope: dict[str, Any] = {"__name__": "api_script"}
+    exec(compile(API_SCRIPT, "API_SCRIPT", "exec"), scope)
+    cwd = Path.cwd()
+    os.chdir(folder)
+    try:
+        found: dict[str, Any] = json.loads(json.dumps(scope["outcome"]()))
+    finally:
+        os.chdir(cwd)
+    return found
 
 
 def numba_cache(venv: Path) -> dict[str, int]:

@@ -130,6 +130,14 @@ HELPERS: dict[str, dict[str, tuple[Any, ...]]] = {
             _rw(f64), _rw(i64),
         ),
     },
+    # the readers call these with literal field numbers and sources: one signature instead of
+    # six specialisations (4 of next_line, 2 of _intern), a quarter less of this module's compile
+    "ltr.data.formats._trec_kernel": {
+        "next_line": (_BUF, i64, i64, i64, i64, i64, i64, _rw(i64)),
+        "_intern": (
+            _BUF, i64, i64, i64, _BUF, _BUF, _rw(i64), _rw(u64), _rw(i8), _rw(i64), _rw(i64), _rw(i64),
+        ),
+    },
 }
 
 MESSAGE = "ltr: compiling numerical kernels for this install (once):"
