@@ -237,7 +237,8 @@ def _figures_in_the_test_process() -> Iterator[None]:
     gives None), the same files (``tests/tracking/test_run_contents.py`` checks both paths). A
     worker per run is a Python start-up and matplotlib's import (0.6-0.7 CPU-s) that only
     shortens a run's wall time. The worker is tested by ``tests/experiment/test_figure_worker.py``
-    and runs in every ``ltr`` process a test starts. Module-scoped, so the runs of module
+    and runs in the ``ltr`` processes tests start (not in the docs examples' forks, which draw their
+    own: ``tests/docs/forkserver.py``). Module-scoped, so the runs of module
     fixtures are covered, and so are the runs of ``ltr train`` called in the test's process
     (``ltr.cli.main.main``, which imports the runs only when it trains); a module that imports
     nothing of the runs or the command imports nothing here."""
