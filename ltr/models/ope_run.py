@@ -62,6 +62,7 @@ from ltr.online.ope import (
     off_policy_estimates,
     paired_estimates,
 )
+from ltr.runtime.stops import committing
 from ltr.tracking import find_tracking_uri
 from ltr.tracking.sqlite.lock import sqlite_db_path, sqlite_store_lock
 from ltr.tracking.store import read_only_store
@@ -459,7 +460,9 @@ def log_ope(ope: OpeRun) -> None:
     """Log the estimates on the run itself: metrics ``ope/<estimator>/<metric>`` (+ ``/low``,
     ``/high`` where it has an interval, ``/ess``; ``ope/<estimator>/max_weight`` and ``/coverage``), tags ``ltr.ope.*``
     (the log, the propensities, k, clip, bootstrap, seed, estimators, training queries) and every
-    number as ``ope/ope.json``."""
+    number as ``ope/ope.json``. The command's work made final (:func:`~ltr.runtime.stops.committing`):
+    a stop signal before it stops with nothing logged, one during it waits for its end, and one
+    after it stops nothing (the command ends with its estimates logged and its exit code)."""
     r = ope.result
     store = ope.run.store
     client = store.client
@@ -489,15 +492,16 @@ def log_ope(ope: OpeRun) -> None:
         },
         "estimates": {f"{e}/{m}": _estimate_json(v) for (e, m), v in r.estimates.items()},
     }  # fmt: skip
-    try:
-        with sqlite_store_lock(store.uri):  # the tags with the first metrics: one transaction when they fit
-            client.log_batch(run_id, metrics=metrics[:900], tags=[RunTag(k, v) for k, v in tags.items()], synchronous=True)
-            for start in range(900, len(metrics), 900):
-                client.log_batch(run_id, metrics=metrics[start : start + 900], synchronous=True)
-    except MlflowException as exc:
-        db = sqlite_db_path(store.uri)
-        full = full_device(exc, store=str(db) if db is not None else store.uri)
-        if full is None:
-            raise
-        raise DeviceFull(f"{full}; the estimates are not logged on run {ope.run.label}") from exc
-    client.log_text(run_id, json.dumps(data, indent=2, default=str), "ope/ope.json")
+    with committing():
+        try:
+            with sqlite_store_lock(store.uri):  # the tags with the first metrics: one transaction when they fit
+                client.log_batch(run_id, metrics=metrics[:900], tags=[RunTag(k, v) for k, v in tags.items()], synchronous=True)
+                for start in range(900, len(metrics), 900):
+                    client.log_batch(run_id, metrics=metrics[start : start + 900], synchronous=True)
+        except MlflowException as exc:
+            db = sqlite_db_path(store.uri)
+            full = full_device(exc, store=str(db) if db is not None else store.uri)
+            if full is None:
+                raise
+            raise DeviceFull(f"{full}; the estimates are not logged on run {ope.run.label}") from exc
+        client.log_text(run_id, json.dumps(data, indent=2, default=str), "ope/ope.json")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -304,3 +305,20 @@ def test_a_cascade_log_withholds_the_position_based_intervals(
     assert ltr_main([*paired, "--json"]) == 0
     verdict = json.loads(capsys.readouterr().out)["verdict"]
     assert verdict == {"estimator": None, "metric": None, "verdict": "no interval (clicks not position-based)"}
+
+
+def test_a_stop_signal_once_the_estimates_are_logged_stops_nothing(written: Written) -> None:
+    """``log_ope`` makes the command's work final (``ltr.runtime.stops.committing``): a SIGINT that
+    arrives after it (the "logged as" line, the command's return) ends the command with its
+    estimates logged and exit 0, not exit 130 with a store the user is told was not written."""
+    from ltr.models.ope_run import OpeOptions, log_ope, run_ope
+    from ltr.runtime.stops import stop_signals_recorded
+
+    options = OpeOptions(None, 1.0, 5, None, n_bootstrap=50, tracking_uri=written.uri)
+    ope = run_ope("clicks", written.folder / "clicks.parquet", [written.folder / "test.parquet"], options, logs=True)
+    with stop_signals_recorded():
+        log_ope(ope)
+        signal.raise_signal(signal.SIGINT)  # handled here, by the block's handler: no KeyboardInterrupt
+    run = MlflowClient(tracking_uri=written.uri).get_run(ope.run.run_id)
+    assert run.data.tags["mlflow.runName"] == "clicks"
+    assert run.data.metrics["ope/ips/ctr/low"] <= run.data.metrics["ope/ips/ctr"] <= run.data.metrics["ope/ips/ctr/high"]
