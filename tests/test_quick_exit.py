@@ -133,3 +133,32 @@ def test_a_handler_half_made_by_a_stop_signal_neither_prints_a_traceback_nor_los
     assert done.returncode == 130
     assert done.stderr == ""
     assert (tmp_path / "log.txt").read_text() == "held until logging's exit\n"
+
+
+POOL_SCRIPT = """
+import sys
+from concurrent.futures import ThreadPoolExecutor, thread as pools
+from pathlib import Path
+from ltr.cli.support.quick_exit import exit_now
+
+out = Path(sys.argv[1])
+busy = ThreadPoolExecutor(max_workers=1, thread_name_prefix="busy")
+busy.submit(lambda: (__import__("time").sleep(0.5), (out / "busy").write_text("done")))
+lost = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lost")
+lost.submit(lambda: None).result()
+# a stop signal's exception between the pool's start of its worker and the registration of its
+# queue for the exit hook: what is left is an idle worker the hook cannot reach
+(worker,) = lost._threads
+del pools._threads_queues[worker]
+exit_now(5)
+"""
+
+
+@pytest.mark.slow
+def test_an_idle_pool_worker_a_stop_signal_kept_from_its_exit_hook_does_not_hang_the_exit(tmp_path: Path) -> None:
+    """A thread pool's worker started but not yet registered for the pools' exit hook when a stop
+    signal's exception landed (seen in ``ltr rerun`` under SIGTERM: MLflow's artifact pool) is
+    released: the exit ends, with its code, and still waits for a pool worker that is busy."""
+    done = subprocess.run([sys.executable, "-c", POOL_SCRIPT, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (5, "")
+    assert (tmp_path / "busy").read_text() == "done"

@@ -20,7 +20,8 @@ skips that teardown when nothing can be lost by it:
   reaped, not left to finish alone after the command has exited;
 - every other thread that is not a daemon has ended: they are waited for as the normal exit
   waits for them, first (``threading._shutdown``, with the exit hooks of thread pools: MLflow's
-  artifact uploads leave idle workers). Meanwhile the process keeps its own signal handlers
+  artifact uploads leave idle workers; a worker that a stop signal kept from its pool's hook is
+  released too, :func:`release_unregistered_pool_workers`). Meanwhile the process keeps its own signal handlers
   (a normal exit resets them to the default during its teardown: a SIGTERM there killed it).
 
 Files are closed where they are written (``with`` blocks, atomic renames), never by the teardown;
@@ -58,11 +59,40 @@ def exit_now(code: int) -> NoReturn:
         end_children()
         sys.exit(code)
     if others_alive():
+        release_unregistered_pool_workers()
         threading._shutdown()  # type: ignore[attr-defined]  # the normal exit's first step: join them
     atexit._run_exitfuncs()  # runs each handler once and clears them, as the normal exit does
     end_children()
     _flushed()  # what the handlers wrote
     os._exit(code)
+
+
+def release_unregistered_pool_workers() -> int:
+    """Let every idle worker of a thread pool that its pool's exit hook cannot reach end; how many.
+
+    ``ThreadPoolExecutor`` starts a worker thread, then registers its queue for the hook that
+    ends the workers at exit (``concurrent.futures.thread._python_exit``: it sets the pools'
+    shutdown flag and puts one ``None`` on each registered queue). A stop signal whose exception
+    lands between the two (a Ctrl-C while MLflow's artifact pool starts a worker) leaves a worker
+    waiting on its empty queue forever, and joining it (the normal exit, :func:`exit_now`) hangs.
+    Here the pools' shutdown flag is set, as that hook sets it first, and each worker whose queue
+    is not registered gets its ``None``: it ends once its current item is done (none, when idle),
+    as the registered ones do."""
+    import queue
+    from concurrent.futures import thread as pools
+
+    workers = [t for t in threading.enumerate() if getattr(t, "_target", None) is pools._worker and t not in pools._threads_queues]
+    if not workers:
+        return 0
+    with pools._global_shutdown_lock:
+        pools._shutdown = True
+    released = 0
+    for worker in workers:
+        for arg in getattr(worker, "_args", ()):
+            if isinstance(arg, queue.SimpleQueue):
+                arg.put(None)
+                released += 1
+    return released
 
 
 def forget_half_made_handlers() -> None:
