@@ -54,6 +54,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -279,6 +280,7 @@ def _copy_files(source: Path, target: Path, pattern: str) -> None:
 
 #: This process's fork server and the folder of its client (:func:`shared_server`).
 _SHARED: list[tuple[subprocess.Popen[bytes], Path]] = []
+_SHARED_LOCK = threading.Lock()  # a test's threads (the fault matrix's cases) start one server
 
 
 def shared_server() -> tuple[subprocess.Popen[bytes], Path]:
@@ -288,14 +290,15 @@ def shared_server() -> tuple[subprocess.Popen[bytes], Path]:
     after its imports, never from another command's (:mod:`tests.docs.forkserver`), with the
     page's environment, folder and descriptors; the server's own environment is a page's
     (:func:`_environment`) with a ``HOME`` of its own, which no import reads."""
-    if _SHARED and _SHARED[0][0].poll() is not None:  # it died (killed from outside): a new one
-        _SHARED.clear()
-    if not _SHARED:
-        folder = Path(tempfile.mkdtemp(prefix="ltr-docs-forkserver-"))
-        (folder / "home").mkdir()
-        _SHARED.append(forkserver.start(_environment(folder / "home"), folder / "server"))
-        atexit.register(_stop_shared, folder)
-    return _SHARED[0]
+    with _SHARED_LOCK:
+        if _SHARED and _SHARED[0][0].poll() is not None:  # it died (killed from outside): a new one
+            _SHARED.clear()
+        if not _SHARED:
+            folder = Path(tempfile.mkdtemp(prefix="ltr-docs-forkserver-"))
+            (folder / "home").mkdir()
+            _SHARED.append(forkserver.start(_environment(folder / "home"), folder / "server"))
+            atexit.register(_stop_shared, folder)
+        return _SHARED[0]
 
 
 def _stop_shared(folder: Path) -> None:

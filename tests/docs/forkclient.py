@@ -16,15 +16,20 @@ import sys
 INLINE_FIGURES = "LTR_DOCS_INLINE_FIGURES"
 #: The server's address (``@name``: Linux's abstract namespace), not passed on to the command.
 ADDRESS = "LTR_DOCS_FORKSERVER"
+#: A file for the command's process id: set in a client's environment (not passed on), the command
+#: runs in a session of its own (``setsid``, as ``start_new_session`` starts one) and writes its
+#: id there first, so a caller can find what the command left in its session.
+PIDFILE = "LTR_DOCS_PIDFILE"
 
 
 def request(argv: list[str], *, script: bool) -> bytes:
     """The request for ``argv`` from this process: a length (8 bytes, big-endian) and the
     marshalled request (:func:`tests.docs.forkserver.serve` reads it)."""
-    env = {k: v for k, v in os.environ.items() if k not in {ADDRESS, INLINE_FIGURES}}
-    body = marshal.dumps(
-        {"argv": argv, "cwd": os.getcwd(), "env": env, "script": script, "inline_figures": os.environ.get(INLINE_FIGURES) == "1"}
-    )
+    env = {k: v for k, v in os.environ.items() if k not in {ADDRESS, INLINE_FIGURES, PIDFILE}}
+    body = marshal.dumps({
+        "argv": argv, "cwd": os.getcwd(), "env": env, "script": script, "inline_figures": os.environ.get(INLINE_FIGURES) == "1",
+        "pidfile": os.environ.get(PIDFILE, ""),
+    })  # fmt: skip
     return len(body).to_bytes(8, "big") + body
 
 

@@ -17,6 +17,8 @@ CPU target is readied, no kernel loaded; ``ltr train``'s config is composed once
   runs it (``__main__``, ``sys.argv``, its folder first on ``sys.path``, exit code 1 and the
   traceback on stderr for an uncaught exception), forked from the server: for a script about what
   it computes and prints, not about its interpreter (start-up, what is imported).
+- ``LTR_DOCS_PIDFILE=FILE`` in a client's environment (not passed on to the command): the command
+  runs in a session of its own and writes its process id to ``FILE`` before anything else.
 - ``LTR_DOCS_INLINE_FIGURES=1`` in a client's environment (not passed on to the command): a run's
   figures are drawn in the command's own process (matplotlib imported once by the server), the
   path a run takes where no figure worker can start, the same files
@@ -202,6 +204,9 @@ def _run_command(request: dict[str, Any], fds: list[int]) -> None:
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
+    if request.get("pidfile"):  # a session of its own, its id where the caller finds it (forkclient.PIDFILE)
+        os.setsid()
+        Path(request["pidfile"]).write_text(str(os.getpid()))
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])

@@ -1,5 +1,7 @@
 """The fault matrix of issue 45: every word of ``ltr``'s dispatcher (:data:`ltr.cli.main.VERBS`,
-``--version``, ``--help``) under every fault a user meets, each case a real ``ltr`` process:
+``--version``, ``--help``) under every fault a user meets, each case a real ``ltr`` process in a
+session of its own (``python -m ltr``, or forked after the imports from the fork server for the
+faults of :data:`FORKED`):
 
 - **closed**: its standard output a pipe whose reader is gone before it starts (``ltr ... | true``):
   exit 141, nothing said;
@@ -48,6 +50,8 @@ import numpy as np
 import pytest
 
 from ltr.cli.main import VERBS, main
+from tests.docs.examples import shared_server
+from tests.docs.forkclient import PIDFILE
 from tests.processes import free_port, session_processes, stop_process_group
 
 pytestmark = pytest.mark.slow
@@ -236,6 +240,13 @@ MOMENTS = {Fault.SIGINT: ((0.05, 0.5),), Fault.SIGTERM: ((0.3, 0.9),)}
 STOP_LINES = {Fault.SIGINT: (130, re.compile(r"ltr: interrupted(; .*)?")), Fault.SIGTERM: (143, re.compile(r"ltr: terminated \(SIGTERM\)(; .*)?"))}
 #: Never on stderr, whatever the fault.
 NEVER = ("Traceback", "Logging error", "Exception ignored", "KeyboardInterrupt", "readonly database")
+#: The faults whose cases run forked from the fork server (:func:`tests.processes.run_ltr`'s, the
+#: imports done), each in a session of its own: what they test is the verb's handling of its output
+#: and its store, not the interpreter's start; so do the ``closed`` cases of the words without a
+#: signal case. The other ``closed`` cases (whose times set their signals' moments), the signal
+#: cases (a signal may land while Python imports) and the cases that stop a server are
+#: ``python -m ltr`` processes.
+FORKED = frozenset({Fault.FULL, Fault.READ_ONLY, Fault.FULL_DISK, Fault.HOSTILE})
 #: Processes of a fault's cases at once (2 cores; a process waits on I/O part of its time).
 PARALLEL = 4
 
@@ -445,7 +456,7 @@ def run_case(world: World, root: Path, word: str, fault: Fault, *, delay: float 
     before = store_state(seed / "mlflow.db")
     with _fault(fault, store, seed, entry):
         listed = listing(store)
-        code, out_text, err, seconds, left = _run(argv, case, fault, entry, delay, hogs)
+        code, out_text, err, seconds, left = _run(argv, case, fault, entry, delay, hogs, forked=_forked(word, fault, entry, delay))
         after = store_state(db)
         new_files = listing(store) - listed
     named = Path(entry.names.format(**fields))
@@ -469,14 +480,29 @@ def _fault(fault: Fault, store: Path, seed: Path, entry: Run) -> Iterator[None]:
         _chattr("-i", store)
 
 
-def _run(argv: list[str], case: Path, fault: Fault, entry: Run, delay: float | None, hogs: CpuHogs | None = None) -> tuple[int, str, str, float, list[str]]:
-    """Run ``ltr argv`` under ``fault`` in its own session: its exit code, stdout, stderr, wall
-    time, and the processes of its session it left (:func:`_left_running`; they are killed).
+def _forked(word: str, fault: Fault, entry: Run, delay: float | None) -> bool:
+    """Whether the case runs forked from the fork server (:data:`FORKED`)."""
+    signalled = any(isinstance(MATRIX[word][f], Run) for f in (Fault.SIGINT, Fault.SIGTERM))
+    return delay is None and entry.stop_at is None and (fault in FORKED or (fault is Fault.CLOSED and not signalled))
+
+
+def _run(
+    argv: list[str], case: Path, fault: Fault, entry: Run, delay: float | None, hogs: CpuHogs | None = None, *, forked: bool = False
+) -> tuple[int, str, str, float, list[str]]:
+    """Run ``ltr argv`` under ``fault`` in its own session (``forked``: from the fork server): its
+    exit code, stdout, stderr, wall time, and the processes of its session it left
+    (:func:`_left_running`; they are killed).
     A stop signal (``delay``) lands with ``hogs`` running, from :data:`HOG_LEAD` s before it
     to the process's end."""
     start = time.monotonic()
-    command = [sys.executable, "-m", "ltr", *argv]
-    kwargs: dict[str, object] = {"cwd": case / "cwd", "env": _env(case), "stdin": subprocess.DEVNULL, "stderr": subprocess.PIPE,
+    env = _env(case)
+    pidfile = case / "pid"
+    if forked:  # forked from the fork server, in a session of its own whose id it writes to pidfile
+        command = [str(shared_server()[1] / "ltr"), *argv]
+        env[PIDFILE] = str(pidfile)
+    else:
+        command = [sys.executable, "-m", "ltr", *argv]
+    kwargs: dict[str, object] = {"cwd": case / "cwd", "env": env, "stdin": subprocess.DEVNULL, "stderr": subprocess.PIPE,
                                  "text": True, "start_new_session": True}  # fmt: skip
     if fault is Fault.CLOSED:
         reader, writer = os.pipe()
@@ -505,10 +531,13 @@ def _run(argv: list[str], case: Path, fault: Fault, entry: Run, delay: float | N
         try:
             out, err = proc.communicate(timeout=600)
         except subprocess.TimeoutExpired:
+            if forked and pidfile.exists():
+                os.killpg(int(pidfile.read_text()), signal.SIGKILL)
             os.killpg(proc.pid, signal.SIGKILL)
             out, err = proc.communicate()
             err += "\n(no end after 600 s: killed)"
-    left = _left_running(proc.pid)
+    session = int(pidfile.read_text()) if forked else proc.pid
+    left = _left_running(session)
     return proc.returncode, out or "", head + err, time.monotonic() - start, left
 
 
