@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hydra._internal.config_loader_impl import ConfigLoaderImpl
 from mlflow.tracking import MlflowClient
 
 from ltr.cli.main import main
@@ -94,14 +95,29 @@ def _by_job(children: list[Any]) -> dict[tuple[str, str], dict[str, float]]:
 
 
 def test_grid_basic_and_joblib_launchers_give_identical_complete_runs(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Also: each job's config is composed by the start check and by the launcher, never a third
+    time by the sweeper (ltr's basic sweeper skips Hydra's validation of the jobs the start check
+    composed): 1 composition (job 0; job 1 differs in a value) + 2 launched in this process, and
+    with the joblib launcher (whose workers compose their jobs) the start check's one alone."""
+    composed: list[list[str]] = []
+    load_sweep_config = ConfigLoaderImpl.load_sweep_config
+
+    def counted(self: ConfigLoaderImpl, master_config: Any, sweep_overrides: list[str]) -> Any:
+        composed.append(list(sweep_overrides))
+        return load_sweep_config(self, master_config, sweep_overrides)
+
+    monkeypatch.setattr(ConfigLoaderImpl, "load_sweep_config", counted)  # calls through: counts Hydra's compositions
     basic_db, joblib_db = tmp_path / "basic.db", tmp_path / "joblib.db"
     _train(tmp_path, capsys, "-m", "debug=default", *GRID, "tracking.log_model=false", f"tracking.uri=sqlite:///{basic_db}")
+    assert len(composed) == 3, composed
+    composed.clear()
     _train(
         tmp_path, capsys, "-m", "debug=default", *GRID, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
         "tracking.log_model=false", f"tracking.uri=sqlite:///{joblib_db}",
     )
+    assert len(composed) == 1, composed
     basic_parent, basic_children = _runs(basic_db)
     joblib_parent, joblib_children = _runs(joblib_db)
     assert len(basic_children) == len(joblib_children) == 2

@@ -17,7 +17,7 @@ from ltr.data.load import letor_fold_files, letor_parts_files
 from ltr.experiment.checks import check_config
 from ltr.experiment.spec import ExperimentSpec
 
-__all__ = ["check_data_files", "check_job", "grid_jobs", "repeated_key", "task_config"]
+__all__ = ["check_data_files", "check_job", "grid_jobs", "mark_checked", "repeated_key", "task_config", "were_checked"]
 
 
 def task_config(config: DictConfig) -> DictConfig:
@@ -70,3 +70,17 @@ def grid_jobs(config: DictConfig) -> list[list[str]]:
     params = [f"{k}={v}" for k, v in (config.hydra.sweeper.get("params") or {}).items()]
     parsed = OverridesParser.create().parse_overrides([*params, *config.hydra.overrides.task])
     return [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+
+
+#: The jobs (overrides) of grids this process's start check composed and checked (:func:`mark_checked`).
+_CHECKED: set[tuple[str, ...]] = set()
+
+
+def mark_checked(jobs: list[list[str]]) -> None:
+    """Record that every job of ``jobs`` (:func:`grid_jobs`) was composed and passed :func:`check_job`."""
+    _CHECKED.update(tuple(job) for job in jobs)
+
+
+def were_checked(batch: Sequence[Sequence[str]]) -> bool:
+    """Whether every job of ``batch`` (a sweeper's batch of overrides) was :func:`mark_checked`."""
+    return all(tuple(job) in _CHECKED for job in batch)

@@ -32,15 +32,24 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ltr.config.compose import user_message
+from ltr.config.groups.sweeper import BASIC_SWEEPER_TARGET
 from ltr.config.overrides import override_key
 from ltr.errors import LtrUserError
 from ltr.experiment.checks import check_config
 from ltr.experiment.spec import ExperimentSpec
-from ltr.sweeper.job_checks import check_data_files, check_job, grid_jobs, repeated_key, task_config
+from ltr.sweeper.job_checks import (
+    check_data_files,
+    check_job,
+    grid_jobs,
+    mark_checked,
+    repeated_key,
+    task_config,
+)
 from ltr.sweeper.pruner import check_pruner
 from ltr.sweeper.record import check_sweep, is_ltr_search
 
-BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
+#: Hydra's basic sweeper and ltr's (``hydra/sweeper=basic``, :class:`ltr.config.groups.sweeper.BasicSweeperConf`): a grid.
+BASIC_SWEEPERS = frozenset({"hydra._internal.core_plugins.basic_sweeper.BasicSweeper", BASIC_SWEEPER_TARGET})
 
 
 @dataclass(frozen=True)
@@ -108,6 +117,7 @@ def check_grid(config: DictConfig, varying: Sequence[str]) -> tuple[ExperimentSp
             first = spec if first is None else first
     if not errors:
         assert first is not None
+        mark_checked(jobs)  # the sweeper need not compose them again (hydra_plugins.ltr_sweeper.ltr_basic_sweeper)
         return first, len(jobs)
     if len(errors) == len(jobs) and len(set(errors.values())) == 1:
         raise LtrUserError(next(iter(errors.values())))
@@ -147,7 +157,7 @@ def check_sweep_start(config: DictConfig, varying: Sequence[str]) -> SweepPlan:
         check_pruner(OmegaConf.to_container(pruner, resolve=True) if isinstance(pruner, DictConfig) else pruner)
         check_data_files(base)
         n_jobs = int(config.hydra.sweeper.n_trials) if isinstance(config.hydra.sweeper.get("n_trials"), int) else None
-    elif target == BASIC_SWEEPER:
+    elif target in BASIC_SWEEPERS:
         first, n_jobs = check_grid(config, varying)
         base = base or first
     if not is_ltr_search(config):

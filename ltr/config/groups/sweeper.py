@@ -1,4 +1,4 @@
-"""The structured config of ``hydra/sweeper=optuna`` (ltr's sweeper), in Hydra's ConfigStore."""
+"""The structured configs of ltr's sweepers (``hydra/sweeper=optuna``, ``hydra/sweeper=basic``), in Hydra's ConfigStore."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
 SWEEPER_TARGET = "hydra_plugins.ltr_sweeper.ltr_optuna_sweeper.LtrOptunaSweeper"
+BASIC_SWEEPER_TARGET = "hydra_plugins.ltr_sweeper.ltr_basic_sweeper.LtrBasicSweeper"
 
 
 @dataclass
@@ -60,9 +61,25 @@ class OptunaSweeperConf:
     params: dict[str, Any] | None = None
 
 
+@dataclass
+class BasicSweeperConf:
+    """``hydra/sweeper=basic`` (a grid, ``ltr train -m``'s sweeper): Hydra's basic sweeper, that
+    does not compose again a job ltr's start check composed
+    (:mod:`hydra_plugins.ltr_sweeper.ltr_basic_sweeper`); Hydra's fields."""
+
+    _target_: str = BASIC_SWEEPER_TARGET
+    max_batch_size: int | None = None
+    params: dict[str, str] | None = None
+
+
 def register_sweeper_config() -> None:
-    """``hydra/sweeper=optuna`` -> :class:`OptunaSweeperConf` (ltr's sweeper), and its pruners."""
+    """``hydra/sweeper=optuna`` -> :class:`OptunaSweeperConf` (ltr's sweeper), and its pruners;
+    ``hydra/sweeper=basic`` (Hydra's default) -> :class:`BasicSweeperConf`, in place of Hydra's
+    entry (whose module is imported first, so that its own entry is never stored after ours)."""
+    import hydra._internal.core_plugins.basic_sweeper  # noqa: F401  stores Hydra's entry, replaced below
+
     cs = ConfigStore.instance()
+    cs.store(group="hydra/sweeper", name="basic", node=BasicSweeperConf, provider="ltr")
     cs.store(group="hydra/sweeper", name="optuna", node=OptunaSweeperConf, provider="ltr")
     cs.store(group="hydra/sweeper/pruner", name="median", node=MedianPrunerConf, provider="ltr")
     cs.store(group="hydra/sweeper/pruner", name="threshold", node=ThresholdPrunerConf, provider="ltr")
