@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 
 from ltr.config.groups.sweeper import register_sweeper_config
-from ltr.sweeper.job_checks import were_checked
 
 register_sweeper_config()
 
@@ -28,5 +27,8 @@ class LtrBasicSweeper(BasicSweeper):
 
     def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
         """Compose each job of ``batch`` as Hydra does, unless ltr's start check composed them all."""
+        # imported here, not at Hydra's scan of its plugins, which every ltr train runs
+        from ltr.sweeper.job_checks import were_checked
+
         if not were_checked(batch):
             super().validate_batch_is_legal(batch)

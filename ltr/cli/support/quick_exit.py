@@ -36,9 +36,11 @@ import atexit
 import contextlib
 import logging
 import os
+import queue
 import signal
 import sys
 import threading
+from concurrent.futures import thread as pools
 from typing import NoReturn
 
 from ltr.tracking.liveness.proc_files import children
@@ -78,9 +80,6 @@ def release_unregistered_pool_workers() -> int:
     Here the pools' shutdown flag is set, as that hook sets it first, and each worker whose queue
     is not registered gets its ``None``: it ends once its current item is done (none, when idle),
     as the registered ones do."""
-    import queue
-    from concurrent.futures import thread as pools
-
     workers = [t for t in threading.enumerate() if getattr(t, "_target", None) is pools._worker and t not in pools._threads_queues]
     if not workers:
         return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import hydra._internal.core_plugins.basic_sweeper  # noqa: F401  stores Hydra's own hydra/sweeper=basic first: ours replaces it
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
@@ -76,8 +77,6 @@ def register_sweeper_config() -> None:
     """``hydra/sweeper=optuna`` -> :class:`OptunaSweeperConf` (ltr's sweeper), and its pruners;
     ``hydra/sweeper=basic`` (Hydra's default) -> :class:`BasicSweeperConf`, in place of Hydra's
     entry (whose module is imported first, so that its own entry is never stored after ours)."""
-    import hydra._internal.core_plugins.basic_sweeper  # noqa: F401  stores Hydra's entry, replaced below
-
     cs = ConfigStore.instance()
     cs.store(group="hydra/sweeper", name="basic", node=BasicSweeperConf, provider="ltr")
     cs.store(group="hydra/sweeper", name="optuna", node=OptunaSweeperConf, provider="ltr")
