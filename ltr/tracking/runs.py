@@ -33,6 +33,7 @@ from mlflow.tracking import MlflowClient
 
 from ltr.errors import LtrUserError
 from ltr.metrics import IdcgReport
+from ltr.runtime.stops import committing
 from ltr.tracking.lifecycle import tracked_run
 from ltr.tracking.mlflow_tracker import MlflowTracker
 from ltr.tracking.records import RunRecord as RunRecord  # re-exported: readers import it from here
@@ -301,6 +302,10 @@ class RunStore:
         the metrics and the baseline's data fingerprint; the markdown table is also the run's
         description in the MLflow UI. Artifacts: ``comparison/summary.md`` (the table) and
         ``comparison/comparison.json`` (every number).
+
+        Logging it makes the command's work final (:func:`ltr.runtime.stops.committing`): a stop
+        signal after it ends ``ltr compare --log`` / ``ltr abtest --log`` with exit 0 and the run
+        logged, not with exit 130 over a store the user is told was not written.
         """
         tracker = MlflowTracker(self.uri, comparisons_experiment(experiment))
         tags = {
@@ -314,7 +319,9 @@ class RunStore:
         for key in ("ltr.data.fingerprint", "ltr.data.name"):
             if key in baseline.tags:
                 tags[key] = baseline.tags[key]
-        with tracked_run(tracker, run_name, tags) as run_id:  # FAILED / KILLED / a full store: as a training run
+        # the command's commit (committing): a stop signal before it logs nothing, one during it
+        # waits for the run's end, one after it stops nothing (exit 0, the run logged)
+        with committing(), tracked_run(tracker, run_name, tags) as run_id:  # FAILED / KILLED / a full store: as a training run
             if params:
                 tracker.log_params(params)
             if values:

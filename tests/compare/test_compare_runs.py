@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import lightgbm as lgb
@@ -10,7 +11,7 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from ltr.cli.compare import main
+from ltr.cli.compare import _log, main
 from ltr.compare.loading import (
     CONVENTION_TAGS,
     LoadedComparison,
@@ -202,6 +203,21 @@ def test_log_records_the_comparison_as_a_linked_run(
         f"run {latest.run_name!r} ({latest.short_id}) is an `ltr compare --log` run, not a trained one: compare "
         f"the runs it compared ({store.run_ids['base'][:8]}, {store.run_ids['weak'][:8]})"
     )
+
+
+def test_a_stop_signal_once_the_comparison_is_logged_stops_nothing(store: Store) -> None:
+    """Logging the comparison makes ``ltr compare --log``'s work final (``committing``): a SIGINT
+    after it (the "logged the comparison" line, the command's return) ends the command with the
+    run logged and exit 0, not exit 130 with a store the user is told was not written."""
+    from ltr.runtime.stops import stop_signals_recorded
+
+    loaded = _compare(store, "base", "weak")
+    with stop_signals_recorded():
+        run_id = _log(loaded, experiment="ltr", markdown="| a |", explained=[])
+        signal.raise_signal(signal.SIGINT)  # handled here, by the block's handler: no KeyboardInterrupt
+    run = MlflowClient(store.uri).get_run(run_id)
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["ltr.compare.run_ids"] == f"{store.run_ids['base']},{store.run_ids['weak']}"
 
 
 def test_a_sweep_parent_is_refused_as_what_it_is(tmp_path: Path) -> None:
