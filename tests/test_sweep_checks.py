@@ -70,6 +70,20 @@ def test_a_grid_is_planned_job_by_job() -> None:
 
 
 @pytest.mark.usefixtures("hydra_loader")
+def test_the_jobs_of_the_last_grid_checked_are_recorded_for_the_sweeper() -> None:
+    """What ltr's basic sweeper skips composing again: the jobs the last start check passed, as the
+    sweeper batches them; a later sweep's check, refused, leaves none recorded."""
+    config = _multirun(["debug=default", "model.num_leaves=7,15"])
+    check_sweep_start(config, varying_keys(config))
+    jobs = grid_jobs(config)
+    assert jobs == [["debug=default", "model.num_leaves=7"], ["debug=default", "model.num_leaves=15"]]
+    assert ltr.sweeper.job_checks.were_checked(jobs)
+    assert not ltr.sweeper.job_checks.were_checked([["debug=default", "model.num_leaves=31"]])
+    _refused("model.num_leaves=1", "seed=1,2")
+    assert not ltr.sweeper.job_checks.were_checked(jobs[:1])
+
+
+@pytest.mark.usefixtures("hydra_loader")
 def test_a_mistake_every_job_shares_is_its_own_line() -> None:
     assert _refused("model.num_leaves=1", "seed=1,2") == "model.num_leaves=1 is out of range: it must be >= 2 and <= 131072"
 

@@ -72,12 +72,14 @@ def grid_jobs(config: DictConfig) -> list[list[str]]:
     return [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
 
 
-#: The jobs (overrides) of grids this process's start check composed and checked (:func:`mark_checked`).
+#: The jobs (overrides) of the grid this process's start check composed and checked last (:func:`mark_checked`).
 _CHECKED: set[tuple[str, ...]] = set()
 
 
 def mark_checked(jobs: list[list[str]]) -> None:
-    """Record that every job of ``jobs`` (:func:`grid_jobs`) was composed and passed :func:`check_job`."""
+    """Record that every job of ``jobs`` (:func:`grid_jobs`) was composed and passed :func:`check_job`,
+    in place of an earlier sweep's record (``[]``: a sweep starts, nothing of it checked yet)."""
+    _CHECKED.clear()
     _CHECKED.update(tuple(job) for job in jobs)
 
 

@@ -136,6 +136,7 @@ def check_sweep_start(config: DictConfig, varying: Sequence[str]) -> SweepPlan:
     LtrUserError
         One line, for the first mistake.
     """
+    mark_checked([])  # no job of an earlier sweep of this process counts as checked for this one
     key = repeated_key(list(config.hydra.overrides.task))
     if key is not None:
         given = " ".join(o for o in config.hydra.overrides.task if override_key(o) == key)
