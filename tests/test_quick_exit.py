@@ -7,6 +7,7 @@ file) is skipped.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -150,15 +151,26 @@ lost.submit(lambda: None).result()
 # queue for the exit hook: what is left is an idle worker the hook cannot reach
 (worker,) = lost._threads
 del pools._threads_queues[worker]
+sys.stdout.write("out")
 exit_now(5)
 """
 
 
 @pytest.mark.slow
-def test_an_idle_pool_worker_a_stop_signal_kept_from_its_exit_hook_does_not_hang_the_exit(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stdout", ["pipe", "full"])
+def test_an_idle_pool_worker_a_stop_signal_kept_from_its_exit_hook_does_not_hang_the_exit(tmp_path: Path, stdout: str) -> None:
     """A thread pool's worker started but not yet registered for the pools' exit hook when a stop
     signal's exception landed (seen in ``ltr rerun`` under SIGTERM: MLflow's artifact pool) is
-    released: the exit ends, with its code, and still waits for a pool worker that is busy."""
-    done = subprocess.run([sys.executable, "-c", POOL_SCRIPT, str(tmp_path)], capture_output=True, text=True, timeout=60)
-    assert (done.returncode, done.stderr) == (5, "")
+    released: the exit ends, with its code, and still waits for a pool worker that is busy; also
+    the normal exit taken when stdout cannot be flushed (a full device: Python's own exit code)."""
+    with open("/dev/full", "w") if stdout == "full" else open(os.devnull) as unused:
+        done = subprocess.run(
+            [sys.executable, "-c", POOL_SCRIPT, str(tmp_path)], stdout=unused if stdout == "full" else subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, timeout=60,
+            env={k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"},  # the write stays in the buffer until the exit
+        )  # fmt: skip
+    if stdout == "pipe":
+        assert (done.returncode, done.stdout, done.stderr) == (5, "out", "")
+    else:
+        assert done.returncode == 120, done.stderr  # Python's code for an exit whose flush failed
     assert (tmp_path / "busy").read_text() == "done"

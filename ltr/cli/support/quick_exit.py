@@ -57,11 +57,11 @@ def exit_now(code: int) -> NoReturn:
     module teardown (see the module docstring); through ``sys.exit`` when a stream cannot be
     flushed."""
     forget_half_made_handlers()
+    release_unregistered_pool_workers()  # both ways out below join the other threads
     if not _flushed():
         end_children()
         sys.exit(code)
     if others_alive():
-        release_unregistered_pool_workers()
         threading._shutdown()  # type: ignore[attr-defined]  # the normal exit's first step: join them
     atexit._run_exitfuncs()  # runs each handler once and clears them, as the normal exit does
     end_children()
@@ -69,8 +69,8 @@ def exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
-def release_unregistered_pool_workers() -> int:
-    """Let every idle worker of a thread pool that its pool's exit hook cannot reach end; how many.
+def release_unregistered_pool_workers() -> None:
+    """Let every idle worker of a thread pool that its pool's exit hook cannot reach end.
 
     ``ThreadPoolExecutor`` starts a worker thread, then registers its queue for the hook that
     ends the workers at exit (``concurrent.futures.thread._python_exit``: it sets the pools'
@@ -82,16 +82,13 @@ def release_unregistered_pool_workers() -> int:
     as the registered ones do."""
     workers = [t for t in threading.enumerate() if getattr(t, "_target", None) is pools._worker and t not in pools._threads_queues]
     if not workers:
-        return 0
+        return
     with pools._global_shutdown_lock:
         pools._shutdown = True
-    released = 0
     for worker in workers:
         for arg in getattr(worker, "_args", ()):
             if isinstance(arg, queue.SimpleQueue):
                 arg.put(None)
-                released += 1
-    return released
 
 
 def forget_half_made_handlers() -> None:
