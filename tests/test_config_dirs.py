@@ -9,10 +9,11 @@ import doctest
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
 import ltr.config.search_path
 from ltr import api
-from ltr.config.compose import compose_run, compose_train
+from ltr.config.compose import compose_run, compose_shipped, compose_train
 from ltr.config.search_path import decode, encode, missing, tags
 from ltr.errors import LtrUserError
 
@@ -49,6 +50,28 @@ def test_compose_run_says_which_folders_it_composed_from(tmp_path: Path, monkeyp
     assert compose_run(["model=wide"], config_dirs=["~/mine"]).config_dirs == (str(mine),)
     with pytest.raises(LtrUserError, match="no such directory"):
         compose_run([], config_dirs=[tmp_path / "gone"])
+
+
+def test_the_shipped_config_is_composed_once_and_each_caller_gets_its_own_copy() -> None:
+    """``compose_shipped`` is ``compose_train`` without a user's folder; a caller that changes
+    its copy (``ltr.models.logged.run_spec`` lifts the struct flag and merges a run onto it)
+    changes nothing another caller gets; a search-path override is refused, not cached."""
+    first = compose_shipped(["model=xgboost"])
+    assert first == compose_train(["model=xgboost"])
+    OmegaConf.set_struct(first, False)
+    first.model.max_depth = 99
+    first.extra = "mine"
+    second = compose_shipped(["model=xgboost"])
+    assert second == compose_train(["model=xgboost"])
+    assert second is not first
+    assert OmegaConf.is_struct(second)
+    assert "extra" not in second
+    assert OmegaConf.get_type(second) is OmegaConf.get_type(compose_train())
+    assert compose_shipped() == compose_train() != second
+    with pytest.raises(LtrUserError, match=r"^cannot compose the config: .*hydra\.searchpath"):
+        compose_shipped(["hydra.searchpath=[file:///tmp]"])
+    with pytest.raises(LtrUserError, match=r"^cannot compose the shipped one: "):
+        compose_shipped(["model=nosuch"], what="the shipped one")
 
 
 def test_the_tag_round_trips_and_says_which_folders_are_gone(tmp_path: Path) -> None:

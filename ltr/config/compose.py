@@ -13,6 +13,7 @@ shadow a shipped one of the same name.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
@@ -209,3 +210,33 @@ def compose_train(
         value of the wrong type; or ``config_dir`` missing.
     """
     return compose_run(overrides, what=what, config_dirs=() if config_dir is None else (config_dir,)).config
+
+
+#: :func:`compose_shipped`'s configs by their overrides (composed once per process; bounded).
+_SHIPPED: dict[tuple[str, ...], DictConfig] = {}
+_SHIPPED_MAX = 64
+
+
+def compose_shipped(overrides: Sequence[str] = (), *, what: str = "the config") -> DictConfig:
+    """:func:`compose_train` of the package's own configs alone (no user folder, no
+    ``hydra.searchpath``): composed once per process for each ``overrides`` (the package's files
+    do not change while it runs), and returned as a deep copy the caller may change. For callers
+    that compose the shipped schemas again and again (each logged run read back merges its
+    config onto them): a deep copy is a small part of a composition's cost.
+
+    Raises
+    ------
+    LtrUserError
+        as :func:`compose_train` (nothing is kept of a composition that fails); a search-path
+        override, which this function does not take.
+    """
+    key = tuple(overrides)
+    if any(_is_search_path(o) for o in key):
+        raise LtrUserError(f"cannot compose {what}: compose_shipped takes no hydra.searchpath (use compose_train)")
+    composed = _SHIPPED.get(key)
+    if composed is None:
+        composed = compose_train(key, what=what)
+        if len(_SHIPPED) >= _SHIPPED_MAX:
+            _SHIPPED.clear()
+        _SHIPPED[key] = composed
+    return copy.deepcopy(composed)

@@ -27,7 +27,7 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from ltr.config.compose import compose_train, one_line
+from ltr.config.compose import compose_shipped, one_line
 from ltr.config.groups.backends import MODEL_OPTIONS
 from ltr.config.groups.data import DATA_OPTIONS
 from ltr.config.logged import read_logged_config
@@ -139,7 +139,7 @@ def run_spec(config_text: str, record: RunRecord) -> ExperimentSpec:
         options = [f"data={option}"] if option else []
         model = logged_model_option(OmegaConf.select(logged, "model"))
         options += [f"model={model}"] if model else []
-        composed = compose_train(options, what=f"the config of run {record.short_id}")
+        composed = compose_shipped(options, what=f"the config of run {record.short_id}")
         OmegaConf.set_struct(composed, False)  # free maps (model.params) hold the run's own keys
         merged = OmegaConf.merge(composed, logged)
         OmegaConf.set_struct(merged, True)

@@ -53,6 +53,7 @@ def test_the_description_box_shows_the_lead_whole_and_every_row_on_show_more(tmp
     server = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
         cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        env=dict(os.environ, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false"),  # no job runner: the page needs none
     )  # fmt: skip
     options = webdriver.ChromeOptions()
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1500,1100", f"--explicitly-allowed-ports={port}"):
