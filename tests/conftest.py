@@ -158,24 +158,69 @@ def _module_tiers(path: Path) -> frozenset[str]:
     return frozenset({"unit", "integration", "e2e"})
 
 
-#: The modules that take longest (a minute or more of one process each, most of it in few tests),
-#: longest first: ``make test``'s processes start them first (:func:`pytest_collection_modifyitems`).
-#: pytest-xdist's own order (most tests first) left them for the end, where one process ran the
-#: last of them while the other had nothing left to do. A module that grows as long belongs here.
+#: The modules that take longest (six seconds or more of one process each), longest first, as
+#: measured in a full run: ``make test``'s processes start them first
+#: (:func:`pytest_collection_modifyitems`), so the last modules handed out are short ones and the
+#: two processes end together. pytest-xdist's own order (most tests first) left long modules of
+#: few tests for the end, where one process ran them while the other had nothing left to do. The
+#: fault matrix leads (its cases run in threads of their own beside the other process). A module
+#: that grows as long belongs here, at its place.
 LONGEST_MODULES = (
     "tests/reliability/test_fault_matrix.py",
     "tests/test_package.py",
     "tests/tracking/test_team_sweeps.py",
     "tests/docs/test_examples_b.py",
-    "tests/docs/test_examples_a.py",
-    "tests/test_api.py",
-    "tests/compare/test_abtest_fitted.py",
     "tests/test_sweeps.py",
-    "tests/models/test_shipped_models.py",
-    "tests/test_cv.py",
-    "tests/tracking/test_ui.py",
+    "tests/tracking/test_lifecycle.py",
+    "tests/tracking/test_team_server.py",
+    "tests/docs/test_examples_a.py",
+    "tests/test_optuna_search.py",
+    "tests/tracking/test_store.py",
     "tests/test_warmup.py",
+    "tests/models/test_shipped_models.py",
+    "tests/experiment/test_rerun.py",
+    "tests/tracking/test_ui.py",
+    "tests/reliability/test_liveness.py",
+    "tests/dask/test_xgboost_dask.py",
+    "tests/tracking/test_run_pages.py",
+    "tests/test_api.py",
+    "tests/tracking/test_server.py",
+    "tests/test_cv.py",
+    "tests/models/test_ship_e2e.py",
+    "tests/tracking/test_run_page_browser.py",
+    "tests/experiment/test_tail.py",
+    "tests/dask/test_determinism.py",
+    "tests/clicks/test_click_log.py",
+    "tests/compare/test_notebook.py",
+    "tests/reliability/test_bad_input.py",
+    "tests/models/test_predict_partitions.py",
+    "tests/test_sweep_checks.py",
+    "tests/test_backends.py",
+    "tests/experiment/test_checks.py",
+    "tests/dask/test_lost_worker.py",
     "tests/clicks/test_position_training.py",
+    "tests/data/test_data_write.py",
+    "tests/tracking/test_run_contents.py",
+    "tests/online/test_ope_run.py",
+    "tests/test_binned_cache.py",
+    "tests/test_model_options.py",
+    "tests/experiment/test_string_qid_tables.py",
+    "tests/models/test_promote.py",
+    "tests/models/test_predict_backends_on_workers.py",
+    "tests/experiment/test_figure_worker.py",
+    "tests/test_config_schema.py",
+    "tests/dask/test_training_dask.py",
+    "tests/experiment/test_rerank_runs.py",
+    "tests/models/test_predict_reader_holes.py",
+    "tests/dask/test_partition_cli.py",
+    "tests/compare/test_compare_runs.py",
+    "tests/test_completion.py",
+    "tests/reliability/test_study_storage.py",
+    "tests/dask/test_string_qid_runs.py",
+    "tests/compare/test_abtest.py",
+    "tests/test_default_metrics.py",
+    "tests/compare/test_abtest_fitted.py",
+    "tests/test_quick_exit.py",
 )
 
 
