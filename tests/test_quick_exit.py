@@ -7,6 +7,7 @@ file) is skipped.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -163,10 +164,9 @@ def test_an_idle_pool_worker_a_stop_signal_kept_from_its_exit_hook_does_not_hang
     signal's exception landed (seen in ``ltr rerun`` under SIGTERM: MLflow's artifact pool) is
     released: the exit ends, with its code, and still waits for a pool worker that is busy; also
     the normal exit taken when stdout cannot be flushed (a full device: Python's own exit code)."""
-    with open("/dev/full", "w") if stdout == "full" else open(os.devnull) as unused:
+    with open("/dev/full", "w") if stdout == "full" else contextlib.nullcontext(subprocess.PIPE) as out:
         done = subprocess.run(
-            [sys.executable, "-c", POOL_SCRIPT, str(tmp_path)], stdout=unused if stdout == "full" else subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, timeout=60,
+            [sys.executable, "-c", POOL_SCRIPT, str(tmp_path)], stdout=out, stderr=subprocess.PIPE, text=True, timeout=60,
             env={k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"},  # the write stays in the buffer until the exit
         )  # fmt: skip
     if stdout == "pipe":
