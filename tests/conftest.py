@@ -17,10 +17,12 @@ and Optuna imports that ``make test-unit`` does not need.
 from __future__ import annotations
 
 import ast
+import contextlib
 import logging
 import os
 import re
 import sys
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -298,6 +300,43 @@ def _figures_in_the_test_process() -> Iterator[None]:
         yield
     finally:
         pipeline.start_worker = real
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _working_folders(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the modules and tests of this process make their working folders (outside the checkout)."""
+    return tmp_path_factory.mktemp("cwd")
+
+
+@contextlib.contextmanager
+def _working_in(parent: Path, prefix: str) -> Iterator[Path]:
+    """In a new empty folder under ``parent`` as the working directory; the old one back after."""
+    before = os.getcwd()
+    folder = Path(tempfile.mkdtemp(prefix=prefix[-40:].replace("/", "_") + "-", dir=parent))
+    os.chdir(folder)
+    try:
+        yield folder
+    finally:
+        os.chdir(before)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _module_outside_the_checkout(_working_folders: Path, request: pytest.FixtureRequest) -> Iterator[None]:
+    """A module's fixtures, then each of its tests (:func:`_test_outside_the_checkout`), run in an
+    empty folder outside the checkout, never in it: what a command finds in its working directory
+    (the store ``make train`` leaves at the root, which ``ltr``'s readers and output guard open,
+    ``ltr.tracking.find_tracking_uri``; Hydra's ``outputs/``) is the test's own, and a test that
+    runs ``ltr train`` without ``tracking.uri`` writes beside itself, not into the developer's
+    store. Module-scoped too, so module fixtures (set up before any test's fixture) are covered."""
+    with _working_in(_working_folders, request.node.name.removesuffix(".py")):
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _test_outside_the_checkout(_module_outside_the_checkout: None, request: pytest.FixtureRequest) -> Iterator[None]:
+    """Each test in an empty folder of its own (see :func:`_module_outside_the_checkout`)."""
+    with _working_in(Path.cwd(), request.node.name):
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -79,7 +79,8 @@ def test_artifacts_params_tags_and_names(
     assert tags["ltr.eval.strata"] == "1-10,11-50,51+"
     assert len(tags["ltr.data.fingerprint"]) == 16
     assert tags["ltr.git.dirty"] in {"true", "false"}
-    assert tags["ltr.workdir"] == str(Path.cwd())  # relative data paths are taken from it
+    # relative data paths are taken from it: the module's folder, where `finished_run` trained (tests/conftest.py)
+    assert tags["ltr.workdir"] == str(Path.cwd().parent)
     # what the MLflow UI shows as Source, Created by and Git commit; the description
     assert tags["mlflow.source.name"] == "ltr train"
     assert tags["mlflow.source.type"] == "LOCAL"
