@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from mlflow.tracking import MlflowClient
@@ -13,6 +16,9 @@ from ltr.config.schema import FitConfig
 from ltr.dask.train import warn_no_early_stopping
 from ltr.experiment import run as pipeline
 from tests.conftest import compose_train
+
+if TYPE_CHECKING:
+    import psutil
 
 # Test NDCG@10 of the Dask model may differ from the local model's by at most this much. Not
 # identical because (1) data-parallel LightGBM builds feature bins from each worker's share of
@@ -58,6 +64,28 @@ class _Records(logging.Handler):
         self.records.append(record)
 
 
+def _started_since(before: set[int]) -> list[psutil.Process]:
+    """The processes below this one that are not in ``before`` and were started by this one or by
+    one of them: not the children a process of ``before`` starts meanwhile (the autovacuum
+    workers of a PostgreSQL server another module of this process runs for the session)."""
+    import psutil
+
+    me = os.getpid()
+    parents: dict[int, int] = {}
+    for process in psutil.Process().children(recursive=True):
+        if process.pid not in before:
+            with contextlib.suppress(psutil.Error):
+                parents[process.pid] = process.ppid()
+    new = []
+    for pid in parents:
+        up = parents[pid]
+        while up in parents:  # climb through the new ones
+            up = parents[up]
+        if up == me:
+            new.append(psutil.Process(pid))
+    return new
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     from multiprocessing import resource_tracker
@@ -83,7 +111,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     tracker = resource_tracker._resource_tracker
     if tracker._pid is not None and tracker._pid not in before:  # multiprocessing's, started for the cluster
         tracker._stop()
-    left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+    left = _started_since(before)
     running = [" ".join(p.cmdline()) for p in left if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     return Runs(uri, folder, local, dask, [r.getMessage() for r in handler.records], running)
 
@@ -162,3 +190,38 @@ def test_early_stopping_request_logs_one_clear_warning(caplog: pytest.LogCapture
     message = caplog.records[0].getMessage()
     assert "trainer=dask has no early stopping" in message
     assert "fit.early_stopping_rounds=20 is ignored and all fit.num_boost_round=300 rounds are trained" in message
+
+
+@pytest.mark.slow
+def test_processes_left_are_the_ones_this_process_started_since() -> None:
+    """:func:`_started_since` counts a process this one started, and its children, but not a
+    child that a process already running starts meanwhile."""
+    import subprocess
+    import time
+
+    import psutil
+
+    def end(proc: subprocess.Popen[bytes]) -> None:
+        for child in psutil.Process(proc.pid).children(recursive=True):
+            child.kill()
+        proc.kill()
+        proc.wait()
+
+    older = subprocess.Popen(["sh", "-c", "sleep 0.5; sleep 30; true"])
+    try:
+        time.sleep(0.1)
+        before = {p.pid for p in psutil.Process().children(recursive=True)}
+        ours = subprocess.Popen(["sh", "-c", "sleep 30 & wait; true"])
+        try:
+            time.sleep(1.0)  # `older`'s second child and `ours`'s child have started
+            theirs = {p.pid for p in psutil.Process(older.pid).children()}
+            assert theirs
+            assert not theirs & before
+            found = {p.pid for p in _started_since(before)}
+            assert ours.pid in found
+            assert len(found) == 2  # ours and its child
+            assert not found & theirs
+        finally:
+            end(ours)
+    finally:
+        end(older)
