@@ -302,7 +302,7 @@ def _figures_in_the_test_process() -> Iterator[None]:
         pipeline.start_worker = real
 
 
-@pytest.fixture(autouse=True, scope="session")
+@pytest.fixture(scope="session")
 def _working_folders(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Where the modules and tests of this process make their working folders (outside the checkout)."""
     return tmp_path_factory.mktemp("cwd")
@@ -321,21 +321,21 @@ def _working_in(parent: Path, prefix: str) -> Iterator[Path]:
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _module_outside_the_checkout(_working_folders: Path, request: pytest.FixtureRequest) -> Iterator[None]:
+def _module_outside_the_checkout(_working_folders: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
     """A module's fixtures, then each of its tests (:func:`_test_outside_the_checkout`), run in an
     empty folder outside the checkout, never in it: what a command finds in its working directory
     (the store ``make train`` leaves at the root, which ``ltr``'s readers and output guard open,
     ``ltr.tracking.find_tracking_uri``; Hydra's ``outputs/``) is the test's own, and a test that
     runs ``ltr train`` without ``tracking.uri`` writes beside itself, not into the developer's
     store. Module-scoped too, so module fixtures (set up before any test's fixture) are covered."""
-    with _working_in(_working_folders, request.node.name.removesuffix(".py")):
-        yield
+    with _working_in(_working_folders, request.node.name.removesuffix(".py")) as folder:
+        yield folder
 
 
 @pytest.fixture(autouse=True)
-def _test_outside_the_checkout(_module_outside_the_checkout: None, request: pytest.FixtureRequest) -> Iterator[None]:
-    """Each test in an empty folder of its own (see :func:`_module_outside_the_checkout`)."""
-    with _working_in(Path.cwd(), request.node.name):
+def _test_outside_the_checkout(_module_outside_the_checkout: Path, request: pytest.FixtureRequest) -> Iterator[None]:
+    """Each test in an empty folder of its own, in its module's (:func:`_module_outside_the_checkout`)."""
+    with _working_in(_module_outside_the_checkout, request.node.name):
         yield
 
 
