@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -20,7 +17,7 @@ from mlflow.tracking import MlflowClient
 
 from ltr.experiment import run as pipeline
 from tests.conftest import compose_train
-from tests.processes import free_port, stop_process_group
+from tests.processes import free_port, start_mlflow_server, stop_process_group
 
 webdriver = pytest.importorskip("selenium.webdriver")
 pytestmark = [
@@ -50,24 +47,12 @@ def test_the_description_box_shows_the_lead_whole_and_every_row_on_show_more(tmp
     description = run.data.tags["mlflow.note.content"]
     table_rows = [line for line in description.splitlines() if line.startswith("| ") and not line.startswith("|---")]
     port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        env=dict(os.environ, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false"),  # no job runner: the page needs none
-    )  # fmt: skip
+    server = start_mlflow_server(uri, tmp_path / "artifacts", tmp_path / "server.log", port, cwd=tmp_path)
     options = webdriver.ChromeOptions()
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1500,1100", f"--explicitly-allowed-ports={port}"):
         options.add_argument(arg)
     driver = None
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "mlflow server did not answer"
-                time.sleep(1)
         os.environ.setdefault("SE_OFFLINE", "true")  # Selenium Manager: use the installed driver, no download
         driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
         driver.get(f"http://127.0.0.1:{port}/#/experiments/1/runs/{run.info.run_id}?workflowType=machine_learning")
