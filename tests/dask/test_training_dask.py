@@ -71,19 +71,19 @@ def _started_since(before: set[int]) -> list[psutil.Process]:
     import psutil
 
     me = os.getpid()
+    new = {p.pid: p for p in psutil.Process().children(recursive=True) if p.pid not in before}
     parents: dict[int, int] = {}
-    for process in psutil.Process().children(recursive=True):
-        if process.pid not in before:
-            with contextlib.suppress(psutil.Error):
-                parents[process.pid] = process.ppid()
-    new = []
-    for pid in parents:
+    for pid, process in new.items():
+        with contextlib.suppress(psutil.Error):  # gone since: left nothing
+            parents[pid] = process.ppid()
+
+    def started_here(pid: int) -> bool:
         up = parents[pid]
         while up in parents:  # climb through the new ones
             up = parents[up]
-        if up == me:
-            new.append(psutil.Process(pid))
-    return new
+        return up == me
+
+    return [new[pid] for pid in parents if started_here(pid)]
 
 
 @pytest.fixture(scope="module")
